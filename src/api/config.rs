@@ -1,0 +1,88 @@
+//! Job-wide settings.
+
+use std::time::Duration;
+
+use crate::state::key_groups::DEFAULT_MAX_PARALLELISM;
+
+/// How a job runs (Flink's `RuntimeExecutionMode`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum RuntimeMode {
+    /// Bounded input processed to the end; keyed aggregations emit final values only.
+    Batch,
+    /// Records processed as they come; keyed aggregations emit an update per record.
+    Streaming,
+    /// `Batch` when every source is bounded, else `Streaming`.
+    Automatic,
+}
+
+impl std::str::FromStr for RuntimeMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "batch" => Ok(RuntimeMode::Batch),
+            "streaming" => Ok(RuntimeMode::Streaming),
+            "automatic" | "auto" => Ok(RuntimeMode::Automatic),
+            other => Err(format!(
+                "unknown runtime mode '{other}': expected batch, streaming or automatic"
+            )),
+        }
+    }
+}
+
+/// Settings of one job.
+#[derive(Clone, Debug)]
+pub struct ExecutionConfig {
+    /// Parallelism of operators that set none. Default: the number of CPU cores.
+    pub parallelism: usize,
+    /// Number of key groups, the upper bound of any parallelism. Default 128.
+    pub max_parallelism: usize,
+    /// Runtime mode. Default `Automatic`.
+    pub mode: RuntimeMode,
+    /// Longest a record waits in an output buffer while its task is busy; `None` flushes only
+    /// full batches (and whenever a task runs out of input). Default 1 ms. This is the
+    /// latency/throughput knob (Flink's buffer timeout, whose default is 100 ms).
+    pub buffer_timeout: Option<Duration>,
+    /// Records per batch. Default 1024.
+    pub batch_size: usize,
+    /// Batches in flight per channel before the producer waits (backpressure). Default 8.
+    pub channel_capacity: usize,
+}
+
+impl Default for ExecutionConfig {
+    fn default() -> Self {
+        ExecutionConfig {
+            parallelism: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            max_parallelism: DEFAULT_MAX_PARALLELISM,
+            mode: RuntimeMode::Automatic,
+            buffer_timeout: Some(Duration::from_millis(1)),
+            batch_size: 1024,
+            channel_capacity: 8,
+        }
+    }
+}
+
+impl ExecutionConfig {
+    /// Checks the settings; names the first bad one.
+    pub fn validate(&self) -> crate::Result<()> {
+        let bad = |what: String| Err(crate::HummerError::Config(what));
+        if self.parallelism == 0 {
+            return bad("parallelism must be at least 1".into());
+        }
+        if self.max_parallelism == 0 {
+            return bad("max parallelism must be at least 1".into());
+        }
+        if self.parallelism > self.max_parallelism {
+            return bad(format!(
+                "parallelism {} exceeds the max parallelism (key groups) {}",
+                self.parallelism, self.max_parallelism
+            ));
+        }
+        if self.batch_size == 0 {
+            return bad("batch size must be at least 1".into());
+        }
+        if self.channel_capacity == 0 {
+            return bad("channel capacity must be at least 1".into());
+        }
+        Ok(())
+    }
+}

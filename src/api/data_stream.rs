@@ -1,0 +1,277 @@
+//! `DataStream<T>`: a stream of records of type `T` and its transformations.
+
+use std::fmt::{Debug, Display};
+use std::marker::PhantomData;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use crate::api::{ConnectedStreams, KeyedStream, StreamExecutionEnvironment};
+use crate::connectors::collect::{CollectHandle, CollectSink};
+use crate::connectors::print::PrintSink;
+use crate::connectors::text_file_sink::TextFileSink;
+use crate::data::{Data, Key};
+use crate::error::Result;
+use crate::graph::stream_graph::{Chaining, NodeId, NodeKind};
+use crate::operators::filter::Filter;
+use crate::operators::flat_map::FlatMap;
+use crate::operators::map::Map;
+use crate::operators::sink::{Sink, SinkOperator};
+use crate::operators::union::Union;
+use crate::operators::{OneInputOperator, OperatorContext};
+use crate::runtime::factory::{NodeFactory, OperatorFactory};
+use crate::runtime::record_writer::Partitioning;
+use crate::runtime::type_ops::{type_ops, unit_type_ops};
+
+/// A stream of `T` records: the output of one node of the job, and how the next node reads it
+/// (forward by default; see [`DataStream::rebalance`], [`DataStream::broadcast`]).
+pub struct DataStream<T> {
+    pub(crate) env: StreamExecutionEnvironment,
+    pub(crate) node: NodeId,
+    pub(crate) partitioning: Partitioning,
+    _types: PhantomData<fn() -> T>,
+}
+
+impl<T> Clone for DataStream<T> {
+    fn clone(&self) -> Self {
+        DataStream {
+            env: self.env.clone(),
+            node: self.node,
+            partitioning: self.partitioning.clone(),
+            _types: PhantomData,
+        }
+    }
+}
+
+impl<T: Data> DataStream<T> {
+    pub(crate) fn new(env: StreamExecutionEnvironment, node: NodeId) -> Self {
+        DataStream {
+            env,
+            node,
+            partitioning: Partitioning::Forward,
+            _types: PhantomData,
+        }
+    }
+
+    /// The environment this stream belongs to.
+    pub fn env(&self) -> &StreamExecutionEnvironment {
+        &self.env
+    }
+
+    /// Adds a one-input operator made by `make` for every subtask, fed by this stream.
+    pub(crate) fn add_operator<O: Data, Op>(
+        &self,
+        name: &str,
+        make: impl Fn(&OperatorContext) -> Result<Op> + Send + Sync + 'static,
+    ) -> DataStream<O>
+    where
+        Op: OneInputOperator<In = T, Out = O>,
+    {
+        let factory = NodeFactory::OneInput(Arc::new(OperatorFactory::new(make)));
+        let id = self.env.add_node(
+            name.to_string(),
+            NodeKind::Operator,
+            factory,
+            type_ops::<O>(),
+        );
+        self.env
+            .add_edge(self.node, id, 0, self.partitioning.clone());
+        DataStream::new(self.env.clone(), id)
+    }
+
+    /// One output record per input record.
+    ///
+    /// ```
+    /// # use hummer::prelude::*;
+    /// let env = StreamExecutionEnvironment::local();
+    /// let out = env.from_collection(vec![1, 2, 3]).map(|x: i32| x * 10).collect();
+    /// let mut result = env.execute("map").unwrap();
+    /// assert_eq!(result.collected(&out).unwrap(), vec![10, 20, 30]);
+    /// ```
+    pub fn map<O: Data, F>(&self, f: F) -> DataStream<O>
+    where
+        F: FnMut(T) -> O + Clone + Send + Sync + 'static,
+    {
+        self.add_operator("Map", move |_| Ok(Map::new(f.clone())))
+    }
+
+    /// Any number of output records per input record: `f` returns an iterator (or anything
+    /// iterable), whose items are emitted in order.
+    ///
+    /// ```
+    /// # use hummer::prelude::*;
+    /// let env = StreamExecutionEnvironment::local();
+    /// let out = env.from_collection(vec![2u32, 0, 3]).flat_map(|n: u32| 0..n).collect();
+    /// let mut result = env.execute("flat_map").unwrap();
+    /// assert_eq!(result.collected(&out).unwrap(), vec![0, 1, 0, 1, 2]);
+    /// ```
+    pub fn flat_map<It, F>(&self, f: F) -> DataStream<It::Item>
+    where
+        It: IntoIterator + 'static,
+        It::Item: Data,
+        F: FnMut(T) -> It + Clone + Send + Sync + 'static,
+    {
+        self.add_operator("FlatMap", move |_| Ok(FlatMap::new(f.clone())))
+    }
+
+    /// Keeps the records for which `predicate` is true.
+    ///
+    /// ```
+    /// # use hummer::prelude::*;
+    /// let env = StreamExecutionEnvironment::local();
+    /// let out = env.from_collection((1..=6).collect()).filter(|x: &i32| x % 2 == 0).collect();
+    /// let mut result = env.execute("filter").unwrap();
+    /// assert_eq!(result.collected(&out).unwrap(), vec![2, 4, 6]);
+    /// ```
+    pub fn filter<F>(&self, predicate: F) -> DataStream<T>
+    where
+        F: FnMut(&T) -> bool + Clone + Send + Sync + 'static,
+    {
+        self.add_operator("Filter", move |_| Ok(Filter::new(predicate.clone())))
+    }
+
+    /// Partitions the stream by key: records with equal keys go to the same subtask of the
+    /// next operator (through the key's key group).
+    pub fn key_by<K: Key, KS>(&self, key_of: KS) -> KeyedStream<T, K, KS>
+    where
+        KS: Fn(&T) -> K + Clone + Send + Sync + 'static,
+    {
+        KeyedStream::new(self.clone(), key_of)
+    }
+
+    /// Merges this stream with others of the same type.
+    ///
+    /// ```
+    /// # use hummer::prelude::*;
+    /// let env = StreamExecutionEnvironment::local();
+    /// let a = env.from_collection(vec![1, 2]);
+    /// let b = env.from_collection(vec![3]);
+    /// let out = a.union(&[b]).collect();
+    /// let mut result = env.execute("union").unwrap();
+    /// let mut all = result.collected(&out).unwrap();
+    /// all.sort();
+    /// assert_eq!(all, vec![1, 2, 3]);
+    /// ```
+    pub fn union(&self, others: &[DataStream<T>]) -> DataStream<T> {
+        let factory =
+            NodeFactory::OneInput(Arc::new(OperatorFactory::new(|_: &OperatorContext| {
+                Ok(Union::<T>::default())
+            })));
+        let id = self
+            .env
+            .add_node("Union".into(), NodeKind::Operator, factory, type_ops::<T>());
+        for s in std::iter::once(self).chain(others) {
+            self.env.add_edge(s.node, id, 0, s.partitioning.clone());
+        }
+        DataStream::new(self.env.clone(), id)
+    }
+
+    /// Connects two streams for a two-input operator (`co_map`, `co_flat_map`).
+    pub fn connect<U: Data>(&self, other: &DataStream<U>) -> ConnectedStreams<T, U> {
+        ConnectedStreams::new(self.clone(), other.clone())
+    }
+
+    /// The next operator reads this stream round-robin over its subtasks.
+    pub fn rebalance(&self) -> DataStream<T> {
+        self.with_partitioning(Partitioning::Rebalance)
+    }
+
+    /// Every subtask of the next operator reads every record.
+    pub fn broadcast(&self) -> DataStream<T> {
+        self.with_partitioning(Partitioning::Broadcast)
+    }
+
+    pub(crate) fn with_partitioning(&self, partitioning: Partitioning) -> DataStream<T> {
+        DataStream {
+            partitioning,
+            ..self.clone()
+        }
+    }
+
+    /// Sets the parallelism of the operator that produces this stream.
+    pub fn set_parallelism(self, parallelism: usize) -> Self {
+        self.env.state.borrow_mut().graph.nodes[self.node].parallelism = Some(parallelism);
+        self
+    }
+
+    /// Names the operator that produces this stream (shown in plans and errors).
+    pub fn name(self, name: &str) -> Self {
+        self.env.state.borrow_mut().graph.nodes[self.node].name = name.to_string();
+        self
+    }
+
+    /// Starts a new chain at the operator that produces this stream (no fusion with the
+    /// operator before it).
+    pub fn disable_chaining(self) -> Self {
+        self.env.state.borrow_mut().graph.nodes[self.node].chaining = Chaining::Never;
+        self
+    }
+
+    /// Writes into a [`Sink`].
+    pub fn add_sink<S: Sink<T>>(&self, sink: S) -> DataStreamSink {
+        let name = sink.name();
+        let sink: Arc<dyn Sink<T>> = Arc::new(sink);
+        let factory = NodeFactory::OneInput(Arc::new(OperatorFactory::new(move |ctx| {
+            SinkOperator::create(&sink, ctx)
+        })));
+        let id = self
+            .env
+            .add_node(name, NodeKind::Sink, factory, unit_type_ops());
+        self.env
+            .add_edge(self.node, id, 0, self.partitioning.clone());
+        DataStreamSink {
+            env: self.env.clone(),
+            node: id,
+        }
+    }
+
+    /// Prints every record (`{:?}`) to standard output, prefixed by `subtask> ` when the
+    /// sink is parallel.
+    pub fn print(&self) -> DataStreamSink
+    where
+        T: Debug,
+    {
+        self.add_sink(PrintSink::default())
+    }
+
+    /// Writes every record (`{}`) as a line into `dir/part-<subtask>`.
+    pub fn write_text_file(&self, dir: impl Into<PathBuf>) -> DataStreamSink
+    where
+        T: Display,
+    {
+        self.add_sink(TextFileSink::new(dir))
+    }
+
+    /// Gathers the records in memory; take them from the [`crate::api::JobResult`].
+    pub fn collect(&self) -> CollectHandle<T> {
+        let buffer = Arc::new(Mutex::new(Vec::<T>::new()));
+        let sink = self.add_sink(CollectSink {
+            buffer: buffer.clone(),
+        });
+        self.env
+            .state
+            .borrow_mut()
+            .collect_slots
+            .push((sink.node, buffer));
+        CollectHandle::new(sink.node)
+    }
+}
+
+/// The end of a stream: a sink node, whose name and parallelism can be set.
+pub struct DataStreamSink {
+    env: StreamExecutionEnvironment,
+    node: NodeId,
+}
+
+impl DataStreamSink {
+    /// Sets the sink's parallelism.
+    pub fn set_parallelism(self, parallelism: usize) -> Self {
+        self.env.state.borrow_mut().graph.nodes[self.node].parallelism = Some(parallelism);
+        self
+    }
+
+    /// Names the sink.
+    pub fn name(self, name: &str) -> Self {
+        self.env.state.borrow_mut().graph.nodes[self.node].name = name.to_string();
+        self
+    }
+}

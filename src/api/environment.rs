@@ -1,0 +1,290 @@
+//! The entry point of a job program.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::api::{DataStream, ExecutionConfig, JobResult, RuntimeMode};
+use crate::connectors::Source;
+use crate::connectors::collect::CollectSlot;
+use crate::connectors::collection::{CollectionSource, IteratorSource};
+use crate::connectors::socket::SocketTextSource;
+use crate::connectors::text_file::TextFileSource;
+use crate::data::Data;
+use crate::error::{HummerError, Result};
+use crate::graph::execution_graph::ExecutionGraph;
+use crate::graph::job_graph::{JobGraph, TranslateConfig};
+use crate::graph::render;
+use crate::graph::stream_graph::{NodeId, NodeKind, StreamGraph};
+use crate::runtime::executor::{self, RunningJob, RuntimeConfig};
+use crate::runtime::factory::{NodeFactory, SourceFactory};
+use crate::runtime::metrics::JobProgress;
+use crate::runtime::record_writer::Partitioning;
+use crate::runtime::type_ops::{TypeOps, type_ops};
+
+pub(crate) struct EnvState {
+    pub(crate) graph: StreamGraph,
+    pub(crate) config: ExecutionConfig,
+    pub(crate) collect_slots: Vec<(NodeId, Arc<dyn CollectSlot + Send + Sync>)>,
+    pub(crate) progress: Arc<JobProgress>,
+}
+
+/// Builds a job and runs it (Flink's `StreamExecutionEnvironment`).
+///
+/// The environment is local: `execute` runs the job in this process, one thread per subtask
+/// (the embedded local cluster). Cloning it gives another handle on the same job.
+///
+/// ```
+/// use hummer::prelude::*;
+///
+/// let env = StreamExecutionEnvironment::local();
+/// env.set_parallelism(2);
+/// let counts = env
+///     .from_collection(vec!["a b".to_string(), "b c".into(), "b".into()])
+///     .flat_map(|line: String| line.split(' ').map(str::to_string).collect::<Vec<_>>())
+///     .key_by(|word: &String| word.clone())
+///     .count()
+///     .collect();
+/// let mut result = env.execute("count words").unwrap();
+/// let mut counts = result.collected(&counts).unwrap();
+/// counts.sort();
+/// assert_eq!(counts, vec![("a".to_string(), 1), ("b".to_string(), 3), ("c".to_string(), 1)]);
+/// ```
+#[derive(Clone)]
+pub struct StreamExecutionEnvironment {
+    pub(crate) state: Rc<RefCell<EnvState>>,
+}
+
+impl Default for StreamExecutionEnvironment {
+    fn default() -> Self {
+        Self::local()
+    }
+}
+
+impl StreamExecutionEnvironment {
+    /// An environment that runs jobs in this process.
+    pub fn local() -> Self {
+        StreamExecutionEnvironment {
+            state: Rc::new(RefCell::new(EnvState {
+                graph: StreamGraph::default(),
+                config: ExecutionConfig::default(),
+                collect_slots: Vec::new(),
+                progress: Arc::new(JobProgress::default()),
+            })),
+        }
+    }
+
+    /// Sets the parallelism of operators that set none.
+    pub fn set_parallelism(&self, parallelism: usize) -> &Self {
+        self.state.borrow_mut().config.parallelism = parallelism;
+        self
+    }
+
+    /// Sets the number of key groups (the upper bound of any parallelism).
+    pub fn set_max_parallelism(&self, max_parallelism: usize) -> &Self {
+        self.state.borrow_mut().config.max_parallelism = max_parallelism;
+        self
+    }
+
+    /// Sets the runtime mode.
+    pub fn set_runtime_mode(&self, mode: RuntimeMode) -> &Self {
+        self.state.borrow_mut().config.mode = mode;
+        self
+    }
+
+    /// Sets the buffer timeout (see [`ExecutionConfig::buffer_timeout`]).
+    pub fn set_buffer_timeout(&self, timeout: Option<Duration>) -> &Self {
+        self.state.borrow_mut().config.buffer_timeout = timeout;
+        self
+    }
+
+    /// Sets the number of records per batch.
+    pub fn set_batch_size(&self, batch_size: usize) -> &Self {
+        self.state.borrow_mut().config.batch_size = batch_size;
+        self
+    }
+
+    /// The current settings.
+    pub fn config(&self) -> ExecutionConfig {
+        self.state.borrow().config.clone()
+    }
+
+    /// Progress counters of the job's bounded inputs (for progress bars).
+    pub fn progress(&self) -> Arc<JobProgress> {
+        self.state.borrow().progress.clone()
+    }
+
+    /// Adds a source.
+    pub fn add_source<T: Data, S: Source<T>>(&self, source: S) -> DataStream<T> {
+        let name = source.name();
+        let factory = NodeFactory::Source(Arc::new(SourceFactory(Arc::new(source))));
+        let id = self.add_node(name, NodeKind::Source, factory, type_ops::<T>());
+        DataStream::new(self.clone(), id)
+    }
+
+    /// The elements of a vector, in order (a bounded, non-parallel source).
+    pub fn from_collection<T: Data + Sync>(&self, items: Vec<T>) -> DataStream<T> {
+        self.add_source(CollectionSource::new(items))
+    }
+
+    /// The items of an iterator (a bounded, non-parallel source that can run once).
+    pub fn from_iter<T: Data, I>(&self, items: I) -> DataStream<T>
+    where
+        I: IntoIterator<Item = T>,
+        I::IntoIter: Send + 'static,
+    {
+        self.add_source(IteratorSource::new(items.into_iter()))
+    }
+
+    /// The lines of a text file, or of every file of a directory (bounded; read in parallel,
+    /// split at line boundaries).
+    pub fn read_text_file(&self, path: impl Into<PathBuf>) -> DataStream<String> {
+        self.add_source(TextFileSource::new(path))
+    }
+
+    /// The lines sent by a TCP server (unbounded until the server closes; not parallel).
+    pub fn socket_text_stream(&self, host: impl Into<String>, port: u16) -> DataStream<String> {
+        self.add_source(SocketTextSource::new(host, port))
+    }
+
+    pub(crate) fn add_node(
+        &self,
+        name: String,
+        kind: NodeKind,
+        factory: NodeFactory,
+        out_type: Arc<dyn TypeOps>,
+    ) -> NodeId {
+        self.state
+            .borrow_mut()
+            .graph
+            .add_node(name, kind, factory, out_type)
+    }
+
+    pub(crate) fn add_edge(&self, source: NodeId, target: NodeId, input: usize, p: Partitioning) {
+        self.state
+            .borrow_mut()
+            .graph
+            .add_edge(source, target, input, p);
+    }
+
+    fn translate(&self) -> Result<(StreamGraph, JobGraph, ExecutionGraph)> {
+        let state = self.state.borrow();
+        state.config.validate()?;
+        let cfg = TranslateConfig {
+            default_parallelism: state.config.parallelism,
+            max_parallelism: state.config.max_parallelism,
+            mode: state.config.mode,
+        };
+        let job = JobGraph::from_stream_graph(&state.graph, &cfg)?;
+        let exec = ExecutionGraph::from_job_graph(&job);
+        Ok((state.graph.clone(), job, exec))
+    }
+
+    /// The stream graph, the job graph (fused chains) and the execution graph (subtasks) of
+    /// the job built so far, as text.
+    pub fn explain(&self) -> Result<String> {
+        let (stream, job, exec) = self.translate()?;
+        Ok(render::to_text(&stream, &job, &exec))
+    }
+
+    /// The three graphs as JSON.
+    pub fn explain_json(&self) -> Result<String> {
+        let (stream, job, exec) = self.translate()?;
+        serde_json::to_string_pretty(&render::to_json(&stream, &job, &exec))
+            .map_err(|e| HummerError::Internal(format!("plan JSON: {e}")))
+    }
+
+    /// The job graph as Graphviz DOT.
+    pub fn explain_dot(&self) -> Result<String> {
+        let (_, job, _) = self.translate()?;
+        Ok(render::to_dot(&job))
+    }
+
+    /// Runs the job to its end and returns its result.
+    pub fn execute(&self, job_name: &str) -> Result<JobResult> {
+        self.execute_async(job_name)?.wait()
+    }
+
+    /// Starts the job and returns at once with a client that can wait for it or cancel it.
+    ///
+    /// The environment's graph is handed to the job: the environment can build the next job.
+    pub fn execute_async(&self, job_name: &str) -> Result<JobClient> {
+        let (_, job, exec) = self.translate()?;
+        let (runtime, progress) = {
+            let state = self.state.borrow();
+            let c = &state.config;
+            let runtime = RuntimeConfig {
+                batch_size: c.batch_size,
+                channel_capacity: c.channel_capacity,
+                buffer_timeout: c.buffer_timeout,
+            };
+            (runtime, state.progress.clone())
+        };
+        let source_vertices = job
+            .vertices
+            .iter()
+            .map(|v| matches!(job.stream.nodes[v.nodes[0]].factory, NodeFactory::Source(_)))
+            .collect();
+        let started = Instant::now();
+        let running = executor::start(&job, &exec, &runtime, progress)?;
+        let mut state = self.state.borrow_mut();
+        state.graph = StreamGraph::default();
+        Ok(JobClient {
+            job_name: job_name.to_string(),
+            mode: job.mode,
+            started,
+            running,
+            source_vertices,
+            collect_slots: std::mem::take(&mut state.collect_slots),
+        })
+    }
+}
+
+/// A running job: wait for its result or cancel it. Can be sent to another thread.
+pub struct JobClient {
+    job_name: String,
+    mode: RuntimeMode,
+    started: Instant,
+    running: RunningJob,
+    source_vertices: Vec<bool>,
+    collect_slots: Vec<(NodeId, Arc<dyn CollectSlot + Send + Sync>)>,
+}
+
+impl JobClient {
+    /// Cancels the job; `wait` then returns [`HummerError::Cancelled`].
+    pub fn cancel(&self) {
+        self.running.cancel();
+    }
+
+    /// The mode the job runs in.
+    pub fn mode(&self) -> RuntimeMode {
+        self.mode
+    }
+
+    /// Waits for the job's end. Every task thread has exited when this returns.
+    pub fn wait(self) -> Result<JobResult> {
+        let vertices = self.running.wait()?;
+        let source_records = vertices
+            .iter()
+            .zip(&self.source_vertices)
+            .filter(|(_, is_source)| **is_source)
+            .map(|(v, _)| v.records_in)
+            .sum();
+        let collected: HashMap<_, _> = self
+            .collect_slots
+            .iter()
+            .map(|(node, slot)| (*node, slot.take()))
+            .collect();
+        Ok(JobResult {
+            job_name: self.job_name,
+            mode: self.mode,
+            duration: self.started.elapsed(),
+            vertices,
+            source_records,
+            collected,
+        })
+    }
+}

@@ -1,0 +1,249 @@
+//! `KeyedStream<T, K, KS>`: a stream partitioned by a key, and its keyed operations.
+
+use std::marker::PhantomData;
+use std::ops::AddAssign;
+use std::sync::Arc;
+
+use crate::api::DataStream;
+use crate::data::{Data, Key};
+use crate::graph::stream_graph::{CombineRewrite, NodeKind};
+use crate::operators::Collector;
+use crate::operators::keyed_aggregate::{
+    Aggregation, Count, Extreme, KeyedAggregate, MergeAggregate, PartialAggregate, Reduce, Sum,
+};
+use crate::operators::keyed_join::KeyedJoin;
+use crate::operators::keyed_process::KeyedProcess;
+use crate::runtime::factory::{NodeFactory, OperatorFactory, TwoInputOperatorFactory};
+use crate::runtime::record_writer::{BatchRouter, Partitioning};
+use crate::runtime::type_ops::type_ops;
+use crate::state::ValueState;
+use crate::state::key_groups::subtask_of_key;
+
+/// A stream whose records are routed by the key `KS` extracts (Flink's `KeyedStream`).
+///
+/// Every keyed operation shuffles by key group, so all records of one key meet in one subtask
+/// and per-key state is consistent.
+pub struct KeyedStream<T, K, KS> {
+    stream: DataStream<T>,
+    key_of: KS,
+    _key: PhantomData<fn() -> K>,
+}
+
+/// A router sending each record to the subtask that owns its key.
+fn router<T: 'static, K: Key>(key_of: impl Fn(&T) -> K + Send + Sync + 'static) -> BatchRouter<T> {
+    Arc::new(
+        move |records: &[T], channels: usize, max_parallelism: usize, out: &mut Vec<u32>| {
+            out.clear();
+            out.extend(
+                records
+                    .iter()
+                    .map(|r| subtask_of_key(&key_of(r), max_parallelism, channels) as u32),
+            );
+        },
+    )
+}
+
+impl<T, K, KS> KeyedStream<T, K, KS>
+where
+    T: Data,
+    K: Key,
+    KS: Fn(&T) -> K + Clone + Send + Sync + 'static,
+{
+    pub(crate) fn new(stream: DataStream<T>, key_of: KS) -> Self {
+        KeyedStream {
+            stream,
+            key_of,
+            _key: PhantomData,
+        }
+    }
+
+    fn hash_partitioning(&self) -> Partitioning {
+        Partitioning::hash(router::<T, K>(self.key_of.clone()))
+    }
+
+    /// Adds a keyed aggregation: streaming form on the node, batch form (combiner + merge) as
+    /// its rewrite.
+    fn aggregate<A: Aggregation<T, K>>(&self, name: &str, agg: A) -> DataStream<A::Out> {
+        let (ks, a) = (self.key_of.clone(), agg.clone());
+        let keyed = self
+            .stream
+            .with_partitioning(self.hash_partitioning())
+            .add_operator(name, move |ctx| {
+                Ok(KeyedAggregate::new(ks.clone(), a.clone(), ctx.mode))
+            });
+        let (ks, a) = (self.key_of.clone(), agg.clone());
+        let combiner = Arc::new(OperatorFactory::new(move |_| {
+            Ok(PartialAggregate::new(ks.clone(), a.clone()))
+        }));
+        let merge = Arc::new(OperatorFactory::new(move |ctx| {
+            Ok(MergeAggregate::<T, K, A>::new(agg.clone(), ctx.mode))
+        }));
+        let rewrite = CombineRewrite {
+            combiner,
+            combiner_out: type_ops::<(K, A::Acc)>(),
+            partitioning: Partitioning::hash(router::<(K, A::Acc), K>(|pair: &(K, A::Acc)| {
+                pair.0.clone()
+            })),
+            merge,
+        };
+        keyed.env.state.borrow_mut().graph.nodes[keyed.node].combine = Some(rewrite);
+        keyed
+    }
+
+    /// Number of records per key: `(key, count)` (the paper's groupByCount).
+    ///
+    /// ```
+    /// # use hummer::prelude::*;
+    /// let env = StreamExecutionEnvironment::local();
+    /// env.set_runtime_mode(RuntimeMode::Streaming).set_parallelism(1);
+    /// let out = env.from_collection(vec!['a', 'b', 'a']).key_by(|c: &char| *c).count().collect();
+    /// let mut result = env.execute("count").unwrap();
+    /// // Streaming mode: an update per record.
+    /// assert_eq!(result.collected(&out).unwrap(), vec![('a', 1), ('b', 1), ('a', 2)]);
+    /// ```
+    pub fn count(&self) -> DataStream<(K, u64)> {
+        self.aggregate("Count", Count)
+    }
+
+    /// Sum of `field` per key: `(key, sum)`.
+    pub fn sum<N, F>(&self, field: F) -> DataStream<(K, N)>
+    where
+        N: Data + AddAssign,
+        F: Fn(&T) -> N + Clone + Send + Sync + 'static,
+    {
+        self.aggregate("Sum", Sum { field })
+    }
+
+    /// Smallest `field` per key: `(key, min)`.
+    pub fn min<V, F>(&self, field: F) -> DataStream<(K, V)>
+    where
+        V: Data + Ord,
+        F: Fn(&T) -> V + Clone + Send + Sync + 'static,
+    {
+        self.aggregate(
+            "Min",
+            Extreme {
+                field,
+                largest: false,
+            },
+        )
+    }
+
+    /// Largest `field` per key: `(key, max)`.
+    pub fn max<V, F>(&self, field: F) -> DataStream<(K, V)>
+    where
+        V: Data + Ord,
+        F: Fn(&T) -> V + Clone + Send + Sync + 'static,
+    {
+        self.aggregate(
+            "Max",
+            Extreme {
+                field,
+                largest: true,
+            },
+        )
+    }
+
+    /// Combines the records of each key with an associative function.
+    ///
+    /// ```
+    /// # use hummer::prelude::*;
+    /// let env = StreamExecutionEnvironment::local();
+    /// let out = env
+    ///     .from_collection(vec![("x".to_string(), 2), ("y".into(), 5), ("x".into(), 3)])
+    ///     .key_by(|r: &(String, i32)| r.0.clone())
+    ///     .reduce(|a, b| (a.0, a.1.max(b.1)))
+    ///     .collect();
+    /// let mut result = env.execute("reduce").unwrap();
+    /// let mut out = result.collected(&out).unwrap();
+    /// out.sort();
+    /// // Batch mode (all sources bounded): one final record per key.
+    /// assert_eq!(out, vec![("x".to_string(), 3), ("y".to_string(), 5)]);
+    /// ```
+    pub fn reduce<F>(&self, f: F) -> DataStream<T>
+    where
+        F: Fn(T, T) -> T + Clone + Send + Sync + 'static,
+    {
+        self.aggregate("Reduce", Reduce { f })
+    }
+
+    /// Calls `f(key, record, state, out)` for every record, with a [`ValueState`] of type `S`
+    /// per key (Flink's `KeyedProcessFunction`).
+    ///
+    /// ```
+    /// # use hummer::prelude::*;
+    /// let env = StreamExecutionEnvironment::local();
+    /// // Emit each key's running total, but only every second record of the key.
+    /// let out = env
+    ///     .from_collection(vec![('a', 1), ('a', 2), ('b', 5), ('a', 3), ('a', 4)])
+    ///     .key_by(|r: &(char, i32)| r.0)
+    ///     .process(|key: &char, r: (char, i32), state: &mut ValueState<(u32, i32)>, out: &mut Collector<(char, i32)>| {
+    ///         let (n, total) = state.get_or_insert_with(|| (0, 0));
+    ///         *n += 1;
+    ///         *total += r.1;
+    ///         if *n % 2 == 0 {
+    ///             out.collect((*key, *total));
+    ///         }
+    ///     })
+    ///     .collect();
+    /// let mut result = env.execute("process").unwrap();
+    /// assert_eq!(result.collected(&out).unwrap(), vec![('a', 3), ('a', 10)]);
+    /// ```
+    pub fn process<S, O, F>(&self, f: F) -> DataStream<O>
+    where
+        S: Send + 'static,
+        O: Data,
+        F: FnMut(&K, T, &mut ValueState<'_, S>, &mut Collector<'_, O>)
+            + Clone
+            + Send
+            + Sync
+            + 'static,
+    {
+        let ks = self.key_of.clone();
+        self.stream
+            .with_partitioning(self.hash_partitioning())
+            .add_operator("KeyedProcess", move |_| {
+                Ok(KeyedProcess::new(ks.clone(), f.clone()))
+            })
+    }
+
+    /// Inner join with another stream keyed by the same key type: emits `f(key, left, right)`
+    /// for every pair of records with equal keys, as soon as the second of the pair arrives.
+    ///
+    /// ```
+    /// # use hummer::prelude::*;
+    /// let env = StreamExecutionEnvironment::local();
+    /// let users = env.from_collection(vec![(1u32, "ann".to_string()), (2, "bob".into())]);
+    /// let orders = env.from_collection(vec![(1u32, 30u64), (1, 12), (3, 7)]);
+    /// let out = users
+    ///     .key_by(|u: &(u32, String)| u.0)
+    ///     .join(&orders.key_by(|o: &(u32, u64)| o.0), |_, u, o| (u.1.clone(), o.1))
+    ///     .collect();
+    /// let mut result = env.execute("join").unwrap();
+    /// let mut out = result.collected(&out).unwrap();
+    /// out.sort();
+    /// assert_eq!(out, vec![("ann".to_string(), 12), ("ann".to_string(), 30)]);
+    /// ```
+    pub fn join<U, KU, O, F>(&self, other: &KeyedStream<U, K, KU>, f: F) -> DataStream<O>
+    where
+        U: Data,
+        KU: Fn(&U) -> K + Clone + Send + Sync + 'static,
+        O: Data,
+        F: FnMut(&K, &T, &U) -> O + Clone + Send + Sync + 'static,
+    {
+        let (kl, kr) = (self.key_of.clone(), other.key_of.clone());
+        let factory = NodeFactory::TwoInput(Arc::new(TwoInputOperatorFactory::new(move |_| {
+            Ok(KeyedJoin::new(kl.clone(), kr.clone(), f.clone()))
+        })));
+        let env = &self.stream.env;
+        let id = env.add_node(
+            "KeyedJoin".into(),
+            NodeKind::Operator,
+            factory,
+            type_ops::<O>(),
+        );
+        env.add_edge(self.stream.node, id, 0, self.hash_partitioning());
+        env.add_edge(other.stream.node, id, 1, other.hash_partitioning());
+        DataStream::new(env.clone(), id)
+    }
+}

@@ -1,0 +1,21 @@
+//! The DataStream API: what a job program is written against.
+//!
+//! A program creates a [`StreamExecutionEnvironment`], reads sources into [`DataStream`]s,
+//! transforms them (`map`, `flat_map`, `filter`, `key_by` -> [`KeyedStream`] aggregations,
+//! `union`, `connect` -> [`ConnectedStreams`], keyed joins), adds sinks and calls
+//! [`StreamExecutionEnvironment::execute`]. Each call adds a node to the environment's stream
+//! graph; nothing runs before `execute`.
+
+mod config;
+mod connected_streams;
+mod data_stream;
+mod environment;
+mod job_result;
+mod keyed_stream;
+
+pub use config::{ExecutionConfig, RuntimeMode};
+pub use connected_streams::ConnectedStreams;
+pub use data_stream::{DataStream, DataStreamSink};
+pub use environment::{JobClient, StreamExecutionEnvironment};
+pub use job_result::JobResult;
+pub use keyed_stream::KeyedStream;

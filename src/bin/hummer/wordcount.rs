@@ -1,0 +1,170 @@
+//! `hummer wordcount`: the paper's WordCount job on files or on the generated corpus.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use hummer::jobs::corpus::GeneratedCorpus;
+use hummer::jobs::wordcount::{CountLine, TopWords, top_words, word_counts};
+use hummer::prelude::*;
+use hummer::runtime::metrics::JobProgress;
+
+/// Lines of the generated corpus used when no input is given.
+const DEFAULT_CORPUS_LINES: u64 = 2_000_000;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Text files or directories to read (default: a generated corpus).
+    input: Vec<PathBuf>,
+    /// Write `word<TAB>count` lines into DIR, one part file per sink subtask.
+    #[arg(long, value_name = "DIR")]
+    output: Option<PathBuf>,
+    /// Parallelism of every operator (default: the number of CPU cores).
+    #[arg(long, short)]
+    parallelism: Option<usize>,
+    /// Runtime mode: batch (final counts) or streaming (a running count per word occurrence).
+    #[arg(long, default_value = "batch", value_parser = ["batch", "streaming"])]
+    mode: String,
+    /// Show the K most frequent words in the summary (0: none).
+    #[arg(long, default_value_t = 10, value_name = "K")]
+    top: usize,
+    /// Lines of the generated corpus when no INPUT is given.
+    #[arg(long, default_value_t = DEFAULT_CORPUS_LINES)]
+    corpus_lines: u64,
+    /// Print the job's plan (stream graph, fused job graph, subtasks) and exit.
+    #[arg(long)]
+    explain: bool,
+    /// Print the plan as JSON or Graphviz DOT and exit.
+    #[arg(long, value_parser = ["json", "dot"], value_name = "FORMAT")]
+    explain_format: Option<String>,
+}
+
+pub fn run(args: Args) -> Result<()> {
+    let env = StreamExecutionEnvironment::local();
+    if let Some(p) = args.parallelism {
+        if p == 0 {
+            bail!("--parallelism must be at least 1");
+        }
+        env.set_parallelism(p);
+    }
+    let mode: RuntimeMode = args.mode.parse().map_err(anyhow::Error::msg)?;
+    env.set_runtime_mode(mode);
+    for path in &args.input {
+        if !path.exists() {
+            bail!("input '{}' does not exist", path.display());
+        }
+    }
+
+    let lines = match args.input.split_first() {
+        None => env.add_source(GeneratedCorpus::new(args.corpus_lines)),
+        Some((first, rest)) => {
+            let first = env.read_text_file(first);
+            let rest: Vec<_> = rest.iter().map(|p| env.read_text_file(p)).collect();
+            if rest.is_empty() {
+                first
+            } else {
+                first.union(&rest)
+            }
+        }
+    };
+    let counts = word_counts(&lines);
+    if let Some(dir) = &args.output {
+        counts
+            .map(|(w, c): (Word, u64)| CountLine(w, c))
+            .name("Format")
+            .write_text_file(dir)
+            .name("Output");
+    }
+    let top = (args.top > 0).then(|| top_words(&counts, args.top).collect());
+
+    if args.explain || args.explain_format.is_some() {
+        let plan = match args.explain_format.as_deref() {
+            Some("json") => env.explain_json()?,
+            Some("dot") => env.explain_dot()?,
+            _ => env.explain()?,
+        };
+        print!("{plan}");
+        return Ok(());
+    }
+
+    let progress = env.progress();
+    let job = env
+        .execute_async("WordCount")
+        .context("cannot start WordCount")?;
+    let bar = (job.mode() == RuntimeMode::Batch).then(|| ProgressThread::start(progress.clone()));
+    let result = job.wait();
+    if let Some(bar) = bar {
+        bar.stop();
+    }
+    let mut result = result.context("WordCount failed")?;
+    print_summary(&mut result, &progress, top.as_ref())
+}
+
+fn print_summary(
+    result: &mut JobResult,
+    progress: &JobProgress,
+    top: Option<&CollectHandle<TopWords>>,
+) -> Result<()> {
+    let secs = result.duration.as_secs_f64();
+    let bytes = progress.bytes_read.load(Ordering::Relaxed);
+    println!(
+        "WordCount ({:?} mode): {} records, {} bytes in {:.3} s ({:.1} MB/s)",
+        result.mode,
+        result.source_records,
+        bytes,
+        secs,
+        bytes as f64 / 1e6 / secs.max(1e-9)
+    );
+    if let Some(handle) = top {
+        let ranking = result
+            .collected(handle)?
+            .into_iter()
+            .reduce(TopWords::merge)
+            .unwrap_or_default();
+        for (i, (word, count)) in ranking.words().iter().enumerate() {
+            println!("{:>4}. {word}\t{count}", i + 1);
+        }
+    }
+    Ok(())
+}
+
+/// Draws a byte progress bar on stderr (when it is a terminal) while a batch job runs.
+struct ProgressThread {
+    done: Arc<AtomicBool>,
+    handle: std::thread::JoinHandle<()>,
+}
+
+impl ProgressThread {
+    fn start(progress: Arc<JobProgress>) -> Self {
+        let done = Arc::new(AtomicBool::new(false));
+        let flag = done.clone();
+        let handle = std::thread::spawn(move || {
+            // Short jobs finish before the bar would be useful.
+            std::thread::sleep(Duration::from_millis(500));
+            if flag.load(Ordering::Relaxed) {
+                return;
+            }
+            let bar = indicatif::ProgressBar::new(progress.bytes_total.load(Ordering::Relaxed));
+            bar.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "{bar:40} {bytes}/{total_bytes} {bytes_per_sec} eta {eta}",
+                )
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            );
+            while !flag.load(Ordering::Relaxed) {
+                bar.set_length(progress.bytes_total.load(Ordering::Relaxed));
+                bar.set_position(progress.bytes_read.load(Ordering::Relaxed));
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            bar.finish_and_clear();
+        });
+        ProgressThread { done, handle }
+    }
+
+    fn stop(self) {
+        self.done.store(true, Ordering::Relaxed);
+        let _ = self.handle.join();
+    }
+}

@@ -1,0 +1,75 @@
+//! Connectors: where records come from and where they go.
+//!
+//! Sources implement [`Source`] (bounded or not; a reader per parallel subtask), sinks
+//! implement [`crate::operators::sink::Sink`]. Built in:
+//!
+//! | source | bounded | parallel |
+//! |---|---|---|
+//! | [`collection`]: `from_collection`, `from_iter` | yes | no |
+//! | [`text_file`]: `read_text_file` (a file or a directory, split at line boundaries) | yes | yes |
+//! | [`socket`]: `socket_text_stream` | no | no |
+//! | [`generator`]: `generate` (optionally rate-limited) | if given a count | yes |
+//!
+//! Sinks: [`print`], [`text_file_sink`] (a part file per subtask), [`collect`] (results
+//! returned in the `JobResult`).
+
+pub mod collect;
+pub mod collection;
+pub mod generator;
+pub mod print;
+pub mod socket;
+pub mod text_file;
+pub mod text_file_sink;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::error::Result;
+use crate::runtime::metrics::JobProgress;
+
+/// Where a source reader runs.
+#[derive(Clone, Debug)]
+pub struct SourceContext {
+    /// Zero-based index of this reader's subtask.
+    pub subtask: usize,
+    /// Number of parallel readers.
+    pub parallelism: usize,
+    /// Progress counters of the job (bytes of bounded input).
+    pub progress: Arc<JobProgress>,
+}
+
+/// What a poll of a source reader found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SourceStatus {
+    /// More records can be read at once.
+    MoreAvailable,
+    /// Nothing available now; poll again after at most this long.
+    Idle(Duration),
+    /// The input is exhausted (bounded sources only).
+    Finished,
+}
+
+/// A source of records (Flink's `Source`): creates one reader per parallel subtask.
+pub trait Source<T>: Send + Sync + 'static {
+    /// Name shown in plans and error messages.
+    fn name(&self) -> String;
+    /// True if the source ends by itself (a file), false if it runs until cancelled (a socket).
+    fn is_bounded(&self) -> bool;
+    /// The largest parallelism the source supports (`Some(1)` for a non-parallel source).
+    fn max_parallelism(&self) -> Option<usize> {
+        None
+    }
+    /// Checks the source before the job starts (e.g. that input files exist), so that a bad
+    /// input fails `execute()` with a clear error instead of failing a running task.
+    fn validate(&self) -> Result<()> {
+        Ok(())
+    }
+    /// Creates the reader of one subtask.
+    fn create_reader(&self, ctx: &SourceContext) -> Result<Box<dyn SourceReader<T>>>;
+}
+
+/// Reads the records of one source subtask.
+pub trait SourceReader<T>: Send {
+    /// Appends at most `max` records to `out` and says what comes next.
+    fn poll_next(&mut self, out: &mut Vec<T>, max: usize) -> Result<SourceStatus>;
+}

@@ -1,0 +1,107 @@
+//! The one error type of the engine.
+//!
+//! Every fallible call in the library returns [`Result`]. The variants say *where* a failure
+//! came from (user code, an input, the graph, the configuration) so that a user reading the
+//! message knows what to fix; binaries wrap them in `anyhow` at the edge.
+
+use std::path::PathBuf;
+
+/// Errors raised while building, translating or running a job.
+#[derive(Debug, thiserror::Error)]
+pub enum HummerError {
+    /// User code (a function given to an operator, a source or a sink) panicked or returned an
+    /// error. Names the operator and the subtask so the failing piece can be found.
+    #[error("operator '{operator}' (subtask {subtask}) failed: {cause}")]
+    UserCode {
+        /// The operator's name as shown by `explain()`.
+        operator: String,
+        /// Zero-based index of the parallel subtask that failed.
+        subtask: usize,
+        /// The panic message or the error's text.
+        cause: String,
+    },
+    /// A file or directory could not be read or written.
+    #[error("{action} '{path}': {source}")]
+    Io {
+        /// What was being done, e.g. "cannot read input".
+        action: &'static str,
+        /// The file or directory concerned.
+        path: PathBuf,
+        /// The operating system's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// An input was readable but its content is not acceptable.
+    #[error("bad input '{input}': {reason}")]
+    BadInput {
+        /// The input (file, socket address, ...) that holds the bad data.
+        input: String,
+        /// What is wrong with it, with a position where one is known.
+        reason: String,
+    },
+    /// A network endpoint could not be reached or failed while in use.
+    #[error("network endpoint '{endpoint}': {source}")]
+    Network {
+        /// `host:port` of the peer.
+        endpoint: String,
+        /// The operating system's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The job graph is not valid (detected at `execute()` or `explain()`).
+    #[error("invalid job graph: {0}")]
+    InvalidGraph(String),
+    /// A configuration value is out of range or inconsistent.
+    #[error("invalid configuration: {0}")]
+    Config(String),
+    /// The job was cancelled before it finished.
+    #[error("job cancelled")]
+    Cancelled,
+    /// An invariant of the engine itself was broken: a bug in Hummer, not in the job.
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+/// `Result` with [`HummerError`] as the error.
+pub type Result<T, E = HummerError> = std::result::Result<T, E>;
+
+impl HummerError {
+    /// Builds an [`HummerError::Io`] for `path`.
+    pub fn io(action: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        HummerError::Io {
+            action,
+            path: path.into(),
+            source,
+        }
+    }
+
+    /// True for errors that already name the failing operator (they pass through the chain
+    /// unchanged instead of being attributed to every operator they travel through).
+    pub(crate) fn is_attributed(&self) -> bool {
+        matches!(self, HummerError::UserCode { .. } | HummerError::Cancelled)
+    }
+
+    /// Attributes an error raised inside an operator to that operator and subtask.
+    pub(crate) fn attribute(self, operator: &str, subtask: usize) -> Self {
+        if self.is_attributed() {
+            self
+        } else {
+            HummerError::UserCode {
+                operator: operator.to_string(),
+                subtask,
+                cause: self.to_string(),
+            }
+        }
+    }
+}
+
+/// Turns a caught panic payload into readable text.
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        format!("panic: {s}")
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        format!("panic: {s}")
+    } else {
+        "panic with a non-text payload".to_string()
+    }
+}

@@ -1,0 +1,18 @@
+//! Graph translation: StreamGraph -> JobGraph -> ExecutionGraph.
+//!
+//! * [`stream_graph`]: one node per API call; edges carry a partitioning.
+//! * [`job_graph`]: operator fusion. Nodes linked by a forward edge with equal parallelism,
+//!   where the downstream node has a single input, are fused into one chain (a job vertex);
+//!   in batch mode keyed aggregations get a map-side combiner fused before their shuffle.
+//! * [`execution_graph`]: every vertex expanded to its parallel subtasks and every edge to the
+//!   channels between them.
+//! * [`render`]: the three graphs as text, JSON and Graphviz DOT (`env.explain()`).
+
+pub mod execution_graph;
+pub mod job_graph;
+pub mod render;
+pub mod stream_graph;
+
+pub use execution_graph::ExecutionGraph;
+pub use job_graph::JobGraph;
+pub use stream_graph::StreamGraph;

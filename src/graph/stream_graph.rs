@@ -1,0 +1,156 @@
+//! The StreamGraph: the job exactly as the API calls described it.
+
+use std::sync::Arc;
+
+use crate::runtime::factory::{NodeFactory, OneInputNodeFactory};
+use crate::runtime::record_writer::Partitioning;
+use crate::runtime::type_ops::TypeOps;
+
+/// Identifier of a node: its index in [`StreamGraph::nodes`].
+pub type NodeId = usize;
+
+/// What a node is, for plans.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub enum NodeKind {
+    /// Produces records.
+    Source,
+    /// Transforms records.
+    Operator,
+    /// Consumes records.
+    Sink,
+}
+
+/// Whether a node may be fused with the node before it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub enum Chaining {
+    /// Fuse whenever the fusion rules allow it.
+    Always,
+    /// Always start a new chain here (`disable_chaining()`).
+    Never,
+}
+
+/// The batch-mode form of a keyed aggregation: a combiner before the shuffle and a merge
+/// after it, replacing the node's own factory.
+#[derive(Clone)]
+pub(crate) struct CombineRewrite {
+    pub(crate) combiner: Arc<dyn OneInputNodeFactory>,
+    pub(crate) combiner_out: Arc<dyn TypeOps>,
+    pub(crate) partitioning: Partitioning,
+    pub(crate) merge: Arc<dyn OneInputNodeFactory>,
+}
+
+/// One API call.
+#[derive(Clone)]
+pub struct StreamNode {
+    pub(crate) id: NodeId,
+    pub(crate) name: String,
+    pub(crate) kind: NodeKind,
+    pub(crate) parallelism: Option<usize>,
+    pub(crate) chaining: Chaining,
+    pub(crate) factory: NodeFactory,
+    pub(crate) out_type: Arc<dyn TypeOps>,
+    pub(crate) combine: Option<CombineRewrite>,
+}
+
+impl StreamNode {
+    /// The node's id.
+    pub fn id(&self) -> NodeId {
+        self.id
+    }
+
+    /// The node's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The node's kind.
+    pub fn kind(&self) -> NodeKind {
+        self.kind
+    }
+
+    /// The parallelism set on the node, if any.
+    pub fn parallelism(&self) -> Option<usize> {
+        self.parallelism
+    }
+
+    /// The Rust type of the records the node emits.
+    pub fn output_type(&self) -> &'static str {
+        self.out_type.type_name()
+    }
+}
+
+/// A directed edge between two nodes.
+#[derive(Clone, Debug)]
+pub struct StreamEdge {
+    pub(crate) source: NodeId,
+    pub(crate) target: NodeId,
+    /// Input port of the target: 0, or 1 for the second input of a two-input node.
+    pub(crate) input: usize,
+    pub(crate) partitioning: Partitioning,
+}
+
+/// The graph of API calls.
+#[derive(Clone, Default)]
+pub struct StreamGraph {
+    pub(crate) nodes: Vec<StreamNode>,
+    pub(crate) edges: Vec<StreamEdge>,
+}
+
+impl StreamGraph {
+    /// All nodes, by id.
+    pub fn nodes(&self) -> &[StreamNode] {
+        &self.nodes
+    }
+
+    pub(crate) fn add_node(
+        &mut self,
+        name: String,
+        kind: NodeKind,
+        factory: NodeFactory,
+        out_type: Arc<dyn TypeOps>,
+    ) -> NodeId {
+        let id = self.nodes.len();
+        self.nodes.push(StreamNode {
+            id,
+            name,
+            kind,
+            parallelism: None,
+            chaining: Chaining::Always,
+            factory,
+            out_type,
+            combine: None,
+        });
+        id
+    }
+
+    pub(crate) fn add_edge(
+        &mut self,
+        source: NodeId,
+        target: NodeId,
+        input: usize,
+        partitioning: Partitioning,
+    ) {
+        self.edges.push(StreamEdge {
+            source,
+            target,
+            input,
+            partitioning,
+        });
+    }
+
+    /// Edges into `node`, in the order they were added.
+    pub(crate) fn inputs_of(&self, node: NodeId) -> impl Iterator<Item = (usize, &StreamEdge)> {
+        self.edges
+            .iter()
+            .enumerate()
+            .filter(move |(_, e)| e.target == node)
+    }
+
+    /// Edges out of `node`.
+    pub(crate) fn outputs_of(&self, node: NodeId) -> impl Iterator<Item = (usize, &StreamEdge)> {
+        self.edges
+            .iter()
+            .enumerate()
+            .filter(move |(_, e)| e.source == node)
+    }
+}

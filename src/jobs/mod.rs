@@ -1,0 +1,5 @@
+//! Built-in jobs, written against the public API only. The `hummer` command line runs them;
+//! the programs under `examples/` call the same code.
+
+pub mod corpus;
+pub mod wordcount;

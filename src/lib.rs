@@ -1,0 +1,58 @@
+//! # Hummer
+//!
+//! A distributed stream processing engine in the Dataflow model. A job is a Rust program
+//! written against the DataStream API ([`api`]); it is translated into a stream graph, fused
+//! into chains ([`graph`]) and run by the [`runtime`] over batched lock-free channels, in
+//! batch mode (bounded input, final results) or streaming mode (updates as records arrive).
+//!
+//! ```
+//! use hummer::prelude::*;
+//!
+//! let env = StreamExecutionEnvironment::local();
+//! let counts = env
+//!     .from_collection(vec!["To be, or not to be".to_string()])
+//!     .flat_map(Words::new)
+//!     .key_by(|w: &Word| w.clone())
+//!     .count()
+//!     .collect();
+//! let mut result = env.execute("wordcount").unwrap();
+//! let mut counts = result.collected(&counts).unwrap();
+//! counts.sort();
+//! assert_eq!(counts[0], (Word::from("be"), 2));
+//! ```
+//!
+//! Layout: [`api`] (what programs use), [`graph`] (StreamGraph -> JobGraph -> ExecutionGraph),
+//! [`operators`] (one operator per file, fused by links of a chain),
+//! [`runtime`] (tasks, channels, shuffles, the local executor), [`connectors`] (sources and
+//! sinks), [`state`] (key groups and per-key state), [`jobs`] (built-in jobs such as WordCount).
+
+#![warn(missing_docs)]
+
+pub mod api;
+pub mod connectors;
+pub mod data;
+pub mod error;
+pub mod graph;
+pub mod jobs;
+pub mod operators;
+pub mod runtime;
+pub mod state;
+
+pub use error::{HummerError, Result};
+
+/// Everything a job program needs: `use hummer::prelude::*;`.
+pub mod prelude {
+    pub use crate::api::{
+        ConnectedStreams, DataStream, DataStreamSink, ExecutionConfig, JobClient, JobResult,
+        KeyedStream, RuntimeMode, StreamExecutionEnvironment,
+    };
+    pub use crate::connectors::collect::CollectHandle;
+    pub use crate::connectors::generator::GeneratorSource;
+    pub use crate::connectors::{Source, SourceContext, SourceReader, SourceStatus};
+    pub use crate::data::{Data, Key};
+    pub use crate::error::{HummerError, Result};
+    pub use crate::jobs::wordcount::{Word, Words};
+    pub use crate::operators::Collector;
+    pub use crate::operators::sink::{Sink, SinkWriter};
+    pub use crate::state::ValueState;
+}

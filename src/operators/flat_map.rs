@@ -1,0 +1,49 @@
+//! `flat_map`: any number of output records per input record.
+
+use std::marker::PhantomData;
+
+use crate::error::Result;
+use crate::operators::{Collector, OneInputOperator};
+
+/// Applies a function returning an iterator to every record and emits what it yields.
+///
+/// The iterator is consumed directly into the output batch, so a function that yields owned,
+/// allocation-free items (such as [`crate::jobs::wordcount::Words`]) costs no allocation per
+/// output record.
+pub struct FlatMap<I, It, F> {
+    f: F,
+    _types: PhantomData<fn(I) -> It>,
+}
+
+impl<I, It, F> FlatMap<I, It, F> {
+    /// Wraps the user function.
+    pub fn new(f: F) -> Self {
+        FlatMap {
+            f,
+            _types: PhantomData,
+        }
+    }
+}
+
+impl<I: 'static, It, F> OneInputOperator for FlatMap<I, It, F>
+where
+    It: IntoIterator + 'static,
+    F: FnMut(I) -> It + Send + 'static,
+{
+    type In = I;
+    type Out = It::Item;
+
+    #[inline]
+    fn process_batch(
+        &mut self,
+        batch: &mut Vec<I>,
+        out: &mut Collector<'_, It::Item>,
+    ) -> Result<()> {
+        for record in batch.drain(..) {
+            for item in (self.f)(record) {
+                out.collect(item);
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,379 @@
+//! Keyed aggregations (`count`, `sum`, `min`, `max`, `reduce`) and their map-side combiner.
+//!
+//! An [`Aggregation`] folds the records of one key into an accumulator. It runs in one of two
+//! shapes, chosen by the graph translation:
+//!
+//! * **Streaming mode**: the records are shuffled by key to [`KeyedAggregate`], which folds
+//!   each record into its key's accumulator and emits the updated result at once (as Flink's
+//!   keyed `sum`/`reduce` do).
+//! * **Batch mode**: a [`PartialAggregate`] is fused into the chain *before* the shuffle (a
+//!   combiner): it folds records into a local table and emits `(key, accumulator)` pairs at end
+//!   of input (or when the table grows past [`COMBINER_MAX_KEYS`]). After the shuffle,
+//!   [`MergeAggregate`] merges the partial accumulators and emits one final result per key.
+//!   Aggregations are associative, so both shapes give the same final values; the combiner
+//!   sends one record per distinct key and subtask through the shuffle instead of one per input
+//!   record.
+
+use std::collections::HashMap;
+use std::hash::Hash;
+use std::marker::PhantomData;
+use std::ops::AddAssign;
+
+use crate::api::RuntimeMode;
+use crate::data::{Data, Key};
+use crate::error::Result;
+use crate::operators::{Collector, OneInputOperator};
+
+type StateMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+
+/// A combiner flushes its partial results when it holds more distinct keys than this, which
+/// bounds its memory on high-cardinality keys.
+pub const COMBINER_MAX_KEYS: usize = 1 << 18;
+
+/// An associative fold of the records of one key.
+pub trait Aggregation<T, K>: Clone + Send + Sync + 'static {
+    /// Running state of one key.
+    type Acc: Data;
+    /// What is emitted for a key.
+    type Out: Data;
+    /// Short name shown in plans ("count", "sum", ...).
+    fn name(&self) -> &'static str;
+    /// The accumulator of a key's first record.
+    fn create(&self, record: T) -> Self::Acc;
+    /// Folds a record into an accumulator.
+    fn add(&self, acc: &mut Self::Acc, record: T);
+    /// Folds another accumulator of the same key into `acc`.
+    fn merge(&self, acc: &mut Self::Acc, other: Self::Acc);
+    /// The result for a key.
+    fn result(&self, key: &K, acc: &Self::Acc) -> Self::Out;
+}
+
+/// Number of records per key: emits `(key, count)`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Count;
+
+impl<T, K: Key> Aggregation<T, K> for Count {
+    type Acc = u64;
+    type Out = (K, u64);
+    fn name(&self) -> &'static str {
+        "count"
+    }
+    #[inline]
+    fn create(&self, _record: T) -> u64 {
+        1
+    }
+    #[inline]
+    fn add(&self, acc: &mut u64, _record: T) {
+        *acc += 1;
+    }
+    #[inline]
+    fn merge(&self, acc: &mut u64, other: u64) {
+        *acc += other;
+    }
+    #[inline]
+    fn result(&self, key: &K, acc: &u64) -> (K, u64) {
+        (key.clone(), *acc)
+    }
+}
+
+/// Sum of a numeric field per key: emits `(key, sum)`.
+#[derive(Clone)]
+pub struct Sum<F> {
+    pub(crate) field: F,
+}
+
+impl<T, K: Key, N, F> Aggregation<T, K> for Sum<F>
+where
+    N: Data + AddAssign,
+    F: Fn(&T) -> N + Clone + Send + Sync + 'static,
+{
+    type Acc = N;
+    type Out = (K, N);
+    fn name(&self) -> &'static str {
+        "sum"
+    }
+    fn create(&self, record: T) -> N {
+        (self.field)(&record)
+    }
+    fn add(&self, acc: &mut N, record: T) {
+        *acc += (self.field)(&record);
+    }
+    fn merge(&self, acc: &mut N, other: N) {
+        *acc += other;
+    }
+    fn result(&self, key: &K, acc: &N) -> (K, N) {
+        (key.clone(), acc.clone())
+    }
+}
+
+/// Smallest or largest value of a field per key: emits `(key, value)`.
+#[derive(Clone)]
+pub struct Extreme<F> {
+    pub(crate) field: F,
+    pub(crate) largest: bool,
+}
+
+impl<F> Extreme<F> {
+    fn better<V: Ord>(&self, candidate: &V, current: &V) -> bool {
+        if self.largest {
+            candidate > current
+        } else {
+            candidate < current
+        }
+    }
+}
+
+impl<T, K: Key, V, F> Aggregation<T, K> for Extreme<F>
+where
+    V: Data + Ord,
+    F: Fn(&T) -> V + Clone + Send + Sync + 'static,
+{
+    type Acc = V;
+    type Out = (K, V);
+    fn name(&self) -> &'static str {
+        if self.largest { "max" } else { "min" }
+    }
+    fn create(&self, record: T) -> V {
+        (self.field)(&record)
+    }
+    fn add(&self, acc: &mut V, record: T) {
+        let v = (self.field)(&record);
+        if self.better(&v, acc) {
+            *acc = v;
+        }
+    }
+    fn merge(&self, acc: &mut V, other: V) {
+        if self.better(&other, acc) {
+            *acc = other;
+        }
+    }
+    fn result(&self, key: &K, acc: &V) -> (K, V) {
+        (key.clone(), acc.clone())
+    }
+}
+
+/// A user reduce function per key: emits the reduced record. The function must be associative
+/// (as Flink assumes when it combines reduce inputs in batch mode).
+#[derive(Clone)]
+pub struct Reduce<F> {
+    pub(crate) f: F,
+}
+
+impl<T, K: Key, F> Aggregation<T, K> for Reduce<F>
+where
+    T: Data,
+    F: Fn(T, T) -> T + Clone + Send + Sync + 'static,
+{
+    type Acc = T;
+    type Out = T;
+    fn name(&self) -> &'static str {
+        "reduce"
+    }
+    fn create(&self, record: T) -> T {
+        record
+    }
+    fn add(&self, acc: &mut T, record: T) {
+        let current = acc.clone();
+        *acc = (self.f)(current, record);
+    }
+    fn merge(&self, acc: &mut T, other: T) {
+        let current = acc.clone();
+        *acc = (self.f)(current, other);
+    }
+    fn result(&self, _key: &K, acc: &T) -> T {
+        acc.clone()
+    }
+}
+
+/// Folds records into per-key accumulators after a shuffle by key; emits an update per record
+/// in streaming mode, the final results at end of input in batch mode.
+pub struct KeyedAggregate<T, K, KS, A: Aggregation<T, K>> {
+    key_of: KS,
+    agg: A,
+    emit_updates: bool,
+    state: StateMap<K, A::Acc>,
+    _types: PhantomData<fn(T)>,
+}
+
+impl<T, K: Hash + Eq, KS, A: Aggregation<T, K>> KeyedAggregate<T, K, KS, A> {
+    /// An aggregation keyed by `key_of`, emitting according to `mode`.
+    pub fn new(key_of: KS, agg: A, mode: RuntimeMode) -> Self {
+        KeyedAggregate {
+            key_of,
+            agg,
+            emit_updates: mode != RuntimeMode::Batch,
+            state: StateMap::default(),
+            _types: PhantomData,
+        }
+    }
+}
+
+impl<T, K, KS, A> OneInputOperator for KeyedAggregate<T, K, KS, A>
+where
+    T: Send + 'static,
+    K: Key,
+    KS: Fn(&T) -> K + Send + 'static,
+    A: Aggregation<T, K>,
+{
+    type In = T;
+    type Out = A::Out;
+
+    fn process_batch(&mut self, batch: &mut Vec<T>, out: &mut Collector<'_, A::Out>) -> Result<()> {
+        for record in batch.drain(..) {
+            let key = (self.key_of)(&record);
+            match self.state.get_mut(&key) {
+                Some(acc) => {
+                    self.agg.add(acc, record);
+                    if self.emit_updates {
+                        out.collect(self.agg.result(&key, acc));
+                    }
+                }
+                None => {
+                    let acc = self.agg.create(record);
+                    if self.emit_updates {
+                        out.collect(self.agg.result(&key, &acc));
+                    }
+                    self.state.insert(key, acc);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn end_of_input(&mut self, out: &mut Collector<'_, A::Out>) -> Result<()> {
+        if !self.emit_updates {
+            for (key, acc) in self.state.drain() {
+                out.collect(self.agg.result(&key, &acc));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The combiner: folds records into a local table before the shuffle and emits
+/// `(key, accumulator)` pairs at end of input.
+pub struct PartialAggregate<T, K, KS, A: Aggregation<T, K>> {
+    key_of: KS,
+    agg: A,
+    state: StateMap<K, A::Acc>,
+    _types: PhantomData<fn(T)>,
+}
+
+impl<T, K: Hash + Eq, KS, A: Aggregation<T, K>> PartialAggregate<T, K, KS, A> {
+    /// A combiner keyed by `key_of`.
+    pub fn new(key_of: KS, agg: A) -> Self {
+        PartialAggregate {
+            key_of,
+            agg,
+            state: StateMap::default(),
+            _types: PhantomData,
+        }
+    }
+
+    fn emit_all(&mut self, out: &mut Collector<'_, (K, A::Acc)>) {
+        for entry in self.state.drain() {
+            out.collect(entry);
+        }
+    }
+}
+
+impl<T, K, KS, A> OneInputOperator for PartialAggregate<T, K, KS, A>
+where
+    T: Send + 'static,
+    K: Key,
+    KS: Fn(&T) -> K + Send + 'static,
+    A: Aggregation<T, K>,
+{
+    type In = T;
+    type Out = (K, A::Acc);
+
+    #[inline]
+    fn process_batch(
+        &mut self,
+        batch: &mut Vec<T>,
+        out: &mut Collector<'_, (K, A::Acc)>,
+    ) -> Result<()> {
+        for record in batch.drain(..) {
+            let key = (self.key_of)(&record);
+            match self.state.get_mut(&key) {
+                Some(acc) => self.agg.add(acc, record),
+                None => {
+                    let acc = self.agg.create(record);
+                    self.state.insert(key, acc);
+                }
+            }
+        }
+        if self.state.len() > COMBINER_MAX_KEYS {
+            self.emit_all(out);
+        }
+        Ok(())
+    }
+
+    fn end_of_input(&mut self, out: &mut Collector<'_, (K, A::Acc)>) -> Result<()> {
+        self.emit_all(out);
+        Ok(())
+    }
+}
+
+/// Merges the combiners' partial accumulators after the shuffle.
+pub struct MergeAggregate<T, K, A: Aggregation<T, K>> {
+    agg: A,
+    emit_updates: bool,
+    state: StateMap<K, A::Acc>,
+    _types: PhantomData<fn(T)>,
+}
+
+impl<T, K: Hash + Eq, A: Aggregation<T, K>> MergeAggregate<T, K, A> {
+    /// Merges partial results of `agg`, emitting according to `mode`.
+    pub fn new(agg: A, mode: RuntimeMode) -> Self {
+        MergeAggregate {
+            agg,
+            emit_updates: mode != RuntimeMode::Batch,
+            state: StateMap::default(),
+            _types: PhantomData,
+        }
+    }
+}
+
+impl<T, K, A> OneInputOperator for MergeAggregate<T, K, A>
+where
+    T: 'static,
+    K: Key,
+    A: Aggregation<T, K>,
+{
+    type In = (K, A::Acc);
+    type Out = A::Out;
+
+    fn process_batch(
+        &mut self,
+        batch: &mut Vec<(K, A::Acc)>,
+        out: &mut Collector<'_, A::Out>,
+    ) -> Result<()> {
+        for (key, partial) in batch.drain(..) {
+            match self.state.get_mut(&key) {
+                Some(acc) => {
+                    self.agg.merge(acc, partial);
+                    if self.emit_updates {
+                        out.collect(self.agg.result(&key, acc));
+                    }
+                }
+                None => {
+                    if self.emit_updates {
+                        out.collect(self.agg.result(&key, &partial));
+                    }
+                    self.state.insert(key, partial);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn end_of_input(&mut self, out: &mut Collector<'_, A::Out>) -> Result<()> {
+        if !self.emit_updates {
+            for (key, acc) in self.state.drain() {
+                out.collect(self.agg.result(&key, &acc));
+            }
+        }
+        Ok(())
+    }
+}

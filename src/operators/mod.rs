@@ -1,0 +1,319 @@
+//! Operators and how they are fused into chains.
+//!
+//! An operator transforms batches: [`OneInputOperator::process_batch`] receives a batch of
+//! input records and emits output records into a [`Collector`]. Operators of one chain (see
+//! `graph::job_graph`) are fused: each link of the chain owns its operator and a boxed
+//! [`Output`] for everything downstream, so a batch passes the whole chain as nested calls on
+//! one thread, with one dynamic call per operator per batch and no queue in between.
+//!
+//! Every call into an operator is guarded: a panic or an error raised by the operator is turned
+//! into [`HummerError::UserCode`] naming the operator and the subtask, which fails the job.
+//!
+//! One operator per file: [`map`], [`flat_map`], [`filter`], [`keyed_aggregate`],
+//! [`keyed_process`], [`keyed_join`], [`co_map`], [`union`], [`sink`].
+
+pub mod co_map;
+pub mod filter;
+pub mod flat_map;
+pub mod keyed_aggregate;
+pub mod keyed_join;
+pub mod keyed_process;
+pub mod map;
+pub mod sink;
+pub mod union;
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use crate::api::RuntimeMode;
+use crate::error::{HummerError, Result, panic_message};
+
+/// Where an operator instance runs: its name and its place among its parallel subtasks.
+#[derive(Clone, Debug)]
+pub struct OperatorContext {
+    /// The operator's name (as in `explain()`).
+    pub name: String,
+    /// Zero-based index of this subtask.
+    pub subtask: usize,
+    /// Number of parallel subtasks of this operator.
+    pub parallelism: usize,
+    /// Number of key groups of the job.
+    pub max_parallelism: usize,
+    /// The mode the job runs in (decides when keyed aggregations emit).
+    pub mode: RuntimeMode,
+    /// Records per batch handed downstream.
+    pub batch_size: usize,
+}
+
+/// Receives the batches of one stream: the next link of a chain, a fan-out, or a writer into
+/// the channels of a shuffle.
+///
+/// `push` takes the records out of `batch` (it is left empty, its capacity may be reused).
+pub trait Output<T>: Send {
+    /// Processes and drains a batch.
+    fn push(&mut self, batch: &mut Vec<T>) -> Result<()>;
+    /// Hands on anything buffered (buffer timeout or idle input). Never emits aggregation
+    /// state: only records already produced are flushed.
+    fn flush(&mut self) -> Result<()>;
+    /// End of input: emits final results and propagates the end downstream.
+    fn finish(&mut self) -> Result<()>;
+}
+
+/// Where an operator puts its output records.
+///
+/// Records are buffered and handed downstream in batches of at most the job's batch size, so
+/// an operator that produces many records per input (a tokenizer) keeps its working set small.
+pub struct Collector<'a, T> {
+    buf: &'a mut Vec<T>,
+    next: &'a mut dyn Output<T>,
+    limit: usize,
+    error: Option<HummerError>,
+}
+
+impl<'a, T> Collector<'a, T> {
+    pub(crate) fn new(buf: &'a mut Vec<T>, next: &'a mut dyn Output<T>, limit: usize) -> Self {
+        Collector {
+            buf,
+            next,
+            limit: limit.max(1),
+            error: None,
+        }
+    }
+
+    /// Emits one record.
+    #[inline]
+    pub fn collect(&mut self, record: T) {
+        self.buf.push(record);
+        if self.buf.len() >= self.limit {
+            self.spill();
+        }
+    }
+
+    /// Emits every record of an iterator.
+    #[inline]
+    pub fn collect_all(&mut self, records: impl IntoIterator<Item = T>) {
+        for r in records {
+            self.collect(r);
+        }
+    }
+
+    #[cold]
+    fn spill(&mut self) {
+        if self.error.is_some() {
+            // The job is failing: drop what downstream can no longer take.
+            self.buf.clear();
+        } else if let Err(e) = self.next.push(self.buf) {
+            self.error = Some(e);
+        }
+    }
+
+    /// Hands on what is buffered; returns the first downstream error, if any.
+    pub(crate) fn done(mut self) -> Result<()> {
+        if !self.buf.is_empty() {
+            self.spill();
+        }
+        match self.error {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+}
+
+/// An operator with one input.
+pub trait OneInputOperator: Send + 'static {
+    /// Input record type.
+    type In;
+    /// Output record type.
+    type Out;
+
+    /// Processes a batch of records; the batch must be left empty.
+    fn process_batch(
+        &mut self,
+        batch: &mut Vec<Self::In>,
+        out: &mut Collector<'_, Self::Out>,
+    ) -> Result<()>;
+
+    /// Called once when every input has ended. Batch-mode aggregations emit here.
+    fn end_of_input(&mut self, out: &mut Collector<'_, Self::Out>) -> Result<()> {
+        let _ = out;
+        Ok(())
+    }
+}
+
+/// An operator with two inputs of possibly different types.
+pub trait TwoInputOperator: Send + 'static {
+    /// First input's record type.
+    type In1;
+    /// Second input's record type.
+    type In2;
+    /// Output record type.
+    type Out;
+
+    /// Processes a batch from the first input; the batch must be left empty.
+    fn process_batch1(
+        &mut self,
+        batch: &mut Vec<Self::In1>,
+        out: &mut Collector<'_, Self::Out>,
+    ) -> Result<()>;
+    /// Processes a batch from the second input; the batch must be left empty.
+    fn process_batch2(
+        &mut self,
+        batch: &mut Vec<Self::In2>,
+        out: &mut Collector<'_, Self::Out>,
+    ) -> Result<()>;
+    /// Called once when both inputs have ended.
+    fn end_of_input(&mut self, out: &mut Collector<'_, Self::Out>) -> Result<()> {
+        let _ = out;
+        Ok(())
+    }
+}
+
+/// Runs `f` (a call into an operator), turning a panic or an error into an error that names
+/// the operator and subtask.
+#[inline]
+pub(crate) fn guarded<R>(ctx: &OperatorContext, f: impl FnOnce() -> Result<R>) -> Result<R> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(r)) => Ok(r),
+        Ok(Err(e)) => Err(e.attribute(&ctx.name, ctx.subtask)),
+        Err(payload) => Err(HummerError::UserCode {
+            operator: ctx.name.clone(),
+            subtask: ctx.subtask,
+            cause: panic_message(&*payload),
+        }),
+    }
+}
+
+/// One fused link of a chain: an operator and everything downstream of it.
+pub(crate) struct ChainLink<Op: OneInputOperator> {
+    op: Op,
+    ctx: OperatorContext,
+    buf: Vec<Op::Out>,
+    next: Box<dyn Output<Op::Out>>,
+}
+
+impl<Op: OneInputOperator> ChainLink<Op> {
+    pub(crate) fn new(op: Op, ctx: OperatorContext, next: Box<dyn Output<Op::Out>>) -> Self {
+        ChainLink {
+            op,
+            ctx,
+            buf: Vec::new(),
+            next,
+        }
+    }
+}
+
+impl<Op> Output<Op::In> for ChainLink<Op>
+where
+    Op: OneInputOperator,
+    Op::In: Send,
+    Op::Out: Send,
+{
+    #[inline]
+    fn push(&mut self, batch: &mut Vec<Op::In>) -> Result<()> {
+        let limit = self.ctx.batch_size;
+        let (op, buf, next) = (&mut self.op, &mut self.buf, &mut *self.next);
+        guarded(&self.ctx, || {
+            let mut out = Collector::new(buf, next, limit);
+            let r = op.process_batch(batch, &mut out);
+            let downstream = out.done();
+            r.and(downstream)
+        })
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        self.next.flush()
+    }
+
+    fn finish(&mut self) -> Result<()> {
+        let limit = self.ctx.batch_size;
+        let (op, buf, next) = (&mut self.op, &mut self.buf, &mut *self.next);
+        guarded(&self.ctx, || {
+            let mut out = Collector::new(buf, next, limit);
+            let r = op.end_of_input(&mut out);
+            let downstream = out.done();
+            r.and(downstream)
+        })?;
+        self.next.finish()
+    }
+}
+
+/// The head of a chain that starts with a two-input operator.
+pub(crate) struct TwoInputHead<Op: TwoInputOperator> {
+    op: Op,
+    ctx: OperatorContext,
+    buf: Vec<Op::Out>,
+    next: Box<dyn Output<Op::Out>>,
+}
+
+impl<Op: TwoInputOperator> TwoInputHead<Op> {
+    pub(crate) fn new(op: Op, ctx: OperatorContext, next: Box<dyn Output<Op::Out>>) -> Self {
+        TwoInputHead {
+            op,
+            ctx,
+            buf: Vec::new(),
+            next,
+        }
+    }
+
+    pub(crate) fn push1(&mut self, batch: &mut Vec<Op::In1>) -> Result<()> {
+        let limit = self.ctx.batch_size;
+        let (op, buf, next) = (&mut self.op, &mut self.buf, &mut *self.next);
+        guarded(&self.ctx, || {
+            let mut out = Collector::new(buf, next, limit);
+            let r = op.process_batch1(batch, &mut out);
+            r.and(out.done())
+        })
+    }
+
+    pub(crate) fn push2(&mut self, batch: &mut Vec<Op::In2>) -> Result<()> {
+        let limit = self.ctx.batch_size;
+        let (op, buf, next) = (&mut self.op, &mut self.buf, &mut *self.next);
+        guarded(&self.ctx, || {
+            let mut out = Collector::new(buf, next, limit);
+            let r = op.process_batch2(batch, &mut out);
+            r.and(out.done())
+        })
+    }
+
+    pub(crate) fn flush(&mut self) -> Result<()> {
+        self.next.flush()
+    }
+
+    pub(crate) fn finish(&mut self) -> Result<()> {
+        let limit = self.ctx.batch_size;
+        let (op, buf, next) = (&mut self.op, &mut self.buf, &mut *self.next);
+        guarded(&self.ctx, || {
+            let mut out = Collector::new(buf, next, limit);
+            let r = op.end_of_input(&mut out);
+            r.and(out.done())
+        })?;
+        self.next.finish()
+    }
+}
+
+/// Fans one stream out to several consumers (chained operators and/or shuffles); every
+/// consumer but the last gets a copy of each batch.
+pub(crate) struct FanOut<T> {
+    pub(crate) outputs: Vec<Box<dyn Output<T>>>,
+}
+
+impl<T: Clone + Send> Output<T> for FanOut<T> {
+    fn push(&mut self, batch: &mut Vec<T>) -> Result<()> {
+        if let Some((last, rest)) = self.outputs.split_last_mut() {
+            for out in rest {
+                let mut copy = batch.clone();
+                out.push(&mut copy)?;
+            }
+            last.push(batch)?;
+        }
+        batch.clear();
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        self.outputs.iter_mut().try_for_each(|o| o.flush())
+    }
+
+    fn finish(&mut self) -> Result<()> {
+        self.outputs.iter_mut().try_for_each(|o| o.finish())
+    }
+}

@@ -1,0 +1,352 @@
+//! Runs an execution graph in this process: one thread per subtask, memory channels between
+//! them (the embedded local cluster).
+//!
+//! Start-up builds every channel and every task on the calling thread, so that a bad input, a
+//! sink that cannot open its output or a graph error fails before any thread runs. Threads
+//! then wait on a barrier until their wakers are bound, so no wake-up can be lost.
+//!
+//! The first task to fail records its error, cancels the job and wakes every thread; the
+//! others see the cancellation at their next batch or wake-up and exit. [`RunningJob::wait`]
+//! joins every thread before it returns, so no thread outlives the job.
+
+use std::collections::HashMap;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crate::connectors::SourceContext;
+use crate::error::{HummerError, Result, panic_message};
+use crate::graph::execution_graph::ExecutionGraph;
+use crate::graph::job_graph::JobGraph;
+use crate::operators::OperatorContext;
+use crate::runtime::CancelToken;
+use crate::runtime::channel::TaskWaker;
+use crate::runtime::factory::NodeFactory;
+use crate::runtime::metrics::{JobProgress, SubtaskMetrics, VertexMetrics};
+use crate::runtime::task::{TaskBody, TaskRuntime};
+use crate::runtime::type_ops::{ErasedOutput, ErasedReceiver, ErasedSender, WriterContext};
+
+/// Runtime settings of a job.
+#[derive(Clone, Debug)]
+pub struct RuntimeConfig {
+    /// Records per batch.
+    pub batch_size: usize,
+    /// Batches in flight per channel.
+    pub channel_capacity: usize,
+    /// Longest a record waits in an output buffer while its task is busy (`None`: only full
+    /// buffers and idle tasks flush).
+    pub buffer_timeout: Option<Duration>,
+}
+
+struct Failure {
+    first: Mutex<Option<HummerError>>,
+    cancel: CancelToken,
+    wakers: Vec<Arc<TaskWaker>>,
+}
+
+impl Failure {
+    fn fail(&self, error: HummerError) {
+        if let Ok(mut first) = self.first.lock() {
+            // The first real error wins; cancellations are consequences, not causes.
+            if first.is_none() && !matches!(error, HummerError::Cancelled) {
+                *first = Some(error);
+            }
+        }
+        self.cancel.cancel();
+        for w in &self.wakers {
+            w.wake();
+        }
+    }
+}
+
+/// A job whose threads are running.
+pub struct RunningJob {
+    threads: Vec<JoinHandle<()>>,
+    failure: Arc<Failure>,
+    metrics: Vec<Arc<SubtaskMetrics>>,
+    vertex_of_subtask: Vec<usize>,
+    vertex_names: Vec<(String, usize)>,
+}
+
+impl RunningJob {
+    /// Cancels the job: every thread stops at its next batch or wake-up.
+    pub fn cancel(&self) {
+        self.failure.cancel.cancel();
+        for w in &self.failure.wakers {
+            w.wake();
+        }
+    }
+
+    /// A handle that can cancel the job from another thread.
+    pub fn cancel_token(&self) -> CancelToken {
+        self.failure.cancel.clone()
+    }
+
+    /// Waits for every thread; returns the job's first error, `Cancelled` if it was
+    /// cancelled, or the per-vertex counters.
+    pub fn wait(self) -> Result<Vec<VertexMetrics>> {
+        for t in self.threads {
+            if t.join().is_err() {
+                self.failure.fail(HummerError::Internal(
+                    "a task thread panicked outside its guard".into(),
+                ));
+            }
+        }
+        if let Some(e) = self.failure.first.lock().ok().and_then(|mut f| f.take()) {
+            return Err(e);
+        }
+        if self.failure.cancel.is_cancelled() {
+            return Err(HummerError::Cancelled);
+        }
+        let mut totals: Vec<VertexMetrics> = self
+            .vertex_names
+            .iter()
+            .map(|(name, parallelism)| VertexMetrics {
+                name: name.clone(),
+                parallelism: *parallelism,
+                records_in: 0,
+                records_out: 0,
+            })
+            .collect();
+        for (m, &v) in self.metrics.iter().zip(&self.vertex_of_subtask) {
+            totals[v].records_in += m.records_in.load(std::sync::atomic::Ordering::Relaxed);
+            totals[v].records_out += m.records_out.load(std::sync::atomic::Ordering::Relaxed);
+        }
+        Ok(totals)
+    }
+}
+
+/// Builds and starts every subtask of `exec`.
+pub fn start(
+    job: &JobGraph,
+    exec: &ExecutionGraph,
+    cfg: &RuntimeConfig,
+    progress: Arc<JobProgress>,
+) -> Result<RunningJob> {
+    for node in &job.stream.nodes {
+        if let NodeFactory::Source(s) = &node.factory {
+            s.validate()?;
+        }
+    }
+    let n = exec.subtasks.len();
+    let wakers: Vec<Arc<TaskWaker>> = (0..n).map(|_| Arc::new(TaskWaker::default())).collect();
+    let metrics: Vec<Arc<SubtaskMetrics>> = (0..n).map(|_| Arc::default()).collect();
+    let cancel = CancelToken::default();
+
+    // Channels, grouped by (producer subtask, job edge) and (consumer subtask, input port).
+    let mut senders: HashMap<(usize, usize), Vec<ErasedSender>> = HashMap::new();
+    let mut receivers: HashMap<(usize, usize), Vec<ErasedReceiver>> = HashMap::new();
+    for ch in &exec.channels {
+        let edge = &job.edges[ch.job_edge];
+        let stream_edge = &job.stream.edges[edge.stream_edge];
+        let ops = &job.stream.nodes[stream_edge.source].out_type;
+        let (s, r) = ops.channel(
+            cfg.channel_capacity,
+            wakers[ch.producer].clone(),
+            wakers[ch.consumer].clone(),
+        );
+        senders
+            .entry((ch.producer, ch.job_edge))
+            .or_default()
+            .push(s);
+        receivers
+            .entry((ch.consumer, edge.input))
+            .or_default()
+            .push(r);
+    }
+
+    let mut tasks: Vec<Box<dyn TaskBody>> = Vec::with_capacity(n);
+    for (global, st) in exec.subtasks.iter().enumerate() {
+        let task = build_task(
+            job,
+            st.vertex,
+            st.index,
+            global,
+            cfg,
+            &cancel,
+            &metrics[global],
+            &progress,
+            &mut senders,
+            &mut receivers,
+        )?;
+        tasks.push(task);
+    }
+
+    let failure = Arc::new(Failure {
+        first: Mutex::new(None),
+        cancel: cancel.clone(),
+        wakers: wakers.clone(),
+    });
+    let gate = Arc::new(StartGate::default());
+    let mut threads = Vec::with_capacity(n);
+    for (global, task) in tasks.into_iter().enumerate() {
+        let rt = TaskRuntime {
+            cancel: cancel.clone(),
+            buffer_timeout: cfg.buffer_timeout,
+            metrics: metrics[global].clone(),
+        };
+        let failure_t = failure.clone();
+        let gate_t = gate.clone();
+        let spawned = std::thread::Builder::new()
+            .name(thread_name(&exec.subtasks[global].name))
+            .spawn(move || {
+                gate_t.wait();
+                let result = catch_unwind(AssertUnwindSafe(|| task.run(&rt)));
+                match result {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) => failure_t.fail(e),
+                    Err(p) => failure_t.fail(HummerError::Internal(panic_message(&*p))),
+                }
+            });
+        match spawned {
+            Ok(handle) => {
+                wakers[global].bind(handle.thread().clone());
+                threads.push(handle);
+            }
+            Err(e) => {
+                // The threads already started see the cancellation and exit at once.
+                failure.fail(HummerError::Internal(format!(
+                    "cannot start a task thread: {e}"
+                )));
+                gate.release();
+                for t in threads {
+                    let _ = t.join();
+                }
+                return Err(HummerError::Internal(format!(
+                    "cannot start a task thread: {e}"
+                )));
+            }
+        }
+    }
+    gate.release();
+    Ok(RunningJob {
+        threads,
+        failure,
+        metrics,
+        vertex_of_subtask: exec.subtasks.iter().map(|s| s.vertex).collect(),
+        vertex_names: job
+            .vertices
+            .iter()
+            .map(|v| (v.name.clone(), v.parallelism))
+            .collect(),
+    })
+}
+
+/// Holds the task threads until their wakers are bound.
+#[derive(Default)]
+struct StartGate {
+    open: Mutex<bool>,
+    opened: Condvar,
+}
+
+impl StartGate {
+    fn wait(&self) {
+        let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
+        while !*open {
+            open = self.opened.wait(open).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+
+    fn release(&self) {
+        *self.open.lock().unwrap_or_else(|p| p.into_inner()) = true;
+        self.opened.notify_all();
+    }
+}
+
+fn thread_name(subtask: &str) -> String {
+    // Linux shows only 15 bytes of a thread name; keep the start, which names the head.
+    subtask.chars().take(60).collect()
+}
+
+#[allow(clippy::too_many_arguments)]
+fn build_task(
+    job: &JobGraph,
+    vertex: usize,
+    index: usize,
+    global: usize,
+    cfg: &RuntimeConfig,
+    cancel: &CancelToken,
+    metrics: &Arc<SubtaskMetrics>,
+    progress: &Arc<JobProgress>,
+    senders: &mut HashMap<(usize, usize), Vec<ErasedSender>>,
+    receivers: &mut HashMap<(usize, usize), Vec<ErasedReceiver>>,
+) -> Result<Box<dyn TaskBody>> {
+    let stream = &job.stream;
+    let chain = &job.vertices[vertex].nodes;
+    let writer_ctx = WriterContext {
+        batch_size: cfg.batch_size,
+        max_parallelism: job.max_parallelism,
+        cancel: cancel.clone(),
+        metrics: metrics.clone(),
+    };
+    // Inputs of the chained nodes built so far (tail first).
+    let mut built: HashMap<usize, ErasedOutput> = HashMap::new();
+    for &node_id in chain.iter().rev() {
+        let node = &stream.nodes[node_id];
+        let ctx = OperatorContext {
+            name: node.name.clone(),
+            subtask: index,
+            parallelism: job.node_parallelism[node_id],
+            max_parallelism: job.max_parallelism,
+            mode: job.mode,
+            batch_size: cfg.batch_size,
+        };
+        let mut outs = Vec::new();
+        for (edge_idx, e) in stream.outputs_of(node_id) {
+            if job.vertex_of[e.target] == vertex {
+                let input = built.remove(&e.target).ok_or_else(|| {
+                    HummerError::Internal(format!("chained node {} not built", e.target))
+                })?;
+                outs.push(input);
+            } else {
+                let job_edge = job
+                    .edges
+                    .iter()
+                    .position(|je| je.stream_edge == edge_idx)
+                    .ok_or_else(|| {
+                        HummerError::Internal(format!("edge {edge_idx} has no job edge"))
+                    })?;
+                let chans = senders.remove(&(global, job_edge)).unwrap_or_default();
+                outs.push(node.out_type.writer(chans, &e.partitioning, &writer_ctx)?);
+            }
+        }
+        let out = node.out_type.fan_out(outs)?;
+        let is_head = node_id == chain[0];
+        match (&node.factory, is_head) {
+            (NodeFactory::OneInput(f), false) => {
+                built.insert(node_id, f.create_link(&ctx, out)?);
+            }
+            (NodeFactory::OneInput(f), true) => {
+                let link = f.create_link(&ctx, out)?;
+                let (_, first_input) = stream
+                    .inputs_of(node_id)
+                    .next()
+                    .ok_or_else(|| HummerError::Internal("operator without input".into()))?;
+                let in_type = &stream.nodes[first_input.source].out_type;
+                let rx = receivers.remove(&(global, 0)).unwrap_or_default();
+                return in_type.input_task(rx, link);
+            }
+            (NodeFactory::Source(f), true) => {
+                let source_ctx = SourceContext {
+                    subtask: index,
+                    parallelism: ctx.parallelism,
+                    progress: progress.clone(),
+                };
+                return f.create_task(&ctx, &source_ctx, out);
+            }
+            (NodeFactory::TwoInput(f), true) => {
+                let rx0 = receivers.remove(&(global, 0)).unwrap_or_default();
+                let rx1 = receivers.remove(&(global, 1)).unwrap_or_default();
+                return f.create_task(&ctx, out, rx0, rx1);
+            }
+            (_, false) => {
+                return Err(HummerError::Internal(format!(
+                    "node '{}' cannot be fused into a chain",
+                    node.name
+                )));
+            }
+        }
+    }
+    Err(HummerError::Internal(format!("chain {vertex} has no head")))
+}

@@ -1,0 +1,163 @@
+//! How a graph node becomes a running operator instance.
+//!
+//! The API stores one factory per node, made where the node's types are known. The executor
+//! calls it once per subtask with the downstream [`ErasedOutput`] it built first, so a chain is
+//! assembled from its tail to its head.
+
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use crate::connectors::{Source, SourceContext};
+use crate::error::Result;
+use crate::operators::{
+    ChainLink, OneInputOperator, OperatorContext, TwoInputHead, TwoInputOperator,
+};
+use crate::runtime::task::{SourceTask, TaskBody, TwoInputTask};
+use crate::runtime::type_ops::{ErasedOutput, ErasedReceiver, input_gate};
+
+/// Makes the task of a source subtask.
+pub(crate) trait SourceNodeFactory: Send + Sync {
+    fn is_bounded(&self) -> bool;
+    fn max_parallelism(&self) -> Option<usize>;
+    fn validate(&self) -> Result<()>;
+    fn create_task(
+        &self,
+        ctx: &OperatorContext,
+        source_ctx: &SourceContext,
+        out: ErasedOutput,
+    ) -> Result<Box<dyn TaskBody>>;
+}
+
+/// Makes one fused link (a one-input operator with its downstream).
+pub(crate) trait OneInputNodeFactory: Send + Sync {
+    fn create_link(&self, ctx: &OperatorContext, out: ErasedOutput) -> Result<ErasedOutput>;
+}
+
+/// Makes the task of a two-input chain head.
+pub(crate) trait TwoInputNodeFactory: Send + Sync {
+    fn create_task(
+        &self,
+        ctx: &OperatorContext,
+        out: ErasedOutput,
+        input1: Vec<ErasedReceiver>,
+        input2: Vec<ErasedReceiver>,
+    ) -> Result<Box<dyn TaskBody>>;
+}
+
+/// The factory of a node, by the number of its inputs.
+#[derive(Clone)]
+pub(crate) enum NodeFactory {
+    Source(Arc<dyn SourceNodeFactory>),
+    OneInput(Arc<dyn OneInputNodeFactory>),
+    TwoInput(Arc<dyn TwoInputNodeFactory>),
+}
+
+/// A source node: wraps a user-visible [`Source`].
+pub(crate) struct SourceFactory<T>(pub(crate) Arc<dyn Source<T>>);
+
+impl<T: Send + 'static> SourceNodeFactory for SourceFactory<T> {
+    fn is_bounded(&self) -> bool {
+        self.0.is_bounded()
+    }
+
+    fn max_parallelism(&self) -> Option<usize> {
+        self.0.max_parallelism()
+    }
+
+    fn validate(&self) -> Result<()> {
+        self.0.validate()
+    }
+
+    fn create_task(
+        &self,
+        ctx: &OperatorContext,
+        source_ctx: &SourceContext,
+        out: ErasedOutput,
+    ) -> Result<Box<dyn TaskBody>> {
+        let reader = self
+            .0
+            .create_reader(source_ctx)
+            .map_err(|e| e.attribute(&ctx.name, ctx.subtask))?;
+        Ok(Box::new(SourceTask {
+            ctx: ctx.clone(),
+            reader,
+            head: out.downcast::<T>()?,
+        }))
+    }
+}
+
+/// A one-input node built by calling `make` for every subtask.
+pub(crate) struct OperatorFactory<Op, F> {
+    make: F,
+    _op: PhantomData<fn() -> Op>,
+}
+
+impl<Op, F> OperatorFactory<Op, F>
+where
+    Op: OneInputOperator,
+    F: Fn(&OperatorContext) -> Result<Op> + Send + Sync + 'static,
+{
+    pub(crate) fn new(make: F) -> Self {
+        OperatorFactory {
+            make,
+            _op: PhantomData,
+        }
+    }
+}
+
+impl<Op, F> OneInputNodeFactory for OperatorFactory<Op, F>
+where
+    Op: OneInputOperator,
+    Op::In: Send + 'static,
+    Op::Out: Send + 'static,
+    F: Fn(&OperatorContext) -> Result<Op> + Send + Sync + 'static,
+{
+    fn create_link(&self, ctx: &OperatorContext, out: ErasedOutput) -> Result<ErasedOutput> {
+        let op = (self.make)(ctx).map_err(|e| e.attribute(&ctx.name, ctx.subtask))?;
+        let link = ChainLink::new(op, ctx.clone(), out.downcast::<Op::Out>()?);
+        Ok(ErasedOutput::new::<Op::In>(Box::new(link)))
+    }
+}
+
+/// A two-input node built by calling `make` for every subtask.
+pub(crate) struct TwoInputOperatorFactory<Op, F> {
+    make: F,
+    _op: PhantomData<fn() -> Op>,
+}
+
+impl<Op, F> TwoInputOperatorFactory<Op, F>
+where
+    Op: TwoInputOperator,
+    F: Fn(&OperatorContext) -> Result<Op> + Send + Sync + 'static,
+{
+    pub(crate) fn new(make: F) -> Self {
+        TwoInputOperatorFactory {
+            make,
+            _op: PhantomData,
+        }
+    }
+}
+
+impl<Op, F> TwoInputNodeFactory for TwoInputOperatorFactory<Op, F>
+where
+    Op: TwoInputOperator,
+    Op::In1: Send + 'static,
+    Op::In2: Send + 'static,
+    Op::Out: Send + 'static,
+    F: Fn(&OperatorContext) -> Result<Op> + Send + Sync + 'static,
+{
+    fn create_task(
+        &self,
+        ctx: &OperatorContext,
+        out: ErasedOutput,
+        input1: Vec<ErasedReceiver>,
+        input2: Vec<ErasedReceiver>,
+    ) -> Result<Box<dyn TaskBody>> {
+        let op = (self.make)(ctx).map_err(|e| e.attribute(&ctx.name, ctx.subtask))?;
+        Ok(Box::new(TwoInputTask {
+            input1: input_gate::<Op::In1>(input1)?,
+            input2: input_gate::<Op::In2>(input2)?,
+            head: TwoInputHead::new(op, ctx.clone(), out.downcast::<Op::Out>()?),
+        }))
+    }
+}

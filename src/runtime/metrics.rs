@@ -1,0 +1,56 @@
+//! Per-subtask counters, updated once per batch.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Records into and out of one subtask.
+#[derive(Default, Debug)]
+pub struct SubtaskMetrics {
+    /// Records taken from input channels (or produced by a source).
+    pub records_in: AtomicU64,
+    /// Records written into output channels.
+    pub records_out: AtomicU64,
+}
+
+impl SubtaskMetrics {
+    #[inline]
+    pub(crate) fn add_in(&self, n: usize) {
+        self.records_in.fetch_add(n as u64, Ordering::Relaxed);
+    }
+
+    #[inline]
+    pub(crate) fn add_out(&self, n: usize) {
+        self.records_out.fetch_add(n as u64, Ordering::Relaxed);
+    }
+}
+
+/// Totals of one job vertex, reported in [`crate::api::JobResult`].
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct VertexMetrics {
+    /// The vertex (chain) name.
+    pub name: String,
+    /// Its parallelism.
+    pub parallelism: usize,
+    /// Records read by all its subtasks.
+    pub records_in: u64,
+    /// Records written into shuffles by all its subtasks.
+    pub records_out: u64,
+}
+
+/// Progress of a job's bounded inputs, for progress bars. Sources that know their size add it
+/// to `bytes_total` when they are created and count `bytes_read` as they go.
+#[derive(Default, Debug)]
+pub struct JobProgress {
+    /// Bytes of bounded input known so far.
+    pub bytes_total: AtomicU64,
+    /// Bytes of input consumed so far.
+    pub bytes_read: AtomicU64,
+}
+
+impl JobProgress {
+    /// Fraction of the known input consumed, in `[0, 1]`; `None` while no size is known.
+    pub fn fraction(&self) -> Option<f64> {
+        let total = self.bytes_total.load(Ordering::Relaxed);
+        (total > 0)
+            .then(|| (self.bytes_read.load(Ordering::Relaxed) as f64 / total as f64).min(1.0))
+    }
+}

@@ -1,0 +1,207 @@
+//! The end of a chain that feeds a shuffle: routes records into per-channel batches.
+//!
+//! A writer keeps one open batch per downstream channel. A batch is sent when it reaches the
+//! batch size, when the task flushes (buffer timeout or idle input), or at end of input. A
+//! forward or rebalance route hands a large incoming batch over whole, without copying.
+
+use std::any::Any;
+use std::sync::Arc;
+
+use crate::error::{HummerError, Result};
+use crate::operators::Output;
+use crate::runtime::CancelToken;
+use crate::runtime::channel::{ChannelSender, StreamEvent};
+use crate::runtime::metrics::SubtaskMetrics;
+
+/// Computes the target channel of every record of a batch (one dynamic call per batch):
+/// `(records, channels, max_parallelism, targets_out)`.
+pub type BatchRouter<T> = Arc<dyn Fn(&[T], usize, usize, &mut Vec<u32>) + Send + Sync>;
+
+/// How the records of an edge are distributed over the consumer's subtasks.
+#[derive(Clone)]
+pub enum Partitioning {
+    /// Subtask *i* feeds subtask *i* (equal parallelism; becomes `Rebalance` otherwise).
+    Forward,
+    /// Batches go round-robin to all consumers.
+    Rebalance,
+    /// Every consumer gets every record.
+    Broadcast,
+    /// Records go to the subtask owning their key's key group.
+    Hash {
+        /// A [`BatchRouter<T>`] for the edge's record type, type-erased.
+        router: Arc<dyn Any + Send + Sync>,
+    },
+}
+
+impl Partitioning {
+    /// Name used in plans.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Partitioning::Forward => "FORWARD",
+            Partitioning::Rebalance => "REBALANCE",
+            Partitioning::Broadcast => "BROADCAST",
+            Partitioning::Hash { .. } => "HASH",
+        }
+    }
+
+    /// A hash partitioning from a typed router.
+    pub(crate) fn hash<T: 'static>(router: BatchRouter<T>) -> Self {
+        Partitioning::Hash {
+            router: Arc::new(router),
+        }
+    }
+}
+
+impl std::fmt::Debug for Partitioning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+enum Route<T> {
+    Single,
+    Rebalance {
+        next: usize,
+    },
+    Broadcast,
+    Hash {
+        router: BatchRouter<T>,
+        targets: Vec<u32>,
+    },
+}
+
+/// Writes a stream into the channels of one shuffle.
+pub(crate) struct RecordWriter<T> {
+    channels: Vec<ChannelSender<T>>,
+    buffers: Vec<Vec<T>>,
+    route: Route<T>,
+    batch_size: usize,
+    max_parallelism: usize,
+    cancel: CancelToken,
+    metrics: Arc<SubtaskMetrics>,
+}
+
+impl<T: Clone + Send + 'static> RecordWriter<T> {
+    pub(crate) fn new(
+        channels: Vec<ChannelSender<T>>,
+        partitioning: &Partitioning,
+        batch_size: usize,
+        max_parallelism: usize,
+        cancel: CancelToken,
+        metrics: Arc<SubtaskMetrics>,
+    ) -> Result<Self> {
+        if channels.is_empty() {
+            return Err(HummerError::Internal(
+                "record writer without channels".into(),
+            ));
+        }
+        let route = match partitioning {
+            _ if channels.len() == 1 => Route::Single,
+            Partitioning::Forward => {
+                return Err(HummerError::Internal(format!(
+                    "forward edge with {} channels from one subtask",
+                    channels.len()
+                )));
+            }
+            Partitioning::Rebalance => Route::Rebalance { next: 0 },
+            Partitioning::Broadcast => Route::Broadcast,
+            Partitioning::Hash { router } => {
+                let router = router.downcast_ref::<BatchRouter<T>>().ok_or_else(|| {
+                    HummerError::Internal("hash router of another record type".into())
+                })?;
+                Route::Hash {
+                    router: router.clone(),
+                    targets: Vec::new(),
+                }
+            }
+        };
+        let buffers = channels.iter().map(|_| Vec::new()).collect();
+        Ok(RecordWriter {
+            channels,
+            buffers,
+            route,
+            batch_size: batch_size.max(1),
+            max_parallelism,
+            cancel,
+            metrics,
+        })
+    }
+
+    fn send(&mut self, channel: usize) -> Result<()> {
+        let batch = std::mem::replace(
+            &mut self.buffers[channel],
+            Vec::with_capacity(self.batch_size),
+        );
+        self.channels[channel].send(StreamEvent::Batch(batch), &self.cancel)
+    }
+
+    /// Appends a whole batch to one channel, handing it over uncopied when it is large.
+    fn append(&mut self, channel: usize, batch: &mut Vec<T>) -> Result<()> {
+        if self.buffers[channel].is_empty() && batch.len() * 2 >= self.batch_size {
+            let whole = std::mem::take(batch);
+            return self.channels[channel].send(StreamEvent::Batch(whole), &self.cancel);
+        }
+        self.buffers[channel].append(batch);
+        if self.buffers[channel].len() >= self.batch_size {
+            self.send(channel)?;
+        }
+        Ok(())
+    }
+}
+
+impl<T: Clone + Send + 'static> Output<T> for RecordWriter<T> {
+    fn push(&mut self, batch: &mut Vec<T>) -> Result<()> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        self.metrics.add_out(batch.len());
+        match &mut self.route {
+            Route::Single => self.append(0, batch),
+            Route::Rebalance { next } => {
+                let channel = *next;
+                *next = (channel + 1) % self.channels.len();
+                self.append(channel, batch)
+            }
+            Route::Broadcast => {
+                for channel in 0..self.channels.len() - 1 {
+                    let mut copy = batch.clone();
+                    self.append(channel, &mut copy)?;
+                }
+                self.append(self.channels.len() - 1, batch)
+            }
+            Route::Hash { router, targets } => {
+                router(batch, self.channels.len(), self.max_parallelism, targets);
+                let targets = std::mem::take(targets);
+                let mut result = Ok(());
+                for (record, &t) in batch.drain(..).zip(targets.iter()) {
+                    let t = t as usize;
+                    self.buffers[t].push(record);
+                    if self.buffers[t].len() >= self.batch_size && result.is_ok() {
+                        result = self.send(t);
+                    }
+                }
+                if let Route::Hash { targets: slot, .. } = &mut self.route {
+                    *slot = targets;
+                }
+                result
+            }
+        }
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        for channel in 0..self.channels.len() {
+            if !self.buffers[channel].is_empty() {
+                self.send(channel)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self) -> Result<()> {
+        self.flush()?;
+        for channel in &self.channels {
+            channel.send(StreamEvent::EndOfInput, &self.cancel)?;
+        }
+        Ok(())
+    }
+}

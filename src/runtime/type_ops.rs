@@ -1,0 +1,197 @@
+//! Typed glue behind the type-erased graph.
+//!
+//! The graphs (`graph::*`) are not generic: a node's record type is known only where the API
+//! call that made it was compiled. Each node therefore carries a [`TypeOps`] object made for
+//! its output type; the executor asks it to create that type's channels, writers, fan-outs
+//! and input tasks. Values cross the erased boundary as `Box<dyn Any>` and are downcast once,
+//! while the job is being built; nothing is downcast per batch or per record.
+
+use std::any::Any;
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use crate::data::Data;
+use crate::error::{HummerError, Result};
+use crate::operators::{FanOut, Output};
+use crate::runtime::CancelToken;
+use crate::runtime::channel::{ChannelReceiver, ChannelSender, TaskWaker, channel};
+use crate::runtime::metrics::SubtaskMetrics;
+use crate::runtime::record_writer::{Partitioning, RecordWriter};
+use crate::runtime::task::{InputGate, OneInputTask, TaskBody};
+
+/// A `Box<dyn Output<T>>` with `T` erased.
+pub(crate) struct ErasedOutput(Box<dyn Any + Send>);
+
+impl ErasedOutput {
+    pub(crate) fn new<T: 'static>(output: Box<dyn Output<T>>) -> Self {
+        ErasedOutput(Box::new(output))
+    }
+
+    pub(crate) fn downcast<T: 'static>(self) -> Result<Box<dyn Output<T>>> {
+        self.0
+            .downcast::<Box<dyn Output<T>>>()
+            .map(|b| *b)
+            .map_err(|_| type_mismatch::<T>("output"))
+    }
+}
+
+/// A `ChannelSender<T>` with `T` erased.
+pub(crate) struct ErasedSender(Box<dyn Any + Send>);
+
+/// A `ChannelReceiver<T>` with `T` erased.
+pub(crate) struct ErasedReceiver(Box<dyn Any + Send>);
+
+impl ErasedReceiver {
+    pub(crate) fn downcast<T: 'static>(self) -> Result<ChannelReceiver<T>> {
+        self.0
+            .downcast::<ChannelReceiver<T>>()
+            .map(|b| *b)
+            .map_err(|_| type_mismatch::<T>("channel"))
+    }
+}
+
+/// Downcasts all receivers of one input to an input gate.
+pub(crate) fn input_gate<T: 'static>(receivers: Vec<ErasedReceiver>) -> Result<InputGate<T>> {
+    let channels = receivers
+        .into_iter()
+        .map(ErasedReceiver::downcast::<T>)
+        .collect::<Result<Vec<_>>>()?;
+    Ok(InputGate::new(channels))
+}
+
+fn type_mismatch<T>(what: &str) -> HummerError {
+    HummerError::Internal(format!(
+        "{what} is not of record type {}",
+        std::any::type_name::<T>()
+    ))
+}
+
+/// What a writer needs besides its channels.
+pub(crate) struct WriterContext {
+    pub(crate) batch_size: usize,
+    pub(crate) max_parallelism: usize,
+    pub(crate) cancel: CancelToken,
+    pub(crate) metrics: Arc<SubtaskMetrics>,
+}
+
+/// Operations on the streams of one record type.
+pub(crate) trait TypeOps: Send + Sync {
+    /// The Rust type name, for plans.
+    fn type_name(&self) -> &'static str;
+    /// A channel of this type.
+    fn channel(
+        &self,
+        capacity: usize,
+        producer: Arc<TaskWaker>,
+        consumer: Arc<TaskWaker>,
+    ) -> (ErasedSender, ErasedReceiver);
+    /// A writer that partitions into `senders`.
+    fn writer(
+        &self,
+        senders: Vec<ErasedSender>,
+        partitioning: &Partitioning,
+        ctx: &WriterContext,
+    ) -> Result<ErasedOutput>;
+    /// One output feeding all of `outputs` (none: records are dropped, as after a sink).
+    fn fan_out(&self, outputs: Vec<ErasedOutput>) -> Result<ErasedOutput>;
+    /// A task whose chain head (`head`) reads from `receivers`.
+    fn input_task(
+        &self,
+        receivers: Vec<ErasedReceiver>,
+        head: ErasedOutput,
+    ) -> Result<Box<dyn TaskBody>>;
+}
+
+struct TypeOpsImpl<T>(PhantomData<fn() -> T>);
+
+/// The [`TypeOps`] of record type `T`.
+pub(crate) fn type_ops<T: Data>() -> Arc<dyn TypeOps> {
+    Arc::new(TypeOpsImpl::<T>(PhantomData))
+}
+
+/// The [`TypeOps`] of the unit type that sinks emit (never sent through a channel).
+pub(crate) fn unit_type_ops() -> Arc<dyn TypeOps> {
+    type_ops::<()>()
+}
+
+struct Discard<T>(PhantomData<fn(T)>);
+
+impl<T: Send> Output<T> for Discard<T> {
+    fn push(&mut self, batch: &mut Vec<T>) -> Result<()> {
+        batch.clear();
+        Ok(())
+    }
+    fn flush(&mut self) -> Result<()> {
+        Ok(())
+    }
+    fn finish(&mut self) -> Result<()> {
+        Ok(())
+    }
+}
+
+impl<T: Data> TypeOps for TypeOpsImpl<T> {
+    fn type_name(&self) -> &'static str {
+        std::any::type_name::<T>()
+    }
+
+    fn channel(
+        &self,
+        capacity: usize,
+        producer: Arc<TaskWaker>,
+        consumer: Arc<TaskWaker>,
+    ) -> (ErasedSender, ErasedReceiver) {
+        let (s, r) = channel::<T>(capacity, producer, consumer);
+        (ErasedSender(Box::new(s)), ErasedReceiver(Box::new(r)))
+    }
+
+    fn writer(
+        &self,
+        senders: Vec<ErasedSender>,
+        partitioning: &Partitioning,
+        ctx: &WriterContext,
+    ) -> Result<ErasedOutput> {
+        let channels = senders
+            .into_iter()
+            .map(|s| {
+                s.0.downcast::<ChannelSender<T>>()
+                    .map(|b| *b)
+                    .map_err(|_| type_mismatch::<T>("channel"))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let writer = RecordWriter::new(
+            channels,
+            partitioning,
+            ctx.batch_size,
+            ctx.max_parallelism,
+            ctx.cancel.clone(),
+            ctx.metrics.clone(),
+        )?;
+        Ok(ErasedOutput::new::<T>(Box::new(writer)))
+    }
+
+    fn fan_out(&self, outputs: Vec<ErasedOutput>) -> Result<ErasedOutput> {
+        let mut outputs = outputs
+            .into_iter()
+            .map(ErasedOutput::downcast::<T>)
+            .collect::<Result<Vec<_>>>()?;
+        let out: Box<dyn Output<T>> = match outputs.len() {
+            0 => Box::new(Discard::<T>(PhantomData)),
+            1 => outputs
+                .pop()
+                .ok_or_else(|| HummerError::Internal("fan-out".into()))?,
+            _ => Box::new(FanOut { outputs }),
+        };
+        Ok(ErasedOutput::new::<T>(out))
+    }
+
+    fn input_task(
+        &self,
+        receivers: Vec<ErasedReceiver>,
+        head: ErasedOutput,
+    ) -> Result<Box<dyn TaskBody>> {
+        Ok(Box::new(OneInputTask {
+            input: input_gate::<T>(receivers)?,
+            head: head.downcast::<T>()?,
+        }))
+    }
+}

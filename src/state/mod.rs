@@ -1,0 +1,6 @@
+//! Keyed state: key groups and the per-key state handles given to user functions.
+
+pub mod key_groups;
+mod value_state;
+
+pub use value_state::ValueState;
