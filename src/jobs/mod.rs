@@ -3,3 +3,4 @@
 
 pub mod corpus;
 pub mod wordcount;
+pub mod words;
