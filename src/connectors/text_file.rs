@@ -156,6 +156,66 @@ fn open_split(split: &Split) -> Result<OpenSplit> {
     })
 }
 
+impl OpenSplit {
+    /// Reads the next line into `out`; returns the bytes consumed, 0 at end of file.
+    ///
+    /// A line that lies whole in the read buffer (almost every line) is copied once, from the
+    /// buffer into its `String`; only a line that straddles a buffer refill goes through
+    /// `scratch`.
+    fn read_line(&mut self, scratch: &mut Vec<u8>, out: &mut Vec<String>) -> Result<usize> {
+        scratch.clear();
+        let mut consumed = 0;
+        loop {
+            let io_err = |e| HummerError::io("cannot read input", &self.path, e);
+            let buf = self.reader.fill_buf().map_err(io_err)?;
+            if buf.is_empty() {
+                break;
+            }
+            match memchr::memchr(b'\n', buf) {
+                Some(i) if scratch.is_empty() => {
+                    let line = decode(&buf[..i], &self.path, self.pos)?;
+                    out.push(line);
+                    self.reader.consume(i + 1);
+                    self.pos += i as u64 + 1;
+                    return Ok(i + 1);
+                }
+                Some(i) => {
+                    scratch.extend_from_slice(&buf[..i]);
+                    self.reader.consume(i + 1);
+                    consumed += i + 1;
+                    break;
+                }
+                None => {
+                    let n = buf.len();
+                    scratch.extend_from_slice(buf);
+                    self.reader.consume(n);
+                    consumed += n;
+                }
+            }
+        }
+        if consumed > 0 {
+            out.push(decode(scratch, &self.path, self.pos)?);
+            self.pos += consumed as u64;
+        }
+        Ok(consumed)
+    }
+}
+
+/// A line without its terminator (`\n` already removed; a trailing `\r` is dropped) as text.
+fn decode(line: &[u8], path: &std::path::Path, line_start: u64) -> Result<String> {
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    match std::str::from_utf8(line) {
+        Ok(text) => Ok(text.to_owned()),
+        Err(e) => Err(HummerError::BadInput {
+            input: path.display().to_string(),
+            reason: format!(
+                "invalid UTF-8 at byte {} (in the line starting at byte {line_start})",
+                line_start + e.valid_up_to() as u64
+            ),
+        }),
+    }
+}
+
 impl SourceReader<String> for TextFileReader {
     fn poll_next(&mut self, out: &mut Vec<String>, max: usize) -> Result<SourceStatus> {
         let mut read_bytes = 0u64;
@@ -172,38 +232,13 @@ impl SourceReader<String> for TextFileReader {
                 self.current = None;
                 continue;
             }
-            self.line.clear();
-            let n = split
-                .reader
-                .read_until(b'\n', &mut self.line)
-                .map_err(|e| HummerError::io("cannot read input", &split.path, e))?;
+            let n = split.read_line(&mut self.line, out)?;
             if n == 0 {
                 // The file is shorter than when it was listed.
                 self.current = None;
                 continue;
             }
-            let line_start = split.pos;
-            split.pos += n as u64;
             read_bytes += n as u64;
-            let mut len = self.line.len();
-            if len > 0 && self.line[len - 1] == b'\n' {
-                len -= 1;
-                if len > 0 && self.line[len - 1] == b'\r' {
-                    len -= 1;
-                }
-            }
-            match std::str::from_utf8(&self.line[..len]) {
-                Ok(text) => out.push(text.to_owned()),
-                Err(e) => {
-                    return Err(HummerError::BadInput {
-                        input: split.path.display().to_string(),
-                        reason: format!(
-                            "invalid UTF-8 at byte {} (in the line starting at byte {line_start})",
-                            line_start + e.valid_up_to() as u64
-                        ),
-                    });
-                }
-            }
             emitted += 1;
         }
         self.ctx

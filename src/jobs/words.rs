@@ -41,6 +41,17 @@ enum Repr {
     Heap(Box<str>),
 }
 
+/// `KEEP[n]`: a mask of the low `n` bytes of a `u128`.
+const KEEP: [u128; INLINE + 1] = {
+    let mut masks = [0u128; INLINE + 1];
+    let mut n = 1;
+    while n <= INLINE {
+        masks[n] = (masks[n - 1] << 8) | 0xff;
+        n += 1;
+    }
+    masks
+};
+
 /// The inline bytes, 8-byte aligned so that they load and compare as two aligned words.
 #[derive(Clone, Copy, PartialEq, Eq)]
 #[repr(C, align(8))]
@@ -52,11 +63,7 @@ impl Word {
     #[inline]
     fn pack(raw: u128, len: usize) -> Word {
         debug_assert!((1..=INLINE).contains(&len));
-        let keep = if len == INLINE {
-            u128::MAX
-        } else {
-            (1u128 << (8 * len)) - 1
-        };
+        let keep = KEEP[len];
         // For ASCII letters and digits, setting bit 5 lowercases letters and keeps digits.
         let lower = (raw | 0x2020_2020_2020_2020_2020_2020_2020_2020) & keep;
         Word(Repr::Inline(Packed(lower.to_le_bytes())))
@@ -182,6 +189,14 @@ fn classify(block: &[u8]) -> u64 {
     mask
 }
 
+/// The 16 bytes of `window` (exactly 16 long) as a little-endian `u128`.
+#[inline(always)]
+fn load16(window: &[u8]) -> u128 {
+    let mut b = [0u8; INLINE];
+    b.copy_from_slice(window);
+    u128::from_le_bytes(b)
+}
+
 /// The words of a line, as an owning iterator (usable directly as a `flat_map` function:
 /// `.flat_map(Words::new)`).
 ///
@@ -231,17 +246,16 @@ impl Words {
                 self.line[start..end].to_ascii_lowercase().into(),
             ));
         }
-        let raw = match bytes.get(start..start + INLINE) {
-            Some(window) => {
-                let mut b = [0u8; INLINE];
-                b.copy_from_slice(window);
-                u128::from_le_bytes(b)
-            }
-            None => {
-                let mut b = [0u8; INLINE];
-                b[..len].copy_from_slice(&bytes[start..end]);
-                u128::from_le_bytes(b)
-            }
+        let raw = if let Some(window) = bytes.get(start..start + INLINE) {
+            load16(window)
+        } else if end >= INLINE {
+            // Near the end of the line: load the 16 bytes that end with the word and shift the
+            // word down to byte 0.
+            load16(&bytes[end - INLINE..end]) >> (8 * (INLINE - len))
+        } else {
+            let mut b = [0u8; INLINE];
+            b[..len].copy_from_slice(&bytes[start..end]);
+            u128::from_le_bytes(b)
         };
         Word::pack(raw, len)
     }

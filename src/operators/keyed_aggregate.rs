@@ -14,7 +14,6 @@
 //!   sends one record per distinct key and subtask through the shuffle instead of one per input
 //!   record.
 
-use std::collections::HashMap;
 use std::hash::Hash;
 use std::marker::PhantomData;
 use std::ops::AddAssign;
@@ -23,8 +22,9 @@ use crate::api::RuntimeMode;
 use crate::data::{Data, Key};
 use crate::error::Result;
 use crate::operators::{Collector, OneInputOperator};
+use crate::state::keyed_table::KeyedTable;
 
-type StateMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+type StateMap<K, V> = KeyedTable<K, V>;
 
 /// A combiner flushes its partial results when it holds more distinct keys than this, which
 /// bounds its memory on high-cardinality keys.
@@ -219,24 +219,24 @@ where
     type Out = A::Out;
 
     fn process_batch(&mut self, batch: &mut Vec<T>, out: &mut Collector<'_, A::Out>) -> Result<()> {
-        for record in batch.drain(..) {
-            let key = (self.key_of)(&record);
-            match self.state.get_mut(&key) {
+        let (agg, emit) = (&self.agg, self.emit_updates);
+        self.state
+            .fold_batch(batch, &self.key_of, |key, acc, record| match acc {
                 Some(acc) => {
-                    self.agg.add(acc, record);
-                    if self.emit_updates {
-                        out.collect(self.agg.result(&key, acc));
+                    agg.add(acc, record);
+                    if emit {
+                        out.collect(agg.result(key, acc));
                     }
+                    None
                 }
                 None => {
-                    let acc = self.agg.create(record);
-                    if self.emit_updates {
-                        out.collect(self.agg.result(&key, &acc));
+                    let acc = agg.create(record);
+                    if emit {
+                        out.collect(agg.result(key, &acc));
                     }
-                    self.state.insert(key, acc);
+                    Some(acc)
                 }
-            }
-        }
+            });
         Ok(())
     }
 
@@ -293,16 +293,15 @@ where
         batch: &mut Vec<T>,
         out: &mut Collector<'_, (K, A::Acc)>,
     ) -> Result<()> {
-        for record in batch.drain(..) {
-            let key = (self.key_of)(&record);
-            match self.state.get_mut(&key) {
-                Some(acc) => self.agg.add(acc, record),
-                None => {
-                    let acc = self.agg.create(record);
-                    self.state.insert(key, acc);
+        let agg = &self.agg;
+        self.state
+            .fold_batch(batch, &self.key_of, |_, acc, record| match acc {
+                Some(acc) => {
+                    agg.add(acc, record);
+                    None
                 }
-            }
-        }
+                None => Some(agg.create(record)),
+            });
         if self.state.len() > COMBINER_MAX_KEYS {
             self.emit_all(out);
         }
@@ -349,22 +348,26 @@ where
         batch: &mut Vec<(K, A::Acc)>,
         out: &mut Collector<'_, A::Out>,
     ) -> Result<()> {
-        for (key, partial) in batch.drain(..) {
-            match self.state.get_mut(&key) {
+        let (agg, emit) = (&self.agg, self.emit_updates);
+        self.state.fold_batch(
+            batch,
+            |(k, _)| k.clone(),
+            |key, acc, (_, partial)| match acc {
                 Some(acc) => {
-                    self.agg.merge(acc, partial);
-                    if self.emit_updates {
-                        out.collect(self.agg.result(&key, acc));
+                    agg.merge(acc, partial);
+                    if emit {
+                        out.collect(agg.result(key, acc));
                     }
+                    None
                 }
                 None => {
-                    if self.emit_updates {
-                        out.collect(self.agg.result(&key, &partial));
+                    if emit {
+                        out.collect(agg.result(key, &partial));
                     }
-                    self.state.insert(key, partial);
+                    Some(partial)
                 }
-            }
-        }
+            },
+        );
         Ok(())
     }
 

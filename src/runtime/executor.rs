@@ -188,11 +188,14 @@ pub fn start(
         };
         let failure_t = failure.clone();
         let gate_t = gate.clone();
+        let task_name = exec.subtasks[global].name.clone();
         let spawned = std::thread::Builder::new()
             .name(thread_name(&exec.subtasks[global].name))
             .spawn(move || {
                 gate_t.wait();
+                let started = std::time::Instant::now();
                 let result = catch_unwind(AssertUnwindSafe(|| task.run(&rt)));
+                tracing::debug!(task = %task_name, elapsed = ?started.elapsed(), "task ended");
                 match result {
                     Ok(Ok(())) => {}
                     Ok(Err(e)) => failure_t.fail(e),

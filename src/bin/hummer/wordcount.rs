@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
@@ -132,18 +132,16 @@ fn print_summary(
 
 /// Draws a byte progress bar on stderr (when it is a terminal) while a batch job runs.
 struct ProgressThread {
-    done: Arc<AtomicBool>,
+    done: std::sync::mpsc::Sender<()>,
     handle: std::thread::JoinHandle<()>,
 }
 
 impl ProgressThread {
     fn start(progress: Arc<JobProgress>) -> Self {
-        let done = Arc::new(AtomicBool::new(false));
-        let flag = done.clone();
+        let (done, stopped) = std::sync::mpsc::channel::<()>();
         let handle = std::thread::spawn(move || {
             // Short jobs finish before the bar would be useful.
-            std::thread::sleep(Duration::from_millis(500));
-            if flag.load(Ordering::Relaxed) {
+            if stopped.recv_timeout(Duration::from_millis(500)).is_ok() {
                 return;
             }
             let bar = indicatif::ProgressBar::new(progress.bytes_total.load(Ordering::Relaxed));
@@ -153,10 +151,13 @@ impl ProgressThread {
                 )
                 .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
             );
-            while !flag.load(Ordering::Relaxed) {
+            loop {
                 bar.set_length(progress.bytes_total.load(Ordering::Relaxed));
                 bar.set_position(progress.bytes_read.load(Ordering::Relaxed));
-                std::thread::sleep(Duration::from_millis(100));
+                match stopped.recv_timeout(Duration::from_millis(100)) {
+                    Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+                    _ => break,
+                }
             }
             bar.finish_and_clear();
         });
@@ -164,7 +165,7 @@ impl ProgressThread {
     }
 
     fn stop(self) {
-        self.done.store(true, Ordering::Relaxed);
+        let _ = self.done.send(());
         let _ = self.handle.join();
     }
 }
