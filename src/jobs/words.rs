@@ -60,7 +60,7 @@ struct Packed([u8; INLINE]);
 impl Word {
     /// Packs a word whose bytes are known to be `[a-z0-9]` after lowercasing: `raw` holds the
     /// word in its low `len` bytes (little-endian); the other bytes are ignored.
-    #[inline]
+    #[inline(always)]
     fn pack(raw: u128, len: usize) -> Word {
         debug_assert!((1..=INLINE).contains(&len));
         let keep = KEEP[len];
@@ -95,7 +95,7 @@ impl From<&str> for Word {
 }
 
 impl Hash for Word {
-    #[inline]
+    #[inline(always)]
     fn hash<H: Hasher>(&self, state: &mut H) {
         match &self.0 {
             Repr::Inline(Packed(bytes)) => state.write_u128(u128::from_le_bytes(*bytes)),
@@ -236,15 +236,22 @@ impl Words {
         };
     }
 
+    /// Builds a word longer than 16 bytes (rare: kept out of the hot path).
+    #[cold]
+    #[inline(never)]
+    fn long_word(&self, start: usize, end: usize) -> Word {
+        Word(Repr::Heap(
+            self.line[start..end].to_ascii_lowercase().into(),
+        ))
+    }
+
     /// Builds the word at `start..end` of the line.
-    #[inline]
+    #[inline(always)]
     fn word(&self, start: usize, end: usize) -> Word {
         let bytes = self.line.as_bytes();
         let len = end - start;
         if len > INLINE {
-            return Word(Repr::Heap(
-                self.line[start..end].to_ascii_lowercase().into(),
-            ));
+            return self.long_word(start, end);
         }
         let raw = if let Some(window) = bytes.get(start..start + INLINE) {
             load16(window)
