@@ -9,17 +9,21 @@ use std::path::PathBuf;
 /// Errors raised while building, translating or running a job.
 #[derive(Debug, thiserror::Error)]
 pub enum HummerError {
-    /// User code (a function given to an operator, a source or a sink) panicked or returned an
-    /// error. Names the operator and the subtask so the failing piece can be found.
+    /// An operator (its user function, or a source or sink) failed. Names the operator and
+    /// the subtask so that the failing piece can be found; `cause` says what happened.
     #[error("operator '{operator}' (subtask {subtask}) failed: {cause}")]
-    UserCode {
+    Operator {
         /// The operator's name as shown by `explain()`.
         operator: String,
         /// Zero-based index of the parallel subtask that failed.
         subtask: usize,
-        /// The panic message or the error's text.
-        cause: String,
+        /// What went wrong.
+        #[source]
+        cause: Box<HummerError>,
     },
+    /// User code panicked; holds the panic message.
+    #[error("panic: {0}")]
+    Panic(String),
     /// A file or directory could not be read or written.
     #[error("{action} '{path}': {source}")]
     Io {
@@ -78,7 +82,7 @@ impl HummerError {
     /// True for errors that already name the failing operator (they pass through the chain
     /// unchanged instead of being attributed to every operator they travel through).
     pub(crate) fn is_attributed(&self) -> bool {
-        matches!(self, HummerError::UserCode { .. } | HummerError::Cancelled)
+        matches!(self, HummerError::Operator { .. } | HummerError::Cancelled)
     }
 
     /// Attributes an error raised inside an operator to that operator and subtask.
@@ -86,10 +90,10 @@ impl HummerError {
         if self.is_attributed() {
             self
         } else {
-            HummerError::UserCode {
+            HummerError::Operator {
                 operator: operator.to_string(),
                 subtask,
-                cause: self.to_string(),
+                cause: Box::new(self),
             }
         }
     }
@@ -98,10 +102,10 @@ impl HummerError {
 /// Turns a caught panic payload into readable text.
 pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     if let Some(s) = payload.downcast_ref::<&str>() {
-        format!("panic: {s}")
+        (*s).to_string()
     } else if let Some(s) = payload.downcast_ref::<String>() {
-        format!("panic: {s}")
+        s.clone()
     } else {
-        "panic with a non-text payload".to_string()
+        "(a panic with a non-text payload)".to_string()
     }
 }

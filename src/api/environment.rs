@@ -183,6 +183,11 @@ impl StreamExecutionEnvironment {
         Ok((state.graph.clone(), job, exec))
     }
 
+    /// The job graph (the fused chains) the job built so far translates to.
+    pub fn job_graph(&self) -> Result<JobGraph> {
+        Ok(self.translate()?.1)
+    }
+
     /// The stream graph, the job graph (fused chains) and the execution graph (subtasks) of
     /// the job built so far, as text.
     pub fn explain(&self) -> Result<String> {

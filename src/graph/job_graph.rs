@@ -90,6 +90,16 @@ impl JobGraph {
         self.mode
     }
 
+    /// The resolved parallelism of a stream node.
+    pub fn node_parallelism(&self, node: NodeId) -> usize {
+        self.node_parallelism[node]
+    }
+
+    /// The vertex (chain) a stream node was fused into.
+    pub fn vertex_of(&self, node: NodeId) -> usize {
+        self.vertex_of[node]
+    }
+
     /// The stream graph after translation (with combiners inserted in batch mode).
     pub fn stream_graph(&self) -> &StreamGraph {
         &self.stream

@@ -68,6 +68,16 @@ impl StreamNode {
         self.kind
     }
 
+    /// Whether chaining to the node before it is allowed.
+    pub fn chaining(&self) -> Chaining {
+        self.chaining
+    }
+
+    /// True for a two-input operator.
+    pub fn is_two_input(&self) -> bool {
+        matches!(self.factory, NodeFactory::TwoInput(_))
+    }
+
     /// The parallelism set on the node, if any.
     pub fn parallelism(&self) -> Option<usize> {
         self.parallelism
@@ -89,6 +99,25 @@ pub struct StreamEdge {
     pub(crate) partitioning: Partitioning,
 }
 
+impl StreamEdge {
+    /// Producing node.
+    pub fn source(&self) -> NodeId {
+        self.source
+    }
+    /// Consuming node.
+    pub fn target(&self) -> NodeId {
+        self.target
+    }
+    /// Input port of the consuming node.
+    pub fn input(&self) -> usize {
+        self.input
+    }
+    /// How records are distributed.
+    pub fn partitioning(&self) -> &Partitioning {
+        &self.partitioning
+    }
+}
+
 /// The graph of API calls.
 #[derive(Clone, Default)]
 pub struct StreamGraph {
@@ -100,6 +129,11 @@ impl StreamGraph {
     /// All nodes, by id.
     pub fn nodes(&self) -> &[StreamNode] {
         &self.nodes
+    }
+
+    /// All edges.
+    pub fn edges(&self) -> &[StreamEdge] {
+        &self.edges
     }
 
     pub(crate) fn add_node(

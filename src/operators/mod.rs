@@ -7,7 +7,7 @@
 //! one thread, with one dynamic call per operator per batch and no queue in between.
 //!
 //! Every call into an operator is guarded: a panic or an error raised by the operator is turned
-//! into [`HummerError::UserCode`] naming the operator and the subtask, which fails the job.
+//! into [`HummerError::Operator`] naming the operator and the subtask, which fails the job.
 //!
 //! One operator per file: [`map`], [`flat_map`], [`filter`], [`keyed_aggregate`],
 //! [`keyed_process`], [`keyed_join`], [`co_map`], [`union`], [`sink`].
@@ -174,10 +174,10 @@ pub(crate) fn guarded<R>(ctx: &OperatorContext, f: impl FnOnce() -> Result<R>) -
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(r)) => Ok(r),
         Ok(Err(e)) => Err(e.attribute(&ctx.name, ctx.subtask)),
-        Err(payload) => Err(HummerError::UserCode {
+        Err(payload) => Err(HummerError::Operator {
             operator: ctx.name.clone(),
             subtask: ctx.subtask,
-            cause: panic_message(&*payload),
+            cause: Box::new(HummerError::Panic(panic_message(&*payload))),
         }),
     }
 }

@@ -199,7 +199,10 @@ pub fn start(
                 match result {
                     Ok(Ok(())) => {}
                     Ok(Err(e)) => failure_t.fail(e),
-                    Err(p) => failure_t.fail(HummerError::Internal(panic_message(&*p))),
+                    Err(p) => failure_t.fail(HummerError::Internal(format!(
+                        "task panicked outside an operator: {}",
+                        panic_message(&*p)
+                    ))),
                 }
             });
         match spawned {

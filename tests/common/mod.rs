@@ -1,0 +1,54 @@
+//! Helpers shared by the integration tests.
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::Path;
+
+use hummer::jobs::corpus;
+
+/// Writes `lines` lines of the generated corpus into `path`.
+pub fn write_corpus(path: &Path, lines: u64) {
+    let mut f = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
+    for i in 0..lines {
+        writeln!(f, "{}", corpus::line(i)).unwrap();
+    }
+    f.flush().unwrap();
+}
+
+/// Word counts computed the plain way: lowercase, split on anything outside [a-z0-9].
+pub fn reference_counts(text: &str) -> HashMap<String, u64> {
+    let mut counts = HashMap::new();
+    for word in text
+        .to_ascii_lowercase()
+        .split(|c: char| !(c.is_ascii_lowercase() || c.is_ascii_digit()))
+        .filter(|w| !w.is_empty())
+    {
+        *counts.entry(word.to_string()).or_insert(0) += 1;
+    }
+    counts
+}
+
+/// Reads `word<TAB>count` part files of a directory into a map.
+pub fn read_counts(dir: &Path) -> HashMap<String, u64> {
+    let mut counts = HashMap::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        assert!(
+            !name.ends_with(".inprogress"),
+            "uncommitted part file {name}"
+        );
+        if !name.starts_with("part-") {
+            continue;
+        }
+        for line in std::fs::read_to_string(&path).unwrap().lines() {
+            let (w, c) = line.split_once('\t').expect("word<TAB>count");
+            let c: u64 = c.parse().unwrap();
+            // Streaming output holds running counts: the last (largest) is the total.
+            let e = counts.entry(w.to_string()).or_insert(0);
+            *e = (*e).max(c);
+        }
+    }
+    counts
+}
