@@ -225,46 +225,81 @@ impl Words {
             mask,
         }
     }
+}
 
-    fn load_block(&mut self, start: usize) {
-        let bytes = self.line.as_bytes();
-        self.block = start;
-        self.mask = if start < bytes.len() {
-            classify(&bytes[start..bytes.len().min(start + 64)])
-        } else {
-            0
-        };
+/// Word bytes of the 64-byte block at `start` (0 past the end).
+#[inline]
+fn block_mask(bytes: &[u8], start: usize) -> u64 {
+    if start < bytes.len() {
+        classify(&bytes[start..bytes.len().min(start + 64)])
+    } else {
+        0
     }
+}
 
-    /// Builds a word longer than 16 bytes (rare: kept out of the hot path).
-    #[cold]
-    #[inline(never)]
-    fn long_word(&self, start: usize, end: usize) -> Word {
-        Word(Repr::Heap(
-            self.line[start..end].to_ascii_lowercase().into(),
-        ))
+/// Builds a word longer than 16 bytes (rare: kept out of the hot path).
+#[cold]
+#[inline(never)]
+fn long_word(bytes: &[u8], start: usize, end: usize) -> Word {
+    let text: String = bytes[start..end]
+        .iter()
+        .map(|b| char::from(b.to_ascii_lowercase()))
+        .collect();
+    Word(Repr::Heap(text.into()))
+}
+
+/// Builds the word at `start..end` of `bytes` (ASCII letters and digits only).
+#[inline(always)]
+fn word_at(bytes: &[u8], start: usize, end: usize) -> Word {
+    let len = end - start;
+    if len > INLINE {
+        return long_word(bytes, start, end);
     }
+    let raw = if let Some(window) = bytes.get(start..start + INLINE) {
+        load16(window)
+    } else if end >= INLINE {
+        // Near the end of the line: load the 16 bytes that end with the word and shift the
+        // word down to byte 0.
+        load16(&bytes[end - INLINE..end]) >> (8 * (INLINE - len))
+    } else {
+        let mut b = [0u8; INLINE];
+        b[..len].copy_from_slice(&bytes[start..end]);
+        u128::from_le_bytes(b)
+    };
+    Word::pack(raw, len)
+}
 
-    /// Builds the word at `start..end` of the line.
-    #[inline(always)]
-    fn word(&self, start: usize, end: usize) -> Word {
-        let bytes = self.line.as_bytes();
-        let len = end - start;
-        if len > INLINE {
-            return self.long_word(start, end);
+/// Finds the next word at or after the current position: advances `block` and `mask` past
+/// it and returns its `start..end`.
+#[inline(always)]
+fn next_word(bytes: &[u8], block: &mut usize, mask: &mut u64) -> Option<(usize, usize)> {
+    while *mask == 0 {
+        if *block + 64 >= bytes.len() {
+            return None;
         }
-        let raw = if let Some(window) = bytes.get(start..start + INLINE) {
-            load16(window)
-        } else if end >= INLINE {
-            // Near the end of the line: load the 16 bytes that end with the word and shift the
-            // word down to byte 0.
-            load16(&bytes[end - INLINE..end]) >> (8 * (INLINE - len))
-        } else {
-            let mut b = [0u8; INLINE];
-            b[..len].copy_from_slice(&bytes[start..end]);
-            u128::from_le_bytes(b)
-        };
-        Word::pack(raw, len)
+        *block += 64;
+        *mask = block_mask(bytes, *block);
+    }
+    let offset = mask.trailing_zeros() as usize;
+    let start = *block + offset;
+    let stop = offset + (*mask >> offset).trailing_ones() as usize;
+    if stop < 64 {
+        *mask &= !0u64 << stop;
+        return Some((start, *block + stop));
+    }
+    // The word runs to the end of the block: follow it into the next blocks.
+    loop {
+        if *block + 64 >= bytes.len() {
+            *mask = 0;
+            return Some((start, bytes.len()));
+        }
+        *block += 64;
+        *mask = block_mask(bytes, *block);
+        let ones = mask.trailing_ones() as usize;
+        if ones < 64 {
+            *mask &= !0u64 << ones;
+            return Some((start, *block + ones));
+        }
     }
 }
 
@@ -273,32 +308,22 @@ impl Iterator for Words {
 
     #[inline]
     fn next(&mut self) -> Option<Word> {
-        while self.mask == 0 {
-            if self.block + 64 >= self.line.len() {
-                return None;
-            }
-            self.load_block(self.block + 64);
+        let bytes = self.line.as_bytes();
+        let (start, end) = next_word(bytes, &mut self.block, &mut self.mask)?;
+        Some(word_at(bytes, start, end))
+    }
+
+    /// Internal iteration (used by `for_each`, and so by `flat_map`): the scan state stays in
+    /// registers for the whole line.
+    #[inline]
+    fn fold<B, F: FnMut(B, Word) -> B>(self, init: B, mut f: F) -> B {
+        let bytes = self.line.as_bytes();
+        let (mut block, mut mask) = (self.block, self.mask);
+        let mut acc = init;
+        while let Some((start, end)) = next_word(bytes, &mut block, &mut mask) {
+            acc = f(acc, word_at(bytes, start, end));
         }
-        let offset = self.mask.trailing_zeros() as usize;
-        let start = self.block + offset;
-        let stop = offset + (self.mask >> offset).trailing_ones() as usize;
-        if stop < 64 {
-            self.mask &= !0u64 << stop;
-            return Some(self.word(start, self.block + stop));
-        }
-        // The word runs to the end of the block: follow it into the next blocks.
-        loop {
-            if self.block + 64 >= self.line.len() {
-                self.mask = 0;
-                return Some(self.word(start, self.line.len()));
-            }
-            self.load_block(self.block + 64);
-            let ones = self.mask.trailing_ones() as usize;
-            if ones < 64 {
-                self.mask &= !0u64 << ones;
-                return Some(self.word(start, self.block + ones));
-            }
-        }
+        acc
     }
 }
 

@@ -40,9 +40,11 @@ where
         out: &mut Collector<'_, It::Item>,
     ) -> Result<()> {
         for record in batch.drain(..) {
-            for item in (self.f)(record) {
-                out.collect(item);
-            }
+            // `for_each` lets the iterator drive (internal iteration), which is faster than
+            // pulling with `next` for iterators that implement `fold`.
+            (self.f)(record)
+                .into_iter()
+                .for_each(|item| out.collect(item));
         }
         Ok(())
     }
