@@ -8,14 +8,15 @@
 //! are returned without their `\n` (or `\r\n`) terminator and must be UTF-8.
 
 use std::fs::File;
-use std::io::{BufRead, BufReader, Seek, SeekFrom};
+use std::io::{Read, Seek, SeekFrom};
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 
 use crate::connectors::{Source, SourceContext, SourceReader, SourceStatus};
 use crate::error::{HummerError, Result};
 
-const READ_BUFFER: usize = 1 << 20;
+/// Bytes read from a file at a time.
+const READ_CHUNK: usize = 1 << 18;
 
 /// Reads text lines from a file or a directory of files.
 pub struct TextFileSource {
@@ -110,17 +111,32 @@ impl Source<String> for TextFileSource {
             splits: splits.into_iter().rev().collect(),
             current: None,
             ctx: ctx.clone(),
-            line: Vec::new(),
         }))
     }
 }
 
+/// A split being read.
+///
+/// The file is read in chunks of [`READ_CHUNK`] bytes. Each chunk is cut after its last
+/// newline; the complete lines before the cut are validated as UTF-8 in one call and kept as
+/// one `String`, and the bytes after it carry over to the next chunk. A line is then one
+/// `memchr` and one copy out of the validated chunk.
 struct OpenSplit {
-    reader: BufReader<File>,
+    file: File,
     path: PathBuf,
-    /// Offset of the next unread byte.
+    /// File offset of the next line to return.
     pos: u64,
     end: u64,
+    /// Whole lines, validated; `chunk[next..]` are the ones not yet returned.
+    chunk: String,
+    next: usize,
+    /// Bytes read after the chunk's last newline: the start of a line.
+    carry: Vec<u8>,
+    /// The split starts mid-file: the bytes up to the first newline belong to the split before.
+    skip_partial_line: bool,
+    eof: bool,
+    /// Invalid UTF-8 found after the chunk's last good line: raised once that line is read.
+    bad_input: Option<HummerError>,
 }
 
 struct TextFileReader {
@@ -128,76 +144,132 @@ struct TextFileReader {
     splits: Vec<Split>,
     current: Option<OpenSplit>,
     ctx: SourceContext,
-    line: Vec<u8>,
 }
 
 fn open_split(split: &Split) -> Result<OpenSplit> {
     let path = &split.path;
     let mut file = File::open(path).map_err(|e| HummerError::io("cannot read input", path, e))?;
-    let mut pos = split.start;
-    if pos > 0 {
-        // Start at the first line that begins at or after `start`: look at the byte before.
-        file.seek(SeekFrom::Start(pos - 1))
-            .map_err(|e| HummerError::io("cannot read input", path, e))?;
-    }
-    let mut reader = BufReader::with_capacity(READ_BUFFER, file);
-    if pos > 0 {
-        let mut skipped = Vec::new();
-        let n = reader
-            .read_until(b'\n', &mut skipped)
-            .map_err(|e| HummerError::io("cannot read input", path, e))?;
-        pos = pos - 1 + n as u64;
-    }
+    // Start at the first line that begins at or after `start`: look at the byte before it.
+    let pos = split.start.saturating_sub(1);
+    file.seek(SeekFrom::Start(pos))
+        .map_err(|e| HummerError::io("cannot read input", path, e))?;
     Ok(OpenSplit {
-        reader,
+        file,
         path: path.clone(),
         pos,
         end: split.end,
+        chunk: String::new(),
+        next: 0,
+        carry: Vec::new(),
+        skip_partial_line: split.start > 0,
+        eof: false,
+        bad_input: None,
     })
 }
 
 impl OpenSplit {
-    /// Reads the next line into `out`; returns the bytes consumed, 0 at end of file.
-    ///
-    /// A line that lies whole in the read buffer (almost every line) is copied once, from the
-    /// buffer into its `String`; only a line that straddles a buffer refill goes through
-    /// `scratch`.
-    fn read_line(&mut self, scratch: &mut Vec<u8>, out: &mut Vec<String>) -> Result<usize> {
-        scratch.clear();
-        let mut consumed = 0;
+    /// Reads the next line into `out`; returns the bytes it took in the file, 0 at the end.
+    fn read_line(&mut self, out: &mut Vec<String>) -> Result<usize> {
         loop {
-            let io_err = |e| HummerError::io("cannot read input", &self.path, e);
-            let buf = self.reader.fill_buf().map_err(io_err)?;
-            if buf.is_empty() {
-                break;
+            if !self.skip_partial_line && self.pos >= self.end {
+                // The next line starts in the next split.
+                return Ok(0);
             }
-            match memchr::memchr(b'\n', buf) {
-                Some(i) if scratch.is_empty() => {
-                    let line = decode(&buf[..i], &self.path, self.pos)?;
-                    out.push(line);
-                    self.reader.consume(i + 1);
-                    self.pos += i as u64 + 1;
-                    return Ok(i + 1);
+            if let Some(len) = self.take_line(out) {
+                return Ok(len);
+            }
+            if let Some(e) = self.bad_input.take() {
+                return Err(e);
+            }
+            if self.eof {
+                if self.carry.is_empty() {
+                    return Ok(0);
                 }
+                // A last line without a newline.
+                let line = std::mem::take(&mut self.carry);
+                let n = line.len();
+                out.push(decode(&line, &self.path, self.pos)?);
+                self.pos += n as u64;
+                return Ok(n);
+            }
+            self.refill()?;
+        }
+    }
+
+    /// Takes the next whole line of the validated chunk, if any.
+    #[inline]
+    fn take_line(&mut self, out: &mut Vec<String>) -> Option<usize> {
+        let rest = self.chunk.get(self.next..).filter(|r| !r.is_empty())?;
+        // The chunk ends with a newline, so there always is one.
+        let i = memchr::memchr(b'\n', rest.as_bytes()).unwrap_or(rest.len() - 1);
+        let line = &rest[..i];
+        out.push(line.strip_suffix('\r').unwrap_or(line).to_owned());
+        self.next += i + 1;
+        self.pos += i as u64 + 1;
+        Some(i + 1)
+    }
+
+    /// Reads the next chunk of the file.
+    fn refill(&mut self) -> Result<()> {
+        let io_err = |e| HummerError::io("cannot read input", &self.path, e);
+        let mut bytes = std::mem::take(&mut self.chunk).into_bytes();
+        bytes.clear();
+        bytes.append(&mut self.carry);
+        let before = bytes.len();
+        let n = (&mut self.file)
+            .take(READ_CHUNK as u64)
+            .read_to_end(&mut bytes)
+            .map_err(io_err)?;
+        self.eof = n == 0;
+        if self.skip_partial_line {
+            match memchr::memchr(b'\n', &bytes[before..]) {
                 Some(i) => {
-                    scratch.extend_from_slice(&buf[..i]);
-                    self.reader.consume(i + 1);
-                    consumed += i + 1;
-                    break;
+                    bytes.drain(..before + i + 1);
+                    self.pos += (before + i + 1) as u64;
+                    self.skip_partial_line = false;
                 }
                 None => {
-                    let n = buf.len();
-                    scratch.extend_from_slice(buf);
-                    self.reader.consume(n);
-                    consumed += n;
+                    self.pos += bytes.len() as u64;
+                    bytes.clear();
                 }
             }
         }
-        if consumed > 0 {
-            out.push(decode(scratch, &self.path, self.pos)?);
-            self.pos += consumed as u64;
-        }
-        Ok(consumed)
+        let cut = match memchr::memrchr(b'\n', &bytes) {
+            Some(i) if !self.eof => i + 1,
+            _ if self.eof => 0,
+            _ => {
+                // No newline yet: the whole chunk is the start of one long line.
+                self.carry = bytes;
+                self.next = 0;
+                return Ok(());
+            }
+        };
+        self.carry = bytes.split_off(cut);
+        self.next = 0;
+        self.chunk = match String::from_utf8(bytes) {
+            Ok(chunk) => chunk,
+            Err(e) => {
+                // Keep the good lines before the bad one; fail when they have been read.
+                let at = e.utf8_error().valid_up_to();
+                let mut bytes = e.into_bytes();
+                let line_start = memchr::memrchr(b'\n', &bytes[..at]).map_or(0, |i| i + 1);
+                self.bad_input = Some(bad_utf8(
+                    &self.path,
+                    self.pos + at as u64,
+                    self.pos + line_start as u64,
+                ));
+                bytes.truncate(line_start);
+                String::from_utf8(bytes).unwrap_or_default()
+            }
+        };
+        Ok(())
+    }
+}
+
+fn bad_utf8(path: &std::path::Path, at: u64, line_start: u64) -> HummerError {
+    HummerError::BadInput {
+        input: path.display().to_string(),
+        reason: format!("invalid UTF-8 at byte {at} (in the line starting at byte {line_start})"),
     }
 }
 
@@ -206,13 +278,11 @@ fn decode(line: &[u8], path: &std::path::Path, line_start: u64) -> Result<String
     let line = line.strip_suffix(b"\r").unwrap_or(line);
     match std::str::from_utf8(line) {
         Ok(text) => Ok(text.to_owned()),
-        Err(e) => Err(HummerError::BadInput {
-            input: path.display().to_string(),
-            reason: format!(
-                "invalid UTF-8 at byte {} (in the line starting at byte {line_start})",
-                line_start + e.valid_up_to() as u64
-            ),
-        }),
+        Err(e) => Err(bad_utf8(
+            path,
+            line_start + e.valid_up_to() as u64,
+            line_start,
+        )),
     }
 }
 
@@ -232,7 +302,7 @@ impl SourceReader<String> for TextFileReader {
                 self.current = None;
                 continue;
             }
-            let n = split.read_line(&mut self.line, out)?;
+            let n = split.read_line(out)?;
             if n == 0 {
                 // The file is shorter than when it was listed.
                 self.current = None;
@@ -306,6 +376,30 @@ mod tests {
             got.sort();
             want.sort();
             prop_assert_eq!(got, want);
+        }
+    }
+
+    #[test]
+    fn lines_longer_than_a_read_chunk_and_crlf_survive_splitting() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("long.txt");
+        let long = "x".repeat(READ_CHUNK * 2 + 17);
+        let text = format!("a\r\n{long}\nb\n\n{long}é\r\nlast without newline");
+        std::fs::write(&path, &text).unwrap();
+        let expected: Vec<String> = vec![
+            "a".into(),
+            long.clone(),
+            "b".into(),
+            String::new(),
+            format!("{long}é"),
+            "last without newline".into(),
+        ];
+        for parallelism in [1, 2, 3, 7] {
+            let mut got = read_all(&path, parallelism);
+            got.sort();
+            let mut want = expected.clone();
+            want.sort();
+            assert_eq!(got, want, "parallelism {parallelism}");
         }
     }
 
