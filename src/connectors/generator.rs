@@ -94,10 +94,13 @@ impl<T: Send> SourceReader<T> for GeneratorReader<T> {
     fn poll_next(&mut self, out: &mut Vec<T>, max: usize) -> Result<SourceStatus> {
         let mut budget = max as u64;
         if let Some(rate) = self.rate {
+            // Records are released in bursts of about a millisecond's worth (at least one), so a
+            // fast generator wakes up about a thousand times a second, not once per record.
+            let burst = ((rate / 1000.0) as u64).max(1);
             let due = (self.start.elapsed().as_secs_f64() * rate) as u64;
             let allowed = due.saturating_sub(self.emitted);
-            if allowed == 0 {
-                let next_at = (self.emitted + 1) as f64 / rate;
+            if allowed < burst {
+                let next_at = (self.emitted + burst) as f64 / rate;
                 let wait = next_at - self.start.elapsed().as_secs_f64();
                 return Ok(SourceStatus::Idle(Duration::from_secs_f64(wait.max(0.0))));
             }
