@@ -37,8 +37,11 @@ cat "$corpus" > /dev/null   # warm the page cache
 run() { # name cmd... : appends "wall_s rss_kb" to $out/name.times
   local name=$1; shift
   rm -rf "$out/$name"; mkdir -p "$out/$name"
-  /usr/bin/time -f "%e %M" -o "$out/$name.one" "$@" > /dev/null
-  cat "$out/$name.one" >> "$out/$name.times"
+  local t0=$EPOCHREALTIME
+  /usr/bin/time -f "%M" -o "$out/$name.one" "$@" > /dev/null
+  local t1=$EPOCHREALTIME
+  echo "$(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.4f", b - a}') $(cat "$out/$name.one")" \
+    >> "$out/$name.times"
 }
 for ((r = 0; r <= ROUNDS; r++)); do
   run rust-2t "$base" -t 2 "$corpus" "$out/rust-2t/part-0"

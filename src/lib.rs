@@ -56,3 +56,8 @@ pub mod prelude {
     pub use crate::operators::sink::{Sink, SinkWriter};
     pub use crate::state::ValueState;
 }
+
+/// The README's code blocks, compiled as doctests so that they stay correct.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
