@@ -67,15 +67,27 @@ impl<T: Data> DataStream<T> {
         Op: OneInputOperator<In = T, Out = O>,
     {
         let factory = NodeFactory::OneInput(Arc::new(OperatorFactory::new(make)));
-        let id = self.env.add_node(
+        let id = self.add_consumer(
             name.to_string(),
             NodeKind::Operator,
             factory,
             type_ops::<O>(),
         );
+        DataStream::new(self.env.clone(), id)
+    }
+
+    /// Adds a one-input node reading this stream.
+    fn add_consumer(
+        &self,
+        name: String,
+        kind: NodeKind,
+        factory: NodeFactory,
+        out_type: Arc<dyn crate::runtime::type_ops::TypeOps>,
+    ) -> NodeId {
+        let id = self.env.add_node(name, kind, factory, out_type);
         self.env
             .add_edge(self.node, id, 0, self.partitioning.clone());
-        DataStream::new(self.env.clone(), id)
+        id
     }
 
     /// One output record per input record.
@@ -213,11 +225,7 @@ impl<T: Data> DataStream<T> {
         let factory = NodeFactory::OneInput(Arc::new(OperatorFactory::new(move |ctx| {
             SinkOperator::create(&sink, ctx)
         })));
-        let id = self
-            .env
-            .add_node(name, NodeKind::Sink, factory, unit_type_ops());
-        self.env
-            .add_edge(self.node, id, 0, self.partitioning.clone());
+        let id = self.add_consumer(name, NodeKind::Sink, factory, unit_type_ops());
         DataStreamSink {
             env: self.env.clone(),
             node: id,

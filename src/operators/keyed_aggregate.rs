@@ -185,25 +185,77 @@ where
     }
 }
 
-/// Folds records into per-key accumulators after a shuffle by key; emits an update per record
-/// in streaming mode, the final results at end of input in batch mode.
-pub struct KeyedAggregate<T, K, KS, A: Aggregation<T, K>> {
-    key_of: KS,
+/// Per-key accumulators and the emission policy of the final aggregation operators
+/// ([`KeyedAggregate`], [`MergeAggregate`]): an update per input in streaming mode, the final
+/// values at end of input in batch mode.
+struct Accumulators<T, K, A: Aggregation<T, K>> {
     agg: A,
     emit_updates: bool,
     state: StateMap<K, A::Acc>,
     _types: PhantomData<fn(T)>,
 }
 
-impl<T, K: Hash + Eq, KS, A: Aggregation<T, K>> KeyedAggregate<T, K, KS, A> {
-    /// An aggregation keyed by `key_of`, emitting according to `mode`.
-    pub fn new(key_of: KS, agg: A, mode: RuntimeMode) -> Self {
-        KeyedAggregate {
-            key_of,
+impl<T, K: Key, A: Aggregation<T, K>> Accumulators<T, K, A> {
+    fn new(agg: A, mode: RuntimeMode) -> Self {
+        Accumulators {
             agg,
             emit_updates: mode != RuntimeMode::Batch,
             state: StateMap::default(),
             _types: PhantomData,
+        }
+    }
+
+    /// Folds a batch: `fold` into an existing accumulator, `create` a new one.
+    #[inline]
+    fn fold_batch<R>(
+        &mut self,
+        batch: &mut Vec<R>,
+        key_of: impl Fn(&R) -> K,
+        out: &mut Collector<'_, A::Out>,
+        fold: impl Fn(&A, &mut A::Acc, R),
+        create: impl Fn(&A, R) -> A::Acc,
+    ) {
+        let (agg, emit) = (&self.agg, self.emit_updates);
+        self.state.fold_batch(batch, key_of, |key, acc, record| {
+            let fresh = match acc {
+                Some(acc) => {
+                    fold(agg, acc, record);
+                    if emit {
+                        out.collect(agg.result(key, acc));
+                    }
+                    return None;
+                }
+                None => create(agg, record),
+            };
+            if emit {
+                out.collect(agg.result(key, &fresh));
+            }
+            Some(fresh)
+        });
+    }
+
+    fn end_of_input(&mut self, out: &mut Collector<'_, A::Out>) {
+        if !self.emit_updates {
+            for (key, acc) in self.state.drain() {
+                out.collect(self.agg.result(&key, &acc));
+            }
+        }
+    }
+}
+
+/// Folds records into per-key accumulators after a shuffle by key; emits an update per record
+/// in streaming mode, the final results at end of input in batch mode.
+pub struct KeyedAggregate<T, K, KS, A: Aggregation<T, K>> {
+    key_of: KS,
+    acc: Accumulators<T, K, A>,
+}
+
+impl<T, K: Key, KS, A: Aggregation<T, K>> KeyedAggregate<T, K, KS, A> {
+    /// An aggregation keyed by `key_of`, emitting according to `mode`.
+    pub fn new(key_of: KS, agg: A, mode: RuntimeMode) -> Self {
+        KeyedAggregate {
+            key_of,
+            acc: Accumulators::new(agg, mode),
         }
     }
 }
@@ -219,33 +271,18 @@ where
     type Out = A::Out;
 
     fn process_batch(&mut self, batch: &mut Vec<T>, out: &mut Collector<'_, A::Out>) -> Result<()> {
-        let (agg, emit) = (&self.agg, self.emit_updates);
-        self.state
-            .fold_batch(batch, &self.key_of, |key, acc, record| match acc {
-                Some(acc) => {
-                    agg.add(acc, record);
-                    if emit {
-                        out.collect(agg.result(key, acc));
-                    }
-                    None
-                }
-                None => {
-                    let acc = agg.create(record);
-                    if emit {
-                        out.collect(agg.result(key, &acc));
-                    }
-                    Some(acc)
-                }
-            });
+        self.acc.fold_batch(
+            batch,
+            &self.key_of,
+            out,
+            |a, acc, r| a.add(acc, r),
+            |a, r| a.create(r),
+        );
         Ok(())
     }
 
     fn end_of_input(&mut self, out: &mut Collector<'_, A::Out>) -> Result<()> {
-        if !self.emit_updates {
-            for (key, acc) in self.state.drain() {
-                out.collect(self.agg.result(&key, &acc));
-            }
-        }
+        self.acc.end_of_input(out);
         Ok(())
     }
 }
@@ -316,20 +353,14 @@ where
 
 /// Merges the combiners' partial accumulators after the shuffle.
 pub struct MergeAggregate<T, K, A: Aggregation<T, K>> {
-    agg: A,
-    emit_updates: bool,
-    state: StateMap<K, A::Acc>,
-    _types: PhantomData<fn(T)>,
+    acc: Accumulators<T, K, A>,
 }
 
-impl<T, K: Hash + Eq, A: Aggregation<T, K>> MergeAggregate<T, K, A> {
+impl<T, K: Key, A: Aggregation<T, K>> MergeAggregate<T, K, A> {
     /// Merges partial results of `agg`, emitting according to `mode`.
     pub fn new(agg: A, mode: RuntimeMode) -> Self {
         MergeAggregate {
-            agg,
-            emit_updates: mode != RuntimeMode::Batch,
-            state: StateMap::default(),
-            _types: PhantomData,
+            acc: Accumulators::new(agg, mode),
         }
     }
 }
@@ -348,35 +379,18 @@ where
         batch: &mut Vec<(K, A::Acc)>,
         out: &mut Collector<'_, A::Out>,
     ) -> Result<()> {
-        let (agg, emit) = (&self.agg, self.emit_updates);
-        self.state.fold_batch(
+        self.acc.fold_batch(
             batch,
             |(k, _)| k.clone(),
-            |key, acc, (_, partial)| match acc {
-                Some(acc) => {
-                    agg.merge(acc, partial);
-                    if emit {
-                        out.collect(agg.result(key, acc));
-                    }
-                    None
-                }
-                None => {
-                    if emit {
-                        out.collect(agg.result(key, &partial));
-                    }
-                    Some(partial)
-                }
-            },
+            out,
+            |a, acc, (_, partial)| a.merge(acc, partial),
+            |_, (_, partial)| partial,
         );
         Ok(())
     }
 
     fn end_of_input(&mut self, out: &mut Collector<'_, A::Out>) -> Result<()> {
-        if !self.emit_updates {
-            for (key, acc) in self.state.drain() {
-                out.collect(self.agg.result(&key, &acc));
-            }
-        }
+        self.acc.end_of_input(out);
         Ok(())
     }
 }

@@ -134,6 +134,25 @@ fn idle(
     Ok(())
 }
 
+/// After a task polled its inputs: if nothing came, flush and park; if it is busy, flush
+/// when the buffer timeout has passed.
+fn after_poll(
+    progressed: bool,
+    rt: &TaskRuntime,
+    timer: &mut FlushTimer,
+    flush: impl FnOnce() -> Result<()>,
+) -> Result<()> {
+    if !progressed {
+        idle(&rt.cancel, flush, timer, PARK_SAFETY_TIMEOUT)
+    } else if timer.due() {
+        flush()?;
+        timer.flushed();
+        Ok(())
+    } else {
+        Ok(())
+    }
+}
+
 /// A chain headed by a source.
 pub(crate) struct SourceTask<T> {
     pub(crate) ctx: OperatorContext,
@@ -197,12 +216,7 @@ impl<T: Send + 'static> TaskBody for OneInputTask<T> {
             if input.finished() {
                 return head.finish();
             }
-            if !poll.progressed {
-                idle(&rt.cancel, || head.flush(), &mut timer, PARK_SAFETY_TIMEOUT)?;
-            } else if timer.due() {
-                head.flush()?;
-                timer.flushed();
-            }
+            after_poll(poll.progressed, rt, &mut timer, || head.flush())?;
         }
     }
 }
@@ -243,12 +257,9 @@ where
             if input1.finished() && input2.finished() {
                 return head.finish();
             }
-            if !(p1.progressed || p2.progressed) {
-                idle(&rt.cancel, || head.flush(), &mut timer, PARK_SAFETY_TIMEOUT)?;
-            } else if timer.due() {
-                head.flush()?;
-                timer.flushed();
-            }
+            after_poll(p1.progressed || p2.progressed, rt, &mut timer, || {
+                head.flush()
+            })?;
         }
     }
 }
