@@ -35,6 +35,7 @@ pub mod error;
 pub mod graph;
 pub mod jobs;
 pub mod operators;
+pub mod network;
 pub mod runtime;
 pub mod state;
 

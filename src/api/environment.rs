@@ -234,7 +234,7 @@ impl StreamExecutionEnvironment {
             .map(|v| matches!(job.stream.nodes[v.nodes[0]].factory, NodeFactory::Source(_)))
             .collect();
         let started = Instant::now();
-        let running = executor::start(&job, &exec, &runtime, progress)?;
+        let running = executor::start(&job, &exec, &runtime, progress, None)?;
         let mut state = self.state.borrow_mut();
         state.graph = StreamGraph::default();
         Ok(JobClient {

@@ -64,8 +64,7 @@ impl Failure {
 pub struct RunningJob {
     threads: Vec<JoinHandle<()>>,
     failure: Arc<Failure>,
-    metrics: Vec<Arc<SubtaskMetrics>>,
-    vertex_of_subtask: Vec<usize>,
+    counters: Vec<(Arc<SubtaskMetrics>, Option<usize>)>,
     vertex_names: Vec<(String, usize)>,
 }
 
@@ -109,20 +108,46 @@ impl RunningJob {
                 records_out: 0,
             })
             .collect();
-        for (m, &v) in self.metrics.iter().zip(&self.vertex_of_subtask) {
-            totals[v].records_in += m.records_in.load(std::sync::atomic::Ordering::Relaxed);
-            totals[v].records_out += m.records_out.load(std::sync::atomic::Ordering::Relaxed);
+        for (m, v) in &self.counters {
+            if let Some(v) = v {
+                totals[*v].records_in += m.records_in.load(std::sync::atomic::Ordering::Relaxed);
+                totals[*v].records_out += m.records_out.load(std::sync::atomic::Ordering::Relaxed);
+            }
         }
         Ok(totals)
     }
 }
 
-/// Builds and starts every subtask of `exec`.
+/// Which subtasks run in this process and how to reach the others (cluster mode). Without a
+/// placement every subtask runs here.
+pub struct Placement {
+    /// The job's id (announced on data connections).
+    pub job: String,
+    /// Per global subtask: `None` if it runs here, else the data address of its worker.
+    pub remote: Vec<Option<String>>,
+    /// This worker's data listener, for channels from remote producers.
+    pub listener: crate::network::DataListener,
+    /// Local address outgoing data connections are bound to, if set.
+    pub bind: Option<String>,
+}
+
+/// A task ready to be spawned.
+struct PreparedTask {
+    name: String,
+    body: Box<dyn TaskBody>,
+    waker: Arc<TaskWaker>,
+    metrics: Arc<SubtaskMetrics>,
+    /// Vertex whose counters it adds to (`None` for network tasks).
+    vertex: Option<usize>,
+}
+
+/// Builds and starts the subtasks of `exec` that run in this process.
 pub fn start(
     job: &JobGraph,
     exec: &ExecutionGraph,
     cfg: &RuntimeConfig,
     progress: Arc<JobProgress>,
+    placement: Option<&Placement>,
 ) -> Result<RunningJob> {
     for node in &job.stream.nodes {
         if let NodeFactory::Source(s) = &node.factory {
@@ -130,35 +155,63 @@ pub fn start(
         }
     }
     let n = exec.subtasks.len();
+    let local = |subtask: usize| placement.is_none_or(|p| p.remote[subtask].is_none());
     let wakers: Vec<Arc<TaskWaker>> = (0..n).map(|_| Arc::new(TaskWaker::default())).collect();
     let metrics: Vec<Arc<SubtaskMetrics>> = (0..n).map(|_| Arc::default()).collect();
     let cancel = CancelToken::default();
+    let mut network_tasks: Vec<PreparedTask> = Vec::new();
 
     // Channels, grouped by (producer subtask, job edge) and (consumer subtask, input port).
     let mut senders: HashMap<(usize, usize), Vec<ErasedSender>> = HashMap::new();
     let mut receivers: HashMap<(usize, usize), Vec<ErasedReceiver>> = HashMap::new();
-    for ch in &exec.channels {
+    for (id, ch) in exec.channels.iter().enumerate() {
         let edge = &job.edges[ch.job_edge];
         let stream_edge = &job.stream.edges[edge.stream_edge];
         let ops = &job.stream.nodes[stream_edge.source].out_type;
-        let (s, r) = ops.channel(
-            cfg.channel_capacity,
-            wakers[ch.producer].clone(),
-            wakers[ch.consumer].clone(),
-        );
-        senders
-            .entry((ch.producer, ch.job_edge))
-            .or_default()
-            .push(s);
-        receivers
-            .entry((ch.consumer, edge.input))
-            .or_default()
-            .push(r);
+        match (local(ch.producer), local(ch.consumer), placement) {
+            (true, true, _) => {
+                let (s, r) = ops.channel(
+                    cfg.channel_capacity,
+                    wakers[ch.producer].clone(),
+                    wakers[ch.consumer].clone(),
+                );
+                senders.entry((ch.producer, ch.job_edge)).or_default().push(s);
+                receivers.entry((ch.consumer, edge.input)).or_default().push(r);
+            }
+            (true, false, Some(p)) => {
+                let endpoint = p.remote[ch.consumer].as_deref().unwrap_or_default();
+                let s = ops.remote_sender(endpoint, &p.job, id, p.bind.as_deref())?;
+                senders.entry((ch.producer, ch.job_edge)).or_default().push(s);
+            }
+            (false, true, Some(p)) => {
+                let waker = Arc::new(TaskWaker::default());
+                let connection = p.listener.expect(id);
+                let (body, r) = ops.receiver_task(
+                    id,
+                    connection,
+                    cfg.channel_capacity,
+                    waker.clone(),
+                    wakers[ch.consumer].clone(),
+                );
+                receivers.entry((ch.consumer, edge.input)).or_default().push(r);
+                network_tasks.push(PreparedTask {
+                    name: format!("receive channel {id}"),
+                    body,
+                    waker,
+                    metrics: Arc::default(),
+                    vertex: None,
+                });
+            }
+            _ => {}
+        }
     }
 
-    let mut tasks: Vec<Box<dyn TaskBody>> = Vec::with_capacity(n);
+    let mut tasks: Vec<PreparedTask> = Vec::with_capacity(n + network_tasks.len());
     for (global, st) in exec.subtasks.iter().enumerate() {
-        let task = build_task(
+        if !local(global) {
+            continue;
+        }
+        let body = build_task(
             job,
             st.vertex,
             st.index,
@@ -170,31 +223,41 @@ pub fn start(
             &mut senders,
             &mut receivers,
         )?;
-        tasks.push(task);
+        tasks.push(PreparedTask {
+            name: st.name.clone(),
+            body,
+            waker: wakers[global].clone(),
+            metrics: metrics[global].clone(),
+            vertex: Some(st.vertex),
+        });
     }
+    tasks.extend(network_tasks);
 
     let failure = Arc::new(Failure {
         first: Mutex::new(None),
         cancel: cancel.clone(),
-        wakers: wakers.clone(),
+        wakers: tasks.iter().map(|t| t.waker.clone()).collect(),
     });
+    let counters: Vec<(Arc<SubtaskMetrics>, Option<usize>)> =
+        tasks.iter().map(|t| (t.metrics.clone(), t.vertex)).collect();
     let gate = Arc::new(StartGate::default());
-    let mut threads = Vec::with_capacity(n);
-    for (global, task) in tasks.into_iter().enumerate() {
+    let mut threads = Vec::with_capacity(tasks.len());
+    for task in tasks {
         let rt = TaskRuntime {
             cancel: cancel.clone(),
             buffer_timeout: cfg.buffer_timeout,
-            metrics: metrics[global].clone(),
+            metrics: task.metrics,
         };
         let failure_t = failure.clone();
         let gate_t = gate.clone();
-        let task_name = exec.subtasks[global].name.clone();
+        let task_name = task.name.clone();
+        let body = task.body;
         let spawned = std::thread::Builder::new()
-            .name(thread_name(&exec.subtasks[global].name))
+            .name(thread_name(&task.name))
             .spawn(move || {
                 gate_t.wait();
                 let started = std::time::Instant::now();
-                let result = catch_unwind(AssertUnwindSafe(|| task.run(&rt)));
+                let result = catch_unwind(AssertUnwindSafe(|| body.run(&rt)));
                 tracing::debug!(task = %task_name, elapsed = ?started.elapsed(), "task ended");
                 match result {
                     Ok(Ok(())) => {}
@@ -207,7 +270,7 @@ pub fn start(
             });
         match spawned {
             Ok(handle) => {
-                wakers[global].bind(handle.thread().clone());
+                task.waker.bind(handle.thread().clone());
                 threads.push(handle);
             }
             Err(e) => {
@@ -229,8 +292,7 @@ pub fn start(
     Ok(RunningJob {
         threads,
         failure,
-        metrics,
-        vertex_of_subtask: exec.subtasks.iter().map(|s| s.vertex).collect(),
+        counters,
         vertex_names: job
             .vertices
             .iter()

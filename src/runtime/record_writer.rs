@@ -10,6 +10,7 @@ use std::sync::Arc;
 use crate::error::{HummerError, Result};
 use crate::operators::Output;
 use crate::runtime::CancelToken;
+use crate::network::RemoteSender;
 use crate::runtime::channel::{ChannelSender, StreamEvent};
 use crate::runtime::metrics::SubtaskMetrics;
 
@@ -58,6 +59,21 @@ impl std::fmt::Debug for Partitioning {
     }
 }
 
+/// Where a writer's channel leads: a subtask in this process or one in another worker.
+pub(crate) enum Outlet<T> {
+    Local(ChannelSender<T>),
+    Remote(RemoteSender<T>),
+}
+
+impl<T: serde::Serialize> Outlet<T> {
+    fn send(&mut self, event: StreamEvent<T>, cancel: &CancelToken) -> Result<()> {
+        match self {
+            Outlet::Local(s) => s.send(event, cancel),
+            Outlet::Remote(r) => r.send(event),
+        }
+    }
+}
+
 enum Route<T> {
     Single,
     Rebalance {
@@ -72,7 +88,7 @@ enum Route<T> {
 
 /// Writes a stream into the channels of one shuffle.
 pub(crate) struct RecordWriter<T> {
-    channels: Vec<ChannelSender<T>>,
+    channels: Vec<Outlet<T>>,
     buffers: Vec<Vec<T>>,
     route: Route<T>,
     batch_size: usize,
@@ -81,9 +97,9 @@ pub(crate) struct RecordWriter<T> {
     metrics: Arc<SubtaskMetrics>,
 }
 
-impl<T: Clone + Send + 'static> RecordWriter<T> {
+impl<T: crate::data::Data> RecordWriter<T> {
     pub(crate) fn new(
-        channels: Vec<ChannelSender<T>>,
+        channels: Vec<Outlet<T>>,
         partitioning: &Partitioning,
         batch_size: usize,
         max_parallelism: usize,
@@ -149,7 +165,7 @@ impl<T: Clone + Send + 'static> RecordWriter<T> {
     }
 }
 
-impl<T: Clone + Send + 'static> Output<T> for RecordWriter<T> {
+impl<T: crate::data::Data> Output<T> for RecordWriter<T> {
     fn push(&mut self, batch: &mut Vec<T>) -> Result<()> {
         if batch.is_empty() {
             return Ok(());
@@ -199,7 +215,7 @@ impl<T: Clone + Send + 'static> Output<T> for RecordWriter<T> {
 
     fn finish(&mut self) -> Result<()> {
         self.flush()?;
-        for channel in &self.channels {
+        for channel in &mut self.channels {
             channel.send(StreamEvent::EndOfInput, &self.cancel)?;
         }
         Ok(())

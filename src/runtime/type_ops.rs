@@ -14,9 +14,10 @@ use crate::data::Data;
 use crate::error::{HummerError, Result};
 use crate::operators::{FanOut, Output};
 use crate::runtime::CancelToken;
-use crate::runtime::channel::{ChannelReceiver, ChannelSender, TaskWaker, channel};
+use crate::runtime::channel::{ChannelReceiver, TaskWaker, channel};
 use crate::runtime::metrics::SubtaskMetrics;
-use crate::runtime::record_writer::{Partitioning, RecordWriter};
+use crate::network::{ReceiverTask, RemoteSender};
+use crate::runtime::record_writer::{Outlet, Partitioning, RecordWriter};
 use crate::runtime::task::{InputGate, OneInputTask, TaskBody};
 
 /// A `Box<dyn Output<T>>` with `T` erased.
@@ -85,6 +86,24 @@ pub(crate) trait TypeOps: Send + Sync {
         producer: Arc<TaskWaker>,
         consumer: Arc<TaskWaker>,
     ) -> (ErasedSender, ErasedReceiver);
+    /// The sending end of a remote channel: connects to the consumer's worker.
+    fn remote_sender(
+        &self,
+        endpoint: &str,
+        job: &str,
+        channel: usize,
+        bind: Option<&str>,
+    ) -> Result<ErasedSender>;
+    /// The receiving end of a remote channel: a network task feeding a memory channel, and
+    /// that channel's receiver for the consuming subtask.
+    fn receiver_task(
+        &self,
+        channel: usize,
+        connection: std::sync::mpsc::Receiver<std::net::TcpStream>,
+        capacity: usize,
+        task_waker: Arc<TaskWaker>,
+        consumer: Arc<TaskWaker>,
+    ) -> (Box<dyn TaskBody>, ErasedReceiver);
     /// A writer that partitions into `senders`.
     fn writer(
         &self,
@@ -141,7 +160,36 @@ impl<T: Data> TypeOps for TypeOpsImpl<T> {
         consumer: Arc<TaskWaker>,
     ) -> (ErasedSender, ErasedReceiver) {
         let (s, r) = channel::<T>(capacity, producer, consumer);
-        (ErasedSender(Box::new(s)), ErasedReceiver(Box::new(r)))
+        (
+            ErasedSender(Box::new(Outlet::Local(s))),
+            ErasedReceiver(Box::new(r)),
+        )
+    }
+
+    fn remote_sender(
+        &self,
+        endpoint: &str,
+        job: &str,
+        channel: usize,
+        bind: Option<&str>,
+    ) -> Result<ErasedSender> {
+        let sender = RemoteSender::<T>::connect(endpoint, job, channel, bind)?;
+        Ok(ErasedSender(Box::new(Outlet::Remote(sender))))
+    }
+
+    fn receiver_task(
+        &self,
+        channel_id: usize,
+        connection: std::sync::mpsc::Receiver<std::net::TcpStream>,
+        capacity: usize,
+        task_waker: Arc<TaskWaker>,
+        consumer: Arc<TaskWaker>,
+    ) -> (Box<dyn TaskBody>, ErasedReceiver) {
+        let (s, r) = channel::<T>(capacity, task_waker, consumer);
+        (
+            Box::new(ReceiverTask::new(channel_id, connection, s)),
+            ErasedReceiver(Box::new(r)),
+        )
     }
 
     fn writer(
@@ -153,7 +201,7 @@ impl<T: Data> TypeOps for TypeOpsImpl<T> {
         let channels = senders
             .into_iter()
             .map(|s| {
-                s.0.downcast::<ChannelSender<T>>()
+                s.0.downcast::<Outlet<T>>()
                     .map(|b| *b)
                     .map_err(|_| type_mismatch::<T>("channel"))
             })

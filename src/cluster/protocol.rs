@@ -1,0 +1,395 @@
+//! The control-plane protocol: messages between clients, the JobManager, TaskManagers and
+//! workers, and the framing that carries them.
+//!
+//! A frame is a 4-byte big-endian length followed by that many bytes of a
+//! [postcard](https://docs.rs/postcard)-encoded [`Message`]. Every connection starts with a
+//! [`Message::Hello`] carrying [`PROTOCOL_VERSION`]; a peer speaking another version is refused
+//! with an error naming both versions. A frame longer than [`MAX_FRAME`], a truncated frame or
+//! bytes that do not decode are errors of that connection only: it is closed and logged, and
+//! the process goes on serving everyone else.
+
+use serde::{Deserialize, Serialize};
+
+use crate::runtime::metrics::VertexMetrics;
+
+/// Version of this protocol; peers must match exactly.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// Largest frame accepted (artifacts travel in one frame).
+pub const MAX_FRAME: usize = 512 << 20;
+
+/// Identifier of a submitted job.
+pub type JobId = String;
+
+/// Who opens a connection to the JobManager.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Role {
+    /// A TaskManager offering slots.
+    TaskManager(TaskManagerInfo),
+    /// A client submitting or querying jobs.
+    Client,
+    /// A worker process of a job, started by a TaskManager.
+    Worker {
+        /// The job.
+        job: JobId,
+        /// The TaskManager that started it.
+        task_manager: String,
+    },
+}
+
+/// What a TaskManager offers.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TaskManagerInfo {
+    /// Unique id (host and process id).
+    pub id: String,
+    /// Task slots (default: CPU cores).
+    pub slots: usize,
+    /// CPU cores of the host.
+    pub cores: usize,
+    /// Total memory of the host, bytes.
+    pub memory_bytes: u64,
+    /// Address on which its workers accept data connections (host or IP).
+    pub data_host: String,
+}
+
+/// Resource sample sent with every heartbeat.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Resources {
+    /// CPU utilisation of the host, 0..=1.
+    pub cpu: f64,
+    /// Memory utilisation of the host, 0..=1.
+    pub memory: f64,
+}
+
+/// What a job needs and where its code is; sent by a client.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SubmitRequest {
+    /// The job's name.
+    pub name: String,
+    /// sha256 of the job binary (uploaded before).
+    pub artifact: String,
+    /// Arguments the binary was started with (the worker is started with the same).
+    pub args: Vec<String>,
+    /// Fingerprint of the job graph the client built.
+    pub fingerprint: String,
+    /// Parallelism of every job vertex, in vertex order.
+    pub vertex_parallelism: Vec<usize>,
+    /// Vertex names, for status displays.
+    pub vertex_names: Vec<String>,
+    /// Default parallelism the client translated with (the worker translates with the same).
+    pub default_parallelism: usize,
+    /// True for a job with unbounded sources.
+    pub streaming: bool,
+    /// Local address the job's workers bind their data plane to, if set.
+    pub data_bind: Option<String>,
+}
+
+/// Where a worker runs what.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DeploySpec {
+    /// The job.
+    pub job: JobId,
+    /// The submission.
+    pub request: SubmitRequest,
+    /// The TaskManager of this worker.
+    pub task_manager: String,
+    /// JobManager RPC address the worker reports to.
+    pub jobmanager: String,
+    /// TaskManager id of every subtask of the execution graph (global subtask order).
+    pub placement: Vec<String>,
+}
+
+/// A worker's data-plane address, as announced to its peers.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PeerAddress {
+    /// TaskManager that runs the worker.
+    pub task_manager: String,
+    /// `host:port` of the worker's data listener.
+    pub address: String,
+}
+
+/// Life cycle of a job.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum JobState {
+    /// Accepted; workers starting.
+    Deploying,
+    /// Every worker runs.
+    Running,
+    /// Ended normally.
+    Finished,
+    /// Ended with an error.
+    Failed,
+    /// Cancelled by a user.
+    Cancelled,
+}
+
+impl JobState {
+    /// True once the job can change no more.
+    pub fn is_terminal(self) -> bool {
+        matches!(self, JobState::Finished | JobState::Failed | JobState::Cancelled)
+    }
+}
+
+/// A job as listed by `hummer list` and REST.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct JobSummary {
+    /// Id.
+    pub id: JobId,
+    /// Name.
+    pub name: String,
+    /// State.
+    pub state: JobState,
+    /// Milliseconds since the job was submitted (or its total run time once ended).
+    pub duration_ms: u64,
+    /// Why it failed, if it did.
+    pub error: Option<String>,
+    /// Records in and out per vertex, summed over the workers that reported.
+    pub vertices: Vec<VertexMetrics>,
+}
+
+/// Every message of the protocol.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Message {
+    /// First message of every connection.
+    Hello {
+        /// The sender's [`PROTOCOL_VERSION`].
+        version: u32,
+        /// Who the sender is.
+        role: Role,
+    },
+    /// The JobManager accepted the hello.
+    Welcome,
+    /// A request failed; the text says why.
+    Error(String),
+    /// Generic success.
+    Ok,
+
+    // TaskManager -> JobManager
+    /// Liveness and resources.
+    Heartbeat(Resources),
+    /// A worker process ended (its exit code, `None` if killed by a signal).
+    WorkerExited {
+        /// Job of the worker.
+        job: JobId,
+        /// Exit code.
+        code: Option<i32>,
+        /// Last lines the worker wrote to stderr.
+        stderr_tail: String,
+    },
+    /// Asks for an artifact's bytes.
+    FetchArtifact(String),
+
+    // JobManager -> TaskManager
+    /// Start a worker.
+    Deploy(DeploySpec),
+    /// An artifact's bytes (answer to `FetchArtifact`).
+    Artifact {
+        /// sha256, hex.
+        sha256: String,
+        /// The executable.
+        bytes: Vec<u8>,
+    },
+    /// Stop the workers of a job.
+    CancelJob(JobId),
+
+    // Client -> JobManager
+    /// Does the JobManager have this artifact? Answered with `Ok` or `Error`.
+    HasArtifact(String),
+    /// Stores an artifact.
+    UploadArtifact {
+        /// sha256 the client computed, hex.
+        sha256: String,
+        /// The executable.
+        bytes: Vec<u8>,
+    },
+    /// Submits a job; answered with `Submitted` or `Error`.
+    Submit(SubmitRequest),
+    /// The job was accepted under this id.
+    Submitted(JobId),
+    /// Answers with `JobEnded` when the job has ended.
+    WaitJob(JobId),
+    /// A job ended.
+    JobEnded(JobSummary),
+    /// Lists jobs; answered with `Jobs`.
+    ListJobs,
+    /// All jobs.
+    Jobs(Vec<JobSummary>),
+    /// One job's status; answered with `Jobs` of one or `Error`.
+    JobStatus(JobId),
+    /// Cancels a job; answered with `Ok` or `Error`.
+    Cancel(JobId),
+
+    // Worker <-> JobManager
+    /// The worker listens for data connections on this port.
+    WorkerReady {
+        /// Port of its data listener.
+        data_port: u16,
+    },
+    /// Every worker of the job is ready: the data addresses of all of them.
+    Start(Vec<PeerAddress>),
+    /// The worker's subtasks ended normally.
+    WorkerFinished {
+        /// Its counters.
+        vertices: Vec<VertexMetrics>,
+        /// Records of `collect()` sinks: (sink node id, postcard-encoded `Vec<T>`).
+        collected: Vec<(usize, Vec<u8>)>,
+    },
+    /// A subtask of the worker failed.
+    WorkerFailed(String),
+}
+
+/// Why a frame could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum FrameError {
+    /// The connection failed or closed mid-frame.
+    #[error("connection: {0}")]
+    Io(#[from] std::io::Error),
+    /// The announced length exceeds [`MAX_FRAME`].
+    #[error("frame of {0} bytes exceeds the limit of {MAX_FRAME}")]
+    TooLarge(usize),
+    /// The bytes are not a message of this protocol.
+    #[error("undecodable frame: {0}")]
+    Decode(String),
+}
+
+/// Encodes a message as a frame.
+pub fn encode(message: &Message) -> Vec<u8> {
+    let mut frame = vec![0u8; 4];
+    // Serialising into a Vec cannot fail for these types.
+    let body = postcard::to_extend(message, Vec::new()).unwrap_or_default();
+    frame[..4].copy_from_slice(&(body.len() as u32).to_be_bytes());
+    frame.extend_from_slice(&body);
+    frame
+}
+
+/// Decodes a frame body (the bytes after the length).
+pub fn decode(body: &[u8]) -> Result<Message, FrameError> {
+    postcard::from_bytes(body).map_err(|e| FrameError::Decode(e.to_string()))
+}
+
+/// Checks a frame length prefix.
+pub fn frame_len(prefix: [u8; 4]) -> Result<usize, FrameError> {
+    let len = u32::from_be_bytes(prefix) as usize;
+    if len > MAX_FRAME {
+        return Err(FrameError::TooLarge(len));
+    }
+    Ok(len)
+}
+
+/// Blocking frame I/O, for the workers' threads.
+pub mod sync_io {
+    use std::io::{Read, Write};
+
+    use super::{FrameError, Message, decode, encode, frame_len};
+
+    /// Reads one message.
+    pub fn read(stream: &mut impl Read) -> Result<Message, FrameError> {
+        let mut prefix = [0u8; 4];
+        stream.read_exact(&mut prefix)?;
+        let mut body = vec![0u8; frame_len(prefix)?];
+        stream.read_exact(&mut body)?;
+        decode(&body)
+    }
+
+    /// Writes one message.
+    pub fn write(stream: &mut impl Write, message: &Message) -> Result<(), FrameError> {
+        stream.write_all(&encode(message))?;
+        stream.flush()?;
+        Ok(())
+    }
+}
+
+/// Async frame I/O, for the JobManager and TaskManagers.
+pub mod async_io {
+    use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+    use super::{FrameError, Message, decode, encode, frame_len};
+
+    /// Reads one message.
+    pub async fn read(stream: &mut (impl AsyncRead + Unpin)) -> Result<Message, FrameError> {
+        let mut prefix = [0u8; 4];
+        stream.read_exact(&mut prefix).await?;
+        let mut body = vec![0u8; frame_len(prefix)?];
+        stream.read_exact(&mut body).await?;
+        decode(&body)
+    }
+
+    /// Writes one message.
+    pub async fn write(
+        stream: &mut (impl AsyncWrite + Unpin),
+        message: &Message,
+    ) -> Result<(), FrameError> {
+        stream.write_all(&encode(message)).await?;
+        stream.flush().await?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn round_trip(m: &Message) -> Message {
+        let frame = encode(m);
+        let mut cursor = std::io::Cursor::new(frame);
+        sync_io::read(&mut cursor).unwrap()
+    }
+
+    #[test]
+    fn messages_round_trip() {
+        let messages = vec![
+            Message::Hello {
+                version: PROTOCOL_VERSION,
+                role: Role::TaskManager(TaskManagerInfo {
+                    id: "tm-1".into(),
+                    slots: 2,
+                    cores: 2,
+                    memory_bytes: 1 << 30,
+                    data_host: "127.0.0.2".into(),
+                }),
+            },
+            Message::Heartbeat(Resources { cpu: 0.5, memory: 0.25 }),
+            Message::UploadArtifact {
+                sha256: "ab".into(),
+                bytes: vec![1, 2, 3],
+            },
+            Message::WorkerFinished {
+                vertices: vec![VertexMetrics {
+                    name: "v".into(),
+                    parallelism: 2,
+                    records_in: 3,
+                    records_out: 4,
+                }],
+                collected: vec![(3, vec![9, 9])],
+            },
+        ];
+        for m in &messages {
+            assert_eq!(&round_trip(m), m);
+        }
+    }
+
+    proptest! {
+        /// Arbitrary bytes never panic the decoder: they decode or give an error.
+        #[test]
+        fn garbage_frames_are_rejected_not_fatal(bytes in proptest::collection::vec(any::<u8>(), 0..512)) {
+            let mut cursor = std::io::Cursor::new(bytes);
+            let _ = sync_io::read(&mut cursor);
+        }
+
+        /// A valid frame cut short is an error, never a message.
+        #[test]
+        fn truncated_frames_are_errors(text in ".{0,64}", cut in 0usize..64) {
+            let frame = encode(&Message::Error(text));
+            let cut = cut.min(frame.len().saturating_sub(1));
+            let mut cursor = std::io::Cursor::new(frame[..cut].to_vec());
+            prop_assert!(sync_io::read(&mut cursor).is_err());
+        }
+    }
+
+    #[test]
+    fn oversized_length_prefix_is_refused_before_allocating() {
+        let mut cursor = std::io::Cursor::new(vec![0xff, 0xff, 0xff, 0xff, 0]);
+        assert!(matches!(sync_io::read(&mut cursor), Err(FrameError::TooLarge(_))));
+    }
+}

@@ -1,0 +1,89 @@
+//! The receiving end of a remote channel: a task of its own that decodes batches into a
+//! memory channel to the consuming subtask.
+
+use std::net::TcpStream;
+use std::sync::mpsc::Receiver;
+use std::time::Duration;
+
+use serde::de::DeserializeOwned;
+
+use crate::error::{HummerError, Result};
+use crate::network::frames::{FrameReader, KIND_BATCH, KIND_END};
+use crate::runtime::channel::{ChannelSender, StreamEvent};
+use crate::runtime::task::{TaskBody, TaskRuntime};
+
+/// How long a receiver waits for its producer to connect.
+const CONNECT_WAIT: Duration = Duration::from_secs(30);
+
+/// Receives one remote channel.
+pub struct ReceiverTask<T> {
+    channel: usize,
+    connection: Receiver<TcpStream>,
+    output: ChannelSender<T>,
+}
+
+impl<T> ReceiverTask<T> {
+    /// A receiver for `channel`, whose connection arrives on `connection`.
+    pub(crate) fn new(channel: usize, connection: Receiver<TcpStream>, output: ChannelSender<T>) -> Self {
+        ReceiverTask {
+            channel,
+            connection,
+            output,
+        }
+    }
+}
+
+impl<T: DeserializeOwned + Send + 'static> TaskBody for ReceiverTask<T> {
+    fn run(self: Box<Self>, rt: &TaskRuntime) -> Result<()> {
+        let started = std::time::Instant::now();
+        let stream = loop {
+            match self.connection.recv_timeout(Duration::from_millis(100)) {
+                Ok(s) => break s,
+                Err(_) if rt.cancel.is_cancelled() => return Err(HummerError::Cancelled),
+                Err(_) if started.elapsed() > CONNECT_WAIT => {
+                    return Err(HummerError::Internal(format!(
+                        "the producer of channel {} did not connect within {CONNECT_WAIT:?}",
+                        self.channel
+                    )));
+                }
+                Err(_) => {}
+            }
+        };
+        let peer = stream
+            .peer_addr()
+            .map(|a| a.to_string())
+            .unwrap_or_else(|_| "?".into());
+        let mut frames = FrameReader::new(stream, peer.clone());
+        loop {
+            match frames.next(&rt.cancel)? {
+                Some((KIND_BATCH, payload)) => {
+                    let batch: Vec<T> =
+                        postcard::from_bytes(&payload).map_err(|e| HummerError::BadInput {
+                            input: format!("data connection from {peer}"),
+                            reason: format!("undecodable batch on channel {}: {e}", self.channel),
+                        })?;
+                    rt.metrics.add_in(batch.len());
+                    self.output.send(StreamEvent::Batch(batch), &rt.cancel)?;
+                }
+                Some((KIND_END, _)) => {
+                    return self.output.send(StreamEvent::EndOfInput, &rt.cancel);
+                }
+                Some((kind, _)) => {
+                    return Err(HummerError::BadInput {
+                        input: format!("data connection from {peer}"),
+                        reason: format!("unexpected frame kind {kind}"),
+                    });
+                }
+                None => {
+                    return Err(HummerError::Network {
+                        endpoint: peer,
+                        source: std::io::Error::new(
+                            std::io::ErrorKind::UnexpectedEof,
+                            "the producer closed the connection before the end of its input",
+                        ),
+                    });
+                }
+            }
+        }
+    }
+}
