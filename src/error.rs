@@ -58,6 +58,9 @@ pub enum HummerError {
     /// A configuration value is out of range or inconsistent.
     #[error("invalid configuration: {0}")]
     Config(String),
+    /// The cluster refused a request or a job failed there.
+    #[error("cluster: {0}")]
+    Cluster(String),
     /// The job was cancelled before it finished.
     #[error("job cancelled")]
     Cancelled,

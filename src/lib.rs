@@ -29,14 +29,16 @@
 #![warn(missing_docs)]
 
 pub mod api;
+pub mod cluster;
 pub mod connectors;
 pub mod data;
 pub mod error;
 pub mod graph;
 pub mod jobs;
-pub mod operators;
 pub mod network;
+pub mod operators;
 pub mod runtime;
+pub mod scheduler;
 pub mod state;
 
 pub use error::{HummerError, Result};

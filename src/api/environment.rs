@@ -8,6 +8,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::api::{DataStream, ExecutionConfig, JobResult, RuntimeMode};
+use crate::cluster::client::ClusterClient;
+use crate::cluster::protocol::{JobState, SubmitRequest};
+use crate::cluster::worker;
 use crate::connectors::Source;
 use crate::connectors::collect::CollectSlot;
 use crate::connectors::collection::{CollectionSource, IteratorSource};
@@ -27,6 +30,10 @@ use crate::runtime::type_ops::{TypeOps, type_ops};
 
 pub(crate) struct EnvState {
     pub(crate) graph: StreamGraph,
+    /// JobManager to submit to (else `HUMMER_JOBMANAGER`, else run locally).
+    pub(crate) jobmanager: Option<String>,
+    /// Local address the job's data connections are bound to in cluster mode.
+    pub(crate) data_bind: Option<String>,
     pub(crate) config: ExecutionConfig,
     pub(crate) collect_slots: Vec<(NodeId, Arc<dyn CollectSlot + Send + Sync>)>,
     pub(crate) progress: Arc<JobProgress>,
@@ -70,6 +77,8 @@ impl StreamExecutionEnvironment {
         StreamExecutionEnvironment {
             state: Rc::new(RefCell::new(EnvState {
                 graph: StreamGraph::default(),
+                jobmanager: None,
+                data_bind: None,
                 config: ExecutionConfig::default(),
                 collect_slots: Vec::new(),
                 progress: Arc::new(JobProgress::default()),
@@ -104,6 +113,20 @@ impl StreamExecutionEnvironment {
     /// Sets the number of records per batch.
     pub fn set_batch_size(&self, batch_size: usize) -> &Self {
         self.state.borrow_mut().config.batch_size = batch_size;
+        self
+    }
+
+    /// Submits to the JobManager at `address` instead of running locally (also set by the
+    /// `HUMMER_JOBMANAGER` environment variable).
+    pub fn set_jobmanager(&self, address: Option<String>) -> &Self {
+        self.state.borrow_mut().jobmanager = address;
+        self
+    }
+
+    /// Binds the job's data connections to this local address in cluster mode, so that its
+    /// shuffles use the interface that owns it.
+    pub fn set_data_bind_address(&self, address: Option<String>) -> &Self {
+        self.state.borrow_mut().data_bind = address;
         self
     }
 
@@ -215,10 +238,15 @@ impl StreamExecutionEnvironment {
 
     /// Starts the job and returns at once with a client that can wait for it or cancel it.
     ///
+    /// Locally the job runs in this process. With a JobManager set (see
+    /// [`StreamExecutionEnvironment::set_jobmanager`]) this binary is uploaded and submitted as
+    /// the job; in a worker process started by a TaskManager, this call runs the worker's share
+    /// of the job and exits the process.
+    ///
     /// The environment's graph is handed to the job: the environment can build the next job.
     pub fn execute_async(&self, job_name: &str) -> Result<JobClient> {
-        let (_, job, exec) = self.translate()?;
-        let (runtime, progress) = {
+        let (stream, job, exec) = self.translate()?;
+        let (runtime, progress, remote) = {
             let state = self.state.borrow();
             let c = &state.config;
             let runtime = RuntimeConfig {
@@ -226,26 +254,80 @@ impl StreamExecutionEnvironment {
                 channel_capacity: c.channel_capacity,
                 buffer_timeout: c.buffer_timeout,
             };
-            (runtime, state.progress.clone())
+            let remote = state
+                .jobmanager
+                .clone()
+                .or_else(|| std::env::var(crate::cluster::JOBMANAGER_ENV).ok())
+                .filter(|a| !a.is_empty());
+            (runtime, state.progress.clone(), remote)
         };
+        let plan_json = serde_json::to_string(&render::to_json(&stream, &job, &exec))
+            .map_err(|e| HummerError::Internal(format!("plan JSON: {e}")))?;
+        if let Some(spec) = worker::spec_from_env() {
+            let spec = spec?;
+            let state = self.state.borrow();
+            worker::run(
+                spec,
+                worker::WorkerJob {
+                    job: &job,
+                    exec: &exec,
+                    plan_json: &plan_json,
+                    runtime,
+                    collect_slots: &state.collect_slots,
+                },
+            );
+        }
         let source_vertices = job
             .vertices
             .iter()
             .map(|v| matches!(job.stream.nodes[v.nodes[0]].factory, NodeFactory::Source(_)))
             .collect();
         let started = Instant::now();
-        let running = executor::start(&job, &exec, &runtime, progress, None)?;
+        let kind = match remote {
+            Some(address) => {
+                let id = self.submit(&address, job_name, &job, &plan_json)?;
+                Execution::Remote { address, id }
+            }
+            None => Execution::Local(executor::start(&job, &exec, &runtime, progress, None)?),
+        };
         let mut state = self.state.borrow_mut();
         state.graph = StreamGraph::default();
         Ok(JobClient {
             job_name: job_name.to_string(),
             mode: job.mode,
             started,
-            running,
+            execution: kind,
             source_vertices,
             collect_slots: std::mem::take(&mut state.collect_slots),
         })
     }
+
+    /// Uploads this binary and submits the job; returns its id.
+    fn submit(&self, address: &str, name: &str, job: &JobGraph, plan_json: &str) -> Result<String> {
+        let exe = std::env::current_exe().map_err(|e| {
+            HummerError::io("cannot find this program's executable", "/proc/self/exe", e)
+        })?;
+        let bytes = std::fs::read(&exe).map_err(|e| HummerError::io("cannot read", &exe, e))?;
+        let mut client = ClusterClient::connect(address)?;
+        let artifact = client.upload_artifact(bytes)?;
+        let state = self.state.borrow();
+        client.submit(SubmitRequest {
+            name: name.to_string(),
+            artifact,
+            args: std::env::args().skip(1).collect(),
+            fingerprint: worker::fingerprint(plan_json),
+            vertex_parallelism: job.vertices.iter().map(|v| v.parallelism).collect(),
+            vertex_names: job.vertices.iter().map(|v| v.name.clone()).collect(),
+            default_parallelism: state.config.parallelism,
+            streaming: job.mode == RuntimeMode::Streaming,
+            data_bind: state.data_bind.clone(),
+        })
+    }
+}
+
+enum Execution {
+    Local(RunningJob),
+    Remote { address: String, id: String },
 }
 
 /// A running job: wait for its result or cancel it. Can be sent to another thread.
@@ -253,7 +335,7 @@ pub struct JobClient {
     job_name: String,
     mode: RuntimeMode,
     started: Instant,
-    running: RunningJob,
+    execution: Execution,
     source_vertices: Vec<bool>,
     collect_slots: Vec<(NodeId, Arc<dyn CollectSlot + Send + Sync>)>,
 }
@@ -261,7 +343,22 @@ pub struct JobClient {
 impl JobClient {
     /// Cancels the job; `wait` then returns [`HummerError::Cancelled`].
     pub fn cancel(&self) {
-        self.running.cancel();
+        match &self.execution {
+            Execution::Local(running) => running.cancel(),
+            Execution::Remote { address, id } => {
+                if let Err(e) = ClusterClient::connect(address).and_then(|mut c| c.cancel(id)) {
+                    tracing::warn!("cannot cancel job {id}: {e}");
+                }
+            }
+        }
+    }
+
+    /// The job's id in the cluster (`None` for a local job).
+    pub fn job_id(&self) -> Option<&str> {
+        match &self.execution {
+            Execution::Local(_) => None,
+            Execution::Remote { id, .. } => Some(id),
+        }
     }
 
     /// The mode the job runs in.
@@ -271,7 +368,28 @@ impl JobClient {
 
     /// Waits for the job's end. Every task thread has exited when this returns.
     pub fn wait(self) -> Result<JobResult> {
-        let vertices = self.running.wait()?;
+        let vertices = match self.execution {
+            Execution::Local(running) => running.wait()?,
+            Execution::Remote { address, id } => {
+                let (summary, collected) = ClusterClient::connect(&address)?.wait(&id)?;
+                match summary.state {
+                    JobState::Finished => {}
+                    JobState::Cancelled => return Err(HummerError::Cancelled),
+                    state => {
+                        return Err(HummerError::Cluster(format!(
+                            "job {id} {state:?}: {}",
+                            summary.error.unwrap_or_default()
+                        )));
+                    }
+                }
+                for (node, bytes) in collected {
+                    if let Some((_, slot)) = self.collect_slots.iter().find(|(n, _)| *n == node) {
+                        slot.append_encoded(&bytes)?;
+                    }
+                }
+                summary.vertices
+            }
+        };
         let source_records = vertices
             .iter()
             .zip(&self.source_vertices)

@@ -21,6 +21,9 @@ pub const MAX_FRAME: usize = 512 << 20;
 /// Identifier of a submitted job.
 pub type JobId = String;
 
+/// Records of `collect()` sinks: (sink node id, postcard-encoded `Vec<T>`).
+pub type Collected = Vec<(usize, Vec<u8>)>;
+
 /// Who opens a connection to the JobManager.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Role {
@@ -95,6 +98,8 @@ pub struct DeploySpec {
     pub task_manager: String,
     /// JobManager RPC address the worker reports to.
     pub jobmanager: String,
+    /// Host the worker binds its data listener to (the TaskManager's data address).
+    pub data_host: String,
     /// TaskManager id of every subtask of the execution graph (global subtask order).
     pub placement: Vec<String>,
 }
@@ -126,7 +131,10 @@ pub enum JobState {
 impl JobState {
     /// True once the job can change no more.
     pub fn is_terminal(self) -> bool {
-        matches!(self, JobState::Finished | JobState::Failed | JobState::Cancelled)
+        matches!(
+            self,
+            JobState::Finished | JobState::Failed | JobState::Cancelled
+        )
     }
 }
 
@@ -208,8 +216,9 @@ pub enum Message {
     Submitted(JobId),
     /// Answers with `JobEnded` when the job has ended.
     WaitJob(JobId),
-    /// A job ended.
-    JobEnded(JobSummary),
+    /// A job ended, with the records of its `collect()` sinks: (sink node id, postcard-encoded
+    /// `Vec<T>`) per worker.
+    JobEnded(JobSummary, Collected),
     /// Lists jobs; answered with `Jobs`.
     ListJobs,
     /// All jobs.
@@ -231,8 +240,8 @@ pub enum Message {
     WorkerFinished {
         /// Its counters.
         vertices: Vec<VertexMetrics>,
-        /// Records of `collect()` sinks: (sink node id, postcard-encoded `Vec<T>`).
-        collected: Vec<(usize, Vec<u8>)>,
+        /// Records of its `collect()` sinks.
+        collected: Collected,
     },
     /// A subtask of the worker failed.
     WorkerFailed(String),
@@ -349,7 +358,10 @@ mod tests {
                     data_host: "127.0.0.2".into(),
                 }),
             },
-            Message::Heartbeat(Resources { cpu: 0.5, memory: 0.25 }),
+            Message::Heartbeat(Resources {
+                cpu: 0.5,
+                memory: 0.25,
+            }),
             Message::UploadArtifact {
                 sha256: "ab".into(),
                 bytes: vec![1, 2, 3],
@@ -390,6 +402,9 @@ mod tests {
     #[test]
     fn oversized_length_prefix_is_refused_before_allocating() {
         let mut cursor = std::io::Cursor::new(vec![0xff, 0xff, 0xff, 0xff, 0]);
-        assert!(matches!(sync_io::read(&mut cursor), Err(FrameError::TooLarge(_))));
+        assert!(matches!(
+            sync_io::read(&mut cursor),
+            Err(FrameError::TooLarge(_))
+        ));
     }
 }

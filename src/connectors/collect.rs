@@ -5,6 +5,7 @@ use std::any::Any;
 use std::marker::PhantomData;
 use std::sync::{Arc, Mutex};
 
+use crate::data::Data;
 use crate::error::{HummerError, Result};
 use crate::graph::stream_graph::NodeId;
 use crate::operators::OperatorContext;
@@ -28,18 +29,41 @@ impl<T> CollectHandle<T> {
 /// The shared buffer all subtasks of a collect sink append to.
 pub(crate) type CollectBuffer<T> = Arc<Mutex<Vec<T>>>;
 
-/// Moves the collected records out, type-erased, when the job ends.
+/// Moves the collected records out, type-erased, when the job ends; in cluster mode, carries
+/// them from the workers to the client encoded.
 pub(crate) trait CollectSlot {
+    /// Takes the records as a `Box<Vec<T>>`.
     fn take(&self) -> Box<dyn Any + Send>;
+    /// Takes the records, postcard-encoded (in a worker).
+    fn take_encoded(&self) -> Result<Vec<u8>>;
+    /// Appends encoded records (in the client).
+    fn append_encoded(&self, bytes: &[u8]) -> Result<()>;
 }
 
-impl<T: Send + 'static> CollectSlot for Mutex<Vec<T>> {
+fn take_all<T>(slot: &Mutex<Vec<T>>) -> Vec<T> {
+    match slot.lock() {
+        Ok(mut v) => std::mem::take(&mut *v),
+        Err(poisoned) => std::mem::take(&mut *poisoned.into_inner()),
+    }
+}
+
+impl<T: Data> CollectSlot for Mutex<Vec<T>> {
     fn take(&self) -> Box<dyn Any + Send> {
-        let records = match self.lock() {
-            Ok(mut v) => std::mem::take(&mut *v),
-            Err(poisoned) => std::mem::take(&mut *poisoned.into_inner()),
-        };
-        Box::new(records)
+        Box::new(take_all(self))
+    }
+
+    fn take_encoded(&self) -> Result<Vec<u8>> {
+        postcard::to_stdvec(&take_all(self))
+            .map_err(|e| HummerError::Internal(format!("cannot encode collected records: {e}")))
+    }
+
+    fn append_encoded(&self, bytes: &[u8]) -> Result<()> {
+        let mut records: Vec<T> = postcard::from_bytes(bytes)
+            .map_err(|e| HummerError::Internal(format!("cannot decode collected records: {e}")))?;
+        self.lock()
+            .map_err(|_| HummerError::Internal("collect buffer poisoned".into()))?
+            .append(&mut records);
+        Ok(())
     }
 }
 

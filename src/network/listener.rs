@@ -90,9 +90,14 @@ fn accept_loop(listener: TcpListener, job: String, waiting: Waiting, cancel: Can
     while !cancel.is_cancelled() {
         match listener.accept() {
             Ok((stream, peer)) => {
-                if let Err(e) = route(stream, &job, &waiting, &cancel) {
-                    tracing::warn!("refused a data connection from {peer}: {e}");
-                }
+                // Route on a thread of its own: a peer slow to send its header must not hold
+                // up the others.
+                let (job, waiting, cancel) = (job.clone(), waiting.clone(), cancel.clone());
+                std::thread::spawn(move || {
+                    if let Err(e) = route(stream, &job, &waiting, &cancel) {
+                        tracing::warn!("refused a data connection from {peer}: {e}");
+                    }
+                });
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                 std::thread::sleep(Duration::from_millis(5));
@@ -129,12 +134,17 @@ fn route(stream: TcpStream, job: &str, waiting: &Waiting, cancel: &CancelToken) 
     let mut body = vec![0u8; len];
     read_exact_timeout(&stream, &mut body, cancel).map_err(|e| bad(e.to_string()))?;
     if body[0] != KIND_HEADER {
-        return Err(bad(format!("expected a header frame, got kind {}", body[0])));
+        return Err(bad(format!(
+            "expected a header frame, got kind {}",
+            body[0]
+        )));
     }
     let (header_job, channel): (String, u64) =
         postcard::from_bytes(&body[1..]).map_err(|e| bad(format!("bad header: {e}")))?;
     if header_job != job {
-        return Err(bad(format!("connection for job {header_job}, this worker runs {job}")));
+        return Err(bad(format!(
+            "connection for job {header_job}, this worker runs {job}"
+        )));
     }
     let mut w = waiting
         .lock()
@@ -165,7 +175,10 @@ fn read_exact_timeout(
             Ok(0) => return Err(std::io::ErrorKind::UnexpectedEof.into()),
             Ok(n) => filled += n,
             Err(e)
-                if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) =>
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
             {
                 if cancel.is_cancelled() || std::time::Instant::now() > deadline {
                     return Err(std::io::ErrorKind::TimedOut.into());
@@ -176,4 +189,3 @@ fn read_exact_timeout(
     }
     Ok(())
 }
-

@@ -24,7 +24,11 @@ pub struct ReceiverTask<T> {
 
 impl<T> ReceiverTask<T> {
     /// A receiver for `channel`, whose connection arrives on `connection`.
-    pub(crate) fn new(channel: usize, connection: Receiver<TcpStream>, output: ChannelSender<T>) -> Self {
+    pub(crate) fn new(
+        channel: usize,
+        connection: Receiver<TcpStream>,
+        output: ChannelSender<T>,
+    ) -> Self {
         ReceiverTask {
             channel,
             connection,

@@ -38,7 +38,12 @@ impl<T: Serialize> RemoteSender<T> {
         let header = postcard::to_stdvec(&(job, channel as u64))
             .map_err(|e| HummerError::Internal(format!("header: {e}")))?;
         let mut stream = BufWriter::with_capacity(64 * 1024, stream);
-        stream.write_all(&frame(KIND_HEADER, &header)).map_err(net)?;
+        stream
+            .write_all(&frame(KIND_HEADER, &header))
+            .map_err(net)?;
+        // The receiver routes the connection by its header: send it now, not with the first
+        // batch, which may come much later.
+        stream.flush().map_err(net)?;
         Ok(RemoteSender {
             stream,
             endpoint: endpoint.to_string(),
@@ -58,7 +63,9 @@ impl<T: Serialize> RemoteSender<T> {
                 self.scratch.clear();
                 let body = postcard::to_extend(&batch, std::mem::take(&mut self.scratch))
                     .map_err(|e| HummerError::Internal(format!("cannot encode a batch: {e}")))?;
-                self.stream.write_all(&frame(KIND_BATCH, &body)).map_err(net)?;
+                self.stream
+                    .write_all(&frame(KIND_BATCH, &body))
+                    .map_err(net)?;
                 self.scratch = body;
             }
             StreamEvent::EndOfInput => {

@@ -175,13 +175,22 @@ pub fn start(
                     wakers[ch.producer].clone(),
                     wakers[ch.consumer].clone(),
                 );
-                senders.entry((ch.producer, ch.job_edge)).or_default().push(s);
-                receivers.entry((ch.consumer, edge.input)).or_default().push(r);
+                senders
+                    .entry((ch.producer, ch.job_edge))
+                    .or_default()
+                    .push(s);
+                receivers
+                    .entry((ch.consumer, edge.input))
+                    .or_default()
+                    .push(r);
             }
             (true, false, Some(p)) => {
                 let endpoint = p.remote[ch.consumer].as_deref().unwrap_or_default();
                 let s = ops.remote_sender(endpoint, &p.job, id, p.bind.as_deref())?;
-                senders.entry((ch.producer, ch.job_edge)).or_default().push(s);
+                senders
+                    .entry((ch.producer, ch.job_edge))
+                    .or_default()
+                    .push(s);
             }
             (false, true, Some(p)) => {
                 let waker = Arc::new(TaskWaker::default());
@@ -193,7 +202,10 @@ pub fn start(
                     waker.clone(),
                     wakers[ch.consumer].clone(),
                 );
-                receivers.entry((ch.consumer, edge.input)).or_default().push(r);
+                receivers
+                    .entry((ch.consumer, edge.input))
+                    .or_default()
+                    .push(r);
                 network_tasks.push(PreparedTask {
                     name: format!("receive channel {id}"),
                     body,
@@ -238,8 +250,10 @@ pub fn start(
         cancel: cancel.clone(),
         wakers: tasks.iter().map(|t| t.waker.clone()).collect(),
     });
-    let counters: Vec<(Arc<SubtaskMetrics>, Option<usize>)> =
-        tasks.iter().map(|t| (t.metrics.clone(), t.vertex)).collect();
+    let counters: Vec<(Arc<SubtaskMetrics>, Option<usize>)> = tasks
+        .iter()
+        .map(|t| (t.metrics.clone(), t.vertex))
+        .collect();
     let gate = Arc::new(StartGate::default());
     let mut threads = Vec::with_capacity(tasks.len());
     for task in tasks {

@@ -24,7 +24,7 @@ impl SubtaskMetrics {
 }
 
 /// Totals of one job vertex, reported in [`crate::api::JobResult`].
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct VertexMetrics {
     /// The vertex (chain) name.
     pub name: String,

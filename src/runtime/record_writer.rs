@@ -8,9 +8,9 @@ use std::any::Any;
 use std::sync::Arc;
 
 use crate::error::{HummerError, Result};
+use crate::network::RemoteSender;
 use crate::operators::Output;
 use crate::runtime::CancelToken;
-use crate::network::RemoteSender;
 use crate::runtime::channel::{ChannelSender, StreamEvent};
 use crate::runtime::metrics::SubtaskMetrics;
 

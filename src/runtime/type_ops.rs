@@ -12,11 +12,11 @@ use std::sync::Arc;
 
 use crate::data::Data;
 use crate::error::{HummerError, Result};
+use crate::network::{ReceiverTask, RemoteSender};
 use crate::operators::{FanOut, Output};
 use crate::runtime::CancelToken;
 use crate::runtime::channel::{ChannelReceiver, TaskWaker, channel};
 use crate::runtime::metrics::SubtaskMetrics;
-use crate::network::{ReceiverTask, RemoteSender};
 use crate::runtime::record_writer::{Outlet, Partitioning, RecordWriter};
 use crate::runtime::task::{InputGate, OneInputTask, TaskBody};
 

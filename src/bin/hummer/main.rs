@@ -1,5 +1,6 @@
 //! The `hummer` command line.
 
+mod cluster;
 mod wordcount;
 
 use std::process::ExitCode;
@@ -18,6 +19,18 @@ struct Cli {
 enum Command {
     /// Count the words of text files (or of a generated corpus) with the built-in WordCount job.
     Wordcount(wordcount::Args),
+    /// Run a JobManager.
+    Jobmanager(cluster::JobManagerArgs),
+    /// Run a TaskManager.
+    Taskmanager(cluster::TaskManagerArgs),
+    /// Start or stop a local cluster (a JobManager and TaskManagers as processes).
+    Cluster(cluster::ClusterArgs),
+    /// List the jobs of a cluster.
+    List(cluster::ClientArgs),
+    /// Show one job.
+    Status(cluster::JobArgs),
+    /// Cancel a job.
+    Cancel(cluster::JobArgs),
 }
 
 fn main() -> ExitCode {
@@ -31,6 +44,12 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Wordcount(args) => wordcount::run(args),
+        Command::Jobmanager(args) => cluster::jobmanager(args),
+        Command::Taskmanager(args) => cluster::taskmanager(args),
+        Command::Cluster(args) => cluster::local_cluster(args),
+        Command::List(args) => cluster::list(args),
+        Command::Status(args) => cluster::status(args),
+        Command::Cancel(args) => cluster::cancel(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -39,6 +39,15 @@ pub struct Args {
     /// Print the plan as JSON or Graphviz DOT and exit.
     #[arg(long, value_parser = ["json", "dot"], value_name = "FORMAT")]
     explain_format: Option<String>,
+    /// Submit to this JobManager instead of running locally.
+    #[arg(long, env = "HUMMER_JOBMANAGER")]
+    jobmanager: Option<String>,
+    /// In cluster mode, wait for a streaming job to end instead of returning its id.
+    #[arg(long)]
+    wait: bool,
+    /// In cluster mode, the local address the job's data connections are bound to.
+    #[arg(long)]
+    data_bind: Option<String>,
 }
 
 pub fn run(args: Args) -> Result<()> {
@@ -51,6 +60,8 @@ pub fn run(args: Args) -> Result<()> {
     }
     let mode: RuntimeMode = args.mode.parse().map_err(anyhow::Error::msg)?;
     env.set_runtime_mode(mode);
+    env.set_jobmanager(args.jobmanager.clone());
+    env.set_data_bind_address(args.data_bind.clone());
     for path in &args.input {
         if !path.exists() {
             bail!("input '{}' does not exist", path.display());
@@ -93,13 +104,34 @@ pub fn run(args: Args) -> Result<()> {
     let job = env
         .execute_async("WordCount")
         .context("cannot start WordCount")?;
-    let bar = (job.mode() == RuntimeMode::Batch).then(|| ProgressThread::start(progress.clone()));
+    if let Some(id) = job.job_id() {
+        println!("submitted job {id}");
+        if job.mode() == RuntimeMode::Streaming && !args.wait {
+            return Ok(());
+        }
+        let input_bytes: u64 = args.input.iter().map(|p| dir_size(p)).sum();
+        progress.bytes_read.store(input_bytes, Ordering::Relaxed);
+    }
+    let local = job.job_id().is_none();
+    let bar = (local && job.mode() == RuntimeMode::Batch)
+        .then(|| ProgressThread::start(progress.clone()));
     let result = job.wait();
     if let Some(bar) = bar {
         bar.stop();
     }
     let mut result = result.context("WordCount failed")?;
     print_summary(&mut result, &progress, top.as_ref())
+}
+
+/// Bytes of a file, or of the files of a directory (for the cluster-mode summary).
+fn dir_size(path: &std::path::Path) -> u64 {
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_file() => m.len(),
+        Ok(_) => std::fs::read_dir(path)
+            .map(|entries| entries.flatten().map(|e| dir_size(&e.path())).sum())
+            .unwrap_or(0),
+        Err(_) => 0,
+    }
 }
 
 fn print_summary(

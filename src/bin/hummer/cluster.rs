@@ -1,0 +1,268 @@
+//! Cluster commands: `jobmanager`, `taskmanager`, `cluster start|stop`, `list`, `status`,
+//! `cancel`.
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use hummer::cluster::client::ClusterClient;
+use hummer::cluster::jobmanager::{self, JobManagerConfig};
+use hummer::cluster::protocol::JobSummary;
+use hummer::cluster::taskmanager::{self, TaskManagerConfig};
+
+#[derive(clap::Args)]
+pub struct JobManagerArgs {
+    /// RPC address for TaskManagers, clients and workers.
+    #[arg(long, default_value = "127.0.0.1:6123")]
+    rpc: SocketAddr,
+    /// REST address.
+    #[arg(long, default_value = "127.0.0.1:8081")]
+    rest: SocketAddr,
+    /// Milliseconds without a heartbeat after which a TaskManager is declared lost.
+    #[arg(long, default_value_t = 5000)]
+    heartbeat_timeout_ms: u64,
+}
+
+#[derive(clap::Args)]
+pub struct TaskManagerArgs {
+    /// The JobManager's RPC address.
+    #[arg(long, env = "HUMMER_JOBMANAGER")]
+    jobmanager: String,
+    /// Task slots (default: CPU cores).
+    #[arg(long)]
+    slots: Option<usize>,
+    /// Address (host or IP) the workers' data listeners bind to.
+    #[arg(long, default_value = "127.0.0.1")]
+    data_addr: String,
+    /// Directory caching job binaries.
+    #[arg(long)]
+    cache_dir: Option<PathBuf>,
+    /// Milliseconds between heartbeats.
+    #[arg(long, default_value_t = 1000)]
+    heartbeat_interval_ms: u64,
+}
+
+#[derive(clap::Args)]
+pub struct ClientArgs {
+    /// The JobManager's RPC address.
+    #[arg(long, env = "HUMMER_JOBMANAGER", default_value = "127.0.0.1:6123")]
+    jobmanager: String,
+}
+
+#[derive(clap::Args)]
+pub struct JobArgs {
+    /// The job's id.
+    id: String,
+    #[command(flatten)]
+    client: ClientArgs,
+}
+
+#[derive(clap::Args)]
+pub struct ClusterArgs {
+    #[command(subcommand)]
+    action: ClusterAction,
+}
+
+#[derive(clap::Subcommand)]
+enum ClusterAction {
+    /// Start a JobManager and N TaskManagers (on 127.0.0.2, 127.0.0.3, ...) in the background.
+    Start {
+        /// Number of TaskManagers.
+        #[arg(long, default_value_t = 3)]
+        taskmanagers: usize,
+        /// Slots per TaskManager.
+        #[arg(long, default_value_t = 2)]
+        slots: usize,
+        /// Directory for logs, pids and the cluster's addresses.
+        #[arg(long, default_value = "hummer-cluster")]
+        dir: PathBuf,
+    },
+    /// Stop the cluster started in DIR.
+    Stop {
+        /// The directory given to `start`.
+        #[arg(long, default_value = "hummer-cluster")]
+        dir: PathBuf,
+    },
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")
+}
+
+pub fn jobmanager(args: JobManagerArgs) -> Result<()> {
+    let config = JobManagerConfig {
+        rpc: args.rpc,
+        rest: Some(args.rest),
+        heartbeat_timeout: Duration::from_millis(args.heartbeat_timeout_ms),
+    };
+    runtime()?.block_on(jobmanager::run(config))?;
+    Ok(())
+}
+
+pub fn taskmanager(args: TaskManagerArgs) -> Result<()> {
+    let slots = args
+        .slots
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    if slots == 0 {
+        bail!("--slots must be at least 1");
+    }
+    let cache_dir = args
+        .cache_dir
+        .unwrap_or_else(|| std::env::temp_dir().join("hummer-artifacts"));
+    let config = TaskManagerConfig {
+        jobmanager: args.jobmanager,
+        slots,
+        data_host: args.data_addr,
+        cache_dir,
+        heartbeat_interval: Duration::from_millis(args.heartbeat_interval_ms.max(10)),
+    };
+    runtime()?.block_on(taskmanager::run(config))?;
+    Ok(())
+}
+
+fn print_jobs(jobs: &[JobSummary]) {
+    println!("{:<18} {:<10} {:>10}  name", "id", "state", "ms");
+    for j in jobs {
+        println!(
+            "{:<18} {:<10} {:>10}  {}",
+            j.id,
+            format!("{:?}", j.state),
+            j.duration_ms,
+            j.name
+        );
+        if let Some(e) = &j.error {
+            println!("    error: {e}");
+        }
+    }
+}
+
+pub fn list(args: ClientArgs) -> Result<()> {
+    let jobs = ClusterClient::connect(&args.jobmanager)?.list()?;
+    print_jobs(&jobs);
+    Ok(())
+}
+
+pub fn status(args: JobArgs) -> Result<()> {
+    let job = ClusterClient::connect(&args.client.jobmanager)?.status(&args.id)?;
+    print_jobs(std::slice::from_ref(&job));
+    for v in &job.vertices {
+        println!(
+            "    {} (parallelism {}): {} records in, {} out",
+            v.name, v.parallelism, v.records_in, v.records_out
+        );
+    }
+    Ok(())
+}
+
+pub fn cancel(args: JobArgs) -> Result<()> {
+    ClusterClient::connect(&args.client.jobmanager)?.cancel(&args.id)?;
+    println!("cancelled {}", args.id);
+    Ok(())
+}
+
+pub fn local_cluster(args: ClusterArgs) -> Result<()> {
+    match args.action {
+        ClusterAction::Start {
+            taskmanagers,
+            slots,
+            dir,
+        } => start_cluster(taskmanagers, slots, &dir),
+        ClusterAction::Stop { dir } => stop_cluster(&dir),
+    }
+}
+
+/// Waits until `log` holds a line starting with `prefix`; returns the rest of that line.
+fn wait_for_line(log: &Path, prefix: &str, timeout: Duration) -> Result<String> {
+    let deadline = Instant::now() + timeout;
+    while Instant::now() < deadline {
+        if let Ok(f) = std::fs::File::open(log) {
+            for line in BufReader::new(f).lines().map_while(|l| l.ok()) {
+                if let Some(rest) = line.strip_prefix(prefix) {
+                    return Ok(rest.trim().to_string());
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    bail!("no '{prefix}' in {} within {timeout:?}", log.display())
+}
+
+fn spawn_logged(args: &[String], log: &Path) -> Result<u32> {
+    let exe = std::env::current_exe().context("cannot find the hummer executable")?;
+    let out =
+        std::fs::File::create(log).with_context(|| format!("cannot create {}", log.display()))?;
+    let err = out.try_clone()?;
+    let child = Command::new(exe)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(err)
+        .spawn()
+        .context("cannot start a cluster process")?;
+    Ok(child.id())
+}
+
+fn start_cluster(taskmanagers: usize, slots: usize, dir: &Path) -> Result<()> {
+    if taskmanagers == 0 || taskmanagers > 250 {
+        bail!("--taskmanagers must be between 1 and 250");
+    }
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let mut pids = Vec::new();
+    let jm_log = dir.join("jobmanager.log");
+    pids.push(spawn_logged(
+        &[
+            "jobmanager",
+            "--rpc",
+            "127.0.0.1:0",
+            "--rest",
+            "127.0.0.1:0",
+        ]
+        .map(String::from),
+        &jm_log,
+    )?);
+    let rpc = wait_for_line(&jm_log, "jobmanager listening on ", Duration::from_secs(10))?;
+    let rest = wait_for_line(&jm_log, "jobmanager rest on ", Duration::from_secs(10))?;
+    for i in 0..taskmanagers {
+        let log = dir.join(format!("taskmanager-{i}.log"));
+        let host = format!("127.0.0.{}", i + 2);
+        pids.push(spawn_logged(
+            &[
+                "taskmanager".to_string(),
+                "--jobmanager".into(),
+                rpc.clone(),
+                "--slots".into(),
+                slots.to_string(),
+                "--data-addr".into(),
+                host,
+                "--cache-dir".into(),
+                dir.join(format!("cache-{i}")).display().to_string(),
+            ],
+            &log,
+        )?);
+        wait_for_line(&log, "taskmanager ", Duration::from_secs(15))?;
+    }
+    let pid_list: Vec<String> = pids.iter().map(|p| p.to_string()).collect();
+    std::fs::write(dir.join("pids"), pid_list.join("\n"))?;
+    std::fs::write(dir.join("jobmanager"), &rpc)?;
+    println!("cluster started: jobmanager {rpc}, rest http://{rest}, {taskmanagers} taskmanagers");
+    println!("export HUMMER_JOBMANAGER={rpc}");
+    Ok(())
+}
+
+fn stop_cluster(dir: &Path) -> Result<()> {
+    let pids = std::fs::read_to_string(dir.join("pids"))
+        .with_context(|| format!("no cluster was started in {}", dir.display()))?;
+    for pid in pids.lines().filter(|l| !l.is_empty()) {
+        let _ = Command::new("kill").arg(pid).status();
+    }
+    std::fs::remove_file(dir.join("pids"))?;
+    println!("cluster stopped");
+    Ok(())
+}

@@ -1,0 +1,121 @@
+//! Talking to a JobManager from a program: submitting the running binary as a job, waiting
+//! for it, listing, querying and cancelling jobs.
+
+use std::net::TcpStream;
+use std::time::Duration;
+
+use sha2::{Digest, Sha256};
+
+use crate::cluster::protocol::{
+    Collected, JobId, JobSummary, Message, PROTOCOL_VERSION, Role, SubmitRequest, sync_io,
+};
+use crate::error::{HummerError, Result};
+
+/// A client connection to a JobManager.
+pub struct ClusterClient {
+    stream: TcpStream,
+    address: String,
+}
+
+impl ClusterClient {
+    /// Connects and says hello.
+    pub fn connect(address: &str) -> Result<Self> {
+        let net = |source| HummerError::Network {
+            endpoint: address.to_string(),
+            source,
+        };
+        let stream = TcpStream::connect(address).map_err(net)?;
+        stream.set_nodelay(true).map_err(net)?;
+        let mut client = ClusterClient {
+            stream,
+            address: address.to_string(),
+        };
+        let hello = Message::Hello {
+            version: PROTOCOL_VERSION,
+            role: Role::Client,
+        };
+        match client.request(&hello)? {
+            Message::Welcome => Ok(client),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    /// Sends a request and reads the answer (a JobManager `Error` becomes an error).
+    pub fn request(&mut self, message: &Message) -> Result<Message> {
+        let net = |e: crate::cluster::protocol::FrameError| {
+            HummerError::Cluster(format!("JobManager {}: {e}", self.address))
+        };
+        sync_io::write(&mut self.stream, message).map_err(net)?;
+        match sync_io::read(&mut self.stream).map_err(net)? {
+            Message::Error(e) => Err(HummerError::Cluster(e)),
+            m => Ok(m),
+        }
+    }
+
+    /// Uploads `bytes` as an artifact unless the JobManager has it; returns its sha256.
+    pub fn upload_artifact(&mut self, bytes: Vec<u8>) -> Result<String> {
+        let sha256 = hex::encode(Sha256::digest(&bytes));
+        if self.request(&Message::HasArtifact(sha256.clone())).is_err() {
+            self.request(&Message::UploadArtifact {
+                sha256: sha256.clone(),
+                bytes,
+            })?;
+        }
+        Ok(sha256)
+    }
+
+    /// Submits a job; returns its id.
+    pub fn submit(&mut self, request: SubmitRequest) -> Result<JobId> {
+        match self.request(&Message::Submit(request))? {
+            Message::Submitted(id) => Ok(id),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    /// Waits until a job ends; returns its summary and its collected records.
+    pub fn wait(&mut self, job: &str) -> Result<(JobSummary, Collected)> {
+        self.stream
+            .set_read_timeout(None)
+            .map_err(|e| HummerError::Cluster(e.to_string()))?;
+        match self.request(&Message::WaitJob(job.to_string()))? {
+            Message::JobEnded(summary, collected) => Ok((summary, collected)),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    /// All jobs.
+    pub fn list(&mut self) -> Result<Vec<JobSummary>> {
+        match self.request(&Message::ListJobs)? {
+            Message::Jobs(jobs) => Ok(jobs),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    /// One job.
+    pub fn status(&mut self, job: &str) -> Result<JobSummary> {
+        match self.request(&Message::JobStatus(job.to_string()))? {
+            Message::Jobs(mut jobs) if jobs.len() == 1 => Ok(jobs.remove(0)),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    /// Cancels a job.
+    pub fn cancel(&mut self, job: &str) -> Result<()> {
+        self.request(&Message::Cancel(job.to_string())).map(|_| ())
+    }
+
+    /// Fetches an artifact's bytes (TaskManagers use this).
+    pub fn fetch_artifact(&mut self, sha256: &str) -> Result<Vec<u8>> {
+        self.stream
+            .set_read_timeout(Some(Duration::from_secs(120)))
+            .map_err(|e| HummerError::Cluster(e.to_string()))?;
+        match self.request(&Message::FetchArtifact(sha256.to_string()))? {
+            Message::Artifact { bytes, .. } => Ok(bytes),
+            other => Err(unexpected(&other)),
+        }
+    }
+}
+
+fn unexpected(m: &Message) -> HummerError {
+    HummerError::Cluster(format!("unexpected answer from the JobManager: {m:?}"))
+}

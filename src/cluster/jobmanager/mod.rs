@@ -1,0 +1,380 @@
+//! The JobManager process: accepts TaskManagers, clients and workers, keeps the cluster view
+//! ([`state::ClusterState`]), and serves REST ([`rest`]).
+//!
+//! Every connection is served by its own task, with a mailbox (an unbounded channel) drained by
+//! a writer task, so a slow peer delays only itself. A connection that sends a bad frame, a
+//! wrong first message or another protocol version gets an error message and is closed; the
+//! JobManager goes on serving the others.
+
+pub mod rest;
+pub mod state;
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use sha2::{Digest, Sha256};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
+
+use crate::cluster::protocol::{Message, PROTOCOL_VERSION, Role, async_io};
+use crate::error::{HummerError, Result};
+use crate::scheduler::RoundRobin;
+use state::{ClusterState, TaskManagerEntry};
+
+/// Shared state of the JobManager.
+pub type Shared = Arc<Mutex<ClusterState>>;
+
+/// How the JobManager runs.
+#[derive(Clone, Debug)]
+pub struct JobManagerConfig {
+    /// RPC address (TaskManagers, clients, workers).
+    pub rpc: SocketAddr,
+    /// REST address, if any.
+    pub rest: Option<SocketAddr>,
+    /// A TaskManager silent for this long is declared lost.
+    pub heartbeat_timeout: Duration,
+}
+
+/// How long a new connection may take to say hello.
+const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
+
+fn lock(shared: &Shared) -> std::sync::MutexGuard<'_, ClusterState> {
+    shared.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Runs a JobManager until the process ends. Prints `jobmanager listening on ADDR` once the
+/// RPC port is bound (scripts and tests wait for that line).
+pub async fn run(config: JobManagerConfig) -> Result<()> {
+    let net = |addr: SocketAddr| {
+        move |source| HummerError::Network {
+            endpoint: addr.to_string(),
+            source,
+        }
+    };
+    let listener = TcpListener::bind(config.rpc)
+        .await
+        .map_err(net(config.rpc))?;
+    let rpc = listener.local_addr().map_err(net(config.rpc))?;
+    let shared: Shared = Arc::new(Mutex::new(ClusterState::new(
+        rpc.to_string(),
+        Box::new(RoundRobin),
+        config.heartbeat_timeout,
+    )));
+    if let Some(rest_addr) = config.rest {
+        let rest_listener = TcpListener::bind(rest_addr).await.map_err(net(rest_addr))?;
+        let bound = rest_listener.local_addr().map_err(net(rest_addr))?;
+        println!("jobmanager rest on {bound}");
+        let app = rest::router(shared.clone());
+        tokio::spawn(async move {
+            if let Err(e) = axum::serve(rest_listener, app).await {
+                tracing::error!("REST server stopped: {e}");
+            }
+        });
+    }
+    tokio::spawn(monitor_heartbeats(shared.clone(), config.heartbeat_timeout));
+    println!("jobmanager listening on {rpc}");
+    loop {
+        let (stream, peer) = match listener.accept().await {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::warn!("accept failed: {e}");
+                continue;
+            }
+        };
+        let shared = shared.clone();
+        tokio::spawn(async move {
+            if let Err(e) = serve_connection(stream, shared).await {
+                tracing::warn!(%peer, "connection closed: {e}");
+            }
+        });
+    }
+}
+
+/// Declares TaskManagers lost when their heartbeats stop.
+async fn monitor_heartbeats(shared: Shared, timeout: Duration) {
+    let mut tick = tokio::time::interval((timeout / 4).max(Duration::from_millis(50)));
+    loop {
+        tick.tick().await;
+        let mut state = lock(&shared);
+        for tm in state.expired_task_managers() {
+            state.task_manager_lost(&tm, &format!("no heartbeat for {timeout:?}"));
+        }
+    }
+}
+
+/// Starts the task writing a connection's mailbox into its socket.
+fn spawn_writer(mut writer: impl AsyncWrite + Unpin + Send + 'static) -> UnboundedSender<Message> {
+    let (tx, mut rx) = unbounded_channel::<Message>();
+    tokio::spawn(async move {
+        while let Some(m) = rx.recv().await {
+            if async_io::write(&mut writer, &m).await.is_err() {
+                break;
+            }
+        }
+    });
+    tx
+}
+
+async fn serve_connection(stream: TcpStream, shared: Shared) -> Result<(), String> {
+    let _ = stream.set_nodelay(true);
+    let (mut reader, writer) = stream.into_split();
+    let mailbox = spawn_writer(writer);
+    let hello = tokio::time::timeout(HELLO_TIMEOUT, async_io::read(&mut reader))
+        .await
+        .map_err(|_| "no hello within 10 s".to_string())?
+        .map_err(|e| e.to_string())?;
+    let role = match hello {
+        Message::Hello { version, role } if version == PROTOCOL_VERSION => role,
+        Message::Hello { version, .. } => {
+            let msg = format!(
+                "protocol version {version} is not supported: this JobManager speaks version \
+                 {PROTOCOL_VERSION}"
+            );
+            let _ = mailbox.send(Message::Error(msg.clone()));
+            return Err(msg);
+        }
+        other => {
+            let msg = format!("expected Hello, got {}", message_name(&other));
+            let _ = mailbox.send(Message::Error(msg.clone()));
+            return Err(msg);
+        }
+    };
+    match role {
+        Role::TaskManager(info) => serve_task_manager(reader, mailbox, shared, info).await,
+        Role::Client => serve_client(reader, mailbox, shared).await,
+        Role::Worker { job, task_manager } => {
+            serve_worker(reader, mailbox, shared, job, task_manager).await
+        }
+    }
+}
+
+fn message_name(m: &Message) -> String {
+    let text = format!("{m:?}");
+    text.split(['(', ' ', '{'])
+        .next()
+        .unwrap_or("?")
+        .to_string()
+}
+
+async fn serve_task_manager(
+    mut reader: impl AsyncRead + Unpin,
+    mailbox: UnboundedSender<Message>,
+    shared: Shared,
+    info: crate::cluster::protocol::TaskManagerInfo,
+) -> Result<(), String> {
+    let id = info.id.clone();
+    {
+        let mut state = lock(&shared);
+        if state.task_managers.contains_key(&id) {
+            let msg = format!("a TaskManager with id {id} is already registered");
+            let _ = mailbox.send(Message::Error(msg.clone()));
+            return Err(msg);
+        }
+        tracing::info!(task_manager = %id, slots = info.slots, "TaskManager registered");
+        state.task_managers.insert(
+            id.clone(),
+            TaskManagerEntry {
+                info,
+                mailbox: mailbox.clone(),
+                last_heartbeat: Instant::now(),
+                resources: Default::default(),
+                used_slots: 0,
+            },
+        );
+    }
+    let _ = mailbox.send(Message::Welcome);
+    let result = loop {
+        let message = match async_io::read(&mut reader).await {
+            Ok(m) => m,
+            Err(e) => break Err(e.to_string()),
+        };
+        let mut state = lock(&shared);
+        match message {
+            Message::Heartbeat(resources) => {
+                if let Some(tm) = state.task_managers.get_mut(&id) {
+                    tm.last_heartbeat = Instant::now();
+                    tm.resources = resources;
+                }
+            }
+            Message::WorkerExited {
+                job,
+                code,
+                stderr_tail,
+            } => {
+                let reported = state
+                    .jobs
+                    .get(&job)
+                    .and_then(|j| j.workers.get(&id))
+                    .is_some_and(|w| w.finished);
+                if !reported {
+                    let why = match code {
+                        Some(c) => format!("exit code {c}"),
+                        None => "killed by a signal".to_string(),
+                    };
+                    state.end_job(
+                        &job,
+                        crate::cluster::protocol::JobState::Failed,
+                        Some(format!(
+                            "the worker on TaskManager {id} ended ({why}) without reporting: {}",
+                            stderr_tail.trim()
+                        )),
+                    );
+                }
+            }
+            other => {
+                let _ = mailbox.send(Message::Error(format!(
+                    "unexpected {} from a TaskManager",
+                    message_name(&other)
+                )));
+            }
+        }
+    };
+    lock(&shared).task_manager_lost(&id, "its connection closed");
+    result
+}
+
+async fn serve_client(
+    mut reader: impl AsyncRead + Unpin,
+    mailbox: UnboundedSender<Message>,
+    shared: Shared,
+) -> Result<(), String> {
+    let _ = mailbox.send(Message::Welcome);
+    loop {
+        let message = match async_io::read(&mut reader).await {
+            Ok(m) => m,
+            Err(crate::cluster::protocol::FrameError::Io(e))
+                if e.kind() == std::io::ErrorKind::UnexpectedEof =>
+            {
+                return Ok(());
+            }
+            Err(e) => {
+                let _ = mailbox.send(Message::Error(e.to_string()));
+                return Err(e.to_string());
+            }
+        };
+        let reply = handle_client_request(message, &mailbox, &shared);
+        if let Some(reply) = reply {
+            let _ = mailbox.send(reply);
+        }
+    }
+}
+
+/// Handles one client request; `None` when the answer comes later (`WaitJob`).
+fn handle_client_request(
+    message: Message,
+    mailbox: &UnboundedSender<Message>,
+    shared: &Shared,
+) -> Option<Message> {
+    let mut state = lock(shared);
+    Some(match message {
+        Message::HasArtifact(sha) => {
+            if state.artifacts.contains_key(&sha) {
+                Message::Ok
+            } else {
+                Message::Error(format!("artifact {sha} is unknown"))
+            }
+        }
+        Message::UploadArtifact { sha256, bytes } => {
+            let actual = hex::encode(Sha256::digest(&bytes));
+            if actual != sha256 {
+                Message::Error(format!(
+                    "artifact hash mismatch: announced {sha256}, the bytes hash to {actual}"
+                ))
+            } else {
+                state.artifacts.insert(sha256, Arc::new(bytes));
+                Message::Ok
+            }
+        }
+        Message::FetchArtifact(sha) => match state.artifacts.get(&sha) {
+            Some(bytes) => Message::Artifact {
+                sha256: sha,
+                bytes: bytes.as_ref().clone(),
+            },
+            None => Message::Error(format!("artifact {sha} is unknown")),
+        },
+        Message::Submit(request) => match state.submit(request) {
+            Ok(id) => Message::Submitted(id),
+            Err(e) => Message::Error(e),
+        },
+        Message::WaitJob(id) => match state.jobs.get_mut(&id) {
+            Some(job) if job.state.is_terminal() => {
+                Message::JobEnded(job.summary(), job.collected.clone())
+            }
+            Some(job) => {
+                job.waiters.push(mailbox.clone());
+                return None;
+            }
+            None => Message::Error(format!("no job with id {id}")),
+        },
+        Message::ListJobs => Message::Jobs(state.jobs.values().map(|j| j.summary()).collect()),
+        Message::JobStatus(id) => match state.jobs.get(&id) {
+            Some(job) => Message::Jobs(vec![job.summary()]),
+            None => Message::Error(format!("no job with id {id}")),
+        },
+        Message::Cancel(id) => match state.jobs.get(&id) {
+            Some(job) if job.state.is_terminal() => {
+                Message::Error(format!("job {id} has already ended ({:?})", job.state))
+            }
+            Some(_) => {
+                state.end_job(&id, crate::cluster::protocol::JobState::Cancelled, None);
+                Message::Ok
+            }
+            None => Message::Error(format!("no job with id {id}")),
+        },
+        other => Message::Error(format!("unexpected {} from a client", message_name(&other))),
+    })
+}
+
+async fn serve_worker(
+    mut reader: impl AsyncRead + Unpin,
+    mailbox: UnboundedSender<Message>,
+    shared: Shared,
+    job: String,
+    tm: String,
+) -> Result<(), String> {
+    {
+        let mut state = lock(&shared);
+        let Some(entry) = state.jobs.get_mut(&job) else {
+            let msg = format!("no job with id {job}");
+            let _ = mailbox.send(Message::Error(msg.clone()));
+            return Err(msg);
+        };
+        match entry.workers.get_mut(&tm) {
+            Some(w) => w.mailbox = Some(mailbox.clone()),
+            None => {
+                let msg = format!("job {job} has no worker on TaskManager {tm}");
+                let _ = mailbox.send(Message::Error(msg.clone()));
+                return Err(msg);
+            }
+        }
+    }
+    let _ = mailbox.send(Message::Welcome);
+    loop {
+        let message = match async_io::read(&mut reader).await {
+            Ok(m) => m,
+            // The worker process ended; its TaskManager reports how.
+            Err(_) => return Ok(()),
+        };
+        let mut state = lock(&shared);
+        match message {
+            Message::WorkerReady { data_port } => state.worker_ready(&job, &tm, data_port),
+            Message::WorkerFinished {
+                vertices,
+                collected,
+            } => state.worker_finished(&job, &tm, vertices, collected),
+            Message::WorkerFailed(error) => state.end_job(
+                &job,
+                crate::cluster::protocol::JobState::Failed,
+                Some(format!("worker on TaskManager {tm}: {error}")),
+            ),
+            other => {
+                let _ = mailbox.send(Message::Error(format!(
+                    "unexpected {} from a worker",
+                    message_name(&other)
+                )));
+            }
+        }
+    }
+}

@@ -1,0 +1,155 @@
+//! REST API with JSON, shaped after Flink's: `GET /overview`, `/taskmanagers`, `/jobs`,
+//! `/jobs/{id}`, `/jobs/{id}/plan`, and `PATCH /jobs/{id}` to cancel.
+
+use axum::Json;
+use axum::Router;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::routing::get;
+use serde_json::{Value, json};
+
+use crate::cluster::jobmanager::{Shared, lock};
+use crate::cluster::protocol::JobState;
+
+/// The REST routes over the JobManager's state.
+pub fn router(shared: Shared) -> Router {
+    Router::new()
+        .route("/overview", get(overview))
+        .route("/taskmanagers", get(task_managers))
+        .route("/jobs", get(jobs))
+        .route("/jobs/{id}", get(job).patch(cancel))
+        .route("/jobs/{id}/plan", get(plan))
+        .with_state(shared)
+}
+
+type Reply = (StatusCode, Json<Value>);
+
+fn not_found(id: &str) -> Reply {
+    (
+        StatusCode::NOT_FOUND,
+        Json(json!({"errors": [format!("no job with id {id}")]})),
+    )
+}
+
+async fn overview(State(shared): State<Shared>) -> Json<Value> {
+    let state = lock(&shared);
+    let slots: usize = state.task_managers.values().map(|t| t.info.slots).sum();
+    let used: usize = state.task_managers.values().map(|t| t.used_slots).sum();
+    let count = |s: JobState| state.jobs.values().filter(|j| j.state == s).count();
+    Json(json!({
+        "taskmanagers": state.task_managers.len(),
+        "slots-total": slots,
+        "slots-available": slots - used.min(slots),
+        "jobs-running": count(JobState::Running) + count(JobState::Deploying),
+        "jobs-finished": count(JobState::Finished),
+        "jobs-cancelled": count(JobState::Cancelled),
+        "jobs-failed": count(JobState::Failed),
+        "scheduler": state.scheduler.name(),
+    }))
+}
+
+async fn task_managers(State(shared): State<Shared>) -> Json<Value> {
+    let state = lock(&shared);
+    let tms: Vec<Value> = state
+        .task_managers
+        .values()
+        .map(|t| {
+            json!({
+                "id": t.info.id,
+                "slotsNumber": t.info.slots,
+                "freeSlots": t.info.slots.saturating_sub(t.used_slots),
+                "cores": t.info.cores,
+                "memoryBytes": t.info.memory_bytes,
+                "dataHost": t.info.data_host,
+                "cpuLoad": t.resources.cpu,
+                "memoryLoad": t.resources.memory,
+                "timeSinceLastHeartbeatMs": t.last_heartbeat.elapsed().as_millis() as u64,
+            })
+        })
+        .collect();
+    Json(json!({ "taskmanagers": tms }))
+}
+
+async fn jobs(State(shared): State<Shared>) -> Json<Value> {
+    let state = lock(&shared);
+    let jobs: Vec<Value> = state
+        .jobs
+        .values()
+        .map(|j| json!({"id": j.id, "name": j.request.name, "status": j.state}))
+        .collect();
+    Json(json!({ "jobs": jobs }))
+}
+
+async fn job(State(shared): State<Shared>, Path(id): Path<String>) -> Reply {
+    let state = lock(&shared);
+    let Some(j) = state.jobs.get(&id) else {
+        return not_found(&id);
+    };
+    let summary = j.summary();
+    let vertices: Vec<Value> = j
+        .request
+        .vertex_names
+        .iter()
+        .zip(&j.request.vertex_parallelism)
+        .enumerate()
+        .map(|(i, (name, p))| {
+            let m = summary.vertices.get(i);
+            json!({
+                "id": i,
+                "name": name,
+                "parallelism": p,
+                "status": j.state,
+                "metrics": {
+                    "read-records": m.map_or(0, |m| m.records_in),
+                    "write-records": m.map_or(0, |m| m.records_out),
+                },
+            })
+        })
+        .collect();
+    (
+        StatusCode::OK,
+        Json(json!({
+            "jid": j.id,
+            "name": j.request.name,
+            "state": j.state,
+            "duration": summary.duration_ms,
+            "error": summary.error,
+            "vertices": vertices,
+            "placement": j.placement,
+        })),
+    )
+}
+
+async fn plan(State(shared): State<Shared>, Path(id): Path<String>) -> Reply {
+    let state = lock(&shared);
+    let Some(j) = state.jobs.get(&id) else {
+        return not_found(&id);
+    };
+    let nodes: Vec<Value> = j
+        .request
+        .vertex_names
+        .iter()
+        .zip(&j.request.vertex_parallelism)
+        .enumerate()
+        .map(|(i, (name, p))| json!({"id": i, "description": name, "parallelism": p}))
+        .collect();
+    (
+        StatusCode::OK,
+        Json(json!({"plan": {"jid": j.id, "name": j.request.name, "nodes": nodes}})),
+    )
+}
+
+async fn cancel(State(shared): State<Shared>, Path(id): Path<String>) -> Reply {
+    let mut state = lock(&shared);
+    match state.jobs.get(&id).map(|j| j.state) {
+        None => not_found(&id),
+        Some(s) if s.is_terminal() => (
+            StatusCode::CONFLICT,
+            Json(json!({"errors": [format!("job {id} has already ended ({s:?})")]})),
+        ),
+        Some(_) => {
+            state.end_job(&id, JobState::Cancelled, None);
+            (StatusCode::ACCEPTED, Json(json!({})))
+        }
+    }
+}

@@ -1,0 +1,321 @@
+//! The JobManager's view of the cluster: TaskManagers, artifacts, jobs and their life cycle.
+//!
+//! A job moves `Deploying -> Running -> Finished | Failed | Cancelled`:
+//! deployed when placed (each TaskManager of the placement gets a `Deploy`), running once every
+//! worker has announced its data port (the JobManager then sends each of them the peers'
+//! addresses), finished when every worker has reported success. A worker failure, a worker
+//! process that exits without reporting, or the loss of one of its TaskManagers fails the job
+//! and cancels its other workers.
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::{Duration, Instant};
+
+use tokio::sync::mpsc::UnboundedSender;
+
+use crate::cluster::protocol::{
+    Collected, DeploySpec, JobId, JobState, JobSummary, Message, PeerAddress, Resources,
+    SubmitRequest, TaskManagerInfo,
+};
+use crate::runtime::metrics::VertexMetrics;
+use crate::scheduler::{Scheduler, SlotOffer};
+
+/// A registered TaskManager.
+pub struct TaskManagerEntry {
+    /// What it offers.
+    pub info: TaskManagerInfo,
+    /// Its connection's mailbox.
+    pub mailbox: UnboundedSender<Message>,
+    /// When it was last heard from.
+    pub last_heartbeat: Instant,
+    /// Last resource sample.
+    pub resources: Resources,
+    /// Slots used by running jobs.
+    pub used_slots: usize,
+}
+
+/// One worker of a job.
+#[derive(Default)]
+pub struct WorkerEntry {
+    /// Mailbox of the worker's own connection, once it said hello.
+    pub mailbox: Option<UnboundedSender<Message>>,
+    /// Its data port, once ready.
+    pub data_port: Option<u16>,
+    /// True once it reported success.
+    pub finished: bool,
+    /// Slots it holds on its TaskManager.
+    pub slots: usize,
+}
+
+/// A submitted job.
+pub struct JobEntry {
+    /// Id.
+    pub id: JobId,
+    /// The submission.
+    pub request: SubmitRequest,
+    /// State.
+    pub state: JobState,
+    /// Submission time.
+    pub submitted: Instant,
+    /// End time.
+    pub ended: Option<Instant>,
+    /// TaskManager of every subtask.
+    pub placement: Vec<String>,
+    /// Workers by TaskManager id.
+    pub workers: BTreeMap<String, WorkerEntry>,
+    /// Why it failed.
+    pub error: Option<String>,
+    /// Counters summed over finished workers.
+    pub vertices: Vec<VertexMetrics>,
+    /// `collect()` records reported by workers.
+    pub collected: Collected,
+    /// Clients waiting for the end.
+    pub waiters: Vec<UnboundedSender<Message>>,
+}
+
+impl JobEntry {
+    /// The job as listed.
+    pub fn summary(&self) -> JobSummary {
+        let end = self.ended.unwrap_or_else(Instant::now);
+        JobSummary {
+            id: self.id.clone(),
+            name: self.request.name.clone(),
+            state: self.state,
+            duration_ms: end.duration_since(self.submitted).as_millis() as u64,
+            error: self.error.clone(),
+            vertices: self.vertices.clone(),
+        }
+    }
+}
+
+/// Everything the JobManager knows.
+pub struct ClusterState {
+    /// Its own RPC address (given to workers).
+    pub rpc_address: String,
+    /// TaskManagers by id.
+    pub task_managers: BTreeMap<String, TaskManagerEntry>,
+    /// Job binaries by sha256.
+    pub artifacts: HashMap<String, std::sync::Arc<Vec<u8>>>,
+    /// Jobs by id, in submission order of their ids.
+    pub jobs: BTreeMap<JobId, JobEntry>,
+    /// Placement strategy.
+    pub scheduler: Box<dyn Scheduler>,
+    /// Heartbeat timeout.
+    pub heartbeat_timeout: Duration,
+    next_job: u64,
+}
+
+impl ClusterState {
+    /// An empty cluster.
+    pub fn new(
+        rpc_address: String,
+        scheduler: Box<dyn Scheduler>,
+        heartbeat_timeout: Duration,
+    ) -> Self {
+        ClusterState {
+            rpc_address,
+            task_managers: BTreeMap::new(),
+            artifacts: HashMap::new(),
+            jobs: BTreeMap::new(),
+            scheduler,
+            heartbeat_timeout,
+            next_job: 0,
+        }
+    }
+
+    /// Places and deploys a job; returns its id.
+    pub fn submit(&mut self, request: SubmitRequest) -> Result<JobId, String> {
+        if !self.artifacts.contains_key(&request.artifact) {
+            return Err(format!(
+                "artifact {} is unknown: upload it before submitting",
+                request.artifact
+            ));
+        }
+        let offers: Vec<SlotOffer> = self
+            .task_managers
+            .values()
+            .map(|tm| SlotOffer {
+                task_manager: tm.info.id.clone(),
+                free: tm.info.slots.saturating_sub(tm.used_slots),
+            })
+            .collect();
+        let placement = self
+            .scheduler
+            .place(&request.vertex_parallelism, &offers)
+            .map_err(|e| e.to_string())?;
+        self.next_job += 1;
+        let id = format!("{:08x}{:08x}", std::process::id(), self.next_job);
+        let slots = self.scheduler.place_slots(
+            request
+                .vertex_parallelism
+                .iter()
+                .copied()
+                .max()
+                .unwrap_or(0),
+            &offers,
+        );
+        let mut workers: BTreeMap<String, WorkerEntry> = BTreeMap::new();
+        for tm in &placement {
+            workers.entry(tm.clone()).or_default();
+        }
+        if let Ok(slots) = slots {
+            for tm in slots {
+                if let Some(w) = workers.get_mut(&tm) {
+                    w.slots += 1;
+                }
+            }
+        }
+        for (tm, w) in &workers {
+            let Some(entry) = self.task_managers.get_mut(tm) else {
+                continue;
+            };
+            entry.used_slots += w.slots;
+            let spec = DeploySpec {
+                job: id.clone(),
+                request: request.clone(),
+                task_manager: tm.clone(),
+                jobmanager: self.rpc_address.clone(),
+                data_host: entry.info.data_host.clone(),
+                placement: placement.clone(),
+            };
+            let _ = entry.mailbox.send(Message::Deploy(spec));
+        }
+        tracing::info!(job = %id, name = %request.name, ?placement, "job deployed");
+        self.jobs.insert(
+            id.clone(),
+            JobEntry {
+                id: id.clone(),
+                request,
+                state: JobState::Deploying,
+                submitted: Instant::now(),
+                ended: None,
+                placement,
+                workers,
+                error: None,
+                vertices: Vec::new(),
+                collected: Vec::new(),
+                waiters: Vec::new(),
+            },
+        );
+        Ok(id)
+    }
+
+    /// A worker announced its data port; starts the job when all have.
+    pub fn worker_ready(&mut self, job: &str, tm: &str, port: u16) {
+        let Some(entry) = self.jobs.get_mut(job) else {
+            return;
+        };
+        if let Some(w) = entry.workers.get_mut(tm) {
+            w.data_port = Some(port);
+        }
+        if entry.state != JobState::Deploying
+            || entry.workers.values().any(|w| w.data_port.is_none())
+        {
+            return;
+        }
+        let peers: Vec<PeerAddress> = entry
+            .workers
+            .iter()
+            .filter_map(|(tm, w)| {
+                let host = self.task_managers.get(tm)?.info.data_host.clone();
+                Some(PeerAddress {
+                    task_manager: tm.clone(),
+                    address: format!("{host}:{}", w.data_port?),
+                })
+            })
+            .collect();
+        entry.state = JobState::Running;
+        for w in entry.workers.values() {
+            if let Some(m) = &w.mailbox {
+                let _ = m.send(Message::Start(peers.clone()));
+            }
+        }
+        tracing::info!(job = %job, "job running");
+    }
+
+    /// A worker reported success; finishes the job when all have.
+    pub fn worker_finished(
+        &mut self,
+        job: &str,
+        tm: &str,
+        vertices: Vec<VertexMetrics>,
+        collected: Collected,
+    ) {
+        let Some(entry) = self.jobs.get_mut(job) else {
+            return;
+        };
+        if let Some(w) = entry.workers.get_mut(tm) {
+            w.finished = true;
+        }
+        if entry.vertices.is_empty() {
+            entry.vertices = vertices;
+        } else {
+            for (total, v) in entry.vertices.iter_mut().zip(vertices) {
+                total.records_in += v.records_in;
+                total.records_out += v.records_out;
+            }
+        }
+        entry.collected.extend(collected);
+        if entry.workers.values().all(|w| w.finished) {
+            self.end_job(job, JobState::Finished, None);
+        }
+    }
+
+    /// Ends a job: releases its slots, tells TaskManagers to stop what is left, wakes waiters.
+    pub fn end_job(&mut self, job: &str, state: JobState, error: Option<String>) {
+        let Some(entry) = self.jobs.get_mut(job) else {
+            return;
+        };
+        if entry.state.is_terminal() {
+            return;
+        }
+        entry.state = state;
+        entry.error = error;
+        entry.ended = Some(Instant::now());
+        for (tm, w) in &entry.workers {
+            if let Some(t) = self.task_managers.get_mut(tm) {
+                t.used_slots = t.used_slots.saturating_sub(w.slots);
+                if state != JobState::Finished {
+                    let _ = t.mailbox.send(Message::CancelJob(job.to_string()));
+                }
+            }
+        }
+        let summary = entry.summary();
+        match &summary.error {
+            Some(e) => tracing::warn!(job = %job, state = ?state, "job ended: {e}"),
+            None => tracing::info!(job = %job, state = ?state, "job ended"),
+        }
+        for waiter in entry.waiters.drain(..) {
+            let _ = waiter.send(Message::JobEnded(summary.clone(), entry.collected.clone()));
+        }
+    }
+
+    /// A TaskManager is gone: fails the jobs that had workers on it.
+    pub fn task_manager_lost(&mut self, tm: &str, reason: &str) {
+        if self.task_managers.remove(tm).is_none() {
+            return;
+        }
+        tracing::warn!(task_manager = %tm, "TaskManager lost: {reason}");
+        let affected: Vec<JobId> = self
+            .jobs
+            .values()
+            .filter(|j| !j.state.is_terminal() && j.workers.contains_key(tm))
+            .map(|j| j.id.clone())
+            .collect();
+        for job in affected {
+            self.end_job(
+                &job,
+                JobState::Failed,
+                Some(format!("TaskManager {tm} was lost: {reason}")),
+            );
+        }
+    }
+
+    /// TaskManagers whose last heartbeat is older than the timeout.
+    pub fn expired_task_managers(&self) -> Vec<String> {
+        self.task_managers
+            .values()
+            .filter(|t| t.last_heartbeat.elapsed() > self.heartbeat_timeout)
+            .map(|t| t.info.id.clone())
+            .collect()
+    }
+}

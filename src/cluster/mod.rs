@@ -1,0 +1,26 @@
+//! Cluster mode: a JobManager, TaskManagers, and job binaries shipped to workers.
+//!
+//! * [`protocol`]: the control-plane messages and their framing.
+//! * [`jobmanager`]: accepts TaskManagers, clients and workers; keeps the cluster view; places
+//!   jobs with a [`crate::scheduler::Scheduler`]; detects lost TaskManagers by heartbeat; serves
+//!   REST.
+//! * [`taskmanager`]: registers its slots, heartbeats, fetches job artifacts (cached by
+//!   sha256) and starts them as worker processes.
+//! * [`worker`]: a job binary started by a TaskManager rebuilds its graph, checks its
+//!   fingerprint and runs the subtasks placed on it, with remote channels to its peers.
+//! * [`client`]: submission of the running binary as a job, and job queries.
+//!
+//! The control plane is async (tokio): one task per connection with a mailbox for outgoing
+//! messages. Data moves on dedicated TCP connections between workers (`crate::network`).
+
+pub mod client;
+pub mod jobmanager;
+pub mod protocol;
+pub mod taskmanager;
+pub mod worker;
+
+/// Environment variable naming the JobManager a job program submits to.
+pub const JOBMANAGER_ENV: &str = "HUMMER_JOBMANAGER";
+
+/// Environment variable holding a worker's deploy spec (JSON), set by the TaskManager.
+pub const WORKER_ENV: &str = "HUMMER_WORKER";

@@ -1,0 +1,297 @@
+//! The TaskManager process: registers its slots with the JobManager, heartbeats with a resource
+//! sample, and runs the workers of the jobs placed on it.
+//!
+//! A deployed job's binary is fetched from the JobManager once and cached under its sha256
+//! (checked after download), then started as a worker process with the job's arguments and the
+//! deploy spec in its environment. A worker that crashes fails its job, never the TaskManager:
+//! its exit code and the tail of its stderr go to the JobManager.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use sha2::{Digest, Sha256};
+use tokio::io::AsyncReadExt;
+use tokio::net::TcpStream;
+use tokio::sync::mpsc::UnboundedSender;
+use tokio::sync::oneshot;
+
+use crate::cluster::client::ClusterClient;
+use crate::cluster::protocol::{
+    DeploySpec, Message, PROTOCOL_VERSION, Resources, Role, TaskManagerInfo, async_io,
+};
+use crate::error::{HummerError, Result};
+
+/// How a TaskManager runs.
+#[derive(Clone, Debug)]
+pub struct TaskManagerConfig {
+    /// JobManager RPC address.
+    pub jobmanager: String,
+    /// Slots offered (default: CPU cores).
+    pub slots: usize,
+    /// Host its workers bind data listeners to.
+    pub data_host: String,
+    /// Where job binaries are cached.
+    pub cache_dir: PathBuf,
+    /// Interval between heartbeats.
+    pub heartbeat_interval: Duration,
+}
+
+type Workers = Arc<Mutex<HashMap<String, oneshot::Sender<()>>>>;
+
+/// Runs a TaskManager until its JobManager connection ends.
+pub async fn run(config: TaskManagerConfig) -> Result<()> {
+    let id = format!("{}-{}", config.data_host, std::process::id());
+    let net = |source| HummerError::Network {
+        endpoint: config.jobmanager.clone(),
+        source,
+    };
+    let stream = connect_with_retry(&config.jobmanager).await.map_err(net)?;
+    let _ = stream.set_nodelay(true);
+    let (mut reader, mut writer) = stream.into_split();
+    let info = TaskManagerInfo {
+        id: id.clone(),
+        slots: config.slots,
+        cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        memory_bytes: memory_total(),
+        data_host: config.data_host.clone(),
+    };
+    let cluster = |e: crate::cluster::protocol::FrameError| HummerError::Cluster(e.to_string());
+    async_io::write(
+        &mut writer,
+        &Message::Hello {
+            version: PROTOCOL_VERSION,
+            role: Role::TaskManager(info),
+        },
+    )
+    .await
+    .map_err(cluster)?;
+    match async_io::read(&mut reader).await.map_err(cluster)? {
+        Message::Welcome => {}
+        Message::Error(e) => {
+            return Err(HummerError::Cluster(format!("registration refused: {e}")));
+        }
+        other => return Err(HummerError::Cluster(format!("unexpected {other:?}"))),
+    }
+    println!("taskmanager {id} registered with {}", config.jobmanager);
+    std::fs::create_dir_all(&config.cache_dir)
+        .map_err(|e| HummerError::io("cannot create artifact cache", &config.cache_dir, e))?;
+
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Message>();
+    tokio::spawn(async move {
+        while let Some(m) = rx.recv().await {
+            if async_io::write(&mut writer, &m).await.is_err() {
+                break;
+            }
+        }
+    });
+    let heartbeat = tx.clone();
+    let interval = config.heartbeat_interval;
+    tokio::spawn(async move {
+        let mut sampler = CpuSampler::default();
+        let mut tick = tokio::time::interval(interval);
+        loop {
+            tick.tick().await;
+            let resources = Resources {
+                cpu: sampler.sample(),
+                memory: memory_used_fraction(),
+            };
+            if heartbeat.send(Message::Heartbeat(resources)).is_err() {
+                break;
+            }
+        }
+    });
+
+    let workers: Workers = Arc::default();
+    loop {
+        match async_io::read(&mut reader).await {
+            Ok(Message::Deploy(spec)) => {
+                let (config, tx, workers) = (config.clone(), tx.clone(), workers.clone());
+                tokio::spawn(async move { deploy(spec, config, tx, workers).await });
+            }
+            Ok(Message::CancelJob(job)) => {
+                if let Some(kill) = workers.lock().ok().and_then(|mut w| w.remove(&job)) {
+                    let _ = kill.send(());
+                }
+            }
+            Ok(Message::Error(e)) => tracing::warn!("JobManager: {e}"),
+            Ok(other) => tracing::warn!("unexpected message from the JobManager: {other:?}"),
+            Err(e) => {
+                // Without its JobManager a TaskManager has nothing to do: stop the workers.
+                if let Ok(mut w) = workers.lock() {
+                    for (_, kill) in w.drain() {
+                        let _ = kill.send(());
+                    }
+                }
+                return Err(HummerError::Cluster(format!("lost the JobManager: {e}")));
+            }
+        }
+    }
+}
+
+async fn connect_with_retry(address: &str) -> std::io::Result<TcpStream> {
+    let mut last = None;
+    for _ in 0..50 {
+        match TcpStream::connect(address).await {
+            Ok(s) => return Ok(s),
+            Err(e) => last = Some(e),
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    Err(last.unwrap_or_else(|| std::io::Error::other("no attempt")))
+}
+
+/// Fetches the artifact if needed, starts the worker, reports its end.
+async fn deploy(
+    spec: DeploySpec,
+    config: TaskManagerConfig,
+    jm: UnboundedSender<Message>,
+    workers: Workers,
+) {
+    let job = spec.job.clone();
+    let report = |code: Option<i32>, stderr_tail: String| {
+        let _ = jm.send(Message::WorkerExited {
+            job: job.clone(),
+            code,
+            stderr_tail,
+        });
+    };
+    let binary = match ensure_artifact(&spec.request.artifact, &config).await {
+        Ok(path) => path,
+        Err(e) => return report(Some(-1), format!("cannot get the job binary: {e}")),
+    };
+    let spec_json = match serde_json::to_string(&spec) {
+        Ok(j) => j,
+        Err(e) => return report(Some(-1), format!("cannot encode the deploy spec: {e}")),
+    };
+    let mut child = match tokio::process::Command::new(&binary)
+        .args(&spec.request.args)
+        .env(crate::cluster::WORKER_ENV, spec_json)
+        .env_remove(crate::cluster::JOBMANAGER_ENV)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+    {
+        Ok(c) => c,
+        Err(e) => return report(Some(-1), format!("cannot start {}: {e}", binary.display())),
+    };
+    let (kill_tx, kill_rx) = oneshot::channel();
+    if let Ok(mut w) = workers.lock() {
+        w.insert(job.clone(), kill_tx);
+    }
+    let mut stderr = child.stderr.take();
+    let tail = tokio::spawn(async move {
+        let mut all = Vec::new();
+        if let Some(s) = stderr.as_mut() {
+            let _ = s.read_to_end(&mut all).await;
+        }
+        let text = String::from_utf8_lossy(&all).to_string();
+        let start = text.len().saturating_sub(2000);
+        text.get(start..).unwrap_or_default().to_string()
+    });
+    let status = tokio::select! {
+        status = child.wait() => status,
+        _ = kill_rx => {
+            let _ = child.kill().await;
+            child.wait().await
+        }
+    };
+    if let Ok(mut w) = workers.lock() {
+        w.remove(&job);
+    }
+    let tail = tail.await.unwrap_or_default();
+    match status {
+        Ok(s) => report(s.code(), tail),
+        Err(e) => report(None, format!("cannot wait for the worker: {e}")),
+    }
+}
+
+/// The path of a cached artifact, fetched from the JobManager on first use.
+async fn ensure_artifact(sha256: &str, config: &TaskManagerConfig) -> Result<PathBuf> {
+    let path = config.cache_dir.join(sha256);
+    if path.exists() {
+        return Ok(path);
+    }
+    let (jm, sha) = (config.jobmanager.clone(), sha256.to_string());
+    let bytes =
+        tokio::task::spawn_blocking(move || ClusterClient::connect(&jm)?.fetch_artifact(&sha))
+            .await
+            .map_err(|e| HummerError::Internal(e.to_string()))??;
+    let actual = hex::encode(Sha256::digest(&bytes));
+    if actual != sha256 {
+        return Err(HummerError::Cluster(format!(
+            "artifact hash mismatch: expected {sha256}, the downloaded bytes hash to {actual}"
+        )));
+    }
+    let tmp = config
+        .cache_dir
+        .join(format!(".{sha256}.{}", std::process::id()));
+    std::fs::write(&tmp, &bytes).map_err(|e| HummerError::io("cannot write artifact", &tmp, e))?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755))
+            .map_err(|e| HummerError::io("cannot make artifact executable", &tmp, e))?;
+    }
+    std::fs::rename(&tmp, &path).map_err(|e| HummerError::io("cannot store artifact", &path, e))?;
+    Ok(path)
+}
+
+/// CPU utilisation from `/proc/stat`, between two samples.
+#[derive(Default)]
+struct CpuSampler {
+    last: Option<(u64, u64)>,
+}
+
+impl CpuSampler {
+    fn sample(&mut self) -> f64 {
+        let Some((busy, total)) = read_cpu_times() else {
+            return 0.0;
+        };
+        let result = match self.last {
+            Some((b0, t0)) if total > t0 => (busy - b0.min(busy)) as f64 / (total - t0) as f64,
+            _ => 0.0,
+        };
+        self.last = Some((busy, total));
+        result.clamp(0.0, 1.0)
+    }
+}
+
+fn read_cpu_times() -> Option<(u64, u64)> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let line = stat.lines().next()?;
+    let values: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|v| v.parse().ok())
+        .collect();
+    let total: u64 = values.iter().sum();
+    let idle = values.get(3).copied().unwrap_or(0) + values.get(4).copied().unwrap_or(0);
+    Some((total - idle, total))
+}
+
+fn meminfo(field: &str) -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    info.lines()
+        .find(|l| l.starts_with(field))?
+        .split_whitespace()
+        .nth(1)?
+        .parse::<u64>()
+        .ok()
+        .map(|kb| kb * 1024)
+}
+
+fn memory_total() -> u64 {
+    meminfo("MemTotal:").unwrap_or(0)
+}
+
+fn memory_used_fraction() -> f64 {
+    match (meminfo("MemTotal:"), meminfo("MemAvailable:")) {
+        (Some(t), Some(a)) if t > 0 => (t - a.min(t)) as f64 / t as f64,
+        _ => 0.0,
+    }
+}

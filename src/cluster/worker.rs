@@ -1,0 +1,179 @@
+//! Worker mode: a job binary started by a TaskManager.
+//!
+//! The TaskManager starts the job's binary with the arguments the client was started with and
+//! the deploy spec in [`crate::cluster::WORKER_ENV`]. The program runs its `main` as usual, so
+//! it builds the same graph; at `execute()` the environment sees the spec and comes here
+//! instead of running locally: the graph's fingerprint is checked against the submitted one,
+//! the data listener is bound, the JobManager is told the data port and answers with every
+//! peer's address, and the subtasks placed on this TaskManager run with remote channels to the
+//! others. The outcome is reported to the JobManager and the process exits.
+
+use std::net::TcpStream;
+use std::sync::Arc;
+
+use crate::cluster::protocol::{DeploySpec, Message, PROTOCOL_VERSION, Role, sync_io};
+use crate::connectors::collect::CollectSlot;
+use crate::error::{HummerError, Result};
+use crate::graph::execution_graph::ExecutionGraph;
+use crate::graph::job_graph::JobGraph;
+use crate::graph::stream_graph::NodeId;
+use crate::network::DataListener;
+use crate::runtime::CancelToken;
+use crate::runtime::executor::{self, Placement, RuntimeConfig};
+use crate::runtime::metrics::JobProgress;
+
+/// The deploy spec of this process, if it was started as a worker.
+pub fn spec_from_env() -> Option<Result<DeploySpec>> {
+    let text = std::env::var(crate::cluster::WORKER_ENV).ok()?;
+    Some(serde_json::from_str(&text).map_err(|e| {
+        HummerError::Config(format!(
+            "{} does not hold a deploy spec: {e}",
+            crate::cluster::WORKER_ENV
+        ))
+    }))
+}
+
+/// The fingerprint of a job graph: sha256 of its JSON plan.
+pub fn fingerprint(plan_json: &str) -> String {
+    use sha2::{Digest, Sha256};
+    hex::encode(Sha256::digest(plan_json.as_bytes()))
+}
+
+/// What the worker needs from the environment.
+pub(crate) struct WorkerJob<'a> {
+    pub(crate) job: &'a JobGraph,
+    pub(crate) exec: &'a ExecutionGraph,
+    pub(crate) plan_json: &'a str,
+    pub(crate) runtime: RuntimeConfig,
+    pub(crate) collect_slots: &'a [(NodeId, Arc<dyn CollectSlot + Send + Sync>)],
+}
+
+/// Runs this worker's subtasks and reports to the JobManager; never returns.
+pub(crate) fn run(spec: DeploySpec, job: WorkerJob<'_>) -> ! {
+    let mut jm = match connect(&spec) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("worker of job {}: {e}", spec.job);
+            std::process::exit(2);
+        }
+    };
+    let outcome = run_subtasks(&spec, &job, &mut jm);
+    let report = match &outcome {
+        Ok(message) => message.clone(),
+        Err(e) => Message::WorkerFailed(e.to_string()),
+    };
+    let sent = sync_io::write(&mut jm, &report);
+    match (outcome, sent) {
+        (Ok(_), Ok(())) => std::process::exit(0),
+        (Err(e), _) => {
+            eprintln!("worker of job {} failed: {e}", spec.job);
+            std::process::exit(1);
+        }
+        (Ok(_), Err(e)) => {
+            eprintln!(
+                "worker of job {}: cannot report to the JobManager: {e}",
+                spec.job
+            );
+            std::process::exit(1);
+        }
+    }
+}
+
+fn connect(spec: &DeploySpec) -> Result<TcpStream> {
+    let mut jm = TcpStream::connect(&spec.jobmanager).map_err(|source| HummerError::Network {
+        endpoint: spec.jobmanager.clone(),
+        source,
+    })?;
+    let hello = Message::Hello {
+        version: PROTOCOL_VERSION,
+        role: Role::Worker {
+            job: spec.job.clone(),
+            task_manager: spec.task_manager.clone(),
+        },
+    };
+    exchange(&mut jm, &hello, |m| matches!(m, Message::Welcome))?;
+    Ok(jm)
+}
+
+fn exchange(
+    jm: &mut TcpStream,
+    message: &Message,
+    expect: impl Fn(&Message) -> bool,
+) -> Result<Message> {
+    let err = |e: crate::cluster::protocol::FrameError| HummerError::Cluster(e.to_string());
+    sync_io::write(jm, message).map_err(err)?;
+    match sync_io::read(jm).map_err(err)? {
+        m if expect(&m) => Ok(m),
+        Message::Error(e) => Err(HummerError::Cluster(e)),
+        other => Err(HummerError::Cluster(format!("unexpected {other:?}"))),
+    }
+}
+
+fn run_subtasks(spec: &DeploySpec, job: &WorkerJob<'_>, jm: &mut TcpStream) -> Result<Message> {
+    let built = fingerprint(job.plan_json);
+    if built != spec.request.fingerprint {
+        return Err(HummerError::InvalidGraph(format!(
+            "job graph fingerprint mismatch: this worker built {built}, the client submitted {}; \
+             the binary or its arguments differ from the submitted job",
+            spec.request.fingerprint
+        )));
+    }
+    if job.exec.subtasks.len() != spec.placement.len() {
+        return Err(HummerError::InvalidGraph(format!(
+            "the placement covers {} subtasks, the graph has {}",
+            spec.placement.len(),
+            job.exec.subtasks.len()
+        )));
+    }
+    let bind_host = spec
+        .request
+        .data_bind
+        .clone()
+        .unwrap_or_else(|| spec.data_host.clone());
+    let listener = DataListener::bind(&bind_host, &spec.job, CancelToken::default())?;
+    let port = listener.port();
+    let peers = match exchange(jm, &Message::WorkerReady { data_port: port }, |m| {
+        matches!(m, Message::Start(_))
+    })? {
+        Message::Start(peers) => peers,
+        _ => return Err(HummerError::Internal("start".into())),
+    };
+    let remote = spec
+        .placement
+        .iter()
+        .map(|tm| {
+            if *tm == spec.task_manager {
+                Ok(None)
+            } else {
+                peers
+                    .iter()
+                    .find(|p| p.task_manager == *tm)
+                    .map(|p| Some(p.address.clone()))
+                    .ok_or_else(|| HummerError::Cluster(format!("no address for TaskManager {tm}")))
+            }
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let placement = Placement {
+        job: spec.job.clone(),
+        remote,
+        listener,
+        bind: spec.request.data_bind.clone(),
+    };
+    let running = executor::start(
+        job.job,
+        job.exec,
+        &job.runtime,
+        Arc::new(JobProgress::default()),
+        Some(&placement),
+    )?;
+    let vertices = running.wait()?;
+    let collected = job
+        .collect_slots
+        .iter()
+        .map(|(node, slot)| Ok((*node, slot.take_encoded()?)))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Message::WorkerFinished {
+        vertices,
+        collected,
+    })
+}
