@@ -195,6 +195,7 @@ pub enum Message {
         /// sha256, hex.
         sha256: String,
         /// The executable.
+        #[serde(with = "serde_bytes")]
         bytes: Vec<u8>,
     },
     /// Stop the workers of a job.
@@ -208,6 +209,7 @@ pub enum Message {
         /// sha256 the client computed, hex.
         sha256: String,
         /// The executable.
+        #[serde(with = "serde_bytes")]
         bytes: Vec<u8>,
     },
     /// Submits a job; answered with `Submitted` or `Error`.

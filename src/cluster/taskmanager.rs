@@ -221,24 +221,35 @@ async fn ensure_artifact(sha256: &str, config: &TaskManagerConfig) -> Result<Pat
         tokio::task::spawn_blocking(move || ClusterClient::connect(&jm)?.fetch_artifact(&sha))
             .await
             .map_err(|e| HummerError::Internal(e.to_string()))??;
-    let actual = hex::encode(Sha256::digest(&bytes));
+    let (dir, sha, target) = (config.cache_dir.clone(), sha256.to_string(), path.clone());
+    tokio::task::spawn_blocking(move || store_artifact(&dir, &sha, &target, &bytes))
+        .await
+        .map_err(|e| HummerError::Internal(e.to_string()))??;
+    Ok(path)
+}
+
+/// Checks a downloaded artifact's hash and stores it executable under `target`.
+fn store_artifact(
+    dir: &std::path::Path,
+    sha256: &str,
+    target: &std::path::Path,
+    bytes: &[u8],
+) -> Result<()> {
+    let actual = hex::encode(Sha256::digest(bytes));
     if actual != sha256 {
         return Err(HummerError::Cluster(format!(
             "artifact hash mismatch: expected {sha256}, the downloaded bytes hash to {actual}"
         )));
     }
-    let tmp = config
-        .cache_dir
-        .join(format!(".{sha256}.{}", std::process::id()));
-    std::fs::write(&tmp, &bytes).map_err(|e| HummerError::io("cannot write artifact", &tmp, e))?;
+    let tmp = dir.join(format!(".{sha256}.{}", std::process::id()));
+    std::fs::write(&tmp, bytes).map_err(|e| HummerError::io("cannot write artifact", &tmp, e))?;
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755))
             .map_err(|e| HummerError::io("cannot make artifact executable", &tmp, e))?;
     }
-    std::fs::rename(&tmp, &path).map_err(|e| HummerError::io("cannot store artifact", &path, e))?;
-    Ok(path)
+    std::fs::rename(&tmp, target).map_err(|e| HummerError::io("cannot store artifact", target, e))
 }
 
 /// CPU utilisation from `/proc/stat`, between two samples.

@@ -109,6 +109,34 @@ fn exchange(
     }
 }
 
+/// Ends this process when the JobManager cancels the job or goes away: a worker never
+/// outlives its job, even if its TaskManager was killed.
+fn watch_jobmanager(jm: &TcpStream, job: &str) -> Result<()> {
+    let mut reader = jm
+        .try_clone()
+        .map_err(|e| HummerError::Internal(format!("cannot watch the JobManager: {e}")))?;
+    let job = job.to_string();
+    std::thread::Builder::new()
+        .name("jobmanager-watch".into())
+        .spawn(move || {
+            loop {
+                match sync_io::read(&mut reader) {
+                    Ok(Message::CancelJob(_)) => {
+                        eprintln!("worker of job {job}: cancelled by the JobManager");
+                        std::process::exit(3);
+                    }
+                    Ok(_) => {}
+                    Err(e) => {
+                        eprintln!("worker of job {job}: lost the JobManager: {e}");
+                        std::process::exit(3);
+                    }
+                }
+            }
+        })
+        .map_err(|e| HummerError::Internal(format!("cannot watch the JobManager: {e}")))?;
+    Ok(())
+}
+
 fn run_subtasks(spec: &DeploySpec, job: &WorkerJob<'_>, jm: &mut TcpStream) -> Result<Message> {
     let built = fingerprint(job.plan_json);
     if built != spec.request.fingerprint {
@@ -138,6 +166,7 @@ fn run_subtasks(spec: &DeploySpec, job: &WorkerJob<'_>, jm: &mut TcpStream) -> R
         Message::Start(peers) => peers,
         _ => return Err(HummerError::Internal("start".into())),
     };
+    watch_jobmanager(jm, &spec.job)?;
     let remote = spec
         .placement
         .iter()

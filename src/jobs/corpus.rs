@@ -24,15 +24,33 @@ const COMMON: &[&str] = &[
 /// Approximate bytes per generated line, for progress bars.
 const APPROX_LINE_BYTES: u64 = 70;
 
-/// `lines` generated lines of text.
+/// Generated lines of text: a bounded corpus, or an endless stream.
 pub struct GeneratedCorpus {
-    lines: u64,
+    lines: Option<u64>,
+    rate: Option<f64>,
 }
 
 impl GeneratedCorpus {
-    /// A corpus of `lines` lines.
+    /// A corpus of `lines` lines (a bounded source).
     pub fn new(lines: u64) -> Self {
-        GeneratedCorpus { lines }
+        GeneratedCorpus {
+            lines: Some(lines),
+            rate: None,
+        }
+    }
+
+    /// Lines without end (an unbounded source), for streaming jobs.
+    pub fn unbounded() -> Self {
+        GeneratedCorpus {
+            lines: None,
+            rate: None,
+        }
+    }
+
+    /// At most `per_second` lines per second in total.
+    pub fn with_rate(mut self, per_second: f64) -> Self {
+        self.rate = Some(per_second);
+        self
     }
 }
 
@@ -83,28 +101,48 @@ struct CorpusReader {
     step: u64,
     end: u64,
     ctx: SourceContext,
+    /// Lines per second of this reader, and when it started.
+    rate: Option<(f64, std::time::Instant)>,
+    emitted: u64,
 }
 
 impl Source<String> for GeneratedCorpus {
     fn name(&self) -> String {
-        format!("Generated Corpus ({} lines)", self.lines)
+        match self.lines {
+            Some(n) => format!("Generated Corpus ({n} lines)"),
+            None => "Generated Corpus (unbounded)".into(),
+        }
     }
     fn is_bounded(&self) -> bool {
-        true
+        self.lines.is_some()
+    }
+    fn validate(&self) -> Result<()> {
+        match self.rate {
+            Some(r) if !(r.is_finite() && r > 0.0) => Err(crate::HummerError::Config(format!(
+                "corpus rate must be a positive number of lines per second, got {r}"
+            ))),
+            _ => Ok(()),
+        }
     }
     fn create_reader(&self, ctx: &SourceContext) -> Result<Box<dyn SourceReader<String>>> {
-        let mine = self
-            .lines
+        let end = self.lines.unwrap_or(u64::MAX);
+        let mine = end
             .saturating_sub(ctx.subtask as u64)
             .div_ceil(ctx.parallelism as u64);
-        ctx.progress
-            .bytes_total
-            .fetch_add(mine * APPROX_LINE_BYTES, Ordering::Relaxed);
+        if self.lines.is_some() {
+            ctx.progress
+                .bytes_total
+                .fetch_add(mine * APPROX_LINE_BYTES, Ordering::Relaxed);
+        }
         Ok(Box::new(CorpusReader {
             next: ctx.subtask as u64,
             step: ctx.parallelism as u64,
-            end: self.lines,
+            end,
             ctx: ctx.clone(),
+            rate: self
+                .rate
+                .map(|r| (r / ctx.parallelism as f64, std::time::Instant::now())),
+            emitted: 0,
         }))
     }
 }
@@ -112,6 +150,15 @@ impl Source<String> for GeneratedCorpus {
 impl SourceReader<String> for CorpusReader {
     fn poll_next(&mut self, out: &mut Vec<String>, max: usize) -> Result<SourceStatus> {
         let mut bytes = 0u64;
+        let mut max = max as u64;
+        if let Some((rate, start)) = self.rate {
+            let due = (start.elapsed().as_secs_f64() * rate) as u64;
+            max = max.min(due.saturating_sub(self.emitted));
+            if max == 0 {
+                return Ok(SourceStatus::Idle(std::time::Duration::from_millis(1)));
+            }
+        }
+        self.emitted += max;
         for _ in 0..max {
             if self.next >= self.end {
                 break;

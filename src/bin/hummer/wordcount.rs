@@ -30,9 +30,12 @@ pub struct Args {
     /// Show the K most frequent words in the summary (0: none).
     #[arg(long, default_value_t = 10, value_name = "K")]
     top: usize,
-    /// Lines of the generated corpus when no INPUT is given.
+    /// Lines of the generated corpus when no INPUT is given (0: without end, a streaming job).
     #[arg(long, default_value_t = DEFAULT_CORPUS_LINES)]
     corpus_lines: u64,
+    /// Lines per second of the generated corpus (default: as fast as it goes).
+    #[arg(long)]
+    corpus_rate: Option<f64>,
     /// Print the job's plan (stream graph, fused job graph, subtasks) and exit.
     #[arg(long)]
     explain: bool,
@@ -69,7 +72,16 @@ pub fn run(args: Args) -> Result<()> {
     }
 
     let lines = match args.input.split_first() {
-        None => env.add_source(GeneratedCorpus::new(args.corpus_lines)),
+        None => {
+            let corpus = match args.corpus_lines {
+                0 => GeneratedCorpus::unbounded(),
+                n => GeneratedCorpus::new(n),
+            };
+            env.add_source(match args.corpus_rate {
+                Some(rate) => corpus.with_rate(rate),
+                None => corpus,
+            })
+        }
         Some((first, rest)) => {
             let first = env.read_text_file(first);
             let rest: Vec<_> = rest.iter().map(|p| env.read_text_file(p)).collect();

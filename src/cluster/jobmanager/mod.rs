@@ -254,11 +254,46 @@ async fn serve_client(
                 return Err(e.to_string());
             }
         };
-        let reply = handle_client_request(message, &mailbox, &shared);
-        if let Some(reply) = reply {
-            let _ = mailbox.send(reply);
-        }
+        let reply = match message {
+            // Hashing and copying artifacts (tens of MB) must not hold the state lock or an
+            // async worker thread: heartbeats would wait behind them.
+            Message::UploadArtifact { sha256, bytes } => {
+                let shared = shared.clone();
+                tokio::task::spawn_blocking(move || store_artifact(&shared, sha256, bytes))
+                    .await
+                    .unwrap_or_else(|e| Message::Error(format!("upload failed: {e}")))
+            }
+            Message::FetchArtifact(sha) => {
+                let artifact = lock(&shared).artifacts.get(&sha).cloned();
+                match artifact {
+                    Some(bytes) => tokio::task::spawn_blocking(move || Message::Artifact {
+                        sha256: sha,
+                        bytes: bytes.as_ref().clone(),
+                    })
+                    .await
+                    .unwrap_or_else(|e| Message::Error(format!("fetch failed: {e}"))),
+                    None => Message::Error(format!("artifact {sha} is unknown")),
+                }
+            }
+            other => match handle_client_request(other, &mailbox, &shared) {
+                Some(reply) => reply,
+                None => continue,
+            },
+        };
+        let _ = mailbox.send(reply);
     }
+}
+
+/// Checks an uploaded artifact's hash and stores it.
+fn store_artifact(shared: &Shared, sha256: String, bytes: Vec<u8>) -> Message {
+    let actual = hex::encode(Sha256::digest(&bytes));
+    if actual != sha256 {
+        return Message::Error(format!(
+            "artifact hash mismatch: announced {sha256}, the bytes hash to {actual}"
+        ));
+    }
+    lock(shared).artifacts.insert(sha256, Arc::new(bytes));
+    Message::Ok
 }
 
 /// Handles one client request; `None` when the answer comes later (`WaitJob`).
@@ -276,24 +311,6 @@ fn handle_client_request(
                 Message::Error(format!("artifact {sha} is unknown"))
             }
         }
-        Message::UploadArtifact { sha256, bytes } => {
-            let actual = hex::encode(Sha256::digest(&bytes));
-            if actual != sha256 {
-                Message::Error(format!(
-                    "artifact hash mismatch: announced {sha256}, the bytes hash to {actual}"
-                ))
-            } else {
-                state.artifacts.insert(sha256, Arc::new(bytes));
-                Message::Ok
-            }
-        }
-        Message::FetchArtifact(sha) => match state.artifacts.get(&sha) {
-            Some(bytes) => Message::Artifact {
-                sha256: sha,
-                bytes: bytes.as_ref().clone(),
-            },
-            None => Message::Error(format!("artifact {sha} is unknown")),
-        },
         Message::Submit(request) => match state.submit(request) {
             Ok(id) => Message::Submitted(id),
             Err(e) => Message::Error(e),

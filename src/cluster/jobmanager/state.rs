@@ -272,6 +272,9 @@ impl ClusterState {
         entry.error = error;
         entry.ended = Some(Instant::now());
         for (tm, w) in &entry.workers {
+            if let (true, Some(m)) = (state != JobState::Finished, &w.mailbox) {
+                let _ = m.send(Message::CancelJob(job.to_string()));
+            }
             if let Some(t) = self.task_managers.get_mut(tm) {
                 t.used_slots = t.used_slots.saturating_sub(w.slots);
                 if state != JobState::Finished {

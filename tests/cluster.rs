@@ -1,0 +1,439 @@
+//! Cluster mode with real processes: a JobManager and TaskManagers started from the `hummer`
+//! binary on loopback, jobs submitted by the binary itself.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use hummer::cluster::protocol::{self, Message, Role};
+
+const BIN: &str = env!("CARGO_BIN_EXE_hummer");
+
+/// A JobManager and TaskManagers, killed when dropped.
+struct Cluster {
+    dir: tempfile::TempDir,
+    jobmanager: Child,
+    taskmanagers: Vec<Child>,
+    rpc: String,
+    rest: String,
+}
+
+/// Reads the child's stdout until a line starting with each prefix was seen; returns the rest
+/// of those lines, in the order of `prefixes`, and keeps draining the pipe in the background.
+fn read_lines(child: &mut Child, prefixes: &[&str]) -> Vec<String> {
+    let out = child.stdout.take().expect("piped stdout");
+    let mut reader = BufReader::new(out);
+    let mut found: Vec<Option<String>> = vec![None; prefixes.len()];
+    let mut line = String::new();
+    while found.iter().any(Option::is_none) {
+        line.clear();
+        assert!(
+            reader.read_line(&mut line).unwrap() > 0,
+            "process ended before {prefixes:?}"
+        );
+        for (i, p) in prefixes.iter().enumerate() {
+            if let Some(rest) = line.trim().strip_prefix(p) {
+                found[i] = Some(rest.to_string());
+            }
+        }
+    }
+    std::thread::spawn(move || {
+        let mut sink = String::new();
+        while reader.read_line(&mut sink).map(|n| n > 0).unwrap_or(false) {
+            sink.clear();
+        }
+    });
+    found.into_iter().flatten().collect()
+}
+
+impl Cluster {
+    fn start(taskmanagers: usize, slots: usize, heartbeat_timeout_ms: u64) -> Cluster {
+        let dir = tempfile::tempdir().unwrap();
+        let mut jobmanager = Command::new(BIN)
+            .args([
+                "jobmanager",
+                "--rpc",
+                "127.0.0.1:0",
+                "--rest",
+                "127.0.0.1:0",
+            ])
+            .arg("--heartbeat-timeout-ms")
+            .arg(heartbeat_timeout_ms.to_string())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let lines = read_lines(
+            &mut jobmanager,
+            &["jobmanager rest on ", "jobmanager listening on "],
+        );
+        let (rest, rpc) = (lines[0].clone(), lines[1].clone());
+        let mut cluster = Cluster {
+            dir,
+            jobmanager,
+            taskmanagers: Vec::new(),
+            rpc,
+            rest,
+        };
+        for i in 0..taskmanagers {
+            cluster.add_taskmanager(i, slots);
+        }
+        cluster
+    }
+
+    fn add_taskmanager(&mut self, i: usize, slots: usize) {
+        let mut tm = Command::new(BIN)
+            .args([
+                "taskmanager",
+                "--jobmanager",
+                &self.rpc,
+                "--slots",
+                &slots.to_string(),
+            ])
+            .args(["--data-addr", &format!("127.0.0.{}", i + 2)])
+            .args(["--heartbeat-interval-ms", "200", "--cache-dir"])
+            .arg(self.cache_dir())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        read_lines(&mut tm, &["taskmanager "]);
+        self.taskmanagers.push(tm);
+    }
+
+    fn cache_dir(&self) -> PathBuf {
+        self.dir.path().join("cache")
+    }
+
+    fn hummer(&self, args: &[&str]) -> Output {
+        Command::new(BIN)
+            .args(args)
+            .env("HUMMER_JOBMANAGER", &self.rpc)
+            .output()
+            .unwrap()
+    }
+
+    fn status(&self, id: &str) -> String {
+        String::from_utf8_lossy(&self.hummer(&["status", id]).stdout).to_string()
+    }
+
+    fn wait_for_status(&self, id: &str, state: &str, timeout: Duration) -> Duration {
+        let started = Instant::now();
+        while started.elapsed() < timeout {
+            if self.status(id).contains(state) {
+                return started.elapsed();
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!(
+            "job {id} not {state} after {timeout:?}: {}",
+            self.status(id)
+        );
+    }
+
+    /// Worker processes (started from the artifact cache) still running.
+    fn workers_running(&self) -> usize {
+        // Workers run `<cache>/<sha256>`; TaskManagers only name `<cache>` in their arguments.
+        let out = Command::new("pgrep")
+            .arg("-f")
+            .arg(format!("{}/[0-9a-f]{{64}}", self.cache_dir().display()))
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).lines().count()
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for c in self
+            .taskmanagers
+            .iter_mut()
+            .chain(std::iter::once(&mut self.jobmanager))
+        {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        let _ = Command::new("pkill")
+            .arg("-9")
+            .arg("-f")
+            .arg(self.cache_dir())
+            .status();
+    }
+}
+
+fn http_get(address: &str, path: &str) -> (u16, serde_json::Value) {
+    http(address, "GET", path)
+}
+
+fn http(address: &str, method: &str, path: &str) -> (u16, serde_json::Value) {
+    let mut s = TcpStream::connect(address).unwrap();
+    write!(s, "{method} {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n").unwrap();
+    let mut response = String::new();
+    s.read_to_string(&mut response).unwrap();
+    let status: u16 = response[9..12].parse().unwrap();
+    let body = response.split("\r\n\r\n").nth(1).unwrap_or("");
+    (
+        status,
+        serde_json::from_str(body).unwrap_or(serde_json::Value::Null),
+    )
+}
+
+fn submitted_id(out: &Output) -> String {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("submitted job "))
+        .unwrap_or_else(|| {
+            panic!(
+                "no job id: {stdout} {}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        })
+        .trim()
+        .to_string()
+}
+
+fn corpus(dir: &Path, lines: u64) -> PathBuf {
+    let path = dir.join("corpus.txt");
+    common::write_corpus(&path, lines);
+    path
+}
+
+#[test]
+fn cluster_wordcount_equals_local_and_is_visible_in_rest() {
+    let cluster = Cluster::start(3, 2, 5_000);
+    let input = corpus(cluster.dir.path(), 20_000);
+    let (out_cluster, out_local) = (cluster.dir.path().join("oc"), cluster.dir.path().join("ol"));
+    let run = cluster.hummer(&[
+        "wordcount",
+        input.to_str().unwrap(),
+        "--parallelism",
+        "6",
+        "--top",
+        "3",
+        "--output",
+        out_cluster.to_str().unwrap(),
+    ]);
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let id = submitted_id(&run);
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        stdout.contains("   1. the\t"),
+        "top words from the workers' collect sink: {stdout}"
+    );
+    let local = Command::new(BIN)
+        .args([
+            "wordcount",
+            input.to_str().unwrap(),
+            "--parallelism",
+            "6",
+            "--output",
+        ])
+        .arg(&out_local)
+        .env_remove("HUMMER_JOBMANAGER")
+        .output()
+        .unwrap();
+    assert!(local.status.success());
+    let expected = common::reference_counts(&std::fs::read_to_string(&input).unwrap());
+    assert_eq!(common::read_counts(&out_cluster), expected);
+    assert_eq!(common::read_counts(&out_local), expected);
+    assert_eq!(std::fs::read_dir(&out_cluster).unwrap().count(), 6);
+
+    let (code, overview) = http_get(&cluster.rest, "/overview");
+    assert_eq!(code, 200);
+    assert_eq!(overview["taskmanagers"], 3);
+    assert_eq!(overview["slots-total"], 6);
+    assert_eq!(overview["jobs-finished"], 1);
+    let (_, tms) = http_get(&cluster.rest, "/taskmanagers");
+    assert_eq!(tms["taskmanagers"].as_array().unwrap().len(), 3);
+    let (_, job) = http_get(&cluster.rest, &format!("/jobs/{id}"));
+    assert_eq!(job["state"], "Finished");
+    let vertices = job["vertices"].as_array().unwrap();
+    assert!(vertices.iter().any(|v| v["parallelism"] == 6));
+    assert!(vertices[0]["metrics"]["read-records"].as_u64().unwrap() >= 20_000);
+    // Subtask i of every vertex shares slot i; slots are dealt round-robin over 3 TaskManagers.
+    let placement: Vec<&str> = job["placement"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        placement[0..3]
+            .iter()
+            .collect::<std::collections::HashSet<_>>()
+            .len(),
+        3
+    );
+    let (_, plan) = http_get(&cluster.rest, &format!("/jobs/{id}/plan"));
+    assert!(plan["plan"]["nodes"].as_array().unwrap().len() >= 2);
+    let (code, _) = http_get(&cluster.rest, "/jobs/nope");
+    assert_eq!(code, 404);
+    let list = cluster.hummer(&["list"]);
+    assert!(String::from_utf8_lossy(&list.stdout).contains(&id));
+}
+
+#[test]
+fn cancelled_streaming_job_stops_all_its_workers() {
+    let cluster = Cluster::start(2, 2, 5_000);
+    let out = cluster.dir.path().join("out");
+    let run = cluster.hummer(&[
+        "wordcount",
+        "--mode",
+        "streaming",
+        "--corpus-lines",
+        "0",
+        "--corpus-rate",
+        "2000",
+        "--parallelism",
+        "3",
+        "--output",
+        out.to_str().unwrap(),
+    ]);
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let id = submitted_id(&run);
+    cluster.wait_for_status(&id, "Running", Duration::from_secs(10));
+    assert_eq!(cluster.workers_running(), 2);
+    let cancel = cluster.hummer(&["cancel", &id]);
+    assert!(
+        cancel.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cancel.stderr)
+    );
+    cluster.wait_for_status(&id, "Cancelled", Duration::from_secs(5));
+    let started = Instant::now();
+    while cluster.workers_running() > 0 {
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "workers still running"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let again = cluster.hummer(&["cancel", &id]);
+    assert!(!again.status.success());
+    assert!(String::from_utf8_lossy(&again.stderr).contains("already ended"));
+}
+
+#[test]
+fn killed_taskmanager_fails_its_job_and_the_cluster_stays_usable() {
+    let timeout_ms = 2_000;
+    let mut cluster = Cluster::start(3, 2, timeout_ms);
+    let run = cluster.hummer(&[
+        "wordcount",
+        "--mode",
+        "streaming",
+        "--corpus-lines",
+        "0",
+        "--corpus-rate",
+        "2000",
+        "--parallelism",
+        "3",
+        "--output",
+        cluster.dir.path().join("s").to_str().unwrap(),
+    ]);
+    let id = submitted_id(&run);
+    cluster.wait_for_status(&id, "Running", Duration::from_secs(10));
+    let mut victim = cluster.taskmanagers.remove(1);
+    Command::new("kill")
+        .args(["-9", &victim.id().to_string()])
+        .status()
+        .unwrap();
+    let _ = victim.wait();
+    let took = cluster.wait_for_status(&id, "Failed", Duration::from_millis(timeout_ms + 3_000));
+    assert!(
+        took < Duration::from_millis(timeout_ms + 2_000),
+        "took {took:?}"
+    );
+    assert!(
+        cluster.status(&id).contains("lost"),
+        "{}",
+        cluster.status(&id)
+    );
+
+    let input = corpus(cluster.dir.path(), 2_000);
+    let out = cluster.dir.path().join("after");
+    let next = cluster.hummer(&[
+        "wordcount",
+        input.to_str().unwrap(),
+        "--parallelism",
+        "4",
+        "--output",
+        out.to_str().unwrap(),
+    ]);
+    assert!(
+        next.status.success(),
+        "{}",
+        String::from_utf8_lossy(&next.stderr)
+    );
+    let expected = common::reference_counts(&std::fs::read_to_string(&input).unwrap());
+    assert_eq!(common::read_counts(&out), expected);
+}
+
+#[test]
+fn bad_requests_get_clear_errors_and_the_jobmanager_keeps_serving() {
+    let cluster = Cluster::start(1, 2, 5_000);
+    // Garbage and truncated frames on the RPC and REST ports.
+    for garbage in [
+        &b"\xff\xff\xff\xffgarbage"[..],
+        b"\x00\x00\x00\x10abc",
+        b"GET / HTTP/1.1\r\n\r\n",
+    ] {
+        let mut s = TcpStream::connect(&cluster.rpc).unwrap();
+        s.write_all(garbage).unwrap();
+        drop(s);
+        let mut r = TcpStream::connect(&cluster.rest).unwrap();
+        let _ = r.write_all(garbage);
+    }
+    // Another protocol version.
+    let mut s = TcpStream::connect(&cluster.rpc).unwrap();
+    protocol::sync_io::write(
+        &mut s,
+        &Message::Hello {
+            version: 99,
+            role: Role::Client,
+        },
+    )
+    .unwrap();
+    match protocol::sync_io::read(&mut s).unwrap() {
+        Message::Error(e) => assert!(
+            e.contains("protocol version 99") && e.contains("speaks version 1"),
+            "{e}"
+        ),
+        other => panic!("{other:?}"),
+    }
+    // Unknown job id.
+    let status = cluster.hummer(&["status", "0123456789abcdef"]);
+    assert!(!status.status.success());
+    assert!(String::from_utf8_lossy(&status.stderr).contains("no job with id 0123456789abcdef"));
+    // More slots than the cluster has.
+    let big = cluster.hummer(&["wordcount", "--corpus-lines", "100", "--parallelism", "5"]);
+    assert!(!big.status.success());
+    let err = String::from_utf8_lossy(&big.stderr);
+    assert!(
+        err.contains("needs 5 slots") && err.contains("2 free slots"),
+        "{err}"
+    );
+    // Still serving.
+    let list = cluster.hummer(&["list"]);
+    assert!(
+        list.status.success(),
+        "{}",
+        String::from_utf8_lossy(&list.stderr)
+    );
+    let ok = cluster.hummer(&["wordcount", "--corpus-lines", "1000", "--parallelism", "2"]);
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+}
