@@ -9,6 +9,12 @@
 //! record carries the time it was generated; the sink measures `now - generated` for every
 //! record it receives (the reduce emits one update per record in streaming mode). The first
 //! second is a warm-up and is not counted.
+//!
+//! With `HUMMER_JOBMANAGER` set the job runs on that cluster instead (give it TaskManagers with
+//! one slot each, so the subtasks land in different workers): the generator stops after
+//! `RATE x SECONDS` records, every record is keyed so that it crosses to the other worker
+//! (across a network edge), latencies are computed in the workers against the wall clock and
+//! collected back to this process.
 
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
@@ -72,6 +78,9 @@ fn main() -> anyhow::Result<()> {
     let rate: f64 = args.next().map_or(Ok(100_000.0), |a| a.parse())?;
     let seconds: u64 = args.next().map_or(Ok(10), |a| a.parse())?;
     let parallelism: usize = args.next().map_or(Ok(2), |a| a.parse())?;
+    if std::env::var(hummer::cluster::JOBMANAGER_ENV).is_ok_and(|a| !a.is_empty()) {
+        return across_workers(rate, seconds, parallelism);
+    }
 
     let histogram = Arc::new(Mutex::new(Histogram::<u64>::new_with_bounds(
         1,
@@ -103,6 +112,62 @@ fn main() -> anyhow::Result<()> {
     println!(
         "records {} at {rate:.0}/s, parallelism {parallelism}: p50 {:.3} ms, p99 {:.3} ms, \
          p99.9 {:.3} ms, max {:.3} ms",
+        h.len(),
+        ms(0.5),
+        ms(0.99),
+        ms(0.999),
+        h.max() as f64 / 1e6
+    );
+    Ok(())
+}
+
+/// Wall-clock nanoseconds: comparable between processes of one machine.
+fn wall_nanos() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+/// A key that the keyed shuffle sends to `subtask` of `parallelism`.
+fn key_for_subtask(subtask: usize, parallelism: usize) -> u64 {
+    use hummer::state::key_groups::{DEFAULT_MAX_PARALLELISM, subtask_of_key};
+    (0u64..)
+        .find(|k| subtask_of_key(k, DEFAULT_MAX_PARALLELISM, parallelism) == subtask)
+        .unwrap_or(0)
+}
+
+/// The cluster variant: every record crosses a network edge to another worker.
+fn across_workers(rate: f64, seconds: u64, parallelism: usize) -> anyhow::Result<()> {
+    let keys: Vec<u64> = (0..parallelism)
+        .map(|s| key_for_subtask((s + 1) % parallelism, parallelism))
+        .collect();
+    let count = (rate * (seconds + 1) as f64) as u64;
+    let start = wall_nanos();
+    let env = StreamExecutionEnvironment::local();
+    env.set_parallelism(parallelism)
+        .set_runtime_mode(RuntimeMode::Streaming);
+    let latencies = env
+        .add_source(
+            GeneratorSource::new(|i| (i, wall_nanos()))
+                .with_rate(rate)
+                .with_count(count),
+        )
+        // Generator subtask s makes ids s, s + p, ...: route each to the next subtask.
+        .map(move |(id, created): (u64, u64)| (keys[(id as usize) % keys.len()], created))
+        .key_by(|r: &(u64, u64)| r.0)
+        .reduce(|_, latest| latest)
+        .filter(move |r: &(u64, u64)| r.1 >= start + WARM_UP_NANOS)
+        .map(|(_, created): (u64, u64)| wall_nanos().saturating_sub(created).max(1))
+        .collect();
+    let mut result = env.execute("Streaming latency across workers")?;
+    let mut h = Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3)?;
+    for l in result.collected(&latencies)? {
+        h.record(l)?;
+    }
+    let ms = |q: f64| h.value_at_quantile(q) as f64 / 1e6;
+    println!(
+        "across workers: records {} at {rate:.0}/s, parallelism {parallelism}: p50 {:.3} ms, \
+         p99 {:.3} ms, p99.9 {:.3} ms, max {:.3} ms",
         h.len(),
         ms(0.5),
         ms(0.99),

@@ -437,3 +437,79 @@ fn bad_requests_get_clear_errors_and_the_jobmanager_keeps_serving() {
         String::from_utf8_lossy(&ok.stderr)
     );
 }
+
+#[test]
+fn worker_failures_fail_the_job_not_the_taskmanager() {
+    let cluster = Cluster::start(2, 2, 5_000);
+    // A user-visible error inside a worker: bad input on one split.
+    let bad = cluster.dir.path().join("bad.txt");
+    std::fs::write(&bad, b"good line\nbad \xff line\n").unwrap();
+    let run = cluster.hummer(&["wordcount", bad.to_str().unwrap(), "--parallelism", "2"]);
+    assert!(!run.status.success());
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        err.contains("bad.txt") && err.contains("invalid UTF-8"),
+        "{err}"
+    );
+
+    // A submission whose graph fingerprint does not match what the binary builds.
+    let mut client = hummer::cluster::client::ClusterClient::connect(&cluster.rpc).unwrap();
+    let artifact = client.upload_artifact(std::fs::read(BIN).unwrap()).unwrap();
+    let id = client
+        .submit(protocol::SubmitRequest {
+            name: "tampered".into(),
+            artifact: artifact.clone(),
+            args: vec!["wordcount".into(), "--corpus-lines".into(), "10".into()],
+            fingerprint: "0".repeat(64),
+            vertex_parallelism: vec![1, 1, 1],
+            vertex_names: vec!["a".into(), "b".into(), "c".into()],
+            default_parallelism: 1,
+            streaming: false,
+            data_bind: None,
+        })
+        .unwrap();
+    let (summary, _) = client.wait(&id).unwrap();
+    assert_eq!(summary.state, protocol::JobState::Failed);
+    assert!(
+        summary
+            .error
+            .as_deref()
+            .unwrap_or("")
+            .contains("fingerprint mismatch"),
+        "{summary:?}"
+    );
+
+    // An artifact whose bytes do not match the announced hash is refused.
+    let err = client
+        .request(&Message::UploadArtifact {
+            sha256: "ab".repeat(32),
+            bytes: vec![1, 2, 3],
+        })
+        .unwrap_err();
+    assert!(err.to_string().contains("artifact hash mismatch"), "{err}");
+    // Submitting an unknown artifact is refused too.
+    let err = client
+        .submit(protocol::SubmitRequest {
+            name: "missing".into(),
+            artifact: "cd".repeat(32),
+            args: vec![],
+            fingerprint: String::new(),
+            vertex_parallelism: vec![1],
+            vertex_names: vec!["x".into()],
+            default_parallelism: 1,
+            streaming: false,
+            data_bind: None,
+        })
+        .unwrap_err();
+    assert!(err.to_string().contains("is unknown"), "{err}");
+
+    // Both TaskManagers are still there and run the next job.
+    let (_, overview) = http_get(&cluster.rest, "/overview");
+    assert_eq!(overview["taskmanagers"], 2);
+    let ok = cluster.hummer(&["wordcount", "--corpus-lines", "1000", "--parallelism", "4"]);
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+}

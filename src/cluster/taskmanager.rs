@@ -169,7 +169,8 @@ async fn deploy(
     let mut child = match tokio::process::Command::new(&binary)
         .args(&spec.request.args)
         .env(crate::cluster::WORKER_ENV, spec_json)
-        .env_remove(crate::cluster::JOBMANAGER_ENV)
+        // As the client saw it: a program that branches on it builds the same graph.
+        .env(crate::cluster::JOBMANAGER_ENV, &spec.jobmanager)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
