@@ -52,10 +52,10 @@ async fn run(jobmanager: String, n: usize, seconds: u64, interval: Duration) -> 
         let permit = connect_limit.clone().acquire_owned().await?;
         tasks.push(tokio::spawn(async move {
             let result = simulate(i, &jm, interval, deadline, &registered, &gap, permit).await;
-            if let Err(e) = result {
-                if failed.fetch_add(1, Ordering::Relaxed) < 5 {
-                    eprintln!("simulated TaskManager {i}: {e}");
-                }
+            if let Err(e) = result
+                && failed.fetch_add(1, Ordering::Relaxed) < 5
+            {
+                eprintln!("simulated TaskManager {i}: {e}");
             }
         }));
     }
