@@ -82,6 +82,14 @@ impl HummerError {
         }
     }
 
+    /// The error under any operator attribution.
+    pub fn root_cause(&self) -> &HummerError {
+        match self {
+            HummerError::Operator { cause, .. } => cause.root_cause(),
+            other => other,
+        }
+    }
+
     /// True for errors that already name the failing operator (they pass through the chain
     /// unchanged instead of being attributed to every operator they travel through).
     pub(crate) fn is_attributed(&self) -> bool {

@@ -415,12 +415,45 @@ fn bad_requests_get_clear_errors_and_the_jobmanager_keeps_serving() {
     let status = cluster.hummer(&["status", "0123456789abcdef"]);
     assert!(!status.status.success());
     assert!(String::from_utf8_lossy(&status.stderr).contains("no job with id 0123456789abcdef"));
-    // More slots than the cluster has.
-    let big = cluster.hummer(&["wordcount", "--corpus-lines", "100", "--parallelism", "5"]);
-    assert!(!big.status.success());
-    let err = String::from_utf8_lossy(&big.stderr);
+    // A job parallelism above the free slots runs at the free slots...
+    let shrunk = cluster.hummer(&["wordcount", "--corpus-lines", "500", "--parallelism", "5"]);
     assert!(
-        err.contains("needs 5 slots") && err.contains("2 free slots"),
+        shrunk.status.success(),
+        "{}",
+        String::from_utf8_lossy(&shrunk.stderr)
+    );
+    let (_, job) = http_get(&cluster.rest, &format!("/jobs/{}", submitted_id(&shrunk)));
+    assert!(
+        job["vertices"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|v| v["parallelism"] == 2),
+        "{job}"
+    );
+    // ...but an operator set to more slots than the cluster has is refused.
+    let mut client = hummer::cluster::client::ClusterClient::connect(&cluster.rpc).unwrap();
+    let artifact = client.upload_artifact(std::fs::read(BIN).unwrap()).unwrap();
+    let err = client
+        .submit(protocol::SubmitRequest {
+            name: "too wide".into(),
+            artifact,
+            args: vec![],
+            fingerprint: String::new(),
+            vertices: vec![hummer::scheduler::parallelism::VertexRequest {
+                name: "Wide Map".into(),
+                explicit: Some(5),
+                min: 1,
+                max: 128,
+            }],
+            default_parallelism: 5,
+            streaming: false,
+            data_bind: None,
+        })
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("'Wide Map' is set to parallelism 5 but the cluster has 2 free slots"),
         "{err}"
     );
     // Still serving.
@@ -461,8 +494,15 @@ fn worker_failures_fail_the_job_not_the_taskmanager() {
             artifact: artifact.clone(),
             args: vec!["wordcount".into(), "--corpus-lines".into(), "10".into()],
             fingerprint: "0".repeat(64),
-            vertex_parallelism: vec![1, 1, 1],
-            vertex_names: vec!["a".into(), "b".into(), "c".into()],
+            vertices: ["a", "b", "c"]
+                .iter()
+                .map(|n| hummer::scheduler::parallelism::VertexRequest {
+                    name: n.to_string(),
+                    explicit: Some(1),
+                    min: 1,
+                    max: 128,
+                })
+                .collect(),
             default_parallelism: 1,
             streaming: false,
             data_bind: None,
@@ -494,8 +534,7 @@ fn worker_failures_fail_the_job_not_the_taskmanager() {
             artifact: "cd".repeat(32),
             args: vec![],
             fingerprint: String::new(),
-            vertex_parallelism: vec![1],
-            vertex_names: vec!["x".into()],
+            vertices: vec![],
             default_parallelism: 1,
             streaming: false,
             data_bind: None,

@@ -205,6 +205,13 @@ impl<T: Data> DataStream<T> {
         self
     }
 
+    /// Bounds the parallelism a cluster may choose for the operator that produces this stream
+    /// when it sets none itself (see [`crate::scheduler::parallelism`]).
+    pub fn set_parallelism_bounds(self, min: usize, max: usize) -> Self {
+        self.env.state.borrow_mut().graph.nodes[self.node].parallelism_bounds = Some((min, max));
+        self
+    }
+
     /// Names the operator that produces this stream (shown in plans and errors).
     pub fn name(self, name: &str) -> Self {
         self.env.state.borrow_mut().graph.nodes[self.node].name = name.to_string();

@@ -270,7 +270,6 @@ impl StreamExecutionEnvironment {
                 spec,
                 worker::WorkerJob {
                     job: &job,
-                    exec: &exec,
                     plan_json: &plan_json,
                     runtime,
                     collect_slots: &state.collect_slots,
@@ -316,8 +315,7 @@ impl StreamExecutionEnvironment {
             artifact,
             args: std::env::args().skip(1).collect(),
             fingerprint: worker::fingerprint(plan_json),
-            vertex_parallelism: job.vertices.iter().map(|v| v.parallelism).collect(),
-            vertex_names: job.vertices.iter().map(|v| v.name.clone()).collect(),
+            vertices: job.vertex_requests(),
             default_parallelism: state.config.parallelism,
             streaming: job.mode == RuntimeMode::Streaming,
             data_bind: state.data_bind.clone(),

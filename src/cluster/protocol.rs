@@ -11,6 +11,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::runtime::metrics::VertexMetrics;
+use crate::scheduler::parallelism::VertexRequest;
 
 /// Version of this protocol; peers must match exactly.
 pub const PROTOCOL_VERSION: u32 = 1;
@@ -75,11 +76,10 @@ pub struct SubmitRequest {
     pub args: Vec<String>,
     /// Fingerprint of the job graph the client built.
     pub fingerprint: String,
-    /// Parallelism of every job vertex, in vertex order.
-    pub vertex_parallelism: Vec<usize>,
-    /// Vertex names, for status displays.
-    pub vertex_names: Vec<String>,
-    /// Default parallelism the client translated with (the worker translates with the same).
+    /// What every job vertex asks for (explicit parallelism, bounds), in vertex order; the
+    /// JobManager decides the parallelism.
+    pub vertices: Vec<VertexRequest>,
+    /// The job's total parallelism; the client and the workers translate the graph with it.
     pub default_parallelism: usize,
     /// True for a job with unbounded sources.
     pub streaming: bool,
@@ -100,6 +100,8 @@ pub struct DeploySpec {
     pub jobmanager: String,
     /// Host the worker binds its data listener to (the TaskManager's data address).
     pub data_host: String,
+    /// Parallelism of every vertex, as the JobManager decided it.
+    pub vertex_parallelism: Vec<usize>,
     /// TaskManager id of every subtask of the execution graph (global subtask order).
     pub placement: Vec<String>,
 }
@@ -246,7 +248,13 @@ pub enum Message {
         collected: Collected,
     },
     /// A subtask of the worker failed.
-    WorkerFailed(String),
+    WorkerFailed {
+        /// What happened.
+        error: String,
+        /// True when it is likely a consequence of another worker's failure (a data
+        /// connection broke).
+        secondary: bool,
+    },
 }
 
 /// Why a frame could not be read.

@@ -41,8 +41,8 @@ pub fn fingerprint(plan_json: &str) -> String {
 
 /// What the worker needs from the environment.
 pub(crate) struct WorkerJob<'a> {
+    /// The graph as translated with the job's total parallelism (its fingerprint is checked).
     pub(crate) job: &'a JobGraph,
-    pub(crate) exec: &'a ExecutionGraph,
     pub(crate) plan_json: &'a str,
     pub(crate) runtime: RuntimeConfig,
     pub(crate) collect_slots: &'a [(NodeId, Arc<dyn CollectSlot + Send + Sync>)],
@@ -60,7 +60,10 @@ pub(crate) fn run(spec: DeploySpec, job: WorkerJob<'_>) -> ! {
     let outcome = run_subtasks(&spec, &job, &mut jm);
     let report = match &outcome {
         Ok(message) => message.clone(),
-        Err(e) => Message::WorkerFailed(e.to_string()),
+        Err(e) => Message::WorkerFailed {
+            error: e.to_string(),
+            secondary: matches!(e.root_cause(), HummerError::Network { .. }),
+        },
     };
     let sent = sync_io::write(&mut jm, &report);
     match (outcome, sent) {
@@ -146,11 +149,17 @@ fn run_subtasks(spec: &DeploySpec, job: &WorkerJob<'_>, jm: &mut TcpStream) -> R
             spec.request.fingerprint
         )));
     }
-    if job.exec.subtasks.len() != spec.placement.len() {
+    // The JobManager chose the parallelism of every vertex.
+    let graph = job
+        .job
+        .clone()
+        .with_vertex_parallelism(&spec.vertex_parallelism)?;
+    let exec = ExecutionGraph::from_job_graph(&graph);
+    if exec.subtasks.len() != spec.placement.len() {
         return Err(HummerError::InvalidGraph(format!(
             "the placement covers {} subtasks, the graph has {}",
             spec.placement.len(),
-            job.exec.subtasks.len()
+            exec.subtasks.len()
         )));
     }
     let bind_host = spec
@@ -189,8 +198,8 @@ fn run_subtasks(spec: &DeploySpec, job: &WorkerJob<'_>, jm: &mut TcpStream) -> R
         bind: spec.request.data_bind.clone(),
     };
     let running = executor::start(
-        job.job,
-        job.exec,
+        &graph,
+        &exec,
         &job.runtime,
         Arc::new(JobProgress::default()),
         Some(&placement),

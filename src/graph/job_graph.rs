@@ -90,6 +90,73 @@ impl JobGraph {
         self.mode
     }
 
+    /// What a scheduler needs to choose each vertex's parallelism: its explicit setting, if
+    /// any of its operators has one, and the bounds of its operators (intersected, and capped
+    /// by source limits and the number of key groups).
+    pub fn vertex_requests(&self) -> Vec<crate::scheduler::parallelism::VertexRequest> {
+        self.vertices
+            .iter()
+            .map(|v| {
+                let mut min = 1;
+                let mut max = self.max_parallelism;
+                let mut explicit = None;
+                for &n in &v.nodes {
+                    let node = &self.stream.nodes[n];
+                    if let Some(p) = node.parallelism {
+                        explicit = Some(p);
+                    }
+                    if let Some((lo, hi)) = node.parallelism_bounds {
+                        min = min.max(lo);
+                        max = max.min(hi);
+                    }
+                    if let NodeFactory::Source(s) = &node.factory {
+                        max = max.min(s.max_parallelism().unwrap_or(usize::MAX));
+                    }
+                }
+                // A node added by translation (a combiner) follows its chain.
+                crate::scheduler::parallelism::VertexRequest {
+                    name: v.name.clone(),
+                    explicit,
+                    min,
+                    max,
+                }
+            })
+            .collect()
+    }
+
+    /// Sets the parallelism of every vertex (as a cluster's scheduler chose it): forward edges
+    /// between vertices that now differ become rebalance edges.
+    pub fn with_vertex_parallelism(mut self, parallelism: &[usize]) -> Result<JobGraph> {
+        if parallelism.len() != self.vertices.len() {
+            return Err(HummerError::InvalidGraph(format!(
+                "{} parallelism values for {} vertices",
+                parallelism.len(),
+                self.vertices.len()
+            )));
+        }
+        for (v, &p) in self.vertices.iter_mut().zip(parallelism) {
+            if p == 0 || p > self.max_parallelism {
+                return Err(HummerError::InvalidGraph(format!(
+                    "parallelism {p} for '{}' is outside 1..={}",
+                    v.name, self.max_parallelism
+                )));
+            }
+            v.parallelism = p;
+            for &n in &v.nodes {
+                self.node_parallelism[n] = p;
+            }
+        }
+        for e in &mut self.edges {
+            if matches!(e.partitioning, Partitioning::Forward)
+                && self.vertices[e.source].parallelism != self.vertices[e.target].parallelism
+            {
+                e.partitioning = Partitioning::Rebalance;
+                self.stream.edges[e.stream_edge].partitioning = Partitioning::Rebalance;
+            }
+        }
+        Ok(self)
+    }
+
     /// The resolved parallelism of a stream node.
     pub fn node_parallelism(&self, node: NodeId) -> usize {
         self.node_parallelism[node]

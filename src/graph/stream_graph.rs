@@ -46,6 +46,8 @@ pub struct StreamNode {
     pub(crate) name: String,
     pub(crate) kind: NodeKind,
     pub(crate) parallelism: Option<usize>,
+    /// Bounds a cluster's scheduler keeps the parallelism within when it chooses it.
+    pub(crate) parallelism_bounds: Option<(usize, usize)>,
     pub(crate) chaining: Chaining,
     pub(crate) factory: NodeFactory,
     pub(crate) out_type: Arc<dyn TypeOps>,
@@ -149,6 +151,7 @@ impl StreamGraph {
             name,
             kind,
             parallelism: None,
+            parallelism_bounds: None,
             chaining: Chaining::Always,
             factory,
             out_type,

@@ -6,6 +6,7 @@
 //! slots as its largest vertex parallelism. Other strategies (fair, genetic, RFTS) plug in
 //! behind the same trait.
 
+pub mod parallelism;
 mod round_robin;
 
 pub use round_robin::RoundRobin;

@@ -92,15 +92,18 @@ pub async fn run(config: JobManagerConfig) -> Result<()> {
     }
 }
 
-/// Declares TaskManagers lost when their heartbeats stop.
+/// Declares TaskManagers lost when their heartbeats stop; fires deferred job failures.
 async fn monitor_heartbeats(shared: Shared, timeout: Duration) {
-    let mut tick = tokio::time::interval((timeout / 4).max(Duration::from_millis(50)));
+    let mut tick = tokio::time::interval(
+        (timeout / 4).clamp(Duration::from_millis(20), Duration::from_millis(100)),
+    );
     loop {
         tick.tick().await;
         let mut state = lock(&shared);
         for tm in state.expired_task_managers() {
             state.task_manager_lost(&tm, &format!("no heartbeat for {timeout:?}"));
         }
+        state.fire_deferred_failures();
     }
 }
 
@@ -213,13 +216,13 @@ async fn serve_task_manager(
                         Some(c) => format!("exit code {c}"),
                         None => "killed by a signal".to_string(),
                     };
-                    state.end_job(
+                    // Its report may still be on its way on the worker's own connection.
+                    state.defer_failure(
                         &job,
-                        crate::cluster::protocol::JobState::Failed,
-                        Some(format!(
+                        format!(
                             "the worker on TaskManager {id} ended ({why}) without reporting: {}",
                             stderr_tail.trim()
-                        )),
+                        ),
                     );
                 }
             }
@@ -381,11 +384,19 @@ async fn serve_worker(
                 vertices,
                 collected,
             } => state.worker_finished(&job, &tm, vertices, collected),
-            Message::WorkerFailed(error) => state.end_job(
-                &job,
-                crate::cluster::protocol::JobState::Failed,
-                Some(format!("worker on TaskManager {tm}: {error}")),
-            ),
+            Message::WorkerFailed { error, secondary } => {
+                let error = format!("worker on TaskManager {tm}: {error}");
+                if secondary {
+                    // Lost a peer: the peer's own report usually names the cause.
+                    state.defer_failure(&job, error);
+                } else {
+                    state.end_job(
+                        &job,
+                        crate::cluster::protocol::JobState::Failed,
+                        Some(error),
+                    );
+                }
+            }
             other => {
                 let _ = mailbox.send(Message::Error(format!(
                     "unexpected {} from a worker",

@@ -88,11 +88,12 @@ async fn job(State(shared): State<Shared>, Path(id): Path<String>) -> Reply {
     let summary = j.summary();
     let vertices: Vec<Value> = j
         .request
-        .vertex_names
+        .vertices
         .iter()
-        .zip(&j.request.vertex_parallelism)
+        .zip(&j.parallelism)
         .enumerate()
-        .map(|(i, (name, p))| {
+        .map(|(i, (v, p))| {
+            let name = &v.name;
             let m = summary.vertices.get(i);
             json!({
                 "id": i,
@@ -127,11 +128,11 @@ async fn plan(State(shared): State<Shared>, Path(id): Path<String>) -> Reply {
     };
     let nodes: Vec<Value> = j
         .request
-        .vertex_names
+        .vertices
         .iter()
-        .zip(&j.request.vertex_parallelism)
+        .zip(&j.parallelism)
         .enumerate()
-        .map(|(i, (name, p))| json!({"id": i, "description": name, "parallelism": p}))
+        .map(|(i, (v, p))| json!({"id": i, "description": v.name, "parallelism": p}))
         .collect();
     (
         StatusCode::OK,

@@ -17,6 +17,7 @@ use crate::cluster::protocol::{
     SubmitRequest, TaskManagerInfo,
 };
 use crate::runtime::metrics::VertexMetrics;
+use crate::scheduler::parallelism::decide;
 use crate::scheduler::{Scheduler, SlotOffer};
 
 /// A registered TaskManager.
@@ -58,6 +59,8 @@ pub struct JobEntry {
     pub submitted: Instant,
     /// End time.
     pub ended: Option<Instant>,
+    /// Parallelism of every vertex, as decided.
+    pub parallelism: Vec<usize>,
     /// TaskManager of every subtask.
     pub placement: Vec<String>,
     /// Workers by TaskManager id.
@@ -101,8 +104,15 @@ pub struct ClusterState {
     pub scheduler: Box<dyn Scheduler>,
     /// Heartbeat timeout.
     pub heartbeat_timeout: Duration,
+    /// Failures that may be consequences of another: a worker that exited before its report
+    /// arrived, or a worker that lost a peer's connection. Each fails its job after
+    /// [`DEFERRAL`] unless a report with the root cause ends the job first.
+    deferred: Vec<(JobId, Instant, String)>,
     next_job: u64,
 }
+
+/// How long a possibly secondary failure waits for the root cause to be reported.
+pub const DEFERRAL: Duration = Duration::from_millis(1000);
 
 impl ClusterState {
     /// An empty cluster.
@@ -118,6 +128,7 @@ impl ClusterState {
             jobs: BTreeMap::new(),
             scheduler,
             heartbeat_timeout,
+            deferred: Vec::new(),
             next_job: 0,
         }
     }
@@ -138,21 +149,17 @@ impl ClusterState {
                 free: tm.info.slots.saturating_sub(tm.used_slots),
             })
             .collect();
+        let free: usize = offers.iter().map(|o| o.free).sum();
+        let parallelism = decide(&request.vertices, request.default_parallelism, free)?;
         let placement = self
             .scheduler
-            .place(&request.vertex_parallelism, &offers)
+            .place(&parallelism, &offers)
             .map_err(|e| e.to_string())?;
         self.next_job += 1;
         let id = format!("{:08x}{:08x}", std::process::id(), self.next_job);
-        let slots = self.scheduler.place_slots(
-            request
-                .vertex_parallelism
-                .iter()
-                .copied()
-                .max()
-                .unwrap_or(0),
-            &offers,
-        );
+        let slots = self
+            .scheduler
+            .place_slots(parallelism.iter().copied().max().unwrap_or(0), &offers);
         let mut workers: BTreeMap<String, WorkerEntry> = BTreeMap::new();
         for tm in &placement {
             workers.entry(tm.clone()).or_default();
@@ -175,6 +182,7 @@ impl ClusterState {
                 task_manager: tm.clone(),
                 jobmanager: self.rpc_address.clone(),
                 data_host: entry.info.data_host.clone(),
+                vertex_parallelism: parallelism.clone(),
                 placement: placement.clone(),
             };
             let _ = entry.mailbox.send(Message::Deploy(spec));
@@ -188,6 +196,7 @@ impl ClusterState {
                 state: JobState::Deploying,
                 submitted: Instant::now(),
                 ended: None,
+                parallelism,
                 placement,
                 workers,
                 error: None,
@@ -310,6 +319,22 @@ impl ClusterState {
                 JobState::Failed,
                 Some(format!("TaskManager {tm} was lost: {reason}")),
             );
+        }
+    }
+
+    /// Records a failure that fails the job only if nothing better explains it soon.
+    pub fn defer_failure(&mut self, job: &str, error: String) {
+        self.deferred.push((job.to_string(), Instant::now(), error));
+    }
+
+    /// Fails the jobs whose deferred failures have waited long enough.
+    pub fn fire_deferred_failures(&mut self) {
+        let (due, waiting): (Vec<_>, Vec<_>) = std::mem::take(&mut self.deferred)
+            .into_iter()
+            .partition(|(_, at, _)| at.elapsed() >= DEFERRAL);
+        self.deferred = waiting;
+        for (job, _, error) in due {
+            self.end_job(&job, JobState::Failed, Some(error));
         }
     }
 
