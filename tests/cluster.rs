@@ -304,6 +304,21 @@ fn cancelled_streaming_job_stops_all_its_workers() {
     let id = submitted_id(&run);
     cluster.wait_for_status(&id, "Running", Duration::from_secs(10));
     assert_eq!(cluster.workers_running(), 2);
+    // Workers report their counters while they run.
+    let started = Instant::now();
+    loop {
+        let (_, job) = http_get(&cluster.rest, &format!("/jobs/{id}"));
+        let source = &job["vertices"][0]["metrics"];
+        if source["read-records"].as_u64().unwrap_or(0) > 0 {
+            assert!(source["backpressure-ratio"].as_f64().is_some(), "{job}");
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "no live counters: {job}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
     let cancel = cluster.hummer(&["cancel", &id]);
     assert!(
         cancel.status.success(),

@@ -240,6 +240,8 @@ pub enum Message {
     },
     /// Every worker of the job is ready: the data addresses of all of them.
     Start(Vec<PeerAddress>),
+    /// Counters of the worker's subtasks so far (sent every second while it runs).
+    WorkerProgress(Vec<VertexMetrics>),
     /// The worker's subtasks ended normally.
     WorkerFinished {
         /// Its counters.
@@ -382,6 +384,7 @@ mod tests {
                     parallelism: 2,
                     records_in: 3,
                     records_out: 4,
+                    backpressured_ns: 5,
                 }],
                 collected: vec![(3, vec![9, 9])],
             },

@@ -112,6 +112,40 @@ fn exchange(
     }
 }
 
+/// Sends the worker's counters to the JobManager every second while it runs.
+struct ProgressReporter {
+    done: std::sync::mpsc::Sender<()>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl ProgressReporter {
+    fn stop(self) {
+        let _ = self.done.send(());
+        let _ = self.thread.join();
+    }
+}
+
+fn report_progress(
+    jm: &TcpStream,
+    counters: crate::runtime::executor::JobCounters,
+) -> Result<ProgressReporter> {
+    let mut writer = jm
+        .try_clone()
+        .map_err(|e| HummerError::Internal(format!("cannot report progress: {e}")))?;
+    let (done, stop) = std::sync::mpsc::channel::<()>();
+    let thread = std::thread::Builder::new()
+        .name("progress-report".into())
+        .spawn(move || {
+            while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+                stop.recv_timeout(std::time::Duration::from_secs(1))
+            {
+                let _ = sync_io::write(&mut writer, &Message::WorkerProgress(counters.snapshot()));
+            }
+        })
+        .map_err(|e| HummerError::Internal(format!("cannot report progress: {e}")))?;
+    Ok(ProgressReporter { done, thread })
+}
+
 /// Ends this process when the JobManager cancels the job or goes away: a worker never
 /// outlives its job, even if its TaskManager was killed.
 fn watch_jobmanager(jm: &TcpStream, job: &str) -> Result<()> {
@@ -204,7 +238,10 @@ fn run_subtasks(spec: &DeploySpec, job: &WorkerJob<'_>, jm: &mut TcpStream) -> R
         Arc::new(JobProgress::default()),
         Some(&placement),
     )?;
-    let vertices = running.wait()?;
+    let reporter = report_progress(jm, running.counters())?;
+    let outcome = running.wait();
+    reporter.stop();
+    let vertices = outcome?;
     let collected = job
         .collect_slots
         .iter()

@@ -64,8 +64,40 @@ impl Failure {
 pub struct RunningJob {
     threads: Vec<JoinHandle<()>>,
     failure: Arc<Failure>,
-    counters: Vec<(Arc<SubtaskMetrics>, Option<usize>)>,
-    vertex_names: Vec<(String, usize)>,
+    counters: JobCounters,
+}
+
+/// The live counters of a running job's subtasks, summed per vertex on demand.
+#[derive(Clone)]
+pub struct JobCounters {
+    counters: Arc<Vec<(Arc<SubtaskMetrics>, Option<usize>)>>,
+    vertex_names: Arc<Vec<(String, usize)>>,
+}
+
+impl JobCounters {
+    /// Current totals per vertex.
+    pub fn snapshot(&self) -> Vec<VertexMetrics> {
+        use std::sync::atomic::Ordering::Relaxed;
+        let mut totals: Vec<VertexMetrics> = self
+            .vertex_names
+            .iter()
+            .map(|(name, parallelism)| VertexMetrics {
+                name: name.clone(),
+                parallelism: *parallelism,
+                records_in: 0,
+                records_out: 0,
+                backpressured_ns: 0,
+            })
+            .collect();
+        for (m, v) in self.counters.iter() {
+            if let Some(t) = v.and_then(|v| totals.get_mut(v)) {
+                t.records_in += m.records_in.load(Relaxed);
+                t.records_out += m.records_out.load(Relaxed);
+                t.backpressured_ns += m.backpressured_ns.load(Relaxed);
+            }
+        }
+        totals
+    }
 }
 
 impl RunningJob {
@@ -98,23 +130,12 @@ impl RunningJob {
         if self.failure.cancel.is_cancelled() {
             return Err(HummerError::Cancelled);
         }
-        let mut totals: Vec<VertexMetrics> = self
-            .vertex_names
-            .iter()
-            .map(|(name, parallelism)| VertexMetrics {
-                name: name.clone(),
-                parallelism: *parallelism,
-                records_in: 0,
-                records_out: 0,
-            })
-            .collect();
-        for (m, v) in &self.counters {
-            if let Some(v) = v {
-                totals[*v].records_in += m.records_in.load(std::sync::atomic::Ordering::Relaxed);
-                totals[*v].records_out += m.records_out.load(std::sync::atomic::Ordering::Relaxed);
-            }
-        }
-        Ok(totals)
+        Ok(self.counters.snapshot())
+    }
+
+    /// A handle on the live counters (for progress reports while the job runs).
+    pub fn counters(&self) -> JobCounters {
+        self.counters.clone()
     }
 }
 
@@ -306,12 +327,15 @@ pub fn start(
     Ok(RunningJob {
         threads,
         failure,
-        counters,
-        vertex_names: job
-            .vertices
-            .iter()
-            .map(|v| (v.name.clone(), v.parallelism))
-            .collect(),
+        counters: JobCounters {
+            counters: Arc::new(counters),
+            vertex_names: Arc::new(
+                job.vertices
+                    .iter()
+                    .map(|v| (v.name.clone(), v.parallelism))
+                    .collect(),
+            ),
+        },
     })
 }
 

@@ -9,6 +9,8 @@ pub struct SubtaskMetrics {
     pub records_in: AtomicU64,
     /// Records written into output channels.
     pub records_out: AtomicU64,
+    /// Nanoseconds spent waiting for space in a full output channel (backpressure).
+    pub backpressured_ns: AtomicU64,
 }
 
 impl SubtaskMetrics {
@@ -34,6 +36,9 @@ pub struct VertexMetrics {
     pub records_in: u64,
     /// Records written into shuffles by all its subtasks.
     pub records_out: u64,
+    /// Nanoseconds its subtasks waited on full output channels, summed.
+    #[serde(default)]
+    pub backpressured_ns: u64,
 }
 
 /// Progress of a job's bounded inputs, for progress bars. Sources that know their size add it

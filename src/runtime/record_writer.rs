@@ -66,8 +66,23 @@ pub(crate) enum Outlet<T> {
 }
 
 impl<T: serde::Serialize> Outlet<T> {
-    fn send(&mut self, event: StreamEvent<T>, cancel: &CancelToken) -> Result<()> {
+    /// Sends an event; time spent waiting on a full local channel is added to `metrics`.
+    fn send(
+        &mut self,
+        event: StreamEvent<T>,
+        cancel: &CancelToken,
+        metrics: &SubtaskMetrics,
+    ) -> Result<()> {
         match self {
+            Outlet::Local(s) if s.is_full() => {
+                let waiting = std::time::Instant::now();
+                let sent = s.send(event, cancel);
+                metrics.backpressured_ns.fetch_add(
+                    waiting.elapsed().as_nanos() as u64,
+                    std::sync::atomic::Ordering::Relaxed,
+                );
+                sent
+            }
             Outlet::Local(s) => s.send(event, cancel),
             Outlet::Remote(r) => r.send(event),
         }
@@ -148,14 +163,18 @@ impl<T: crate::data::Data> RecordWriter<T> {
             &mut self.buffers[channel],
             Vec::with_capacity(self.batch_size),
         );
-        self.channels[channel].send(StreamEvent::Batch(batch), &self.cancel)
+        self.channels[channel].send(StreamEvent::Batch(batch), &self.cancel, &self.metrics)
     }
 
     /// Appends a whole batch to one channel, handing it over uncopied when it is large.
     fn append(&mut self, channel: usize, batch: &mut Vec<T>) -> Result<()> {
         if self.buffers[channel].is_empty() && batch.len() * 2 >= self.batch_size {
             let whole = std::mem::take(batch);
-            return self.channels[channel].send(StreamEvent::Batch(whole), &self.cancel);
+            return self.channels[channel].send(
+                StreamEvent::Batch(whole),
+                &self.cancel,
+                &self.metrics,
+            );
         }
         self.buffers[channel].append(batch);
         if self.buffers[channel].len() >= self.batch_size {
@@ -216,7 +235,7 @@ impl<T: crate::data::Data> Output<T> for RecordWriter<T> {
     fn finish(&mut self) -> Result<()> {
         self.flush()?;
         for channel in &mut self.channels {
-            channel.send(StreamEvent::EndOfInput, &self.cancel)?;
+            channel.send(StreamEvent::EndOfInput, &self.cancel, &self.metrics)?;
         }
         Ok(())
     }

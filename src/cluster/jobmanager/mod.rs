@@ -380,6 +380,7 @@ async fn serve_worker(
         let mut state = lock(&shared);
         match message {
             Message::WorkerReady { data_port } => state.worker_ready(&job, &tm, data_port),
+            Message::WorkerProgress(vertices) => state.worker_progress(&job, &tm, vertices),
             Message::WorkerFinished {
                 vertices,
                 collected,

@@ -95,6 +95,9 @@ async fn job(State(shared): State<Shared>, Path(id): Path<String>) -> Reply {
         .map(|(i, (v, p))| {
             let name = &v.name;
             let m = summary.vertices.get(i);
+            // Share of its subtasks' time spent waiting on full output channels.
+            let elapsed_ns = (summary.duration_ms as f64 * 1e6 * *p as f64).max(1.0);
+            let ratio = m.map_or(0.0, |m| (m.backpressured_ns as f64 / elapsed_ns).min(1.0));
             json!({
                 "id": i,
                 "name": name,
@@ -103,6 +106,7 @@ async fn job(State(shared): State<Shared>, Path(id): Path<String>) -> Reply {
                 "metrics": {
                     "read-records": m.map_or(0, |m| m.records_in),
                     "write-records": m.map_or(0, |m| m.records_out),
+                    "backpressure-ratio": ratio,
                 },
             })
         })

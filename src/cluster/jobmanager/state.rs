@@ -45,6 +45,8 @@ pub struct WorkerEntry {
     pub finished: bool,
     /// Slots it holds on its TaskManager.
     pub slots: usize,
+    /// Its latest counters (final once finished).
+    pub metrics: Vec<VertexMetrics>,
 }
 
 /// A submitted job.
@@ -67,8 +69,6 @@ pub struct JobEntry {
     pub workers: BTreeMap<String, WorkerEntry>,
     /// Why it failed.
     pub error: Option<String>,
-    /// Counters summed over finished workers.
-    pub vertices: Vec<VertexMetrics>,
     /// `collect()` records reported by workers.
     pub collected: Collected,
     /// Clients waiting for the end.
@@ -85,8 +85,25 @@ impl JobEntry {
             state: self.state,
             duration_ms: end.duration_since(self.submitted).as_millis() as u64,
             error: self.error.clone(),
-            vertices: self.vertices.clone(),
+            vertices: self.vertex_totals(),
         }
+    }
+
+    /// Counters per vertex, summed over the workers' latest reports.
+    pub fn vertex_totals(&self) -> Vec<VertexMetrics> {
+        let mut totals: Vec<VertexMetrics> = Vec::new();
+        for w in self.workers.values() {
+            if totals.is_empty() {
+                totals = w.metrics.clone();
+                continue;
+            }
+            for (t, m) in totals.iter_mut().zip(&w.metrics) {
+                t.records_in += m.records_in;
+                t.records_out += m.records_out;
+                t.backpressured_ns += m.backpressured_ns;
+            }
+        }
+        totals
     }
 }
 
@@ -200,7 +217,6 @@ impl ClusterState {
                 placement,
                 workers,
                 error: None,
-                vertices: Vec::new(),
                 collected: Vec::new(),
                 waiters: Vec::new(),
             },
@@ -254,14 +270,7 @@ impl ClusterState {
         };
         if let Some(w) = entry.workers.get_mut(tm) {
             w.finished = true;
-        }
-        if entry.vertices.is_empty() {
-            entry.vertices = vertices;
-        } else {
-            for (total, v) in entry.vertices.iter_mut().zip(vertices) {
-                total.records_in += v.records_in;
-                total.records_out += v.records_out;
-            }
+            w.metrics = vertices;
         }
         entry.collected.extend(collected);
         if entry.workers.values().all(|w| w.finished) {
@@ -319,6 +328,15 @@ impl ClusterState {
                 JobState::Failed,
                 Some(format!("TaskManager {tm} was lost: {reason}")),
             );
+        }
+    }
+
+    /// A worker's counters so far.
+    pub fn worker_progress(&mut self, job: &str, tm: &str, vertices: Vec<VertexMetrics>) {
+        if let Some(w) = self.jobs.get_mut(job).and_then(|j| j.workers.get_mut(tm))
+            && !w.finished
+        {
+            w.metrics = vertices;
         }
     }
 
