@@ -97,6 +97,7 @@ async fn simulate(
             cores: 1,
             memory_bytes: 1 << 30,
             data_host: "127.0.0.1".into(),
+            data_networks: Vec::new(),
         }),
     };
     async_io::write(&mut writer, &hello).await?;

@@ -463,7 +463,7 @@ fn bad_requests_get_clear_errors_and_the_jobmanager_keeps_serving() {
             }],
             default_parallelism: 5,
             streaming: false,
-            data_bind: None,
+            data_network: None,
         })
         .unwrap_err();
     assert!(
@@ -520,7 +520,7 @@ fn worker_failures_fail_the_job_not_the_taskmanager() {
                 .collect(),
             default_parallelism: 1,
             streaming: false,
-            data_bind: None,
+            data_network: None,
         })
         .unwrap();
     let (summary, _) = client.wait(&id).unwrap();
@@ -552,7 +552,7 @@ fn worker_failures_fail_the_job_not_the_taskmanager() {
             vertices: vec![],
             default_parallelism: 1,
             streaming: false,
-            data_bind: None,
+            data_network: None,
         })
         .unwrap_err();
     assert!(err.to_string().contains("is unknown"), "{err}");

@@ -32,8 +32,8 @@ pub(crate) struct EnvState {
     pub(crate) graph: StreamGraph,
     /// JobManager to submit to (else `HUMMER_JOBMANAGER`, else run locally).
     pub(crate) jobmanager: Option<String>,
-    /// Local address the job's data connections are bound to in cluster mode.
-    pub(crate) data_bind: Option<String>,
+    /// Data network (by name) the job's shuffles use in cluster mode.
+    pub(crate) data_network: Option<String>,
     pub(crate) config: ExecutionConfig,
     pub(crate) collect_slots: Vec<(NodeId, Arc<dyn CollectSlot + Send + Sync>)>,
     pub(crate) progress: Arc<JobProgress>,
@@ -78,7 +78,7 @@ impl StreamExecutionEnvironment {
             state: Rc::new(RefCell::new(EnvState {
                 graph: StreamGraph::default(),
                 jobmanager: None,
-                data_bind: None,
+                data_network: None,
                 config: ExecutionConfig::default(),
                 collect_slots: Vec::new(),
                 progress: Arc::new(JobProgress::default()),
@@ -123,10 +123,11 @@ impl StreamExecutionEnvironment {
         self
     }
 
-    /// Binds the job's data connections to this local address in cluster mode, so that its
-    /// shuffles use the interface that owns it.
-    pub fn set_data_bind_address(&self, address: Option<String>) -> &Self {
-        self.state.borrow_mut().data_bind = address;
+    /// In cluster mode, runs the job's shuffles over the named data network: every worker
+    /// listens on, and connects from, its TaskManager's address on that network
+    /// (`hummer taskmanager --data-net NAME=ADDR`), so two jobs can use different NICs.
+    pub fn set_data_network(&self, name: Option<String>) -> &Self {
+        self.state.borrow_mut().data_network = name;
         self
     }
 
@@ -318,7 +319,7 @@ impl StreamExecutionEnvironment {
             vertices: job.vertex_requests(),
             default_parallelism: state.config.parallelism,
             streaming: job.mode == RuntimeMode::Streaming,
-            data_bind: state.data_bind.clone(),
+            data_network: state.data_network.clone(),
         })
     }
 }

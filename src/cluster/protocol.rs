@@ -54,6 +54,8 @@ pub struct TaskManagerInfo {
     pub memory_bytes: u64,
     /// Address on which its workers accept data connections (host or IP).
     pub data_host: String,
+    /// Further data networks: (name, this TaskManager's address on it).
+    pub data_networks: Vec<(String, String)>,
 }
 
 /// Resource sample sent with every heartbeat.
@@ -83,8 +85,9 @@ pub struct SubmitRequest {
     pub default_parallelism: usize,
     /// True for a job with unbounded sources.
     pub streaming: bool,
-    /// Local address the job's workers bind their data plane to, if set.
-    pub data_bind: Option<String>,
+    /// Data network the job's shuffles use (a name the TaskManagers declare), if not the
+    /// default one.
+    pub data_network: Option<String>,
 }
 
 /// Where a worker runs what.
@@ -98,7 +101,8 @@ pub struct DeploySpec {
     pub task_manager: String,
     /// JobManager RPC address the worker reports to.
     pub jobmanager: String,
-    /// Host the worker binds its data listener to (the TaskManager's data address).
+    /// Address the worker binds its data listener and its outgoing data connections to (the
+    /// TaskManager's address on the job's data network).
     pub data_host: String,
     /// Parallelism of every vertex, as the JobManager decided it.
     pub vertex_parallelism: Vec<usize>,
@@ -368,6 +372,7 @@ mod tests {
                     cores: 2,
                     memory_bytes: 1 << 30,
                     data_host: "127.0.0.2".into(),
+                    data_networks: vec![("fast".into(), "10.0.0.2".into())],
                 }),
             },
             Message::Heartbeat(Resources {

@@ -33,6 +33,8 @@ pub struct TaskManagerConfig {
     pub slots: usize,
     /// Host its workers bind data listeners to.
     pub data_host: String,
+    /// Further data networks: (name, this host's address on it).
+    pub data_networks: Vec<(String, String)>,
     /// Where job binaries are cached.
     pub cache_dir: PathBuf,
     /// Interval between heartbeats.
@@ -57,6 +59,7 @@ pub async fn run(config: TaskManagerConfig) -> Result<()> {
         cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
         memory_bytes: memory_total(),
         data_host: config.data_host.clone(),
+        data_networks: config.data_networks.clone(),
     };
     let cluster = |e: crate::cluster::protocol::FrameError| HummerError::Cluster(e.to_string());
     async_io::write(

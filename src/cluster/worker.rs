@@ -196,11 +196,7 @@ fn run_subtasks(spec: &DeploySpec, job: &WorkerJob<'_>, jm: &mut TcpStream) -> R
             exec.subtasks.len()
         )));
     }
-    let bind_host = spec
-        .request
-        .data_bind
-        .clone()
-        .unwrap_or_else(|| spec.data_host.clone());
+    let bind_host = spec.data_host.clone();
     let listener = DataListener::bind(&bind_host, &spec.job, CancelToken::default())?;
     let port = listener.port();
     let peers = match exchange(jm, &Message::WorkerReady { data_port: port }, |m| {
@@ -229,7 +225,13 @@ fn run_subtasks(spec: &DeploySpec, job: &WorkerJob<'_>, jm: &mut TcpStream) -> R
         job: spec.job.clone(),
         remote,
         listener,
-        bind: spec.request.data_bind.clone(),
+        // Connect from this TaskManager's address on the job's network, so the shuffle leaves
+        // through that network's interface.
+        bind: spec
+            .request
+            .data_network
+            .as_ref()
+            .map(|_| spec.data_host.clone()),
     };
     let running = executor::start(
         &graph,

@@ -37,6 +37,9 @@ pub struct TaskManagerArgs {
     /// Address (host or IP) the workers' data listeners bind to.
     #[arg(long, default_value = "127.0.0.1")]
     data_addr: String,
+    /// A further data network, NAME=ADDR (repeatable): jobs choose one with `--data-net NAME`.
+    #[arg(long = "data-net", value_name = "NAME=ADDR")]
+    data_nets: Vec<String>,
     /// Directory caching job binaries.
     #[arg(long)]
     cache_dir: Option<PathBuf>,
@@ -116,10 +119,21 @@ pub fn taskmanager(args: TaskManagerArgs) -> Result<()> {
     let cache_dir = args
         .cache_dir
         .unwrap_or_else(|| std::env::temp_dir().join("hummer-artifacts"));
+    let data_networks = args
+        .data_nets
+        .iter()
+        .map(|n| match n.split_once('=') {
+            Some((name, addr)) if !name.is_empty() && !addr.is_empty() => {
+                Ok((name.to_string(), addr.to_string()))
+            }
+            _ => bail!("--data-net must be NAME=ADDR, got '{n}'"),
+        })
+        .collect::<Result<Vec<_>>>()?;
     let config = TaskManagerConfig {
         jobmanager: args.jobmanager,
         slots,
         data_host: args.data_addr,
+        data_networks,
         cache_dir,
         heartbeat_interval: Duration::from_millis(args.heartbeat_interval_ms.max(10)),
     };

@@ -48,9 +48,9 @@ pub struct Args {
     /// In cluster mode, wait for a streaming job to end instead of returning its id.
     #[arg(long)]
     wait: bool,
-    /// In cluster mode, the local address the job's data connections are bound to.
-    #[arg(long)]
-    data_bind: Option<String>,
+    /// In cluster mode, the data network (declared by the TaskManagers) the shuffles use.
+    #[arg(long = "data-net", value_name = "NAME")]
+    data_net: Option<String>,
 }
 
 pub fn run(args: Args) -> Result<()> {
@@ -64,7 +64,7 @@ pub fn run(args: Args) -> Result<()> {
     let mode: RuntimeMode = args.mode.parse().map_err(anyhow::Error::msg)?;
     env.set_runtime_mode(mode);
     env.set_jobmanager(args.jobmanager.clone());
-    env.set_data_bind_address(args.data_bind.clone());
+    env.set_data_network(args.data_net.clone());
     for path in &args.input {
         if !path.exists() {
             bail!("input '{}' does not exist", path.display());

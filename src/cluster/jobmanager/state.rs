@@ -47,6 +47,15 @@ pub struct WorkerEntry {
     pub slots: usize,
     /// Its latest counters (final once finished).
     pub metrics: Vec<VertexMetrics>,
+    /// The address it uses on the job's data network.
+    pub data_host: String,
+}
+
+/// A TaskManager's address on a data network (its default one if `None`).
+fn data_host_of(info: &TaskManagerInfo, network: Option<&str>) -> String {
+    network
+        .and_then(|net| info.data_networks.iter().find(|(n, _)| n == net))
+        .map_or_else(|| info.data_host.clone(), |(_, addr)| addr.clone())
 }
 
 /// A submitted job.
@@ -166,6 +175,20 @@ impl ClusterState {
                 free: tm.info.slots.saturating_sub(tm.used_slots),
             })
             .collect();
+        if let Some(net) = &request.data_network {
+            let missing: Vec<&str> = self
+                .task_managers
+                .values()
+                .filter(|t| !t.info.data_networks.iter().any(|(n, _)| n == net))
+                .map(|t| t.info.id.as_str())
+                .collect();
+            if !missing.is_empty() {
+                return Err(format!(
+                    "data network '{net}' is not declared by TaskManager(s) {}",
+                    missing.join(", ")
+                ));
+            }
+        }
         let free: usize = offers.iter().map(|o| o.free).sum();
         let parallelism = decide(&request.vertices, request.default_parallelism, free)?;
         let placement = self
@@ -188,17 +211,19 @@ impl ClusterState {
                 }
             }
         }
-        for (tm, w) in &workers {
+        for (tm, w) in workers.iter_mut() {
             let Some(entry) = self.task_managers.get_mut(tm) else {
                 continue;
             };
             entry.used_slots += w.slots;
+            let data_host = data_host_of(&entry.info, request.data_network.as_deref());
+            w.data_host = data_host.clone();
             let spec = DeploySpec {
                 job: id.clone(),
                 request: request.clone(),
                 task_manager: tm.clone(),
                 jobmanager: self.rpc_address.clone(),
-                data_host: entry.info.data_host.clone(),
+                data_host,
                 vertex_parallelism: parallelism.clone(),
                 placement: placement.clone(),
             };
@@ -241,10 +266,9 @@ impl ClusterState {
             .workers
             .iter()
             .filter_map(|(tm, w)| {
-                let host = self.task_managers.get(tm)?.info.data_host.clone();
                 Some(PeerAddress {
                     task_manager: tm.clone(),
-                    address: format!("{host}:{}", w.data_port?),
+                    address: format!("{}:{}", w.data_host, w.data_port?),
                 })
             })
             .collect();

@@ -1,0 +1,268 @@
+//! Two TaskManagers on separate hosts: Linux network namespaces joined by two veth pairs (two
+//! networks), created and removed by the test (needs root, as CI runs). A job exchanges data
+//! across the namespaces on the default network; a job bound to the second network moves its
+//! shuffle over that network's interface and leaves the other one alone.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+
+const BIN: &str = env!("CARGO_BIN_EXE_hummer");
+
+/// Two namespaces, removed (with their veths) on drop.
+struct Hosts {
+    a: String,
+    b: String,
+    processes: Vec<Child>,
+}
+
+fn ip(args: &[&str]) {
+    let out = Command::new("ip")
+        .args(args)
+        .output()
+        .expect("the ip command (iproute2)");
+    assert!(
+        out.status.success(),
+        "ip {}: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+impl Hosts {
+    fn create() -> Hosts {
+        let tag = std::process::id() % 100_000;
+        let (a, b) = (format!("hmr{tag}a"), format!("hmr{tag}b"));
+        let hosts = Hosts {
+            a: a.clone(),
+            b: b.clone(),
+            processes: Vec::new(),
+        };
+        ip(&["netns", "add", &a]);
+        ip(&["netns", "add", &b]);
+        for (net, (ia, ib)) in [("1", ("ha1", "hb1")), ("2", ("ha2", "hb2"))] {
+            ip(&[
+                "link", "add", ia, "netns", &a, "type", "veth", "peer", "name", ib, "netns", &b,
+            ]);
+            ip(&[
+                "-n",
+                &a,
+                "addr",
+                "add",
+                &format!("10.20{net}.0.1/24"),
+                "dev",
+                ia,
+            ]);
+            ip(&[
+                "-n",
+                &b,
+                "addr",
+                "add",
+                &format!("10.20{net}.0.2/24"),
+                "dev",
+                ib,
+            ]);
+            ip(&["-n", &a, "link", "set", ia, "up"]);
+            ip(&["-n", &b, "link", "set", ib, "up"]);
+        }
+        ip(&["-n", &a, "link", "set", "lo", "up"]);
+        ip(&["-n", &b, "link", "set", "lo", "up"]);
+        hosts
+    }
+
+    fn command(&self, ns: &str, args: &[&str]) -> Command {
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", ns, BIN]).args(args);
+        c
+    }
+
+    /// Starts a process in a namespace and waits for a line starting with `prefix`.
+    fn spawn(&mut self, ns: &str, args: &[&str], prefix: &str) -> String {
+        let mut child = self
+            .command(ns, args)
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut reader = BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        let found = loop {
+            line.clear();
+            assert!(reader.read_line(&mut line).unwrap() > 0, "{args:?} ended");
+            if let Some(rest) = line.trim().strip_prefix(prefix) {
+                break rest.to_string();
+            }
+        };
+        std::thread::spawn(move || {
+            let mut sink = String::new();
+            while reader.read_line(&mut sink).map(|n| n > 0).unwrap_or(false) {
+                sink.clear();
+            }
+        });
+        self.processes.push(child);
+        found
+    }
+
+    fn run(&self, ns: &str, args: &[&str]) -> Output {
+        self.command(ns, args).output().unwrap()
+    }
+
+    fn tx_bytes(&self, ns: &str, dev: &str) -> u64 {
+        let out = Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                ns,
+                "cat",
+                &format!("/sys/class/net/{dev}/statistics/tx_bytes"),
+            ])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
+    }
+
+    /// Bytes sent over (network 1, network 2), both directions.
+    fn traffic(&self) -> (u64, u64) {
+        (
+            self.tx_bytes(&self.a, "ha1") + self.tx_bytes(&self.b, "hb1"),
+            self.tx_bytes(&self.a, "ha2") + self.tx_bytes(&self.b, "hb2"),
+        )
+    }
+}
+
+impl Drop for Hosts {
+    fn drop(&mut self) {
+        for p in &mut self.processes {
+            let _ = p.kill();
+            let _ = p.wait();
+        }
+        // Deleting a namespace removes its veth ends (and so their peers).
+        let _ = Command::new("ip").args(["netns", "del", &self.a]).status();
+        let _ = Command::new("ip").args(["netns", "del", &self.b]).status();
+    }
+}
+
+fn check(out: &Output) {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn taskmanagers_in_two_namespaces_exchange_data_on_the_chosen_network() {
+    let mut hosts = Hosts::create();
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (hosts.a.clone(), hosts.b.clone());
+    let rpc = hosts.spawn(
+        &a,
+        &[
+            "jobmanager",
+            "--rpc",
+            "10.201.0.1:0",
+            "--rest",
+            "10.201.0.1:0",
+        ],
+        "jobmanager listening on ",
+    );
+    let cache = |n: &str| dir.path().join(format!("cache-{n}")).display().to_string();
+    for (ns, host, second, n) in [
+        (&a, "10.201.0.1", "10.202.0.1", "a"),
+        (&b, "10.201.0.2", "10.202.0.2", "b"),
+    ] {
+        let c = cache(n);
+        let second = format!("second={second}");
+        hosts.spawn(
+            ns,
+            &[
+                "taskmanager",
+                "--jobmanager",
+                &rpc,
+                "--slots",
+                "2",
+                "--data-addr",
+                host,
+                "--data-net",
+                &second,
+                "--cache-dir",
+                &c,
+            ],
+            "taskmanager ",
+        );
+    }
+    let input = dir.path().join("corpus.txt");
+    common::write_corpus(&input, 20_000);
+    let expected = common::reference_counts(&std::fs::read_to_string(&input).unwrap());
+    let out = |name: &str| dir.path().join(name).display().to_string();
+
+    // Default network: the job's subtasks are spread over both namespaces.
+    let first = hosts.run(
+        &a,
+        &[
+            "wordcount",
+            input.to_str().unwrap(),
+            "--parallelism",
+            "4",
+            "--jobmanager",
+            &rpc,
+            "--output",
+            &out("net1"),
+        ],
+    );
+    check(&first);
+    assert_eq!(common::read_counts(Path::new(&out("net1"))), expected);
+
+    // The second network: a streaming run shuffles every word, over that network only.
+    let (net1_before, net2_before) = hosts.traffic();
+    let second = hosts.run(
+        &a,
+        &[
+            "wordcount",
+            input.to_str().unwrap(),
+            "--parallelism",
+            "4",
+            "--mode",
+            "streaming",
+            "--wait",
+            "--data-net",
+            "second",
+            "--jobmanager",
+            &rpc,
+            "--output",
+            &out("net2"),
+        ],
+    );
+    check(&second);
+    assert_eq!(common::read_counts(Path::new(&out("net2"))), expected);
+    let (net1_after, net2_after) = hosts.traffic();
+    let (net1, net2) = (net1_after - net1_before, net2_after - net2_before);
+    assert!(
+        net2 > 1_000_000,
+        "the shuffle moved only {net2} bytes over network 2"
+    );
+    assert!(
+        net1 * 10 < net2,
+        "network 1 carried {net1} bytes, network 2 {net2}: not only control traffic"
+    );
+
+    // A network no TaskManager declared is refused.
+    let refused = hosts.run(
+        &a,
+        &[
+            "wordcount",
+            "--corpus-lines",
+            "10",
+            "--data-net",
+            "third",
+            "--jobmanager",
+            &rpc,
+        ],
+    );
+    assert!(!refused.status.success());
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("data network 'third' is not declared")
+    );
+    let _ = b;
+}
