@@ -2,6 +2,8 @@
 //!
 //! The first frame of a connection is a header (`kind` 0: postcard `(job id, channel)`); then
 //! come batches (`kind` 1: postcard `Vec<T>`) and one end-of-input frame (`kind` 2, empty).
+//! In the other direction the receiver sends credits (`kind` 3: a big-endian `u32`): a sender
+//! sends a batch only against a credit.
 
 use std::io::{ErrorKind, Read};
 use std::time::Duration;
@@ -12,6 +14,8 @@ use crate::runtime::CancelToken;
 pub(crate) const KIND_HEADER: u8 = 0;
 pub(crate) const KIND_BATCH: u8 = 1;
 pub(crate) const KIND_END: u8 = 2;
+/// Receiver to sender: `u32` more batches may be sent.
+pub(crate) const KIND_CREDIT: u8 = 3;
 
 /// Largest data frame accepted.
 pub(crate) const MAX_DATA_FRAME: usize = 256 << 20;

@@ -22,3 +22,68 @@ mod sender;
 pub use listener::DataListener;
 pub use receiver::ReceiverTask;
 pub use sender::RemoteSender;
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Duration;
+
+    use super::*;
+    use crate::runtime::CancelToken;
+    use crate::runtime::channel::{StreamEvent, TaskWaker, channel};
+    use crate::runtime::task::{TaskBody, TaskRuntime};
+
+    /// A stalled consumer stops its producer after a bounded number of batches (credits), and
+    /// everything sent arrives in order once it reads again.
+    #[test]
+    fn credits_bound_what_a_stalled_consumer_lets_through() {
+        let cancel = CancelToken::default();
+        let listener = DataListener::bind("127.0.0.1", "job-1", cancel.clone()).unwrap();
+        let endpoint = format!("127.0.0.1:{}", listener.port());
+        let capacity = 2;
+        let producer = Arc::new(TaskWaker::default());
+        let (tx, rx) = channel::<u64>(capacity, producer.clone(), Arc::new(TaskWaker::default()));
+        let receiver = Box::new(ReceiverTask::new(7, listener.expect(7), tx, capacity));
+        let rt = TaskRuntime {
+            cancel: cancel.clone(),
+            buffer_timeout: None,
+            metrics: Arc::default(),
+        };
+        let receiving = std::thread::spawn(move || {
+            producer.bind(std::thread::current());
+            receiver.run(&rt)
+        });
+        let sent = Arc::new(AtomicUsize::new(0));
+        let sent_t = sent.clone();
+        let cancel_t = cancel.clone();
+        let sending = std::thread::spawn(move || {
+            let mut sender = RemoteSender::<u64>::connect(&endpoint, "job-1", 7, None).unwrap();
+            for i in 0..200u64 {
+                sender.send(StreamEvent::Batch(vec![i]), &cancel_t).unwrap();
+                sent_t.fetch_add(1, Ordering::SeqCst);
+            }
+            sender.send(StreamEvent::EndOfInput, &cancel_t).unwrap();
+        });
+        std::thread::sleep(Duration::from_millis(300));
+        let stalled_at = sent.load(Ordering::SeqCst);
+        // Channel capacity, plus one batch held by the receiver, plus the credits granted for
+        // what the channel took: never the hundreds a socket buffer would absorb.
+        assert!(
+            stalled_at <= 3 * capacity + 1,
+            "{stalled_at} batches passed a stalled consumer"
+        );
+        let mut got = Vec::new();
+        loop {
+            match rx.try_recv() {
+                Some(StreamEvent::Batch(b)) => got.extend(b),
+                Some(StreamEvent::EndOfInput) => break,
+                None => std::thread::sleep(Duration::from_millis(1)),
+            }
+        }
+        assert_eq!(got, (0..200).collect::<Vec<_>>());
+        sending.join().unwrap();
+        receiving.join().unwrap().unwrap();
+        cancel.cancel();
+    }
+}

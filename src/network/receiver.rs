@@ -8,7 +8,9 @@ use std::time::Duration;
 use serde::de::DeserializeOwned;
 
 use crate::error::{HummerError, Result};
-use crate::network::frames::{FrameReader, KIND_BATCH, KIND_END};
+use std::io::Write;
+
+use crate::network::frames::{FrameReader, KIND_BATCH, KIND_CREDIT, KIND_END, frame};
 use crate::runtime::channel::{ChannelSender, StreamEvent};
 use crate::runtime::task::{TaskBody, TaskRuntime};
 
@@ -20,6 +22,8 @@ pub struct ReceiverTask<T> {
     channel: usize,
     connection: Receiver<TcpStream>,
     output: ChannelSender<T>,
+    /// Credits granted at the start: the capacity of `output`.
+    capacity: usize,
 }
 
 impl<T> ReceiverTask<T> {
@@ -28,11 +32,13 @@ impl<T> ReceiverTask<T> {
         channel: usize,
         connection: Receiver<TcpStream>,
         output: ChannelSender<T>,
+        capacity: usize,
     ) -> Self {
         ReceiverTask {
             channel,
             connection,
             output,
+            capacity,
         }
     }
 }
@@ -57,6 +63,19 @@ impl<T: DeserializeOwned + Send + 'static> TaskBody for ReceiverTask<T> {
             .peer_addr()
             .map(|a| a.to_string())
             .unwrap_or_else(|_| "?".into());
+        let mut credits = stream.try_clone().map_err(|source| HummerError::Network {
+            endpoint: peer.clone(),
+            source,
+        })?;
+        let grant = |credits: &mut TcpStream, n: u32| {
+            credits
+                .write_all(&frame(KIND_CREDIT, &n.to_be_bytes()))
+                .map_err(|source| HummerError::Network {
+                    endpoint: peer.clone(),
+                    source,
+                })
+        };
+        grant(&mut credits, self.capacity as u32)?;
         let mut frames = FrameReader::new(stream, peer.clone());
         loop {
             match frames.next(&rt.cancel)? {
@@ -68,6 +87,9 @@ impl<T: DeserializeOwned + Send + 'static> TaskBody for ReceiverTask<T> {
                         })?;
                     rt.metrics.add_in(batch.len());
                     self.output.send(StreamEvent::Batch(batch), &rt.cancel)?;
+                    // The batch is in the channel: the sender may send one more. (If the
+                    // producer has already ended, the credit has no reader: ignore that.)
+                    let _ = grant(&mut credits, 1);
                 }
                 Some((KIND_END, _)) => {
                     return self.output.send(StreamEvent::EndOfInput, &rt.cancel);

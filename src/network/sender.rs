@@ -1,4 +1,10 @@
 //! The sending end of a remote channel, fused into the producing subtask.
+//!
+//! Credit-based flow control: the receiver grants one credit per batch it can take (its
+//! channel's capacity at first, then one for every batch it hands on), and the sender sends a
+//! batch only against a credit. At most a channel's capacity of batches is ever in flight, so
+//! a slow consumer stalls its own producer quickly and holds no more memory than its channel,
+//! while the other channels between the same workers keep flowing.
 
 use std::io::{BufWriter, Write};
 use std::marker::PhantomData;
@@ -8,12 +14,17 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::error::{HummerError, Result};
-use crate::network::frames::{KIND_BATCH, KIND_END, KIND_HEADER, frame};
+use crate::network::frames::{
+    FrameReader, KIND_BATCH, KIND_CREDIT, KIND_END, KIND_HEADER, READ_POLL, frame,
+};
+use crate::runtime::CancelToken;
 use crate::runtime::channel::StreamEvent;
 
 /// Writes a channel's batches into its TCP connection.
 pub struct RemoteSender<T> {
     stream: BufWriter<TcpStream>,
+    credits_in: FrameReader<TcpStream>,
+    credits: u64,
     endpoint: String,
     scratch: Vec<u8>,
     _types: PhantomData<fn(T)>,
@@ -37,6 +48,8 @@ impl<T: Serialize> RemoteSender<T> {
             .map_err(net)?;
         let header = postcard::to_stdvec(&(job, channel as u64))
             .map_err(|e| HummerError::Internal(format!("header: {e}")))?;
+        let reverse = stream.try_clone().map_err(net)?;
+        reverse.set_read_timeout(Some(READ_POLL)).map_err(net)?;
         let mut stream = BufWriter::with_capacity(64 * 1024, stream);
         stream
             .write_all(&frame(KIND_HEADER, &header))
@@ -46,14 +59,54 @@ impl<T: Serialize> RemoteSender<T> {
         stream.flush().map_err(net)?;
         Ok(RemoteSender {
             stream,
+            credits_in: FrameReader::new(reverse, endpoint.to_string()),
+            credits: 0,
             endpoint: endpoint.to_string(),
             scratch: Vec::new(),
             _types: PhantomData,
         })
     }
 
-    /// Sends an event (blocks while the receiver's window is closed: backpressure).
-    pub fn send(&mut self, event: StreamEvent<T>) -> Result<()> {
+    /// Batches that may be sent before waiting for the receiver.
+    pub fn credits(&self) -> u64 {
+        self.credits
+    }
+
+    /// Waits for a credit (backpressure), reading the receiver's credit frames.
+    fn take_credit(&mut self, cancel: &CancelToken) -> Result<()> {
+        while self.credits == 0 {
+            match self.credits_in.next(cancel)? {
+                Some((KIND_CREDIT, payload)) if payload.len() == 4 => {
+                    let grant =
+                        u32::from_be_bytes([payload[0], payload[1], payload[2], payload[3]]);
+                    self.credits += u64::from(grant);
+                }
+                Some((kind, _)) => {
+                    return Err(HummerError::BadInput {
+                        input: format!("data connection to {}", self.endpoint),
+                        reason: format!("expected a credit frame, got kind {kind}"),
+                    });
+                }
+                None => {
+                    return Err(HummerError::Network {
+                        endpoint: self.endpoint.clone(),
+                        source: std::io::Error::new(
+                            std::io::ErrorKind::UnexpectedEof,
+                            "the receiver closed the connection",
+                        ),
+                    });
+                }
+            }
+        }
+        self.credits -= 1;
+        Ok(())
+    }
+
+    /// Sends an event; a batch waits for a credit from the receiver (backpressure).
+    pub fn send(&mut self, event: StreamEvent<T>, cancel: &CancelToken) -> Result<()> {
+        if matches!(event, StreamEvent::Batch(_)) {
+            self.take_credit(cancel)?;
+        }
         let net = |source| HummerError::Network {
             endpoint: self.endpoint.clone(),
             source,

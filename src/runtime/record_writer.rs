@@ -84,7 +84,16 @@ impl<T: serde::Serialize> Outlet<T> {
                 sent
             }
             Outlet::Local(s) => s.send(event, cancel),
-            Outlet::Remote(r) => r.send(event),
+            Outlet::Remote(r) if r.credits() == 0 => {
+                let waiting = std::time::Instant::now();
+                let sent = r.send(event, cancel);
+                metrics.backpressured_ns.fetch_add(
+                    waiting.elapsed().as_nanos() as u64,
+                    std::sync::atomic::Ordering::Relaxed,
+                );
+                sent
+            }
+            Outlet::Remote(r) => r.send(event, cancel),
         }
     }
 }

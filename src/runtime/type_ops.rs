@@ -187,7 +187,7 @@ impl<T: Data> TypeOps for TypeOpsImpl<T> {
     ) -> (Box<dyn TaskBody>, ErasedReceiver) {
         let (s, r) = channel::<T>(capacity, task_waker, consumer);
         (
-            Box::new(ReceiverTask::new(channel_id, connection, s)),
+            Box::new(ReceiverTask::new(channel_id, connection, s, capacity)),
             ErasedReceiver(Box::new(r)),
         )
     }
