@@ -227,6 +227,23 @@ fn cluster_wordcount_equals_local_and_is_visible_in_rest() {
         stdout.contains("   1. the\t"),
         "top words from the workers' collect sink: {stdout}"
     );
+    // The same job with the network senders as tasks of their own.
+    let out_dedicated = cluster.dir.path().join("od");
+    let dedicated = cluster.hummer(&[
+        "wordcount",
+        input.to_str().unwrap(),
+        "--parallelism",
+        "6",
+        "--network-task",
+        "dedicated",
+        "--output",
+        out_dedicated.to_str().unwrap(),
+    ]);
+    assert!(
+        dedicated.status.success(),
+        "{}",
+        String::from_utf8_lossy(&dedicated.stderr)
+    );
     let local = Command::new(BIN)
         .args([
             "wordcount",
@@ -243,13 +260,14 @@ fn cluster_wordcount_equals_local_and_is_visible_in_rest() {
     let expected = common::reference_counts(&std::fs::read_to_string(&input).unwrap());
     assert_eq!(common::read_counts(&out_cluster), expected);
     assert_eq!(common::read_counts(&out_local), expected);
+    assert_eq!(common::read_counts(&out_dedicated), expected);
     assert_eq!(std::fs::read_dir(&out_cluster).unwrap().count(), 6);
 
     let (code, overview) = http_get(&cluster.rest, "/overview");
     assert_eq!(code, 200);
     assert_eq!(overview["taskmanagers"], 3);
     assert_eq!(overview["slots-total"], 6);
-    assert_eq!(overview["jobs-finished"], 1);
+    assert_eq!(overview["jobs-finished"], 2);
     let (_, tms) = http_get(&cluster.rest, "/taskmanagers");
     assert_eq!(tms["taskmanagers"].as_array().unwrap().len(), 3);
     let (_, job) = http_get(&cluster.rest, &format!("/jobs/{id}"));

@@ -46,6 +46,9 @@ pub struct ExecutionConfig {
     pub batch_size: usize,
     /// Batches in flight per channel before the producer waits (backpressure). Default 8.
     pub channel_capacity: usize,
+    /// In cluster mode, where the sending ends of remote channels run. Default: fused into the
+    /// producing subtask.
+    pub network_task: crate::network::NetworkTaskMode,
 }
 
 impl Default for ExecutionConfig {
@@ -57,6 +60,7 @@ impl Default for ExecutionConfig {
             buffer_timeout: Some(Duration::from_millis(1)),
             batch_size: 1024,
             channel_capacity: 8,
+            network_task: crate::network::NetworkTaskMode::Fused,
         }
     }
 }

@@ -77,8 +77,20 @@ impl<A: Data, B: Data> ConnectedStreams<A, B> {
             factory,
             type_ops::<It1::Item>(),
         );
-        env.add_edge(self.first.node, id, 0, self.first.partitioning.clone());
-        env.add_edge(self.second.node, id, 1, self.second.partitioning.clone());
+        env.add_edge(
+            self.first.node,
+            id,
+            0,
+            self.first.partitioning.clone(),
+            self.first.network_task,
+        );
+        env.add_edge(
+            self.second.node,
+            id,
+            1,
+            self.second.partitioning.clone(),
+            self.second.network_task,
+        );
         DataStream::new(env.clone(), id)
     }
 }

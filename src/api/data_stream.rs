@@ -28,6 +28,7 @@ pub struct DataStream<T> {
     pub(crate) env: StreamExecutionEnvironment,
     pub(crate) node: NodeId,
     pub(crate) partitioning: Partitioning,
+    pub(crate) network_task: Option<crate::network::NetworkTaskMode>,
     _types: PhantomData<fn() -> T>,
 }
 
@@ -37,6 +38,7 @@ impl<T> Clone for DataStream<T> {
             env: self.env.clone(),
             node: self.node,
             partitioning: self.partitioning.clone(),
+            network_task: self.network_task,
             _types: PhantomData,
         }
     }
@@ -48,6 +50,7 @@ impl<T: Data> DataStream<T> {
             env,
             node,
             partitioning: Partitioning::Forward,
+            network_task: None,
             _types: PhantomData,
         }
     }
@@ -85,8 +88,13 @@ impl<T: Data> DataStream<T> {
         out_type: Arc<dyn crate::runtime::type_ops::TypeOps>,
     ) -> NodeId {
         let id = self.env.add_node(name, kind, factory, out_type);
-        self.env
-            .add_edge(self.node, id, 0, self.partitioning.clone());
+        self.env.add_edge(
+            self.node,
+            id,
+            0,
+            self.partitioning.clone(),
+            self.network_task,
+        );
         id
     }
 
@@ -172,7 +180,8 @@ impl<T: Data> DataStream<T> {
             .env
             .add_node("Union".into(), NodeKind::Operator, factory, type_ops::<T>());
         for s in std::iter::once(self).chain(others) {
-            self.env.add_edge(s.node, id, 0, s.partitioning.clone());
+            self.env
+                .add_edge(s.node, id, 0, s.partitioning.clone(), s.network_task);
         }
         DataStream::new(self.env.clone(), id)
     }
@@ -195,6 +204,16 @@ impl<T: Data> DataStream<T> {
     pub(crate) fn with_partitioning(&self, partitioning: Partitioning) -> DataStream<T> {
         DataStream {
             partitioning,
+            ..self.clone()
+        }
+    }
+
+    /// Where the sending end of this stream's next edge runs when the edge crosses workers in
+    /// cluster mode (overrides the job's default, see
+    /// [`StreamExecutionEnvironment::set_network_task_mode`]).
+    pub fn network_task(&self, mode: crate::network::NetworkTaskMode) -> DataStream<T> {
+        DataStream {
+            network_task: Some(mode),
             ..self.clone()
         }
     }

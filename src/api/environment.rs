@@ -110,6 +110,14 @@ impl StreamExecutionEnvironment {
         self
     }
 
+    /// Where the sending ends of remote channels run in cluster mode: fused into the producing
+    /// subtask (default) or in tasks of their own. An edge can override it
+    /// ([`DataStream::network_task`]).
+    pub fn set_network_task_mode(&self, mode: crate::network::NetworkTaskMode) -> &Self {
+        self.state.borrow_mut().config.network_task = mode;
+        self
+    }
+
     /// Sets the number of records per batch.
     pub fn set_batch_size(&self, batch_size: usize) -> &Self {
         self.state.borrow_mut().config.batch_size = batch_size;
@@ -187,11 +195,18 @@ impl StreamExecutionEnvironment {
             .add_node(name, kind, factory, out_type)
     }
 
-    pub(crate) fn add_edge(&self, source: NodeId, target: NodeId, input: usize, p: Partitioning) {
+    pub(crate) fn add_edge(
+        &self,
+        source: NodeId,
+        target: NodeId,
+        input: usize,
+        p: Partitioning,
+        network_task: Option<crate::network::NetworkTaskMode>,
+    ) {
         self.state
             .borrow_mut()
             .graph
-            .add_edge(source, target, input, p);
+            .add_edge(source, target, input, p, network_task);
     }
 
     fn translate(&self) -> Result<(StreamGraph, JobGraph, ExecutionGraph)> {
@@ -254,6 +269,7 @@ impl StreamExecutionEnvironment {
                 batch_size: c.batch_size,
                 channel_capacity: c.channel_capacity,
                 buffer_timeout: c.buffer_timeout,
+                network_task: c.network_task,
             };
             let remote = state
                 .jobmanager

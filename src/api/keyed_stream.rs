@@ -242,8 +242,20 @@ where
             factory,
             type_ops::<O>(),
         );
-        env.add_edge(self.stream.node, id, 0, self.hash_partitioning());
-        env.add_edge(other.stream.node, id, 1, other.hash_partitioning());
+        env.add_edge(
+            self.stream.node,
+            id,
+            0,
+            self.hash_partitioning(),
+            self.stream.network_task,
+        );
+        env.add_edge(
+            other.stream.node,
+            id,
+            1,
+            other.hash_partitioning(),
+            other.stream.network_task,
+        );
         DataStream::new(env.clone(), id)
     }
 }

@@ -326,7 +326,8 @@ fn insert_combiners(stream: &mut StreamGraph, parallelism: &mut Vec<usize>) {
         parallelism.push(parallelism[upstream]);
         stream.edges[edge].target = combiner;
         stream.edges[edge].partitioning = Partitioning::Forward;
-        stream.add_edge(combiner, node, 0, rewrite.partitioning);
+        let network_task = stream.edges[edge].network_task.take();
+        stream.add_edge(combiner, node, 0, rewrite.partitioning, network_task);
         stream.nodes[node].factory = NodeFactory::OneInput(rewrite.merge);
     }
 }

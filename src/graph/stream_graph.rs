@@ -99,6 +99,8 @@ pub struct StreamEdge {
     /// Input port of the target: 0, or 1 for the second input of a two-input node.
     pub(crate) input: usize,
     pub(crate) partitioning: Partitioning,
+    /// Where the sending end runs if this edge crosses workers (`None`: the job's default).
+    pub(crate) network_task: Option<crate::network::NetworkTaskMode>,
 }
 
 impl StreamEdge {
@@ -166,12 +168,14 @@ impl StreamGraph {
         target: NodeId,
         input: usize,
         partitioning: Partitioning,
+        network_task: Option<crate::network::NetworkTaskMode>,
     ) {
         self.edges.push(StreamEdge {
             source,
             target,
             input,
             partitioning,
+            network_task,
         });
     }
 

@@ -6,20 +6,48 @@
 //! other ("network is a task"):
 //!
 //! * the **sender** is fused into the producing subtask: its record writer encodes each batch
-//!   (postcard) straight into the socket ([`RemoteSender`]);
+//!   (postcard) straight into the socket ([`RemoteSender`]); or, per job or per edge
+//!   ([`NetworkTaskMode::Dedicated`]), it is a [`SenderTask`] of its own fed by a memory
+//!   channel;
 //! * the **receiver** is a task of its own on the consuming side ([`ReceiverTask`]): it decodes
 //!   batches and pushes them into an ordinary memory channel to the consuming subtask.
 //!
-//! Flow control: each remote channel has its own connection, so the receiver stops reading a
-//! channel whose consumer is full, the kernel's window closes, and only that channel's
-//! producer blocks; other channels between the same workers keep flowing.
+//! Flow control is credit based (see [`RemoteSender`]): a batch is sent only against a credit
+//! granted by the receiver, and each remote channel has its own connection, so a slow consumer
+//! stalls only its own producer.
 
 mod frames;
 mod listener;
 mod receiver;
 mod sender;
+mod sender_task;
 
 pub use listener::DataListener;
+pub use sender_task::SenderTask;
+
+/// Where the sending end of a remote channel runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum NetworkTaskMode {
+    /// In the producing subtask's thread: its record writer encodes into the socket.
+    #[default]
+    Fused,
+    /// In a sender task of its own, fed by a memory channel: the producer never waits on the
+    /// network, at the cost of a thread and a hand-over per batch.
+    Dedicated,
+}
+
+impl std::str::FromStr for NetworkTaskMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "fused" => Ok(NetworkTaskMode::Fused),
+            "dedicated" => Ok(NetworkTaskMode::Dedicated),
+            other => Err(format!(
+                "unknown network task mode '{other}': expected fused or dedicated"
+            )),
+        }
+    }
+}
 pub use receiver::ReceiverTask;
 pub use sender::RemoteSender;
 

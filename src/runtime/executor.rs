@@ -37,6 +37,8 @@ pub struct RuntimeConfig {
     /// Longest a record waits in an output buffer while its task is busy (`None`: only full
     /// buffers and idle tasks flush).
     pub buffer_timeout: Option<Duration>,
+    /// Where the sending ends of remote channels run, unless their edge says otherwise.
+    pub network_task: crate::network::NetworkTaskMode,
 }
 
 struct Failure {
@@ -207,7 +209,32 @@ pub fn start(
             }
             (true, false, Some(p)) => {
                 let endpoint = p.remote[ch.consumer].as_deref().unwrap_or_default();
-                let s = ops.remote_sender(endpoint, &p.job, id, p.bind.as_deref())?;
+                let mode = stream_edge.network_task.unwrap_or(cfg.network_task);
+                let s = match mode {
+                    crate::network::NetworkTaskMode::Fused => {
+                        ops.remote_sender(endpoint, &p.job, id, p.bind.as_deref())?
+                    }
+                    crate::network::NetworkTaskMode::Dedicated => {
+                        let waker = Arc::new(TaskWaker::default());
+                        let (s, body) = ops.sender_task(
+                            endpoint,
+                            &p.job,
+                            id,
+                            p.bind.as_deref(),
+                            cfg.channel_capacity,
+                            wakers[ch.producer].clone(),
+                            waker.clone(),
+                        )?;
+                        network_tasks.push(PreparedTask {
+                            name: format!("send channel {id}"),
+                            body,
+                            waker,
+                            metrics: Arc::default(),
+                            vertex: None,
+                        });
+                        s
+                    }
+                };
                 senders
                     .entry((ch.producer, ch.job_edge))
                     .or_default()

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use crate::data::Data;
 use crate::error::{HummerError, Result};
-use crate::network::{ReceiverTask, RemoteSender};
+use crate::network::{ReceiverTask, RemoteSender, SenderTask};
 use crate::operators::{FanOut, Output};
 use crate::runtime::CancelToken;
 use crate::runtime::channel::{ChannelReceiver, TaskWaker, channel};
@@ -94,6 +94,19 @@ pub(crate) trait TypeOps: Send + Sync {
         channel: usize,
         bind: Option<&str>,
     ) -> Result<ErasedSender>;
+    /// The sending end of a remote channel as a task of its own: the producer's end of a
+    /// memory channel, and the sender task draining it into the connection.
+    #[allow(clippy::too_many_arguments)]
+    fn sender_task(
+        &self,
+        endpoint: &str,
+        job: &str,
+        channel: usize,
+        bind: Option<&str>,
+        capacity: usize,
+        producer: Arc<TaskWaker>,
+        task_waker: Arc<TaskWaker>,
+    ) -> Result<(ErasedSender, Box<dyn TaskBody>)>;
     /// The receiving end of a remote channel: a network task feeding a memory channel, and
     /// that channel's receiver for the consuming subtask.
     fn receiver_task(
@@ -175,6 +188,24 @@ impl<T: Data> TypeOps for TypeOpsImpl<T> {
     ) -> Result<ErasedSender> {
         let sender = RemoteSender::<T>::connect(endpoint, job, channel, bind)?;
         Ok(ErasedSender(Box::new(Outlet::Remote(sender))))
+    }
+
+    fn sender_task(
+        &self,
+        endpoint: &str,
+        job: &str,
+        channel_id: usize,
+        bind: Option<&str>,
+        capacity: usize,
+        producer: Arc<TaskWaker>,
+        task_waker: Arc<TaskWaker>,
+    ) -> Result<(ErasedSender, Box<dyn TaskBody>)> {
+        let remote = RemoteSender::<T>::connect(endpoint, job, channel_id, bind)?;
+        let (s, r) = channel::<T>(capacity, producer, task_waker);
+        Ok((
+            ErasedSender(Box::new(Outlet::Local(s))),
+            Box::new(SenderTask::new(r, remote)),
+        ))
     }
 
     fn receiver_task(

@@ -48,6 +48,9 @@ pub struct Args {
     /// In cluster mode, wait for a streaming job to end instead of returning its id.
     #[arg(long)]
     wait: bool,
+    /// In cluster mode, where the senders of remote channels run: fused or dedicated.
+    #[arg(long, default_value = "fused", value_parser = ["fused", "dedicated"])]
+    network_task: String,
     /// In cluster mode, the data network (declared by the TaskManagers) the shuffles use.
     #[arg(long = "data-net", value_name = "NAME")]
     data_net: Option<String>,
@@ -65,6 +68,7 @@ pub fn run(args: Args) -> Result<()> {
     env.set_runtime_mode(mode);
     env.set_jobmanager(args.jobmanager.clone());
     env.set_data_network(args.data_net.clone());
+    env.set_network_task_mode(args.network_task.parse().map_err(anyhow::Error::msg)?);
     for path in &args.input {
         if !path.exists() {
             bail!("input '{}' does not exist", path.display());

@@ -1,0 +1,41 @@
+//! A dedicated sending task: drains a memory channel from the producing subtask into a remote
+//! channel, so the producer hands batches over in memory and never blocks on the network.
+
+use serde::Serialize;
+
+use crate::error::{HummerError, Result};
+use crate::network::RemoteSender;
+use crate::runtime::channel::{ChannelReceiver, PARK_SAFETY_TIMEOUT, StreamEvent};
+use crate::runtime::task::{TaskBody, TaskRuntime};
+
+/// Forwards one channel to its remote consumer.
+pub struct SenderTask<T> {
+    input: ChannelReceiver<T>,
+    output: RemoteSender<T>,
+}
+
+impl<T> SenderTask<T> {
+    /// A task sending what arrives on `input` through `output`.
+    pub(crate) fn new(input: ChannelReceiver<T>, output: RemoteSender<T>) -> Self {
+        SenderTask { input, output }
+    }
+}
+
+impl<T: Serialize + Send + 'static> TaskBody for SenderTask<T> {
+    fn run(self: Box<Self>, rt: &TaskRuntime) -> Result<()> {
+        let SenderTask { input, mut output } = *self;
+        loop {
+            match input.try_recv() {
+                Some(StreamEvent::Batch(batch)) => {
+                    rt.metrics.add_out(batch.len());
+                    output.send(StreamEvent::Batch(batch), &rt.cancel)?;
+                }
+                Some(StreamEvent::EndOfInput) => {
+                    return output.send(StreamEvent::EndOfInput, &rt.cancel);
+                }
+                None if rt.cancel.is_cancelled() => return Err(HummerError::Cancelled),
+                None => std::thread::park_timeout(PARK_SAFETY_TIMEOUT),
+            }
+        }
+    }
+}
