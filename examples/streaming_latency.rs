@@ -108,17 +108,22 @@ fn main() -> anyhow::Result<()> {
     let h = histogram
         .lock()
         .map_err(|_| anyhow::anyhow!("histogram lock poisoned"))?;
+    report("in one process", &h, rate, parallelism);
+    Ok(())
+}
+
+/// Prints the percentiles of a latency histogram (nanoseconds).
+fn report(label: &str, h: &Histogram<u64>, rate: f64, parallelism: usize) {
     let ms = |q: f64| h.value_at_quantile(q) as f64 / 1e6;
     println!(
-        "records {} at {rate:.0}/s, parallelism {parallelism}: p50 {:.3} ms, p99 {:.3} ms, \
-         p99.9 {:.3} ms, max {:.3} ms",
+        "{label}: records {} at {rate:.0}/s, parallelism {parallelism}: p50 {:.3} ms, \
+         p99 {:.3} ms, p99.9 {:.3} ms, max {:.3} ms",
         h.len(),
         ms(0.5),
         ms(0.99),
         ms(0.999),
         h.max() as f64 / 1e6
     );
-    Ok(())
 }
 
 /// Wall-clock nanoseconds: comparable between processes of one machine.
@@ -164,15 +169,6 @@ fn across_workers(rate: f64, seconds: u64, parallelism: usize) -> anyhow::Result
     for l in result.collected(&latencies)? {
         h.record(l)?;
     }
-    let ms = |q: f64| h.value_at_quantile(q) as f64 / 1e6;
-    println!(
-        "across workers: records {} at {rate:.0}/s, parallelism {parallelism}: p50 {:.3} ms, \
-         p99 {:.3} ms, p99.9 {:.3} ms, max {:.3} ms",
-        h.len(),
-        ms(0.5),
-        ms(0.99),
-        ms(0.999),
-        h.max() as f64 / 1e6
-    );
+    report("across workers", &h, rate, parallelism);
     Ok(())
 }

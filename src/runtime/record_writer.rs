@@ -73,28 +73,22 @@ impl<T: serde::Serialize> Outlet<T> {
         cancel: &CancelToken,
         metrics: &SubtaskMetrics,
     ) -> Result<()> {
-        match self {
-            Outlet::Local(s) if s.is_full() => {
-                let waiting = std::time::Instant::now();
-                let sent = s.send(event, cancel);
-                metrics.backpressured_ns.fetch_add(
-                    waiting.elapsed().as_nanos() as u64,
-                    std::sync::atomic::Ordering::Relaxed,
-                );
-                sent
-            }
+        let blocked = match self {
+            Outlet::Local(s) => s.is_full(),
+            Outlet::Remote(r) => r.credits() == 0,
+        };
+        let waiting = blocked.then(std::time::Instant::now);
+        let sent = match self {
             Outlet::Local(s) => s.send(event, cancel),
-            Outlet::Remote(r) if r.credits() == 0 => {
-                let waiting = std::time::Instant::now();
-                let sent = r.send(event, cancel);
-                metrics.backpressured_ns.fetch_add(
-                    waiting.elapsed().as_nanos() as u64,
-                    std::sync::atomic::Ordering::Relaxed,
-                );
-                sent
-            }
             Outlet::Remote(r) => r.send(event, cancel),
+        };
+        if let Some(since) = waiting {
+            metrics.backpressured_ns.fetch_add(
+                since.elapsed().as_nanos() as u64,
+                std::sync::atomic::Ordering::Relaxed,
+            );
         }
+        sent
     }
 }
 
