@@ -7,6 +7,7 @@
 //! behind the same trait.
 
 pub mod parallelism;
+pub mod rfts;
 mod round_robin;
 
 pub use round_robin::RoundRobin;
