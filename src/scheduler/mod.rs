@@ -9,6 +9,7 @@
 pub mod parallelism;
 pub mod rfts;
 mod round_robin;
+pub mod simulator;
 
 pub use round_robin::RoundRobin;
 
