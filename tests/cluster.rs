@@ -50,27 +50,35 @@ fn read_lines(child: &mut Child, prefixes: &[&str]) -> Vec<String> {
     found.into_iter().flatten().collect()
 }
 
+/// Starts a JobManager keeping its data in `data_dir`; returns it, its REST and RPC addresses.
+fn start_jobmanager(data_dir: &Path, heartbeat_timeout_ms: u64) -> (Child, String, String) {
+    let mut jobmanager = Command::new(BIN)
+        .args([
+            "jobmanager",
+            "--rpc",
+            "127.0.0.1:0",
+            "--rest",
+            "127.0.0.1:0",
+        ])
+        .arg("--heartbeat-timeout-ms")
+        .arg(heartbeat_timeout_ms.to_string())
+        .arg("--data-dir")
+        .arg(data_dir)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let lines = read_lines(
+        &mut jobmanager,
+        &["jobmanager rest on ", "jobmanager listening on "],
+    );
+    (jobmanager, lines[0].clone(), lines[1].clone())
+}
+
 impl Cluster {
     fn start(taskmanagers: usize, slots: usize, heartbeat_timeout_ms: u64) -> Cluster {
         let dir = tempfile::tempdir().unwrap();
-        let mut jobmanager = Command::new(BIN)
-            .args([
-                "jobmanager",
-                "--rpc",
-                "127.0.0.1:0",
-                "--rest",
-                "127.0.0.1:0",
-            ])
-            .arg("--heartbeat-timeout-ms")
-            .arg(heartbeat_timeout_ms.to_string())
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let lines = read_lines(
-            &mut jobmanager,
-            &["jobmanager rest on ", "jobmanager listening on "],
-        );
-        let (rest, rpc) = (lines[0].clone(), lines[1].clone());
+        let (jobmanager, rest, rpc) =
+            start_jobmanager(&dir.path().join("jm"), heartbeat_timeout_ms);
         let mut cluster = Cluster {
             dir,
             jobmanager,
@@ -94,7 +102,13 @@ impl Cluster {
                 &slots.to_string(),
             ])
             .args(["--data-addr", &format!("127.0.0.{}", i + 2)])
-            .args(["--heartbeat-interval-ms", "200", "--cache-dir"])
+            .args([
+                "--heartbeat-interval-ms",
+                "200",
+                "--monitor-interval-ms",
+                "100",
+                "--cache-dir",
+            ])
             .arg(self.cache_dir())
             .stdout(Stdio::piped())
             .spawn()
@@ -584,4 +598,94 @@ fn worker_failures_fail_the_job_not_the_taskmanager() {
         "{}",
         String::from_utf8_lossy(&ok.stderr)
     );
+}
+
+#[test]
+fn monitor_samples_reach_rest_and_prometheus_and_survive_a_restart() {
+    let mut cluster = Cluster::start(1, 2, 5_000);
+    let (_, tms) = http_get(&cluster.rest, "/taskmanagers");
+    let tm = tms["taskmanagers"][0]["id"].as_str().unwrap().to_string();
+    let started = Instant::now();
+    let samples = loop {
+        let (_, history) = http_get(&cluster.rest, &format!("/taskmanagers/{tm}/monitor"));
+        let samples = history["samples"].as_array().cloned().unwrap_or_default();
+        if samples.len() >= 3 {
+            break samples;
+        }
+        assert!(started.elapsed() < Duration::from_secs(5), "{history}");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let s = &samples[0]["sample"];
+    assert!(s["cores"].as_f64().unwrap() >= 1.0);
+    assert!((0.0..=1.0).contains(&s["cpu"].as_f64().unwrap()));
+    assert!(s["total_memory"].as_f64().unwrap() > 1e6);
+
+    // A TaskManager reporting an impossible sample: rejected, counted, never stored.
+    let mut fake = TcpStream::connect(&cluster.rpc).unwrap();
+    let info = protocol::TaskManagerInfo {
+        id: "liar".into(),
+        slots: 1,
+        cores: 1,
+        memory_bytes: 1,
+        data_host: "127.0.0.1".into(),
+        data_networks: vec![],
+    };
+    protocol::sync_io::write(
+        &mut fake,
+        &Message::Hello {
+            version: 1,
+            role: Role::TaskManager(info),
+        },
+    )
+    .unwrap();
+    assert!(matches!(
+        protocol::sync_io::read(&mut fake).unwrap(),
+        Message::Welcome
+    ));
+    let mut bad = protocol::Resources {
+        seq: 1,
+        ..Default::default()
+    };
+    bad.sample.cpu = f64::NAN;
+    protocol::sync_io::write(&mut fake, &Message::Heartbeat(bad)).unwrap();
+    let started = Instant::now();
+    loop {
+        let metrics = http_text(&cluster.rest, "/metrics");
+        if metrics.contains("hummer_monitor_reports_rejected 1") {
+            assert!(
+                metrics.contains(&format!(
+                    "hummer_taskmanager_cpu_utilisation{{taskmanager=\"{tm}\"}}"
+                )),
+                "{metrics}"
+            );
+            assert!(metrics.contains("hummer_taskmanagers 2"), "{metrics}");
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(5), "{metrics}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let (code, liar) = http_get(&cluster.rest, "/taskmanagers/liar/monitor");
+    assert_eq!(code, 200);
+    assert_eq!(liar["samples"].as_array().unwrap().len(), 0);
+
+    // A restarted JobManager still has the history.
+    let _ = cluster.jobmanager.kill();
+    let _ = cluster.jobmanager.wait();
+    let (jm, rest, _) = start_jobmanager(&cluster.dir.path().join("jm"), 5_000);
+    cluster.jobmanager = jm;
+    let (code, history) = http_get(&rest, &format!("/taskmanagers/{tm}/monitor"));
+    assert_eq!(code, 200, "{history}");
+    assert!(history["samples"].as_array().unwrap().len() >= samples.len());
+}
+
+fn http_text(address: &str, path: &str) -> String {
+    let mut s = TcpStream::connect(address).unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    s.read_to_string(&mut response).unwrap();
+    response.split("\r\n\r\n").nth(1).unwrap_or("").to_string()
 }

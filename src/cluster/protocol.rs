@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::runtime::metrics::VertexMetrics;
 use crate::scheduler::parallelism::VertexRequest;
+use crate::scheduler::rfts::NodeSample;
 
 /// Version of this protocol; peers must match exactly.
 pub const PROTOCOL_VERSION: u32 = 1;
@@ -58,13 +59,27 @@ pub struct TaskManagerInfo {
     pub data_networks: Vec<(String, String)>,
 }
 
-/// Resource sample sent with every heartbeat.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+/// The latest monitor sample, sent with every heartbeat.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Resources {
-    /// CPU utilisation of the host, 0..=1.
-    pub cpu: f64,
-    /// Memory utilisation of the host, 0..=1.
-    pub memory: f64,
+    /// Number of the sample: a new one every monitor interval, repeated between.
+    pub seq: u64,
+    /// Cores, CPU and memory utilisation, total memory.
+    pub sample: NodeSample,
+}
+
+impl Default for Resources {
+    fn default() -> Self {
+        Resources {
+            seq: 0,
+            sample: NodeSample {
+                cores: 1.0,
+                cpu: 0.0,
+                memory: 0.0,
+                total_memory: 1.0,
+            },
+        }
+    }
 }
 
 /// What a job needs and where its code is; sent by a client.
@@ -375,10 +390,7 @@ mod tests {
                     data_networks: vec![("fast".into(), "10.0.0.2".into())],
                 }),
             },
-            Message::Heartbeat(Resources {
-                cpu: 0.5,
-                memory: 0.25,
-            }),
+            Message::Heartbeat(Resources::default()),
             Message::UploadArtifact {
                 sha256: "ab".into(),
                 bytes: vec![1, 2, 3],

@@ -23,6 +23,7 @@ use crate::cluster::protocol::{
     DeploySpec, Message, PROTOCOL_VERSION, Resources, Role, TaskManagerInfo, async_io,
 };
 use crate::error::{HummerError, Result};
+use crate::scheduler::rfts::NodeSample;
 
 /// How a TaskManager runs.
 #[derive(Clone, Debug)]
@@ -39,6 +40,8 @@ pub struct TaskManagerConfig {
     pub cache_dir: PathBuf,
     /// Interval between heartbeats.
     pub heartbeat_interval: Duration,
+    /// Interval between monitor samples (sent with the heartbeats).
+    pub monitor_interval: Duration,
 }
 
 type Workers = Arc<Mutex<HashMap<String, oneshot::Sender<()>>>>;
@@ -90,17 +93,33 @@ pub async fn run(config: TaskManagerConfig) -> Result<()> {
             }
         }
     });
+    let latest = Arc::new(Mutex::new(Resources::default()));
+    let sampled = latest.clone();
+    let monitor_interval = config.monitor_interval;
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    tokio::spawn(async move {
+        let mut sampler = CpuSampler::default();
+        let mut tick = tokio::time::interval(monitor_interval);
+        for seq in 1.. {
+            tick.tick().await;
+            let sample = NodeSample {
+                cores,
+                cpu: sampler.sample(),
+                memory: memory_used_fraction(),
+                total_memory: memory_total() as f64,
+            };
+            if let Ok(mut l) = sampled.lock() {
+                *l = Resources { seq, sample };
+            }
+        }
+    });
     let heartbeat = tx.clone();
     let interval = config.heartbeat_interval;
     tokio::spawn(async move {
-        let mut sampler = CpuSampler::default();
         let mut tick = tokio::time::interval(interval);
         loop {
             tick.tick().await;
-            let resources = Resources {
-                cpu: sampler.sample(),
-                memory: memory_used_fraction(),
-            };
+            let resources = latest.lock().map(|l| l.clone()).unwrap_or_default();
             if heartbeat.send(Message::Heartbeat(resources)).is_err() {
                 break;
             }

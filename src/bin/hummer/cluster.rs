@@ -24,6 +24,9 @@ pub struct JobManagerArgs {
     /// Milliseconds without a heartbeat after which a TaskManager is declared lost.
     #[arg(long, default_value_t = 5000)]
     heartbeat_timeout_ms: u64,
+    /// Directory keeping the TaskManagers' monitor history across restarts.
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
 }
 
 #[derive(clap::Args)]
@@ -46,6 +49,9 @@ pub struct TaskManagerArgs {
     /// Milliseconds between heartbeats.
     #[arg(long, default_value_t = 1000)]
     heartbeat_interval_ms: u64,
+    /// Milliseconds between monitor samples (CPU, memory), sent with the heartbeats.
+    #[arg(long, default_value_t = 10_000)]
+    monitor_interval_ms: u64,
 }
 
 #[derive(clap::Args)]
@@ -104,6 +110,7 @@ pub fn jobmanager(args: JobManagerArgs) -> Result<()> {
         rpc: args.rpc,
         rest: Some(args.rest),
         heartbeat_timeout: Duration::from_millis(args.heartbeat_timeout_ms),
+        data_dir: args.data_dir,
     };
     runtime()?.block_on(jobmanager::run(config))?;
     Ok(())
@@ -136,6 +143,7 @@ pub fn taskmanager(args: TaskManagerArgs) -> Result<()> {
         data_networks,
         cache_dir,
         heartbeat_interval: Duration::from_millis(args.heartbeat_interval_ms.max(10)),
+        monitor_interval: Duration::from_millis(args.monitor_interval_ms.max(100)),
     };
     runtime()?.block_on(taskmanager::run(config))?;
     Ok(())

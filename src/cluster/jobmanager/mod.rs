@@ -6,6 +6,7 @@
 //! wrong first message or another protocol version gets an error message and is closed; the
 //! JobManager goes on serving the others.
 
+pub mod monitor;
 pub mod rest;
 pub mod state;
 
@@ -35,6 +36,8 @@ pub struct JobManagerConfig {
     pub rest: Option<SocketAddr>,
     /// A TaskManager silent for this long is declared lost.
     pub heartbeat_timeout: Duration,
+    /// Where the monitor history is kept across restarts (in memory only if `None`).
+    pub data_dir: Option<std::path::PathBuf>,
 }
 
 /// How long a new connection may take to say hello.
@@ -57,11 +60,14 @@ pub async fn run(config: JobManagerConfig) -> Result<()> {
         .await
         .map_err(net(config.rpc))?;
     let rpc = listener.local_addr().map_err(net(config.rpc))?;
-    let shared: Shared = Arc::new(Mutex::new(ClusterState::new(
+    let monitor = monitor::MonitorStore::open(config.data_dir.as_deref())?;
+    let mut state = ClusterState::new(
         rpc.to_string(),
         Box::new(RoundRobin),
         config.heartbeat_timeout,
-    )));
+    );
+    state.monitor = monitor;
+    let shared: Shared = Arc::new(Mutex::new(state));
     if let Some(rest_addr) = config.rest {
         let rest_listener = TcpListener::bind(rest_addr).await.map_err(net(rest_addr))?;
         let bound = rest_listener.local_addr().map_err(net(rest_addr))?;
@@ -196,9 +202,14 @@ async fn serve_task_manager(
         let mut state = lock(&shared);
         match message {
             Message::Heartbeat(resources) => {
+                // A rejected sample is logged by the store and kept from the scheduler; the
+                // heartbeat itself still counts.
+                let accepted = state.monitor.record(&id, &resources).is_ok();
                 if let Some(tm) = state.task_managers.get_mut(&id) {
                     tm.last_heartbeat = Instant::now();
-                    tm.resources = resources;
+                    if accepted {
+                        tm.resources = resources;
+                    }
                 }
             }
             Message::WorkerExited {

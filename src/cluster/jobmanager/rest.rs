@@ -19,6 +19,8 @@ pub fn router(shared: Shared) -> Router {
         .route("/jobs", get(jobs))
         .route("/jobs/{id}", get(job).patch(cancel))
         .route("/jobs/{id}/plan", get(plan))
+        .route("/taskmanagers/{id}/monitor", get(monitor_history))
+        .route("/metrics", get(prometheus))
         .with_state(shared)
 }
 
@@ -61,8 +63,8 @@ async fn task_managers(State(shared): State<Shared>) -> Json<Value> {
                 "cores": t.info.cores,
                 "memoryBytes": t.info.memory_bytes,
                 "dataHost": t.info.data_host,
-                "cpuLoad": t.resources.cpu,
-                "memoryLoad": t.resources.memory,
+                "cpuLoad": t.resources.sample.cpu,
+                "memoryLoad": t.resources.sample.memory,
                 "timeSinceLastHeartbeatMs": t.last_heartbeat.elapsed().as_millis() as u64,
             })
         })
@@ -157,4 +159,112 @@ async fn cancel(State(shared): State<Shared>, Path(id): Path<String>) -> Reply {
             (StatusCode::ACCEPTED, Json(json!({})))
         }
     }
+}
+
+/// The monitor samples of one TaskManager (also of one no longer registered), oldest first.
+async fn monitor_history(State(shared): State<Shared>, Path(id): Path<String>) -> Reply {
+    let state = lock(&shared);
+    let history = state.monitor.history(&id);
+    if history.is_empty() && !state.task_managers.contains_key(&id) {
+        return (
+            StatusCode::NOT_FOUND,
+            Json(json!({"errors": [format!("no monitor samples of TaskManager {id}")]})),
+        );
+    }
+    (
+        StatusCode::OK,
+        Json(json!({ "id": id, "samples": history })),
+    )
+}
+
+/// Prometheus text exposition of the cluster and the latest monitor samples.
+async fn prometheus(
+    State(shared): State<Shared>,
+) -> (
+    StatusCode,
+    [(axum::http::HeaderName, &'static str); 1],
+    String,
+) {
+    use std::fmt::Write;
+    let state = lock(&shared);
+    let mut out = String::new();
+    let mut gauge = |name: &str, help: &str, rows: Vec<(String, f64)>| {
+        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge");
+        for (labels, v) in rows {
+            let _ = writeln!(out, "{name}{labels} {v}");
+        }
+    };
+    gauge(
+        "hummer_taskmanagers",
+        "Registered TaskManagers.",
+        vec![(String::new(), state.task_managers.len() as f64)],
+    );
+    let states = [
+        JobState::Deploying,
+        JobState::Running,
+        JobState::Finished,
+        JobState::Failed,
+        JobState::Cancelled,
+    ];
+    gauge(
+        "hummer_jobs",
+        "Jobs by state.",
+        states
+            .iter()
+            .map(|s| {
+                let n = state.jobs.values().filter(|j| j.state == *s).count();
+                (format!("{{state=\"{s:?}\"}}"), n as f64)
+            })
+            .collect(),
+    );
+    gauge(
+        "hummer_monitor_reports_rejected",
+        "Monitor reports rejected as impossible.",
+        vec![(String::new(), state.monitor.rejected() as f64)],
+    );
+    let latest: Vec<_> = state
+        .monitor
+        .task_managers()
+        .into_iter()
+        .filter_map(|tm| state.monitor.latest(&tm).cloned())
+        .collect();
+    let per_tm = |f: fn(&crate::scheduler::rfts::NodeSample) -> f64| {
+        latest
+            .iter()
+            .map(|r| {
+                (
+                    format!("{{taskmanager=\"{}\"}}", r.task_manager),
+                    f(&r.sample),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    gauge(
+        "hummer_taskmanager_cpu_utilisation",
+        "CPU utilisation, 0 to 1.",
+        per_tm(|s| s.cpu),
+    );
+    gauge(
+        "hummer_taskmanager_memory_utilisation",
+        "Memory utilisation, 0 to 1.",
+        per_tm(|s| s.memory),
+    );
+    gauge(
+        "hummer_taskmanager_cores",
+        "CPU cores.",
+        per_tm(|s| s.cores),
+    );
+    gauge(
+        "hummer_taskmanager_memory_bytes",
+        "Total memory.",
+        per_tm(|s| s.total_memory),
+    );
+    (
+        StatusCode::OK,
+        [(
+            axum::http::header::CONTENT_TYPE,
+            "text/plain; version=0.0.4",
+        )],
+        out,
+    )
 }

@@ -134,6 +134,8 @@ pub struct ClusterState {
     /// arrived, or a worker that lost a peer's connection. Each fails its job after
     /// [`DEFERRAL`] unless a report with the root cause ends the job first.
     deferred: Vec<(JobId, Instant, String)>,
+    /// Monitor samples of every TaskManager.
+    pub monitor: super::monitor::MonitorStore,
     next_job: u64,
 }
 
@@ -155,6 +157,7 @@ impl ClusterState {
             scheduler,
             heartbeat_timeout,
             deferred: Vec::new(),
+            monitor: Default::default(),
             next_job: 0,
         }
     }
