@@ -62,7 +62,8 @@ pub struct TaskManagerInfo {
 /// The latest monitor sample, sent with every heartbeat.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Resources {
-    /// Number of the sample: a new one every monitor interval, repeated between.
+    /// Number of the sample: a new one every monitor interval, repeated between; 0 before
+    /// the first sample.
     pub seq: u64,
     /// Cores, CPU and memory utilisation, total memory.
     pub sample: NodeSample,

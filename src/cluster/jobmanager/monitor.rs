@@ -88,7 +88,8 @@ impl MonitorStore {
     /// Records the sample a heartbeat carried, once per sample number. Returns the reason if
     /// the sample was rejected.
     pub fn record(&mut self, task_manager: &str, resources: &Resources) -> Result<(), String> {
-        if self.last_seq.get(task_manager) == Some(&resources.seq) {
+        // Sample 0 stands for "none yet"; a repeated number is a sample already recorded.
+        if resources.seq == 0 || self.last_seq.get(task_manager) == Some(&resources.seq) {
             return Ok(());
         }
         self.last_seq
