@@ -59,3 +59,8 @@ fn main() -> ExitCode {
         }
     }
 }
+
+/// mimalloc: cheaper than glibc malloc for the many short-lived line strings and batches
+/// that move between threads.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
