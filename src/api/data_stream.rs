@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use crate::api::{ConnectedStreams, KeyedStream, StreamExecutionEnvironment};
-use crate::connectors::collect::{CollectHandle, CollectSink};
+use crate::connectors::collect::{CollectHandle, CollectSink, LatestSink, LatestSlot};
 use crate::connectors::print::PrintSink;
 use crate::connectors::text_file_sink::TextFileSink;
 use crate::data::{Data, Key};
@@ -286,6 +286,32 @@ impl<T: Data> DataStream<T> {
             .borrow_mut()
             .collect_slots
             .push((sink.node, buffer));
+        CollectHandle::new(sink.node)
+    }
+
+    /// Keeps only the last record each subtask received (the current value of an updated
+    /// result, in constant memory); take them from the [`crate::api::JobResult`].
+    ///
+    /// ```
+    /// # use hummer::prelude::*;
+    /// let env = StreamExecutionEnvironment::local();
+    /// env.set_parallelism(1).set_runtime_mode(RuntimeMode::Streaming);
+    /// let total = env
+    ///     .from_collection((1..=100u64).collect())
+    ///     .key_by(|_: &u64| 0u8)
+    ///     .sum(|x: &u64| *x)
+    ///     .collect_latest();
+    /// let mut result = env.execute("running sum").unwrap();
+    /// assert_eq!(result.collected(&total).unwrap(), vec![(0, 5050)]);
+    /// ```
+    pub fn collect_latest(&self) -> CollectHandle<T> {
+        let slot = Arc::new(LatestSlot::<T>::default());
+        let sink = self.add_sink(LatestSink { slot: slot.clone() });
+        self.env
+            .state
+            .borrow_mut()
+            .collect_slots
+            .push((sink.node, slot));
         CollectHandle::new(sink.node)
     }
 }

@@ -104,7 +104,8 @@ pub fn run(args: Args) -> Result<()> {
             .write_text_file(dir)
             .name("Output");
     }
-    let top = (args.top > 0).then(|| top_words(&counts, args.top).collect());
+    // In streaming mode the ranking is updated with every count: keep only the latest.
+    let top = (args.top > 0).then(|| top_words(&counts, args.top).collect_latest());
 
     if args.explain || args.explain_format.is_some() {
         let plan = match args.explain_format.as_deref() {
