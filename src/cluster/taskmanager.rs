@@ -44,7 +44,9 @@ pub struct TaskManagerConfig {
     pub monitor_interval: Duration,
 }
 
-type Workers = Arc<Mutex<HashMap<String, oneshot::Sender<()>>>>;
+/// The workers of this TaskManager by job: a kill switch once started, `None` while the job's
+/// binary is still being fetched (a cancel then stops the start).
+type Workers = Arc<Mutex<HashMap<String, Option<oneshot::Sender<()>>>>>;
 
 /// Runs a TaskManager until its JobManager connection ends.
 pub async fn run(config: TaskManagerConfig) -> Result<()> {
@@ -130,11 +132,15 @@ pub async fn run(config: TaskManagerConfig) -> Result<()> {
     loop {
         match async_io::read(&mut reader).await {
             Ok(Message::Deploy(spec)) => {
+                if let Ok(mut w) = workers.lock() {
+                    w.insert(spec.job.clone(), None);
+                }
                 let (config, tx, workers) = (config.clone(), tx.clone(), workers.clone());
                 tokio::spawn(async move { deploy(spec, config, tx, workers).await });
             }
             Ok(Message::CancelJob(job)) => {
-                if let Some(kill) = workers.lock().ok().and_then(|mut w| w.remove(&job)) {
+                // A started worker is killed; one still starting is not started.
+                if let Some(Some(kill)) = workers.lock().ok().and_then(|mut w| w.remove(&job)) {
                     let _ = kill.send(());
                 }
             }
@@ -143,7 +149,7 @@ pub async fn run(config: TaskManagerConfig) -> Result<()> {
             Err(e) => {
                 // Without its JobManager a TaskManager has nothing to do: stop the workers.
                 if let Ok(mut w) = workers.lock() {
-                    for (_, kill) in w.drain() {
+                    for kill in w.drain().filter_map(|(_, k)| k) {
                         let _ = kill.send(());
                     }
                 }
@@ -164,6 +170,9 @@ async fn connect_with_retry(address: &str) -> std::io::Result<TcpStream> {
     }
     Err(last.unwrap_or_else(|| std::io::Error::other("no attempt")))
 }
+
+/// Bytes of a worker's stderr kept for the failure report.
+const STDERR_TAIL: usize = 2000;
 
 /// Fetches the artifact if needed, starts the worker, reports its end.
 async fn deploy(
@@ -188,6 +197,14 @@ async fn deploy(
         Ok(j) => j,
         Err(e) => return report(Some(-1), format!("cannot encode the deploy spec: {e}")),
     };
+    // Cancelled while the binary was being fetched: the entry is gone.
+    if !workers
+        .lock()
+        .map(|w| w.contains_key(&job))
+        .unwrap_or(false)
+    {
+        return report(None, "cancelled before the worker started".into());
+    }
     let mut child = match tokio::process::Command::new(&binary)
         .args(&spec.request.args)
         .env(crate::cluster::WORKER_ENV, spec_json)
@@ -203,18 +220,37 @@ async fn deploy(
         Err(e) => return report(Some(-1), format!("cannot start {}: {e}", binary.display())),
     };
     let (kill_tx, kill_rx) = oneshot::channel();
-    if let Ok(mut w) = workers.lock() {
-        w.insert(job.clone(), kill_tx);
+    let cancelled_meanwhile = match workers.lock() {
+        Ok(mut w) => match w.get_mut(&job) {
+            Some(slot) => {
+                *slot = Some(kill_tx);
+                false
+            }
+            None => true,
+        },
+        Err(_) => false,
+    };
+    if cancelled_meanwhile {
+        let _ = child.kill().await;
     }
     let mut stderr = child.stderr.take();
     let tail = tokio::spawn(async move {
-        let mut all = Vec::new();
+        // Keep the last bytes only: a chatty worker must not fill the TaskManager's memory.
+        let mut tail: Vec<u8> = Vec::new();
+        let mut chunk = [0u8; 4096];
         if let Some(s) = stderr.as_mut() {
-            let _ = s.read_to_end(&mut all).await;
+            while let Ok(n) = s.read(&mut chunk).await {
+                if n == 0 {
+                    break;
+                }
+                tail.extend_from_slice(&chunk[..n]);
+                if tail.len() > STDERR_TAIL {
+                    tail.drain(..tail.len() - STDERR_TAIL);
+                }
+            }
         }
-        let text = String::from_utf8_lossy(&all).to_string();
-        let start = text.len().saturating_sub(2000);
-        text.get(start..).unwrap_or_default().to_string()
+        // Lossy: the cut may fall inside a multi-byte character.
+        String::from_utf8_lossy(&tail).to_string()
     });
     let status = tokio::select! {
         status = child.wait() => status,
@@ -264,7 +300,10 @@ fn store_artifact(
             "artifact hash mismatch: expected {sha256}, the downloaded bytes hash to {actual}"
         )));
     }
-    let tmp = dir.join(format!(".{sha256}.{}", std::process::id()));
+    // Unique per download: two deploys of one binary may fetch it at the same time.
+    static DOWNLOADS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = DOWNLOADS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = dir.join(format!(".{sha256}.{}.{n}", std::process::id()));
     std::fs::write(&tmp, bytes).map_err(|e| HummerError::io("cannot write artifact", &tmp, e))?;
     #[cfg(unix)]
     {

@@ -78,7 +78,15 @@ impl<R: Read> FrameReader<R> {
             let mut chunk = [0u8; 64 * 1024];
             match self.inner.read(&mut chunk) {
                 Ok(0) if self.buf.is_empty() => return Ok(None),
-                Ok(0) => return Err(self.bad("connection closed mid-frame".into())),
+                Ok(0) => {
+                    return Err(HummerError::Network {
+                        endpoint: self.peer.clone(),
+                        source: std::io::Error::new(
+                            ErrorKind::UnexpectedEof,
+                            "connection closed in the middle of a frame",
+                        ),
+                    });
+                }
                 Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
                 Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}

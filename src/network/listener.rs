@@ -102,7 +102,11 @@ fn accept_loop(listener: TcpListener, job: String, waiting: Waiting, cancel: Can
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                 std::thread::sleep(Duration::from_millis(5));
             }
-            Err(e) => tracing::warn!("data listener: {e}"),
+            Err(e) => {
+                // Out of file descriptors and the like: back off instead of spinning.
+                tracing::warn!("data listener: {e}");
+                std::thread::sleep(Duration::from_millis(100));
+            }
         }
     }
 }

@@ -6,7 +6,7 @@
 //! a slow consumer stalls its own producer quickly and holds no more memory than its channel,
 //! while the other channels between the same workers keep flowing.
 
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::marker::PhantomData;
 use std::net::TcpStream;
 use std::time::Duration;
@@ -15,20 +15,25 @@ use serde::Serialize;
 
 use crate::error::{HummerError, Result};
 use crate::network::frames::{
-    FrameReader, KIND_BATCH, KIND_CREDIT, KIND_END, KIND_HEADER, READ_POLL, frame,
+    FrameReader, KIND_BATCH, KIND_CREDIT, KIND_END, KIND_HEADER, MAX_DATA_FRAME, READ_POLL, frame,
 };
 use crate::runtime::CancelToken;
 use crate::runtime::channel::StreamEvent;
 
 /// Writes a channel's batches into its TCP connection.
 pub struct RemoteSender<T> {
-    stream: BufWriter<TcpStream>,
+    stream: TcpStream,
     credits_in: FrameReader<TcpStream>,
     credits: u64,
     endpoint: String,
-    scratch: Vec<u8>,
     _types: PhantomData<fn(T)>,
 }
+
+/// How long a blocked write waits before it checks for cancellation (and tries again).
+const WRITE_POLL: Duration = Duration::from_millis(100);
+
+/// How long the sender waits, after its end of input, for the receiver to close.
+const CLOSE_WAIT: Duration = Duration::from_secs(30);
 
 impl<T: Serialize> RemoteSender<T> {
     /// Connects to the data listener at `endpoint` and announces the channel.
@@ -43,28 +48,55 @@ impl<T: Serialize> RemoteSender<T> {
             None => TcpStream::connect(endpoint).map_err(net)?,
         };
         stream.set_nodelay(true).map_err(net)?;
-        stream
-            .set_write_timeout(Some(Duration::from_secs(30)))
-            .map_err(net)?;
+        stream.set_write_timeout(Some(WRITE_POLL)).map_err(net)?;
         let header = postcard::to_stdvec(&(job, channel as u64))
             .map_err(|e| HummerError::Internal(format!("header: {e}")))?;
         let reverse = stream.try_clone().map_err(net)?;
         reverse.set_read_timeout(Some(READ_POLL)).map_err(net)?;
-        let mut stream = BufWriter::with_capacity(64 * 1024, stream);
-        stream
-            .write_all(&frame(KIND_HEADER, &header))
-            .map_err(net)?;
-        // The receiver routes the connection by its header: send it now, not with the first
-        // batch, which may come much later.
-        stream.flush().map_err(net)?;
-        Ok(RemoteSender {
+        let mut sender = RemoteSender {
             stream,
             credits_in: FrameReader::new(reverse, endpoint.to_string()),
             credits: 0,
             endpoint: endpoint.to_string(),
-            scratch: Vec::new(),
             _types: PhantomData,
-        })
+        };
+        // The receiver routes the connection by its header: send it now, not with the first
+        // batch, which may come much later.
+        sender.write_patiently(&frame(KIND_HEADER, &header), &CancelToken::default())?;
+        Ok(sender)
+    }
+
+    fn net_error(&self, source: std::io::Error) -> HummerError {
+        HummerError::Network {
+            endpoint: self.endpoint.clone(),
+            source,
+        }
+    }
+
+    /// Writes all of `bytes`, waiting as long as the receiver is slow (backpressure) but
+    /// noticing cancellation.
+    fn write_patiently(&mut self, bytes: &[u8], cancel: &CancelToken) -> Result<()> {
+        let mut written = 0;
+        while written < bytes.len() {
+            match self.stream.write(&bytes[written..]) {
+                Ok(0) => return Err(self.net_error(std::io::ErrorKind::WriteZero.into())),
+                Ok(n) => written += n,
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock
+                            | std::io::ErrorKind::TimedOut
+                            | std::io::ErrorKind::Interrupted
+                    ) =>
+                {
+                    if cancel.is_cancelled() {
+                        return Err(HummerError::Cancelled);
+                    }
+                }
+                Err(e) => return Err(self.net_error(e)),
+            }
+        }
+        Ok(())
     }
 
     /// Batches that may be sent before waiting for the receiver.
@@ -88,13 +120,10 @@ impl<T: Serialize> RemoteSender<T> {
                     });
                 }
                 None => {
-                    return Err(HummerError::Network {
-                        endpoint: self.endpoint.clone(),
-                        source: std::io::Error::new(
-                            std::io::ErrorKind::UnexpectedEof,
-                            "the receiver closed the connection",
-                        ),
-                    });
+                    return Err(self.net_error(std::io::Error::new(
+                        std::io::ErrorKind::UnexpectedEof,
+                        "the receiver closed the connection",
+                    )));
                 }
             }
         }
@@ -102,30 +131,62 @@ impl<T: Serialize> RemoteSender<T> {
         Ok(())
     }
 
-    /// Sends an event; a batch waits for a credit from the receiver (backpressure).
+    /// Sends an event; a batch waits for a credit from the receiver (backpressure). A batch
+    /// whose encoding would exceed the largest frame is sent in parts.
     pub fn send(&mut self, event: StreamEvent<T>, cancel: &CancelToken) -> Result<()> {
-        if matches!(event, StreamEvent::Batch(_)) {
-            self.take_credit(cancel)?;
-        }
-        let net = |source| HummerError::Network {
-            endpoint: self.endpoint.clone(),
-            source,
-        };
         match event {
-            StreamEvent::Batch(batch) => {
-                self.scratch.clear();
-                let body = postcard::to_extend(&batch, std::mem::take(&mut self.scratch))
-                    .map_err(|e| HummerError::Internal(format!("cannot encode a batch: {e}")))?;
-                self.stream
-                    .write_all(&frame(KIND_BATCH, &body))
-                    .map_err(net)?;
-                self.scratch = body;
-            }
+            StreamEvent::Batch(batch) => self.send_batch(batch, cancel),
             StreamEvent::EndOfInput => {
-                self.stream.write_all(&frame(KIND_END, &[])).map_err(net)?;
+                self.write_patiently(&frame(KIND_END, &[]), cancel)?;
+                self.close(cancel)
             }
         }
-        self.stream.flush().map_err(net)
+    }
+
+    fn send_batch(&mut self, mut batch: Vec<T>, cancel: &CancelToken) -> Result<()> {
+        let body = postcard::to_stdvec(&batch)
+            .map_err(|e| HummerError::Internal(format!("cannot encode a batch: {e}")))?;
+        if body.len() + 1 > MAX_DATA_FRAME {
+            if batch.len() < 2 {
+                return Err(HummerError::BadInput {
+                    input: format!("channel to {}", self.endpoint),
+                    reason: format!(
+                        "one record encodes to {} bytes, more than a data frame carries ({MAX_DATA_FRAME})",
+                        body.len()
+                    ),
+                });
+            }
+            let second = batch.split_off(batch.len() / 2);
+            self.send_batch(batch, cancel)?;
+            return self.send_batch(second, cancel);
+        }
+        self.take_credit(cancel)?;
+        self.write_patiently(&frame(KIND_BATCH, &body), cancel)
+    }
+
+    /// After the end of input: stops writing and waits until the receiver, having read
+    /// everything, closes. Closing with unread credits in the socket would make the kernel
+    /// reset the connection and drop data still queued for the receiver.
+    fn close(&mut self, cancel: &CancelToken) -> Result<()> {
+        self.stream
+            .shutdown(std::net::Shutdown::Write)
+            .map_err(|e| self.net_error(e))?;
+        let deadline = std::time::Instant::now() + CLOSE_WAIT;
+        loop {
+            match self.credits_in.next(cancel) {
+                Ok(None) => return Ok(()),
+                Ok(Some(_)) => {}
+                // The receiver is gone after it read the end of input: nothing is lost.
+                Err(HummerError::Network { .. }) => return Ok(()),
+                Err(e) => return Err(e),
+            }
+            if std::time::Instant::now() > deadline {
+                return Err(self.net_error(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    "the receiver did not close the channel after its end of input",
+                )));
+            }
+        }
     }
 }
 

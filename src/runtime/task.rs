@@ -33,6 +33,8 @@ pub(crate) trait TaskBody: Send {
 struct FlushTimer {
     timeout: Option<Duration>,
     last: Instant,
+    /// Records went into the chain since the last flush.
+    pending: bool,
 }
 
 impl FlushTimer {
@@ -40,6 +42,7 @@ impl FlushTimer {
         FlushTimer {
             timeout,
             last: Instant::now(),
+            pending: false,
         }
     }
 
@@ -51,6 +54,7 @@ impl FlushTimer {
 
     fn flushed(&mut self) {
         self.last = Instant::now();
+        self.pending = false;
     }
 }
 
@@ -118,15 +122,22 @@ impl<T> InputGate<T> {
     }
 }
 
-/// Parks the thread after flushing: called when no input is available.
+/// Called when no input is available: flushes what is buffered, or parks if nothing is.
+///
+/// Flushing and parking are never done in one go: a flush may itself wait on a full
+/// downstream channel and use up the wake-up an upstream producer sent meanwhile, so after a
+/// flush the task polls its input once more before it parks.
 fn idle(
     cancel: &CancelToken,
     flush: impl FnOnce() -> Result<()>,
     timer: &mut FlushTimer,
     wait: Duration,
 ) -> Result<()> {
-    flush()?;
-    timer.flushed();
+    if timer.pending {
+        flush()?;
+        timer.flushed();
+        return Ok(());
+    }
     if cancel.is_cancelled() {
         return Err(HummerError::Cancelled);
     }
@@ -143,14 +154,14 @@ fn after_poll(
     flush: impl FnOnce() -> Result<()>,
 ) -> Result<()> {
     if !progressed {
-        idle(&rt.cancel, flush, timer, PARK_SAFETY_TIMEOUT)
-    } else if timer.due() {
+        return idle(&rt.cancel, flush, timer, PARK_SAFETY_TIMEOUT);
+    }
+    timer.pending = true;
+    if timer.due() {
         flush()?;
         timer.flushed();
-        Ok(())
-    } else {
-        Ok(())
     }
+    Ok(())
 }
 
 /// A chain headed by a source.
@@ -177,6 +188,7 @@ impl<T: Send + 'static> TaskBody for SourceTask<T> {
             if !buf.is_empty() {
                 rt.metrics.add_in(buf.len());
                 head.push(&mut buf)?;
+                timer.pending = true;
             }
             match status {
                 SourceStatus::Finished => return head.finish(),

@@ -201,6 +201,16 @@ async fn serve_task_manager(
         };
         let mut state = lock(&shared);
         match message {
+            Message::Heartbeat(_) if !state.task_managers.contains_key(&id) => {
+                // Declared lost (a missed heartbeat): close, so the TaskManager notices
+                // instead of heartbeating into the void.
+                let _ = mailbox.send(Message::Error(format!(
+                    "TaskManager {id} was declared lost; register again"
+                )));
+                break Err(format!(
+                    "heartbeat from TaskManager {id}, which was declared lost"
+                ));
+            }
             Message::Heartbeat(resources) => {
                 // A rejected sample is logged by the store and kept from the scheduler; the
                 // heartbeat itself still counts.
@@ -230,6 +240,7 @@ async fn serve_task_manager(
                     // Its report may still be on its way on the worker's own connection.
                     state.defer_failure(
                         &job,
+                        Some(&id),
                         format!(
                             "the worker on TaskManager {id} ended ({why}) without reporting: {}",
                             stderr_tail.trim()
@@ -372,6 +383,11 @@ async fn serve_worker(
             let _ = mailbox.send(Message::Error(msg.clone()));
             return Err(msg);
         };
+        if entry.state.is_terminal() {
+            let msg = format!("job {job} has already ended ({:?})", entry.state);
+            let _ = mailbox.send(Message::CancelJob(job.clone()));
+            return Err(msg);
+        }
         match entry.workers.get_mut(&tm) {
             Some(w) => w.mailbox = Some(mailbox.clone()),
             None => {
@@ -400,7 +416,7 @@ async fn serve_worker(
                 let error = format!("worker on TaskManager {tm}: {error}");
                 if secondary {
                     // Lost a peer: the peer's own report usually names the cause.
-                    state.defer_failure(&job, error);
+                    state.defer_failure(&job, None, error);
                 } else {
                     state.end_job(
                         &job,

@@ -68,11 +68,18 @@ impl MonitorStore {
                 }
             }
         }
-        let file = OpenOptions::new()
+        let mut file = OpenOptions::new()
             .create(true)
             .append(true)
             .open(&path)
             .map_err(|e| HummerError::io("cannot open", &path, e))?;
+        // After a torn last line, start the next record on a line of its own.
+        let ends_cleanly = std::fs::read(&path)
+            .map(|b| b.last().is_none_or(|&c| c == b'\n'))
+            .unwrap_or(true);
+        if !ends_cleanly {
+            writeln!(file).map_err(|e| HummerError::io("cannot write", &path, e))?;
+        }
         store.file = Some((path, file));
         Ok(store)
     }

@@ -133,10 +133,23 @@ pub struct ClusterState {
     /// Failures that may be consequences of another: a worker that exited before its report
     /// arrived, or a worker that lost a peer's connection. Each fails its job after
     /// [`DEFERRAL`] unless a report with the root cause ends the job first.
-    deferred: Vec<(JobId, Instant, String)>,
+    deferred: Vec<DeferredFailure>,
     /// Monitor samples of every TaskManager.
     pub monitor: super::monitor::MonitorStore,
     next_job: u64,
+}
+
+/// Ended jobs kept for listing and status queries.
+pub const RETAINED_JOBS: usize = 1000;
+
+/// A failure waiting for a better explanation.
+struct DeferredFailure {
+    job: JobId,
+    /// The worker it concerns, if it is about a worker that exited: dropped if that worker's
+    /// success report arrives after all.
+    task_manager: Option<String>,
+    at: Instant,
+    error: String,
 }
 
 /// How long a possibly secondary failure waits for the root cause to be reported.
@@ -233,6 +246,7 @@ impl ClusterState {
             let _ = entry.mailbox.send(Message::Deploy(spec));
         }
         tracing::info!(job = %id, name = %request.name, ?placement, "job deployed");
+        self.forget_old_jobs();
         self.jobs.insert(
             id.clone(),
             JobEntry {
@@ -250,6 +264,19 @@ impl ClusterState {
             },
         );
         Ok(id)
+    }
+
+    /// Keeps at most [`RETAINED_JOBS`] ended jobs (and their collected records).
+    fn forget_old_jobs(&mut self) {
+        let ended: Vec<JobId> = self
+            .jobs
+            .values()
+            .filter(|j| j.state.is_terminal())
+            .map(|j| j.id.clone())
+            .collect();
+        for id in ended.iter().take(ended.len().saturating_sub(RETAINED_JOBS)) {
+            self.jobs.remove(id);
+        }
     }
 
     /// A worker announced its data port; starts the job when all have.
@@ -367,19 +394,34 @@ impl ClusterState {
         }
     }
 
-    /// Records a failure that fails the job only if nothing better explains it soon.
-    pub fn defer_failure(&mut self, job: &str, error: String) {
-        self.deferred.push((job.to_string(), Instant::now(), error));
+    /// Records a failure that fails the job only if nothing better explains it soon. With a
+    /// TaskManager, it is about that TaskManager's worker exiting, and is dropped if the
+    /// worker's success report arrives in time.
+    pub fn defer_failure(&mut self, job: &str, task_manager: Option<&str>, error: String) {
+        self.deferred.push(DeferredFailure {
+            job: job.to_string(),
+            task_manager: task_manager.map(str::to_string),
+            at: Instant::now(),
+            error,
+        });
     }
 
     /// Fails the jobs whose deferred failures have waited long enough.
     pub fn fire_deferred_failures(&mut self) {
         let (due, waiting): (Vec<_>, Vec<_>) = std::mem::take(&mut self.deferred)
             .into_iter()
-            .partition(|(_, at, _)| at.elapsed() >= DEFERRAL);
+            .partition(|d| d.at.elapsed() >= DEFERRAL);
         self.deferred = waiting;
-        for (job, _, error) in due {
-            self.end_job(&job, JobState::Failed, Some(error));
+        for d in due {
+            let reported_after_all = d.task_manager.as_ref().is_some_and(|tm| {
+                self.jobs
+                    .get(&d.job)
+                    .and_then(|j| j.workers.get(tm))
+                    .is_some_and(|w| w.finished)
+            });
+            if !reported_after_all {
+                self.end_job(&d.job, JobState::Failed, Some(d.error));
+            }
         }
     }
 
