@@ -62,6 +62,31 @@ mod tests {
     use crate::runtime::channel::{StreamEvent, TaskWaker, channel};
     use crate::runtime::task::{TaskBody, TaskRuntime};
 
+    /// Garbage, a wrong job and a truncated header on the data port are refused (and logged);
+    /// the listener goes on routing a good connection.
+    #[test]
+    fn bad_data_connections_are_refused_and_good_ones_still_routed() {
+        use std::io::Write;
+        let cancel = CancelToken::default();
+        let listener = DataListener::bind("127.0.0.1", "job-2", cancel.clone()).unwrap();
+        let endpoint = format!("127.0.0.1:{}", listener.port());
+        let good = listener.expect(3);
+        for garbage in [
+            &b"\xff\xff\xff\xff\x00"[..],
+            b"\x00\x00\x00\x05\x00abcd",
+            b"\x00\x00",
+        ] {
+            let mut s = std::net::TcpStream::connect(&endpoint).unwrap();
+            s.write_all(garbage).unwrap();
+        }
+        // Another job's connection for the same channel is refused too.
+        drop(RemoteSender::<u64>::connect(&endpoint, "other-job", 3, None).unwrap());
+        let _sender = RemoteSender::<u64>::connect(&endpoint, "job-2", 3, None).unwrap();
+        let stream = good.recv_timeout(Duration::from_secs(5)).expect("the good connection");
+        assert!(stream.peer_addr().is_ok());
+        cancel.cancel();
+    }
+
     /// A stalled consumer stops its producer after a bounded number of batches (credits), and
     /// everything sent arrives in order once it reads again.
     #[test]
