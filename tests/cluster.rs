@@ -52,6 +52,14 @@ fn read_lines(child: &mut Child, prefixes: &[&str]) -> Vec<String> {
 
 /// Starts a JobManager keeping its data in `data_dir`; returns it, its REST and RPC addresses.
 fn start_jobmanager(data_dir: &Path, heartbeat_timeout_ms: u64) -> (Child, String, String) {
+    start_jobmanager_with(data_dir, heartbeat_timeout_ms, &[])
+}
+
+fn start_jobmanager_with(
+    data_dir: &Path,
+    heartbeat_timeout_ms: u64,
+    extra: &[&str],
+) -> (Child, String, String) {
     let mut jobmanager = Command::new(BIN)
         .args([
             "jobmanager",
@@ -64,6 +72,7 @@ fn start_jobmanager(data_dir: &Path, heartbeat_timeout_ms: u64) -> (Child, Strin
         .arg(heartbeat_timeout_ms.to_string())
         .arg("--data-dir")
         .arg(data_dir)
+        .args(extra)
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
@@ -76,9 +85,21 @@ fn start_jobmanager(data_dir: &Path, heartbeat_timeout_ms: u64) -> (Child, Strin
 
 impl Cluster {
     fn start(taskmanagers: usize, slots: usize, heartbeat_timeout_ms: u64) -> Cluster {
+        Cluster::start_with(taskmanagers, slots, heartbeat_timeout_ms, &[])
+    }
+
+    fn start_with(
+        taskmanagers: usize,
+        slots: usize,
+        heartbeat_timeout_ms: u64,
+        jobmanager_args: &[&str],
+    ) -> Cluster {
         let dir = tempfile::tempdir().unwrap();
-        let (jobmanager, rest, rpc) =
-            start_jobmanager(&dir.path().join("jm"), heartbeat_timeout_ms);
+        let (jobmanager, rest, rpc) = start_jobmanager_with(
+            &dir.path().join("jm"),
+            heartbeat_timeout_ms,
+            jobmanager_args,
+        );
         let mut cluster = Cluster {
             dir,
             jobmanager,
@@ -496,6 +517,8 @@ fn bad_requests_get_clear_errors_and_the_jobmanager_keeps_serving() {
             default_parallelism: 5,
             streaming: false,
             data_network: None,
+            queue: false,
+            priority: 0,
         })
         .unwrap_err();
     assert!(
@@ -553,6 +576,8 @@ fn worker_failures_fail_the_job_not_the_taskmanager() {
             default_parallelism: 1,
             streaming: false,
             data_network: None,
+            queue: false,
+            priority: 0,
         })
         .unwrap();
     let (summary, _) = client.wait(&id).unwrap();
@@ -585,6 +610,8 @@ fn worker_failures_fail_the_job_not_the_taskmanager() {
             default_parallelism: 1,
             streaming: false,
             data_network: None,
+            queue: false,
+            priority: 0,
         })
         .unwrap_err();
     assert!(err.to_string().contains("is unknown"), "{err}");
@@ -688,4 +715,145 @@ fn http_text(address: &str, path: &str) -> String {
     let mut response = String::new();
     s.read_to_string(&mut response).unwrap();
     response.split("\r\n\r\n").nth(1).unwrap_or("").to_string()
+}
+
+/// A TaskManager that registers and heartbeats but reports itself saturated and never starts
+/// a worker: jobs placed or queued on it can only run if they are moved.
+fn fake_loaded_taskmanager(rpc: &str, id: &str) {
+    let mut conn = TcpStream::connect(rpc).unwrap();
+    let info = protocol::TaskManagerInfo {
+        id: id.into(),
+        slots: 1,
+        cores: 2,
+        memory_bytes: 8 << 30,
+        data_host: "127.0.0.9".into(),
+        data_networks: vec![],
+    };
+    protocol::sync_io::write(
+        &mut conn,
+        &Message::Hello {
+            version: 1,
+            role: Role::TaskManager(info),
+        },
+    )
+    .unwrap();
+    assert!(matches!(
+        protocol::sync_io::read(&mut conn).unwrap(),
+        Message::Welcome
+    ));
+    let mut reader = conn.try_clone().unwrap();
+    std::thread::spawn(move || while protocol::sync_io::read(&mut reader).is_ok() {});
+    std::thread::spawn(move || {
+        for seq in 1u64.. {
+            let sample = hummer::scheduler::rfts::NodeSample {
+                cores: 2.0,
+                cpu: 1.0,
+                memory: 0.99,
+                total_memory: 8e9,
+            };
+            let hb = Message::Heartbeat(protocol::Resources { seq, sample });
+            if protocol::sync_io::write(&mut conn, &hb).is_err() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    });
+}
+
+#[test]
+fn rfts_moves_a_waiting_job_from_a_loaded_taskmanager_to_an_idle_one() {
+    let cluster = Cluster::start_with(
+        1,
+        1,
+        5_000,
+        &["--rebalance", "rfts", "--rebalance-interval-ms", "200"],
+    );
+    fake_loaded_taskmanager(&cluster.rpc, "zz-loaded");
+    // Job 1 takes the real TaskManager's slot (slots are dealt in id order), job 2 the
+    // loaded one's, where it never starts.
+    let endless = |n: &str| {
+        let out = cluster.hummer(&[
+            "wordcount",
+            "--mode",
+            "streaming",
+            "--corpus-lines",
+            "0",
+            "--corpus-rate",
+            "200",
+            "--parallelism",
+            "1",
+            "--queue",
+            "--output",
+            cluster.dir.path().join(n).to_str().unwrap(),
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        submitted_id(&out)
+    };
+    let first = endless("e1");
+    let _stuck = endless("e2");
+    // Two bounded jobs now wait: one in each TaskManager's queue.
+    let input = corpus(cluster.dir.path(), 3_000);
+    let batch = |n: &str, priority: &str| {
+        Command::new(BIN)
+            .args([
+                "wordcount",
+                input.to_str().unwrap(),
+                "--parallelism",
+                "1",
+                "--queue",
+                "--top",
+                "0",
+            ])
+            .args(["--priority", priority, "--output"])
+            .arg(cluster.dir.path().join(n))
+            .env("HUMMER_JOBMANAGER", &cluster.rpc)
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let on_real = batch("b1", "1");
+    std::thread::sleep(Duration::from_millis(300));
+    let on_loaded = batch("b2", "5");
+    std::thread::sleep(Duration::from_millis(300));
+    let (_, tms) = http_get(&cluster.rest, "/taskmanagers");
+    let waiting: u64 = tms["taskmanagers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["waitingJobs"].as_u64().unwrap())
+        .sum();
+    assert_eq!(waiting, 2, "{tms}");
+    // Free the real TaskManager: its queued job starts, and RFTS moves the other one over.
+    assert!(cluster.hummer(&["cancel", &first]).status.success());
+    let expected = common::reference_counts(&std::fs::read_to_string(&input).unwrap());
+    for (mut child, out) in [(on_real, "b1"), (on_loaded, "b2")] {
+        // The job queued on the loaded TaskManager can only finish if it was moved.
+        let started = Instant::now();
+        while child.try_wait().unwrap().is_none() {
+            if started.elapsed() > Duration::from_secs(20) {
+                let _ = child.kill();
+                panic!("job {out} never ran: it was not moved off the loaded TaskManager");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let done = child.wait_with_output().unwrap();
+        assert!(
+            done.status.success(),
+            "{}",
+            String::from_utf8_lossy(&done.stderr)
+        );
+        assert_eq!(common::read_counts(&cluster.dir.path().join(out)), expected);
+    }
+    let (_, jobs) = http_get(&cluster.rest, "/jobs");
+    let finished = jobs["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|j| j["status"] == "Finished")
+        .count();
+    assert_eq!(finished, 2, "{jobs}");
 }

@@ -34,6 +34,10 @@ pub(crate) struct EnvState {
     pub(crate) jobmanager: Option<String>,
     /// Data network (by name) the job's shuffles use in cluster mode.
     pub(crate) data_network: Option<String>,
+    /// In cluster mode, wait in a TaskManager's queue when no slots are free.
+    pub(crate) queue_when_busy: bool,
+    /// Priority among waiting jobs.
+    pub(crate) priority: i32,
     pub(crate) config: ExecutionConfig,
     pub(crate) collect_slots: Vec<(NodeId, Arc<dyn CollectSlot + Send + Sync>)>,
     pub(crate) progress: Arc<JobProgress>,
@@ -79,6 +83,8 @@ impl StreamExecutionEnvironment {
                 graph: StreamGraph::default(),
                 jobmanager: None,
                 data_network: None,
+                queue_when_busy: false,
+                priority: 0,
                 config: ExecutionConfig::default(),
                 collect_slots: Vec::new(),
                 progress: Arc::new(JobProgress::default()),
@@ -136,6 +142,16 @@ impl StreamExecutionEnvironment {
     /// (`hummer taskmanager --data-net NAME=ADDR`), so two jobs can use different NICs.
     pub fn set_data_network(&self, name: Option<String>) -> &Self {
         self.state.borrow_mut().data_network = name;
+        self
+    }
+
+    /// In cluster mode, lets the job wait in a TaskManager's queue (with this priority; higher
+    /// first) when the cluster has no free slots, instead of being refused.
+    pub fn set_queue_when_busy(&self, queue: bool, priority: i32) -> &Self {
+        let mut state = self.state.borrow_mut();
+        state.queue_when_busy = queue;
+        state.priority = priority;
+        drop(state);
         self
     }
 
@@ -336,6 +352,8 @@ impl StreamExecutionEnvironment {
             default_parallelism: state.config.parallelism,
             streaming: job.mode == RuntimeMode::Streaming,
             data_network: state.data_network.clone(),
+            queue: state.queue_when_busy,
+            priority: state.priority,
         })
     }
 }

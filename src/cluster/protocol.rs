@@ -104,6 +104,12 @@ pub struct SubmitRequest {
     /// Data network the job's shuffles use (a name the TaskManagers declare), if not the
     /// default one.
     pub data_network: Option<String>,
+    /// Wait in a TaskManager's queue when the cluster has no free slots, instead of failing.
+    #[serde(default)]
+    pub queue: bool,
+    /// Among waiting jobs, higher runs (and moves) first.
+    #[serde(default)]
+    pub priority: i32,
 }
 
 /// Where a worker runs what.
@@ -138,6 +144,8 @@ pub struct PeerAddress {
 /// Life cycle of a job.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum JobState {
+    /// Accepted, waiting in a TaskManager's queue for free slots.
+    Waiting,
     /// Accepted; workers starting.
     Deploying,
     /// Every worker runs.

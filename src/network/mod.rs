@@ -82,7 +82,9 @@ mod tests {
         // Another job's connection for the same channel is refused too.
         drop(RemoteSender::<u64>::connect(&endpoint, "other-job", 3, None).unwrap());
         let _sender = RemoteSender::<u64>::connect(&endpoint, "job-2", 3, None).unwrap();
-        let stream = good.recv_timeout(Duration::from_secs(5)).expect("the good connection");
+        let stream = good
+            .recv_timeout(Duration::from_secs(5))
+            .expect("the good connection");
         assert!(stream.peer_addr().is_ok());
         cancel.cancel();
     }

@@ -27,6 +27,12 @@ pub struct JobManagerArgs {
     /// Directory keeping the TaskManagers' monitor history across restarts.
     #[arg(long)]
     data_dir: Option<PathBuf>,
+    /// Move waiting jobs between TaskManagers: `rfts` (the paper's load balancing) or `none`.
+    #[arg(long, default_value = "none", value_parser = ["none", "rfts"])]
+    rebalance: String,
+    /// Milliseconds between rebalancing rounds.
+    #[arg(long, default_value_t = 10_000)]
+    rebalance_interval_ms: u64,
 }
 
 #[derive(clap::Args)]
@@ -111,6 +117,8 @@ pub fn jobmanager(args: JobManagerArgs) -> Result<()> {
         rest: Some(args.rest),
         heartbeat_timeout: Duration::from_millis(args.heartbeat_timeout_ms),
         data_dir: args.data_dir,
+        rebalancer: (args.rebalance == "rfts").then(hummer::scheduler::rfts::RftsConfig::default),
+        rebalance_interval: Duration::from_millis(args.rebalance_interval_ms),
     };
     runtime()?.block_on(jobmanager::run(config))?;
     Ok(())

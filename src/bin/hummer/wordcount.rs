@@ -48,6 +48,12 @@ pub struct Args {
     /// In cluster mode, wait for a streaming job to end instead of returning its id.
     #[arg(long)]
     wait: bool,
+    /// In cluster mode, wait in a TaskManager's queue when no slots are free.
+    #[arg(long)]
+    queue: bool,
+    /// Priority among waiting jobs (higher first).
+    #[arg(long, default_value_t = 0, allow_hyphen_values = true)]
+    priority: i32,
     /// In cluster mode, where the senders of remote channels run: fused or dedicated.
     #[arg(long, default_value = "fused", value_parser = ["fused", "dedicated"])]
     network_task: String,
@@ -68,6 +74,7 @@ pub fn run(args: Args) -> Result<()> {
     env.set_runtime_mode(mode);
     env.set_jobmanager(args.jobmanager.clone());
     env.set_data_network(args.data_net.clone());
+    env.set_queue_when_busy(args.queue, args.priority);
     env.set_network_task_mode(args.network_task.parse().map_err(anyhow::Error::msg)?);
     for path in &args.input {
         if !path.exists() {

@@ -38,6 +38,10 @@ pub struct JobManagerConfig {
     pub heartbeat_timeout: Duration,
     /// Where the monitor history is kept across restarts (in memory only if `None`).
     pub data_dir: Option<std::path::PathBuf>,
+    /// Moves waiting jobs between TaskManagers' queues with RFTS, if set.
+    pub rebalancer: Option<crate::scheduler::rfts::RftsConfig>,
+    /// How often the rebalancer runs (the RFTS paper: every monitor interval, 10 s).
+    pub rebalance_interval: Duration,
 }
 
 /// How long a new connection may take to say hello.
@@ -67,6 +71,7 @@ pub async fn run(config: JobManagerConfig) -> Result<()> {
         config.heartbeat_timeout,
     );
     state.monitor = monitor;
+    state.rebalancer = config.rebalancer.clone();
     let shared: Shared = Arc::new(Mutex::new(state));
     if let Some(rest_addr) = config.rest {
         let rest_listener = TcpListener::bind(rest_addr).await.map_err(net(rest_addr))?;
@@ -80,6 +85,16 @@ pub async fn run(config: JobManagerConfig) -> Result<()> {
         });
     }
     tokio::spawn(monitor_heartbeats(shared.clone(), config.heartbeat_timeout));
+    if config.rebalancer.is_some() {
+        let (shared, every) = (shared.clone(), config.rebalance_interval);
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(every.max(Duration::from_millis(10)));
+            loop {
+                tick.tick().await;
+                lock(&shared).rebalance();
+            }
+        });
+    }
     println!("jobmanager listening on {rpc}");
     loop {
         let (stream, peer) = match listener.accept().await {

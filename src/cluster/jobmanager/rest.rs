@@ -43,6 +43,7 @@ async fn overview(State(shared): State<Shared>) -> Json<Value> {
         "slots-total": slots,
         "slots-available": slots - used.min(slots),
         "jobs-running": count(JobState::Running) + count(JobState::Deploying),
+        "jobs-waiting": count(JobState::Waiting),
         "jobs-finished": count(JobState::Finished),
         "jobs-cancelled": count(JobState::Cancelled),
         "jobs-failed": count(JobState::Failed),
@@ -66,6 +67,7 @@ async fn task_managers(State(shared): State<Shared>) -> Json<Value> {
                 "cpuLoad": t.resources.sample.cpu,
                 "memoryLoad": t.resources.sample.memory,
                 "timeSinceLastHeartbeatMs": t.last_heartbeat.elapsed().as_millis() as u64,
+                "waitingJobs": state.queues.get(&t.info.id).map_or(0, Vec::len),
             })
         })
         .collect();
@@ -123,6 +125,8 @@ async fn job(State(shared): State<Shared>, Path(id): Path<String>) -> Reply {
             "error": summary.error,
             "vertices": vertices,
             "placement": j.placement,
+            "queuedOn": j.queued_on,
+            "priority": j.request.priority,
         })),
     )
 }
@@ -200,6 +204,7 @@ async fn prometheus(
         vec![(String::new(), state.task_managers.len() as f64)],
     );
     let states = [
+        JobState::Waiting,
         JobState::Deploying,
         JobState::Running,
         JobState::Finished,

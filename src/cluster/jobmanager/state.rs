@@ -74,6 +74,8 @@ pub struct JobEntry {
     pub parallelism: Vec<usize>,
     /// TaskManager of every subtask.
     pub placement: Vec<String>,
+    /// The TaskManager whose queue holds the job while it waits.
+    pub queued_on: Option<String>,
     /// Workers by TaskManager id.
     pub workers: BTreeMap<String, WorkerEntry>,
     /// Why it failed.
@@ -136,6 +138,11 @@ pub struct ClusterState {
     deferred: Vec<DeferredFailure>,
     /// Monitor samples of every TaskManager.
     pub monitor: super::monitor::MonitorStore,
+    /// Jobs waiting for free slots, per TaskManager.
+    pub queues: BTreeMap<String, Vec<JobId>>,
+    /// Moves waiting jobs between queues (RFTS), if enabled.
+    pub rebalancer: Option<crate::scheduler::rfts::RftsConfig>,
+    rebalance_round: u64,
     next_job: u64,
 }
 
@@ -171,11 +178,27 @@ impl ClusterState {
             heartbeat_timeout,
             deferred: Vec::new(),
             monitor: Default::default(),
+            queues: BTreeMap::new(),
+            rebalancer: None,
+            rebalance_round: 0,
             next_job: 0,
         }
     }
 
-    /// Places and deploys a job; returns its id.
+    /// Free slots of every TaskManager (or of one).
+    fn offers(&self, only: Option<&str>) -> Vec<SlotOffer> {
+        self.task_managers
+            .values()
+            .filter(|tm| only.is_none_or(|o| o == tm.info.id))
+            .map(|tm| SlotOffer {
+                task_manager: tm.info.id.clone(),
+                free: tm.info.slots.saturating_sub(tm.used_slots),
+            })
+            .collect()
+    }
+
+    /// Accepts a job: deploys it, or with `queue` set and no room, puts it in the queue of the
+    /// TaskManager with the shortest one; returns its id.
     pub fn submit(&mut self, request: SubmitRequest) -> Result<JobId, String> {
         if !self.artifacts.contains_key(&request.artifact) {
             return Err(format!(
@@ -183,14 +206,6 @@ impl ClusterState {
                 request.artifact
             ));
         }
-        let offers: Vec<SlotOffer> = self
-            .task_managers
-            .values()
-            .map(|tm| SlotOffer {
-                task_manager: tm.info.id.clone(),
-                free: tm.info.slots.saturating_sub(tm.used_slots),
-            })
-            .collect();
         if let Some(net) = &request.data_network {
             let missing: Vec<&str> = self
                 .task_managers
@@ -205,17 +220,58 @@ impl ClusterState {
                 ));
             }
         }
+        self.next_job += 1;
+        let id = format!("{:08x}{:08x}", std::process::id(), self.next_job);
+        let offers = self.offers(None);
+        let mut entry = JobEntry {
+            id: id.clone(),
+            request,
+            state: JobState::Deploying,
+            submitted: Instant::now(),
+            ended: None,
+            parallelism: Vec::new(),
+            placement: Vec::new(),
+            queued_on: None,
+            workers: BTreeMap::new(),
+            error: None,
+            collected: Vec::new(),
+            waiters: Vec::new(),
+        };
+        match self.deploy(&mut entry, &offers) {
+            Ok(()) => {}
+            Err(e) if !entry.request.queue => return Err(e),
+            Err(_) => {
+                let tm = self
+                    .task_managers
+                    .keys()
+                    .min_by_key(|tm| self.queues.get(*tm).map_or(0, Vec::len))
+                    .cloned()
+                    .ok_or_else(|| {
+                        "the cluster has no TaskManager to queue the job on".to_string()
+                    })?;
+                tracing::info!(job = %id, task_manager = %tm, "job waits for free slots");
+                entry.state = JobState::Waiting;
+                entry.queued_on = Some(tm.clone());
+                self.queues.entry(tm).or_default().push(id.clone());
+            }
+        }
+        self.forget_old_jobs();
+        self.jobs.insert(id.clone(), entry);
+        Ok(id)
+    }
+
+    /// Places a job on the slots `offers` describe and sends its deploys.
+    fn deploy(&mut self, entry: &mut JobEntry, offers: &[SlotOffer]) -> Result<(), String> {
+        let request = &entry.request;
         let free: usize = offers.iter().map(|o| o.free).sum();
         let parallelism = decide(&request.vertices, request.default_parallelism, free)?;
         let placement = self
             .scheduler
-            .place(&parallelism, &offers)
+            .place(&parallelism, offers)
             .map_err(|e| e.to_string())?;
-        self.next_job += 1;
-        let id = format!("{:08x}{:08x}", std::process::id(), self.next_job);
         let slots = self
             .scheduler
-            .place_slots(parallelism.iter().copied().max().unwrap_or(0), &offers);
+            .place_slots(parallelism.iter().copied().max().unwrap_or(0), offers);
         let mut workers: BTreeMap<String, WorkerEntry> = BTreeMap::new();
         for tm in &placement {
             workers.entry(tm.clone()).or_default();
@@ -228,14 +284,14 @@ impl ClusterState {
             }
         }
         for (tm, w) in workers.iter_mut() {
-            let Some(entry) = self.task_managers.get_mut(tm) else {
+            let Some(tm_entry) = self.task_managers.get_mut(tm) else {
                 continue;
             };
-            entry.used_slots += w.slots;
-            let data_host = data_host_of(&entry.info, request.data_network.as_deref());
+            tm_entry.used_slots += w.slots;
+            let data_host = data_host_of(&tm_entry.info, request.data_network.as_deref());
             w.data_host = data_host.clone();
             let spec = DeploySpec {
-                job: id.clone(),
+                job: entry.id.clone(),
                 request: request.clone(),
                 task_manager: tm.clone(),
                 jobmanager: self.rpc_address.clone(),
@@ -243,27 +299,115 @@ impl ClusterState {
                 vertex_parallelism: parallelism.clone(),
                 placement: placement.clone(),
             };
-            let _ = entry.mailbox.send(Message::Deploy(spec));
+            let _ = tm_entry.mailbox.send(Message::Deploy(spec));
         }
-        tracing::info!(job = %id, name = %request.name, ?placement, "job deployed");
-        self.forget_old_jobs();
-        self.jobs.insert(
-            id.clone(),
-            JobEntry {
-                id: id.clone(),
-                request,
-                state: JobState::Deploying,
-                submitted: Instant::now(),
-                ended: None,
-                parallelism,
-                placement,
-                workers,
-                error: None,
-                collected: Vec::new(),
-                waiters: Vec::new(),
-            },
+        tracing::info!(job = %entry.id, name = %request.name, ?placement, "job deployed");
+        entry.state = JobState::Deploying;
+        entry.parallelism = parallelism;
+        entry.placement = placement;
+        entry.workers = workers;
+        entry.queued_on = None;
+        Ok(())
+    }
+
+    /// Starts the waiting jobs of `tm` that fit its free slots now, highest priority first.
+    pub fn start_waiting(&mut self, tm: &str) {
+        loop {
+            let Some(queue) = self.queues.get_mut(tm) else {
+                return;
+            };
+            let jobs = &self.jobs;
+            queue.retain(|id| jobs.get(id).is_some_and(|j| j.state == JobState::Waiting));
+            let Some(pos) = (0..queue.len()).max_by_key(|&i| {
+                (
+                    jobs.get(&queue[i]).map_or(i32::MIN, |j| j.request.priority),
+                    std::cmp::Reverse(i),
+                )
+            }) else {
+                return;
+            };
+            let id = queue[pos].clone();
+            let offers = self.offers(Some(tm));
+            if offers.iter().map(|o| o.free).sum::<usize>() == 0 {
+                return;
+            }
+            let Some(mut entry) = self.jobs.remove(&id) else {
+                return;
+            };
+            let deployed = self.deploy(&mut entry, &offers);
+            self.jobs.insert(id.clone(), entry);
+            if deployed.is_err() {
+                return;
+            }
+            if let Some(q) = self.queues.get_mut(tm) {
+                q.retain(|j| *j != id);
+            }
+        }
+    }
+
+    /// One RFTS round over the waiting jobs: moves them from overloaded TaskManagers' queues to
+    /// under-saturated ones, then starts what fits. Returns the number of moves.
+    pub fn rebalance(&mut self) -> usize {
+        let Some(cfg) = self.rebalancer.clone() else {
+            return 0;
+        };
+        let tms: Vec<String> = self.task_managers.keys().cloned().collect();
+        let samples: Option<Vec<crate::scheduler::rfts::NodeSample>> = tms
+            .iter()
+            .map(|tm| self.monitor.latest(tm).map(|r| r.sample.clone()))
+            .collect();
+        // Without a sample of every TaskManager there is nothing to decide on yet.
+        let Some(samples) = samples else {
+            return 0;
+        };
+        let queued: Vec<Vec<JobId>> = tms
+            .iter()
+            .map(|tm| self.queues.get(tm).cloned().unwrap_or_default())
+            .collect();
+        let mut ids: Vec<JobId> = Vec::new();
+        let waiting: Vec<Vec<crate::scheduler::rfts::WaitingTask>> = queued
+            .iter()
+            .map(|q| {
+                q.iter()
+                    .map(|id| {
+                        ids.push(id.clone());
+                        crate::scheduler::rfts::WaitingTask {
+                            id: ids.len() - 1,
+                            priority: self.jobs.get(id).map_or(0, |j| j.request.priority),
+                        }
+                    })
+                    .collect()
+            })
+            .collect();
+        let tasks: Vec<usize> = tms
+            .iter()
+            .zip(&queued)
+            .map(|(tm, q)| self.task_managers.get(tm).map_or(0, |t| t.used_slots) + q.len())
+            .collect();
+        self.rebalance_round += 1;
+        let moves = crate::scheduler::rfts::plan_migrations(
+            &samples,
+            &tasks,
+            &waiting,
+            &cfg,
+            self.rebalance_round,
         );
-        Ok(id)
+        for m in &moves {
+            let id = &ids[m.task];
+            let (from, to) = (&tms[m.from], &tms[m.to]);
+            if let Some(q) = self.queues.get_mut(from) {
+                q.retain(|j| j != id);
+            }
+            self.queues.entry(to.clone()).or_default().push(id.clone());
+            if let Some(j) = self.jobs.get_mut(id) {
+                j.queued_on = Some(to.clone());
+            }
+            tracing::info!(job = %id, from = %from, to = %to, "waiting job migrated");
+        }
+        for tm in &tms {
+            self.start_waiting(tm);
+        }
+        moves.len()
     }
 
     /// Keeps at most [`RETAINED_JOBS`] ended jobs (and their collected records).
@@ -343,6 +487,12 @@ impl ClusterState {
         entry.state = state;
         entry.error = error;
         entry.ended = Some(Instant::now());
+        if let Some(tm) = entry.queued_on.take()
+            && let Some(q) = self.queues.get_mut(&tm)
+        {
+            q.retain(|j| j != job);
+        }
+        let freed: Vec<String> = entry.workers.keys().cloned().collect();
         for (tm, w) in &entry.workers {
             if let (true, Some(m)) = (state != JobState::Finished, &w.mailbox) {
                 let _ = m.send(Message::CancelJob(job.to_string()));
@@ -362,6 +512,9 @@ impl ClusterState {
         for waiter in entry.waiters.drain(..) {
             let _ = waiter.send(Message::JobEnded(summary.clone(), entry.collected.clone()));
         }
+        for tm in freed {
+            self.start_waiting(&tm);
+        }
     }
 
     /// A TaskManager is gone: fails the jobs that had workers on it.
@@ -370,6 +523,29 @@ impl ClusterState {
             return;
         }
         tracing::warn!(task_manager = %tm, "TaskManager lost: {reason}");
+        // Its waiting jobs wait elsewhere.
+        for id in self.queues.remove(tm).unwrap_or_default() {
+            let target = self
+                .task_managers
+                .keys()
+                .min_by_key(|t| self.queues.get(*t).map_or(0, Vec::len))
+                .cloned();
+            match target {
+                Some(t) => {
+                    if let Some(j) = self.jobs.get_mut(&id) {
+                        j.queued_on = Some(t.clone());
+                    }
+                    self.queues.entry(t).or_default().push(id);
+                }
+                None => self.end_job(
+                    &id,
+                    JobState::Failed,
+                    Some(format!(
+                        "TaskManager {tm} was lost and no other can run the job"
+                    )),
+                ),
+            }
+        }
         let affected: Vec<JobId> = self
             .jobs
             .values()
