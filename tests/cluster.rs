@@ -519,6 +519,7 @@ fn bad_requests_get_clear_errors_and_the_jobmanager_keeps_serving() {
             data_network: None,
             queue: false,
             priority: 0,
+            env: vec![],
         })
         .unwrap_err();
     assert!(
@@ -578,6 +579,7 @@ fn worker_failures_fail_the_job_not_the_taskmanager() {
             data_network: None,
             queue: false,
             priority: 0,
+            env: vec![],
         })
         .unwrap();
     let (summary, _) = client.wait(&id).unwrap();
@@ -612,6 +614,7 @@ fn worker_failures_fail_the_job_not_the_taskmanager() {
             data_network: None,
             queue: false,
             priority: 0,
+            env: vec![],
         })
         .unwrap_err();
     assert!(err.to_string().contains("is unknown"), "{err}");
@@ -856,4 +859,34 @@ fn rfts_moves_a_waiting_job_from_a_loaded_taskmanager_to_an_idle_one() {
         .filter(|j| j["status"] == "Finished")
         .count();
     assert_eq!(finished, 2, "{jobs}");
+}
+
+#[test]
+fn a_job_split_into_more_tasks_than_slots_runs_in_waves() {
+    let cluster = Cluster::start(2, 1, 5_000);
+    let input = corpus(cluster.dir.path(), 5_000);
+    let out = cluster.dir.path().join("tasks");
+    let run = cluster.hummer(&[
+        "wordcount",
+        input.to_str().unwrap(),
+        "--tasks",
+        "5",
+        "--output",
+        out.to_str().unwrap(),
+    ]);
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let expected = common::reference_counts(&std::fs::read_to_string(&input).unwrap());
+    assert_eq!(common::read_counts(&out), expected);
+    let (_, jobs) = http_get(&cluster.rest, "/jobs");
+    let finished = jobs["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|j| j["status"] == "Finished")
+        .count();
+    assert_eq!(finished, 5, "{jobs}");
 }

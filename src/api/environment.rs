@@ -38,6 +38,8 @@ pub(crate) struct EnvState {
     pub(crate) queue_when_busy: bool,
     /// Priority among waiting jobs.
     pub(crate) priority: i32,
+    /// Environment variables for the job's workers in cluster mode.
+    pub(crate) worker_env: Vec<(String, String)>,
     pub(crate) config: ExecutionConfig,
     pub(crate) collect_slots: Vec<(NodeId, Arc<dyn CollectSlot + Send + Sync>)>,
     pub(crate) progress: Arc<JobProgress>,
@@ -85,6 +87,7 @@ impl StreamExecutionEnvironment {
                 data_network: None,
                 queue_when_busy: false,
                 priority: 0,
+                worker_env: Vec::new(),
                 config: ExecutionConfig::default(),
                 collect_slots: Vec::new(),
                 progress: Arc::new(JobProgress::default()),
@@ -152,6 +155,16 @@ impl StreamExecutionEnvironment {
         state.queue_when_busy = queue;
         state.priority = priority;
         drop(state);
+        self
+    }
+
+    /// Sets an environment variable of the job's workers in cluster mode: a program started
+    /// as a worker sees it, so one binary can tell apart the jobs it submits.
+    pub fn set_worker_env(&self, key: &str, value: &str) -> &Self {
+        self.state
+            .borrow_mut()
+            .worker_env
+            .push((key.to_string(), value.to_string()));
         self
     }
 
@@ -354,6 +367,7 @@ impl StreamExecutionEnvironment {
             data_network: state.data_network.clone(),
             queue: state.queue_when_busy,
             priority: state.priority,
+            env: state.worker_env.clone(),
         })
     }
 }

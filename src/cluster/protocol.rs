@@ -110,6 +110,9 @@ pub struct SubmitRequest {
     /// Among waiting jobs, higher runs (and moves) first.
     #[serde(default)]
     pub priority: i32,
+    /// Environment variables the workers get (besides the ones the TaskManager sets).
+    #[serde(default)]
+    pub env: Vec<(String, String)>,
 }
 
 /// Where a worker runs what.

@@ -207,6 +207,7 @@ async fn deploy(
     }
     let mut child = match tokio::process::Command::new(&binary)
         .args(&spec.request.args)
+        .envs(spec.request.env.iter().map(|(k, v)| (k, v)))
         .env(crate::cluster::WORKER_ENV, spec_json)
         // As the client saw it: a program that branches on it builds the same graph.
         .env(crate::cluster::JOBMANAGER_ENV, &spec.jobmanager)

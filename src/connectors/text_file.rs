@@ -21,12 +21,25 @@ const READ_CHUNK: usize = 1 << 18;
 /// Reads text lines from a file or a directory of files.
 pub struct TextFileSource {
     path: PathBuf,
+    /// Read only part `k` of `n` equal parts of the input.
+    part: Option<(usize, usize)>,
 }
 
 impl TextFileSource {
     /// A source over `path` (a file, or a directory whose regular, non-hidden files are read).
     pub fn new(path: impl Into<PathBuf>) -> Self {
-        TextFileSource { path: path.into() }
+        TextFileSource {
+            path: path.into(),
+            part: None,
+        }
+    }
+
+    /// Reads only part `part` of `parts` equal parts of the input (by bytes, at line
+    /// boundaries): the parts of all `part` values together read every line exactly once. For
+    /// jobs split into independent tasks.
+    pub fn part(mut self, part: usize, parts: usize) -> Self {
+        self.part = Some((part, parts.max(1)));
+        self
     }
 
     /// The input files with their sizes, sorted by path.
@@ -104,7 +117,19 @@ impl Source<String> for TextFileSource {
         Ok(())
     }
     fn create_reader(&self, ctx: &SourceContext) -> Result<Box<dyn SourceReader<String>>> {
-        let splits = splits_for(&self.files()?, ctx.subtask, ctx.parallelism);
+        // Part k of n, subtask s of p: range k * p + s of n * p equal ranges, which tile the
+        // input exactly.
+        let (k, n) = self.part.unwrap_or((0, 1));
+        if k >= n {
+            return Err(HummerError::Config(format!(
+                "input part {k} of {n} does not exist"
+            )));
+        }
+        let splits = splits_for(
+            &self.files()?,
+            k * ctx.parallelism + ctx.subtask,
+            n * ctx.parallelism,
+        );
         let bytes: u64 = splits.iter().map(|s| s.end - s.start).sum();
         ctx.progress.bytes_total.fetch_add(bytes, Ordering::Relaxed);
         Ok(Box::new(TextFileReader {
@@ -333,7 +358,10 @@ mod tests {
     use std::sync::Arc;
 
     fn read_all(path: &Path, parallelism: usize) -> Vec<String> {
-        let source = TextFileSource::new(path);
+        read_part(TextFileSource::new(path), parallelism)
+    }
+
+    fn read_part(source: TextFileSource, parallelism: usize) -> Vec<String> {
         let mut lines = Vec::new();
         for subtask in 0..parallelism {
             let ctx = SourceContext {
@@ -376,6 +404,25 @@ mod tests {
             got.sort();
             want.sort();
             prop_assert_eq!(got, want);
+        }
+    }
+
+    #[test]
+    fn parts_read_every_line_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("in.txt");
+        let lines: Vec<String> = (0..500)
+            .map(|i| format!("line {i} {}", "x".repeat(i % 37)))
+            .collect();
+        std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+        for (parts, parallelism) in [(1, 1), (3, 2), (12, 1), (5, 4)] {
+            let mut got: Vec<String> = (0..parts)
+                .flat_map(|k| read_part(TextFileSource::new(&path).part(k, parts), parallelism))
+                .collect();
+            got.sort();
+            let mut want = lines.clone();
+            want.sort();
+            assert_eq!(got, want, "{parts} parts, parallelism {parallelism}");
         }
     }
 

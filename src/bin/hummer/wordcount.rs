@@ -6,6 +6,9 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
+use std::path::Path;
+
+use hummer::connectors::text_file::TextFileSource;
 use hummer::jobs::corpus::GeneratedCorpus;
 use hummer::jobs::wordcount::{CountLine, TopWords, top_words, word_counts};
 use hummer::prelude::*;
@@ -48,6 +51,10 @@ pub struct Args {
     /// In cluster mode, wait for a streaming job to end instead of returning its id.
     #[arg(long)]
     wait: bool,
+    /// Split the input into N independent tasks (one single-slot job each, waiting in the
+    /// TaskManagers' queues when slots are short), then merge their counts into OUTPUT.
+    #[arg(long, value_name = "N")]
+    tasks: Option<usize>,
     /// In cluster mode, wait in a TaskManager's queue when no slots are free.
     #[arg(long)]
     queue: bool,
@@ -63,6 +70,9 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<()> {
+    if let Some(tasks) = args.tasks {
+        return run_tasks(&args, tasks);
+    }
     let env = StreamExecutionEnvironment::local();
     if let Some(p) = args.parallelism {
         if p == 0 {
@@ -224,4 +234,99 @@ impl ProgressThread {
         let _ = self.done.send(());
         let _ = self.handle.join();
     }
+}
+
+/// Environment variable telling a worker which task of a split WordCount it is.
+const TASK_ENV: &str = "HUMMER_TASK";
+
+/// The job of task `k` of `n`: count part `k` of the input into `out/task-k`.
+fn task_job(
+    args: &Args,
+    input: &Path,
+    out: &Path,
+    k: usize,
+    n: usize,
+) -> StreamExecutionEnvironment {
+    let env = StreamExecutionEnvironment::local();
+    env.set_parallelism(1).set_runtime_mode(RuntimeMode::Batch);
+    env.set_jobmanager(args.jobmanager.clone());
+    // Every task may wait for a slot; earlier parts first.
+    env.set_queue_when_busy(true, args.priority + (n - k) as i32);
+    env.set_worker_env(TASK_ENV, &k.to_string());
+    let lines = env.add_source(TextFileSource::new(input).part(k, n));
+    word_counts(&lines)
+        .map(|(w, c): (Word, u64)| CountLine(w, c))
+        .write_text_file(out.join(format!("task-{k}")));
+    env
+}
+
+/// `--tasks N`: N independent single-slot jobs, then a merge of their counts.
+fn run_tasks(args: &Args, n: usize) -> Result<()> {
+    let (Some(input), Some(out), 1) = (args.input.first(), args.output.as_ref(), args.input.len())
+    else {
+        bail!("--tasks needs exactly one INPUT (a file or a directory) and --output DIR");
+    };
+    if n == 0 {
+        bail!("--tasks must be at least 1");
+    }
+    // A worker builds and runs only its own task (the call does not return there).
+    if let Ok(k) = std::env::var(TASK_ENV) {
+        let k: usize = k.parse().context("bad task number")?;
+        task_job(args, input, out, k, n).execute("WordCount task")?;
+        return Ok(());
+    }
+    if !input.exists() {
+        bail!("input '{}' does not exist", input.display());
+    }
+    let started = std::time::Instant::now();
+    let mut records = 0;
+    let mut running = Vec::new();
+    for k in 0..n {
+        let env = task_job(args, input, out, k, n);
+        if args.jobmanager.as_deref().unwrap_or("").is_empty() {
+            records += env
+                .execute(&format!("WordCount task {k}/{n}"))?
+                .source_records;
+        } else {
+            let job = env.execute_async(&format!("WordCount task {k}/{n}"))?;
+            println!("submitted task {k} as job {}", job.job_id().unwrap_or("?"));
+            running.push(job);
+        }
+    }
+    for job in running {
+        records += job
+            .wait()
+            .context("a WordCount task failed")?
+            .source_records;
+    }
+    // Merge the tasks' counts.
+    let mut totals: std::collections::HashMap<String, u64> = std::collections::HashMap::new();
+    for k in 0..n {
+        let dir = out.join(format!("task-{k}"));
+        for entry in
+            std::fs::read_dir(&dir).with_context(|| format!("cannot read {}", dir.display()))?
+        {
+            let path = entry?.path();
+            for line in std::fs::read_to_string(&path)?.lines() {
+                let (word, count) = line
+                    .split_once('\t')
+                    .with_context(|| format!("bad line in {}", path.display()))?;
+                *totals.entry(word.to_string()).or_default() += count.parse::<u64>()?;
+            }
+        }
+        std::fs::remove_dir_all(&dir)?;
+    }
+    let mut merged = String::new();
+    for (word, count) in &totals {
+        merged.push_str(&format!("{word}\t{count}\n"));
+    }
+    std::fs::write(out.join("part-0"), merged)?;
+    let secs = started.elapsed().as_secs_f64();
+    let bytes = dir_size(input);
+    println!(
+        "WordCount ({n} tasks): {records} records, {bytes} bytes in {secs:.3} s ({:.1} MB/s), {} words",
+        bytes as f64 / 1e6 / secs.max(1e-9),
+        totals.len()
+    );
+    Ok(())
 }
