@@ -862,31 +862,33 @@ fn rfts_moves_a_waiting_job_from_a_loaded_taskmanager_to_an_idle_one() {
 }
 
 #[test]
-fn a_job_split_into_more_tasks_than_slots_runs_in_waves() {
-    let cluster = Cluster::start(2, 1, 5_000);
-    let input = corpus(cluster.dir.path(), 5_000);
-    let out = cluster.dir.path().join("tasks");
-    let run = cluster.hummer(&[
-        "wordcount",
-        input.to_str().unwrap(),
-        "--tasks",
-        "5",
-        "--output",
-        out.to_str().unwrap(),
-    ]);
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
-    let expected = common::reference_counts(&std::fs::read_to_string(&input).unwrap());
-    assert_eq!(common::read_counts(&out), expected);
-    let (_, jobs) = http_get(&cluster.rest, "/jobs");
-    let finished = jobs["jobs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|j| j["status"] == "Finished")
-        .count();
-    assert_eq!(finished, 5, "{jobs}");
+fn a_job_split_into_more_tasks_than_slots_runs_in_waves_under_every_queue_policy() {
+    for policy in ["round-robin", "fair", "pull"] {
+        let cluster = Cluster::start_with(2, 1, 5_000, &["--queue-policy", policy]);
+        let input = corpus(cluster.dir.path(), 5_000);
+        let out = cluster.dir.path().join("tasks");
+        let run = cluster.hummer(&[
+            "wordcount",
+            input.to_str().unwrap(),
+            "--tasks",
+            "5",
+            "--output",
+            out.to_str().unwrap(),
+        ]);
+        assert!(
+            run.status.success(),
+            "{policy}: {}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        let expected = common::reference_counts(&std::fs::read_to_string(&input).unwrap());
+        assert_eq!(common::read_counts(&out), expected, "{policy}");
+        let (_, jobs) = http_get(&cluster.rest, "/jobs");
+        let finished = jobs["jobs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|j| j["status"] == "Finished")
+            .count();
+        assert_eq!(finished, 5, "{policy}: {jobs}");
+    }
 }

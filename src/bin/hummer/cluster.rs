@@ -33,6 +33,10 @@ pub struct JobManagerArgs {
     /// Milliseconds between rebalancing rounds.
     #[arg(long, default_value_t = 10_000)]
     rebalance_interval_ms: u64,
+    /// Where jobs wait for slots: round-robin (a TaskManager's queue in turn), fair (the
+    /// queue with the fewest jobs per slot) or pull (one queue, free slots take from it).
+    #[arg(long, default_value = "round-robin", value_parser = ["round-robin", "fair", "pull"])]
+    queue_policy: String,
 }
 
 #[derive(clap::Args)]
@@ -119,6 +123,7 @@ pub fn jobmanager(args: JobManagerArgs) -> Result<()> {
         data_dir: args.data_dir,
         rebalancer: (args.rebalance == "rfts").then(hummer::scheduler::rfts::RftsConfig::default),
         rebalance_interval: Duration::from_millis(args.rebalance_interval_ms),
+        queue_policy: args.queue_policy.parse().map_err(anyhow::Error::msg)?,
     };
     runtime()?.block_on(jobmanager::run(config))?;
     Ok(())

@@ -42,6 +42,8 @@ pub struct JobManagerConfig {
     pub rebalancer: Option<crate::scheduler::rfts::RftsConfig>,
     /// How often the rebalancer runs (the RFTS paper: every monitor interval, 10 s).
     pub rebalance_interval: Duration,
+    /// Where jobs that wait for slots wait.
+    pub queue_policy: state::QueuePolicy,
 }
 
 /// How long a new connection may take to say hello.
@@ -72,6 +74,7 @@ pub async fn run(config: JobManagerConfig) -> Result<()> {
     );
     state.monitor = monitor;
     state.rebalancer = config.rebalancer.clone();
+    state.queue_policy = config.queue_policy;
     let shared: Shared = Arc::new(Mutex::new(state));
     if let Some(rest_addr) = config.rest {
         let rest_listener = TcpListener::bind(rest_addr).await.map_err(net(rest_addr))?;
@@ -209,6 +212,8 @@ async fn serve_task_manager(
         );
     }
     let _ = mailbox.send(Message::Welcome);
+    // Under the pull policy a new TaskManager takes waiting jobs at once.
+    lock(&shared).start_waiting(&id);
     let result = loop {
         let message = match async_io::read(&mut reader).await {
             Ok(m) => m,

@@ -140,10 +140,42 @@ pub struct ClusterState {
     pub monitor: super::monitor::MonitorStore,
     /// Jobs waiting for free slots, per TaskManager.
     pub queues: BTreeMap<String, Vec<JobId>>,
+    /// How a waiting job is given a queue.
+    pub queue_policy: QueuePolicy,
+    /// With [`QueuePolicy::Pull`]: the one queue every TaskManager takes from.
+    pub shared_queue: Vec<JobId>,
+    queue_turn: usize,
     /// Moves waiting jobs between queues (RFTS), if enabled.
     pub rebalancer: Option<crate::scheduler::rfts::RftsConfig>,
     rebalance_round: u64,
     next_job: u64,
+}
+
+/// Where a job that has to wait for slots waits.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum QueuePolicy {
+    /// The TaskManagers' queues in turn (Flink-style round-robin).
+    #[default]
+    RoundRobin,
+    /// The queue with the fewest jobs per slot (running and waiting).
+    Fair,
+    /// One shared queue: a TaskManager with a free slot takes the next job (dynamic, pull-based
+    /// assignment, as Flink's batch runtime assigns splits).
+    Pull,
+}
+
+impl std::str::FromStr for QueuePolicy {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "round-robin" => Ok(QueuePolicy::RoundRobin),
+            "fair" => Ok(QueuePolicy::Fair),
+            "pull" => Ok(QueuePolicy::Pull),
+            other => Err(format!(
+                "unknown queue policy '{other}': expected round-robin, fair or pull"
+            )),
+        }
+    }
 }
 
 /// Ended jobs kept for listing and status queries.
@@ -179,6 +211,9 @@ impl ClusterState {
             deferred: Vec::new(),
             monitor: Default::default(),
             queues: BTreeMap::new(),
+            queue_policy: QueuePolicy::RoundRobin,
+            shared_queue: Vec::new(),
+            queue_turn: 0,
             rebalancer: None,
             rebalance_round: 0,
             next_job: 0,
@@ -241,23 +276,48 @@ impl ClusterState {
             Ok(()) => {}
             Err(e) if !entry.request.queue => return Err(e),
             Err(_) => {
-                let tm = self
-                    .task_managers
-                    .keys()
-                    .min_by_key(|tm| self.queues.get(*tm).map_or(0, Vec::len))
-                    .cloned()
-                    .ok_or_else(|| {
+                entry.state = JobState::Waiting;
+                if self.queue_policy == QueuePolicy::Pull {
+                    tracing::info!(job = %id, "job waits in the shared queue");
+                    self.shared_queue.push(id.clone());
+                } else {
+                    let tm = self.queue_for_new_job().ok_or_else(|| {
                         "the cluster has no TaskManager to queue the job on".to_string()
                     })?;
-                tracing::info!(job = %id, task_manager = %tm, "job waits for free slots");
-                entry.state = JobState::Waiting;
-                entry.queued_on = Some(tm.clone());
-                self.queues.entry(tm).or_default().push(id.clone());
+                    tracing::info!(job = %id, task_manager = %tm, "job waits for free slots");
+                    entry.queued_on = Some(tm.clone());
+                    self.queues.entry(tm).or_default().push(id.clone());
+                }
             }
         }
         self.forget_old_jobs();
         self.jobs.insert(id.clone(), entry);
         Ok(id)
+    }
+
+    /// The TaskManager whose queue a waiting job joins.
+    fn queue_for_new_job(&mut self) -> Option<String> {
+        let tms: Vec<String> = self.task_managers.keys().cloned().collect();
+        if tms.is_empty() {
+            return None;
+        }
+        match self.queue_policy {
+            QueuePolicy::Fair => tms
+                .iter()
+                .min_by(|a, b| {
+                    let share = |tm: &String| {
+                        let t = &self.task_managers[tm];
+                        let queued = self.queues.get(tm).map_or(0, Vec::len);
+                        (t.used_slots + queued) as f64 / t.info.slots.max(1) as f64
+                    };
+                    share(a).total_cmp(&share(b))
+                })
+                .cloned(),
+            _ => {
+                self.queue_turn += 1;
+                Some(tms[(self.queue_turn - 1) % tms.len()].clone())
+            }
+        }
     }
 
     /// Places a job on the slots `offers` describe and sends its deploys.
@@ -310,8 +370,21 @@ impl ClusterState {
         Ok(())
     }
 
-    /// Starts the waiting jobs of `tm` that fit its free slots now, highest priority first.
+    /// Starts the waiting jobs of `tm` that fit its free slots now, highest priority first
+    /// (from its own queue, or from the shared one under [`QueuePolicy::Pull`]).
     pub fn start_waiting(&mut self, tm: &str) {
+        if self.queue_policy == QueuePolicy::Pull {
+            let queue = std::mem::take(&mut self.shared_queue);
+            self.queues.insert(tm.to_string(), queue);
+            self.start_queued(tm);
+            self.shared_queue = self.queues.remove(tm).unwrap_or_default();
+            return;
+        }
+        self.start_queued(tm);
+    }
+
+    /// Starts jobs from `tm`'s queue while they fit.
+    fn start_queued(&mut self, tm: &str) {
         loop {
             let Some(queue) = self.queues.get_mut(tm) else {
                 return;
@@ -492,6 +565,7 @@ impl ClusterState {
         {
             q.retain(|j| j != job);
         }
+        self.shared_queue.retain(|j| j != job);
         let freed: Vec<String> = entry.workers.keys().cloned().collect();
         for (tm, w) in &entry.workers {
             if let (true, Some(m)) = (state != JobState::Finished, &w.mailbox) {
