@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
 use tokio::io::AsyncReadExt;
@@ -42,6 +42,10 @@ pub struct TaskManagerConfig {
     pub heartbeat_interval: Duration,
     /// Interval between monitor samples (sent with the heartbeats).
     pub monitor_interval: Duration,
+    /// CPU cores this TaskManager may use (a cgroup quota it puts itself and its workers
+    /// under); its monitor then reports these cores and its own processes' CPU use against
+    /// them, so TaskManagers sharing a host look like the different nodes they emulate.
+    pub cpu_quota: Option<f64>,
 }
 
 /// The workers of this TaskManager by job: a kill switch once started, `None` while the job's
@@ -61,7 +65,10 @@ pub async fn run(config: TaskManagerConfig) -> Result<()> {
     let info = TaskManagerInfo {
         id: id.clone(),
         slots: config.slots,
-        cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        cores: config.cpu_quota.map_or_else(
+            || std::thread::available_parallelism().map_or(1, |n| n.get()),
+            |q| q.ceil() as usize,
+        ),
         memory_bytes: memory_total(),
         data_host: config.data_host.clone(),
         data_networks: config.data_networks.clone(),
@@ -95,12 +102,23 @@ pub async fn run(config: TaskManagerConfig) -> Result<()> {
             }
         }
     });
+    if let Some(quota) = config.cpu_quota {
+        limit_cpu(quota)?;
+    }
     let latest = Arc::new(Mutex::new(Resources::default()));
     let sampled = latest.clone();
     let monitor_interval = config.monitor_interval;
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    let cores = config
+        .cpu_quota
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()) as f64);
+    let worker_pids: WorkerPids = Arc::default();
+    let pids = worker_pids.clone();
+    let own_tree = config.cpu_quota;
     tokio::spawn(async move {
-        let mut sampler = CpuSampler::default();
+        let mut sampler = CpuSampler {
+            own_tree: own_tree.map(|q| (q, pids)),
+            ..CpuSampler::default()
+        };
         let mut tick = tokio::time::interval(monitor_interval);
         for seq in 1.. {
             tick.tick().await;
@@ -136,7 +154,8 @@ pub async fn run(config: TaskManagerConfig) -> Result<()> {
                     w.insert(spec.job.clone(), None);
                 }
                 let (config, tx, workers) = (config.clone(), tx.clone(), workers.clone());
-                tokio::spawn(async move { deploy(spec, config, tx, workers).await });
+                let pids = worker_pids.clone();
+                tokio::spawn(async move { deploy(spec, config, tx, workers, pids).await });
             }
             Ok(Message::CancelJob(job)) => {
                 // A started worker is killed; one still starting is not started.
@@ -180,6 +199,7 @@ async fn deploy(
     config: TaskManagerConfig,
     jm: UnboundedSender<Message>,
     workers: Workers,
+    pids: WorkerPids,
 ) {
     let job = spec.job.clone();
     let report = |code: Option<i32>, stderr_tail: String| {
@@ -220,6 +240,10 @@ async fn deploy(
         Ok(c) => c,
         Err(e) => return report(Some(-1), format!("cannot start {}: {e}", binary.display())),
     };
+    let pid = child.id();
+    if let (Some(pid), Ok(mut p)) = (pid, pids.lock()) {
+        p.insert(pid);
+    }
     let (kill_tx, kill_rx) = oneshot::channel();
     let cancelled_meanwhile = match workers.lock() {
         Ok(mut w) => match w.get_mut(&job) {
@@ -262,6 +286,9 @@ async fn deploy(
     };
     if let Ok(mut w) = workers.lock() {
         w.remove(&job);
+    }
+    if let (Some(pid), Ok(mut p)) = (pid, pids.lock()) {
+        p.remove(&pid);
     }
     let tail = tail.await.unwrap_or_default();
     match status {
@@ -315,14 +342,34 @@ fn store_artifact(
     std::fs::rename(&tmp, target).map_err(|e| HummerError::io("cannot store artifact", target, e))
 }
 
-/// CPU utilisation from `/proc/stat`, between two samples.
+/// Process ids of the running workers.
+type WorkerPids = Arc<Mutex<std::collections::HashSet<u32>>>;
+
+/// CPU utilisation between two samples: of the host from `/proc/stat`, or, with a CPU quota,
+/// of this TaskManager's own processes against the quota.
 #[derive(Default)]
 struct CpuSampler {
     last: Option<(u64, u64)>,
+    own_tree: Option<(f64, WorkerPids)>,
+    last_own: Option<(f64, Instant)>,
 }
 
 impl CpuSampler {
     fn sample(&mut self) -> f64 {
+        if let Some((quota, pids)) = &self.own_tree {
+            let pids: Vec<u32> = pids
+                .lock()
+                .map(|p| p.iter().copied().collect())
+                .unwrap_or_default();
+            let used = own_cpu_seconds(&pids);
+            let now = Instant::now();
+            let result = match self.last_own {
+                Some((u0, t0)) => (used - u0).max(0.0) / (now - t0).as_secs_f64().max(1e-6) / quota,
+                None => 0.0,
+            };
+            self.last_own = Some((used, now));
+            return result.clamp(0.0, 1.0);
+        }
         let Some((busy, total)) = read_cpu_times() else {
             return 0.0;
         };
@@ -333,6 +380,70 @@ impl CpuSampler {
         self.last = Some((busy, total));
         result.clamp(0.0, 1.0)
     }
+}
+
+/// CPU seconds used by this process (with its reaped children) and the live workers.
+fn own_cpu_seconds(workers: &[u32]) -> f64 {
+    let ticks = |path: String, with_children: bool| -> u64 {
+        let Ok(stat) = std::fs::read_to_string(path) else {
+            return 0;
+        };
+        // Fields after the command name (which may contain spaces); utime is field 14.
+        let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+        let f: Vec<u64> = rest
+            .split_whitespace()
+            .skip(11)
+            .take(4)
+            .filter_map(|v| v.parse().ok())
+            .collect();
+        let own = f.first().copied().unwrap_or(0) + f.get(1).copied().unwrap_or(0);
+        let children = f.get(2).copied().unwrap_or(0) + f.get(3).copied().unwrap_or(0);
+        if with_children { own + children } else { own }
+    };
+    let mut total = ticks("/proc/self/stat".into(), true);
+    for pid in workers {
+        total += ticks(format!("/proc/{pid}/stat"), false);
+    }
+    // Clock ticks: 100 per second on Linux.
+    total as f64 / 100.0
+}
+
+/// Puts this process (and so the workers it starts) under a CPU quota of `cores`, in a cgroup
+/// of its own (cgroup v1 `cpu` controller, or v2).
+fn limit_cpu(cores: f64) -> Result<()> {
+    if !(cores.is_finite() && cores > 0.0) {
+        return Err(HummerError::Config(format!(
+            "--cpu-quota {cores}: must be a positive number of cores"
+        )));
+    }
+    let period: u64 = 100_000;
+    let quota = (cores * period as f64) as u64;
+    let pid = std::process::id();
+    let v1 = PathBuf::from("/sys/fs/cgroup/cpu");
+    let (dir, settings): (PathBuf, Vec<(&str, String)>) = if v1.join("cpu.cfs_quota_us").exists() {
+        (
+            v1.join(format!("hummer-tm-{pid}")),
+            vec![
+                ("cpu.cfs_period_us", period.to_string()),
+                ("cpu.cfs_quota_us", quota.to_string()),
+            ],
+        )
+    } else {
+        (
+            PathBuf::from(format!("/sys/fs/cgroup/hummer-tm-{pid}")),
+            vec![("cpu.max", format!("{quota} {period}"))],
+        )
+    };
+    std::fs::create_dir_all(&dir).map_err(|e| HummerError::io("cannot create cgroup", &dir, e))?;
+    for (file, value) in settings {
+        let path = dir.join(file);
+        std::fs::write(&path, value)
+            .map_err(|e| HummerError::io("cannot set cgroup limit", &path, e))?;
+    }
+    let procs = dir.join("cgroup.procs");
+    std::fs::write(&procs, pid.to_string())
+        .map_err(|e| HummerError::io("cannot join cgroup", &procs, e))?;
+    Ok(())
 }
 
 fn read_cpu_times() -> Option<(u64, u64)> {

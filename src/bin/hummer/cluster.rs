@@ -62,6 +62,10 @@ pub struct TaskManagerArgs {
     /// Milliseconds between monitor samples (CPU, memory), sent with the heartbeats.
     #[arg(long, default_value_t = 10_000)]
     monitor_interval_ms: u64,
+    /// Limit this TaskManager and its workers to this many CPU cores (a cgroup; needs root),
+    /// and report CPU against it: emulates a smaller node on a shared host.
+    #[arg(long)]
+    cpu_quota: Option<f64>,
 }
 
 #[derive(clap::Args)]
@@ -157,6 +161,7 @@ pub fn taskmanager(args: TaskManagerArgs) -> Result<()> {
         cache_dir,
         heartbeat_interval: Duration::from_millis(args.heartbeat_interval_ms.max(10)),
         monitor_interval: Duration::from_millis(args.monitor_interval_ms.max(100)),
+        cpu_quota: args.cpu_quota,
     };
     runtime()?.block_on(taskmanager::run(config))?;
     Ok(())
