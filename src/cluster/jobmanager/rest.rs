@@ -48,6 +48,7 @@ async fn overview(State(shared): State<Shared>) -> Json<Value> {
         "jobs-cancelled": count(JobState::Cancelled),
         "jobs-failed": count(JobState::Failed),
         "scheduler": state.scheduler.name(),
+        "scheduler-time-ms": state.scheduler_time.as_secs_f64() * 1e3,
     }))
 }
 

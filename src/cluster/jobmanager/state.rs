@@ -144,6 +144,8 @@ pub struct ClusterState {
     pub queue_policy: QueuePolicy,
     /// With [`QueuePolicy::Pull`]: the one queue every TaskManager takes from.
     pub shared_queue: Vec<JobId>,
+    /// Time spent deciding placements, queues and migrations.
+    pub scheduler_time: Duration,
     queue_turn: usize,
     /// Moves waiting jobs between queues (RFTS), if enabled.
     pub rebalancer: Option<crate::scheduler::rfts::RftsConfig>,
@@ -213,6 +215,7 @@ impl ClusterState {
             queues: BTreeMap::new(),
             queue_policy: QueuePolicy::RoundRobin,
             shared_queue: Vec::new(),
+            scheduler_time: Duration::ZERO,
             queue_turn: 0,
             rebalancer: None,
             rebalance_round: 0,
@@ -235,6 +238,13 @@ impl ClusterState {
     /// Accepts a job: deploys it, or with `queue` set and no room, puts it in the queue of the
     /// TaskManager with the shortest one; returns its id.
     pub fn submit(&mut self, request: SubmitRequest) -> Result<JobId, String> {
+        let started = Instant::now();
+        let result = self.submit_timed(request);
+        self.scheduler_time += started.elapsed();
+        result
+    }
+
+    fn submit_timed(&mut self, request: SubmitRequest) -> Result<JobId, String> {
         if !self.artifacts.contains_key(&request.artifact) {
             return Err(format!(
                 "artifact {} is unknown: upload it before submitting",
@@ -421,6 +431,13 @@ impl ClusterState {
     /// One RFTS round over the waiting jobs: moves them from overloaded TaskManagers' queues to
     /// under-saturated ones, then starts what fits. Returns the number of moves.
     pub fn rebalance(&mut self) -> usize {
+        let started = Instant::now();
+        let moves = self.rebalance_timed();
+        self.scheduler_time += started.elapsed();
+        moves
+    }
+
+    fn rebalance_timed(&mut self) -> usize {
         let Some(cfg) = self.rebalancer.clone() else {
             return 0;
         };
