@@ -9,11 +9,12 @@
 # and throughput are measured, with the JobManager's scheduler time as a share of the job time.
 # Output: docs/rfts/results.md (tables) and docs/rfts/simulation.md (the simulator's table).
 #
-#   SFS="0.05 0.1 0.2" ROUNDS=1 scripts/rfts_experiment.sh
+#   scripts/rfts_experiment.sh                  # scale factors 0.2 0.5 1, 3 rounds each
+#   SFS="0.05 0.1" ROUNDS=1 scripts/rfts_experiment.sh
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
-SFS=${SFS:-"0.05 0.1 0.2"}
-ROUNDS=${ROUNDS:-1}
+SFS=${SFS:-"0.2 0.5 1"}
+ROUNDS=${ROUNDS:-3}
 TASKS=${TASKS:-12}
 tools=${HUMMER_TOOLS:-/var/tmp/hummer-tools}
 data=${HUMMER_TPCH:-/var/tmp/hummer-tpch}
@@ -29,7 +30,7 @@ for sf in $SFS; do
   dir="$data/sf$sf"
   if [ ! -s "$dir/lineitem.tbl" ]; then
     mkdir -p "$dir"
-    "$tools/bin/tpchgen-cli" -s "$sf" --tables lineitem --format tbl --output-dir "$dir" >/dev/null
+    "$tools/bin/tpchgen-cli" -s "$sf" --tables lineitem --output-dir "$dir" >/dev/null
   fi
 done
 
@@ -70,6 +71,10 @@ results="$work/results.tsv"
 : > "$results"
 for strategy in round-robin fair pull rfts; do
   start_cluster "$strategy"
+  # Warm-up, not measured: the TaskManagers fetch the job binary once.
+  first_sf=${SFS%% *}
+  "$hummer" wordcount "$data/sf$first_sf/lineitem.tbl" --tasks 3 --output "$work/warm" \
+    --jobmanager "$jm" > /dev/null
   for sf in $SFS; do
     input="$data/sf$sf/lineitem.tbl"
     bytes=$(stat -c %s "$input")
@@ -128,4 +133,38 @@ open(sys.argv[2], "w").write("\n".join(out) + "\n")
 print("\n".join(out))
 PY
 "$bin/examples/scheduler_sim" 200 10000 3 > "$out_dir/simulation.md"
-echo "wrote $out_dir/results.md and $out_dir/simulation.md"
+
+# Plots (Figures 5 and 6 of the paper): matplotlib in a venv of its own.
+venv=${HUMMER_VENV:-/var/tmp/hummer-venv}
+[ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+"$venv/bin/python" -c 'import matplotlib' 2>/dev/null || "$venv/bin/pip" install -q matplotlib
+"$venv/bin/python" - "$results" "$out_dir" <<'PY'
+import sys, collections
+import matplotlib
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if l.strip()]
+runs = collections.defaultdict(list)
+for strategy, sf, size, t0, t1, _ in rows:
+    runs[(strategy, sf)].append((float(t1) - float(t0), int(size)))
+sfs = sorted({sf for _, sf in runs}, key=float)
+strategies = ["round-robin", "fair", "pull", "rfts"]
+def med(v): v = sorted(v); return v[len(v) // 2]
+for name, label, value in [
+    ("job_time.png", "total job time (s)", lambda w, size: w),
+    ("throughput.png", "throughput (MB/s)", lambda w, size: size / w / 1e6),
+]:
+    fig, ax = plt.subplots(figsize=(7, 4))
+    width = 0.8 / len(strategies)
+    for i, s in enumerate(strategies):
+        ys = [value(*med(runs[(s, sf)])) if runs[(s, sf)] else 0 for sf in sfs]
+        ax.bar([x + i * width for x in range(len(sfs))], ys, width, label=s)
+    ax.set_xticks([x + width * (len(strategies) - 1) / 2 for x in range(len(sfs))])
+    ax.set_xticklabels([f"SF {sf}" for sf in sfs])
+    ax.set_ylabel(label)
+    ax.set_title(f"WordCount over TPC-H lineitem, 12 tasks, 3 heterogeneous TaskManagers")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(f"{sys.argv[2]}/{name}", dpi=110)
+PY
+echo "wrote $out_dir/results.md, simulation.md, job_time.png and throughput.png"
