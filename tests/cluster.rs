@@ -769,7 +769,7 @@ fn rfts_moves_a_waiting_job_from_a_loaded_taskmanager_to_an_idle_one() {
         1,
         1,
         5_000,
-        &["--rebalance", "rfts", "--rebalance-interval-ms", "200"],
+        &["--scheduler", "rfts", "--rebalance-interval-ms", "200"],
     );
     fake_loaded_taskmanager(&cluster.rpc, "zz-loaded");
     // Job 1 takes the real TaskManager's slot (slots are dealt in id order), job 2 the
@@ -862,9 +862,14 @@ fn rfts_moves_a_waiting_job_from_a_loaded_taskmanager_to_an_idle_one() {
 }
 
 #[test]
-fn a_job_split_into_more_tasks_than_slots_runs_in_waves_under_every_queue_policy() {
-    for policy in ["round-robin", "fair", "pull"] {
-        let cluster = Cluster::start_with(2, 1, 5_000, &["--queue-policy", policy]);
+fn a_job_split_into_more_tasks_than_slots_runs_in_waves_under_every_scheduler() {
+    for policy in ["round-robin", "fair", "pull", "genetic", "rfts"] {
+        let cluster = Cluster::start_with(
+            2,
+            1,
+            5_000,
+            &["--scheduler", policy, "--rebalance-interval-ms", "200"],
+        );
         let input = corpus(cluster.dir.path(), 5_000);
         let out = cluster.dir.path().join("tasks");
         let run = cluster.hummer(&[

@@ -1,17 +1,68 @@
-//! Placement of a job's subtasks on TaskManager slots.
+//! Placement of a job's subtasks on TaskManager slots, and of waiting jobs in queues.
 //!
 //! A [`Scheduler`] gets the job's vertices (with their parallelism) and the free slots of every
 //! TaskManager, and returns the TaskManager of every subtask. Slots are shared between vertices
 //! as in Flink: subtask *i* of every vertex goes to slot *i* of the job, so a job needs as many
-//! slots as its largest vertex parallelism. Other strategies (fair, genetic, RFTS) plug in
-//! behind the same trait.
+//! slots as its largest vertex parallelism. A job that has to wait for slots goes where
+//! [`Scheduler::queue_for`] says, and [`Scheduler::rebalance`] may move waiting jobs between
+//! queues at every interval. The strategies: [`RoundRobin`] (Flink's default), [`Fair`],
+//! [`Pull`] (one shared queue, dynamic assignment), [`Genetic`], and [`Rfts`] (the paper).
 
+mod fair;
+mod genetic;
 pub mod parallelism;
+mod pull;
 pub mod rfts;
 mod round_robin;
 pub mod simulator;
 
+pub use fair::Fair;
+pub use genetic::Genetic;
+pub use pull::Pull;
+pub use rfts::Rfts;
 pub use round_robin::RoundRobin;
+
+use crate::scheduler::rfts::NodeSample;
+
+/// A TaskManager as the queueing decisions see it.
+#[derive(Clone, Debug)]
+pub struct TaskManagerLoad {
+    /// Its id.
+    pub id: String,
+    /// Its slots.
+    pub slots: usize,
+    /// Slots used by running jobs.
+    pub used: usize,
+    /// Jobs waiting in its queue: (job id, priority).
+    pub waiting: Vec<(String, i32)>,
+    /// Its latest monitor sample, if any.
+    pub sample: Option<NodeSample>,
+}
+
+/// Where a job that has to wait for slots waits.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Waiting {
+    /// In this TaskManager's queue.
+    Queue(String),
+    /// In the shared queue that any free slot takes from.
+    Shared,
+}
+
+/// The scheduler named `name`: round-robin, fair, pull, genetic or rfts.
+pub fn by_name(name: &str) -> Result<Box<dyn Scheduler>, String> {
+    Ok(match name {
+        "round-robin" => Box::new(RoundRobin),
+        "fair" => Box::new(Fair),
+        "pull" => Box::new(Pull),
+        "genetic" => Box::new(Genetic::default()),
+        "rfts" => Box::new(Rfts::default()),
+        other => {
+            return Err(format!(
+                "unknown scheduler '{other}': expected round-robin, fair, pull, genetic or rfts"
+            ));
+        }
+    })
+}
 
 /// Free slots of one TaskManager.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -64,5 +115,17 @@ pub trait Scheduler: Send + Sync {
             .iter()
             .flat_map(|&p| slots[..p].iter().cloned())
             .collect())
+    }
+
+    /// Where a job that has to wait for slots waits. Default: the TaskManagers' queues in turn.
+    fn queue_for(&self, task_managers: &[TaskManagerLoad]) -> Waiting {
+        round_robin::next_queue(task_managers)
+    }
+
+    /// Moves of waiting jobs between queues, `(job, to TaskManager)`, decided at every
+    /// rebalancing interval (round `round`). Default: none.
+    fn rebalance(&self, task_managers: &[TaskManagerLoad], round: u64) -> Vec<(String, String)> {
+        let _ = (task_managers, round);
+        Vec::new()
     }
 }

@@ -2,11 +2,28 @@
 //! TaskManagers in turn, so the subtasks of one vertex spread over as many TaskManagers as
 //! possible.
 
-use crate::scheduler::{PlacementError, Scheduler, SlotOffer};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
-/// Deals slots to TaskManagers in turn, skipping those without free slots.
-#[derive(Clone, Copy, Debug, Default)]
+use crate::scheduler::{PlacementError, Scheduler, SlotOffer, TaskManagerLoad, Waiting};
+
+/// Deals slots to TaskManagers in turn, skipping those without free slots; waiting jobs go to
+/// the TaskManagers' queues in turn.
+#[derive(Debug, Default)]
 pub struct RoundRobin;
+
+static TURN: AtomicUsize = AtomicUsize::new(0);
+
+/// The next queue in turn.
+pub(crate) fn next_queue(task_managers: &[TaskManagerLoad]) -> Waiting {
+    match task_managers.len() {
+        0 => Waiting::Shared,
+        n => Waiting::Queue(
+            task_managers[TURN.fetch_add(1, Ordering::Relaxed) % n]
+                .id
+                .clone(),
+        ),
+    }
+}
 
 impl Scheduler for RoundRobin {
     fn name(&self) -> &'static str {

@@ -27,16 +27,15 @@ pub struct JobManagerArgs {
     /// Directory keeping the TaskManagers' monitor history across restarts.
     #[arg(long)]
     data_dir: Option<PathBuf>,
-    /// Move waiting jobs between TaskManagers: `rfts` (the paper's load balancing) or `none`.
-    #[arg(long, default_value = "none", value_parser = ["none", "rfts"])]
-    rebalance: String,
-    /// Milliseconds between rebalancing rounds.
+    /// Placement and queueing of waiting jobs: round-robin (Flink's default), fair (the queue
+    /// with the fewest jobs per slot), pull (one shared queue, free slots take from it), genetic
+    /// (waiting jobs re-assigned by a genetic algorithm) or rfts (round-robin, then waiting jobs
+    /// moved from overloaded to idle TaskManagers, as in the RFTS paper).
+    #[arg(long, default_value = "round-robin", value_parser = ["round-robin", "fair", "pull", "genetic", "rfts"])]
+    scheduler: String,
+    /// Milliseconds between the scheduler's chances to move waiting jobs.
     #[arg(long, default_value_t = 10_000)]
     rebalance_interval_ms: u64,
-    /// Where jobs wait for slots: round-robin (a TaskManager's queue in turn), fair (the
-    /// queue with the fewest jobs per slot) or pull (one queue, free slots take from it).
-    #[arg(long, default_value = "round-robin", value_parser = ["round-robin", "fair", "pull"])]
-    queue_policy: String,
 }
 
 #[derive(clap::Args)]
@@ -125,9 +124,8 @@ pub fn jobmanager(args: JobManagerArgs) -> Result<()> {
         rest: Some(args.rest),
         heartbeat_timeout: Duration::from_millis(args.heartbeat_timeout_ms),
         data_dir: args.data_dir,
-        rebalancer: (args.rebalance == "rfts").then(hummer::scheduler::rfts::RftsConfig::default),
+        scheduler: args.scheduler,
         rebalance_interval: Duration::from_millis(args.rebalance_interval_ms),
-        queue_policy: args.queue_policy.parse().map_err(anyhow::Error::msg)?,
     };
     runtime()?.block_on(jobmanager::run(config))?;
     Ok(())

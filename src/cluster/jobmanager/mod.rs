@@ -21,7 +21,6 @@ use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
 
 use crate::cluster::protocol::{Message, PROTOCOL_VERSION, Role, async_io};
 use crate::error::{HummerError, Result};
-use crate::scheduler::RoundRobin;
 use state::{ClusterState, TaskManagerEntry};
 
 /// Shared state of the JobManager.
@@ -38,12 +37,11 @@ pub struct JobManagerConfig {
     pub heartbeat_timeout: Duration,
     /// Where the monitor history is kept across restarts (in memory only if `None`).
     pub data_dir: Option<std::path::PathBuf>,
-    /// Moves waiting jobs between TaskManagers' queues with RFTS, if set.
-    pub rebalancer: Option<crate::scheduler::rfts::RftsConfig>,
-    /// How often the rebalancer runs (the RFTS paper: every monitor interval, 10 s).
+    /// Placement and queueing strategy: round-robin, fair, pull, genetic or rfts.
+    pub scheduler: String,
+    /// How often the scheduler may move waiting jobs (the RFTS paper: every monitor interval,
+    /// 10 s).
     pub rebalance_interval: Duration,
-    /// Where jobs that wait for slots wait.
-    pub queue_policy: state::QueuePolicy,
 }
 
 /// How long a new connection may take to say hello.
@@ -67,14 +65,10 @@ pub async fn run(config: JobManagerConfig) -> Result<()> {
         .map_err(net(config.rpc))?;
     let rpc = listener.local_addr().map_err(net(config.rpc))?;
     let monitor = monitor::MonitorStore::open(config.data_dir.as_deref())?;
-    let mut state = ClusterState::new(
-        rpc.to_string(),
-        Box::new(RoundRobin),
-        config.heartbeat_timeout,
-    );
+    let scheduler = crate::scheduler::by_name(&config.scheduler).map_err(HummerError::Config)?;
+    let mut state = ClusterState::new(rpc.to_string(), scheduler, config.heartbeat_timeout);
     state.monitor = monitor;
-    state.rebalancer = config.rebalancer.clone();
-    state.queue_policy = config.queue_policy;
+
     let shared: Shared = Arc::new(Mutex::new(state));
     if let Some(rest_addr) = config.rest {
         let rest_listener = TcpListener::bind(rest_addr).await.map_err(net(rest_addr))?;
@@ -88,16 +82,14 @@ pub async fn run(config: JobManagerConfig) -> Result<()> {
         });
     }
     tokio::spawn(monitor_heartbeats(shared.clone(), config.heartbeat_timeout));
-    if config.rebalancer.is_some() {
-        let (shared, every) = (shared.clone(), config.rebalance_interval);
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(every.max(Duration::from_millis(10)));
-            loop {
-                tick.tick().await;
-                lock(&shared).rebalance();
-            }
-        });
-    }
+    let (rebalancing, every) = (shared.clone(), config.rebalance_interval);
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(every.max(Duration::from_millis(10)));
+        loop {
+            tick.tick().await;
+            lock(&rebalancing).rebalance();
+        }
+    });
     println!("jobmanager listening on {rpc}");
     loop {
         let (stream, peer) = match listener.accept().await {

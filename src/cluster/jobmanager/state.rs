@@ -18,7 +18,7 @@ use crate::cluster::protocol::{
 };
 use crate::runtime::metrics::VertexMetrics;
 use crate::scheduler::parallelism::decide;
-use crate::scheduler::{Scheduler, SlotOffer};
+use crate::scheduler::{Scheduler, SlotOffer, TaskManagerLoad, Waiting};
 
 /// A registered TaskManager.
 pub struct TaskManagerEntry {
@@ -140,44 +140,13 @@ pub struct ClusterState {
     pub monitor: super::monitor::MonitorStore,
     /// Jobs waiting for free slots, per TaskManager.
     pub queues: BTreeMap<String, Vec<JobId>>,
-    /// How a waiting job is given a queue.
-    pub queue_policy: QueuePolicy,
-    /// With [`QueuePolicy::Pull`]: the one queue every TaskManager takes from.
+    /// The queue every TaskManager takes from, for schedulers that pull.
     pub shared_queue: Vec<JobId>,
     /// Time spent deciding placements, queues and migrations.
     pub scheduler_time: Duration,
-    queue_turn: usize,
-    /// Moves waiting jobs between queues (RFTS), if enabled.
-    pub rebalancer: Option<crate::scheduler::rfts::RftsConfig>,
+
     rebalance_round: u64,
     next_job: u64,
-}
-
-/// Where a job that has to wait for slots waits.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum QueuePolicy {
-    /// The TaskManagers' queues in turn (Flink-style round-robin).
-    #[default]
-    RoundRobin,
-    /// The queue with the fewest jobs per slot (running and waiting).
-    Fair,
-    /// One shared queue: a TaskManager with a free slot takes the next job (dynamic, pull-based
-    /// assignment, as Flink's batch runtime assigns splits).
-    Pull,
-}
-
-impl std::str::FromStr for QueuePolicy {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "round-robin" => Ok(QueuePolicy::RoundRobin),
-            "fair" => Ok(QueuePolicy::Fair),
-            "pull" => Ok(QueuePolicy::Pull),
-            other => Err(format!(
-                "unknown queue policy '{other}': expected round-robin, fair or pull"
-            )),
-        }
-    }
 }
 
 /// Ended jobs kept for listing and status queries.
@@ -213,11 +182,9 @@ impl ClusterState {
             deferred: Vec::new(),
             monitor: Default::default(),
             queues: BTreeMap::new(),
-            queue_policy: QueuePolicy::RoundRobin,
             shared_queue: Vec::new(),
             scheduler_time: Duration::ZERO,
-            queue_turn: 0,
-            rebalancer: None,
+
             rebalance_round: 0,
             next_job: 0,
         }
@@ -287,16 +254,16 @@ impl ClusterState {
             Err(e) if !entry.request.queue => return Err(e),
             Err(_) => {
                 entry.state = JobState::Waiting;
-                if self.queue_policy == QueuePolicy::Pull {
-                    tracing::info!(job = %id, "job waits in the shared queue");
-                    self.shared_queue.push(id.clone());
-                } else {
-                    let tm = self.queue_for_new_job().ok_or_else(|| {
-                        "the cluster has no TaskManager to queue the job on".to_string()
-                    })?;
-                    tracing::info!(job = %id, task_manager = %tm, "job waits for free slots");
-                    entry.queued_on = Some(tm.clone());
-                    self.queues.entry(tm).or_default().push(id.clone());
+                match self.scheduler.queue_for(&self.loads()) {
+                    Waiting::Shared => {
+                        tracing::info!(job = %id, "job waits in the shared queue");
+                        self.shared_queue.push(id.clone());
+                    }
+                    Waiting::Queue(tm) => {
+                        tracing::info!(job = %id, task_manager = %tm, "job waits for free slots");
+                        entry.queued_on = Some(tm.clone());
+                        self.queues.entry(tm).or_default().push(id.clone());
+                    }
                 }
             }
         }
@@ -305,29 +272,31 @@ impl ClusterState {
         Ok(id)
     }
 
-    /// The TaskManager whose queue a waiting job joins.
-    fn queue_for_new_job(&mut self) -> Option<String> {
-        let tms: Vec<String> = self.task_managers.keys().cloned().collect();
-        if tms.is_empty() {
-            return None;
-        }
-        match self.queue_policy {
-            QueuePolicy::Fair => tms
-                .iter()
-                .min_by(|a, b| {
-                    let share = |tm: &String| {
-                        let t = &self.task_managers[tm];
-                        let queued = self.queues.get(tm).map_or(0, Vec::len);
-                        (t.used_slots + queued) as f64 / t.info.slots.max(1) as f64
-                    };
-                    share(a).total_cmp(&share(b))
-                })
-                .cloned(),
-            _ => {
-                self.queue_turn += 1;
-                Some(tms[(self.queue_turn - 1) % tms.len()].clone())
-            }
-        }
+    /// The TaskManagers as queueing decisions see them.
+    pub fn loads(&self) -> Vec<TaskManagerLoad> {
+        self.task_managers
+            .values()
+            .map(|t| TaskManagerLoad {
+                id: t.info.id.clone(),
+                slots: t.info.slots,
+                used: t.used_slots,
+                waiting: self
+                    .queues
+                    .get(&t.info.id)
+                    .map(|q| {
+                        q.iter()
+                            .map(|id| {
+                                (
+                                    id.clone(),
+                                    self.jobs.get(id).map_or(0, |j| j.request.priority),
+                                )
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+                sample: self.monitor.latest(&t.info.id).map(|r| r.sample.clone()),
+            })
+            .collect()
     }
 
     /// Places a job on the slots `offers` describe and sends its deploys.
@@ -380,17 +349,20 @@ impl ClusterState {
         Ok(())
     }
 
-    /// Starts the waiting jobs of `tm` that fit its free slots now, highest priority first
-    /// (from its own queue, or from the shared one under [`QueuePolicy::Pull`]).
+    /// Starts the waiting jobs of `tm` that fit its free slots now, highest priority first:
+    /// from its own queue, then from the shared one.
     pub fn start_waiting(&mut self, tm: &str) {
-        if self.queue_policy == QueuePolicy::Pull {
-            let queue = std::mem::take(&mut self.shared_queue);
-            self.queues.insert(tm.to_string(), queue);
+        self.start_queued(tm);
+        if !self.shared_queue.is_empty() {
+            let own = self
+                .queues
+                .insert(tm.to_string(), std::mem::take(&mut self.shared_queue));
             self.start_queued(tm);
             self.shared_queue = self.queues.remove(tm).unwrap_or_default();
-            return;
+            if let Some(own) = own {
+                self.queues.insert(tm.to_string(), own);
+            }
         }
-        self.start_queued(tm);
     }
 
     /// Starts jobs from `tm`'s queue while they fit.
@@ -438,66 +410,33 @@ impl ClusterState {
     }
 
     fn rebalance_timed(&mut self) -> usize {
-        let Some(cfg) = self.rebalancer.clone() else {
-            return 0;
-        };
-        let tms: Vec<String> = self.task_managers.keys().cloned().collect();
-        let samples: Option<Vec<crate::scheduler::rfts::NodeSample>> = tms
-            .iter()
-            .map(|tm| self.monitor.latest(tm).map(|r| r.sample.clone()))
-            .collect();
-        // Without a sample of every TaskManager there is nothing to decide on yet.
-        let Some(samples) = samples else {
-            return 0;
-        };
-        let queued: Vec<Vec<JobId>> = tms
-            .iter()
-            .map(|tm| self.queues.get(tm).cloned().unwrap_or_default())
-            .collect();
-        let mut ids: Vec<JobId> = Vec::new();
-        let waiting: Vec<Vec<crate::scheduler::rfts::WaitingTask>> = queued
-            .iter()
-            .map(|q| {
-                q.iter()
-                    .map(|id| {
-                        ids.push(id.clone());
-                        crate::scheduler::rfts::WaitingTask {
-                            id: ids.len() - 1,
-                            priority: self.jobs.get(id).map_or(0, |j| j.request.priority),
-                        }
-                    })
-                    .collect()
-            })
-            .collect();
-        let tasks: Vec<usize> = tms
-            .iter()
-            .zip(&queued)
-            .map(|(tm, q)| self.task_managers.get(tm).map_or(0, |t| t.used_slots) + q.len())
-            .collect();
         self.rebalance_round += 1;
-        let moves = crate::scheduler::rfts::plan_migrations(
-            &samples,
-            &tasks,
-            &waiting,
-            &cfg,
-            self.rebalance_round,
-        );
-        for m in &moves {
-            let id = &ids[m.task];
-            let (from, to) = (&tms[m.from], &tms[m.to]);
-            if let Some(q) = self.queues.get_mut(from) {
-                q.retain(|j| j != id);
+        let moves = self
+            .scheduler
+            .rebalance(&self.loads(), self.rebalance_round);
+        let mut moved = 0;
+        for (id, to) in moves {
+            let Some(from) = self.jobs.get(&id).and_then(|j| j.queued_on.clone()) else {
+                continue;
+            };
+            if from == to || !self.task_managers.contains_key(&to) {
+                continue;
+            }
+            if let Some(q) = self.queues.get_mut(&from) {
+                q.retain(|j| *j != id);
             }
             self.queues.entry(to.clone()).or_default().push(id.clone());
-            if let Some(j) = self.jobs.get_mut(id) {
+            if let Some(j) = self.jobs.get_mut(&id) {
                 j.queued_on = Some(to.clone());
             }
             tracing::info!(job = %id, from = %from, to = %to, "waiting job migrated");
+            moved += 1;
         }
+        let tms: Vec<String> = self.task_managers.keys().cloned().collect();
         for tm in &tms {
             self.start_waiting(tm);
         }
-        moves.len()
+        moved
     }
 
     /// Keeps at most [`RETAINED_JOBS`] ended jobs (and their collected records).

@@ -416,3 +416,62 @@ mod tests {
         );
     }
 }
+
+/// RFTS as a [`crate::scheduler::Scheduler`]: round-robin placement and queues (Flink's
+/// default), and at every interval the waiting jobs of overloaded TaskManagers move to
+/// under-saturated ones ([`plan_migrations`]).
+#[derive(Debug, Default)]
+pub struct Rfts {
+    /// Parameters.
+    pub config: RftsConfig,
+}
+
+impl crate::scheduler::Scheduler for Rfts {
+    fn name(&self) -> &'static str {
+        "rfts"
+    }
+
+    fn place_slots(
+        &self,
+        slots: usize,
+        offers: &[crate::scheduler::SlotOffer],
+    ) -> Result<Vec<String>, crate::scheduler::PlacementError> {
+        crate::scheduler::RoundRobin.place_slots(slots, offers)
+    }
+
+    fn rebalance(
+        &self,
+        tms: &[crate::scheduler::TaskManagerLoad],
+        round: u64,
+    ) -> Vec<(String, String)> {
+        // Without a sample of every TaskManager there is nothing to decide on yet.
+        let Some(samples) = tms
+            .iter()
+            .map(|t| t.sample.clone())
+            .collect::<Option<Vec<_>>>()
+        else {
+            return Vec::new();
+        };
+        let mut ids: Vec<&String> = Vec::new();
+        let waiting: Vec<Vec<WaitingTask>> = tms
+            .iter()
+            .map(|t| {
+                t.waiting
+                    .iter()
+                    .map(|(id, priority)| {
+                        ids.push(id);
+                        WaitingTask {
+                            id: ids.len() - 1,
+                            priority: *priority,
+                        }
+                    })
+                    .collect()
+            })
+            .collect();
+        let tasks: Vec<usize> = tms.iter().map(|t| t.used + t.waiting.len()).collect();
+        plan_migrations(&samples, &tasks, &waiting, &self.config, round)
+            .into_iter()
+            .map(|m| (ids[m.task].clone(), tms[m.to].id.clone()))
+            .collect()
+    }
+}
