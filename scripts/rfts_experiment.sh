@@ -164,4 +164,26 @@ for name, label, value in [
     fig.tight_layout()
     fig.savefig(f"{sys.argv[2]}/{name}", dpi=110)
 PY
-echo "wrote $out_dir/results.md, simulation.md, job_time.png and throughput.png"
+"$venv/bin/python" - "$out_dir/simulation.md" "$out_dir" <<'PY'
+import sys, collections
+import matplotlib
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+makespan, throughput = collections.defaultdict(list), collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    cells = [c.strip() for c in line.strip().strip("|").split("|")]
+    if len(cells) < 4 or not cells[0].isdigit():
+        continue
+    makespan[cells[1]].append(float(cells[2]))
+    throughput[cells[1]].append(float(cells[3]))
+names = list(makespan)
+for fname, data, label in [("sim_makespan.png", makespan, "makespan (simulated s)"),
+                           ("sim_throughput.png", throughput, "throughput (tasks/s)")]:
+    fig, ax = plt.subplots(figsize=(7, 4))
+    ax.bar(names, [sum(data[n]) / len(data[n]) for n in names], color="tab:blue")
+    ax.set_ylabel(label)
+    ax.set_title("Simulator: 200 heterogeneous nodes, 10,000 tasks (mean of the seeds)")
+    fig.tight_layout()
+    fig.savefig(f"{sys.argv[2]}/{fname}", dpi=110)
+PY
+echo "wrote $out_dir: results.md, simulation.md, job_time.png, throughput.png, sim_makespan.png, sim_throughput.png"
