@@ -1,9 +1,7 @@
 //! Fair: slots as round-robin places them; a waiting job joins the queue with the fewest jobs
 //! (running and waiting) per slot.
 
-use crate::scheduler::{
-    PlacementError, RoundRobin, Scheduler, SlotOffer, TaskManagerLoad, Waiting,
-};
+use crate::scheduler::{Scheduler, TaskManagerLoad, Waiting};
 
 /// Queues in proportion to slots.
 #[derive(Clone, Copy, Debug, Default)]
@@ -12,14 +10,6 @@ pub struct Fair;
 impl Scheduler for Fair {
     fn name(&self) -> &'static str {
         "fair"
-    }
-
-    fn place_slots(
-        &self,
-        slots: usize,
-        offers: &[SlotOffer],
-    ) -> Result<Vec<String>, PlacementError> {
-        RoundRobin.place_slots(slots, offers)
     }
 
     fn queue_for(&self, task_managers: &[TaskManagerLoad]) -> Waiting {

@@ -6,7 +6,7 @@
 use std::cell::RefCell;
 
 use crate::scheduler::rfts::gso::SplitMix64;
-use crate::scheduler::{PlacementError, RoundRobin, Scheduler, SlotOffer, TaskManagerLoad};
+use crate::scheduler::{Scheduler, TaskManagerLoad};
 
 /// A genetic algorithm over the assignment of waiting jobs.
 #[derive(Debug)]
@@ -28,6 +28,55 @@ impl Default for Genetic {
     }
 }
 
+/// Sizes of a genetic search.
+pub(crate) struct Evolution {
+    /// Individuals per generation.
+    pub(crate) population: usize,
+    /// Generations.
+    pub(crate) generations: usize,
+    /// Values a gene can take (`0..choices`).
+    pub(crate) choices: usize,
+    /// Chance of each gene to mutate in a child.
+    pub(crate) mutation: f64,
+}
+
+/// Elitist genetic search over assignments (one gene per item, its value a choice): `seeds`
+/// start the population, random individuals fill it; each generation keeps the better half and
+/// replaces the rest by one-point crossovers of kept ones, with mutation. Returns the best.
+pub(crate) fn evolve(
+    seeds: Vec<Vec<usize>>,
+    shape: Evolution,
+    rng: &mut SplitMix64,
+    cost: impl Fn(&[usize]) -> f64,
+) -> Vec<usize> {
+    let genes = seeds.first().map_or(0, Vec::len);
+    let mut population = seeds;
+    while population.len() < shape.population.max(2) {
+        population.push((0..genes).map(|_| rng.below(shape.choices)).collect());
+    }
+    for _ in 0..shape.generations {
+        population.sort_by(|a, b| cost(a).total_cmp(&cost(b)));
+        let elite = population.len() / 2;
+        for k in elite..population.len() {
+            let (a, b) = (rng.below(elite), rng.below(elite));
+            let cut = rng.below(genes.max(1));
+            let mut child: Vec<usize> = population[a][..cut]
+                .iter()
+                .chain(&population[b][cut..])
+                .copied()
+                .collect();
+            for gene in child.iter_mut() {
+                if rng.next_f64() < shape.mutation {
+                    *gene = rng.below(shape.choices);
+                }
+            }
+            population[k] = child;
+        }
+    }
+    population.sort_by(|a, b| cost(a).total_cmp(&cost(b)));
+    population.swap_remove(0)
+}
+
 thread_local! {
     static SCRATCH: RefCell<Vec<f64>> = const { RefCell::new(Vec::new()) };
 }
@@ -35,14 +84,6 @@ thread_local! {
 impl Scheduler for Genetic {
     fn name(&self) -> &'static str {
         "genetic"
-    }
-
-    fn place_slots(
-        &self,
-        slots: usize,
-        offers: &[SlotOffer],
-    ) -> Result<Vec<String>, PlacementError> {
-        RoundRobin.place_slots(slots, offers)
     }
 
     fn rebalance(&self, tms: &[TaskManagerLoad], round: u64) -> Vec<(String, String)> {
@@ -77,37 +118,23 @@ impl Scheduler for Genetic {
         };
         let mut rng = SplitMix64::new(self.seed ^ round);
         let current: Vec<usize> = jobs.iter().map(|(i, _)| *i).collect();
-        let mut population: Vec<Vec<usize>> = vec![current.clone()];
-        while population.len() < self.population.max(2) {
-            population.push((0..jobs.len()).map(|_| rng.below(tms.len())).collect());
-        }
-        for _ in 0..self.generations {
-            population.sort_by(|a, b| cost(a).total_cmp(&cost(b)));
-            let elite = population.len() / 2;
-            for k in elite..population.len() {
-                let (a, b) = (rng.below(elite), rng.below(elite));
-                let cut = rng.below(jobs.len());
-                let mut child: Vec<usize> = population[a][..cut]
-                    .iter()
-                    .chain(&population[b][cut..])
-                    .copied()
-                    .collect();
-                for gene in child.iter_mut() {
-                    if rng.next_f64() < 0.1 {
-                        *gene = rng.below(tms.len());
-                    }
-                }
-                population[k] = child;
-            }
-        }
-        population.sort_by(|a, b| cost(a).total_cmp(&cost(b)));
-        let best = &population[0];
+        let best = evolve(
+            vec![current.clone()],
+            Evolution {
+                population: self.population,
+                generations: self.generations,
+                choices: tms.len(),
+                mutation: 0.1,
+            },
+            &mut rng,
+            cost,
+        );
         // Move only if it is better than staying.
-        if cost(best) >= cost(&current) {
+        if cost(&best) >= cost(&current) {
             return Vec::new();
         }
         jobs.iter()
-            .zip(best)
+            .zip(&best)
             .filter(|((from, _), to)| from != *to)
             .map(|((_, id), &to)| ((*id).clone(), tms[to].id.clone()))
             .collect()

@@ -9,7 +9,7 @@
 //! [`Pull`] (one shared queue, dynamic assignment), [`Genetic`], and [`Rfts`] (the paper).
 
 mod fair;
-mod genetic;
+pub(crate) mod genetic;
 pub mod parallelism;
 mod pull;
 pub mod rfts;
@@ -95,12 +95,15 @@ pub trait Scheduler: Send + Sync {
     /// Name, for logs and REST.
     fn name(&self) -> &'static str;
 
-    /// The TaskManager of every job slot (`slots` of them).
+    /// The TaskManager of every job slot (`slots` of them). Default: dealt in turn over the
+    /// TaskManagers with free slots (round-robin).
     fn place_slots(
         &self,
         slots: usize,
         offers: &[SlotOffer],
-    ) -> Result<Vec<String>, PlacementError>;
+    ) -> Result<Vec<String>, PlacementError> {
+        round_robin::deal(slots, offers)
+    }
 
     /// The TaskManager of every subtask, in execution-graph order (vertex by vertex, subtask
     /// by subtask), with subtask *i* of each vertex in job slot *i*.

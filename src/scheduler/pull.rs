@@ -1,9 +1,7 @@
 //! Pull-based dynamic assignment: one shared queue; a TaskManager with a free slot takes the
 //! next waiting job (as Flink's batch runtime hands out input splits).
 
-use crate::scheduler::{
-    PlacementError, RoundRobin, Scheduler, SlotOffer, TaskManagerLoad, Waiting,
-};
+use crate::scheduler::{Scheduler, TaskManagerLoad, Waiting};
 
 /// One queue, pulled from by free slots.
 #[derive(Clone, Copy, Debug, Default)]
@@ -12,14 +10,6 @@ pub struct Pull;
 impl Scheduler for Pull {
     fn name(&self) -> &'static str {
         "pull"
-    }
-
-    fn place_slots(
-        &self,
-        slots: usize,
-        offers: &[SlotOffer],
-    ) -> Result<Vec<String>, PlacementError> {
-        RoundRobin.place_slots(slots, offers)
     }
 
     fn queue_for(&self, _task_managers: &[TaskManagerLoad]) -> Waiting {

@@ -13,6 +13,29 @@ pub struct RoundRobin;
 
 static TURN: AtomicUsize = AtomicUsize::new(0);
 
+/// Deals `slots` job slots to the offers in turn, skipping those without free slots.
+pub(crate) fn deal(slots: usize, offers: &[SlotOffer]) -> Result<Vec<String>, PlacementError> {
+    let free: usize = offers.iter().map(|o| o.free).sum();
+    if slots > free {
+        return Err(PlacementError::NotEnoughSlots {
+            needed: slots,
+            free,
+            task_managers: offers.len(),
+        });
+    }
+    let mut left: Vec<usize> = offers.iter().map(|o| o.free).collect();
+    let mut placed = Vec::with_capacity(slots);
+    let mut next = 0;
+    while placed.len() < slots {
+        if left[next] > 0 {
+            left[next] -= 1;
+            placed.push(offers[next].task_manager.clone());
+        }
+        next = (next + 1) % offers.len();
+    }
+    Ok(placed)
+}
+
 /// The next queue in turn.
 pub(crate) fn next_queue(task_managers: &[TaskManagerLoad]) -> Waiting {
     match task_managers.len() {
@@ -28,32 +51,6 @@ pub(crate) fn next_queue(task_managers: &[TaskManagerLoad]) -> Waiting {
 impl Scheduler for RoundRobin {
     fn name(&self) -> &'static str {
         "round-robin"
-    }
-
-    fn place_slots(
-        &self,
-        slots: usize,
-        offers: &[SlotOffer],
-    ) -> Result<Vec<String>, PlacementError> {
-        let free: usize = offers.iter().map(|o| o.free).sum();
-        if slots > free {
-            return Err(PlacementError::NotEnoughSlots {
-                needed: slots,
-                free,
-                task_managers: offers.len(),
-            });
-        }
-        let mut left: Vec<usize> = offers.iter().map(|o| o.free).collect();
-        let mut placed = Vec::with_capacity(slots);
-        let mut next = 0;
-        while placed.len() < slots {
-            if left[next] > 0 {
-                left[next] -= 1;
-                placed.push(offers[next].task_manager.clone());
-            }
-            next = (next + 1) % offers.len();
-        }
-        Ok(placed)
     }
 }
 

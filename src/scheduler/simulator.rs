@@ -372,32 +372,17 @@ impl Strategy for GeneticStrategy {
                 .map(|(w, c)| w / c)
                 .fold(0.0, f64::max)
         };
-        let tasks = scenario.tasks.len();
-        let mut population: Vec<Vec<usize>> = (0..self.population.max(2))
-            .map(|_| (0..tasks).map(|_| rng.below(n)).collect())
-            .collect();
-        population[0] = longest_first(scenario, &capacity);
-        for _ in 0..self.generations {
-            population.sort_by(|a, b| cost(a).total_cmp(&cost(b)));
-            let elite = population.len() / 2;
-            for k in elite..population.len() {
-                let (a, b) = (rng.below(elite), rng.below(elite));
-                let cut = rng.below(tasks.max(1));
-                let mut child: Vec<usize> = population[a][..cut]
-                    .iter()
-                    .chain(&population[b][cut..])
-                    .copied()
-                    .collect();
-                for gene in child.iter_mut() {
-                    if rng.next_f64() < 0.01 {
-                        *gene = rng.below(n);
-                    }
-                }
-                population[k] = child;
-            }
-        }
-        population.sort_by(|a, b| cost(a).total_cmp(&cost(b)));
-        population.into_iter().next()
+        Some(crate::scheduler::genetic::evolve(
+            vec![longest_first(scenario, &capacity)],
+            crate::scheduler::genetic::Evolution {
+                population: self.population,
+                generations: self.generations,
+                choices: n,
+                mutation: 0.01,
+            },
+            &mut rng,
+            cost,
+        ))
     }
 }
 

@@ -431,14 +431,6 @@ impl crate::scheduler::Scheduler for Rfts {
         "rfts"
     }
 
-    fn place_slots(
-        &self,
-        slots: usize,
-        offers: &[crate::scheduler::SlotOffer],
-    ) -> Result<Vec<String>, crate::scheduler::PlacementError> {
-        crate::scheduler::RoundRobin.place_slots(slots, offers)
-    }
-
     fn rebalance(
         &self,
         tms: &[crate::scheduler::TaskManagerLoad],
