@@ -63,6 +63,23 @@ impl<K: Hash + Eq, V> KeyedTable<K, V> {
         }
     }
 
+    /// Every entry.
+    pub fn iter(&self) -> impl Iterator<Item = (&K, &V)> + '_ {
+        self.table.iter().map(|(k, v)| (k, v))
+    }
+
+    /// Sets the state of a key (replacing what it had).
+    pub fn insert(&mut self, key: K, value: V) {
+        let KeyedTable { table, hasher } = self;
+        let hash = hasher.hash_one(&key);
+        match table.find_mut(hash, |(k, _)| *k == key) {
+            Some(entry) => entry.1 = value,
+            None => {
+                table.insert_unique(hash, (key, value), |(k, _)| hasher.hash_one(k));
+            }
+        }
+    }
+
     /// Removes and returns every entry.
     pub fn drain(&mut self) -> impl Iterator<Item = (K, V)> + '_ {
         self.table.drain()

@@ -2,6 +2,7 @@
 
 pub mod key_groups;
 pub mod keyed_table;
+pub mod snapshot;
 mod value_state;
 
 pub use value_state::ValueState;
