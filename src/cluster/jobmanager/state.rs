@@ -163,7 +163,7 @@ struct DeferredFailure {
 }
 
 /// How long a possibly secondary failure waits for the root cause to be reported.
-pub const DEFERRAL: Duration = Duration::from_millis(1000);
+pub const DEFERRAL: Duration = Duration::from_millis(3000);
 
 impl ClusterState {
     /// An empty cluster.
