@@ -29,6 +29,7 @@
 #![warn(missing_docs)]
 
 pub mod api;
+pub mod checkpoint;
 pub mod cluster;
 pub mod connectors;
 pub mod data;
