@@ -43,6 +43,16 @@ impl<T: Clone + Send + Sync + 'static> Source<T> for CollectionSource<T> {
 }
 
 impl<T: Clone + Send + Sync> SourceReader<T> for CollectionReader<T> {
+    fn snapshot_position(&self) -> Option<Vec<u8>> {
+        postcard::to_stdvec(&(self.next as u64)).ok()
+    }
+
+    fn restore_position(&mut self, position: &[u8]) -> Result<()> {
+        let next: u64 = crate::connectors::decode_position("a collection source", position)?;
+        self.next = (next as usize).min(self.items.len());
+        Ok(())
+    }
+
     fn poll_next(&mut self, out: &mut Vec<T>, max: usize) -> Result<SourceStatus> {
         let end = (self.next + max).min(self.items.len());
         out.extend_from_slice(&self.items[self.next..end]);

@@ -91,6 +91,24 @@ impl<T: Send + 'static> Source<T> for GeneratorSource<T> {
 }
 
 impl<T: Send> SourceReader<T> for GeneratorReader<T> {
+    fn snapshot_position(&self) -> Option<Vec<u8>> {
+        postcard::to_stdvec(&(self.next, self.emitted)).ok()
+    }
+
+    fn restore_position(&mut self, position: &[u8]) -> Result<()> {
+        let (next, emitted): (u64, u64) =
+            crate::connectors::decode_position("a generator source", position)?;
+        self.next = next;
+        self.emitted = emitted;
+        // Keep the rate: as if the records emitted so far had just been emitted on time.
+        if let Some(rate) = self.rate {
+            self.start = Instant::now()
+                .checked_sub(Duration::from_secs_f64(emitted as f64 / rate))
+                .unwrap_or_else(Instant::now);
+        }
+        Ok(())
+    }
+
     fn poll_next(&mut self, out: &mut Vec<T>, max: usize) -> Result<SourceStatus> {
         let mut budget = max as u64;
         if let Some(rate) = self.rate {
@@ -118,5 +136,32 @@ impl<T: Send> SourceReader<T> for GeneratorReader<T> {
             return Ok(SourceStatus::Finished);
         }
         Ok(SourceStatus::MoreAvailable)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime::metrics::JobProgress;
+
+    #[test]
+    fn a_restored_generator_continues_where_it_stopped() {
+        let source = GeneratorSource::new(|i| i).with_count(100);
+        let ctx = SourceContext {
+            subtask: 1,
+            parallelism: 2,
+            progress: Arc::new(JobProgress::default()),
+        };
+        let mut reader = source.create_reader(&ctx).unwrap();
+        let mut first = Vec::new();
+        reader.poll_next(&mut first, 10).unwrap();
+        let position = reader.snapshot_position().unwrap();
+        let mut resumed = source.create_reader(&ctx).unwrap();
+        resumed.restore_position(&position).unwrap();
+        let mut rest = Vec::new();
+        while resumed.poll_next(&mut rest, 7).unwrap() != SourceStatus::Finished {}
+        first.extend(rest);
+        assert_eq!(first, (0..100).filter(|i| i % 2 == 1).collect::<Vec<u64>>());
+        assert!(resumed.restore_position(b"\xff").is_err());
     }
 }

@@ -72,4 +72,29 @@ pub trait Source<T>: Send + Sync + 'static {
 pub trait SourceReader<T>: Send {
     /// Appends at most `max` records to `out` and says what comes next.
     fn poll_next(&mut self, out: &mut Vec<T>, max: usize) -> Result<SourceStatus>;
+
+    /// The reader's position, for a checkpoint: reading resumes there after a restore. `None`
+    /// for a source that cannot be replayed (a socket), which then gives at-most-once.
+    fn snapshot_position(&self) -> Option<Vec<u8>> {
+        None
+    }
+
+    /// Continues from a position `snapshot_position` returned.
+    fn restore_position(&mut self, position: &[u8]) -> Result<()> {
+        let _ = position;
+        Err(crate::HummerError::Config(
+            "this source cannot be replayed from a checkpoint".into(),
+        ))
+    }
+}
+
+/// Decodes a position, naming the source in the error.
+pub(crate) fn decode_position<P: serde::de::DeserializeOwned>(
+    source: &str,
+    bytes: &[u8],
+) -> Result<P> {
+    postcard::from_bytes(bytes).map_err(|e| crate::HummerError::BadInput {
+        input: format!("checkpointed position of {source}"),
+        reason: e.to_string(),
+    })
 }

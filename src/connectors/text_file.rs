@@ -312,6 +312,40 @@ fn decode(line: &[u8], path: &std::path::Path, line_start: u64) -> Result<String
 }
 
 impl SourceReader<String> for TextFileReader {
+    /// The rest of the work: the current split from its next line, then the splits not
+    /// started, as `(path, start, end)`.
+    fn snapshot_position(&self) -> Option<Vec<u8>> {
+        let mut rest: Vec<(String, u64, u64)> = Vec::new();
+        if let Some(c) = &self.current
+            && !c.skip_partial_line
+        {
+            rest.push((c.path.display().to_string(), c.pos, c.end));
+        } else if let Some(c) = &self.current {
+            // Still before the split's first line: the whole split is left.
+            rest.push((c.path.display().to_string(), c.pos + 1, c.end));
+        }
+        for s in self.splits.iter().rev() {
+            rest.push((s.path.display().to_string(), s.start, s.end));
+        }
+        postcard::to_stdvec(&rest).ok()
+    }
+
+    fn restore_position(&mut self, position: &[u8]) -> Result<()> {
+        let rest: Vec<(String, u64, u64)> =
+            crate::connectors::decode_position("a text file source", position)?;
+        self.current = None;
+        self.splits = rest
+            .into_iter()
+            .rev()
+            .map(|(path, start, end)| Split {
+                path: path.into(),
+                start,
+                end,
+            })
+            .collect();
+        Ok(())
+    }
+
     fn poll_next(&mut self, out: &mut Vec<String>, max: usize) -> Result<SourceStatus> {
         let mut read_bytes = 0u64;
         let mut emitted = 0;
@@ -404,6 +438,40 @@ mod tests {
             got.sort();
             want.sort();
             prop_assert_eq!(got, want);
+        }
+    }
+
+    #[test]
+    fn a_restored_position_reads_exactly_the_rest() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("in.txt");
+        let lines: Vec<String> = (0..1000).map(|i| format!("line {i}")).collect();
+        std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+        let ctx = SourceContext {
+            subtask: 1,
+            parallelism: 3,
+            progress: Arc::new(JobProgress::default()),
+        };
+        let source = TextFileSource::new(&path);
+        let mut all = Vec::new();
+        let mut reader = source.create_reader(&ctx).unwrap();
+        while reader.poll_next(&mut all, 100).unwrap() != SourceStatus::Finished {}
+        for taken in [0usize, 1, 57, 200] {
+            let mut first = Vec::new();
+            let mut reader = source.create_reader(&ctx).unwrap();
+            while first.len() < taken {
+                let max = taken - first.len();
+                if reader.poll_next(&mut first, max).unwrap() == SourceStatus::Finished {
+                    break;
+                }
+            }
+            let position = reader.snapshot_position().unwrap();
+            let mut resumed = source.create_reader(&ctx).unwrap();
+            resumed.restore_position(&position).unwrap();
+            let mut rest = Vec::new();
+            while resumed.poll_next(&mut rest, 64).unwrap() != SourceStatus::Finished {}
+            first.extend(rest);
+            assert_eq!(first, all, "after {taken} lines");
         }
     }
 
