@@ -150,6 +150,26 @@ impl Cluster {
             .unwrap()
     }
 
+    /// Runs `hummer wordcount INPUT --output OUT ARGS...` on the cluster and checks its output
+    /// against the plain reference count of INPUT.
+    fn wordcount_matches_reference(&self, input: &Path, out: &Path, args: &[&str]) {
+        let mut all = vec![
+            "wordcount",
+            input.to_str().unwrap(),
+            "--output",
+            out.to_str().unwrap(),
+        ];
+        all.extend_from_slice(args);
+        let run = self.hummer(&all);
+        assert!(
+            run.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        let expected = common::reference_counts(&std::fs::read_to_string(input).unwrap());
+        assert_eq!(common::read_counts(out), expected, "{args:?}");
+    }
+
     fn status(&self, id: &str) -> String {
         String::from_utf8_lossy(&self.hummer(&["status", id]).stdout).to_string()
     }
@@ -430,21 +450,7 @@ fn killed_taskmanager_fails_its_job_and_the_cluster_stays_usable() {
 
     let input = corpus(cluster.dir.path(), 2_000);
     let out = cluster.dir.path().join("after");
-    let next = cluster.hummer(&[
-        "wordcount",
-        input.to_str().unwrap(),
-        "--parallelism",
-        "4",
-        "--output",
-        out.to_str().unwrap(),
-    ]);
-    assert!(
-        next.status.success(),
-        "{}",
-        String::from_utf8_lossy(&next.stderr)
-    );
-    let expected = common::reference_counts(&std::fs::read_to_string(&input).unwrap());
-    assert_eq!(common::read_counts(&out), expected);
+    cluster.wordcount_matches_reference(&input, &out, &["--parallelism", "4"]);
 }
 
 #[test]
@@ -872,21 +878,7 @@ fn a_job_split_into_more_tasks_than_slots_runs_in_waves_under_every_scheduler() 
         );
         let input = corpus(cluster.dir.path(), 5_000);
         let out = cluster.dir.path().join("tasks");
-        let run = cluster.hummer(&[
-            "wordcount",
-            input.to_str().unwrap(),
-            "--tasks",
-            "5",
-            "--output",
-            out.to_str().unwrap(),
-        ]);
-        assert!(
-            run.status.success(),
-            "{policy}: {}",
-            String::from_utf8_lossy(&run.stderr)
-        );
-        let expected = common::reference_counts(&std::fs::read_to_string(&input).unwrap());
-        assert_eq!(common::read_counts(&out), expected, "{policy}");
+        cluster.wordcount_matches_reference(&input, &out, &["--tasks", "5"]);
         let (_, jobs) = http_get(&cluster.rest, "/jobs");
         let finished = jobs["jobs"]
             .as_array()
