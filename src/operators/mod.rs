@@ -137,6 +137,20 @@ pub trait OneInputOperator: Send + 'static {
         let _ = out;
         Ok(())
     }
+
+    /// The operator's state for a checkpoint (`None`: it keeps none). Keyed state is grouped
+    /// by key group out of `max_parallelism` (see [`crate::state::snapshot`]).
+    fn snapshot_state(&mut self, max_parallelism: usize) -> Result<Option<Vec<u8>>> {
+        let _ = max_parallelism;
+        Ok(None)
+    }
+
+    /// Loads the part of a snapshot that belongs to `key_groups` (the key groups this subtask
+    /// owns now, which may differ from when the snapshot was taken).
+    fn restore_state(&mut self, snapshot: &[u8], key_groups: std::ops::Range<usize>) -> Result<()> {
+        let _ = (snapshot, key_groups);
+        Ok(())
+    }
 }
 
 /// An operator with two inputs of possibly different types.
