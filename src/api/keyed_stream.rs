@@ -168,7 +168,8 @@ where
     }
 
     /// Calls `f(key, record, state, out)` for every record, with a [`ValueState`] of type `S`
-    /// per key (Flink's `KeyedProcessFunction`).
+    /// per key (Flink's `KeyedProcessFunction`). The state is part of checkpoints, so `S` is
+    /// [`Data`] (serialisable).
     ///
     /// ```
     /// # use hummer::prelude::*;
@@ -191,7 +192,7 @@ where
     /// ```
     pub fn process<S, O, F>(&self, f: F) -> DataStream<O>
     where
-        S: Send + 'static,
+        S: Data,
         O: Data,
         F: FnMut(&K, T, &mut ValueState<'_, S>, &mut Collector<'_, O>)
             + Clone

@@ -35,7 +35,7 @@ impl<T, K, S, O, KS, F> OneInputOperator for KeyedProcess<T, K, S, O, KS, F>
 where
     T: 'static,
     K: Key,
-    S: Send + 'static,
+    S: crate::data::Data,
     O: 'static,
     KS: Fn(&T) -> K + Send + 'static,
     F: FnMut(&K, T, &mut ValueState<'_, S>, &mut Collector<'_, O>) + Send + 'static,
@@ -53,5 +53,21 @@ where
             }
         }
         Ok(())
+    }
+
+    fn snapshot_state(&mut self, max_parallelism: usize) -> Result<Option<Vec<u8>>> {
+        crate::state::snapshot::write_snapshot(self.state.iter(), max_parallelism).map(Some)
+    }
+
+    fn restore_state(&mut self, snapshot: &[u8], key_groups: std::ops::Range<usize>) -> Result<()> {
+        let state = &mut self.state;
+        crate::state::snapshot::read_snapshot(
+            snapshot,
+            key_groups,
+            "keyed process state",
+            |k, v| {
+                state.insert(k, v);
+            },
+        )
     }
 }

@@ -179,6 +179,18 @@ pub trait TwoInputOperator: Send + 'static {
         let _ = out;
         Ok(())
     }
+
+    /// The operator's state for a checkpoint (`None`: it keeps none).
+    fn snapshot_state(&mut self, max_parallelism: usize) -> Result<Option<Vec<u8>>> {
+        let _ = max_parallelism;
+        Ok(None)
+    }
+
+    /// Loads the part of a snapshot that belongs to `key_groups`.
+    fn restore_state(&mut self, snapshot: &[u8], key_groups: std::ops::Range<usize>) -> Result<()> {
+        let _ = (snapshot, key_groups);
+        Ok(())
+    }
 }
 
 /// Runs `f` (a call into an operator), turning a panic or an error into an error that names

@@ -41,74 +41,96 @@ fn corrupt(what: &str, reason: String) -> HummerError {
     }
 }
 
+/// Writes `entries`, grouped by key group (out of `max_parallelism`), in the snapshot format.
+pub fn write_snapshot<'a, K, V>(
+    entries: impl Iterator<Item = (&'a K, &'a V)>,
+    max_parallelism: usize,
+) -> Result<Vec<u8>>
+where
+    K: Hash + Serialize + 'a,
+    V: Serialize + 'a,
+{
+    let mut by_group: std::collections::BTreeMap<u32, Vec<(&K, &V)>> = Default::default();
+    for (k, v) in entries {
+        let g = key_group_of_hash(key_hash(k), max_parallelism) as u32;
+        by_group.entry(g).or_default().push((k, v));
+    }
+    let groups: Vec<(u32, Vec<(&K, &V)>)> = by_group.into_iter().collect();
+    let body = postcard::to_stdvec(&groups)
+        .map_err(|e| HummerError::Internal(format!("cannot encode a state snapshot: {e}")))?;
+    let mut out = Vec::with_capacity(HEADER + body.len());
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&FORMAT_VERSION.to_be_bytes());
+    out.extend_from_slice(&(max_parallelism as u32).to_be_bytes());
+    let sum = checksum(&out[4..10], &body);
+    out.extend_from_slice(&sum.to_be_bytes());
+    out.extend_from_slice(&body);
+    Ok(out)
+}
+
+/// Reads a snapshot, calling `keep` for every entry whose key group is in `key_groups`; `what`
+/// names the snapshot in errors. A bad snapshot is refused before any entry is handed out.
+pub fn read_snapshot<K: DeserializeOwned, V: DeserializeOwned>(
+    snapshot: &[u8],
+    key_groups: Range<usize>,
+    what: &str,
+    mut keep: impl FnMut(K, V),
+) -> Result<()> {
+    if snapshot.len() < HEADER {
+        return Err(corrupt(
+            what,
+            format!(
+                "truncated: {} bytes, the header alone has {HEADER}",
+                snapshot.len()
+            ),
+        ));
+    }
+    if &snapshot[..4] != MAGIC {
+        return Err(corrupt(
+            what,
+            "not a Hummer state snapshot (bad magic)".into(),
+        ));
+    }
+    let version = u16::from_be_bytes([snapshot[4], snapshot[5]]);
+    if version != FORMAT_VERSION {
+        return Err(corrupt(
+            what,
+            format!("format version {version}; this build reads version {FORMAT_VERSION}"),
+        ));
+    }
+    let mut sum = [0u8; 8];
+    sum.copy_from_slice(&snapshot[10..18]);
+    let body = &snapshot[HEADER..];
+    if checksum(&snapshot[4..10], body) != u64::from_be_bytes(sum) {
+        return Err(corrupt(
+            what,
+            "checksum mismatch: the snapshot is damaged".into(),
+        ));
+    }
+    let groups: Vec<(u32, Vec<(K, V)>)> =
+        postcard::from_bytes(body).map_err(|e| corrupt(what, format!("undecodable body: {e}")))?;
+    for (group, entries) in groups {
+        if key_groups.contains(&(group as usize)) {
+            for (k, v) in entries {
+                keep(k, v);
+            }
+        }
+    }
+    Ok(())
+}
+
 impl<K: Hash + Eq + Serialize + DeserializeOwned, V: Serialize + DeserializeOwned>
     KeyedTable<K, V>
 {
     /// Writes every entry, grouped by key group (out of `max_parallelism`).
     pub fn snapshot(&self, max_parallelism: usize) -> Result<Vec<u8>> {
-        let mut groups: Vec<(u32, Vec<(&K, &V)>)> = Vec::new();
-        let mut by_group: std::collections::BTreeMap<u32, Vec<(&K, &V)>> = Default::default();
-        for (k, v) in self.iter() {
-            let g = key_group_of_hash(key_hash(k), max_parallelism) as u32;
-            by_group.entry(g).or_default().push((k, v));
-        }
-        groups.extend(by_group);
-        let body = postcard::to_stdvec(&groups)
-            .map_err(|e| HummerError::Internal(format!("cannot encode a state snapshot: {e}")))?;
-        let mut out = Vec::with_capacity(HEADER + body.len());
-        out.extend_from_slice(MAGIC);
-        out.extend_from_slice(&FORMAT_VERSION.to_be_bytes());
-        out.extend_from_slice(&(max_parallelism as u32).to_be_bytes());
-        let sum = checksum(&out[4..10], &body);
-        out.extend_from_slice(&sum.to_be_bytes());
-        out.extend_from_slice(&body);
-        Ok(out)
+        write_snapshot(self.iter(), max_parallelism)
     }
 
     /// Loads the entries of the key groups in `key_groups` from a snapshot; `what` names the
     /// snapshot in errors. A bad snapshot is refused whole.
     pub fn restore(&mut self, snapshot: &[u8], key_groups: Range<usize>, what: &str) -> Result<()> {
-        if snapshot.len() < HEADER {
-            return Err(corrupt(
-                what,
-                format!(
-                    "truncated: {} bytes, the header alone has {HEADER}",
-                    snapshot.len()
-                ),
-            ));
-        }
-        if &snapshot[..4] != MAGIC {
-            return Err(corrupt(
-                what,
-                "not a Hummer state snapshot (bad magic)".into(),
-            ));
-        }
-        let version = u16::from_be_bytes([snapshot[4], snapshot[5]]);
-        if version != FORMAT_VERSION {
-            return Err(corrupt(
-                what,
-                format!("format version {version}; this build reads version {FORMAT_VERSION}"),
-            ));
-        }
-        let mut sum = [0u8; 8];
-        sum.copy_from_slice(&snapshot[10..18]);
-        let body = &snapshot[HEADER..];
-        if checksum(&snapshot[4..10], body) != u64::from_be_bytes(sum) {
-            return Err(corrupt(
-                what,
-                "checksum mismatch: the snapshot is damaged".into(),
-            ));
-        }
-        let groups: Vec<(u32, Vec<(K, V)>)> = postcard::from_bytes(body)
-            .map_err(|e| corrupt(what, format!("undecodable body: {e}")))?;
-        for (group, entries) in groups {
-            if key_groups.contains(&(group as usize)) {
-                for (k, v) in entries {
-                    self.insert(k, v);
-                }
-            }
-        }
-        Ok(())
+        read_snapshot(snapshot, key_groups, what, |k, v| self.insert(k, v))
     }
 }
 
