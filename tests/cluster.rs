@@ -150,6 +150,18 @@ impl Cluster {
             .unwrap()
     }
 
+    /// Runs `hummer ARGS...` against this cluster and asserts that it succeeded, showing its
+    /// stderr if it did not.
+    fn hummer_ok(&self, args: &[&str]) -> Output {
+        let run = self.hummer(args);
+        assert!(
+            run.status.success(),
+            "{}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        run
+    }
+
     /// Runs `hummer wordcount INPUT --output OUT ARGS...` on the cluster and checks its output
     /// against the plain reference count of INPUT.
     fn wordcount_matches_reference(&self, input: &Path, out: &Path, args: &[&str]) {
@@ -261,7 +273,7 @@ fn cluster_wordcount_equals_local_and_is_visible_in_rest() {
     let cluster = Cluster::start(3, 2, 5_000);
     let input = corpus(cluster.dir.path(), 20_000);
     let (out_cluster, out_local) = (cluster.dir.path().join("oc"), cluster.dir.path().join("ol"));
-    let run = cluster.hummer(&[
+    let run = cluster.hummer_ok(&[
         "wordcount",
         input.to_str().unwrap(),
         "--parallelism",
@@ -271,11 +283,6 @@ fn cluster_wordcount_equals_local_and_is_visible_in_rest() {
         "--output",
         out_cluster.to_str().unwrap(),
     ]);
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
     let id = submitted_id(&run);
     let stdout = String::from_utf8_lossy(&run.stdout);
     assert!(
@@ -344,7 +351,7 @@ fn cluster_wordcount_equals_local_and_is_visible_in_rest() {
 fn cancelled_streaming_job_stops_all_its_workers() {
     let cluster = Cluster::start(2, 2, 5_000);
     let out = cluster.dir.path().join("out");
-    let run = cluster.hummer(&[
+    let run = cluster.hummer_ok(&[
         "wordcount",
         "--mode",
         "streaming",
@@ -357,11 +364,6 @@ fn cancelled_streaming_job_stops_all_its_workers() {
         "--output",
         out.to_str().unwrap(),
     ]);
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
     let id = submitted_id(&run);
     cluster.wait_for_status(&id, "Running", Duration::from_secs(10));
     assert_eq!(cluster.workers_running(), 2);
@@ -380,12 +382,7 @@ fn cancelled_streaming_job_stops_all_its_workers() {
         );
         std::thread::sleep(Duration::from_millis(100));
     }
-    let cancel = cluster.hummer(&["cancel", &id]);
-    assert!(
-        cancel.status.success(),
-        "{}",
-        String::from_utf8_lossy(&cancel.stderr)
-    );
+    cluster.hummer_ok(&["cancel", &id]);
     cluster.wait_for_status(&id, "Cancelled", Duration::from_secs(5));
     let started = Instant::now();
     while cluster.workers_running() > 0 {
@@ -478,12 +475,7 @@ fn bad_requests_get_clear_errors_and_the_jobmanager_keeps_serving() {
     assert!(!status.status.success());
     assert!(String::from_utf8_lossy(&status.stderr).contains("no job with id 0123456789abcdef"));
     // A job parallelism above the free slots runs at the free slots...
-    let shrunk = cluster.hummer(&["wordcount", "--corpus-lines", "500", "--parallelism", "5"]);
-    assert!(
-        shrunk.status.success(),
-        "{}",
-        String::from_utf8_lossy(&shrunk.stderr)
-    );
+    let shrunk = cluster.hummer_ok(&["wordcount", "--corpus-lines", "500", "--parallelism", "5"]);
     let (_, job) = http_get(&cluster.rest, &format!("/jobs/{}", submitted_id(&shrunk)));
     assert!(
         job["vertices"]
@@ -522,18 +514,8 @@ fn bad_requests_get_clear_errors_and_the_jobmanager_keeps_serving() {
         "{err}"
     );
     // Still serving.
-    let list = cluster.hummer(&["list"]);
-    assert!(
-        list.status.success(),
-        "{}",
-        String::from_utf8_lossy(&list.stderr)
-    );
-    let ok = cluster.hummer(&["wordcount", "--corpus-lines", "1000", "--parallelism", "2"]);
-    assert!(
-        ok.status.success(),
-        "{}",
-        String::from_utf8_lossy(&ok.stderr)
-    );
+    cluster.hummer_ok(&["list"]);
+    cluster.hummer_ok(&["wordcount", "--corpus-lines", "1000", "--parallelism", "2"]);
 }
 
 #[test]
@@ -616,12 +598,7 @@ fn worker_failures_fail_the_job_not_the_taskmanager() {
     // Both TaskManagers are still there and run the next job.
     let (_, overview) = http_get(&cluster.rest, "/overview");
     assert_eq!(overview["taskmanagers"], 2);
-    let ok = cluster.hummer(&["wordcount", "--corpus-lines", "1000", "--parallelism", "4"]);
-    assert!(
-        ok.status.success(),
-        "{}",
-        String::from_utf8_lossy(&ok.stderr)
-    );
+    cluster.hummer_ok(&["wordcount", "--corpus-lines", "1000", "--parallelism", "4"]);
 }
 
 #[test]
@@ -769,7 +746,7 @@ fn rfts_moves_a_waiting_job_from_a_loaded_taskmanager_to_an_idle_one() {
     // Job 1 takes the real TaskManager's slot (slots are dealt in id order), job 2 the
     // loaded one's, where it never starts.
     let endless = |n: &str| {
-        let out = cluster.hummer(&[
+        let out = cluster.hummer_ok(&[
             "wordcount",
             "--mode",
             "streaming",
@@ -783,11 +760,6 @@ fn rfts_moves_a_waiting_job_from_a_loaded_taskmanager_to_an_idle_one() {
             "--output",
             cluster.dir.path().join(n).to_str().unwrap(),
         ]);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
         submitted_id(&out)
     };
     let first = endless("e1");

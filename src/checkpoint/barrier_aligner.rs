@@ -64,13 +64,14 @@ pub enum BarrierAction {
 
 /// Alignment state of one task with `inputs` inputs.
 ///
-/// Invariant: `blocked[i]` is true only while `aligning` is `Some`, and only for inputs that
-/// delivered the barrier being aligned; `ended[i]` inputs are never blocked.
+/// Invariant: `blocked[i]` is true only while `aligning_since` is `Some` (checkpoint `newest`
+/// is being aligned), and only for inputs that delivered that barrier; `ended[i]` inputs are
+/// never blocked.
 #[derive(Debug, Clone)]
 pub struct BarrierAligner {
     blocked: Vec<bool>,
     ended: Vec<bool>,
-    aligning: Option<(CheckpointId, Instant)>,
+    aligning_since: Option<Instant>,
     newest: CheckpointId,
 }
 
@@ -81,7 +82,7 @@ impl BarrierAligner {
         BarrierAligner {
             blocked: vec![false; inputs],
             ended: vec![false; inputs],
-            aligning: None,
+            aligning_since: None,
             newest: 0,
         }
     }
@@ -93,7 +94,7 @@ impl BarrierAligner {
 
     /// The checkpoint being aligned, if any.
     pub fn aligning(&self) -> Option<CheckpointId> {
-        self.aligning.map(|(id, _)| id)
+        self.aligning_since.map(|_| self.newest)
     }
 
     /// Hands over barrier `id` read from `input` at `now`.
@@ -109,7 +110,7 @@ impl BarrierAligner {
                 "barrier {id} on input {input} after that input ended"
             )));
         }
-        if id < self.newest || (id == self.newest && self.aligning.is_none()) {
+        if id < self.newest || (id == self.newest && self.aligning_since.is_none()) {
             return Ok(BarrierAction::Ignore);
         }
         if id == self.newest {
@@ -122,10 +123,10 @@ impl BarrierAligner {
             return Ok(self.finish_if_aligned(now));
         }
         // A newer checkpoint: give up the one being aligned, if any, and start this one.
-        let aborted = self.aligning.take().map(|(old, _)| old);
+        let aborted = self.aligning_since.take().map(|_| self.newest);
         self.blocked.iter_mut().for_each(|b| *b = false);
         self.newest = id;
-        self.aligning = Some((id, now));
+        self.aligning_since = Some(now);
         self.blocked[input] = true;
         let action = self.finish_if_aligned(now);
         Ok(match aborted {
@@ -143,7 +144,7 @@ impl BarrierAligner {
         self.check_input(input)?;
         self.ended[input] = true;
         self.blocked[input] = false;
-        if self.aligning.is_some() {
+        if self.aligning_since.is_some() {
             Ok(self.finish_if_aligned(now))
         } else {
             Ok(BarrierAction::Wait)
@@ -163,12 +164,12 @@ impl BarrierAligner {
 
     fn finish_if_aligned(&mut self, now: Instant) -> BarrierAction {
         let aligned = self.blocked.iter().zip(&self.ended).all(|(b, e)| *b || *e);
-        match self.aligning {
-            Some((id, started)) if aligned => {
-                self.aligning = None;
+        match self.aligning_since {
+            Some(started) if aligned => {
+                self.aligning_since = None;
                 self.blocked.iter_mut().for_each(|b| *b = false);
                 BarrierAction::Snapshot {
-                    id,
+                    id: self.newest,
                     alignment: now.saturating_duration_since(started),
                 }
             }

@@ -418,26 +418,11 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::operators::Output;
+    use crate::operators::Gather;
     use crate::state::key_groups::{
         DEFAULT_MAX_PARALLELISM, key_groups_of_subtask, subtask_of_key,
     };
     use std::collections::HashMap;
-
-    struct Gather<T>(Vec<T>);
-
-    impl<T: Send> Output<T> for Gather<T> {
-        fn push(&mut self, batch: &mut Vec<T>) -> Result<()> {
-            self.0.append(batch);
-            Ok(())
-        }
-        fn flush(&mut self) -> Result<()> {
-            Ok(())
-        }
-        fn finish(&mut self) -> Result<()> {
-            Ok(())
-        }
-    }
 
     type CountOp = KeyedAggregate<u32, u32, fn(&u32) -> u32, Count>;
 

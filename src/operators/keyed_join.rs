@@ -114,22 +114,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::operators::Output;
-
-    struct Gather<T>(Vec<T>);
-
-    impl<T: Send> Output<T> for Gather<T> {
-        fn push(&mut self, batch: &mut Vec<T>) -> Result<()> {
-            self.0.append(batch);
-            Ok(())
-        }
-        fn flush(&mut self) -> Result<()> {
-            Ok(())
-        }
-        fn finish(&mut self) -> Result<()> {
-            Ok(())
-        }
-    }
+    use crate::operators::Gather;
 
     type Join = KeyedJoin<
         (u32, u32),

@@ -343,3 +343,21 @@ impl<T: Clone + Send> Output<T> for FanOut<T> {
         self.outputs.iter_mut().try_for_each(|o| o.finish())
     }
 }
+
+/// Test support: an [`Output`] that keeps every record pushed to it, in order.
+#[cfg(test)]
+pub(crate) struct Gather<T>(pub Vec<T>);
+
+#[cfg(test)]
+impl<T: Send> Output<T> for Gather<T> {
+    fn push(&mut self, batch: &mut Vec<T>) -> Result<()> {
+        self.0.append(batch);
+        Ok(())
+    }
+    fn flush(&mut self) -> Result<()> {
+        Ok(())
+    }
+    fn finish(&mut self) -> Result<()> {
+        Ok(())
+    }
+}
