@@ -61,6 +61,15 @@ pub enum HummerError {
     /// The cluster refused a request or a job failed there.
     #[error("cluster: {0}")]
     Cluster(String),
+    /// The job failed and its restart strategy allows no more restarts.
+    #[error("job failed and will not be restarted ({reason}); last failure: {cause}")]
+    JobFailed {
+        /// Which limit of the restart strategy was reached.
+        reason: String,
+        /// The failure that ended the job.
+        #[source]
+        cause: Box<HummerError>,
+    },
     /// The job was cancelled before it finished.
     #[error("job cancelled")]
     Cancelled,

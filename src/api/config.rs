@@ -49,6 +49,13 @@ pub struct ExecutionConfig {
     /// In cluster mode, where the sending ends of remote channels run. Default: fused into the
     /// producing subtask.
     pub network_task: crate::network::NetworkTaskMode,
+    /// Checkpoints (streaming mode only). Default: off.
+    pub checkpointing: Option<crate::checkpoint::coordinator::CheckpointConfig>,
+    /// What happens when a task fails. Default (`None`): fail the job without checkpoints; with
+    /// checkpoints, restart up to 10 times, 1 s apart.
+    pub restart_strategy: Option<crate::checkpoint::restart_strategy::RestartStrategy>,
+    /// A checkpoint or savepoint to start from (its directory). Default: none.
+    pub restore_from: Option<std::path::PathBuf>,
 }
 
 impl Default for ExecutionConfig {
@@ -61,6 +68,9 @@ impl Default for ExecutionConfig {
             batch_size: 1024,
             channel_capacity: 8,
             network_task: crate::network::NetworkTaskMode::Fused,
+            checkpointing: None,
+            restart_strategy: None,
+            restore_from: None,
         }
     }
 }
@@ -86,6 +96,9 @@ impl ExecutionConfig {
         }
         if self.channel_capacity == 0 {
             return bad("channel capacity must be at least 1".into());
+        }
+        if let Some(c) = &self.checkpointing {
+            c.validate()?;
         }
         Ok(())
     }

@@ -8,6 +8,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::api::{DataStream, ExecutionConfig, JobResult, RuntimeMode};
+use crate::checkpoint::coordinator::CheckpointConfig;
+use crate::checkpoint::restart_strategy::RestartStrategy;
 use crate::cluster::client::ClusterClient;
 use crate::cluster::protocol::{JobState, SubmitRequest};
 use crate::cluster::worker;
@@ -24,6 +26,7 @@ use crate::graph::render;
 use crate::graph::stream_graph::{NodeId, NodeKind, StreamGraph};
 use crate::runtime::executor::{self, RunningJob, RuntimeConfig};
 use crate::runtime::factory::{NodeFactory, SourceFactory};
+use crate::runtime::local_job::{self, LocalJob, Supervision};
 use crate::runtime::metrics::JobProgress;
 use crate::runtime::record_writer::Partitioning;
 use crate::runtime::type_ops::{TypeOps, type_ops};
@@ -168,6 +171,49 @@ impl StreamExecutionEnvironment {
         self
     }
 
+    /// Takes a checkpoint every `interval` (streaming jobs), into a directory of this run under
+    /// the system's temporary directory unless [`Self::set_checkpoint_config`] says otherwise.
+    /// A failed job then restarts from its last checkpoint (see
+    /// [`Self::set_restart_strategy`]) with exactly-once state, and transactional sinks
+    /// ([`DataStream::write_text_file`]) commit their output per checkpoint.
+    pub fn enable_checkpointing(&self, interval: Duration) -> &Self {
+        let mut state = self.state.borrow_mut();
+        let dir = state.config.checkpointing.as_ref().map_or_else(
+            || std::env::temp_dir().join("hummer-checkpoints"),
+            |c| c.dir.clone(),
+        );
+        let mut config = state
+            .config
+            .checkpointing
+            .take()
+            .unwrap_or_else(|| CheckpointConfig::new(interval, dir));
+        config.interval = interval;
+        state.config.checkpointing = Some(config);
+        drop(state);
+        self
+    }
+
+    /// Sets every checkpoint setting (interval, timeout, minimum pause, retained count and
+    /// the directory under which each run keeps its checkpoints).
+    pub fn set_checkpoint_config(&self, config: CheckpointConfig) -> &Self {
+        self.state.borrow_mut().config.checkpointing = Some(config);
+        self
+    }
+
+    /// Sets what happens when a task fails (see [`RestartStrategy`]).
+    pub fn set_restart_strategy(&self, strategy: RestartStrategy) -> &Self {
+        self.state.borrow_mut().config.restart_strategy = Some(strategy);
+        self
+    }
+
+    /// Starts the job from a checkpoint or savepoint directory (a `chk-<id>` directory, or a
+    /// directory of checkpoints whose newest whole one is taken). The job may run at another
+    /// parallelism; its operators must match those that have state in the checkpoint.
+    pub fn set_restore_from(&self, path: Option<PathBuf>) -> &Self {
+        self.state.borrow_mut().config.restore_from = path;
+        self
+    }
+
     /// The current settings.
     pub fn config(&self) -> ExecutionConfig {
         self.state.borrow().config.clone()
@@ -291,7 +337,7 @@ impl StreamExecutionEnvironment {
     /// The environment's graph is handed to the job: the environment can build the next job.
     pub fn execute_async(&self, job_name: &str) -> Result<JobClient> {
         let (stream, job, exec) = self.translate()?;
-        let (runtime, progress, remote) = {
+        let (runtime, progress, remote, supervision) = {
             let state = self.state.borrow();
             let c = &state.config;
             let runtime = RuntimeConfig {
@@ -305,7 +351,12 @@ impl StreamExecutionEnvironment {
                 .clone()
                 .or_else(|| std::env::var(crate::cluster::JOBMANAGER_ENV).ok())
                 .filter(|a| !a.is_empty());
-            (runtime, state.progress.clone(), remote)
+            (
+                runtime,
+                state.progress.clone(),
+                remote,
+                supervision(c, &job, job_name),
+            )
         };
         let plan_json = serde_json::to_string(&render::to_json(&stream, &job, &exec))
             .map_err(|e| HummerError::Internal(format!("plan JSON: {e}")))?;
@@ -333,7 +384,18 @@ impl StreamExecutionEnvironment {
                 let id = self.submit(&address, job_name, &job, &plan_json)?;
                 Execution::Remote { address, id }
             }
-            None => Execution::Local(executor::start(&job, &exec, &runtime, progress, None)?),
+            None => match supervision {
+                None => Execution::Local(executor::start(
+                    &job, &exec, &runtime, progress, None, None,
+                )?),
+                Some(supervision) => Execution::Supervised(LocalJob::start(
+                    job.clone(),
+                    exec,
+                    runtime,
+                    progress,
+                    supervision,
+                )?),
+            },
         };
         let mut state = self.state.borrow_mut();
         state.graph = StreamGraph::default();
@@ -372,8 +434,51 @@ impl StreamExecutionEnvironment {
     }
 }
 
+/// How a local job is supervised, if at all: only jobs with checkpoints, a restart strategy or
+/// a restore point need the supervisor; the others run bare.
+fn supervision(c: &ExecutionConfig, job: &JobGraph, job_name: &str) -> Option<Supervision> {
+    // Restored state needs the checkpoint machinery (restored sinks commit through it).
+    let default_config;
+    let configured = match (&c.checkpointing, &c.restore_from) {
+        (None, Some(_)) => {
+            default_config = CheckpointConfig::new(
+                Duration::from_secs(600),
+                std::env::temp_dir().join("hummer-checkpoints"),
+            );
+            Some(&default_config)
+        }
+        (c, _) => c.as_ref(),
+    };
+    let checkpoints = match (configured, job.mode()) {
+        (Some(_), RuntimeMode::Batch) => {
+            tracing::info!("checkpoints are not taken in batch mode: a failed job reruns");
+            None
+        }
+        (Some(cfg), _) => {
+            let mut cfg = cfg.clone();
+            cfg.dir = local_job::run_directory(&cfg.dir, job_name);
+            Some(cfg)
+        }
+        (None, _) => None,
+    };
+    let restart = c.restart_strategy.unwrap_or(if checkpoints.is_some() {
+        RestartStrategy::default()
+    } else {
+        RestartStrategy::None
+    });
+    if checkpoints.is_none() && restart == RestartStrategy::None && c.restore_from.is_none() {
+        return None;
+    }
+    Some(Supervision {
+        checkpoints,
+        restart,
+        restore_from: c.restore_from.clone(),
+    })
+}
+
 enum Execution {
     Local(RunningJob),
+    Supervised(LocalJob),
     Remote { address: String, id: String },
 }
 
@@ -392,6 +497,7 @@ impl JobClient {
     pub fn cancel(&self) {
         match &self.execution {
             Execution::Local(running) => running.cancel(),
+            Execution::Supervised(job) => job.cancel(),
             Execution::Remote { address, id } => {
                 if let Err(e) = ClusterClient::connect(address).and_then(|mut c| c.cancel(id)) {
                     tracing::warn!("cannot cancel job {id}: {e}");
@@ -403,7 +509,7 @@ impl JobClient {
     /// The job's id in the cluster (`None` for a local job).
     pub fn job_id(&self) -> Option<&str> {
         match &self.execution {
-            Execution::Local(_) => None,
+            Execution::Local(_) | Execution::Supervised(_) => None,
             Execution::Remote { id, .. } => Some(id),
         }
     }
@@ -415,8 +521,16 @@ impl JobClient {
 
     /// Waits for the job's end. Every task thread has exited when this returns.
     pub fn wait(self) -> Result<JobResult> {
+        let mut checkpoints = Vec::new();
+        let mut restarts = 0;
         let vertices = match self.execution {
             Execution::Local(running) => running.wait()?,
+            Execution::Supervised(job) => {
+                let outcome = job.wait()?;
+                checkpoints = outcome.checkpoints;
+                restarts = outcome.restarts;
+                outcome.vertices
+            }
             Execution::Remote { address, id } => {
                 let (summary, collected) = ClusterClient::connect(&address)?.wait(&id)?;
                 match summary.state {
@@ -454,6 +568,8 @@ impl JobClient {
             duration: self.started.elapsed(),
             vertices,
             source_records,
+            checkpoints,
+            restarts,
             collected,
         })
     }

@@ -20,8 +20,12 @@ pub struct JobResult {
     pub duration: Duration,
     /// Record counts per job vertex (chain).
     pub vertices: Vec<VertexMetrics>,
-    /// Records produced by all sources.
+    /// Records produced by all sources (in the last attempt, after restarts).
     pub source_records: u64,
+    /// The job's checkpoints, oldest first (local jobs; empty without checkpoints).
+    pub checkpoints: Vec<crate::checkpoint::coordinator::CheckpointStats>,
+    /// Restarts after failures (local jobs).
+    pub restarts: u32,
     pub(crate) collected: HashMap<NodeId, Box<dyn Any + Send>>,
 }
 

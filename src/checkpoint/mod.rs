@@ -1,12 +1,18 @@
-//! Checkpoints: where snapshots of a job's state are kept, and how a damaged one is found.
+//! Checkpoints: consistent snapshots of a running job, and recovery from them.
 //!
-//! Groundwork for exactly-once processing: [`store::CheckpointStore`] writes the snapshot files
-//! of a checkpoint into a directory of its own, completes it atomically (its metadata, with a
-//! checksum of every file, is written last and the directory renamed into place), keeps the
-//! last N, and on recovery walks back from the newest to the first checkpoint that is whole.
-//! [`barrier_aligner`] decides when a task with several inputs may snapshot;
-//! [`restart_strategy`] decides whether a failed job is restarted from that checkpoint, and when.
+//! Flink's asynchronous barrier snapshots (after Chandy-Lamport). The coordinator
+//! ([`coordinator`]) injects numbered barriers at the sources; they flow with the records; a
+//! task with several inputs aligns them ([`barrier_aligner`]); every task copies its state into
+//! a [`task_state::TaskSnapshot`] when the barrier passes and acknowledges it; once every task
+//! has, the checkpoint is written to the [`store`] and completed, and transactional sinks
+//! commit. On a failure, the [`restart_strategy`] decides whether and when the job restarts from
+//! the newest whole checkpoint, with its sources rewound.
 
 pub mod barrier_aligner;
+pub mod coordinator;
+pub mod hub;
 pub mod restart_strategy;
 pub mod store;
+pub mod task_state;
+
+pub use barrier_aligner::CheckpointId;

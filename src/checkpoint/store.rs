@@ -177,6 +177,41 @@ impl CheckpointStore {
     }
 }
 
+/// The checkpoint (or savepoint) at `path`: either one checkpoint's directory (`.../chk-7`) or
+/// a directory of checkpoints, whose newest whole one is taken.
+pub fn find_checkpoint(path: &Path) -> Result<CompletedCheckpoint> {
+    let bad = |reason: String| HummerError::BadInput {
+        input: path.display().to_string(),
+        reason,
+    };
+    if !path.is_dir() {
+        return Err(bad("no such checkpoint or savepoint directory".into()));
+    }
+    if path.join("_metadata").exists() {
+        let id = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| n.strip_prefix("chk-"))
+            .and_then(|n| n.parse::<u64>().ok())
+            .ok_or_else(|| bad("a checkpoint directory must be named chk-<id>".into()))?;
+        let parent = path.parent().unwrap_or(Path::new("."));
+        let store = CheckpointStore {
+            dir: parent.to_path_buf(),
+            retain: usize::MAX,
+        };
+        return store
+            .verify(id)
+            .map_err(|reason| bad(format!("damaged checkpoint: {reason}")));
+    }
+    let store = CheckpointStore {
+        dir: path.to_path_buf(),
+        retain: usize::MAX,
+    };
+    store
+        .latest_valid()?
+        .ok_or_else(|| bad("holds no complete checkpoint".into()))
+}
+
 impl PendingCheckpoint {
     /// Writes one snapshot file of the checkpoint.
     pub fn write(&mut self, name: &str, bytes: &[u8]) -> Result<()> {

@@ -239,6 +239,7 @@ fn run_subtasks(spec: &DeploySpec, job: &WorkerJob<'_>, jm: &mut TcpStream) -> R
         &job.runtime,
         Arc::new(JobProgress::default()),
         Some(&placement),
+        None,
     )?;
     let reporter = report_progress(jm, running.counters())?;
     let outcome = running.wait();

@@ -25,6 +25,10 @@ struct CollectionReader<T> {
 }
 
 impl<T: Clone + Send + Sync + 'static> Source<T> for CollectionSource<T> {
+    fn is_replayable(&self) -> bool {
+        true
+    }
+
     fn name(&self) -> String {
         "Collection Source".into()
     }

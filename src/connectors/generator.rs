@@ -62,6 +62,10 @@ struct GeneratorReader<T> {
 }
 
 impl<T: Send + 'static> Source<T> for GeneratorSource<T> {
+    fn is_replayable(&self) -> bool {
+        true
+    }
+
     fn name(&self) -> String {
         "Generator Source".into()
     }

@@ -59,6 +59,12 @@ pub trait Source<T>: Send + Sync + 'static {
     fn max_parallelism(&self) -> Option<usize> {
         None
     }
+    /// True if its readers can rewind to a checkpointed position (see
+    /// [`SourceReader::snapshot_position`]). A source that cannot gives at-most-once under
+    /// checkpoints, and the job says so when it starts.
+    fn is_replayable(&self) -> bool {
+        false
+    }
     /// Checks the source before the job starts (e.g. that input files exist), so that a bad
     /// input fails `execute()` with a clear error instead of failing a running task.
     fn validate(&self) -> Result<()> {

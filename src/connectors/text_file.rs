@@ -104,6 +104,10 @@ pub(crate) fn splits_for(
 }
 
 impl Source<String> for TextFileSource {
+    fn is_replayable(&self) -> bool {
+        true
+    }
+
     fn name(&self) -> String {
         format!("Text File Source ({})", self.path.display())
     }

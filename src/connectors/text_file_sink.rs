@@ -1,8 +1,18 @@
-//! `write_text_file(dir)`: one part file per subtask, `{record}\n` per record (Display).
+//! `write_text_file(dir)`: part files of `{record}\n` lines (Display).
 //!
-//! Subtask *i* writes `dir/.part-i.inprogress` and renames it to `dir/part-i` when its input
-//! ends, so a reader never sees a half-written part file. Part files left by an earlier run
-//! with a higher parallelism are removed when the job starts.
+//! Without checkpoints, subtask *i* writes `dir/.part-i.inprogress` and renames it to
+//! `dir/part-i` when its input ends, so a reader never sees a half-written part file. Part
+//! files left by an earlier run with a higher parallelism are removed when the job starts.
+//!
+//! With checkpoints the sink is exactly-once, by a two-phase commit per checkpoint: records go
+//! to `dir/.part-i.inprogress`; at the barrier of checkpoint *c* that file is closed and
+//! renamed `dir/.part-i-c.pending` (pre-commit: durable, not yet visible), and the list of
+//! pending files is the writer's checkpointed state; when checkpoint *c* has completed
+//! everywhere the pending file becomes `dir/part-i-c` (commit). After a failure the restored
+//! writers first commit what the restored checkpoint lists as pending (it had completed, so
+//! its output must become visible even if the commit was interrupted), then delete every
+//! in-progress and pending file of a later, uncompleted checkpoint: their records will be
+//! written again by the replay. A visible `part-*` file is therefore never written twice.
 
 use std::fmt::Display;
 use std::fs::File;
@@ -10,6 +20,9 @@ use std::io::{BufWriter, Write};
 use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
 
+use serde::{Deserialize, Serialize};
+
+use crate::checkpoint::CheckpointId;
 use crate::error::{HummerError, Result};
 use crate::operators::OperatorContext;
 use crate::operators::sink::{Sink, SinkWriter};
@@ -71,6 +84,18 @@ impl<T: Display + Send + 'static> Sink<T> for TextFileSink<T> {
     fn create_writer(&self, ctx: &OperatorContext) -> Result<Box<dyn SinkWriter<T>>> {
         std::fs::create_dir_all(&self.dir)
             .map_err(|e| HummerError::io("cannot create output directory", &self.dir, e))?;
+        if ctx.checkpointing {
+            return Ok(Box::new(TransactionalWriter::<T> {
+                dir: self.dir.clone(),
+                subtask: ctx.subtask,
+                parallelism: ctx.parallelism,
+                out: None,
+                pending: Vec::new(),
+                restored: Vec::new(),
+                recovered: false,
+                _types: PhantomData,
+            }));
+        }
         if ctx.subtask == 0 {
             remove_stale_parts(&self.dir, ctx.parallelism)?;
         }
@@ -101,5 +126,283 @@ impl<T: Display + Send> SinkWriter<T> for TextFileWriter<T> {
             .map_err(|e| HummerError::io("cannot write output file", &self.in_progress, e))?;
         std::fs::rename(&self.in_progress, &self.committed)
             .map_err(|e| HummerError::io("cannot commit output file", &self.committed, e))
+    }
+}
+
+/// What a transactional writer checkpoints: the pending files it has not committed yet.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct PendingFiles {
+    /// The writer's subtask when it was checkpointed.
+    subtask: usize,
+    /// `(checkpoint, committed file name)` of every pending file.
+    pending: Vec<(CheckpointId, String)>,
+}
+
+/// The exactly-once writer of one subtask (see the module documentation).
+struct TransactionalWriter<T> {
+    dir: PathBuf,
+    subtask: usize,
+    parallelism: usize,
+    /// The in-progress file, opened at the first record after a barrier.
+    out: Option<BufWriter<File>>,
+    /// Pre-committed files not yet committed: `(checkpoint, committed name)`.
+    pending: Vec<(CheckpointId, String)>,
+    /// States of the restored run, applied before the first record.
+    restored: Vec<PendingFiles>,
+    recovered: bool,
+    _types: PhantomData<fn(T)>,
+}
+
+fn pending_name(committed: &str) -> String {
+    format!(".{committed}.pending")
+}
+
+/// The subtask index in the name of an in-progress (`.part-i.inprogress`) or pending
+/// (`.part-i-c.pending`) file.
+fn uncommitted_subtask(name: &str) -> Option<usize> {
+    if let Some(i) = name
+        .strip_prefix(".part-")
+        .and_then(|n| n.strip_suffix(".inprogress"))
+    {
+        return i.parse().ok();
+    }
+    let rest = name
+        .strip_prefix(".part-")
+        .and_then(|n| n.strip_suffix(".pending"))?;
+    let (subtask, checkpoint) = rest.split_once('-')?;
+    checkpoint.parse::<u64>().ok()?;
+    subtask.parse().ok()
+}
+
+impl<T> TransactionalWriter<T> {
+    fn in_progress(&self) -> PathBuf {
+        self.dir.join(format!(".part-{}.inprogress", self.subtask))
+    }
+
+    /// Makes a pending file visible; one already visible is left alone.
+    fn commit_file(&self, committed: &str) -> Result<()> {
+        let from = self.dir.join(pending_name(committed));
+        let to = self.dir.join(committed);
+        match std::fs::rename(&from, &to) {
+            Ok(()) => Ok(()),
+            Err(_) if to.exists() => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                tracing::warn!(
+                    "pending output file {} of a completed checkpoint is missing",
+                    from.display()
+                );
+                Ok(())
+            }
+            Err(e) => Err(HummerError::io("cannot commit output file", &to, e)),
+        }
+    }
+
+    /// Once, before the first record: commits what the restored checkpoint left pending for
+    /// the old subtasks this one takes over, and removes their uncommitted files.
+    fn recover(&mut self) -> Result<()> {
+        if self.recovered {
+            return Ok(());
+        }
+        self.recovered = true;
+        let p = self.parallelism.max(1);
+        for state in std::mem::take(&mut self.restored) {
+            if state.subtask % p == self.subtask {
+                for (_, committed) in &state.pending {
+                    self.commit_file(committed)?;
+                }
+            }
+        }
+        let entries = std::fs::read_dir(&self.dir)
+            .map_err(|e| HummerError::io("cannot list output directory", &self.dir, e))?;
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            if uncommitted_subtask(&name.to_string_lossy()).is_some_and(|j| j % p == self.subtask) {
+                std::fs::remove_file(entry.path()).map_err(|e| {
+                    HummerError::io("cannot remove uncommitted output file", entry.path(), e)
+                })?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl<T: Display + Send> SinkWriter<T> for TransactionalWriter<T> {
+    fn write_batch(&mut self, batch: &mut Vec<T>) -> Result<()> {
+        self.recover()?;
+        if self.out.is_none() {
+            let path = self.in_progress();
+            let file = File::create(&path)
+                .map_err(|e| HummerError::io("cannot create output file", &path, e))?;
+            self.out = Some(BufWriter::with_capacity(1 << 20, file));
+        }
+        let path = self.in_progress();
+        if let Some(out) = &mut self.out {
+            for r in batch.drain(..) {
+                writeln!(out, "{r}")
+                    .map_err(|e| HummerError::io("cannot write output file", &path, e))?;
+            }
+        }
+        Ok(())
+    }
+
+    fn pre_commit(&mut self, checkpoint: CheckpointId) -> Result<Option<Vec<u8>>> {
+        self.recover()?;
+        if let Some(out) = self.out.take() {
+            let path = self.in_progress();
+            let file = out
+                .into_inner()
+                .map_err(|e| HummerError::io("cannot write output file", &path, e.into_error()))?;
+            file.sync_all()
+                .map_err(|e| HummerError::io("cannot sync output file", &path, e))?;
+            let committed = format!("part-{}-{checkpoint}", self.subtask);
+            let pending = self.dir.join(pending_name(&committed));
+            std::fs::rename(&path, &pending)
+                .map_err(|e| HummerError::io("cannot pre-commit output file", &pending, e))?;
+            self.pending.push((checkpoint, committed));
+        }
+        let state = PendingFiles {
+            subtask: self.subtask,
+            pending: self.pending.clone(),
+        };
+        postcard::to_stdvec(&state)
+            .map(Some)
+            .map_err(|e| HummerError::Internal(format!("file sink state: {e}")))
+    }
+
+    fn commit(&mut self, checkpoint: CheckpointId) -> Result<()> {
+        let (due, later): (Vec<_>, Vec<_>) = std::mem::take(&mut self.pending)
+            .into_iter()
+            .partition(|(c, _)| *c <= checkpoint);
+        self.pending = later;
+        for (_, committed) in due {
+            self.commit_file(&committed)?;
+        }
+        Ok(())
+    }
+
+    fn restore(&mut self, state: &[u8]) -> Result<()> {
+        let state: PendingFiles =
+            postcard::from_bytes(state).map_err(|e| HummerError::BadInput {
+                input: format!(
+                    "checkpointed state of the file sink in {}",
+                    self.dir.display()
+                ),
+                reason: e.to_string(),
+            })?;
+        self.restored.push(state);
+        Ok(())
+    }
+
+    fn finish(&mut self) -> Result<()> {
+        self.recover()?;
+        // The final checkpoint's barrier precedes the end of input, so everything written
+        // is pending already; the final checkpoint's commit makes it visible.
+        if self.out.is_some() {
+            return Err(HummerError::Internal(
+                "records reached the exactly-once file sink after the final checkpoint".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uncommitted_file_names_are_recognised() {
+        assert_eq!(uncommitted_subtask(".part-3.inprogress"), Some(3));
+        assert_eq!(uncommitted_subtask(".part-12-40.pending"), Some(12));
+        assert_eq!(uncommitted_subtask("part-3-40"), None);
+        assert_eq!(uncommitted_subtask(".part-x.inprogress"), None);
+        assert_eq!(uncommitted_subtask(".part-1-x.pending"), None);
+    }
+
+    fn writer(dir: &Path, subtask: usize, parallelism: usize) -> TransactionalWriter<u32> {
+        TransactionalWriter {
+            dir: dir.to_path_buf(),
+            subtask,
+            parallelism,
+            out: None,
+            pending: Vec::new(),
+            restored: Vec::new(),
+            recovered: false,
+            _types: PhantomData,
+        }
+    }
+
+    fn visible(dir: &Path) -> Vec<String> {
+        let mut lines: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with("part-"))
+            .flat_map(|e| {
+                std::fs::read_to_string(e.path())
+                    .unwrap()
+                    .lines()
+                    .map(str::to_string)
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        lines.sort();
+        lines
+    }
+
+    #[test]
+    fn output_is_visible_only_after_commit_and_a_restore_drops_uncommitted_output() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = writer(dir.path(), 0, 1);
+        w.write_batch(&mut vec![1, 2]).unwrap();
+        let state1 = w.pre_commit(1).unwrap().unwrap();
+        assert!(
+            visible(dir.path()).is_empty(),
+            "pre-committed is not visible"
+        );
+        w.write_batch(&mut vec![3]).unwrap();
+        let _state2 = w.pre_commit(2).unwrap().unwrap();
+        w.write_batch(&mut vec![4]).unwrap();
+        // Crash: checkpoint 1 completed, but its commit never reached the writer; checkpoint
+        // 2 did not complete. The restored writer commits 1 and drops 2 and the rest.
+        drop(w);
+        let mut r = writer(dir.path(), 0, 1);
+        r.restore(&state1).unwrap();
+        r.write_batch(&mut vec![3]).unwrap();
+        assert_eq!(visible(dir.path()), vec!["1", "2"]);
+        r.pre_commit(2).unwrap();
+        r.commit(2).unwrap();
+        assert_eq!(visible(dir.path()), vec!["1", "2", "3"]);
+        let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with('.'))
+            .collect();
+        assert!(leftovers.is_empty(), "{leftovers:?}");
+    }
+
+    #[test]
+    fn a_lower_parallelism_takes_over_the_old_subtasks_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut states = Vec::new();
+        for s in 0..3 {
+            let mut w = writer(dir.path(), s, 3);
+            w.write_batch(&mut vec![s as u32]).unwrap();
+            states.push(w.pre_commit(5).unwrap().unwrap());
+            w.write_batch(&mut vec![100 + s as u32]).unwrap();
+        }
+        for s in 0..2 {
+            let mut r = writer(dir.path(), s, 2);
+            for st in &states {
+                r.restore(st).unwrap();
+            }
+            r.recover().unwrap();
+        }
+        assert_eq!(visible(dir.path()), vec!["0", "1", "2"]);
+        assert!(
+            std::fs::read_dir(dir.path())
+                .unwrap()
+                .flatten()
+                .all(|e| !e.file_name().to_string_lossy().starts_with('.'))
+        );
     }
 }

@@ -90,6 +90,38 @@ impl JobGraph {
         self.mode
     }
 
+    /// The operators as a checkpoint records them (to check a restore against).
+    pub fn graph_info(&self) -> crate::checkpoint::coordinator::GraphInfo {
+        crate::checkpoint::coordinator::GraphInfo {
+            max_parallelism: self.max_parallelism,
+            operators: self
+                .stream
+                .nodes
+                .iter()
+                .enumerate()
+                .map(|(node, n)| crate::checkpoint::coordinator::OperatorInfo {
+                    node,
+                    name: n.name.clone(),
+                    parallelism: self.node_parallelism[node],
+                })
+                .collect(),
+        }
+    }
+
+    /// Number of subtasks that run a source (the chains headed by one).
+    pub fn source_subtasks(&self) -> usize {
+        self.vertices
+            .iter()
+            .filter(|v| {
+                matches!(
+                    self.stream.nodes[v.nodes[0]].factory,
+                    NodeFactory::Source(_)
+                )
+            })
+            .map(|v| v.parallelism)
+            .sum()
+    }
+
     /// What a scheduler needs to choose each vertex's parallelism: its explicit setting, if
     /// any of its operators has one, and the bounds of its operators (intersected, and capped
     /// by source limits and the number of key groups).

@@ -1,7 +1,8 @@
 //! Framing of the data plane: `[u32 length][u8 kind][payload]`.
 //!
 //! The first frame of a connection is a header (`kind` 0: postcard `(job id, channel)`); then
-//! come batches (`kind` 1: postcard `Vec<T>`) and one end-of-input frame (`kind` 2, empty).
+//! come batches (`kind` 1: postcard `Vec<T>`), checkpoint barriers (`kind` 4: a big-endian `u64`
+//! checkpoint id; they take no credit) and one end-of-input frame (`kind` 2, empty).
 //! In the other direction the receiver sends credits (`kind` 3: a big-endian `u32`): a sender
 //! sends a batch only against a credit.
 
@@ -16,6 +17,8 @@ pub(crate) const KIND_BATCH: u8 = 1;
 pub(crate) const KIND_END: u8 = 2;
 /// Receiver to sender: `u32` more batches may be sent.
 pub(crate) const KIND_CREDIT: u8 = 3;
+/// A checkpoint barrier: `u64` checkpoint id.
+pub(crate) const KIND_BARRIER: u8 = 4;
 
 /// Largest data frame accepted.
 pub(crate) const MAX_DATA_FRAME: usize = 256 << 20;

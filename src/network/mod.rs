@@ -104,6 +104,9 @@ mod tests {
             cancel: cancel.clone(),
             buffer_timeout: None,
             metrics: Arc::default(),
+            task: 0,
+            max_parallelism: 128,
+            checkpoints: None,
         };
         let receiving = std::thread::spawn(move || {
             producer.bind(std::thread::current());
@@ -117,6 +120,9 @@ mod tests {
             for i in 0..200u64 {
                 sender.send(StreamEvent::Batch(vec![i]), &cancel_t).unwrap();
                 sent_t.fetch_add(1, Ordering::SeqCst);
+                if i % 50 == 49 {
+                    sender.send(StreamEvent::Barrier(i / 50 + 1), &cancel_t).unwrap();
+                }
             }
             sender.send(StreamEvent::EndOfInput, &cancel_t).unwrap();
         });
@@ -129,14 +135,18 @@ mod tests {
             "{stalled_at} batches passed a stalled consumer"
         );
         let mut got = Vec::new();
+        let mut barriers = Vec::new();
         loop {
             match rx.try_recv() {
                 Some(StreamEvent::Batch(b)) => got.extend(b),
+                // A barrier keeps its place among the batches.
+                Some(StreamEvent::Barrier(id)) => barriers.push((id, got.len())),
                 Some(StreamEvent::EndOfInput) => break,
                 None => std::thread::sleep(Duration::from_millis(1)),
             }
         }
         assert_eq!(got, (0..200).collect::<Vec<_>>());
+        assert_eq!(barriers, vec![(1, 50), (2, 100), (3, 150), (4, 200)]);
         sending.join().unwrap();
         receiving.join().unwrap().unwrap();
         cancel.cancel();

@@ -1,6 +1,7 @@
 //! The receiving end of a remote channel: a task of its own that decodes batches into a
 //! memory channel to the consuming subtask.
 
+use std::io::Write;
 use std::net::TcpStream;
 use std::sync::mpsc::Receiver;
 use std::time::Duration;
@@ -8,9 +9,7 @@ use std::time::Duration;
 use serde::de::DeserializeOwned;
 
 use crate::error::{HummerError, Result};
-use std::io::Write;
-
-use crate::network::frames::{FrameReader, KIND_BATCH, KIND_CREDIT, KIND_END, frame};
+use crate::network::frames::{FrameReader, KIND_BARRIER, KIND_BATCH, KIND_CREDIT, KIND_END, frame};
 use crate::runtime::channel::{ChannelSender, StreamEvent};
 use crate::runtime::task::{TaskBody, TaskRuntime};
 
@@ -90,6 +89,20 @@ impl<T: DeserializeOwned + Send + 'static> TaskBody for ReceiverTask<T> {
                     // The batch is in the channel: the sender may send one more. (If the
                     // producer has already ended, the credit has no reader: ignore that.)
                     let _ = grant(&mut credits, 1);
+                }
+                Some((KIND_BARRIER, payload)) => {
+                    let id = <[u8; 8]>::try_from(payload.as_slice()).map_err(|_| {
+                        HummerError::BadInput {
+                            input: format!("data connection from {peer}"),
+                            reason: format!(
+                                "barrier frame of {} bytes on channel {}, 8 expected",
+                                payload.len(),
+                                self.channel
+                            ),
+                        }
+                    })?;
+                    self.output
+                        .send(StreamEvent::Barrier(u64::from_be_bytes(id)), &rt.cancel)?;
                 }
                 Some((KIND_END, _)) => {
                     return self.output.send(StreamEvent::EndOfInput, &rt.cancel);

@@ -15,7 +15,8 @@ use serde::Serialize;
 
 use crate::error::{HummerError, Result};
 use crate::network::frames::{
-    FrameReader, KIND_BATCH, KIND_CREDIT, KIND_END, KIND_HEADER, MAX_DATA_FRAME, READ_POLL, frame,
+    FrameReader, KIND_BARRIER, KIND_BATCH, KIND_CREDIT, KIND_END, KIND_HEADER, MAX_DATA_FRAME,
+    READ_POLL, frame,
 };
 use crate::runtime::CancelToken;
 use crate::runtime::channel::StreamEvent;
@@ -136,6 +137,9 @@ impl<T: Serialize> RemoteSender<T> {
     pub fn send(&mut self, event: StreamEvent<T>, cancel: &CancelToken) -> Result<()> {
         match event {
             StreamEvent::Batch(batch) => self.send_batch(batch, cancel),
+            StreamEvent::Barrier(id) => {
+                self.write_patiently(&frame(KIND_BARRIER, &id.to_be_bytes()), cancel)
+            }
             StreamEvent::EndOfInput => {
                 self.write_patiently(&frame(KIND_END, &[]), cancel)?;
                 self.close(cancel)

@@ -30,6 +30,9 @@ impl<T: Serialize + Send + 'static> TaskBody for SenderTask<T> {
                     rt.metrics.add_out(batch.len());
                     output.send(StreamEvent::Batch(batch), &rt.cancel)?;
                 }
+                Some(StreamEvent::Barrier(id)) => {
+                    output.send(StreamEvent::Barrier(id), &rt.cancel)?;
+                }
                 Some(StreamEvent::EndOfInput) => {
                     return output.send(StreamEvent::EndOfInput, &rt.cancel);
                 }

@@ -286,7 +286,11 @@ where
         Ok(())
     }
 
-    fn snapshot_state(&mut self, max_parallelism: usize) -> Result<Option<Vec<u8>>> {
+    fn snapshot_state(
+        &mut self,
+        _checkpoint: crate::checkpoint::CheckpointId,
+        max_parallelism: usize,
+    ) -> Result<Option<Vec<u8>>> {
         self.acc.state.snapshot(max_parallelism).map(Some)
     }
 
@@ -404,7 +408,11 @@ where
         Ok(())
     }
 
-    fn snapshot_state(&mut self, max_parallelism: usize) -> Result<Option<Vec<u8>>> {
+    fn snapshot_state(
+        &mut self,
+        _checkpoint: crate::checkpoint::CheckpointId,
+        max_parallelism: usize,
+    ) -> Result<Option<Vec<u8>>> {
         self.acc.state.snapshot(max_parallelism).map(Some)
     }
 
@@ -445,7 +453,7 @@ mod tests {
         let mut sink = Gather(Vec::new());
         feed(&mut one, before, &mut sink);
         let snapshot = one
-            .snapshot_state(DEFAULT_MAX_PARALLELISM)
+            .snapshot_state(1, DEFAULT_MAX_PARALLELISM)
             .unwrap()
             .unwrap();
 

@@ -80,7 +80,11 @@ where
     }
 
     /// Both sides' records, as `(left table snapshot, right table snapshot)`.
-    fn snapshot_state(&mut self, max_parallelism: usize) -> Result<Option<Vec<u8>>> {
+    fn snapshot_state(
+        &mut self,
+        _checkpoint: crate::checkpoint::CheckpointId,
+        max_parallelism: usize,
+    ) -> Result<Option<Vec<u8>>> {
         let left = crate::state::snapshot::write_snapshot(self.left.iter(), max_parallelism)?;
         let right = crate::state::snapshot::write_snapshot(self.right.iter(), max_parallelism)?;
         postcard::to_stdvec(&(left, right))
@@ -142,7 +146,7 @@ mod tests {
             .unwrap();
         before.process_batch2(&mut vec![(3, 300)], &mut c).unwrap();
         c.done().unwrap();
-        let snapshot = before.snapshot_state(128).unwrap().unwrap();
+        let snapshot = before.snapshot_state(1, 128).unwrap().unwrap();
 
         let mut after = join();
         after.restore_state(&snapshot, 0..128).unwrap();

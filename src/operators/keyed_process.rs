@@ -55,7 +55,11 @@ where
         Ok(())
     }
 
-    fn snapshot_state(&mut self, max_parallelism: usize) -> Result<Option<Vec<u8>>> {
+    fn snapshot_state(
+        &mut self,
+        _checkpoint: crate::checkpoint::CheckpointId,
+        max_parallelism: usize,
+    ) -> Result<Option<Vec<u8>>> {
         crate::state::snapshot::write_snapshot(self.state.iter(), max_parallelism).map(Some)
     }
 

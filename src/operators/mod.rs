@@ -25,6 +25,8 @@ pub mod union;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use crate::api::RuntimeMode;
+use crate::checkpoint::CheckpointId;
+use crate::checkpoint::task_state::TaskSnapshot;
 use crate::error::{HummerError, Result, panic_message};
 
 /// Where an operator instance runs: its name and its place among its parallel subtasks.
@@ -42,6 +44,10 @@ pub struct OperatorContext {
     pub mode: RuntimeMode,
     /// Records per batch handed downstream.
     pub batch_size: usize,
+    /// The operator's stream node id: its identity in checkpoints and savepoints.
+    pub node: usize,
+    /// Whether the job takes checkpoints (transactional sinks then commit per checkpoint).
+    pub checkpointing: bool,
 }
 
 /// Receives the batches of one stream: the next link of a chain, a fan-out, or a writer into
@@ -56,6 +62,11 @@ pub trait Output<T>: Send {
     fn flush(&mut self) -> Result<()>;
     /// End of input: emits final results and propagates the end downstream.
     fn finish(&mut self) -> Result<()>;
+    /// A checkpoint barrier: hands on everything buffered, adds this output's state to
+    /// `snapshot` and passes the barrier downstream, in that order.
+    fn barrier(&mut self, snapshot: &mut TaskSnapshot) -> Result<()>;
+    /// Checkpoint `id` completed: transactional sinks commit what it covers.
+    fn checkpoint_complete(&mut self, id: CheckpointId) -> Result<()>;
 }
 
 /// Where an operator puts its output records.
@@ -138,11 +149,21 @@ pub trait OneInputOperator: Send + 'static {
         Ok(())
     }
 
-    /// The operator's state for a checkpoint (`None`: it keeps none). Keyed state is grouped
-    /// by key group out of `max_parallelism` (see [`crate::state::snapshot`]).
-    fn snapshot_state(&mut self, max_parallelism: usize) -> Result<Option<Vec<u8>>> {
-        let _ = max_parallelism;
+    /// The operator's state for checkpoint `checkpoint` (`None`: it keeps none). Keyed state
+    /// is grouped by key group out of `max_parallelism` (see [`crate::state::snapshot`]).
+    fn snapshot_state(
+        &mut self,
+        checkpoint: CheckpointId,
+        max_parallelism: usize,
+    ) -> Result<Option<Vec<u8>>> {
+        let _ = (checkpoint, max_parallelism);
         Ok(None)
+    }
+
+    /// Checkpoint `id` completed everywhere (a transactional sink commits here).
+    fn notify_checkpoint_complete(&mut self, id: CheckpointId) -> Result<()> {
+        let _ = id;
+        Ok(())
     }
 
     /// Loads the part of a snapshot that belongs to `key_groups` (the key groups this subtask
@@ -180,9 +201,13 @@ pub trait TwoInputOperator: Send + 'static {
         Ok(())
     }
 
-    /// The operator's state for a checkpoint (`None`: it keeps none).
-    fn snapshot_state(&mut self, max_parallelism: usize) -> Result<Option<Vec<u8>>> {
-        let _ = max_parallelism;
+    /// The operator's state for checkpoint `checkpoint` (`None`: it keeps none).
+    fn snapshot_state(
+        &mut self,
+        checkpoint: CheckpointId,
+        max_parallelism: usize,
+    ) -> Result<Option<Vec<u8>>> {
+        let _ = (checkpoint, max_parallelism);
         Ok(None)
     }
 
@@ -225,6 +250,27 @@ impl<Op: OneInputOperator> ChainLink<Op> {
             next,
         }
     }
+
+    /// Loads the operator's state from the snapshots of every subtask of the restored run.
+    pub(crate) fn restore(&mut self, snapshots: &[Vec<u8>]) -> Result<()> {
+        let groups = self.ctx.key_groups();
+        for snapshot in snapshots {
+            let op = &mut self.op;
+            guarded(&self.ctx, || op.restore_state(snapshot, groups.clone()))?;
+        }
+        Ok(())
+    }
+}
+
+impl OperatorContext {
+    /// The key groups this subtask owns.
+    pub fn key_groups(&self) -> std::ops::Range<usize> {
+        crate::state::key_groups::key_groups_of_subtask(
+            self.subtask,
+            self.max_parallelism,
+            self.parallelism,
+        )
+    }
 }
 
 impl<Op> Output<Op::In> for ChainLink<Op>
@@ -260,6 +306,21 @@ where
         })?;
         self.next.finish()
     }
+
+    fn barrier(&mut self, snapshot: &mut TaskSnapshot) -> Result<()> {
+        let op = &mut self.op;
+        let (id, max) = (snapshot.checkpoint, snapshot.max_parallelism);
+        if let Some(state) = guarded(&self.ctx, || op.snapshot_state(id, max))? {
+            snapshot.operators.push((self.ctx.node, state));
+        }
+        self.next.barrier(snapshot)
+    }
+
+    fn checkpoint_complete(&mut self, id: CheckpointId) -> Result<()> {
+        let op = &mut self.op;
+        guarded(&self.ctx, || op.notify_checkpoint_complete(id))?;
+        self.next.checkpoint_complete(id)
+    }
 }
 
 /// The head of a chain that starts with a two-input operator.
@@ -278,6 +339,29 @@ impl<Op: TwoInputOperator> TwoInputHead<Op> {
             buf: Vec::new(),
             next,
         }
+    }
+
+    /// Loads the operator's state from the snapshots of every subtask of the restored run.
+    pub(crate) fn restore(&mut self, snapshots: &[Vec<u8>]) -> Result<()> {
+        let groups = self.ctx.key_groups();
+        for snapshot in snapshots {
+            let op = &mut self.op;
+            guarded(&self.ctx, || op.restore_state(snapshot, groups.clone()))?;
+        }
+        Ok(())
+    }
+
+    pub(crate) fn barrier(&mut self, snapshot: &mut TaskSnapshot) -> Result<()> {
+        let op = &mut self.op;
+        let (id, max) = (snapshot.checkpoint, snapshot.max_parallelism);
+        if let Some(state) = guarded(&self.ctx, || op.snapshot_state(id, max))? {
+            snapshot.operators.push((self.ctx.node, state));
+        }
+        self.next.barrier(snapshot)
+    }
+
+    pub(crate) fn checkpoint_complete(&mut self, id: CheckpointId) -> Result<()> {
+        self.next.checkpoint_complete(id)
     }
 
     pub(crate) fn push1(&mut self, batch: &mut Vec<Op::In1>) -> Result<()> {
@@ -342,6 +426,18 @@ impl<T: Clone + Send> Output<T> for FanOut<T> {
     fn finish(&mut self) -> Result<()> {
         self.outputs.iter_mut().try_for_each(|o| o.finish())
     }
+
+    fn barrier(&mut self, snapshot: &mut TaskSnapshot) -> Result<()> {
+        self.outputs
+            .iter_mut()
+            .try_for_each(|o| o.barrier(snapshot))
+    }
+
+    fn checkpoint_complete(&mut self, id: CheckpointId) -> Result<()> {
+        self.outputs
+            .iter_mut()
+            .try_for_each(|o| o.checkpoint_complete(id))
+    }
 }
 
 /// Test support: an [`Output`] that keeps every record pushed to it, in order.
@@ -358,6 +454,12 @@ impl<T: Send> Output<T> for Gather<T> {
         Ok(())
     }
     fn finish(&mut self) -> Result<()> {
+        Ok(())
+    }
+    fn barrier(&mut self, _snapshot: &mut TaskSnapshot) -> Result<()> {
+        Ok(())
+    }
+    fn checkpoint_complete(&mut self, _id: CheckpointId) -> Result<()> {
         Ok(())
     }
 }

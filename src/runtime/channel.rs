@@ -27,6 +27,9 @@ use crate::runtime::CancelToken;
 pub enum StreamEvent<T> {
     /// A batch of records, in order.
     Batch(Vec<T>),
+    /// A checkpoint barrier: every record before it belongs to checkpoint `id`'s snapshot,
+    /// every record after it to a later one.
+    Barrier(crate::checkpoint::CheckpointId),
     /// The producer has no more records: end of a bounded input.
     EndOfInput,
 }
@@ -189,6 +192,7 @@ mod tests {
                     assert_eq!(b, vec![expected, expected + 1]);
                     expected += 1;
                 }
+                Some(StreamEvent::Barrier(_)) => unreachable!("no barriers were sent"),
                 Some(StreamEvent::EndOfInput) => break,
                 None => thread::park_timeout(Duration::from_millis(1)),
             }

@@ -15,6 +15,8 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use crate::checkpoint::hub::CheckpointHub;
+use crate::checkpoint::task_state::RestoredState;
 use crate::connectors::SourceContext;
 use crate::error::{HummerError, Result, panic_message};
 use crate::graph::execution_graph::ExecutionGraph;
@@ -135,6 +137,11 @@ impl RunningJob {
         Ok(self.counters.snapshot())
     }
 
+    /// Whether every thread of the job has ended.
+    pub fn is_finished(&self) -> bool {
+        self.threads.iter().all(|t| t.is_finished())
+    }
+
     /// A handle on the live counters (for progress reports while the job runs).
     pub fn counters(&self) -> JobCounters {
         self.counters.clone()
@@ -154,6 +161,16 @@ pub struct Placement {
     pub bind: Option<String>,
 }
 
+/// What a job attempt that takes checkpoints needs: the coordinator's hub, and the state of
+/// the checkpoint it restarts from, if any.
+#[derive(Clone)]
+pub struct CheckpointSetup {
+    /// Where triggers come from and acknowledgements go.
+    pub hub: Arc<CheckpointHub>,
+    /// The state to start from.
+    pub restored: Option<Arc<RestoredState>>,
+}
+
 /// A task ready to be spawned.
 struct PreparedTask {
     name: String,
@@ -162,6 +179,8 @@ struct PreparedTask {
     metrics: Arc<SubtaskMetrics>,
     /// Vertex whose counters it adds to (`None` for network tasks).
     vertex: Option<usize>,
+    /// Global subtask index (network tasks: the producing or consuming subtask's).
+    global: usize,
 }
 
 /// Builds and starts the subtasks of `exec` that run in this process.
@@ -171,10 +190,18 @@ pub fn start(
     cfg: &RuntimeConfig,
     progress: Arc<JobProgress>,
     placement: Option<&Placement>,
+    checkpoints: Option<&CheckpointSetup>,
 ) -> Result<RunningJob> {
     for node in &job.stream.nodes {
         if let NodeFactory::Source(s) = &node.factory {
             s.validate()?;
+            if checkpoints.is_some() && !s.is_replayable() {
+                tracing::warn!(
+                    "source '{}' cannot be replayed: after a failure its records since the last \
+                     checkpoint are lost (at-most-once)",
+                    node.name
+                );
+            }
         }
     }
     let n = exec.subtasks.len();
@@ -231,6 +258,7 @@ pub fn start(
                             waker,
                             metrics: Arc::default(),
                             vertex: None,
+                            global: ch.producer,
                         });
                         s
                     }
@@ -260,6 +288,7 @@ pub fn start(
                     waker,
                     metrics: Arc::default(),
                     vertex: None,
+                    global: ch.consumer,
                 });
             }
             _ => {}
@@ -273,13 +302,16 @@ pub fn start(
         }
         let body = build_task(
             job,
-            st.vertex,
-            st.index,
-            global,
+            TaskPlace {
+                vertex: st.vertex,
+                index: st.index,
+                global,
+            },
             cfg,
             &cancel,
             &metrics[global],
             &progress,
+            checkpoints,
             &mut senders,
             &mut receivers,
         )?;
@@ -289,6 +321,7 @@ pub fn start(
             waker: wakers[global].clone(),
             metrics: metrics[global].clone(),
             vertex: Some(st.vertex),
+            global,
         });
     }
     tasks.extend(network_tasks);
@@ -298,6 +331,9 @@ pub fn start(
         cancel: cancel.clone(),
         wakers: tasks.iter().map(|t| t.waker.clone()).collect(),
     });
+    if let Some(c) = checkpoints {
+        c.hub.bind_wakers(failure.wakers.clone());
+    }
     let counters: Vec<(Arc<SubtaskMetrics>, Option<usize>)> = tasks
         .iter()
         .map(|t| (t.metrics.clone(), t.vertex))
@@ -309,6 +345,9 @@ pub fn start(
             cancel: cancel.clone(),
             buffer_timeout: cfg.buffer_timeout,
             metrics: task.metrics,
+            task: task.global,
+            max_parallelism: job.max_parallelism,
+            checkpoints: checkpoints.map(|c| c.hub.clone()),
         };
         let failure_t = failure.clone();
         let gate_t = gate.clone();
@@ -392,19 +431,34 @@ fn thread_name(subtask: &str) -> String {
     subtask.chars().take(60).collect()
 }
 
+/// Where a subtask sits in the execution graph.
+struct TaskPlace {
+    vertex: usize,
+    /// Index among the vertex's subtasks.
+    index: usize,
+    /// Index among all subtasks of the job.
+    global: usize,
+}
+
 #[allow(clippy::too_many_arguments)]
 fn build_task(
     job: &JobGraph,
-    vertex: usize,
-    index: usize,
-    global: usize,
+    place: TaskPlace,
     cfg: &RuntimeConfig,
     cancel: &CancelToken,
     metrics: &Arc<SubtaskMetrics>,
     progress: &Arc<JobProgress>,
+    checkpoints: Option<&CheckpointSetup>,
     senders: &mut HashMap<(usize, usize), Vec<ErasedSender>>,
     receivers: &mut HashMap<(usize, usize), Vec<ErasedReceiver>>,
 ) -> Result<Box<dyn TaskBody>> {
+    let TaskPlace {
+        vertex,
+        index,
+        global,
+    } = place;
+    let restored = checkpoints.and_then(|c| c.restored.as_deref());
+    let restored_of = |node: usize| restored.map_or(&[][..], |r| r.operator(node));
     let stream = &job.stream;
     let chain = &job.vertices[vertex].nodes;
     let writer_ctx = WriterContext {
@@ -424,6 +478,8 @@ fn build_task(
             max_parallelism: job.max_parallelism,
             mode: job.mode,
             batch_size: cfg.batch_size,
+            node: node_id,
+            checkpointing: checkpoints.is_some(),
         };
         let mut outs = Vec::new();
         for (edge_idx, e) in stream.outputs_of(node_id) {
@@ -448,10 +504,10 @@ fn build_task(
         let is_head = node_id == chain[0];
         match (&node.factory, is_head) {
             (NodeFactory::OneInput(f), false) => {
-                built.insert(node_id, f.create_link(&ctx, out)?);
+                built.insert(node_id, f.create_link(&ctx, out, restored_of(node_id))?);
             }
             (NodeFactory::OneInput(f), true) => {
-                let link = f.create_link(&ctx, out)?;
+                let link = f.create_link(&ctx, out, restored_of(node_id))?;
                 let (_, first_input) = stream
                     .inputs_of(node_id)
                     .next()
@@ -466,12 +522,12 @@ fn build_task(
                     parallelism: ctx.parallelism,
                     progress: progress.clone(),
                 };
-                return f.create_task(&ctx, &source_ctx, out);
+                return f.create_task(&ctx, &source_ctx, out, restored);
             }
             (NodeFactory::TwoInput(f), true) => {
                 let rx0 = receivers.remove(&(global, 0)).unwrap_or_default();
                 let rx1 = receivers.remove(&(global, 1)).unwrap_or_default();
-                return f.create_task(&ctx, out, rx0, rx1);
+                return f.create_task(&ctx, out, rx0, rx1, restored_of(node_id));
             }
             (_, false) => {
                 return Err(HummerError::Internal(format!(

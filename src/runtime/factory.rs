@@ -7,11 +7,13 @@
 use std::marker::PhantomData;
 use std::sync::Arc;
 
+use crate::checkpoint::task_state::RestoredState;
 use crate::connectors::{Source, SourceContext};
 use crate::error::Result;
 use crate::operators::{
     ChainLink, OneInputOperator, OperatorContext, TwoInputHead, TwoInputOperator,
 };
+use crate::runtime::source_splits::SourceSplits;
 use crate::runtime::task::{SourceTask, TaskBody, TwoInputTask};
 use crate::runtime::type_ops::{ErasedOutput, ErasedReceiver, input_gate};
 
@@ -20,17 +22,26 @@ pub(crate) trait SourceNodeFactory: Send + Sync {
     fn is_bounded(&self) -> bool;
     fn max_parallelism(&self) -> Option<usize>;
     fn validate(&self) -> Result<()>;
+    /// Whether the source's readers can rewind to a checkpointed position.
+    fn is_replayable(&self) -> bool;
     fn create_task(
         &self,
         ctx: &OperatorContext,
         source_ctx: &SourceContext,
         out: ErasedOutput,
+        restored: Option<&RestoredState>,
     ) -> Result<Box<dyn TaskBody>>;
 }
 
 /// Makes one fused link (a one-input operator with its downstream).
 pub(crate) trait OneInputNodeFactory: Send + Sync {
-    fn create_link(&self, ctx: &OperatorContext, out: ErasedOutput) -> Result<ErasedOutput>;
+    /// `restored`: the node's snapshots from every subtask of a restored run (empty if none).
+    fn create_link(
+        &self,
+        ctx: &OperatorContext,
+        out: ErasedOutput,
+        restored: &[Vec<u8>],
+    ) -> Result<ErasedOutput>;
 }
 
 /// Makes the task of a two-input chain head.
@@ -41,6 +52,7 @@ pub(crate) trait TwoInputNodeFactory: Send + Sync {
         out: ErasedOutput,
         input1: Vec<ErasedReceiver>,
         input2: Vec<ErasedReceiver>,
+        restored: &[Vec<u8>],
     ) -> Result<Box<dyn TaskBody>>;
 }
 
@@ -68,19 +80,22 @@ impl<T: Send + 'static> SourceNodeFactory for SourceFactory<T> {
         self.0.validate()
     }
 
+    fn is_replayable(&self) -> bool {
+        self.0.is_replayable()
+    }
+
     fn create_task(
         &self,
         ctx: &OperatorContext,
         source_ctx: &SourceContext,
         out: ErasedOutput,
+        restored: Option<&RestoredState>,
     ) -> Result<Box<dyn TaskBody>> {
-        let reader = self
-            .0
-            .create_reader(source_ctx)
+        let splits = SourceSplits::open(&*self.0, ctx.node, source_ctx, restored)
             .map_err(|e| e.attribute(&ctx.name, ctx.subtask))?;
         Ok(Box::new(SourceTask {
             ctx: ctx.clone(),
-            reader,
+            splits,
             head: out.downcast::<T>()?,
         }))
     }
@@ -112,9 +127,15 @@ where
     Op::Out: Send + 'static,
     F: Fn(&OperatorContext) -> Result<Op> + Send + Sync + 'static,
 {
-    fn create_link(&self, ctx: &OperatorContext, out: ErasedOutput) -> Result<ErasedOutput> {
+    fn create_link(
+        &self,
+        ctx: &OperatorContext,
+        out: ErasedOutput,
+        restored: &[Vec<u8>],
+    ) -> Result<ErasedOutput> {
         let op = (self.make)(ctx).map_err(|e| e.attribute(&ctx.name, ctx.subtask))?;
-        let link = ChainLink::new(op, ctx.clone(), out.downcast::<Op::Out>()?);
+        let mut link = ChainLink::new(op, ctx.clone(), out.downcast::<Op::Out>()?);
+        link.restore(restored)?;
         Ok(ErasedOutput::new::<Op::In>(Box::new(link)))
     }
 }
@@ -152,12 +173,15 @@ where
         out: ErasedOutput,
         input1: Vec<ErasedReceiver>,
         input2: Vec<ErasedReceiver>,
+        restored: &[Vec<u8>],
     ) -> Result<Box<dyn TaskBody>> {
         let op = (self.make)(ctx).map_err(|e| e.attribute(&ctx.name, ctx.subtask))?;
+        let mut head = TwoInputHead::new(op, ctx.clone(), out.downcast::<Op::Out>()?);
+        head.restore(restored)?;
         Ok(Box::new(TwoInputTask {
             input1: input_gate::<Op::In1>(input1)?,
             input2: input_gate::<Op::In2>(input2)?,
-            head: TwoInputHead::new(op, ctx.clone(), out.downcast::<Op::Out>()?),
+            head,
         }))
     }
 }

@@ -9,8 +9,10 @@
 pub mod channel;
 pub mod executor;
 pub(crate) mod factory;
+pub mod local_job;
 pub mod metrics;
 pub mod record_writer;
+pub(crate) mod source_splits;
 pub mod task;
 pub mod type_ops;
 

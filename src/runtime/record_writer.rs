@@ -7,6 +7,8 @@
 use std::any::Any;
 use std::sync::Arc;
 
+use crate::checkpoint::CheckpointId;
+use crate::checkpoint::task_state::TaskSnapshot;
 use crate::error::{HummerError, Result};
 use crate::network::RemoteSender;
 use crate::operators::Output;
@@ -240,6 +242,22 @@ impl<T: crate::data::Data> Output<T> for RecordWriter<T> {
         for channel in &mut self.channels {
             channel.send(StreamEvent::EndOfInput, &self.cancel, &self.metrics)?;
         }
+        Ok(())
+    }
+
+    fn barrier(&mut self, snapshot: &mut TaskSnapshot) -> Result<()> {
+        self.flush()?;
+        for channel in &mut self.channels {
+            channel.send(
+                StreamEvent::Barrier(snapshot.checkpoint),
+                &self.cancel,
+                &self.metrics,
+            )?;
+        }
+        Ok(())
+    }
+
+    fn checkpoint_complete(&mut self, _id: CheckpointId) -> Result<()> {
         Ok(())
     }
 }

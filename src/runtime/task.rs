@@ -5,22 +5,145 @@
 //! runs dry or the buffer timeout has passed, and parks (never spins) while there is nothing
 //! to do. End of input arrives per channel; when every channel has ended, the chain is
 //! finished, which emits batch-mode results and ends the downstream channels in turn.
+//!
+//! With checkpoints, a source task injects a barrier when the coordinator triggers one; a task
+//! with inputs hands every barrier to its [`BarrierAligner`], stops reading an input that has
+//! delivered the barrier until all have, then snapshots its chain (which forwards the barrier)
+//! and acknowledges. Completions reach the chain (and its sinks) on the next turn of the loop.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::connectors::{SourceReader, SourceStatus};
+use crate::checkpoint::CheckpointId;
+use crate::checkpoint::barrier_aligner::{BarrierAction, BarrierAligner};
+use crate::checkpoint::hub::{CheckpointHub, HubEvent};
+use crate::checkpoint::task_state::{TaskAck, TaskSnapshot};
+use crate::connectors::SourceStatus;
 use crate::error::{HummerError, Result};
 use crate::operators::{OperatorContext, Output, TwoInputHead, TwoInputOperator, guarded};
 use crate::runtime::CancelToken;
 use crate::runtime::channel::{ChannelReceiver, PARK_SAFETY_TIMEOUT, StreamEvent};
 use crate::runtime::metrics::SubtaskMetrics;
+use crate::runtime::source_splits::SourceSplits;
 
 /// What a task needs from its surroundings while it runs.
 pub(crate) struct TaskRuntime {
     pub(crate) cancel: CancelToken,
     pub(crate) buffer_timeout: Option<Duration>,
     pub(crate) metrics: Arc<SubtaskMetrics>,
+    /// Global index of the subtask (for acknowledgements).
+    pub(crate) task: usize,
+    /// Key groups of the job.
+    pub(crate) max_parallelism: usize,
+    /// The checkpoint coordinator's hub, when the job takes checkpoints.
+    pub(crate) checkpoints: Option<Arc<CheckpointHub>>,
+}
+
+/// A task's checkpoint bookkeeping: barrier alignment, acknowledgements, completions.
+struct Checkpointing<'a> {
+    rt: &'a TaskRuntime,
+    aligner: BarrierAligner,
+    /// Newest completion passed to the chain.
+    notified: CheckpointId,
+}
+
+impl<'a> Checkpointing<'a> {
+    fn new(rt: &'a TaskRuntime, inputs: usize) -> Self {
+        Checkpointing {
+            rt,
+            aligner: BarrierAligner::new(inputs),
+            notified: rt.checkpoints.as_ref().map_or(0, |h| h.restored()),
+        }
+    }
+
+    /// Takes the chain's snapshot (`barrier` forwards the barrier through it) and acknowledges.
+    fn snapshot(
+        &mut self,
+        id: CheckpointId,
+        alignment: Duration,
+        barrier: impl FnOnce(&mut TaskSnapshot) -> Result<()>,
+        sources: Option<(usize, &SourceSplits<impl Sized>)>,
+    ) -> Result<()> {
+        let started = Instant::now();
+        let mut snapshot = TaskSnapshot::new(id, self.rt.max_parallelism);
+        if let Some((node, splits)) = sources
+            && let Some(positions) = splits.snapshot()
+        {
+            snapshot.sources.push((node, positions));
+        }
+        barrier(&mut snapshot)?;
+        if let Some(hub) = &self.rt.checkpoints {
+            hub.report(HubEvent::Ack(TaskAck {
+                task: self.rt.task,
+                snapshot,
+                alignment,
+                sync: started.elapsed(),
+            }));
+        }
+        Ok(())
+    }
+
+    /// Carries out what the aligner decided.
+    fn perform(
+        &mut self,
+        action: BarrierAction,
+        barrier: impl FnOnce(&mut TaskSnapshot) -> Result<()>,
+    ) -> Result<()> {
+        match action {
+            BarrierAction::Snapshot { id, alignment } => {
+                self.snapshot(id, alignment, barrier, None::<(usize, &SourceSplits<()>)>)
+            }
+            BarrierAction::Abort { aborted, then } => {
+                if let Some(hub) = &self.rt.checkpoints {
+                    hub.report(HubEvent::Decline {
+                        task: self.rt.task,
+                        checkpoint: aborted,
+                    });
+                }
+                self.perform(*then, barrier)
+            }
+            BarrierAction::Wait | BarrierAction::Ignore => Ok(()),
+        }
+    }
+
+    /// Hands a barrier or an ended input (numbered across all inputs) to the aligner.
+    fn on_control(
+        &mut self,
+        control: Control,
+        barrier: impl FnOnce(&mut TaskSnapshot) -> Result<()>,
+    ) -> Result<()> {
+        let now = Instant::now();
+        let action = match control {
+            Control::Barrier { channel, id } => self.aligner.on_barrier(channel, id, now)?,
+            Control::Ended { channel } => self.aligner.on_end_of_input(channel, now)?,
+        };
+        self.perform(action, barrier)
+    }
+
+    /// Passes a newly completed checkpoint to the chain.
+    #[inline]
+    fn notify(&mut self, complete: impl FnOnce(CheckpointId) -> Result<()>) -> Result<()> {
+        if let Some(hub) = &self.rt.checkpoints {
+            let done = hub.completed();
+            if done > self.notified {
+                self.notified = done;
+                complete(done)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// After the end of input: waits for the final checkpoint and commits it.
+    fn finish(&mut self, complete: impl FnOnce(CheckpointId) -> Result<()>) -> Result<()> {
+        if let Some(hub) = &self.rt.checkpoints {
+            let last = hub.wait_for_final(&self.rt.cancel)?;
+            if last > self.notified {
+                self.notified = last;
+                complete(last)?;
+            }
+        }
+        Ok(())
+    }
 }
 
 /// A runnable subtask.
@@ -73,6 +196,17 @@ pub(crate) struct InputGate<T> {
 #[derive(Default)]
 struct GatePoll {
     progressed: bool,
+    /// A barrier or an end of input, which the task hands to its aligner before it polls
+    /// again.
+    control: Option<Control>,
+}
+
+/// An event on one channel that the barrier aligner must see. Channels are numbered across
+/// all inputs of the task.
+#[derive(Debug, Clone, Copy)]
+enum Control {
+    Barrier { channel: usize, id: CheckpointId },
+    Ended { channel: usize },
 }
 
 impl<T> InputGate<T> {
@@ -90,13 +224,23 @@ impl<T> InputGate<T> {
         self.open == 0
     }
 
-    /// Hands every available batch (a few per channel, round-robin) to `f`.
-    fn poll(&mut self, mut f: impl FnMut(Vec<T>) -> Result<()>) -> Result<GatePoll> {
+    /// Hands every available batch (a few per channel, round-robin) to `f`, skipping the
+    /// channels `aligner` blocks (numbered from `base`). Stops at the first barrier or end of
+    /// input, which it returns for the aligner.
+    fn poll(
+        &mut self,
+        aligner: &BarrierAligner,
+        base: usize,
+        mut f: impl FnMut(Vec<T>) -> Result<()>,
+    ) -> Result<GatePoll> {
         let mut result = GatePoll::default();
         let n = self.channels.len();
+        if n > 0 {
+            self.next = (self.next + 1) % n;
+        }
         for i in 0..n {
             let idx = (self.next + i) % n;
-            if !self.live[idx] {
+            if !self.live[idx] || aligner.is_blocked(base + idx) {
                 continue;
             }
             for _ in 0..EVENTS_PER_CHANNEL_VISIT {
@@ -105,18 +249,26 @@ impl<T> InputGate<T> {
                         result.progressed = true;
                         f(batch)?;
                     }
+                    Some(StreamEvent::Barrier(id)) => {
+                        result.progressed = true;
+                        result.control = Some(Control::Barrier {
+                            channel: base + idx,
+                            id,
+                        });
+                        return Ok(result);
+                    }
                     Some(StreamEvent::EndOfInput) => {
                         result.progressed = true;
                         self.live[idx] = false;
                         self.open -= 1;
-                        break;
+                        result.control = Some(Control::Ended {
+                            channel: base + idx,
+                        });
+                        return Ok(result);
                     }
                     None => break,
                 }
             }
-        }
-        if n > 0 {
-            self.next = (self.next + 1) % n;
         }
         Ok(result)
     }
@@ -167,7 +319,7 @@ fn after_poll(
 /// A chain headed by a source.
 pub(crate) struct SourceTask<T> {
     pub(crate) ctx: OperatorContext,
-    pub(crate) reader: Box<dyn SourceReader<T>>,
+    pub(crate) splits: SourceSplits<T>,
     pub(crate) head: Box<dyn Output<T>>,
 }
 
@@ -175,23 +327,54 @@ impl<T: Send + 'static> TaskBody for SourceTask<T> {
     fn run(self: Box<Self>, rt: &TaskRuntime) -> Result<()> {
         let SourceTask {
             ctx,
-            mut reader,
+            mut splits,
             mut head,
         } = *self;
         let mut timer = FlushTimer::new(rt.buffer_timeout);
         let mut buf: Vec<T> = Vec::with_capacity(ctx.batch_size);
+        let mut checkpoints = Checkpointing::new(rt, 1);
+        let mut injected = checkpoints.notified;
+        // With checkpoints, a source that has read everything waits for the final checkpoint.
+        let mut exhausted = false;
         loop {
             if rt.cancel.is_cancelled() {
                 return Err(HummerError::Cancelled);
             }
-            let status = guarded(&ctx, || reader.poll_next(&mut buf, ctx.batch_size))?;
+            if let Some(hub) = &rt.checkpoints {
+                if let Some(id) = hub.pending_trigger(injected) {
+                    injected = id;
+                    checkpoints.snapshot(
+                        id,
+                        Duration::ZERO,
+                        |s| head.barrier(s),
+                        Some((ctx.node, &splits)),
+                    )?;
+                    timer.flushed();
+                    if exhausted && hub.is_final(id) {
+                        head.finish()?;
+                        return checkpoints.finish(|c| head.checkpoint_complete(c));
+                    }
+                }
+                checkpoints.notify(|c| head.checkpoint_complete(c))?;
+                if exhausted {
+                    idle(&rt.cancel, || head.flush(), &mut timer, PARK_SAFETY_TIMEOUT)?;
+                    continue;
+                }
+            }
+            let status = guarded(&ctx, || splits.poll_next(&mut buf, ctx.batch_size))?;
             if !buf.is_empty() {
                 rt.metrics.add_in(buf.len());
                 head.push(&mut buf)?;
                 timer.pending = true;
             }
             match status {
-                SourceStatus::Finished => return head.finish(),
+                SourceStatus::Finished => match &rt.checkpoints {
+                    None => return head.finish(),
+                    Some(hub) => {
+                        exhausted = true;
+                        hub.report(HubEvent::SourceFinished { task: rt.task });
+                    }
+                },
                 SourceStatus::Idle(wait) => idle(&rt.cancel, || head.flush(), &mut timer, wait)?,
                 SourceStatus::MoreAvailable => {
                     if timer.due() {
@@ -217,16 +400,22 @@ impl<T: Send + 'static> TaskBody for OneInputTask<T> {
             mut head,
         } = *self;
         let mut timer = FlushTimer::new(rt.buffer_timeout);
+        let mut checkpoints = Checkpointing::new(rt, input.channels.len());
         loop {
             if rt.cancel.is_cancelled() {
                 return Err(HummerError::Cancelled);
             }
-            let poll = input.poll(|mut batch| {
+            let poll = input.poll(&checkpoints.aligner, 0, |mut batch| {
                 rt.metrics.add_in(batch.len());
                 head.push(&mut batch)
             })?;
+            if let Some(control) = poll.control {
+                checkpoints.on_control(control, |s| head.barrier(s))?;
+            }
+            checkpoints.notify(|c| head.checkpoint_complete(c))?;
             if input.finished() {
-                return head.finish();
+                head.finish()?;
+                return checkpoints.finish(|c| head.checkpoint_complete(c));
             }
             after_poll(poll.progressed, rt, &mut timer, || head.flush())?;
         }
@@ -254,20 +443,30 @@ where
             mut head,
         } = *self;
         let mut timer = FlushTimer::new(rt.buffer_timeout);
+        let first = input1.channels.len();
+        let mut checkpoints = Checkpointing::new(rt, first + input2.channels.len());
         loop {
             if rt.cancel.is_cancelled() {
                 return Err(HummerError::Cancelled);
             }
-            let p1 = input1.poll(|mut batch| {
+            let p1 = input1.poll(&checkpoints.aligner, 0, |mut batch| {
                 rt.metrics.add_in(batch.len());
                 head.push1(&mut batch)
             })?;
-            let p2 = input2.poll(|mut batch| {
+            if let Some(control) = p1.control {
+                checkpoints.on_control(control, |s| head.barrier(s))?;
+            }
+            let p2 = input2.poll(&checkpoints.aligner, first, |mut batch| {
                 rt.metrics.add_in(batch.len());
                 head.push2(&mut batch)
             })?;
+            if let Some(control) = p2.control {
+                checkpoints.on_control(control, |s| head.barrier(s))?;
+            }
+            checkpoints.notify(|c| head.checkpoint_complete(c))?;
             if input1.finished() && input2.finished() {
-                return head.finish();
+                head.finish()?;
+                return checkpoints.finish(|c| head.checkpoint_complete(c));
             }
             after_poll(p1.progressed || p2.progressed, rt, &mut timer, || {
                 head.flush()

@@ -159,6 +159,15 @@ impl<T: Send> Output<T> for Discard<T> {
     fn finish(&mut self) -> Result<()> {
         Ok(())
     }
+    fn barrier(
+        &mut self,
+        _snapshot: &mut crate::checkpoint::task_state::TaskSnapshot,
+    ) -> Result<()> {
+        Ok(())
+    }
+    fn checkpoint_complete(&mut self, _id: crate::checkpoint::CheckpointId) -> Result<()> {
+        Ok(())
+    }
 }
 
 impl<T: Data> TypeOps for TypeOpsImpl<T> {

@@ -1,0 +1,437 @@
+//! The checkpoint coordinator: when to trigger a checkpoint, when one is complete, and what
+//! happened to each (its history).
+//!
+//! It is a state machine without threads or sockets of its own, so that the local runtime and
+//! the JobManager drive the same logic: the owner calls [`CheckpointCoordinator::tick`]
+//! periodically and carries out the [`Trigger`] it returns (sets the hub of a local job, sends
+//! a message to every worker of a cluster job), and hands it every [`HubEvent`] from the tasks.
+//! Rules, as in Flink:
+//! - one checkpoint at a time; the next is triggered `interval` after the previous trigger,
+//!   and never sooner than `min_pause` after the previous one ended;
+//! - a checkpoint not acknowledged by every task within `timeout` is given up (expired), as
+//!   is one a task declines;
+//! - a checkpoint is complete when every task acknowledged it; its snapshots are then written
+//!   to the [`CheckpointStore`] (this is the "upload": the tasks are not waiting for it) and
+//!   the store completes it atomically and keeps the last N;
+//! - when every source subtask has read all its input, the final checkpoint is triggered at
+//!   once; it never expires (the sources have ended, so it cannot be retried).
+
+use std::collections::{BTreeMap, HashSet};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::checkpoint::CheckpointId;
+use crate::checkpoint::hub::HubEvent;
+use crate::checkpoint::store::{CheckpointStore, CompletedCheckpoint};
+use crate::checkpoint::task_state::{RestoredState, TaskAck, TaskSnapshot};
+use crate::error::{HummerError, Result};
+
+/// Checkpoint settings of a job (Flink's `CheckpointConfig`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CheckpointConfig {
+    /// Time between two triggers.
+    pub interval: Duration,
+    /// A checkpoint not complete after this long is given up.
+    pub timeout: Duration,
+    /// Least time between the end of one checkpoint and the trigger of the next.
+    pub min_pause: Duration,
+    /// Completed checkpoints kept.
+    pub retain: usize,
+    /// Where checkpoints are written (a directory; one subdirectory per checkpoint).
+    pub dir: std::path::PathBuf,
+}
+
+impl CheckpointConfig {
+    /// Checkpoints every `interval` into `dir`; timeout 10 minutes, no minimum pause, the last
+    /// 3 kept.
+    pub fn new(interval: Duration, dir: impl Into<std::path::PathBuf>) -> Self {
+        CheckpointConfig {
+            interval,
+            timeout: Duration::from_secs(600),
+            min_pause: Duration::ZERO,
+            retain: 3,
+            dir: dir.into(),
+        }
+    }
+
+    /// Checks the settings; names the first bad one.
+    pub fn validate(&self) -> Result<()> {
+        if self.interval < Duration::from_millis(10) {
+            return Err(HummerError::Config(format!(
+                "checkpoint interval must be at least 10 ms, got {:?}",
+                self.interval
+            )));
+        }
+        if self.timeout.is_zero() {
+            return Err(HummerError::Config(
+                "checkpoint timeout must be positive".into(),
+            ));
+        }
+        if self.retain == 0 {
+            return Err(HummerError::Config(
+                "at least one checkpoint must be retained".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// One operator of the checkpointed graph, recorded so that a restore can check that it loads
+/// state into the same operator.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OperatorInfo {
+    /// Stream node id.
+    pub node: usize,
+    /// Operator name.
+    pub name: String,
+    /// Parallelism when checkpointed.
+    pub parallelism: usize,
+}
+
+/// The shape of the job a checkpoint belongs to (`graph.json` in every checkpoint).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GraphInfo {
+    /// Key groups.
+    pub max_parallelism: usize,
+    /// Every operator.
+    pub operators: Vec<OperatorInfo>,
+}
+
+impl GraphInfo {
+    /// Checks that state checkpointed for `self` can be loaded into `current`: the same key
+    /// groups, and every operator that has state in `restored` still exists with the same
+    /// name. The error lists every operator that does not match.
+    pub fn check_compatible(&self, current: &GraphInfo, restored: &RestoredState) -> Result<()> {
+        if self.max_parallelism != current.max_parallelism {
+            return Err(HummerError::Config(format!(
+                "the checkpoint has {} key groups (max parallelism), this job {}; state cannot be \
+                 redistributed between them",
+                self.max_parallelism, current.max_parallelism
+            )));
+        }
+        let stateful: std::collections::BTreeSet<usize> = restored
+            .operators
+            .keys()
+            .chain(restored.sources.keys())
+            .copied()
+            .collect();
+        let mut mismatched = Vec::new();
+        for node in stateful {
+            let old = self.operators.iter().find(|o| o.node == node);
+            let new = current.operators.iter().find(|o| o.node == node);
+            match (old, new) {
+                (Some(o), Some(n)) if o.name == n.name => {}
+                (Some(o), Some(n)) => mismatched.push(format!(
+                    "operator {node} was '{}' and is now '{}'",
+                    o.name, n.name
+                )),
+                (Some(o), None) => mismatched.push(format!(
+                    "operator {node} '{}' has state but is not in this job",
+                    o.name
+                )),
+                (None, _) => mismatched.push(format!(
+                    "operator {node} has state but the checkpoint does not describe it"
+                )),
+            }
+        }
+        if mismatched.is_empty() {
+            Ok(())
+        } else {
+            Err(HummerError::Config(format!(
+                "the checkpoint or savepoint does not match this job: {}",
+                mismatched.join("; ")
+            )))
+        }
+    }
+}
+
+/// File of a checkpoint that describes the job's graph.
+pub const GRAPH_FILE: &str = "graph.json";
+
+/// What happened to one checkpoint.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CheckpointStatus {
+    /// Triggered, not every task has acknowledged.
+    InProgress,
+    /// Complete and stored.
+    Completed,
+    /// Given up; the reason.
+    Failed(String),
+}
+
+/// One row of a job's checkpoint history.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckpointStats {
+    /// Checkpoint id.
+    pub id: CheckpointId,
+    /// Milliseconds since the Unix epoch when it was triggered.
+    pub triggered_at_ms: u64,
+    /// Trigger to completion (or to failure), milliseconds.
+    pub duration_ms: u64,
+    /// Bytes of state stored.
+    pub size_bytes: u64,
+    /// Longest barrier alignment of any task, milliseconds.
+    pub alignment_ms: u64,
+    /// Whether it is the job's final checkpoint.
+    pub is_final: bool,
+    /// Its status.
+    pub status: CheckpointStatus,
+}
+
+/// A checkpoint the owner must start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Trigger {
+    /// Its id.
+    pub id: CheckpointId,
+    /// The final checkpoint: sources end after injecting it.
+    pub last: bool,
+}
+
+struct Pending {
+    id: CheckpointId,
+    last: bool,
+    started: Instant,
+    triggered_at_ms: u64,
+    acks: BTreeMap<usize, TaskAck>,
+}
+
+/// Most history rows kept per job.
+const HISTORY: usize = 100;
+
+/// Coordinates the checkpoints of one job attempt.
+pub struct CheckpointCoordinator {
+    config: CheckpointConfig,
+    store: CheckpointStore,
+    graph: GraphInfo,
+    /// Acknowledgements a checkpoint needs (the job's tasks).
+    tasks: usize,
+    /// Source subtasks, which must all finish before the final checkpoint.
+    sources: usize,
+    sources_finished: HashSet<usize>,
+    next_id: CheckpointId,
+    pending: Option<Pending>,
+    final_done: bool,
+    last_trigger: Instant,
+    last_end: Option<Instant>,
+    history: Vec<CheckpointStats>,
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+impl CheckpointCoordinator {
+    /// A coordinator for a job of `tasks` tasks, `sources` of them sources, whose attempt
+    /// restarted from checkpoint `restored` (0: none); ids continue above it.
+    pub fn new(
+        config: CheckpointConfig,
+        graph: GraphInfo,
+        tasks: usize,
+        sources: usize,
+        restored: CheckpointId,
+        now: Instant,
+    ) -> Result<Self> {
+        config.validate()?;
+        let store = CheckpointStore::open(&config.dir, config.retain)?;
+        Ok(CheckpointCoordinator {
+            config,
+            store,
+            graph,
+            tasks,
+            sources,
+            sources_finished: HashSet::new(),
+            next_id: restored + 1,
+            pending: None,
+            final_done: false,
+            last_trigger: now,
+            last_end: None,
+            history: Vec::new(),
+        })
+    }
+
+    /// The checkpoints triggered so far, oldest first (at most the last 100).
+    pub fn history(&self) -> &[CheckpointStats] {
+        &self.history
+    }
+
+    /// The checkpoint being taken, if any.
+    pub fn pending(&self) -> Option<CheckpointId> {
+        self.pending.as_ref().map(|p| p.id)
+    }
+
+    /// Whether the final checkpoint has completed (the job's output is committed).
+    pub fn final_completed(&self) -> bool {
+        self.final_done
+    }
+
+    /// Expires an overdue checkpoint and returns the checkpoint to trigger now, if any.
+    pub fn tick(&mut self, now: Instant) -> Option<Trigger> {
+        if let Some(p) = &self.pending
+            && !p.last
+            && now.duration_since(p.started) > self.config.timeout
+        {
+            let id = p.id;
+            self.fail(id, format!("expired after {:?}", self.config.timeout), now);
+        }
+        if self.pending.is_some() || self.final_done {
+            return None;
+        }
+        let all_sources_done = self.sources_finished.len() >= self.sources;
+        let due = now.duration_since(self.last_trigger) >= self.config.interval
+            && self
+                .last_end
+                .is_none_or(|end| now.duration_since(end) >= self.config.min_pause);
+        if !(all_sources_done || due) {
+            return None;
+        }
+        let id = self.next_id;
+        self.next_id += 1;
+        self.last_trigger = now;
+        let triggered_at_ms = now_ms();
+        self.pending = Some(Pending {
+            id,
+            last: all_sources_done,
+            started: now,
+            triggered_at_ms,
+            acks: BTreeMap::new(),
+        });
+        self.push_history(CheckpointStats {
+            id,
+            triggered_at_ms,
+            duration_ms: 0,
+            size_bytes: 0,
+            alignment_ms: 0,
+            is_final: all_sources_done,
+            status: CheckpointStatus::InProgress,
+        });
+        Some(Trigger {
+            id,
+            last: all_sources_done,
+        })
+    }
+
+    /// Takes a report from a task; returns the id of a checkpoint it completed.
+    pub fn on_event(&mut self, event: HubEvent, now: Instant) -> Result<Option<CheckpointId>> {
+        match event {
+            HubEvent::SourceFinished { task } => {
+                self.sources_finished.insert(task);
+                Ok(None)
+            }
+            HubEvent::Decline { task, checkpoint } => {
+                if self.pending() == Some(checkpoint) {
+                    self.fail(checkpoint, format!("declined by task {task}"), now);
+                }
+                Ok(None)
+            }
+            HubEvent::Ack(ack) => {
+                let Some(pending) = self.pending.as_mut() else {
+                    return Ok(None);
+                };
+                if pending.id != ack.snapshot.checkpoint {
+                    return Ok(None);
+                }
+                pending.acks.insert(ack.task, ack);
+                if pending.acks.len() < self.tasks {
+                    return Ok(None);
+                }
+                let Some(pending) = self.pending.take() else {
+                    return Ok(None);
+                };
+                self.store_checkpoint(pending, now).map(Some)
+            }
+        }
+    }
+
+    fn store_checkpoint(&mut self, pending: Pending, now: Instant) -> Result<CheckpointId> {
+        let id = pending.id;
+        let mut size = 0u64;
+        let mut alignment = Duration::ZERO;
+        let written = (|| {
+            let mut files = self.store.begin(id)?;
+            let graph = serde_json::to_vec_pretty(&self.graph)
+                .map_err(|e| HummerError::Internal(format!("checkpoint graph: {e}")))?;
+            files.write(GRAPH_FILE, &graph)?;
+            for (task, ack) in &pending.acks {
+                let bytes = postcard::to_stdvec(&ack.snapshot)
+                    .map_err(|e| HummerError::Internal(format!("task snapshot: {e}")))?;
+                size += bytes.len() as u64;
+                alignment = alignment.max(ack.alignment);
+                files.write(&format!("task-{task}"), &bytes)?;
+            }
+            self.store.complete(files)
+        })();
+        self.last_end = Some(now);
+        let stats = self.history.iter_mut().rev().find(|h| h.id == id);
+        match written {
+            Ok(_) => {
+                if let Some(h) = stats {
+                    h.duration_ms = now.duration_since(pending.started).as_millis() as u64;
+                    h.size_bytes = size;
+                    h.alignment_ms = alignment.as_millis() as u64;
+                    h.status = CheckpointStatus::Completed;
+                }
+                if pending.last {
+                    self.final_done = true;
+                }
+                tracing::debug!(checkpoint = id, bytes = size, "checkpoint completed");
+                Ok(id)
+            }
+            Err(e) => {
+                if let Some(h) = stats {
+                    h.status = CheckpointStatus::Failed(e.to_string());
+                }
+                Err(e)
+            }
+        }
+    }
+
+    fn fail(&mut self, id: CheckpointId, reason: String, now: Instant) {
+        let Some(p) = self.pending.take() else {
+            return;
+        };
+        tracing::warn!("checkpoint {id} failed: {reason}");
+        self.last_end = Some(now);
+        if let Some(h) = self.history.iter_mut().rev().find(|h| h.id == id) {
+            h.duration_ms = now.duration_since(p.started).as_millis() as u64;
+            h.status = CheckpointStatus::Failed(reason);
+        }
+        let _ = p.triggered_at_ms;
+    }
+
+    fn push_history(&mut self, stats: CheckpointStats) {
+        if self.history.len() >= HISTORY {
+            self.history.remove(0);
+        }
+        self.history.push(stats);
+    }
+}
+
+/// Loads the state of a completed checkpoint and the graph it was taken of.
+pub fn load(checkpoint: &CompletedCheckpoint) -> Result<(GraphInfo, RestoredState)> {
+    let graph_bytes = checkpoint.read(GRAPH_FILE)?;
+    let graph: GraphInfo =
+        serde_json::from_slice(&graph_bytes).map_err(|e| HummerError::BadInput {
+            input: checkpoint.dir.join(GRAPH_FILE).display().to_string(),
+            reason: format!("unreadable checkpoint graph: {e}"),
+        })?;
+    let mut restored = RestoredState {
+        checkpoint: checkpoint.metadata.id,
+        ..RestoredState::default()
+    };
+    for name in checkpoint.metadata.files.keys() {
+        if !name.starts_with("task-") {
+            continue;
+        }
+        let bytes = checkpoint.read(name)?;
+        let snapshot: TaskSnapshot =
+            postcard::from_bytes(&bytes).map_err(|e| HummerError::BadInput {
+                input: checkpoint.dir.join(name).display().to_string(),
+                reason: format!("undecodable task snapshot: {e}"),
+            })?;
+        restored.add(snapshot);
+    }
+    Ok((graph, restored))
+}

@@ -1,0 +1,185 @@
+//! The tasks' side of checkpointing in one process: where sources learn that a checkpoint was
+//! triggered, where tasks leave their acknowledgements, and where they learn that a checkpoint
+//! completed.
+//!
+//! The coordinator (in this process for a local job, in the JobManager for a cluster job, via
+//! the worker) calls [`CheckpointHub::trigger`] and [`CheckpointHub::complete`]; the tasks read
+//! three atomics on every turn of their loops, which costs nothing measurable, and are woken
+//! when one changes so that idle tasks react at once. Acknowledgements and other reports go
+//! to the coordinator through a channel ([`HubEvent`]).
+//!
+//! The *final* checkpoint: with checkpoints on, a bounded source that has read everything does
+//! not end at once. It keeps taking part in checkpoints until every source has finished; the
+//! coordinator then triggers one last checkpoint, which each source injects just before its end
+//! of input. Every task waits after its end of input until that checkpoint has completed and
+//! then commits, so the output of a bounded job becomes visible exactly once, and a failure at
+//! any moment before that replays from a checkpoint whose effects are not yet visible.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::Sender;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use crate::checkpoint::CheckpointId;
+use crate::checkpoint::task_state::TaskAck;
+use crate::error::{HummerError, Result};
+use crate::runtime::CancelToken;
+use crate::runtime::channel::{PARK_SAFETY_TIMEOUT, TaskWaker};
+
+/// What tasks report to the coordinator.
+#[derive(Debug, Clone, PartialEq)]
+pub enum HubEvent {
+    /// A task took its snapshot of a checkpoint.
+    Ack(TaskAck),
+    /// A task gave a checkpoint up (a newer barrier overtook it during alignment).
+    Decline {
+        /// Global subtask index.
+        task: usize,
+        /// The checkpoint given up.
+        checkpoint: CheckpointId,
+    },
+    /// A source subtask has read all its input and waits for the final checkpoint.
+    SourceFinished {
+        /// Global subtask index.
+        task: usize,
+    },
+}
+
+/// Shared by every task of one job attempt in one process.
+pub struct CheckpointHub {
+    /// Newest checkpoint the sources must inject.
+    trigger: AtomicU64,
+    /// The final checkpoint (0: not triggered yet).
+    final_id: AtomicU64,
+    /// Newest completed checkpoint.
+    completed: AtomicU64,
+    /// Checkpoints restored from start above this id.
+    restored: CheckpointId,
+    events: Mutex<Sender<HubEvent>>,
+    wakers: OnceLock<Vec<Arc<TaskWaker>>>,
+}
+
+impl CheckpointHub {
+    /// A hub whose reports go to `events`; `restored` is the checkpoint the attempt restarted
+    /// from (0 if none).
+    pub fn new(events: Sender<HubEvent>, restored: CheckpointId) -> Arc<Self> {
+        Arc::new(CheckpointHub {
+            trigger: AtomicU64::new(restored),
+            final_id: AtomicU64::new(0),
+            completed: AtomicU64::new(restored),
+            restored,
+            events: Mutex::new(events),
+            wakers: OnceLock::new(),
+        })
+    }
+
+    /// Binds the wakers of every task in this process (once, before they run).
+    pub(crate) fn bind_wakers(&self, wakers: Vec<Arc<TaskWaker>>) {
+        let _ = self.wakers.set(wakers);
+    }
+
+    fn wake_all(&self) {
+        for w in self.wakers.get().into_iter().flatten() {
+            w.wake();
+        }
+    }
+
+    /// The checkpoint this attempt restored (0 if none).
+    pub fn restored(&self) -> CheckpointId {
+        self.restored
+    }
+
+    /// Asks the sources to inject barrier `id`; `last` marks the final checkpoint, after which
+    /// sources that have read everything end.
+    pub fn trigger(&self, id: CheckpointId, last: bool) {
+        if last {
+            self.final_id.store(id, Ordering::SeqCst);
+        }
+        self.trigger.fetch_max(id, Ordering::SeqCst);
+        self.wake_all();
+    }
+
+    /// Checkpoint `id` completed: tasks pass the news to their sinks.
+    pub fn complete(&self, id: CheckpointId) {
+        self.completed.fetch_max(id, Ordering::SeqCst);
+        self.wake_all();
+    }
+
+    /// The checkpoint to inject, if one newer than `injected` was triggered.
+    #[inline]
+    pub(crate) fn pending_trigger(&self, injected: CheckpointId) -> Option<CheckpointId> {
+        let t = self.trigger.load(Ordering::Acquire);
+        (t > injected).then_some(t)
+    }
+
+    /// Whether `id` is the final checkpoint.
+    pub(crate) fn is_final(&self, id: CheckpointId) -> bool {
+        id != 0 && self.final_id.load(Ordering::Acquire) == id
+    }
+
+    /// The newest completed checkpoint.
+    #[inline]
+    pub(crate) fn completed(&self) -> CheckpointId {
+        self.completed.load(Ordering::Acquire)
+    }
+
+    /// Reports to the coordinator. A coordinator that is gone (the job is ending) is ignored.
+    pub(crate) fn report(&self, event: HubEvent) {
+        if let Ok(tx) = self.events.lock() {
+            let _ = tx.send(event);
+        }
+    }
+
+    /// After its end of input, a task waits here until the final checkpoint has completed
+    /// (and returns its id), or the job is cancelled.
+    pub(crate) fn wait_for_final(&self, cancel: &CancelToken) -> Result<CheckpointId> {
+        loop {
+            let last = self.final_id.load(Ordering::Acquire);
+            if last != 0 && self.completed() >= last {
+                return Ok(last);
+            }
+            if cancel.is_cancelled() {
+                return Err(HummerError::Cancelled);
+            }
+            std::thread::park_timeout(PARK_SAFETY_TIMEOUT);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn triggers_and_completions_only_move_forward() {
+        let (tx, _rx) = std::sync::mpsc::channel();
+        let hub = CheckpointHub::new(tx, 4);
+        assert_eq!(hub.pending_trigger(4), None);
+        hub.trigger(6, false);
+        hub.trigger(5, false);
+        assert_eq!(hub.pending_trigger(4), Some(6));
+        assert_eq!(hub.pending_trigger(6), None);
+        assert!(!hub.is_final(6));
+        hub.complete(6);
+        hub.complete(5);
+        assert_eq!(hub.completed(), 6);
+    }
+
+    #[test]
+    fn waiting_for_the_final_checkpoint_ends_on_completion_or_cancel() {
+        let (tx, _rx) = std::sync::mpsc::channel();
+        let hub = CheckpointHub::new(tx, 0);
+        let cancel = CancelToken::default();
+        hub.trigger(3, true);
+        assert!(hub.is_final(3));
+        hub.complete(3);
+        assert_eq!(hub.wait_for_final(&cancel).unwrap(), 3);
+
+        let (tx, _rx) = std::sync::mpsc::channel();
+        let hub = CheckpointHub::new(tx, 0);
+        cancel.cancel();
+        assert!(matches!(
+            hub.wait_for_final(&cancel),
+            Err(HummerError::Cancelled)
+        ));
+    }
+}

@@ -1,0 +1,144 @@
+//! What one task hands the checkpoint coordinator when a barrier passes it, and what it gets
+//! back when the job restarts from a checkpoint.
+//!
+//! A task's chain fills a [`TaskSnapshot`] as the barrier travels through it: every stateful
+//! operator adds its state, keyed by its stream node id (the operator's identity across
+//! restarts and savepoints). A source task adds the positions of its [`SourceSplit`]s. The
+//! snapshot is a *copy*: once it is taken the task goes on processing, and the coordinator
+//! writes the bytes to the checkpoint store on its own thread.
+//!
+//! On a restart, [`RestoredState`] holds, per node, the snapshots of every subtask of the
+//! checkpointed run. Keyed operators load all of them and keep the key groups they own now,
+//! so the job may restart at another parallelism; source splits are dealt out round-robin
+//! over the new source subtasks.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::checkpoint::CheckpointId;
+
+/// The state one task adds to a checkpoint.
+#[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskSnapshot {
+    /// The checkpoint.
+    pub checkpoint: CheckpointId,
+    /// Key groups of the job (keyed state is grouped by them).
+    pub max_parallelism: usize,
+    /// State of each stateful operator of the chain: `(stream node id, bytes)`.
+    pub operators: Vec<(usize, Vec<u8>)>,
+    /// Positions of the source splits this task reads: `(stream node id, splits)`.
+    pub sources: Vec<(usize, Vec<SourceSplit>)>,
+}
+
+impl TaskSnapshot {
+    /// An empty snapshot of `checkpoint`.
+    pub fn new(checkpoint: CheckpointId, max_parallelism: usize) -> Self {
+        TaskSnapshot {
+            checkpoint,
+            max_parallelism,
+            ..TaskSnapshot::default()
+        }
+    }
+}
+
+/// One unit of source input and how far it has been read.
+///
+/// A split is what one reader of the first run read: `subtask` of `parallelism`. A restarted
+/// source subtask may read several splits (fewer subtasks) or none (more subtasks).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SourceSplit {
+    /// The reader index the split was created for.
+    pub subtask: usize,
+    /// The source parallelism the split was created for.
+    pub parallelism: usize,
+    /// The reader's position (see `SourceReader::snapshot_position`).
+    pub position: Vec<u8>,
+}
+
+/// A task's acknowledgement of a checkpoint.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskAck {
+    /// Global index of the subtask (chain) in the execution graph.
+    pub task: usize,
+    /// Its state.
+    pub snapshot: TaskSnapshot,
+    /// Time from the first barrier to the last on a task with several inputs.
+    pub alignment: Duration,
+    /// Time the synchronous copy of the state took.
+    pub sync: Duration,
+}
+
+/// The state a restarted job loads: per stream node, the snapshots of every old subtask.
+#[derive(Debug, Default, Clone)]
+pub struct RestoredState {
+    /// The checkpoint restored.
+    pub checkpoint: CheckpointId,
+    /// Operator state per node, one entry per old subtask that had state.
+    pub operators: BTreeMap<usize, Vec<Vec<u8>>>,
+    /// Source splits per node, in old subtask order.
+    pub sources: BTreeMap<usize, Vec<SourceSplit>>,
+}
+
+impl RestoredState {
+    /// The snapshots of `node` (empty when it had no state).
+    pub fn operator(&self, node: usize) -> &[Vec<u8>] {
+        self.operators.get(&node).map_or(&[], Vec::as_slice)
+    }
+
+    /// The splits source subtask `subtask` of `parallelism` reads now: every
+    /// `parallelism`-th split, starting at `subtask`. `None` if the checkpoint has no splits
+    /// for `node` (a non-replayable source, or a node that was not a source).
+    pub fn splits(
+        &self,
+        node: usize,
+        subtask: usize,
+        parallelism: usize,
+    ) -> Option<Vec<SourceSplit>> {
+        let all = self.sources.get(&node)?;
+        Some(
+            all.iter()
+                .enumerate()
+                .filter(|(i, _)| i % parallelism.max(1) == subtask)
+                .map(|(_, s)| s.clone())
+                .collect(),
+        )
+    }
+
+    /// Adds one acknowledged task snapshot.
+    pub fn add(&mut self, snapshot: TaskSnapshot) {
+        for (node, bytes) in snapshot.operators {
+            self.operators.entry(node).or_default().push(bytes);
+        }
+        for (node, splits) in snapshot.sources {
+            self.sources.entry(node).or_default().extend(splits);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Dealt out over any number of new subtasks, every old split is read by exactly one.
+        #[test]
+        fn splits_are_dealt_to_exactly_one_new_subtask(old in 1usize..12, new in 1usize..12) {
+            let mut restored = RestoredState::default();
+            for s in 0..old {
+                let mut snap = TaskSnapshot::new(1, 128);
+                snap.sources.push((7, vec![SourceSplit { subtask: s, parallelism: old, position: vec![s as u8] }]));
+                restored.add(snap);
+            }
+            let mut seen = Vec::new();
+            for n in 0..new {
+                seen.extend(restored.splits(7, n, new).unwrap().into_iter().map(|s| s.subtask));
+            }
+            seen.sort_unstable();
+            prop_assert_eq!(seen, (0..old).collect::<Vec<_>>());
+            prop_assert!(restored.splits(8, 0, new).is_none());
+        }
+    }
+}

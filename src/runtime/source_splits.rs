@@ -1,0 +1,123 @@
+//! The readers of one source subtask: one per split it reads.
+//!
+//! A fresh job gives each source subtask one split (its own share of the input). A job
+//! restarted from a checkpoint at another parallelism deals the checkpointed splits out over
+//! the new subtasks (see [`RestoredState::splits`]), so a subtask may read several, one after
+//! another, each resumed at its checkpointed position; its snapshots then list them all.
+
+use crate::checkpoint::task_state::{RestoredState, SourceSplit};
+use crate::connectors::{Source, SourceContext, SourceReader, SourceStatus};
+use crate::error::Result;
+
+struct Split<T> {
+    subtask: usize,
+    parallelism: usize,
+    reader: Box<dyn SourceReader<T>>,
+    finished: bool,
+}
+
+/// Every split one source subtask reads.
+pub(crate) struct SourceSplits<T> {
+    splits: Vec<Split<T>>,
+    current: usize,
+}
+
+impl<T: 'static> SourceSplits<T> {
+    /// The readers of subtask `ctx.subtask`: its own split, or those `restored` deals it.
+    pub(crate) fn open(
+        source: &dyn Source<T>,
+        node: usize,
+        ctx: &SourceContext,
+        restored: Option<&RestoredState>,
+    ) -> Result<Self> {
+        let assigned = restored.and_then(|r| r.splits(node, ctx.subtask, ctx.parallelism));
+        let mut splits = Vec::new();
+        match assigned {
+            None => splits.push(Split {
+                subtask: ctx.subtask,
+                parallelism: ctx.parallelism,
+                reader: source.create_reader(ctx)?,
+                finished: false,
+            }),
+            Some(assigned) => {
+                for SourceSplit {
+                    subtask,
+                    parallelism,
+                    position,
+                } in assigned
+                {
+                    let split_ctx = SourceContext {
+                        subtask,
+                        parallelism,
+                        progress: ctx.progress.clone(),
+                    };
+                    let mut reader = source.create_reader(&split_ctx)?;
+                    reader.restore_position(&position)?;
+                    splits.push(Split {
+                        subtask,
+                        parallelism,
+                        reader,
+                        finished: false,
+                    });
+                }
+            }
+        }
+        Ok(SourceSplits { splits, current: 0 })
+    }
+}
+
+impl<T> SourceSplits<T> {
+    /// Appends at most `max` records from the current split; moves to the next split when
+    /// one ends or has nothing now.
+    pub(crate) fn poll_next(&mut self, out: &mut Vec<T>, max: usize) -> Result<SourceStatus> {
+        if let [only] = self.splits.as_mut_slice() {
+            if only.finished {
+                return Ok(SourceStatus::Finished);
+            }
+            let status = only.reader.poll_next(out, max)?;
+            only.finished = status == SourceStatus::Finished;
+            return Ok(status);
+        }
+        let n = self.splits.len();
+        let mut idle: Option<std::time::Duration> = None;
+        for step in 0..n {
+            let i = (self.current + step) % n;
+            let split = &mut self.splits[i];
+            if split.finished {
+                continue;
+            }
+            match split.reader.poll_next(out, max)? {
+                SourceStatus::MoreAvailable => {
+                    self.current = i;
+                    return Ok(SourceStatus::MoreAvailable);
+                }
+                SourceStatus::Finished => split.finished = true,
+                SourceStatus::Idle(wait) => {
+                    idle = Some(idle.map_or(wait, |w| w.min(wait)));
+                }
+            }
+            if !out.is_empty() {
+                self.current = (i + 1) % n;
+                return Ok(SourceStatus::MoreAvailable);
+            }
+        }
+        Ok(match idle {
+            Some(wait) => SourceStatus::Idle(wait),
+            None => SourceStatus::Finished,
+        })
+    }
+
+    /// The positions of every split, or `None` if one of them cannot be replayed.
+    pub(crate) fn snapshot(&self) -> Option<Vec<SourceSplit>> {
+        self.splits
+            .iter()
+            .map(|s| {
+                Some(SourceSplit {
+                    subtask: s.subtask,
+                    parallelism: s.parallelism,
+                    position: s.reader.snapshot_position()?,
+                })
+            })
+            .collect()
+    }
+}
