@@ -465,7 +465,8 @@ fn bad_requests_get_clear_errors_and_the_jobmanager_keeps_serving() {
     .unwrap();
     match protocol::sync_io::read(&mut s).unwrap() {
         Message::Error(e) => assert!(
-            e.contains("protocol version 99") && e.contains("speaks version 1"),
+            e.contains("protocol version 99")
+                && e.contains(&format!("speaks version {}", protocol::PROTOCOL_VERSION)),
             "{e}"
         ),
         other => panic!("{other:?}"),
@@ -506,6 +507,7 @@ fn bad_requests_get_clear_errors_and_the_jobmanager_keeps_serving() {
             queue: false,
             priority: 0,
             env: vec![],
+            recovery: None,
         })
         .unwrap_err();
     assert!(
@@ -556,6 +558,7 @@ fn worker_failures_fail_the_job_not_the_taskmanager() {
             queue: false,
             priority: 0,
             env: vec![],
+            recovery: None,
         })
         .unwrap();
     let (summary, _) = client.wait(&id).unwrap();
@@ -591,6 +594,7 @@ fn worker_failures_fail_the_job_not_the_taskmanager() {
             queue: false,
             priority: 0,
             env: vec![],
+            recovery: None,
         })
         .unwrap_err();
     assert!(err.to_string().contains("is unknown"), "{err}");
@@ -634,7 +638,7 @@ fn monitor_samples_reach_rest_and_prometheus_and_survive_a_restart() {
     protocol::sync_io::write(
         &mut fake,
         &Message::Hello {
-            version: 1,
+            version: protocol::PROTOCOL_VERSION,
             role: Role::TaskManager(info),
         },
     )
@@ -706,7 +710,7 @@ fn fake_loaded_taskmanager(rpc: &str, id: &str) {
     protocol::sync_io::write(
         &mut conn,
         &Message::Hello {
-            version: 1,
+            version: protocol::PROTOCOL_VERSION,
             role: Role::TaskManager(info),
         },
     )
@@ -848,4 +852,127 @@ fn a_job_split_into_more_tasks_than_slots_runs_in_waves_under_every_scheduler() 
             .count();
         assert_eq!(finished, 5, "{policy}: {jobs}");
     }
+}
+
+/// Exactly-once in cluster mode: the EventCount job (keyed counts through the exactly-once
+/// file sink) loses a TaskManager to `kill -9` and takes an injected panic, at random moments;
+/// it restarts from its last checkpoint on the slots that remain (a lower parallelism) and its
+/// committed output holds every event exactly once. The seed of each trial is printed;
+/// `HUMMER_TRIAL_SEED=<seed>` replays one.
+#[test]
+fn cluster_jobs_stay_exactly_once_through_a_killed_taskmanager_and_a_panic() {
+    let seeds: Vec<u64> = match std::env::var("HUMMER_TRIAL_SEED") {
+        Ok(s) => vec![s.parse().expect("HUMMER_TRIAL_SEED must be a number")],
+        Err(_) => {
+            let base = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos() as u64;
+            (0..4).map(|i| base.wrapping_add(i * 104_729)).collect()
+        }
+    };
+    for seed in seeds {
+        cluster_trial(seed);
+    }
+}
+
+fn cluster_trial(seed: u64) {
+    // SplitMix64 steps: the trial's parameters and failure moments follow from the seed.
+    let mut state = seed;
+    let mut next = move |n: u64| {
+        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        (z ^ (z >> 31)) % n
+    };
+    let events = 40_000 + next(40_000);
+    let keys = 1 + next(50);
+    let rate = 25_000;
+    let fail_at = next(events);
+    let kill_after = Duration::from_millis(300 + next(1_200));
+    let victim_index = next(3) as usize;
+    eprintln!(
+        "cluster trial seed {seed}: {events} events, {keys} keys, panic at event {fail_at}, \
+         kill TaskManager {victim_index} after {kill_after:?}"
+    );
+    let mut cluster = Cluster::start(3, 2, 1_000);
+    let out = cluster.dir.path().join("out");
+    let checkpoints = cluster.dir.path().join("checkpoints");
+    let marker = cluster.dir.path().join("failed");
+    let mut client = Command::new(BIN)
+        .args([
+            "run",
+            "event-count",
+            "--parallelism",
+            "6",
+            "--wait",
+            "--verify",
+        ])
+        .args(["--events", &events.to_string(), "--keys", &keys.to_string()])
+        .args([
+            "--rate",
+            &rate.to_string(),
+            "--fail-at",
+            &fail_at.to_string(),
+        ])
+        .args([
+            "--checkpoint-interval-ms",
+            "100",
+            "--restart",
+            "fixed-delay:5:200ms",
+        ])
+        .arg("--fail-marker")
+        .arg(&marker)
+        .arg("--checkpoint-dir")
+        .arg(&checkpoints)
+        .arg("--out")
+        .arg(&out)
+        .env("HUMMER_JOBMANAGER", &cluster.rpc)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(client.stdout.take().unwrap());
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    let id = line
+        .trim()
+        .strip_prefix("submitted job ")
+        .unwrap_or_else(|| panic!("seed {seed}: no job id in {line:?}"))
+        .to_string();
+    cluster.wait_for_status(&id, "Running", Duration::from_secs(10));
+    std::thread::sleep(kill_after);
+    let mut victim = cluster.taskmanagers.remove(victim_index);
+    Command::new("kill")
+        .args(["-9", &victim.id().to_string()])
+        .status()
+        .unwrap();
+    let _ = victim.wait();
+
+    let status = client.wait().unwrap();
+    let mut rest = String::new();
+    stdout.read_to_string(&mut rest).unwrap();
+    let mut stderr = String::new();
+    client
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    assert!(
+        status.success() && rest.contains("every event exactly once"),
+        "seed {seed}: {rest}\n{stderr}"
+    );
+    let summary = cluster.status(&id);
+    assert!(summary.contains("restarts: "), "seed {seed}: {summary}");
+    assert!(
+        summary.contains("completed (final)"),
+        "seed {seed}: {summary}"
+    );
+    // Two slots are gone: the last attempt ran at parallelism 4.
+    assert!(
+        summary.contains("(parallelism 4)"),
+        "seed {seed}: {summary}"
+    );
 }

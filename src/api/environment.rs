@@ -11,7 +11,7 @@ use crate::api::{DataStream, ExecutionConfig, JobResult, RuntimeMode};
 use crate::checkpoint::coordinator::CheckpointConfig;
 use crate::checkpoint::restart_strategy::RestartStrategy;
 use crate::cluster::client::ClusterClient;
-use crate::cluster::protocol::{JobState, SubmitRequest};
+use crate::cluster::protocol::{JobState, RecoveryRequest, SubmitRequest};
 use crate::cluster::worker;
 use crate::connectors::Source;
 use crate::connectors::collect::CollectSlot;
@@ -418,6 +418,7 @@ impl StreamExecutionEnvironment {
         let mut client = ClusterClient::connect(address)?;
         let artifact = client.upload_artifact(bytes)?;
         let state = self.state.borrow();
+        let recovery = recovery_request(&state.config, job)?;
         client.submit(SubmitRequest {
             name: name.to_string(),
             artifact,
@@ -430,6 +431,7 @@ impl StreamExecutionEnvironment {
             queue: state.queue_when_busy,
             priority: state.priority,
             env: state.worker_env.clone(),
+            recovery,
         })
     }
 }
@@ -474,6 +476,57 @@ fn supervision(c: &ExecutionConfig, job: &JobGraph, job_name: &str) -> Option<Su
         restart,
         restore_from: c.restore_from.clone(),
     })
+}
+
+/// What a cluster job asks for to checkpoint and restart; a restore point is checked against
+/// the job here, so that an incompatible savepoint is refused before anything is deployed.
+fn recovery_request(c: &ExecutionConfig, job: &JobGraph) -> Result<Option<RecoveryRequest>> {
+    let absolute = |p: &std::path::Path| -> Result<PathBuf> {
+        std::path::absolute(p).map_err(|e| HummerError::io("cannot resolve path", p, e))
+    };
+    let checkpoints = match (&c.checkpointing, job.mode()) {
+        (Some(cfg), RuntimeMode::Streaming) => {
+            let mut cfg = cfg.clone();
+            cfg.dir = absolute(&cfg.dir)?;
+            Some(cfg)
+        }
+        _ => None,
+    };
+    let restart = c.restart_strategy.unwrap_or(if checkpoints.is_some() {
+        RestartStrategy::default()
+    } else {
+        RestartStrategy::None
+    });
+    let restore_from = match &c.restore_from {
+        Some(path) => {
+            let checkpoint = crate::checkpoint::store::find_checkpoint(path)?;
+            let (graph, restored) = crate::checkpoint::coordinator::load(&checkpoint)?;
+            graph.check_compatible(&job.graph_info(), &restored)?;
+            Some(absolute(&checkpoint.dir)?)
+        }
+        None => None,
+    };
+    if checkpoints.is_none() && restart == RestartStrategy::None && restore_from.is_none() {
+        return Ok(None);
+    }
+    if restore_from.is_some() && checkpoints.is_none() {
+        return Err(HummerError::Config(
+            "a cluster job started from a savepoint must take checkpoints \
+             (enable_checkpointing), so that its sinks can commit"
+                .into(),
+        ));
+    }
+    Ok(Some(RecoveryRequest {
+        checkpoints,
+        restart,
+        restore_from,
+        source_vertices: job
+            .vertices
+            .iter()
+            .map(|v| matches!(job.stream.nodes[v.nodes[0]].factory, NodeFactory::Source(_)))
+            .collect(),
+        graph: job.graph_info(),
+    }))
 }
 
 enum Execution {
@@ -548,6 +601,8 @@ impl JobClient {
                         slot.append_encoded(&bytes)?;
                     }
                 }
+                checkpoints = summary.checkpoints;
+                restarts = summary.restarts;
                 summary.vertices
             }
         };

@@ -22,9 +22,9 @@ pub struct JobResult {
     pub vertices: Vec<VertexMetrics>,
     /// Records produced by all sources (in the last attempt, after restarts).
     pub source_records: u64,
-    /// The job's checkpoints, oldest first (local jobs; empty without checkpoints).
+    /// The job's checkpoints, oldest first (empty without checkpoints).
     pub checkpoints: Vec<crate::checkpoint::coordinator::CheckpointStats>,
-    /// Restarts after failures (local jobs).
+    /// Restarts after failures.
     pub restarts: u32,
     pub(crate) collected: HashMap<NodeId, Box<dyn Any + Send>>,
 }

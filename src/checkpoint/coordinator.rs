@@ -214,6 +214,8 @@ pub struct CheckpointCoordinator {
     final_done: bool,
     last_trigger: Instant,
     last_end: Option<Instant>,
+    /// Trigger at the next tick regardless of the interval (a savepoint was asked for).
+    forced: bool,
     history: Vec<CheckpointStats>,
 }
 
@@ -248,6 +250,7 @@ impl CheckpointCoordinator {
             final_done: false,
             last_trigger: now,
             last_end: None,
+            forced: false,
             history: Vec::new(),
         })
     }
@@ -260,6 +263,12 @@ impl CheckpointCoordinator {
     /// The checkpoint being taken, if any.
     pub fn pending(&self) -> Option<CheckpointId> {
         self.pending.as_ref().map(|p| p.id)
+    }
+
+    /// Triggers a checkpoint at the next tick (or right after the one being taken), whatever
+    /// the interval says.
+    pub fn request_trigger(&mut self) {
+        self.forced = true;
     }
 
     /// Whether the final checkpoint has completed (the job's output is committed).
@@ -284,9 +293,10 @@ impl CheckpointCoordinator {
             && self
                 .last_end
                 .is_none_or(|end| now.duration_since(end) >= self.config.min_pause);
-        if !(all_sources_done || due) {
+        if !(all_sources_done || due || self.forced) {
             return None;
         }
+        self.forced = false;
         let id = self.next_id;
         self.next_id += 1;
         self.last_trigger = now;

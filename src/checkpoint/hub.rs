@@ -26,7 +26,7 @@ use crate::runtime::CancelToken;
 use crate::runtime::channel::{PARK_SAFETY_TIMEOUT, TaskWaker};
 
 /// What tasks report to the coordinator.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum HubEvent {
     /// A task took its snapshot of a checkpoint.
     Ack(TaskAck),

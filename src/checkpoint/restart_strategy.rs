@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 use crate::error::{HummerError, Result};
 
 /// How a job reacts to a failure of one of its tasks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum RestartStrategy {
     /// Never restart: the first failure fails the job.
     None,

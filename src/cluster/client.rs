@@ -104,6 +104,23 @@ impl ClusterClient {
         self.request(&Message::Cancel(job.to_string())).map(|_| ())
     }
 
+    /// Takes a savepoint of a running job (and stops it with `stop`); returns its directory.
+    pub fn savepoint(
+        &mut self,
+        job: &str,
+        dir: Option<std::path::PathBuf>,
+        stop: bool,
+    ) -> Result<std::path::PathBuf> {
+        match self.request(&Message::TriggerSavepoint {
+            job: job.to_string(),
+            dir,
+            stop,
+        })? {
+            Message::Savepoint(path) => Ok(path),
+            other => Err(unexpected(&other)),
+        }
+    }
+
     /// Fetches an artifact's bytes (TaskManagers use this).
     pub fn fetch_artifact(&mut self, sha256: &str) -> Result<Vec<u8>> {
         self.stream

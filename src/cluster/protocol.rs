@@ -15,7 +15,7 @@ use crate::scheduler::parallelism::VertexRequest;
 use crate::scheduler::rfts::NodeSample;
 
 /// Version of this protocol; peers must match exactly.
-pub const PROTOCOL_VERSION: u32 = 1;
+pub const PROTOCOL_VERSION: u32 = 2;
 
 /// Largest frame accepted (artifacts travel in one frame).
 pub const MAX_FRAME: usize = 512 << 20;
@@ -39,6 +39,8 @@ pub enum Role {
         job: JobId,
         /// The TaskManager that started it.
         task_manager: String,
+        /// The job attempt it belongs to (restarts count up from 0).
+        attempt: u32,
     },
 }
 
@@ -113,6 +115,26 @@ pub struct SubmitRequest {
     /// Environment variables the workers get (besides the ones the TaskManager sets).
     #[serde(default)]
     pub env: Vec<(String, String)>,
+    /// Checkpoints and restarts, if the job takes checkpoints or may restart.
+    #[serde(default)]
+    pub recovery: Option<RecoveryRequest>,
+}
+
+/// How a submitted job takes checkpoints and recovers from failures.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RecoveryRequest {
+    /// Checkpoint settings (`None`: the job only restarts from its beginning). The directory
+    /// is where the JobManager keeps a directory per job; it must be reachable by the
+    /// JobManager and every worker under that path (shared storage, as Flink requires).
+    pub checkpoints: Option<crate::checkpoint::coordinator::CheckpointConfig>,
+    /// What to do when a worker fails or a TaskManager is lost.
+    pub restart: crate::checkpoint::restart_strategy::RestartStrategy,
+    /// A checkpoint or savepoint to start from.
+    pub restore_from: Option<std::path::PathBuf>,
+    /// Which vertices are headed by a source, in vertex order.
+    pub source_vertices: Vec<bool>,
+    /// The job's operators, as every checkpoint records them.
+    pub graph: crate::checkpoint::coordinator::GraphInfo,
 }
 
 /// Where a worker runs what.
@@ -133,6 +155,10 @@ pub struct DeploySpec {
     pub vertex_parallelism: Vec<usize>,
     /// TaskManager id of every subtask of the execution graph (global subtask order).
     pub placement: Vec<String>,
+    /// The job attempt (0, then one more per restart).
+    pub attempt: u32,
+    /// The checkpoint to restore (a `chk-<id>` directory), if any.
+    pub restore: Option<std::path::PathBuf>,
 }
 
 /// A worker's data-plane address, as announced to its peers.
@@ -151,6 +177,8 @@ pub enum JobState {
     Waiting,
     /// Accepted; workers starting.
     Deploying,
+    /// A worker failed or a TaskManager was lost; the job restarts from its last checkpoint.
+    Restarting,
     /// Every worker runs.
     Running,
     /// Ended normally.
@@ -186,6 +214,10 @@ pub struct JobSummary {
     pub error: Option<String>,
     /// Records in and out per vertex, summed over the workers that reported.
     pub vertices: Vec<VertexMetrics>,
+    /// Restarts after failures.
+    pub restarts: u32,
+    /// Checkpoint history, oldest first.
+    pub checkpoints: Vec<crate::checkpoint::coordinator::CheckpointStats>,
 }
 
 /// Every message of the protocol.
@@ -212,6 +244,8 @@ pub enum Message {
     WorkerExited {
         /// Job of the worker.
         job: JobId,
+        /// Its attempt.
+        attempt: u32,
         /// Exit code.
         code: Option<i32>,
         /// Last lines the worker wrote to stderr.
@@ -280,6 +314,35 @@ pub enum Message {
         /// Records of its `collect()` sinks.
         collected: Collected,
     },
+    /// A report of the worker's tasks to the checkpoint coordinator.
+    Checkpoint {
+        /// The worker's attempt (reports of an older attempt are dropped).
+        attempt: u32,
+        /// The report.
+        event: crate::checkpoint::hub::HubEvent,
+    },
+    /// JobManager to worker: inject barrier `id` at the sources (`last`: the final one).
+    TriggerCheckpoint {
+        /// Checkpoint id.
+        id: u64,
+        /// The final checkpoint.
+        last: bool,
+    },
+    /// JobManager to worker: checkpoint `id` completed; sinks commit.
+    CheckpointComplete(u64),
+    /// Client to JobManager: take a savepoint of a running job into `dir` (the JobManager's
+    /// savepoint directory if `None`); with `stop`, cancel the job once it is taken. Answered
+    /// with `Savepoint` or `Error`.
+    TriggerSavepoint {
+        /// The job.
+        job: JobId,
+        /// Where to put it.
+        dir: Option<std::path::PathBuf>,
+        /// Stop the job after the savepoint.
+        stop: bool,
+    },
+    /// The savepoint's directory.
+    Savepoint(std::path::PathBuf),
     /// A subtask of the worker failed.
     WorkerFailed {
         /// What happened.

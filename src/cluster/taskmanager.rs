@@ -48,9 +48,9 @@ pub struct TaskManagerConfig {
     pub cpu_quota: Option<f64>,
 }
 
-/// The workers of this TaskManager by job: a kill switch once started, `None` while the job's
+/// The workers of this TaskManager by job and attempt: a kill switch once started, `None` while the job's
 /// binary is still being fetched (a cancel then stops the start).
-type Workers = Arc<Mutex<HashMap<String, Option<oneshot::Sender<()>>>>>;
+type Workers = Arc<Mutex<HashMap<(String, u32), Option<oneshot::Sender<()>>>>>;
 
 /// Runs a TaskManager until its JobManager connection ends.
 pub async fn run(config: TaskManagerConfig) -> Result<()> {
@@ -151,7 +151,7 @@ pub async fn run(config: TaskManagerConfig) -> Result<()> {
         match async_io::read(&mut reader).await {
             Ok(Message::Deploy(spec)) => {
                 if let Ok(mut w) = workers.lock() {
-                    w.insert(spec.job.clone(), None);
+                    w.insert((spec.job.clone(), spec.attempt), None);
                 }
                 let (config, tx, workers) = (config.clone(), tx.clone(), workers.clone());
                 let pids = worker_pids.clone();
@@ -159,7 +159,15 @@ pub async fn run(config: TaskManagerConfig) -> Result<()> {
             }
             Ok(Message::CancelJob(job)) => {
                 // A started worker is killed; one still starting is not started.
-                if let Some(Some(kill)) = workers.lock().ok().and_then(|mut w| w.remove(&job)) {
+                let kills: Vec<_> = workers
+                    .lock()
+                    .map(|mut w| {
+                        let attempts: Vec<_> =
+                            w.keys().filter(|(j, _)| *j == job).cloned().collect();
+                        attempts.iter().filter_map(|k| w.remove(k)).collect()
+                    })
+                    .unwrap_or_default();
+                for kill in kills.into_iter().flatten() {
                     let _ = kill.send(());
                 }
             }
@@ -202,9 +210,11 @@ async fn deploy(
     pids: WorkerPids,
 ) {
     let job = spec.job.clone();
+    let key = (spec.job.clone(), spec.attempt);
     let report = |code: Option<i32>, stderr_tail: String| {
         let _ = jm.send(Message::WorkerExited {
             job: job.clone(),
+            attempt: spec.attempt,
             code,
             stderr_tail,
         });
@@ -220,7 +230,7 @@ async fn deploy(
     // Cancelled while the binary was being fetched: the entry is gone.
     if !workers
         .lock()
-        .map(|w| w.contains_key(&job))
+        .map(|w| w.contains_key(&key))
         .unwrap_or(false)
     {
         return report(None, "cancelled before the worker started".into());
@@ -246,7 +256,7 @@ async fn deploy(
     }
     let (kill_tx, kill_rx) = oneshot::channel();
     let cancelled_meanwhile = match workers.lock() {
-        Ok(mut w) => match w.get_mut(&job) {
+        Ok(mut w) => match w.get_mut(&key) {
             Some(slot) => {
                 *slot = Some(kill_tx);
                 false
@@ -285,7 +295,7 @@ async fn deploy(
         }
     };
     if let Ok(mut w) = workers.lock() {
-        w.remove(&job);
+        w.remove(&key);
     }
     if let (Some(pid), Ok(mut p)) = (pid, pids.lock()) {
         p.remove(&pid);

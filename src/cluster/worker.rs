@@ -7,9 +7,16 @@
 //! the data listener is bound, the JobManager is told the data port and answers with every
 //! peer's address, and the subtasks placed on this TaskManager run with remote channels to the
 //! others. The outcome is reported to the JobManager and the process exits.
+//!
+//! A job that takes checkpoints gets a [`CheckpointHub`] here: the JobManager's triggers and
+//! completions are passed to it, its tasks' acknowledgements are forwarded to the JobManager,
+//! and the attempt's restore point (a checkpoint directory on shared storage) is loaded before
+//! any task starts.
 
 use std::net::TcpStream;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+
+use crate::checkpoint::hub::CheckpointHub;
 
 use crate::cluster::protocol::{DeploySpec, Message, PROTOCOL_VERSION, Role, sync_io};
 use crate::connectors::collect::CollectSlot;
@@ -19,7 +26,7 @@ use crate::graph::job_graph::JobGraph;
 use crate::graph::stream_graph::NodeId;
 use crate::network::DataListener;
 use crate::runtime::CancelToken;
-use crate::runtime::executor::{self, Placement, RuntimeConfig};
+use crate::runtime::executor::{self, CheckpointSetup, Placement, RuntimeConfig};
 use crate::runtime::metrics::JobProgress;
 
 /// The deploy spec of this process, if it was started as a worker.
@@ -57,7 +64,14 @@ pub(crate) fn run(spec: DeploySpec, job: WorkerJob<'_>) -> ! {
             std::process::exit(2);
         }
     };
-    let outcome = run_subtasks(&spec, &job, &mut jm);
+    let writer = match jm.try_clone() {
+        Ok(w) => Arc::new(Mutex::new(w)),
+        Err(e) => {
+            eprintln!("worker of job {}: {e}", spec.job);
+            std::process::exit(2);
+        }
+    };
+    let outcome = run_subtasks(&spec, &job, &mut jm, &writer);
     let report = match &outcome {
         Ok(message) => message.clone(),
         Err(e) => Message::WorkerFailed {
@@ -65,7 +79,7 @@ pub(crate) fn run(spec: DeploySpec, job: WorkerJob<'_>) -> ! {
             secondary: matches!(e.root_cause(), HummerError::Network { .. }),
         },
     };
-    let sent = sync_io::write(&mut jm, &report);
+    let sent = send(&writer, &report);
     match (outcome, sent) {
         (Ok(_), Ok(())) => std::process::exit(0),
         (Err(e), _) => {
@@ -92,6 +106,7 @@ fn connect(spec: &DeploySpec) -> Result<TcpStream> {
         role: Role::Worker {
             job: spec.job.clone(),
             task_manager: spec.task_manager.clone(),
+            attempt: spec.attempt,
         },
     };
     exchange(&mut jm, &hello, |m| matches!(m, Message::Welcome))?;
@@ -112,6 +127,35 @@ fn exchange(
     }
 }
 
+/// Writes one message to the JobManager; the connection is shared by the worker's threads,
+/// so that their frames never interleave.
+fn send(
+    writer: &Mutex<TcpStream>,
+    message: &Message,
+) -> std::result::Result<(), crate::cluster::protocol::FrameError> {
+    let mut stream = writer.lock().unwrap_or_else(|p| p.into_inner());
+    sync_io::write(&mut *stream, message)
+}
+
+/// Forwards the tasks' checkpoint reports to the JobManager.
+fn forward_checkpoint_reports(
+    writer: Arc<Mutex<TcpStream>>,
+    reports: std::sync::mpsc::Receiver<crate::checkpoint::hub::HubEvent>,
+    attempt: u32,
+) -> Result<()> {
+    std::thread::Builder::new()
+        .name("checkpoint-reports".into())
+        .spawn(move || {
+            for event in reports {
+                if send(&writer, &Message::Checkpoint { attempt, event }).is_err() {
+                    return;
+                }
+            }
+        })
+        .map_err(|e| HummerError::Internal(format!("cannot forward checkpoint reports: {e}")))?;
+    Ok(())
+}
+
 /// Sends the worker's counters to the JobManager every second while it runs.
 struct ProgressReporter {
     done: std::sync::mpsc::Sender<()>,
@@ -126,12 +170,9 @@ impl ProgressReporter {
 }
 
 fn report_progress(
-    jm: &TcpStream,
+    writer: Arc<Mutex<TcpStream>>,
     counters: crate::runtime::executor::JobCounters,
 ) -> Result<ProgressReporter> {
-    let mut writer = jm
-        .try_clone()
-        .map_err(|e| HummerError::Internal(format!("cannot report progress: {e}")))?;
     let (done, stop) = std::sync::mpsc::channel::<()>();
     let thread = std::thread::Builder::new()
         .name("progress-report".into())
@@ -139,7 +180,7 @@ fn report_progress(
             while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
                 stop.recv_timeout(std::time::Duration::from_secs(1))
             {
-                let _ = sync_io::write(&mut writer, &Message::WorkerProgress(counters.snapshot()));
+                let _ = send(&writer, &Message::WorkerProgress(counters.snapshot()));
             }
         })
         .map_err(|e| HummerError::Internal(format!("cannot report progress: {e}")))?;
@@ -147,8 +188,9 @@ fn report_progress(
 }
 
 /// Ends this process when the JobManager cancels the job or goes away: a worker never
-/// outlives its job, even if its TaskManager was killed.
-fn watch_jobmanager(jm: &TcpStream, job: &str) -> Result<()> {
+/// outlives its job, even if its TaskManager was killed. Passes checkpoint triggers and
+/// completions to the tasks' hub.
+fn watch_jobmanager(jm: &TcpStream, job: &str, hub: Option<Arc<CheckpointHub>>) -> Result<()> {
     let mut reader = jm
         .try_clone()
         .map_err(|e| HummerError::Internal(format!("cannot watch the JobManager: {e}")))?;
@@ -162,6 +204,16 @@ fn watch_jobmanager(jm: &TcpStream, job: &str) -> Result<()> {
                         eprintln!("worker of job {job}: cancelled by the JobManager");
                         std::process::exit(3);
                     }
+                    Ok(Message::TriggerCheckpoint { id, last }) => {
+                        if let Some(hub) = &hub {
+                            hub.trigger(id, last);
+                        }
+                    }
+                    Ok(Message::CheckpointComplete(id)) => {
+                        if let Some(hub) = &hub {
+                            hub.complete(id);
+                        }
+                    }
                     Ok(_) => {}
                     Err(e) => {
                         eprintln!("worker of job {job}: lost the JobManager: {e}");
@@ -174,7 +226,39 @@ fn watch_jobmanager(jm: &TcpStream, job: &str) -> Result<()> {
     Ok(())
 }
 
-fn run_subtasks(spec: &DeploySpec, job: &WorkerJob<'_>, jm: &mut TcpStream) -> Result<Message> {
+/// The hub and restored state of a worker whose job takes checkpoints.
+fn checkpoint_setup(
+    spec: &DeploySpec,
+    graph: &JobGraph,
+    writer: &Arc<Mutex<TcpStream>>,
+) -> Result<Option<CheckpointSetup>> {
+    let Some(recovery) = &spec.request.recovery else {
+        return Ok(None);
+    };
+    if recovery.checkpoints.is_none() {
+        return Ok(None);
+    }
+    let restored = match &spec.restore {
+        Some(path) => {
+            let checkpoint = crate::checkpoint::store::find_checkpoint(path)?;
+            let (info, restored) = crate::checkpoint::coordinator::load(&checkpoint)?;
+            info.check_compatible(&graph.graph_info(), &restored)?;
+            Some(Arc::new(restored))
+        }
+        None => None,
+    };
+    let (tx, rx) = std::sync::mpsc::channel();
+    let hub = CheckpointHub::new(tx, restored.as_ref().map_or(0, |r| r.checkpoint));
+    forward_checkpoint_reports(writer.clone(), rx, spec.attempt)?;
+    Ok(Some(CheckpointSetup { hub, restored }))
+}
+
+fn run_subtasks(
+    spec: &DeploySpec,
+    job: &WorkerJob<'_>,
+    jm: &mut TcpStream,
+    writer: &Arc<Mutex<TcpStream>>,
+) -> Result<Message> {
     let built = fingerprint(job.plan_json);
     if built != spec.request.fingerprint {
         return Err(HummerError::InvalidGraph(format!(
@@ -189,6 +273,7 @@ fn run_subtasks(spec: &DeploySpec, job: &WorkerJob<'_>, jm: &mut TcpStream) -> R
         .clone()
         .with_vertex_parallelism(&spec.vertex_parallelism)?;
     let exec = ExecutionGraph::from_job_graph(&graph);
+    let checkpoints = checkpoint_setup(spec, &graph, writer)?;
     if exec.subtasks.len() != spec.placement.len() {
         return Err(HummerError::InvalidGraph(format!(
             "the placement covers {} subtasks, the graph has {}",
@@ -205,7 +290,7 @@ fn run_subtasks(spec: &DeploySpec, job: &WorkerJob<'_>, jm: &mut TcpStream) -> R
         Message::Start(peers) => peers,
         _ => return Err(HummerError::Internal("start".into())),
     };
-    watch_jobmanager(jm, &spec.job)?;
+    watch_jobmanager(jm, &spec.job, checkpoints.as_ref().map(|c| c.hub.clone()))?;
     let remote = spec
         .placement
         .iter()
@@ -239,9 +324,9 @@ fn run_subtasks(spec: &DeploySpec, job: &WorkerJob<'_>, jm: &mut TcpStream) -> R
         &job.runtime,
         Arc::new(JobProgress::default()),
         Some(&placement),
-        None,
+        checkpoints.as_ref(),
     )?;
-    let reporter = report_progress(jm, running.counters())?;
+    let reporter = report_progress(writer.clone(), running.counters())?;
     let outcome = running.wait();
     reporter.stop();
     let vertices = outcome?;

@@ -2,5 +2,6 @@
 //! the programs under `examples/` call the same code.
 
 pub mod corpus;
+pub mod event_count;
 pub mod wordcount;
 pub mod words;

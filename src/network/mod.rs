@@ -121,7 +121,9 @@ mod tests {
                 sender.send(StreamEvent::Batch(vec![i]), &cancel_t).unwrap();
                 sent_t.fetch_add(1, Ordering::SeqCst);
                 if i % 50 == 49 {
-                    sender.send(StreamEvent::Barrier(i / 50 + 1), &cancel_t).unwrap();
+                    sender
+                        .send(StreamEvent::Barrier(i / 50 + 1), &cancel_t)
+                        .unwrap();
                 }
             }
             sender.send(StreamEvent::EndOfInput, &cancel_t).unwrap();

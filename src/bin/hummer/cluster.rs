@@ -36,6 +36,9 @@ pub struct JobManagerArgs {
     /// Milliseconds between the scheduler's chances to move waiting jobs.
     #[arg(long, default_value_t = 10_000)]
     rebalance_interval_ms: u64,
+    /// Where savepoints go when `hummer savepoint` names no directory.
+    #[arg(long)]
+    savepoint_dir: Option<PathBuf>,
 }
 
 #[derive(clap::Args)]
@@ -126,6 +129,7 @@ pub fn jobmanager(args: JobManagerArgs) -> Result<()> {
         data_dir: args.data_dir,
         scheduler: args.scheduler,
         rebalance_interval: Duration::from_millis(args.rebalance_interval_ms),
+        savepoint_dir: args.savepoint_dir,
     };
     runtime()?.block_on(jobmanager::run(config))?;
     Ok(())
@@ -195,6 +199,86 @@ pub fn status(args: JobArgs) -> Result<()> {
             "    {} (parallelism {}): {} records in, {} out",
             v.name, v.parallelism, v.records_in, v.records_out
         );
+    }
+    if job.restarts > 0 {
+        println!("  restarts: {}", job.restarts);
+    }
+    if !job.checkpoints.is_empty() {
+        println!("  checkpoints (newest last):");
+        println!(
+            "    {:>6}  {:<24} {:>10} {:>12} {:>11}  status",
+            "id", "triggered (UTC)", "duration", "size", "alignment"
+        );
+        let shown = job.checkpoints.len().saturating_sub(20);
+        for c in &job.checkpoints[shown..] {
+            println!(
+                "    {:>6}  {:<24} {:>8}ms {:>12} {:>9}ms  {}",
+                c.id,
+                format_utc_ms(c.triggered_at_ms),
+                c.duration_ms,
+                format_bytes(c.size_bytes),
+                c.alignment_ms,
+                match &c.status {
+                    hummer::checkpoint::coordinator::CheckpointStatus::InProgress =>
+                        "in progress".to_string(),
+                    hummer::checkpoint::coordinator::CheckpointStatus::Completed =>
+                        if c.is_final {
+                            "completed (final)".into()
+                        } else {
+                            "completed".into()
+                        },
+                    hummer::checkpoint::coordinator::CheckpointStatus::Failed(why) =>
+                        format!("failed: {why}"),
+                }
+            );
+        }
+    }
+    Ok(())
+}
+
+#[derive(clap::Args)]
+pub struct SavepointArgs {
+    /// The job's id.
+    id: String,
+    /// Directory to put the savepoint in (default: the JobManager's --savepoint-dir).
+    #[arg(long)]
+    dir: Option<PathBuf>,
+    #[command(flatten)]
+    client: ClientArgs,
+}
+
+#[derive(clap::Args)]
+pub struct StopArgs {
+    /// The job's id.
+    id: String,
+    /// Take a savepoint first, then stop the job.
+    #[arg(long)]
+    savepoint: bool,
+    /// Directory to put the savepoint in (default: the JobManager's --savepoint-dir).
+    #[arg(long)]
+    dir: Option<PathBuf>,
+    #[command(flatten)]
+    client: ClientArgs,
+}
+
+/// `hummer savepoint ID`: prints the savepoint's path.
+pub fn savepoint(args: SavepointArgs) -> Result<()> {
+    let dir = args.dir.map(std::path::absolute).transpose()?;
+    let path = ClusterClient::connect(&args.client.jobmanager)?.savepoint(&args.id, dir, false)?;
+    println!("savepoint {}", path.display());
+    Ok(())
+}
+
+/// `hummer stop ID [--savepoint]`.
+pub fn stop(args: StopArgs) -> Result<()> {
+    let mut client = ClusterClient::connect(&args.client.jobmanager)?;
+    if args.savepoint {
+        let dir = args.dir.map(std::path::absolute).transpose()?;
+        let path = client.savepoint(&args.id, dir, true)?;
+        println!("stopped {} with savepoint {}", args.id, path.display());
+    } else {
+        client.cancel(&args.id)?;
+        println!("stopped {}", args.id);
     }
     Ok(())
 }
@@ -303,4 +387,52 @@ fn stop_cluster(dir: &Path) -> Result<()> {
     std::fs::remove_file(dir.join("pids"))?;
     println!("cluster stopped");
     Ok(())
+}
+
+/// `2026-11-29 17:01:02.345` from milliseconds since the Unix epoch (UTC, no time zone data
+/// needed).
+fn format_utc_ms(ms: u64) -> String {
+    let secs = ms / 1000;
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02}.{:03}",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        ms % 1000
+    )
+}
+
+/// `1.5 MB` and the like.
+fn format_bytes(bytes: u64) -> String {
+    match bytes {
+        b if b >= 1 << 30 => format!("{:.1} GB", b as f64 / (1u64 << 30) as f64),
+        b if b >= 1 << 20 => format!("{:.1} MB", b as f64 / (1u64 << 20) as f64),
+        b if b >= 1 << 10 => format!("{:.1} KB", b as f64 / 1024.0),
+        b => format!("{b} B"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utc_times_and_sizes_are_formatted() {
+        assert_eq!(format_utc_ms(0), "1970-01-01 00:00:00.000");
+        // 2024-02-29 12:34:56.789 UTC (a leap day).
+        assert_eq!(format_utc_ms(1_709_210_096_789), "2024-02-29 12:34:56.789");
+        assert_eq!(format_bytes(512), "512 B");
+        assert_eq!(format_bytes(3 << 20), "3.0 MB");
+    }
 }

@@ -1,6 +1,7 @@
 //! The `hummer` command line.
 
 mod cluster;
+mod run;
 mod wordcount;
 
 use std::process::ExitCode;
@@ -31,6 +32,12 @@ enum Command {
     Status(cluster::JobArgs),
     /// Cancel a job.
     Cancel(cluster::JobArgs),
+    /// Run a built-in job with checkpoints, restarts and savepoints (`event-count`).
+    Run(run::Args),
+    /// Take a savepoint of a running cluster job.
+    Savepoint(cluster::SavepointArgs),
+    /// Stop a cluster job, optionally with a savepoint first.
+    Stop(cluster::StopArgs),
 }
 
 fn main() -> ExitCode {
@@ -50,6 +57,9 @@ fn main() -> ExitCode {
         Command::List(args) => cluster::list(args),
         Command::Status(args) => cluster::status(args),
         Command::Cancel(args) => cluster::cancel(args),
+        Command::Run(args) => run::run(args),
+        Command::Savepoint(args) => cluster::savepoint(args),
+        Command::Stop(args) => cluster::stop(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

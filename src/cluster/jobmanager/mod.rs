@@ -7,6 +7,7 @@
 //! JobManager goes on serving the others.
 
 pub mod monitor;
+pub mod recovery;
 pub mod rest;
 pub mod state;
 
@@ -42,6 +43,8 @@ pub struct JobManagerConfig {
     /// How often the scheduler may move waiting jobs (the RFTS paper: every monitor interval,
     /// 10 s).
     pub rebalance_interval: Duration,
+    /// Where savepoints go when a request names no directory.
+    pub savepoint_dir: Option<std::path::PathBuf>,
 }
 
 /// How long a new connection may take to say hello.
@@ -68,6 +71,7 @@ pub async fn run(config: JobManagerConfig) -> Result<()> {
     let scheduler = crate::scheduler::by_name(&config.scheduler).map_err(HummerError::Config)?;
     let mut state = ClusterState::new(rpc.to_string(), scheduler, config.heartbeat_timeout);
     state.monitor = monitor;
+    state.savepoint_dir = config.savepoint_dir.clone();
 
     let shared: Shared = Arc::new(Mutex::new(state));
     if let Some(rest_addr) = config.rest {
@@ -82,6 +86,14 @@ pub async fn run(config: JobManagerConfig) -> Result<()> {
         });
     }
     tokio::spawn(monitor_heartbeats(shared.clone(), config.heartbeat_timeout));
+    let recovering = shared.clone();
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(recovery::RECOVERY_TICK);
+        loop {
+            tick.tick().await;
+            lock(&recovering).tick_recovery();
+        }
+    });
     let (rebalancing, every) = (shared.clone(), config.rebalance_interval);
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(every.max(Duration::from_millis(10)));
@@ -163,9 +175,11 @@ async fn serve_connection(stream: TcpStream, shared: Shared) -> Result<(), Strin
     match role {
         Role::TaskManager(info) => serve_task_manager(reader, mailbox, shared, info).await,
         Role::Client => serve_client(reader, mailbox, shared).await,
-        Role::Worker { job, task_manager } => {
-            serve_worker(reader, mailbox, shared, job, task_manager).await
-        }
+        Role::Worker {
+            job,
+            task_manager,
+            attempt,
+        } => serve_worker(reader, mailbox, shared, job, task_manager, attempt).await,
     }
 }
 
@@ -236,15 +250,17 @@ async fn serve_task_manager(
             }
             Message::WorkerExited {
                 job,
+                attempt,
                 code,
                 stderr_tail,
             } => {
-                let reported = state
-                    .jobs
-                    .get(&job)
-                    .and_then(|j| j.workers.get(&id))
-                    .is_some_and(|w| w.finished);
-                if !reported {
+                let (reported, current) = state.jobs.get(&job).map_or((false, false), |j| {
+                    (
+                        j.workers.get(&id).is_some_and(|w| w.finished),
+                        j.attempt == attempt,
+                    )
+                });
+                if current && !reported {
                     let why = match code {
                         Some(c) => format!("exit code {c}"),
                         None => "killed by a signal".to_string(),
@@ -253,6 +269,7 @@ async fn serve_task_manager(
                     state.defer_failure(
                         &job,
                         Some(&id),
+                        attempt,
                         format!(
                             "the worker on TaskManager {id} ended ({why}) without reporting: {}",
                             stderr_tail.trim()
@@ -352,6 +369,13 @@ fn handle_client_request(
             Ok(id) => Message::Submitted(id),
             Err(e) => Message::Error(e),
         },
+        Message::TriggerSavepoint { job, dir, stop } => {
+            match state.request_savepoint(&job, dir, stop, mailbox.clone()) {
+                // The answer comes when the savepoint's checkpoint completes.
+                Ok(()) => return None,
+                Err(e) => Message::Error(e),
+            }
+        }
         Message::WaitJob(id) => match state.jobs.get_mut(&id) {
             Some(job) if job.state.is_terminal() => {
                 Message::JobEnded(job.summary(), job.collected.clone())
@@ -387,6 +411,7 @@ async fn serve_worker(
     shared: Shared,
     job: String,
     tm: String,
+    attempt: u32,
 ) -> Result<(), String> {
     {
         let mut state = lock(&shared);
@@ -395,8 +420,11 @@ async fn serve_worker(
             let _ = mailbox.send(Message::Error(msg.clone()));
             return Err(msg);
         };
-        if entry.state.is_terminal() {
-            let msg = format!("job {job} has already ended ({:?})", entry.state);
+        if entry.state.is_terminal() || entry.attempt != attempt {
+            let msg = format!(
+                "attempt {attempt} of job {job} is over (the job is {:?}, attempt {})",
+                entry.state, entry.attempt
+            );
             let _ = mailbox.send(Message::CancelJob(job.clone()));
             return Err(msg);
         }
@@ -417,7 +445,12 @@ async fn serve_worker(
             Err(_) => return Ok(()),
         };
         let mut state = lock(&shared);
+        if state.jobs.get(&job).is_none_or(|j| j.attempt != attempt) {
+            // A report of an attempt that was restarted: its outcome no longer matters.
+            continue;
+        }
         match message {
+            Message::Checkpoint { attempt, event } => state.checkpoint_event(&job, attempt, event),
             Message::WorkerReady { data_port } => state.worker_ready(&job, &tm, data_port),
             Message::WorkerProgress(vertices) => state.worker_progress(&job, &tm, vertices),
             Message::WorkerFinished {
@@ -428,13 +461,9 @@ async fn serve_worker(
                 let error = format!("worker on TaskManager {tm}: {error}");
                 if secondary {
                     // Lost a peer: the peer's own report usually names the cause.
-                    state.defer_failure(&job, None, error);
+                    state.defer_failure(&job, None, attempt, error);
                 } else {
-                    state.end_job(
-                        &job,
-                        crate::cluster::protocol::JobState::Failed,
-                        Some(error),
-                    );
+                    state.job_failed(&job, error);
                 }
             }
             other => {

@@ -1,6 +1,7 @@
 //! The JobManager's view of the cluster: TaskManagers, artifacts, jobs and their life cycle.
 //!
-//! A job moves `Deploying -> Running -> Finished | Failed | Cancelled`:
+//! A job moves `Deploying -> Running -> Finished | Failed | Cancelled` (and, if it may restart,
+//! `Running -> Restarting -> Deploying`, see [`super::recovery`]):
 //! deployed when placed (each TaskManager of the placement gets a `Deploy`), running once every
 //! worker has announced its data port (the JobManager then sends each of them the peers'
 //! addresses), finished when every worker has reported success. A worker failure, a worker
@@ -84,6 +85,12 @@ pub struct JobEntry {
     pub collected: Collected,
     /// Clients waiting for the end.
     pub waiters: Vec<UnboundedSender<Message>>,
+    /// The current attempt (0, then one more per restart).
+    pub attempt: u32,
+    /// The checkpoint the current attempt restores, if any.
+    pub restore: Option<std::path::PathBuf>,
+    /// Checkpoints and restarts, if the job asked for them.
+    pub recovery: Option<super::recovery::JobRecovery>,
 }
 
 impl JobEntry {
@@ -97,6 +104,12 @@ impl JobEntry {
             duration_ms: end.duration_since(self.submitted).as_millis() as u64,
             error: self.error.clone(),
             vertices: self.vertex_totals(),
+            restarts: self.recovery.as_ref().map_or(0, |r| r.tracker.restarts()),
+            checkpoints: self
+                .recovery
+                .as_ref()
+                .map(|r| r.all_history())
+                .unwrap_or_default(),
         }
     }
 
@@ -144,6 +157,8 @@ pub struct ClusterState {
     pub shared_queue: Vec<JobId>,
     /// Time spent deciding placements, queues and migrations.
     pub scheduler_time: Duration,
+    /// Where savepoints go when a request names no directory.
+    pub savepoint_dir: Option<std::path::PathBuf>,
 
     rebalance_round: u64,
     next_job: u64,
@@ -158,6 +173,8 @@ struct DeferredFailure {
     /// The worker it concerns, if it is about a worker that exited: dropped if that worker's
     /// success report arrives after all.
     task_manager: Option<String>,
+    /// The job attempt it concerns: dropped once the job has moved on to another.
+    attempt: u32,
     at: Instant,
     error: String,
 }
@@ -184,6 +201,7 @@ impl ClusterState {
             queues: BTreeMap::new(),
             shared_queue: Vec::new(),
             scheduler_time: Duration::ZERO,
+            savepoint_dir: None,
 
             rebalance_round: 0,
             next_job: 0,
@@ -191,7 +209,7 @@ impl ClusterState {
     }
 
     /// Free slots of every TaskManager (or of one).
-    fn offers(&self, only: Option<&str>) -> Vec<SlotOffer> {
+    pub(super) fn offers(&self, only: Option<&str>) -> Vec<SlotOffer> {
         self.task_managers
             .values()
             .filter(|tm| only.is_none_or(|o| o == tm.info.id))
@@ -235,6 +253,13 @@ impl ClusterState {
         self.next_job += 1;
         let id = format!("{:08x}{:08x}", std::process::id(), self.next_job);
         let offers = self.offers(None);
+        let recovery = request
+            .recovery
+            .clone()
+            .map(|r| super::recovery::JobRecovery::new(&id, r));
+        let restore = recovery
+            .as_ref()
+            .and_then(|r| r.request.restore_from.clone());
         let mut entry = JobEntry {
             id: id.clone(),
             request,
@@ -248,6 +273,9 @@ impl ClusterState {
             error: None,
             collected: Vec::new(),
             waiters: Vec::new(),
+            attempt: 0,
+            restore,
+            recovery,
         };
         match self.deploy(&mut entry, &offers) {
             Ok(()) => {}
@@ -300,7 +328,11 @@ impl ClusterState {
     }
 
     /// Places a job on the slots `offers` describe and sends its deploys.
-    fn deploy(&mut self, entry: &mut JobEntry, offers: &[SlotOffer]) -> Result<(), String> {
+    pub(super) fn deploy(
+        &mut self,
+        entry: &mut JobEntry,
+        offers: &[SlotOffer],
+    ) -> Result<(), String> {
         let request = &entry.request;
         let free: usize = offers.iter().map(|o| o.free).sum();
         let parallelism = decide(&request.vertices, request.default_parallelism, free)?;
@@ -337,6 +369,8 @@ impl ClusterState {
                 data_host,
                 vertex_parallelism: parallelism.clone(),
                 placement: placement.clone(),
+                attempt: entry.attempt,
+                restore: entry.restore.clone(),
             };
             let _ = tm_entry.mailbox.send(Message::Deploy(spec));
         }
@@ -481,7 +515,8 @@ impl ClusterState {
                 let _ = m.send(Message::Start(peers.clone()));
             }
         }
-        tracing::info!(job = %job, "job running");
+        tracing::info!(job = %job, attempt = entry.attempt, "job running");
+        self.attempt_running(job);
     }
 
     /// A worker reported success; finishes the job when all have.
@@ -522,18 +557,24 @@ impl ClusterState {
             q.retain(|j| j != job);
         }
         self.shared_queue.retain(|j| j != job);
-        let freed: Vec<String> = entry.workers.keys().cloned().collect();
-        for (tm, w) in &entry.workers {
-            if let (true, Some(m)) = (state != JobState::Finished, &w.mailbox) {
-                let _ = m.send(Message::CancelJob(job.to_string()));
+        if let Some(r) = entry.recovery.as_mut() {
+            if let Some(c) = r.coordinator.take() {
+                r.history.extend_from_slice(c.history());
             }
-            if let Some(t) = self.task_managers.get_mut(tm) {
-                t.used_slots = t.used_slots.saturating_sub(w.slots);
-                if state != JobState::Finished {
-                    let _ = t.mailbox.send(Message::CancelJob(job.to_string()));
-                }
+            if let Some(sp) = r.savepoint.take() {
+                let _ = sp
+                    .reply
+                    .send(Message::Error(format!("the job ended ({state:?})")));
             }
         }
+        let freed = if state == JobState::Finished {
+            self.release_slots(job)
+        } else {
+            self.stop_workers(job)
+        };
+        let Some(entry) = self.jobs.get_mut(job) else {
+            return;
+        };
         let summary = entry.summary();
         match &summary.error {
             Some(e) => tracing::warn!(job = %job, state = ?state, "job ended: {e}"),
@@ -545,6 +586,38 @@ impl ClusterState {
         for tm in freed {
             self.start_waiting(&tm);
         }
+    }
+
+    /// Frees the slots of a job's workers; returns their TaskManagers.
+    fn release_slots(&mut self, job: &str) -> Vec<String> {
+        let Some(entry) = self.jobs.get_mut(job) else {
+            return Vec::new();
+        };
+        for (tm, w) in &entry.workers {
+            if let Some(t) = self.task_managers.get_mut(tm) {
+                t.used_slots = t.used_slots.saturating_sub(w.slots);
+            }
+        }
+        entry.workers.keys().cloned().collect()
+    }
+
+    /// Cancels every worker of a job's attempt and frees their slots; returns their
+    /// TaskManagers.
+    pub(super) fn stop_workers(&mut self, job: &str) -> Vec<String> {
+        let freed = self.release_slots(job);
+        let Some(entry) = self.jobs.get_mut(job) else {
+            return freed;
+        };
+        for (tm, w) in &mut entry.workers {
+            if let Some(m) = &w.mailbox {
+                let _ = m.send(Message::CancelJob(job.to_string()));
+            }
+            w.slots = 0;
+            if let Some(t) = self.task_managers.get(tm) {
+                let _ = t.mailbox.send(Message::CancelJob(job.to_string()));
+            }
+        }
+        freed
     }
 
     /// A TaskManager is gone: fails the jobs that had workers on it.
@@ -583,11 +656,7 @@ impl ClusterState {
             .map(|j| j.id.clone())
             .collect();
         for job in affected {
-            self.end_job(
-                &job,
-                JobState::Failed,
-                Some(format!("TaskManager {tm} was lost: {reason}")),
-            );
+            self.job_failed(&job, format!("TaskManager {tm} was lost: {reason}"));
         }
     }
 
@@ -603,10 +672,17 @@ impl ClusterState {
     /// Records a failure that fails the job only if nothing better explains it soon. With a
     /// TaskManager, it is about that TaskManager's worker exiting, and is dropped if the
     /// worker's success report arrives in time.
-    pub fn defer_failure(&mut self, job: &str, task_manager: Option<&str>, error: String) {
+    pub fn defer_failure(
+        &mut self,
+        job: &str,
+        task_manager: Option<&str>,
+        attempt: u32,
+        error: String,
+    ) {
         self.deferred.push(DeferredFailure {
             job: job.to_string(),
             task_manager: task_manager.map(str::to_string),
+            attempt,
             at: Instant::now(),
             error,
         });
@@ -625,8 +701,12 @@ impl ClusterState {
                     .and_then(|j| j.workers.get(tm))
                     .is_some_and(|w| w.finished)
             });
-            if !reported_after_all {
-                self.end_job(&d.job, JobState::Failed, Some(d.error));
+            let same_attempt = self
+                .jobs
+                .get(&d.job)
+                .is_some_and(|j| j.attempt == d.attempt);
+            if same_attempt && !reported_after_all {
+                self.job_failed(&d.job, d.error);
             }
         }
     }

@@ -1,0 +1,128 @@
+//! `hummer run JOB`: runs a built-in job with checkpoints, restarts and savepoints, locally or
+//! on a cluster. For now the job is `event-count`, the exactly-once reference job.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use hummer::checkpoint::coordinator::CheckpointConfig;
+use hummer::checkpoint::restart_strategy::RestartStrategy;
+use hummer::jobs::event_count::{EventCount, verify};
+use hummer::prelude::*;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The job to run.
+    #[arg(value_parser = ["event-count"])]
+    job: String,
+    /// Events to generate.
+    #[arg(long, default_value_t = 1_000_000)]
+    events: u64,
+    /// Distinct keys.
+    #[arg(long, default_value_t = 1000)]
+    keys: u64,
+    /// Events per second (default: as fast as it goes).
+    #[arg(long)]
+    rate: Option<f64>,
+    /// Output directory (exactly-once file sink).
+    #[arg(long, default_value = "event-count-out")]
+    out: PathBuf,
+    /// Parallelism (default: the number of CPU cores).
+    #[arg(long, short)]
+    parallelism: Option<usize>,
+    /// Milliseconds between checkpoints (0: no checkpoints).
+    #[arg(long, default_value_t = 1000)]
+    checkpoint_interval_ms: u64,
+    /// Where checkpoints are kept (a directory per run or job below it).
+    #[arg(long, default_value = "hummer-checkpoints")]
+    checkpoint_dir: PathBuf,
+    /// Restart strategy: none, fixed-delay:ATTEMPTS:DELAY or failure-rate:MAX/INTERVAL:DELAY.
+    #[arg(long)]
+    restart: Option<String>,
+    /// Start from this savepoint or checkpoint directory.
+    #[arg(long)]
+    from_savepoint: Option<PathBuf>,
+    /// Panic in the counter at this event (repeatable), once per --fail-marker.
+    #[arg(long)]
+    fail_at: Vec<u64>,
+    /// Files `<marker>.<event>` remember that a failure was injected (across processes).
+    #[arg(long)]
+    fail_marker: Option<PathBuf>,
+    /// Submit to this JobManager instead of running locally.
+    #[arg(long, env = "HUMMER_JOBMANAGER")]
+    jobmanager: Option<String>,
+    /// In cluster mode, wait for the job to end instead of returning its id.
+    #[arg(long)]
+    wait: bool,
+    /// After the job, check that the output holds every event exactly once.
+    #[arg(long)]
+    verify: bool,
+}
+
+pub fn run(args: Args) -> Result<()> {
+    let env = StreamExecutionEnvironment::local();
+    env.set_runtime_mode(RuntimeMode::Streaming);
+    if let Some(p) = args.parallelism {
+        if p == 0 {
+            bail!("--parallelism must be at least 1");
+        }
+        env.set_parallelism(p);
+    }
+    env.set_jobmanager(args.jobmanager.clone());
+    if args.checkpoint_interval_ms > 0 {
+        env.set_checkpoint_config(CheckpointConfig::new(
+            Duration::from_millis(args.checkpoint_interval_ms),
+            &args.checkpoint_dir,
+        ));
+    }
+    if let Some(text) = &args.restart {
+        let strategy: RestartStrategy = text
+            .parse()
+            .map_err(|e| anyhow::anyhow!("--restart {text:?}: {e}"))?;
+        env.set_restart_strategy(strategy);
+    }
+    env.set_restore_from(args.from_savepoint.clone());
+    let job = EventCount {
+        events: args.events,
+        keys: args.keys,
+        rate: args.rate,
+        out: args.out.clone(),
+        fail_at: args.fail_at.clone(),
+        fail_marker: args.fail_marker.clone(),
+    };
+    job.build(&env)?;
+    let client = env
+        .execute_async("EventCount")
+        .context("cannot start EventCount")?;
+    if let Some(id) = client.job_id() {
+        println!("submitted job {id}");
+        if !args.wait {
+            return Ok(());
+        }
+    }
+    let result = client.wait().context("EventCount failed")?;
+    let completed = result
+        .checkpoints
+        .iter()
+        .filter(|c| c.status == hummer::checkpoint::coordinator::CheckpointStatus::Completed)
+        .count();
+    println!(
+        "EventCount: {} events over {} keys in {:.3} s; {} checkpoints completed, {} restarts",
+        args.events,
+        args.keys,
+        result.duration.as_secs_f64(),
+        completed,
+        result.restarts
+    );
+    if args.verify {
+        let verdict = verify(&args.out, args.events, args.keys)?;
+        if !verdict.is_exactly_once() {
+            bail!("output is not exactly-once: {verdict:?}");
+        }
+        println!(
+            "verified: {} lines, every event exactly once",
+            verdict.lines
+        );
+    }
+    Ok(())
+}

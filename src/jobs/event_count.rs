@@ -1,0 +1,159 @@
+//! EventCount: the exactly-once reference job.
+//!
+//! A replayable generator of `events` numbered events (optionally rate-limited) over `keys`
+//! keys; a keyed counter (its count is keyed state) emits `event key count` for every event;
+//! the lines go to the exactly-once file sink. With checkpoints on, the committed output of a
+//! job that failed and recovered any number of times holds every event exactly once, and per
+//! key the counts `1..=n`: [`verify`] checks exactly that. `fail_at` makes the counter panic at
+//! those events, once each per `fail_marker` file (so a restarted process does not fail again).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::api::StreamExecutionEnvironment;
+use crate::connectors::generator::GeneratorSource;
+use crate::error::{HummerError, Result};
+use crate::operators::Collector;
+use crate::state::ValueState;
+
+/// The job's settings.
+#[derive(Clone, Debug)]
+pub struct EventCount {
+    /// Events in total.
+    pub events: u64,
+    /// Distinct keys (`event % keys`).
+    pub keys: u64,
+    /// Events per second in total (`None`: as fast as possible).
+    pub rate: Option<f64>,
+    /// Output directory of the exactly-once file sink.
+    pub out: PathBuf,
+    /// Events at which the counter panics (each once).
+    pub fail_at: Vec<u64>,
+    /// Marks an injected failure as done (`<file>.<event>`), across processes.
+    pub fail_marker: Option<PathBuf>,
+}
+
+impl EventCount {
+    /// Adds the job to `env`.
+    pub fn build(&self, env: &StreamExecutionEnvironment) -> Result<()> {
+        if self.keys == 0 {
+            return Err(HummerError::Config("keys must be at least 1".into()));
+        }
+        let keys = self.keys;
+        let fail_at = self.fail_at.clone();
+        let marker = self.fail_marker.clone();
+        let local_fired: std::sync::Arc<Vec<std::sync::atomic::AtomicBool>> =
+            std::sync::Arc::new(fail_at.iter().map(|_| Default::default()).collect());
+        let mut source = GeneratorSource::new(|i| i).with_count(self.events);
+        if let Some(rate) = self.rate {
+            source = source.with_rate(rate);
+        }
+        env.add_source(source)
+            .name("Events")
+            .key_by(move |e: &u64| e % keys)
+            .process(
+                move |key: &u64,
+                      e: u64,
+                      count: &mut ValueState<u64>,
+                      out: &mut Collector<String>| {
+                    if let Some(i) = fail_at.iter().position(|f| *f == e) {
+                        let first = match &marker {
+                            Some(m) => claim(m, e),
+                            None => !local_fired[i].swap(true, std::sync::atomic::Ordering::SeqCst),
+                        };
+                        if first {
+                            panic!("injected failure at event {e}");
+                        }
+                    }
+                    let n = count.get_or_insert_with(|| 0);
+                    *n += 1;
+                    out.collect(format!("{e} {key} {n}"));
+                },
+            )
+            .name("Count")
+            .write_text_file(&self.out)
+            .name("Exactly-once file sink");
+        Ok(())
+    }
+}
+
+/// True for the first caller (of any process) that claims `marker.<event>`.
+fn claim(marker: &Path, event: u64) -> bool {
+    let path = PathBuf::from(format!("{}.{event}", marker.display()));
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .is_ok()
+}
+
+/// What the committed output of an EventCount run holds.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Verdict {
+    /// Events missing from the output (the first few).
+    pub lost: Vec<u64>,
+    /// Events in the output more than once (the first few).
+    pub duplicated: Vec<u64>,
+    /// Keys whose counts are not exactly `1..=n`.
+    pub bad_counts: Vec<u64>,
+    /// Output lines read.
+    pub lines: u64,
+}
+
+impl Verdict {
+    /// Nothing lost, nothing duplicated, every count once.
+    pub fn is_exactly_once(&self) -> bool {
+        self.lost.is_empty() && self.duplicated.is_empty() && self.bad_counts.is_empty()
+    }
+}
+
+/// Reads the committed part files of `out` and checks them against `events` and `keys`.
+pub fn verify(out: &Path, events: u64, keys: u64) -> Result<Verdict> {
+    let mut seen = vec![0u32; events as usize];
+    let mut counts: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
+    let mut verdict = Verdict::default();
+    let entries =
+        std::fs::read_dir(out).map_err(|e| HummerError::io("cannot list output", out, e))?;
+    for entry in entries.flatten() {
+        if !entry.file_name().to_string_lossy().starts_with("part-") {
+            continue;
+        }
+        let path = entry.path();
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| HummerError::io("cannot read output", &path, e))?;
+        for (n, line) in text.lines().enumerate() {
+            let bad = || HummerError::BadInput {
+                input: path.display().to_string(),
+                reason: format!("line {} is not 'event key count': {line:?}", n + 1),
+            };
+            let f: Vec<u64> = line
+                .split(' ')
+                .map(|x| x.parse().map_err(|_| bad()))
+                .collect::<Result<_>>()?;
+            let [e, key, count] = f[..] else {
+                return Err(bad());
+            };
+            if e >= events || key != e % keys.max(1) {
+                return Err(bad());
+            }
+            seen[e as usize] += 1;
+            counts.entry(key).or_default().push(count);
+            verdict.lines += 1;
+        }
+    }
+    verdict.lost = (0..events)
+        .filter(|&e| seen[e as usize] == 0)
+        .take(10)
+        .collect();
+    verdict.duplicated = (0..events)
+        .filter(|&e| seen[e as usize] > 1)
+        .take(10)
+        .collect();
+    for (key, mut ns) in counts {
+        ns.sort_unstable();
+        if !ns.iter().copied().eq(1..=ns.len() as u64) {
+            verdict.bad_counts.push(key);
+        }
+    }
+    Ok(verdict)
+}
