@@ -976,3 +976,91 @@ fn cluster_trial(seed: u64) {
         "seed {seed}: {summary}"
     );
 }
+
+/// Savepoints: `hummer savepoint` while the job runs, `hummer stop --savepoint`, then
+/// `hummer run --from-savepoint` at a lower parallelism finishes the job exactly once. The
+/// checkpoint history is visible in REST and `hummer status`.
+#[test]
+fn stop_with_savepoint_and_resume_at_a_lower_parallelism_is_exactly_once() {
+    let savepoints = tempfile::tempdir().unwrap();
+    let cluster = Cluster::start_with(
+        2,
+        2,
+        2_000,
+        &["--savepoint-dir", savepoints.path().to_str().unwrap()],
+    );
+    let out = cluster.dir.path().join("out");
+    let checkpoints = cluster.dir.path().join("checkpoints");
+    let (events, keys) = ("60000", "13");
+    let (checkpoint_dir, out_dir) = (
+        checkpoints.to_str().unwrap().to_string(),
+        out.to_str().unwrap().to_string(),
+    );
+    let job = |extra: &[&'static str]| -> Vec<String> {
+        let mut args: Vec<String> = [
+            "run",
+            "event-count",
+            "--events",
+            events,
+            "--keys",
+            keys,
+            "--rate",
+            "20000",
+            "--checkpoint-interval-ms",
+            "200",
+            "--checkpoint-dir",
+            &checkpoint_dir,
+            "--out",
+            &out_dir,
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        args.extend(extra.iter().map(|s| s.to_string()));
+        args
+    };
+    let id = submitted_id(&cluster.hummer_ok(&as_refs(&job(&["--parallelism", "4"]))));
+    cluster.wait_for_status(&id, "Running", Duration::from_secs(10));
+    std::thread::sleep(Duration::from_millis(700));
+
+    let taken = cluster.hummer_ok(&["savepoint", &id]);
+    let first = String::from_utf8_lossy(&taken.stdout).to_string();
+    assert!(first.starts_with("savepoint "), "{first}");
+    let (code, history) = http_get(&cluster.rest, &format!("/jobs/{id}/checkpoints"));
+    assert_eq!(code, 200);
+    assert!(
+        history["counts"]["completed"].as_u64().unwrap() >= 1,
+        "{history}"
+    );
+    assert!(
+        history["latest"]["completed"]["state_size"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
+
+    let stopped = cluster.hummer_ok(&["stop", &id, "--savepoint"]);
+    let stopped = String::from_utf8_lossy(&stopped.stdout).to_string();
+    let path = stopped
+        .trim()
+        .rsplit_once(" with savepoint ")
+        .map(|(_, p)| p.to_string())
+        .unwrap_or_else(|| panic!("{stopped}"));
+    assert!(
+        path.starts_with(savepoints.path().to_str().unwrap()),
+        "{path}"
+    );
+    cluster.wait_for_status(&id, "Cancelled", Duration::from_secs(5));
+    let status = cluster.status(&id);
+    assert!(status.contains("checkpoints (newest last)"), "{status}");
+
+    let mut resume = job(&["--parallelism", "2", "--wait", "--verify"]);
+    resume.extend(["--from-savepoint".to_string(), path.clone()]);
+    let resumed = cluster.hummer_ok(&as_refs(&resume));
+    let resumed = String::from_utf8_lossy(&resumed.stdout).to_string();
+    assert!(resumed.contains("every event exactly once"), "{resumed}");
+}
+
+fn as_refs(args: &[String]) -> Vec<&str> {
+    args.iter().map(String::as_str).collect()
+}

@@ -247,3 +247,58 @@ fn a_restore_into_a_different_job_names_the_operators_that_do_not_match() {
         "{err}"
     );
 }
+
+#[test]
+fn a_damaged_checkpoint_is_skipped_and_the_one_before_restored() {
+    let root = tempfile::tempdir().unwrap();
+    let out = root.path().join("out");
+    let checkpoints = root.path().join("checkpoints");
+    let (events, keys) = (30_000, 11);
+    let env = StreamExecutionEnvironment::local();
+    env.set_parallelism(2)
+        .set_runtime_mode(RuntimeMode::Streaming)
+        .set_checkpoint_config(checkpoint_config(&checkpoints))
+        .set_restart_strategy(RestartStrategy::None);
+    counting_job(&env, events, keys, vec![27_000], &out);
+    assert!(env.execute("first run").is_err());
+
+    // Flip one byte in a snapshot of the newest checkpoint.
+    let run = run_dir(&checkpoints);
+    let mut ids: Vec<u64> = std::fs::read_dir(&run)
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.strip_prefix("chk-")?.parse().ok())
+        .collect();
+    ids.sort_unstable();
+    assert_eq!(ids.len(), 2, "two checkpoints retained: {ids:?}");
+    let newest = run.join(format!("chk-{}", ids[1]));
+    let victim = std::fs::read_dir(&newest)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("task-")
+        })
+        .unwrap();
+    let mut bytes = std::fs::read(&victim).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x40;
+    std::fs::write(&victim, bytes).unwrap();
+
+    let env = StreamExecutionEnvironment::local();
+    env.set_parallelism(2)
+        .set_runtime_mode(RuntimeMode::Streaming)
+        .set_checkpoint_config(checkpoint_config(&root.path().join("checkpoints-2")))
+        .set_restore_from(Some(run));
+    counting_job(&env, events, keys, vec![], &out);
+    env.execute("second run").unwrap();
+    verify(
+        &out,
+        events,
+        keys,
+        "restored from the checkpoint before the damaged one",
+    );
+}

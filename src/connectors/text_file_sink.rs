@@ -12,7 +12,10 @@
 //! writers first commit what the restored checkpoint lists as pending (it had completed, so
 //! its output must become visible even if the commit was interrupted), then delete every
 //! in-progress and pending file of a later, uncompleted checkpoint: their records will be
-//! written again by the replay. A visible `part-*` file is therefore never written twice.
+//! written again by the replay. If the restored checkpoint is not the newest one (the newest
+//! was damaged, or the job restarts from an older savepoint), committed files of checkpoints
+//! after it are removed as well, since the replay writes their records again. A record
+//! therefore never appears twice in the visible `part-*` files.
 
 use std::fmt::Display;
 use std::fs::File;
@@ -132,6 +135,8 @@ impl<T: Display + Send> SinkWriter<T> for TextFileWriter<T> {
 /// What a transactional writer checkpoints: the pending files it has not committed yet.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 struct PendingFiles {
+    /// The checkpoint this state belongs to.
+    checkpoint: CheckpointId,
     /// The writer's subtask when it was checkpointed.
     subtask: usize,
     /// `(checkpoint, committed file name)` of every pending file.
@@ -155,6 +160,12 @@ struct TransactionalWriter<T> {
 
 fn pending_name(committed: &str) -> String {
     format!(".{committed}.pending")
+}
+
+/// `(subtask, checkpoint)` of a committed file `part-i-c`.
+fn committed_file(name: &str) -> Option<(usize, CheckpointId)> {
+    let (subtask, checkpoint) = name.strip_prefix("part-")?.split_once('-')?;
+    Some((subtask.parse().ok()?, checkpoint.parse().ok()?))
 }
 
 /// The subtask index in the name of an in-progress (`.part-i.inprogress`) or pending
@@ -205,6 +216,7 @@ impl<T> TransactionalWriter<T> {
         }
         self.recovered = true;
         let p = self.parallelism.max(1);
+        let restored_checkpoint = self.restored.iter().map(|s| s.checkpoint).max();
         for state in std::mem::take(&mut self.restored) {
             if state.subtask % p == self.subtask {
                 for (_, committed) in &state.pending {
@@ -216,7 +228,12 @@ impl<T> TransactionalWriter<T> {
             .map_err(|e| HummerError::io("cannot list output directory", &self.dir, e))?;
         for entry in entries.flatten() {
             let name = entry.file_name();
-            if uncommitted_subtask(&name.to_string_lossy()).is_some_and(|j| j % p == self.subtask) {
+            let name = name.to_string_lossy();
+            let uncommitted = uncommitted_subtask(&name).is_some_and(|j| j % p == self.subtask);
+            let rolled_back = restored_checkpoint.is_some_and(|restored| {
+                committed_file(&name).is_some_and(|(j, c)| j % p == self.subtask && c > restored)
+            });
+            if uncommitted || rolled_back {
                 std::fs::remove_file(entry.path()).map_err(|e| {
                     HummerError::io("cannot remove uncommitted output file", entry.path(), e)
                 })?;
@@ -261,6 +278,7 @@ impl<T: Display + Send> SinkWriter<T> for TransactionalWriter<T> {
             self.pending.push((checkpoint, committed));
         }
         let state = PendingFiles {
+            checkpoint,
             subtask: self.subtask,
             pending: self.pending.clone(),
         };
@@ -317,6 +335,8 @@ mod tests {
         assert_eq!(uncommitted_subtask("part-3-40"), None);
         assert_eq!(uncommitted_subtask(".part-x.inprogress"), None);
         assert_eq!(uncommitted_subtask(".part-1-x.pending"), None);
+        assert_eq!(committed_file("part-3-40"), Some((3, 40)));
+        assert_eq!(committed_file("part-3"), None);
     }
 
     fn writer(dir: &Path, subtask: usize, parallelism: usize) -> TransactionalWriter<u32> {
@@ -378,6 +398,24 @@ mod tests {
             .filter(|e| e.file_name().to_string_lossy().starts_with('.'))
             .collect();
         assert!(leftovers.is_empty(), "{leftovers:?}");
+    }
+
+    #[test]
+    fn restoring_an_older_checkpoint_removes_what_later_ones_committed() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = writer(dir.path(), 0, 1);
+        w.write_batch(&mut vec![1]).unwrap();
+        let state1 = w.pre_commit(1).unwrap().unwrap();
+        w.commit(1).unwrap();
+        w.write_batch(&mut vec![2]).unwrap();
+        w.pre_commit(2).unwrap();
+        w.commit(2).unwrap();
+        assert_eq!(visible(dir.path()), vec!["1", "2"]);
+        // Checkpoint 2 is lost: the job goes back to 1 and will write 2 again.
+        let mut r = writer(dir.path(), 0, 1);
+        r.restore(&state1).unwrap();
+        r.recover().unwrap();
+        assert_eq!(visible(dir.path()), vec!["1"]);
     }
 
     #[test]

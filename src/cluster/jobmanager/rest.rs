@@ -1,5 +1,6 @@
 //! REST API with JSON, shaped after Flink's: `GET /overview`, `/taskmanagers`, `/jobs`,
-//! `/jobs/{id}`, `/jobs/{id}/plan`, and `PATCH /jobs/{id}` to cancel.
+//! `/jobs/{id}`, `/jobs/{id}/plan`, `/jobs/{id}/checkpoints`, and `PATCH /jobs/{id}` to
+//! cancel.
 
 use axum::Json;
 use axum::Router;
@@ -19,6 +20,7 @@ pub fn router(shared: Shared) -> Router {
         .route("/jobs", get(jobs))
         .route("/jobs/{id}", get(job).patch(cancel))
         .route("/jobs/{id}/plan", get(plan))
+        .route("/jobs/{id}/checkpoints", get(checkpoints))
         .route("/taskmanagers/{id}/monitor", get(monitor_history))
         .route("/metrics", get(prometheus))
         .with_state(shared)
@@ -128,6 +130,58 @@ async fn job(State(shared): State<Shared>, Path(id): Path<String>) -> Reply {
             "placement": j.placement,
             "queuedOn": j.queued_on,
             "priority": j.request.priority,
+            "restarts": summary.restarts,
+        })),
+    )
+}
+
+/// A job's checkpoint statistics, after Flink's `/jobs/:jobid/checkpoints`: counts, the latest
+/// completed and failed checkpoint, and the history (newest first).
+async fn checkpoints(State(shared): State<Shared>, Path(id): Path<String>) -> Reply {
+    use crate::checkpoint::coordinator::CheckpointStatus;
+    let state = lock(&shared);
+    let Some(j) = state.jobs.get(&id) else {
+        return not_found(&id);
+    };
+    let history = j.summary().checkpoints;
+    let row = |c: &crate::checkpoint::coordinator::CheckpointStats| {
+        let (status, failure) = match &c.status {
+            CheckpointStatus::InProgress => ("IN_PROGRESS", None),
+            CheckpointStatus::Completed => ("COMPLETED", None),
+            CheckpointStatus::Failed(why) => ("FAILED", Some(why.clone())),
+        };
+        json!({
+            "id": c.id,
+            "status": status,
+            "is_final": c.is_final,
+            "trigger_timestamp": c.triggered_at_ms,
+            "end_to_end_duration": c.duration_ms,
+            "state_size": c.size_bytes,
+            "alignment_duration": c.alignment_ms,
+            "failure_message": failure,
+        })
+    };
+    let count = |s: fn(&CheckpointStatus) -> bool| history.iter().filter(|c| s(&c.status)).count();
+    let latest =
+        |s: fn(&CheckpointStatus) -> bool| history.iter().rev().find(|c| s(&c.status)).map(row);
+    let completed = |s: &CheckpointStatus| *s == CheckpointStatus::Completed;
+    let failed = |s: &CheckpointStatus| matches!(s, CheckpointStatus::Failed(_));
+    let in_progress = |s: &CheckpointStatus| *s == CheckpointStatus::InProgress;
+    (
+        StatusCode::OK,
+        Json(json!({
+            "counts": {
+                "completed": count(completed),
+                "failed": count(failed),
+                "in_progress": count(in_progress),
+                "total": history.len(),
+                "restarts": j.recovery.as_ref().map_or(0, |r| r.tracker.restarts()),
+            },
+            "latest": {
+                "completed": latest(completed),
+                "failed": latest(failed),
+            },
+            "history": history.iter().rev().map(row).collect::<Vec<_>>(),
         })),
     )
 }

@@ -253,13 +253,19 @@ impl ClusterState {
         self.next_job += 1;
         let id = format!("{:08x}{:08x}", std::process::id(), self.next_job);
         let offers = self.offers(None);
-        let recovery = request
+        let mut recovery = request
             .recovery
             .clone()
             .map(|r| super::recovery::JobRecovery::new(&id, r));
-        let restore = recovery
-            .as_ref()
-            .and_then(|r| r.request.restore_from.clone());
+        // The first attempt restores the savepoint the job was submitted with, if any; its
+        // checkpoint ids continue above that savepoint's.
+        let mut restore = None;
+        if let Some(r) = recovery.as_mut()
+            && let Some((dir, checkpoint)) = r.restore_point()
+        {
+            restore = Some(dir);
+            r.restored = checkpoint;
+        }
         let mut entry = JobEntry {
             id: id.clone(),
             request,
