@@ -58,7 +58,7 @@ pub mod prelude {
     pub use crate::jobs::wordcount::{Word, Words};
     pub use crate::operators::Collector;
     pub use crate::operators::sink::{Sink, SinkWriter};
-    pub use crate::state::ValueState;
+    pub use crate::state::{ListState, MapState, ValueState};
 }
 
 /// The README's code blocks, compiled as doctests so that they stay correct.

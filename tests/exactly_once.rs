@@ -302,3 +302,83 @@ fn a_damaged_checkpoint_is_skipped_and_the_one_before_restored() {
         "restored from the checkpoint before the damaged one",
     );
 }
+
+#[test]
+fn list_and_map_state_are_restored_after_a_failure() {
+    let root = tempfile::tempdir().unwrap();
+    let out = root.path().join("out");
+    let (events, keys) = (20_000u64, 8u64);
+    let env = StreamExecutionEnvironment::local();
+    env.set_parallelism(2)
+        .set_runtime_mode(RuntimeMode::Streaming)
+        .set_checkpoint_config(checkpoint_config(&root.path().join("checkpoints")))
+        .set_restart_strategy(RestartStrategy::FixedDelay {
+            attempts: 3,
+            delay: Duration::from_millis(5),
+        });
+    let fired = Arc::new(AtomicBool::new(false));
+    // Lists of five events per key; a map per key counts the lists emitted by parity of
+    // their first event. Both are state that must survive the panic at event 13,000.
+    env.add_source(
+        GeneratorSource::new(|i| i)
+            .with_count(events)
+            .with_rate(150_000.0),
+    )
+    .key_by(move |e: &u64| e % keys)
+    .process_list(
+        move |_key: &u64, e: u64, list: &mut ListState<u64>, out: &mut Collector<Vec<u64>>| {
+            if e == 13_000 && !fired.swap(true, Ordering::SeqCst) {
+                panic!("injected failure");
+            }
+            list.add(e);
+            if list.get().len() == 5 {
+                out.collect(list.take());
+            }
+        },
+    )
+    .key_by(move |l: &Vec<u64>| l[0] % keys)
+    .process_map(
+        |key: &u64, l: Vec<u64>, seen: &mut MapState<bool, u64>, out: &mut Collector<String>| {
+            let parity = l[0].is_multiple_of(2);
+            let n = seen.entry_or_insert(parity, 0);
+            *n += 1;
+            let joined: Vec<String> = l.iter().map(u64::to_string).collect();
+            out.collect(format!("{key} {parity} {} {}", *n, joined.join(",")));
+        },
+    )
+    .write_text_file(&out);
+    let result = env.execute("list and map state").unwrap();
+    assert_eq!(result.restarts, 1);
+    let mut seen = vec![0u32; events as usize];
+    let mut counters: BTreeMap<(u64, bool), Vec<u64>> = BTreeMap::new();
+    for entry in std::fs::read_dir(&out).unwrap().flatten() {
+        if !entry.file_name().to_string_lossy().starts_with("part-") {
+            continue;
+        }
+        for line in std::fs::read_to_string(entry.path()).unwrap().lines() {
+            let f: Vec<&str> = line.split(' ').collect();
+            let (key, parity, n) = (f[0].parse().unwrap(), f[1] == "true", f[2].parse().unwrap());
+            counters.entry((key, parity)).or_default().push(n);
+            let list: Vec<u64> = f[3].split(',').map(|e| e.parse().unwrap()).collect();
+            assert_eq!(list.len(), 5, "{line}");
+            for e in list {
+                seen[e as usize] += 1;
+            }
+        }
+    }
+    assert!(
+        seen.iter().all(|&n| n == 1),
+        "every event in exactly one list"
+    );
+    // The map counted the lists of each (key, parity) 1, 2, ..., n: each count once.
+    let mut lists = 0;
+    for ((key, parity), mut ns) in counters {
+        ns.sort_unstable();
+        lists += ns.len() as u64;
+        assert!(
+            ns.iter().copied().eq(1..=ns.len() as u64),
+            "counts of ({key}, {parity}): {ns:?}"
+        );
+    }
+    assert_eq!(lists, events / 5);
+}

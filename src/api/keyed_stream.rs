@@ -16,8 +16,8 @@ use crate::operators::keyed_process::KeyedProcess;
 use crate::runtime::factory::{NodeFactory, OperatorFactory, TwoInputOperatorFactory};
 use crate::runtime::record_writer::{BatchRouter, Partitioning};
 use crate::runtime::type_ops::type_ops;
-use crate::state::ValueState;
 use crate::state::key_groups::subtask_of_key;
+use crate::state::{ListState, MapState, ValueState};
 
 /// A stream whose records are routed by the key `KS` extracts (Flink's `KeyedStream`).
 ///
@@ -206,6 +206,91 @@ where
             .add_operator("KeyedProcess", move |_| {
                 Ok(KeyedProcess::new(ks.clone(), f.clone()))
             })
+    }
+
+    /// Like [`KeyedStream::process`] with a list of values per key ([`ListState`]).
+    ///
+    /// ```
+    /// # use hummer::prelude::*;
+    /// // Emit the last three values of each key whenever three have arrived.
+    /// let env = StreamExecutionEnvironment::local();
+    /// env.set_parallelism(2).set_runtime_mode(RuntimeMode::Streaming);
+    /// let out = env
+    ///     .from_collection((0..9u32).collect())
+    ///     .key_by(|v: &u32| v % 3)
+    ///     .process_list(|_key: &u32, v: u32, list: &mut ListState<u32>, out: &mut Collector<Vec<u32>>| {
+    ///         list.add(v);
+    ///         if list.get().len() == 3 {
+    ///             out.collect(list.take());
+    ///         }
+    ///     })
+    ///     .collect();
+    /// let mut result = env.execute("lists").unwrap();
+    /// let mut got = result.collected(&out).unwrap();
+    /// got.sort();
+    /// assert_eq!(got, vec![vec![0, 3, 6], vec![1, 4, 7], vec![2, 5, 8]]);
+    /// ```
+    pub fn process_list<E, O, F>(&self, mut f: F) -> DataStream<O>
+    where
+        E: Data,
+        O: Data,
+        F: FnMut(&K, T, &mut ListState<'_, E>, &mut Collector<'_, O>)
+            + Clone
+            + Send
+            + Sync
+            + 'static,
+    {
+        self.process(
+            move |key: &K,
+                  record: T,
+                  state: &mut ValueState<'_, Vec<E>>,
+                  out: &mut Collector<'_, O>| {
+                f(key, record, &mut ListState::new(state.slot()), out)
+            },
+        )
+    }
+
+    /// Like [`KeyedStream::process`] with a map per key ([`MapState`]).
+    ///
+    /// ```
+    /// # use hummer::prelude::*;
+    /// // Count the distinct pages each user visited; emit when it grows.
+    /// let env = StreamExecutionEnvironment::local();
+    /// env.set_runtime_mode(RuntimeMode::Streaming);
+    /// let visits = vec![("ann", "a"), ("ann", "b"), ("ann", "a"), ("bob", "a")];
+    /// let out = env
+    ///     .from_collection(visits.into_iter().map(|(u, p)| (u.to_string(), p.to_string())).collect())
+    ///     .key_by(|v: &(String, String)| v.0.clone())
+    ///     .process_map(|user: &String, v: (String, String), pages: &mut MapState<String, u32>, out: &mut Collector<(String, usize)>| {
+    ///         if pages.put(v.1, 1).is_none() {
+    ///             out.collect((user.clone(), pages.len()));
+    ///         }
+    ///     })
+    ///     .collect();
+    /// let mut result = env.execute("maps").unwrap();
+    /// let mut got = result.collected(&out).unwrap();
+    /// got.sort();
+    /// assert_eq!(got, vec![("ann".to_string(), 1), ("ann".to_string(), 2), ("bob".to_string(), 1)]);
+    /// ```
+    pub fn process_map<MK, MV, O, F>(&self, mut f: F) -> DataStream<O>
+    where
+        MK: Key,
+        MV: Data,
+        O: Data,
+        F: FnMut(&K, T, &mut MapState<'_, MK, MV>, &mut Collector<'_, O>)
+            + Clone
+            + Send
+            + Sync
+            + 'static,
+    {
+        self.process(
+            move |key: &K,
+                  record: T,
+                  state: &mut ValueState<'_, std::collections::HashMap<MK, MV>>,
+                  out: &mut Collector<'_, O>| {
+                f(key, record, &mut MapState::new(state.slot()), out)
+            },
+        )
     }
 
     /// Inner join with another stream keyed by the same key type: emits `f(key, left, right)`

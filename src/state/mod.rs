@@ -1,8 +1,15 @@
-//! Keyed state: key groups and the per-key state handles given to user functions.
+//! Keyed state: key groups, snapshots, and the per-key state handles given to user functions
+//! ([`ValueState`], [`ListState`], [`MapState`]). All of it is kept in memory per key group
+//! and checkpointed with the job, so it is restored after a failure, also at another
+//! parallelism.
 
 pub mod key_groups;
 pub mod keyed_table;
+mod list_state;
+mod map_state;
 pub mod snapshot;
 mod value_state;
 
+pub use list_state::ListState;
+pub use map_state::MapState;
 pub use value_state::ValueState;

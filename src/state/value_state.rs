@@ -46,4 +46,9 @@ impl<'a, S> ValueState<'a, S> {
     pub fn clear(&mut self) {
         *self.slot = None;
     }
+
+    /// The slot itself (for the list and map views built on it).
+    pub(crate) fn slot(&mut self) -> &mut Option<S> {
+        self.slot
+    }
 }
