@@ -481,7 +481,12 @@ fn supervision(c: &ExecutionConfig, job: &JobGraph, job_name: &str) -> Option<Su
 /// What a cluster job asks for to checkpoint and restart; a restore point is checked against
 /// the job here, so that an incompatible savepoint is refused before anything is deployed.
 fn recovery_request(c: &ExecutionConfig, job: &JobGraph) -> Result<Option<RecoveryRequest>> {
+    // Workers resolve paths in their own directories: hand them absolute ones (object store
+    // URLs are left as they are).
     let absolute = |p: &std::path::Path| -> Result<PathBuf> {
+        if crate::checkpoint::storage::is_url(p) {
+            return Ok(p.to_path_buf());
+        }
         std::path::absolute(p).map_err(|e| HummerError::io("cannot resolve path", p, e))
     };
     let checkpoints = match (&c.checkpointing, job.mode()) {

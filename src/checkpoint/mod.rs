@@ -12,6 +12,7 @@ pub mod barrier_aligner;
 pub mod coordinator;
 pub mod hub;
 pub mod restart_strategy;
+pub mod storage;
 pub mod store;
 pub mod task_state;
 

@@ -1,5 +1,9 @@
 //! A checkpoint directory on the local filesystem.
 //!
+//! The directory may also be an object store URL (`s3://bucket/prefix`, see
+//! [`crate::checkpoint::storage`]); there a checkpoint is written in place and its metadata,
+//! written last, marks it complete.
+//!
 //! Layout: `DIR/chk-<id>/` holds one file per snapshot (named by the writer, e.g.
 //! `op-3-subtask-1`) and `_metadata` (JSON: checkpoint id, creation time, every file with its
 //! length and checksum). A checkpoint in progress lives in `DIR/chk-<id>.inprogress/` and is
@@ -14,6 +18,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::checkpoint::storage::Storage;
 use crate::error::{HummerError, Result};
 
 /// What `_metadata` records.
@@ -32,15 +37,15 @@ pub struct CheckpointMetadata {
 pub struct CompletedCheckpoint {
     /// Its metadata.
     pub metadata: CheckpointMetadata,
-    /// Its directory.
+    /// Its location (a directory, or an object store URL).
     pub dir: PathBuf,
+    storage: Storage,
 }
 
 impl CompletedCheckpoint {
     /// The bytes of one of its files (verified when the checkpoint was found).
     pub fn read(&self, name: &str) -> Result<Vec<u8>> {
-        let path = self.dir.join(name);
-        std::fs::read(&path).map_err(|e| HummerError::io("cannot read checkpoint file", &path, e))
+        self.storage.read(name)
     }
 }
 
@@ -50,47 +55,50 @@ fn checksum(bytes: &[u8]) -> u64 {
 
 /// The checkpoints of one job.
 pub struct CheckpointStore {
-    dir: PathBuf,
+    root: Storage,
     retain: usize,
 }
 
 /// A checkpoint being written.
 pub struct PendingCheckpoint {
     id: u64,
-    dir: PathBuf,
+    storage: Storage,
     files: BTreeMap<String, (u64, u64)>,
 }
 
 impl CheckpointStore {
-    /// A store in `dir` (created if missing) keeping the last `retain` checkpoints.
+    /// A store at `dir` (a directory, created if missing, or an object store URL) keeping the
+    /// last `retain` checkpoints.
     pub fn open(dir: impl Into<PathBuf>, retain: usize) -> Result<Self> {
-        let dir = dir.into();
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| HummerError::io("cannot create checkpoint directory", &dir, e))?;
+        let root = Storage::open(&dir.into())?;
+        root.create()?;
         Ok(CheckpointStore {
-            dir,
+            root,
             retain: retain.max(1),
         })
     }
 
     /// Starts checkpoint `id`.
     pub fn begin(&self, id: u64) -> Result<PendingCheckpoint> {
-        let dir = self.dir.join(format!("chk-{id}.inprogress"));
-        if dir.exists() {
-            std::fs::remove_dir_all(&dir)
-                .map_err(|e| HummerError::io("cannot clear checkpoint directory", &dir, e))?;
-        }
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| HummerError::io("cannot create checkpoint directory", &dir, e))?;
+        // A local checkpoint is written aside and renamed into place; an object store has no
+        // rename, there the metadata written last marks the checkpoint complete.
+        let name = if self.root.renames() {
+            format!("chk-{id}.inprogress")
+        } else {
+            format!("chk-{id}")
+        };
+        let storage = self.root.child(&name);
+        storage.remove_all()?;
+        storage.create()?;
         Ok(PendingCheckpoint {
             id,
-            dir,
+            storage,
             files: BTreeMap::new(),
         })
     }
 
-    /// Completes a checkpoint: metadata last, then the directory renamed into place; older
-    /// checkpoints beyond the retained ones are removed.
+    /// Completes a checkpoint: metadata last, then (locally) the directory renamed into place;
+    /// older checkpoints beyond the retained ones are removed.
     pub fn complete(&self, pending: PendingCheckpoint) -> Result<CheckpointMetadata> {
         let metadata = CheckpointMetadata {
             id: pending.id,
@@ -99,25 +107,22 @@ impl CheckpointStore {
                 .map_or(0, |d| d.as_millis() as u64),
             files: pending.files,
         };
-        let meta_path = pending.dir.join("_metadata");
         let json = serde_json::to_vec_pretty(&metadata)
             .map_err(|e| HummerError::Internal(format!("checkpoint metadata: {e}")))?;
-        std::fs::write(&meta_path, json)
-            .map_err(|e| HummerError::io("cannot write checkpoint metadata", &meta_path, e))?;
-        let done = self.dir.join(format!("chk-{}", pending.id));
-        std::fs::rename(&pending.dir, &done)
-            .map_err(|e| HummerError::io("cannot complete checkpoint", &done, e))?;
+        pending.storage.write(METADATA, &json)?;
+        let done = self.root.child(&format!("chk-{}", pending.id));
+        pending.storage.rename_to(&done)?;
         self.prune()?;
         Ok(metadata)
     }
 
-    /// Ids of complete checkpoints, newest first.
+    /// Ids of checkpoints (complete, or on an object store possibly unfinished), newest first.
     pub fn ids(&self) -> Result<Vec<u64>> {
-        let entries = std::fs::read_dir(&self.dir)
-            .map_err(|e| HummerError::io("cannot list checkpoints", &self.dir, e))?;
-        let mut ids: Vec<u64> = entries
-            .flatten()
-            .filter_map(|e| e.file_name().to_str()?.strip_prefix("chk-")?.parse().ok())
+        let mut ids: Vec<u64> = self
+            .root
+            .list_dirs()?
+            .iter()
+            .filter_map(|name| name.strip_prefix("chk-")?.parse().ok())
             .collect();
         ids.sort_unstable_by(|a, b| b.cmp(a));
         Ok(ids)
@@ -125,91 +130,64 @@ impl CheckpointStore {
 
     fn prune(&self) -> Result<()> {
         for id in self.ids()?.into_iter().skip(self.retain) {
-            let dir = self.dir.join(format!("chk-{id}"));
-            std::fs::remove_dir_all(&dir)
-                .map_err(|e| HummerError::io("cannot remove old checkpoint", &dir, e))?;
+            self.root.child(&format!("chk-{id}")).remove_all()?;
         }
         Ok(())
-    }
-
-    /// Checks one checkpoint: its metadata parses and every file has its recorded length and
-    /// checksum.
-    fn verify(&self, id: u64) -> std::result::Result<CompletedCheckpoint, String> {
-        let dir = self.dir.join(format!("chk-{id}"));
-        let meta = std::fs::read(dir.join("_metadata")).map_err(|e| format!("no metadata: {e}"))?;
-        let metadata: CheckpointMetadata =
-            serde_json::from_slice(&meta).map_err(|e| format!("unreadable metadata: {e}"))?;
-        if metadata.id != id {
-            return Err(format!("metadata says checkpoint {}", metadata.id));
-        }
-        for (name, (len, sum)) in &metadata.files {
-            let bytes = std::fs::read(dir.join(name)).map_err(|e| format!("file {name}: {e}"))?;
-            if bytes.len() as u64 != *len {
-                return Err(format!(
-                    "file {name} has {} bytes, {len} expected",
-                    bytes.len()
-                ));
-            }
-            if checksum(&bytes) != *sum {
-                return Err(format!("file {name} fails its checksum"));
-            }
-        }
-        Ok(CompletedCheckpoint { metadata, dir })
     }
 
     /// The newest checkpoint that is whole; damaged ones are skipped with a log line.
     pub fn latest_valid(&self) -> Result<Option<CompletedCheckpoint>> {
         for id in self.ids()? {
-            match self.verify(id) {
+            match verify(self.root.child(&format!("chk-{id}")), id) {
                 Ok(c) => return Ok(Some(c)),
                 Err(reason) => tracing::warn!(
                     "checkpoint {id} in {} is damaged ({reason}); falling back to the one before",
-                    self.dir.display()
+                    self.root.location().display()
                 ),
             }
         }
         Ok(None)
     }
 
-    /// The store's directory.
-    pub fn dir(&self) -> &Path {
-        &self.dir
+    /// The store's location.
+    pub fn dir(&self) -> PathBuf {
+        self.root.location()
     }
 }
 
-/// The checkpoint (or savepoint) at `path`: either one checkpoint's directory (`.../chk-7`) or
-/// a directory of checkpoints, whose newest whole one is taken.
-pub fn find_checkpoint(path: &Path) -> Result<CompletedCheckpoint> {
-    let bad = |reason: String| HummerError::BadInput {
-        input: path.display().to_string(),
-        reason,
-    };
-    if !path.is_dir() {
-        return Err(bad("no such checkpoint or savepoint directory".into()));
+/// Name of the metadata file, written last.
+const METADATA: &str = "_metadata";
+
+/// Checks one checkpoint: its metadata parses and every file has its recorded length and
+/// checksum.
+fn verify(storage: Storage, id: u64) -> std::result::Result<CompletedCheckpoint, String> {
+    let meta = storage
+        .read(METADATA)
+        .map_err(|e| format!("no metadata: {e}"))?;
+    let metadata: CheckpointMetadata =
+        serde_json::from_slice(&meta).map_err(|e| format!("unreadable metadata: {e}"))?;
+    if metadata.id != id {
+        return Err(format!("metadata says checkpoint {}", metadata.id));
     }
-    if path.join("_metadata").exists() {
-        let id = path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .and_then(|n| n.strip_prefix("chk-"))
-            .and_then(|n| n.parse::<u64>().ok())
-            .ok_or_else(|| bad("a checkpoint directory must be named chk-<id>".into()))?;
-        let parent = path.parent().unwrap_or(Path::new("."));
-        let store = CheckpointStore {
-            dir: parent.to_path_buf(),
-            retain: usize::MAX,
-        };
-        return store
-            .verify(id)
-            .map_err(|reason| bad(format!("damaged checkpoint: {reason}")));
+    for (name, (len, sum)) in &metadata.files {
+        let bytes = storage
+            .read(name)
+            .map_err(|e| format!("file {name}: {e}"))?;
+        if bytes.len() as u64 != *len {
+            return Err(format!(
+                "file {name} has {} bytes, {len} expected",
+                bytes.len()
+            ));
+        }
+        if checksum(&bytes) != *sum {
+            return Err(format!("file {name} fails its checksum"));
+        }
     }
-    let store = CheckpointStore {
-        dir: path.to_path_buf(),
-        retain: usize::MAX,
-    };
-    store
-        .latest_valid()?
-        .ok_or_else(|| bad("holds no complete checkpoint".into()))
+    Ok(CompletedCheckpoint {
+        metadata,
+        dir: storage.location(),
+        storage,
+    })
 }
 
 impl PendingCheckpoint {
@@ -220,9 +198,7 @@ impl PendingCheckpoint {
                 "bad checkpoint file name '{name}'"
             )));
         }
-        let path = self.dir.join(name);
-        std::fs::write(&path, bytes)
-            .map_err(|e| HummerError::io("cannot write checkpoint file", &path, e))?;
+        self.storage.write(name, bytes)?;
         self.files
             .insert(name.to_string(), (bytes.len() as u64, checksum(bytes)));
         Ok(())
@@ -232,6 +208,50 @@ impl PendingCheckpoint {
     pub fn id(&self) -> u64 {
         self.id
     }
+}
+
+/// The checkpoint (or savepoint) at `path`: either one checkpoint's directory (`.../chk-7`) or
+/// a directory of checkpoints, whose newest whole one is taken. Object store URLs work alike.
+pub fn find_checkpoint(path: &Path) -> Result<CompletedCheckpoint> {
+    let bad = |reason: String| HummerError::BadInput {
+        input: path.display().to_string(),
+        reason,
+    };
+    let storage = Storage::open(path)?;
+    if !storage.exists() {
+        return Err(bad("no such checkpoint or savepoint directory".into()));
+    }
+    if storage.read(METADATA).is_ok() {
+        let id = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| n.strip_prefix("chk-"))
+            .and_then(|n| n.parse::<u64>().ok())
+            .ok_or_else(|| bad("a checkpoint directory must be named chk-<id>".into()))?;
+        return verify(storage, id).map_err(|reason| bad(format!("damaged checkpoint: {reason}")));
+    }
+    let store = CheckpointStore {
+        root: storage,
+        retain: usize::MAX,
+    };
+    store
+        .latest_valid()?
+        .ok_or_else(|| bad("holds no complete checkpoint".into()))
+}
+
+/// Copies a complete checkpoint to `to` (a savepoint), across storages if need be; returns
+/// the copy.
+pub fn copy_checkpoint(from: &CompletedCheckpoint, to: &Path) -> Result<CompletedCheckpoint> {
+    let target = Storage::open(to)?;
+    target.create()?;
+    for name in from.metadata.files.keys() {
+        target.write(name, &from.read(name)?)?;
+    }
+    target.write(METADATA, &from.read(METADATA)?)?;
+    verify(target, from.metadata.id).map_err(|reason| HummerError::BadInput {
+        input: to.display().to_string(),
+        reason: format!("the copied checkpoint does not verify: {reason}"),
+    })
 }
 
 #[cfg(test)]
@@ -258,6 +278,30 @@ mod tests {
         let latest = store.latest_valid().unwrap().unwrap();
         assert_eq!(latest.metadata.id, 4);
         assert_eq!(latest.read("op-1-subtask-0").unwrap(), b"state of 4");
+    }
+
+    #[test]
+    fn an_object_store_keeps_checkpoints_the_same_way() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("file://{}", dir.path().display());
+        let store = CheckpointStore::open(&url, 2).unwrap();
+        for id in 1..=3 {
+            checkpoint(&store, id);
+        }
+        // Unfinished (no metadata): skipped.
+        let mut pending = store.begin(4).unwrap();
+        pending.write("op-1-subtask-0", b"half").unwrap();
+        let latest = store.latest_valid().unwrap().unwrap();
+        assert_eq!(latest.metadata.id, 3);
+        assert_eq!(latest.read("op-1-subtask-0").unwrap(), b"state of 3");
+        assert_eq!(latest.dir, PathBuf::from(format!("{url}/chk-3")));
+        let found = find_checkpoint(&latest.dir).unwrap();
+        assert_eq!(found.metadata, latest.metadata);
+        // A savepoint copied to a local directory reads back the same.
+        let savepoint = dir.path().join("savepoints/chk-3");
+        let copy = copy_checkpoint(&latest, &savepoint).unwrap();
+        assert_eq!(copy.read("op-2-subtask-0").unwrap(), vec![3u8; 100]);
+        assert_eq!(find_checkpoint(&savepoint).unwrap().metadata.id, 3);
     }
 
     #[test]

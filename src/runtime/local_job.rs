@@ -125,7 +125,7 @@ impl Supervisor {
     fn restore_point(&self) -> Result<Option<RestoredState>> {
         let mut found = None;
         if let Some(c) = &self.supervision.checkpoints
-            && c.dir.is_dir()
+            && crate::checkpoint::storage::Storage::open(&c.dir)?.exists()
         {
             found = CheckpointStore::open(&c.dir, c.retain)?.latest_valid()?;
         }

@@ -13,7 +13,7 @@
 //! Savepoints are checkpoints taken on request and copied out of the job's checkpoint
 //! directory, so that retention never removes them.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc::UnboundedSender;
@@ -21,9 +21,10 @@ use tokio::sync::mpsc::UnboundedSender;
 use crate::checkpoint::coordinator::{CheckpointCoordinator, CheckpointStats};
 use crate::checkpoint::hub::HubEvent;
 use crate::checkpoint::restart_strategy::{RestartDecision, RestartTracker};
-use crate::checkpoint::store::{CheckpointStore, find_checkpoint};
+use crate::checkpoint::store::{CheckpointStore, copy_checkpoint, find_checkpoint};
 use crate::cluster::jobmanager::state::ClusterState;
 use crate::cluster::protocol::{JobState, Message, RecoveryRequest};
+use crate::error::HummerError;
 
 /// A savepoint asked for and not yet taken.
 pub struct PendingSavepoint {
@@ -313,17 +314,19 @@ impl ClusterState {
         else {
             return;
         };
-        let source = recovery
+        let target = sp
+            .dir
+            .join(format!("savepoint-{job}-{completed}"))
+            .join(format!("chk-{completed}"));
+        let copied = recovery
             .dir
             .as_ref()
-            .map(|d| d.join(format!("chk-{completed}")));
-        let target = sp.dir.join(format!("savepoint-{job}-{completed}"));
-        let copied = source
-            .ok_or_else(|| "the job has no checkpoint directory".to_string())
-            .and_then(|s| copy_dir(&s, &target.join(format!("chk-{completed}"))));
+            .ok_or_else(|| HummerError::Internal("the job has no checkpoint directory".into()))
+            .and_then(|d| find_checkpoint(&d.join(format!("chk-{completed}"))))
+            .and_then(|c| copy_checkpoint(&c, &target));
         match copied {
-            Ok(()) => {
-                let path = target.join(format!("chk-{completed}"));
+            Ok(_) => {
+                let path = target;
                 tracing::info!(job = %job, path = %path.display(), "savepoint taken");
                 let _ = sp.reply.send(Message::Savepoint(path));
                 if sp.stop {
@@ -376,15 +379,4 @@ impl ClusterState {
         });
         Ok(())
     }
-}
-
-/// Copies a checkpoint directory (flat: files only).
-fn copy_dir(from: &Path, to: &Path) -> Result<(), String> {
-    std::fs::create_dir_all(to).map_err(|e| format!("{}: {e}", to.display()))?;
-    let entries = std::fs::read_dir(from).map_err(|e| format!("{}: {e}", from.display()))?;
-    for entry in entries.flatten() {
-        let target = to.join(entry.file_name());
-        std::fs::copy(entry.path(), &target).map_err(|e| format!("{}: {e}", target.display()))?;
-    }
-    Ok(())
 }
