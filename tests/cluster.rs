@@ -791,14 +791,23 @@ fn rfts_moves_a_waiting_job_from_a_loaded_taskmanager_to_an_idle_one() {
     let on_real = batch("b1", "1");
     std::thread::sleep(Duration::from_millis(300));
     let on_loaded = batch("b2", "5");
-    std::thread::sleep(Duration::from_millis(300));
-    let (_, tms) = http_get(&cluster.rest, "/taskmanagers");
-    let waiting: u64 = tms["taskmanagers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["waitingJobs"].as_u64().unwrap())
-        .sum();
+    // Both clients upload and submit (slow on a loaded machine): wait until both jobs queue.
+    let waiting_jobs = || {
+        let (_, tms) = http_get(&cluster.rest, "/taskmanagers");
+        let waiting: u64 = tms["taskmanagers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["waitingJobs"].as_u64().unwrap())
+            .sum();
+        (waiting, tms)
+    };
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let (mut waiting, mut tms) = waiting_jobs();
+    while waiting < 2 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+        (waiting, tms) = waiting_jobs();
+    }
     assert_eq!(waiting, 2, "{tms}");
     // Free the real TaskManager: its queued job starts, and RFTS moves the other one over.
     assert!(cluster.hummer(&["cancel", &first]).status.success());
@@ -896,7 +905,9 @@ fn cluster_trial(seed: u64) {
         "cluster trial seed {seed}: {events} events, {keys} keys, panic at event {fail_at}, \
          kill TaskManager {victim_index} after {kill_after:?}"
     );
-    let mut cluster = Cluster::start(3, 2, 1_000);
+    // A killed TaskManager's connection closes at once; the heartbeat timeout only has to be
+    // long enough that a loaded machine does not lose the others.
+    let mut cluster = Cluster::start(3, 2, 5_000);
     let out = cluster.dir.path().join("out");
     let checkpoints = cluster.dir.path().join("checkpoints");
     let marker = cluster.dir.path().join("failed");
@@ -941,7 +952,7 @@ fn cluster_trial(seed: u64) {
         .strip_prefix("submitted job ")
         .unwrap_or_else(|| panic!("seed {seed}: no job id in {line:?}"))
         .to_string();
-    cluster.wait_for_status(&id, "Running", Duration::from_secs(10));
+    cluster.wait_for_status(&id, "Running", Duration::from_secs(30));
     std::thread::sleep(kill_after);
     let mut victim = cluster.taskmanagers.remove(victim_index);
     Command::new("kill")
@@ -1020,7 +1031,7 @@ fn stop_with_savepoint_and_resume_at_a_lower_parallelism_is_exactly_once() {
         args
     };
     let id = submitted_id(&cluster.hummer_ok(&as_refs(&job(&["--parallelism", "4"]))));
-    cluster.wait_for_status(&id, "Running", Duration::from_secs(10));
+    cluster.wait_for_status(&id, "Running", Duration::from_secs(30));
     std::thread::sleep(Duration::from_millis(700));
 
     let taken = cluster.hummer_ok(&["savepoint", &id]);
@@ -1063,4 +1074,42 @@ fn stop_with_savepoint_and_resume_at_a_lower_parallelism_is_exactly_once() {
 
 fn as_refs(args: &[String]) -> Vec<&str> {
     args.iter().map(String::as_str).collect()
+}
+
+/// A job whose restart finds no slots (its only TaskManager was killed) does not wait forever:
+/// every failed redeployment counts against its restart strategy, then it fails with the
+/// reason.
+#[test]
+fn a_restart_without_slots_fails_the_job_when_the_strategy_is_used_up() {
+    let mut cluster = Cluster::start(1, 2, 5_000);
+    let run = cluster.hummer_ok(&[
+        "run",
+        "event-count",
+        "--rate",
+        "1000",
+        "--parallelism",
+        "2",
+        "--checkpoint-interval-ms",
+        "100",
+        "--restart",
+        "fixed-delay:2:100ms",
+        "--checkpoint-dir",
+        cluster.dir.path().join("chk").to_str().unwrap(),
+        "--out",
+        cluster.dir.path().join("out").to_str().unwrap(),
+    ]);
+    let id = submitted_id(&run);
+    cluster.wait_for_status(&id, "Running", Duration::from_secs(30));
+    let mut only = cluster.taskmanagers.remove(0);
+    Command::new("kill")
+        .args(["-9", &only.id().to_string()])
+        .status()
+        .unwrap();
+    let _ = only.wait();
+    cluster.wait_for_status(&id, "Failed", Duration::from_secs(10));
+    let status = cluster.status(&id);
+    assert!(
+        status.contains("will not be restarted") && status.contains("restart attempts"),
+        "{status}"
+    );
 }

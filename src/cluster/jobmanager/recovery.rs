@@ -212,6 +212,7 @@ impl ClusterState {
         let Some(mut entry) = self.jobs.remove(id) else {
             return;
         };
+        let mut give_up = None;
         let restore = entry.recovery.as_ref().and_then(JobRecovery::restore_point);
         entry.attempt += 1;
         entry.restore = restore.as_ref().map(|(dir, _)| dir.clone());
@@ -232,15 +233,32 @@ impl ClusterState {
                 }
             }
             Err(e) => {
-                // No room yet: try again shortly (a TaskManager may come back).
+                // No room (yet): a restart that cannot be deployed counts as another failure,
+                // so the restart strategy bounds how long the job waits for slots.
                 entry.attempt -= 1;
-                if let Some(r) = entry.recovery.as_mut() {
-                    r.restart_at = Some(Instant::now() + Duration::from_millis(500));
+                let decision = entry
+                    .recovery
+                    .as_mut()
+                    .map(|r| r.tracker.on_failure(Instant::now()));
+                match decision {
+                    Some(RestartDecision::RestartAfter(delay)) => {
+                        if let Some(r) = entry.recovery.as_mut() {
+                            r.restart_at =
+                                Some(Instant::now() + delay.max(Duration::from_millis(500)));
+                        }
+                        tracing::warn!(job = %id, "cannot restart the job yet: {e}");
+                    }
+                    Some(RestartDecision::GiveUp { reason }) => give_up = Some((reason, e)),
+                    None => {}
                 }
-                tracing::warn!(job = %id, "cannot restart the job yet: {e}");
             }
         }
         self.jobs.insert(id.to_string(), entry);
+        if let Some((reason, e)) = give_up {
+            let error =
+                format!("job failed and will not be restarted ({reason}); last failure: {e}");
+            self.end_job(id, JobState::Failed, Some(error));
+        }
     }
 
     /// Every worker of a job's attempt is running: starts its checkpoint coordinator.
