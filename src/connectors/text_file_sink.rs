@@ -94,6 +94,7 @@ impl<T: Display + Send + 'static> Sink<T> for TextFileSink<T> {
                 parallelism: ctx.parallelism,
                 out: None,
                 pending: Vec::new(),
+                syncing: Vec::new(),
                 restored: Vec::new(),
                 recovered: false,
                 _types: PhantomData,
@@ -152,6 +153,9 @@ struct TransactionalWriter<T> {
     out: Option<BufWriter<File>>,
     /// Pre-committed files not yet committed: `(checkpoint, committed name)`.
     pending: Vec<(CheckpointId, String)>,
+    /// Pre-committed files still being synced to disk, by committed name: the sync runs beside
+    /// the pipeline and a file is made visible only once it is done.
+    syncing: Vec<(String, std::thread::JoinHandle<std::io::Result<()>>)>,
     /// States of the restored run, applied before the first record.
     restored: Vec<PendingFiles>,
     recovered: bool,
@@ -269,12 +273,16 @@ impl<T: Display + Send> SinkWriter<T> for TransactionalWriter<T> {
             let file = out
                 .into_inner()
                 .map_err(|e| HummerError::io("cannot write output file", &path, e.into_error()))?;
-            file.sync_all()
-                .map_err(|e| HummerError::io("cannot sync output file", &path, e))?;
             let committed = format!("part-{}-{checkpoint}", self.subtask);
             let pending = self.dir.join(pending_name(&committed));
             std::fs::rename(&path, &pending)
                 .map_err(|e| HummerError::io("cannot pre-commit output file", &pending, e))?;
+            // Syncing a second of output takes a while: the pipeline goes on meanwhile.
+            let sync = std::thread::Builder::new()
+                .name("file-sink-sync".into())
+                .spawn(move || file.sync_all())
+                .map_err(|e| HummerError::io("cannot sync output file", &pending, e))?;
+            self.syncing.push((committed.clone(), sync));
             self.pending.push((checkpoint, committed));
         }
         let state = PendingFiles {
@@ -293,6 +301,13 @@ impl<T: Display + Send> SinkWriter<T> for TransactionalWriter<T> {
             .partition(|(c, _)| *c <= checkpoint);
         self.pending = later;
         for (_, committed) in due {
+            if let Some(i) = self.syncing.iter().position(|(name, _)| *name == committed) {
+                let (_, sync) = self.syncing.swap_remove(i);
+                let path = self.dir.join(pending_name(&committed));
+                sync.join()
+                    .map_err(|_| HummerError::Internal("the output file sync panicked".into()))?
+                    .map_err(|e| HummerError::io("cannot sync output file", &path, e))?;
+            }
             self.commit_file(&committed)?;
         }
         Ok(())
@@ -346,6 +361,7 @@ mod tests {
             parallelism,
             out: None,
             pending: Vec::new(),
+            syncing: Vec::new(),
             restored: Vec::new(),
             recovered: false,
             _types: PhantomData,
