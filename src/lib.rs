@@ -35,6 +35,7 @@ pub mod connectors;
 pub mod data;
 pub mod error;
 pub mod graph;
+pub mod image;
 pub mod jobs;
 pub mod network;
 pub mod operators;

@@ -203,12 +203,15 @@ const STDERR_TAIL: usize = 2000;
 
 /// Fetches the artifact if needed, starts the worker, reports its end.
 async fn deploy(
-    spec: DeploySpec,
+    mut spec: DeploySpec,
     config: TaskManagerConfig,
     jm: UnboundedSender<Message>,
     workers: Workers,
     pids: WorkerPids,
 ) {
+    // The worker reaches the JobManager the way this TaskManager does (behind NAT, in a VM,
+    // the JobManager's own view of its address is no use).
+    spec.jobmanager = config.jobmanager.clone();
     let job = spec.job.clone();
     let key = (spec.job.clone(), spec.attempt);
     let report = |code: Option<i32>, stderr_tail: String| {

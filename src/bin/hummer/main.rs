@@ -1,6 +1,7 @@
 //! The `hummer` command line.
 
 mod cluster;
+mod image;
 mod run;
 mod wordcount;
 
@@ -38,9 +39,15 @@ enum Command {
     Savepoint(cluster::SavepointArgs),
     /// Stop a cluster job, optionally with a savepoint first.
     Stop(cluster::StopArgs),
+    /// Build or boot a VM image of the job (unikernel style).
+    Image(image::Args),
 }
 
 fn main() -> ExitCode {
+    // As `/init` of its VM image, the binary is the VM's PID 1.
+    if std::process::id() == 1 {
+        hummer::image::init::run();
+    }
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("HUMMER_LOG")
@@ -60,6 +67,7 @@ fn main() -> ExitCode {
         Command::Run(args) => run::run(args),
         Command::Savepoint(args) => cluster::savepoint(args),
         Command::Stop(args) => cluster::stop(args),
+        Command::Image(args) => image::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,220 @@
+//! `hummer image run`: boots an image with qemu's `microvm` machine.
+//!
+//! `microvm` has no PCI bus and no firmware to speak of: qemu loads the uncompressed kernel
+//! and the initramfs itself and attaches the network as a virtio-mmio device, which keeps
+//! boot short. KVM is used when `/dev/kvm` can create a VM; otherwise qemu emulates the CPU
+//! (TCG), and the kernel is told the host's TSC rate (`tsc_early_khz`), without which it hangs
+//! calibrating the clock under TCG. The console is the serial port, on qemu's stdout.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::error::{HummerError, Result};
+
+/// How the VM is networked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum VmNet {
+    /// qemu's user-mode network: the guest is 10.0.2.15, the host's loopback is 10.0.2.2.
+    /// Outbound connections only.
+    User,
+    /// A tap device (on a bridge, set up beforehand): the guest is a host on that network.
+    Tap(String),
+}
+
+/// What to boot.
+#[derive(Debug, Clone)]
+pub struct VmOptions {
+    /// The image directory (`vmlinux`, `initramfs.cpio`).
+    pub image: PathBuf,
+    /// `hummer.*` settings and anything else for the kernel command line.
+    pub cmdline: Vec<String>,
+    /// Network.
+    pub net: VmNet,
+    /// MAC address of the network device.
+    pub mac: String,
+    /// Memory in MiB.
+    pub memory_mb: u32,
+    /// Virtual CPUs.
+    pub cpus: u32,
+}
+
+/// Whether KVM can run VMs here. `/dev/kvm` may exist and even create VMs without working (a
+/// nested VM whose CPU model qemu cannot set up), so qemu itself is tried: a KVM VM held
+/// paused at its first instruction that is still alive after half a second works.
+pub fn kvm_usable() -> bool {
+    static USABLE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *USABLE.get_or_init(|| {
+        if std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open("/dev/kvm")
+            .is_err()
+        {
+            return false;
+        }
+        let Ok(mut probe) = Command::new(qemu_binary())
+            .args(["-M", "microvm", "-accel", "kvm", "-cpu", "host", "-m", "64"])
+            .args(["-nodefaults", "-display", "none", "-S"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+        else {
+            return false;
+        };
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        let alive = matches!(probe.try_wait(), Ok(None));
+        let _ = probe.kill();
+        let _ = probe.wait();
+        alive
+    })
+}
+
+/// The host's TSC rate in kHz, from `/proc/cpuinfo`.
+pub fn host_tsc_khz() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/cpuinfo").ok()?;
+    let mhz: f64 = info
+        .lines()
+        .find(|l| l.starts_with("cpu MHz"))?
+        .split(':')
+        .nth(1)?
+        .trim()
+        .parse()
+        .ok()?;
+    Some((mhz * 1000.0) as u64)
+}
+
+/// A MAC address derived from an IPv4 address (locally administered).
+pub fn mac_for(ip: &str) -> String {
+    let octets: Vec<u8> = ip
+        .split('/')
+        .next()
+        .unwrap_or("")
+        .split('.')
+        .filter_map(|o| o.parse().ok())
+        .collect();
+    let o = |i: usize| octets.get(i).copied().unwrap_or(0);
+    format!("52:54:{:02x}:{:02x}:{:02x}:{:02x}", o(0), o(1), o(2), o(3))
+}
+
+/// The qemu command that boots `options`.
+pub fn qemu_command(options: &VmOptions) -> Result<Command> {
+    let kernel = options.image.join("vmlinux");
+    let initramfs = options.image.join("initramfs.cpio");
+    for f in [&kernel, &initramfs] {
+        if !f.exists() {
+            return Err(HummerError::BadInput {
+                input: options.image.display().to_string(),
+                reason: format!("not an image: {} is missing", f.display()),
+            });
+        }
+    }
+    let kvm = kvm_usable();
+    let mut append = vec![
+        "console=ttyS0".to_string(),
+        "reboot=t".into(),
+        "panic=-1".into(),
+        "quiet".into(),
+        "8250.nr_uarts=1".into(),
+    ];
+    if !kvm && let Some(khz) = host_tsc_khz() {
+        append.push(format!("tsc_early_khz={khz}"));
+    }
+    append.extend(options.cmdline.iter().cloned());
+    let mut cmd = Command::new(qemu_binary());
+    cmd.args(["-M", "microvm,x-option-roms=off,rtc=off,pit=off,pic=off"])
+        .args(["-accel", if kvm { "kvm" } else { "tcg" }])
+        .args(["-cpu", if kvm { "host" } else { "max" }])
+        .args(["-m", &options.memory_mb.to_string()])
+        .args(["-smp", &options.cpus.to_string()])
+        .args(["-nodefaults", "-no-user-config", "-nographic", "-no-reboot"])
+        .args(["-serial", "stdio"])
+        .arg("-kernel")
+        .arg(&kernel)
+        .arg("-initrd")
+        .arg(&initramfs)
+        .args(["-append", &append.join(" ")]);
+    let netdev = match &options.net {
+        VmNet::User => "user,id=n0".to_string(),
+        VmNet::Tap(name) => format!("tap,id=n0,ifname={name},script=no,downscript=no"),
+    };
+    cmd.args(["-netdev", &netdev]).args([
+        "-device",
+        &format!("virtio-net-device,netdev=n0,mac={}", options.mac),
+    ]);
+    Ok(cmd)
+}
+
+fn qemu_binary() -> &'static str {
+    "qemu-system-x86_64"
+}
+
+/// Installs qemu (and lz4, to unpack the kernel) when missing, as root with apt.
+pub fn ensure_tools() -> Result<()> {
+    let have = |bin: &str| {
+        Command::new("sh")
+            .args(["-c", &format!("command -v {bin}")])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    let mut missing = Vec::new();
+    if !have(qemu_binary()) {
+        missing.push("qemu-system-x86");
+    }
+    if !have("lz4") {
+        missing.push("lz4");
+    }
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let install = |args: &[&str]| {
+        Command::new("apt-get")
+            .args(args)
+            .env("DEBIAN_FRONTEND", "noninteractive")
+            .status()
+            .map_err(|e| HummerError::Config(format!("cannot run apt-get: {e}")))
+    };
+    let mut args = vec!["install", "-y", "-q", "--no-install-recommends"];
+    args.extend(&missing);
+    if !install(&args)?.success() {
+        install(&["update", "-q"])?;
+        if !install(&args)?.success() {
+            return Err(HummerError::Config(format!(
+                "cannot install {} with apt-get",
+                missing.join(", ")
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The image directory's files, for messages.
+pub fn describe(image: &Path) -> String {
+    ["vmlinux", "initramfs.cpio"]
+        .iter()
+        .map(|f| {
+            let size = std::fs::metadata(image.join(f)).map_or(0, |m| m.len());
+            format!("{f} {:.1} MB", size as f64 / 1e6)
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn macs_follow_the_ip_and_the_command_names_the_image() {
+        assert_eq!(mac_for("10.77.0.11/24"), "52:54:0a:4d:00:0b");
+        let err = qemu_command(&VmOptions {
+            image: PathBuf::from("/nonexistent-image"),
+            cmdline: vec![],
+            net: VmNet::User,
+            mac: mac_for("10.0.2.15"),
+            memory_mb: 256,
+            cpus: 1,
+        })
+        .unwrap_err();
+        assert!(err.to_string().contains("/nonexistent-image"), "{err}");
+    }
+}
