@@ -223,3 +223,121 @@ fn a_vm_registers_as_a_taskmanager_runs_a_job_and_powers_off() {
         vm.console.join("\n")
     );
 }
+
+/// A bridge with two tap devices on the host, removed when dropped.
+struct Bridge {
+    name: String,
+    taps: [String; 2],
+    subnet: String,
+}
+
+impl Bridge {
+    fn new() -> Bridge {
+        let id = std::process::id() % 100_000;
+        let bridge = Bridge {
+            name: format!("hb{id}"),
+            taps: [format!("ht{id}a"), format!("ht{id}b")],
+            subnet: format!("10.79.{}", id % 250),
+        };
+        let ip = |args: &[&str]| {
+            let ok = Command::new("ip").args(args).status().unwrap().success();
+            assert!(ok, "ip {args:?} failed (root and iproute2 are needed)");
+        };
+        ip(&["link", "add", &bridge.name, "type", "bridge"]);
+        ip(&[
+            "addr",
+            "add",
+            &format!("{}.1/24", bridge.subnet),
+            "dev",
+            &bridge.name,
+        ]);
+        ip(&["link", "set", &bridge.name, "up"]);
+        for tap in &bridge.taps {
+            ip(&["tuntap", "add", tap, "mode", "tap"]);
+            ip(&["link", "set", tap, "master", &bridge.name]);
+            ip(&["link", "set", tap, "up"]);
+        }
+        bridge
+    }
+}
+
+impl Drop for Bridge {
+    fn drop(&mut self) {
+        for dev in self.taps.iter().chain(std::iter::once(&self.name)) {
+            let _ = Command::new("ip").args(["link", "del", dev]).status();
+        }
+    }
+}
+
+#[test]
+fn a_jobmanager_and_two_taskmanager_vms_run_a_distributed_wordcount() {
+    let static_bin = image().join("hummer");
+    let net = Bridge::new();
+    let host = format!("{}.1", net.subnet);
+    let mut jobmanager = Command::new(BIN)
+        .args(["jobmanager", "--rpc", &format!("{host}:0")])
+        .args(["--rest", &format!("{host}:0")])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut jm_out = BufReader::new(jobmanager.stdout.take().unwrap());
+    let mut line = String::new();
+    while !line.starts_with("jobmanager listening on ") {
+        line.clear();
+        assert!(jm_out.read_line(&mut line).unwrap() > 0);
+    }
+    let rpc = line
+        .trim()
+        .trim_start_matches("jobmanager listening on ")
+        .to_string();
+    let mut vms: Vec<Vm> = net
+        .taps
+        .iter()
+        .enumerate()
+        .map(|(i, tap)| {
+            Vm::boot(&[
+                "--role",
+                "taskmanager",
+                "--net",
+                "tap",
+                "--tap",
+                tap,
+                "--ip",
+                &format!("{}.{}/24", net.subnet, 11 + i),
+                "--jobmanager",
+                &rpc,
+                "--slots",
+                "1",
+            ])
+        })
+        .collect();
+    for vm in &mut vms {
+        vm.wait_for("registered with", Duration::from_secs(120));
+    }
+    // Parallelism 2 on two single-slot TaskManagers: every shuffle crosses between the VMs.
+    let wordcount = |jm: Option<&str>| {
+        let mut cmd = Command::new(&static_bin);
+        cmd.args(["wordcount", "--corpus-lines", "3000", "--parallelism", "2"])
+            .args(["--top", "100000"]);
+        match jm {
+            Some(jm) => cmd.env("HUMMER_JOBMANAGER", jm),
+            None => cmd.env_remove("HUMMER_JOBMANAGER"),
+        };
+        let out = cmd.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    let in_vms = wordcount(Some(&rpc));
+    let local = wordcount(None);
+    assert!(!ranking(&local).is_empty(), "{local}");
+    assert_eq!(ranking(&in_vms), ranking(&local), "{in_vms}");
+    let _ = jobmanager.kill();
+    let _ = jobmanager.wait();
+    for vm in &mut vms {
+        assert!(vm.wait_exit(Duration::from_secs(60)).success());
+    }
+}

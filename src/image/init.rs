@@ -138,8 +138,13 @@ impl VmConfig {
     }
 }
 
+/// Prints on the console, with the time since the kernel started.
 fn say(message: &str) {
-    println!("hummer init: {message}");
+    let uptime = std::fs::read_to_string("/proc/uptime")
+        .ok()
+        .and_then(|u| u.split_whitespace().next().map(str::to_string))
+        .unwrap_or_default();
+    println!("hummer init [{uptime} s]: {message}");
 }
 
 /// Powers the VM off; never returns.

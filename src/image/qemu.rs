@@ -1,7 +1,7 @@
 //! `hummer image run`: boots an image with qemu's `microvm` machine.
 //!
-//! `microvm` has no PCI bus and no firmware to speak of: qemu loads the uncompressed kernel
-//! and the initramfs itself and attaches the network as a virtio-mmio device, which keeps
+//! `microvm` has no PCI bus and no firmware to speak of: qemu loads the kernel and the
+//! initramfs itself and attaches the network as a virtio-mmio device, which keeps
 //! boot short. KVM is used when `/dev/kvm` can create a VM; otherwise qemu emulates the CPU
 //! (TCG), and the kernel is told the host's TSC rate (`tsc_early_khz`), without which it hangs
 //! calibrating the clock under TCG. The console is the serial port, on qemu's stdout.
@@ -24,7 +24,7 @@ pub enum VmNet {
 /// What to boot.
 #[derive(Debug, Clone)]
 pub struct VmOptions {
-    /// The image directory (`vmlinux`, `initramfs.cpio`).
+    /// The image directory (`vmlinuz`, `initramfs.cpio`).
     pub image: PathBuf,
     /// `hummer.*` settings and anything else for the kernel command line.
     pub cmdline: Vec<String>,
@@ -40,10 +40,28 @@ pub struct VmOptions {
 
 /// Whether KVM can run VMs here. `/dev/kvm` may exist and even create VMs without working (a
 /// nested VM whose CPU model qemu cannot set up), so qemu itself is tried: a KVM VM held
-/// paused at its first instruction that is still alive after half a second works.
+/// paused at its first instruction that is still alive after half a second works. The answer
+/// is kept for the machine's boot in `/var/tmp/hummer-kvm-usable` (the probe costs 0.5 s).
 pub fn kvm_usable() -> bool {
     static USABLE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *USABLE.get_or_init(|| {
+        let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default();
+        let cache = std::path::Path::new("/var/tmp/hummer-kvm-usable");
+        if let Ok(saved) = std::fs::read_to_string(cache)
+            && let Some((id, answer)) = saved.split_once(' ')
+            && id == boot.trim()
+        {
+            return answer.trim() == "yes";
+        }
+        let usable = probe_kvm();
+        let answer = if usable { "yes" } else { "no" };
+        let _ = std::fs::write(cache, format!("{} {answer}\n", boot.trim()));
+        usable
+    })
+}
+
+fn probe_kvm() -> bool {
+    {
         if std::fs::OpenOptions::new()
             .read(true)
             .write(true)
@@ -66,7 +84,7 @@ pub fn kvm_usable() -> bool {
         let _ = probe.kill();
         let _ = probe.wait();
         alive
-    })
+    }
 }
 
 /// The host's TSC rate in kHz, from `/proc/cpuinfo`.
@@ -98,7 +116,7 @@ pub fn mac_for(ip: &str) -> String {
 
 /// The qemu command that boots `options`.
 pub fn qemu_command(options: &VmOptions) -> Result<Command> {
-    let kernel = options.image.join("vmlinux");
+    let kernel = options.image.join(crate::image::build::KERNEL_FILE);
     let initramfs = options.image.join("initramfs.cpio");
     for f in [&kernel, &initramfs] {
         if !f.exists() {
@@ -148,7 +166,7 @@ fn qemu_binary() -> &'static str {
     "qemu-system-x86_64"
 }
 
-/// Installs qemu (and lz4, to unpack the kernel) when missing, as root with apt.
+/// Installs qemu when missing, as root with apt.
 pub fn ensure_tools() -> Result<()> {
     let have = |bin: &str| {
         Command::new("sh")
@@ -159,9 +177,6 @@ pub fn ensure_tools() -> Result<()> {
     let mut missing = Vec::new();
     if !have(qemu_binary()) {
         missing.push("qemu-system-x86");
-    }
-    if !have("lz4") {
-        missing.push("lz4");
     }
     if missing.is_empty() {
         return Ok(());
@@ -189,7 +204,7 @@ pub fn ensure_tools() -> Result<()> {
 
 /// The image directory's files, for messages.
 pub fn describe(image: &Path) -> String {
-    ["vmlinux", "initramfs.cpio"]
+    [crate::image::build::KERNEL_FILE, "initramfs.cpio"]
         .iter()
         .map(|f| {
             let size = std::fs::metadata(image.join(f)).map_or(0, |m| m.len());
