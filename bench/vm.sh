@@ -17,7 +17,7 @@ br=hbvm$$; tap=htvm$$; sub=10.81.$(( $$ % 250 ))
 cleanup() {
   pkill -f "jobmanager --rpc $sub.1" 2>/dev/null || true
   pkill -f "taskmanager --jobmanager $sub.1" 2>/dev/null || true
-  pkill -f "tap $tap" 2>/dev/null || true
+  pkill -f "ifname=$tap" 2>/dev/null || true
   ip link del "$tap" 2>/dev/null || true; ip link del "$br" 2>/dev/null || true
 }
 trap cleanup EXIT
@@ -32,10 +32,11 @@ boot() { # boot [VCPUS]: starts a TaskManager VM, waits until it registered, pri
   local start=$(date +%s.%N)
   "$hummer" image run "$img" --role taskmanager --net tap --tap "$tap" --ip "$sub.11/24" \
     --jobmanager "$sub.1:6123" --slots 2 --cpus "${1:-1}" --memory 1024 > "$log" 2>&1 &
-  until grep -q "registered with\|powering off" "$log"; do sleep 0.01; done
+  until grep -q "registered with\|powering off\|error" "$log"; do sleep 0.01; done
+  grep -q "registered with" "$log" || { cat "$log" >&2; exit 1; }
   echo "$(date +%s.%N) - $start" | bc
 }
-stop_vm() { pkill -f "tap $tap" || true; sleep 1; }
+stop_vm() { pkill -f "ifname=$tap" || true; sleep 1; }
 times=()
 for i in $(seq "$boots"); do
   t=$(boot); times+=("$t"); echo "boot $i: launch to registered $t s"; stop_vm
