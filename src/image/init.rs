@@ -147,12 +147,19 @@ fn say(message: &str) {
     println!("hummer init [{uptime} s]: {message}");
 }
 
-/// Powers the VM off; never returns.
+/// Powers the VM off; never returns. A kernel without ACPI (the small one) cannot power a
+/// `microvm` off, it would only halt it: it reboots instead, which ends qemu (started with
+/// `-no-reboot`) just the same.
 fn power_off() -> ! {
+    let how = if std::path::Path::new("/sys/firmware/acpi").exists() {
+        libc::RB_POWER_OFF
+    } else {
+        libc::RB_AUTOBOOT
+    };
     // SAFETY: plain system calls without pointers.
     unsafe {
         libc::sync();
-        libc::reboot(libc::RB_POWER_OFF);
+        libc::reboot(how);
     }
     // Only reached if reboot failed (not PID 1): leave.
     std::process::exit(1)

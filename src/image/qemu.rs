@@ -139,7 +139,10 @@ pub fn qemu_command(options: &VmOptions) -> Result<Command> {
     }
     append.extend(options.cmdline.iter().cloned());
     let mut cmd = Command::new(qemu_binary());
-    cmd.args(["-M", "microvm,x-option-roms=off,rtc=off,pit=off,pic=off"])
+    // No ACPI: qemu then lists the virtio-mmio devices on the kernel command line, which the
+    // small kernel (built without ACPI) needs. The PIT stays: that kernel calibrates its
+    // timers with it.
+    cmd.args(["-M", "microvm,x-option-roms=off,rtc=off,acpi=off"])
         .args(["-accel", if kvm { "kvm" } else { "tcg" }])
         .args(["-cpu", if kvm { "host" } else { "max" }])
         .args(["-m", &options.memory_mb.to_string()])
@@ -166,8 +169,9 @@ fn qemu_binary() -> &'static str {
     "qemu-system-x86_64"
 }
 
-/// Installs qemu when missing, as root with apt.
-pub fn ensure_tools() -> Result<()> {
+/// Installs qemu when missing, and with `kernel_build` what building the small kernel takes
+/// (make, gcc, flex, bison, bc, libelf), as root with apt.
+pub fn ensure_tools(kernel_build: bool) -> Result<()> {
     let have = |bin: &str| {
         Command::new("sh")
             .args(["-c", &format!("command -v {bin}")])
@@ -177,6 +181,23 @@ pub fn ensure_tools() -> Result<()> {
     let mut missing = Vec::new();
     if !have(qemu_binary()) {
         missing.push("qemu-system-x86");
+    }
+    if kernel_build {
+        for (bin, package) in [
+            ("make", "make"),
+            ("gcc", "gcc"),
+            ("flex", "flex"),
+            ("bison", "bison"),
+            ("bc", "bc"),
+            ("xz", "xz-utils"),
+        ] {
+            if !have(bin) {
+                missing.push(package);
+            }
+        }
+        if !std::path::Path::new("/usr/include/libelf.h").exists() {
+            missing.push("libelf-dev");
+        }
     }
     if missing.is_empty() {
         return Ok(());

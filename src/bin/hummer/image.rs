@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
-use hummer::image::build::{KERNEL_CACHE, build_image, build_static_binary};
+use hummer::image::build::{KERNEL_CACHE, KernelChoice, build_image, build_static_binary};
 use hummer::image::qemu::{VmNet, VmOptions, ensure_tools, mac_for, qemu_command};
 
 #[derive(clap::Args)]
@@ -22,6 +22,10 @@ enum Action {
         /// Output directory.
         #[arg(long, short)]
         out: PathBuf,
+        /// small (built by the project from Debian's kernel source, cached) or cloud
+        /// (Debian's cloud kernel with its virtio modules).
+        #[arg(long, default_value = "small", value_parser = ["small", "cloud"])]
+        kernel: String,
     },
     /// Boot an image with qemu (KVM when usable, TCG otherwise); the console is stdout.
     Run {
@@ -62,8 +66,13 @@ enum Action {
 
 pub fn run(args: Args) -> Result<()> {
     match args.action {
-        Action::Build { binary, out } => {
-            ensure_tools()?;
+        Action::Build {
+            binary,
+            out,
+            kernel,
+        } => {
+            let kernel: KernelChoice = kernel.parse().map_err(anyhow::Error::msg)?;
+            ensure_tools(kernel == KernelChoice::Small)?;
             let binary = match binary {
                 Some(b) => b,
                 None => {
@@ -71,7 +80,7 @@ pub fn run(args: Args) -> Result<()> {
                     build_static_binary()?
                 }
             };
-            let info = build_image(&binary, &out, std::path::Path::new(KERNEL_CACHE))
+            let info = build_image(&binary, &out, std::path::Path::new(KERNEL_CACHE), kernel)
                 .context("cannot build the image")?;
             println!(
                 "image {}: kernel {} ({:.1} MB), initramfs {:.1} MB (job binary {:.1} MB), total {:.1} MB",
@@ -97,7 +106,7 @@ pub fn run(args: Args) -> Result<()> {
             cpus,
             append,
         } => {
-            ensure_tools()?;
+            ensure_tools(false)?;
             let net = match (net.as_str(), tap) {
                 ("tap", Some(t)) => VmNet::Tap(t),
                 ("tap", None) => bail!("--net tap needs --tap NAME"),
