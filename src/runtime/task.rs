@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use crate::checkpoint::CheckpointId;
 use crate::checkpoint::barrier_aligner::{BarrierAction, BarrierAligner};
 use crate::checkpoint::hub::{CheckpointHub, HubEvent};
-use crate::checkpoint::task_state::{TaskAck, TaskSnapshot};
+use crate::checkpoint::task_state::{SourceSplit, TaskAck, TaskSnapshot};
 use crate::connectors::SourceStatus;
 use crate::error::{HummerError, Result};
 use crate::operators::{OperatorContext, Output, TwoInputHead, TwoInputOperator, guarded};
@@ -56,21 +56,19 @@ impl<'a> Checkpointing<'a> {
         }
     }
 
-    /// Takes the chain's snapshot (`barrier` forwards the barrier through it) and acknowledges.
+    /// Takes the chain's snapshot (`barrier` forwards the barrier through it) and acknowledges;
+    /// a source task adds its split positions first (`sources`: its node and the positions,
+    /// `None` if the source cannot be replayed).
     fn snapshot(
         &mut self,
         id: CheckpointId,
         alignment: Duration,
         barrier: impl FnOnce(&mut TaskSnapshot) -> Result<()>,
-        sources: Option<(usize, &SourceSplits<impl Sized>)>,
+        sources: Option<(usize, Vec<SourceSplit>)>,
     ) -> Result<()> {
         let started = Instant::now();
         let mut snapshot = TaskSnapshot::new(id, self.rt.max_parallelism);
-        if let Some((node, splits)) = sources
-            && let Some(positions) = splits.snapshot()
-        {
-            snapshot.sources.push((node, positions));
-        }
+        snapshot.sources.extend(sources);
         barrier(&mut snapshot)?;
         if let Some(hub) = &self.rt.checkpoints {
             hub.report(HubEvent::Ack(TaskAck {
@@ -91,7 +89,7 @@ impl<'a> Checkpointing<'a> {
     ) -> Result<()> {
         match action {
             BarrierAction::Snapshot { id, alignment } => {
-                self.snapshot(id, alignment, barrier, None::<(usize, &SourceSplits<()>)>)
+                self.snapshot(id, alignment, barrier, None)
             }
             BarrierAction::Abort { aborted, then } => {
                 if let Some(hub) = &self.rt.checkpoints {
@@ -347,7 +345,7 @@ impl<T: Send + 'static> TaskBody for SourceTask<T> {
                         id,
                         Duration::ZERO,
                         |s| head.barrier(s),
-                        Some((ctx.node, &splits)),
+                        splits.snapshot().map(|positions| (ctx.node, positions)),
                     )?;
                     timer.flushed();
                     if exhausted && hub.is_final(id) {
