@@ -3,5 +3,6 @@
 
 pub mod corpus;
 pub mod event_count;
+pub mod latency;
 pub mod wordcount;
 pub mod words;

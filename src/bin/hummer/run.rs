@@ -1,5 +1,6 @@
-//! `hummer run JOB`: runs a built-in job with checkpoints, restarts and savepoints, locally or
-//! on a cluster. For now the job is `event-count`, the exactly-once reference job.
+//! `hummer run JOB`: runs a built-in job, locally or on a cluster: `event-count` (the
+//! exactly-once reference job, with checkpoints, restarts and savepoints) or `latency` (the
+//! per-record latency job, which prints percentiles).
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -13,7 +14,7 @@ use hummer::prelude::*;
 #[derive(clap::Args)]
 pub struct Args {
     /// The job to run.
-    #[arg(value_parser = ["event-count"])]
+    #[arg(value_parser = ["event-count", "latency"])]
     job: String,
     /// Events to generate.
     #[arg(long, default_value_t = 1_000_000)]
@@ -21,9 +22,12 @@ pub struct Args {
     /// Distinct keys.
     #[arg(long, default_value_t = 1000)]
     keys: u64,
-    /// Events per second (default: as fast as it goes).
+    /// Events per second (default: as fast as it goes; latency: 100,000).
     #[arg(long)]
     rate: Option<f64>,
+    /// Seconds measured after a 1 s warm-up (latency).
+    #[arg(long, default_value_t = 10)]
+    seconds: u64,
     /// Output directory (exactly-once file sink).
     #[arg(long, default_value = "event-count-out")]
     out: PathBuf,
@@ -60,6 +64,9 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<()> {
+    if args.job == "latency" {
+        return latency(&args);
+    }
     let env = StreamExecutionEnvironment::local();
     env.set_runtime_mode(RuntimeMode::Streaming);
     if let Some(p) = args.parallelism {
@@ -124,5 +131,35 @@ pub fn run(args: Args) -> Result<()> {
             verdict.lines
         );
     }
+    Ok(())
+}
+
+/// `hummer run latency`: prints p50 / p99 / p99.9 / max of the per-record latency.
+fn latency(args: &Args) -> Result<()> {
+    let env = StreamExecutionEnvironment::local();
+    env.set_runtime_mode(RuntimeMode::Streaming);
+    let parallelism = args.parallelism.unwrap_or(2);
+    if parallelism == 0 {
+        bail!("--parallelism must be at least 1");
+    }
+    env.set_parallelism(parallelism);
+    env.set_jobmanager(args.jobmanager.clone());
+    let rate = args.rate.unwrap_or(100_000.0);
+    let handle = hummer::jobs::latency::build(&env, rate, args.seconds, parallelism);
+    let mut result = env.execute("Latency").context("the latency job failed")?;
+    let mut h = hdrhistogram::Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3)?;
+    for l in result.collected(&handle)? {
+        h.record(l)?;
+    }
+    let ms = |q: f64| h.value_at_quantile(q) as f64 / 1e6;
+    println!(
+        "latency: {} records at {rate:.0}/s, parallelism {parallelism}: p50 {:.3} ms, p99 {:.3} ms, \
+         p99.9 {:.3} ms, max {:.3} ms",
+        h.len(),
+        ms(0.5),
+        ms(0.99),
+        ms(0.999),
+        h.max() as f64 / 1e6
+    );
     Ok(())
 }
