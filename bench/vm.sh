@@ -5,7 +5,10 @@
 #   BOOTS boots of a TaskManager VM (default 5);
 # - WordCount over LINES generated lines (default 200,000) at parallelism 2 on one TaskManager
 #   with 2 slots: in a VM with 2 vCPUs, then as a plain process, same static binary, same
-#   JobManager on the host; prints both wall times and the ratio.
+#   JobManager on the host; prints both wall times and the ratio;
+# - per-record latency (hummer run latency, 20,000 records/s for 5 s, parallelism 2) on the same
+#   TaskManager, in the VM and as a plain process (generator and reduce share one worker, so
+#   one clock).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 cargo build -q --manifest-path "$here/Cargo.toml" --bin hummer
@@ -45,10 +48,13 @@ for i in $(seq "$boots"); do
 done
 echo "boot-to-ready: ${times[*]} s"
 wc() { /usr/bin/time -f "%e" "$img/hummer" wordcount --corpus-lines "$lines" --parallelism 2 --top 0 2>&1 >/dev/null | tail -1; }
+lat() { "$img/hummer" run latency --rate 20000 --seconds 5 --parallelism 2 | tail -1; }
 boot 2 >/dev/null
 vm_s=$(wc); echo "WordCount $lines lines in a 2-vCPU VM (TCG): $vm_s s"
+echo "in the VM: $(lat)"
 stop_vm; sleep 5
 "$img/hummer" taskmanager --jobmanager "$sub.1:6123" --slots 2 --data-addr "$sub.1" >/dev/null 2>&1 &
 sleep 1
 proc_s=$(wc); echo "WordCount $lines lines as a plain process: $proc_s s"
+echo "as a process: $(lat)"
 echo "VM / process wall time: $(echo "scale=1; $vm_s / $proc_s" | bc)x"
