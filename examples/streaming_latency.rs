@@ -20,6 +20,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
+use hummer::jobs::latency::{WARM_UP_NANOS, describe};
 use hummer::operators::OperatorContext;
 use hummer::prelude::*;
 
@@ -28,8 +29,6 @@ fn now_nanos() -> u64 {
     static EPOCH: OnceLock<Instant> = OnceLock::new();
     EPOCH.get_or_init(Instant::now).elapsed().as_nanos() as u64
 }
-
-const WARM_UP_NANOS: u64 = 1_000_000_000;
 
 #[derive(Clone)]
 struct LatencySink(Arc<Mutex<Histogram<u64>>>);
@@ -114,56 +113,16 @@ fn main() -> anyhow::Result<()> {
 
 /// Prints the percentiles of a latency histogram (nanoseconds).
 fn report(label: &str, h: &Histogram<u64>, rate: f64, parallelism: usize) {
-    let ms = |q: f64| h.value_at_quantile(q) as f64 / 1e6;
-    println!(
-        "{label}: records {} at {rate:.0}/s, parallelism {parallelism}: p50 {:.3} ms, \
-         p99 {:.3} ms, p99.9 {:.3} ms, max {:.3} ms",
-        h.len(),
-        ms(0.5),
-        ms(0.99),
-        ms(0.999),
-        h.max() as f64 / 1e6
-    );
+    println!("{label}: {}", describe(h, rate, parallelism));
 }
 
-/// Wall-clock nanoseconds: comparable between processes of one machine.
-fn wall_nanos() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64)
-}
-
-/// A key that the keyed shuffle sends to `subtask` of `parallelism`.
-fn key_for_subtask(subtask: usize, parallelism: usize) -> u64 {
-    use hummer::state::key_groups::{DEFAULT_MAX_PARALLELISM, subtask_of_key};
-    (0u64..)
-        .find(|k| subtask_of_key(k, DEFAULT_MAX_PARALLELISM, parallelism) == subtask)
-        .unwrap_or(0)
-}
-
-/// The cluster variant: every record crosses a network edge to another worker.
+/// The cluster variant: every record crosses a network edge to another worker (the built-in
+/// latency job, `hummer::jobs::latency`).
 fn across_workers(rate: f64, seconds: u64, parallelism: usize) -> anyhow::Result<()> {
-    let keys: Vec<u64> = (0..parallelism)
-        .map(|s| key_for_subtask((s + 1) % parallelism, parallelism))
-        .collect();
-    let count = (rate * (seconds + 1) as f64) as u64;
-    let start = wall_nanos();
     let env = StreamExecutionEnvironment::local();
     env.set_parallelism(parallelism)
         .set_runtime_mode(RuntimeMode::Streaming);
-    let latencies = env
-        .add_source(
-            GeneratorSource::new(|i| (i, wall_nanos()))
-                .with_rate(rate)
-                .with_count(count),
-        )
-        // Generator subtask s makes ids s, s + p, ...: route each to the next subtask.
-        .map(move |(id, created): (u64, u64)| (keys[(id as usize) % keys.len()], created))
-        .key_by(|r: &(u64, u64)| r.0)
-        .reduce(|_, latest| latest)
-        .filter(move |r: &(u64, u64)| r.1 >= start + WARM_UP_NANOS)
-        .map(|(_, created): (u64, u64)| wall_nanos().saturating_sub(created).max(1))
-        .collect();
+    let latencies = hummer::jobs::latency::build(&env, rate, seconds, parallelism);
     let mut result = env.execute("Streaming latency across workers")?;
     let mut h = Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3)?;
     for l in result.collected(&latencies)? {

@@ -247,6 +247,18 @@ fn http(address: &str, method: &str, path: &str) -> (u16, serde_json::Value) {
     )
 }
 
+/// How many jobs REST lists as finished, and the listing.
+fn finished_jobs(rest: &str) -> (usize, serde_json::Value) {
+    let (_, jobs) = http_get(rest, "/jobs");
+    let finished = jobs["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|j| j["status"] == "Finished")
+        .count();
+    (finished, jobs)
+}
+
 fn submitted_id(out: &Output) -> String {
     let stdout = String::from_utf8_lossy(&out.stdout);
     stdout
@@ -830,13 +842,7 @@ fn rfts_moves_a_waiting_job_from_a_loaded_taskmanager_to_an_idle_one() {
         );
         assert_eq!(common::read_counts(&cluster.dir.path().join(out)), expected);
     }
-    let (_, jobs) = http_get(&cluster.rest, "/jobs");
-    let finished = jobs["jobs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|j| j["status"] == "Finished")
-        .count();
+    let (finished, jobs) = finished_jobs(&cluster.rest);
     assert_eq!(finished, 2, "{jobs}");
 }
 
@@ -852,13 +858,7 @@ fn a_job_split_into_more_tasks_than_slots_runs_in_waves_under_every_scheduler() 
         let input = corpus(cluster.dir.path(), 5_000);
         let out = cluster.dir.path().join("tasks");
         cluster.wordcount_matches_reference(&input, &out, &["--tasks", "5"]);
-        let (_, jobs) = http_get(&cluster.rest, "/jobs");
-        let finished = jobs["jobs"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|j| j["status"] == "Finished")
-            .count();
+        let (finished, jobs) = finished_jobs(&cluster.rest);
         assert_eq!(finished, 5, "{policy}: {jobs}");
     }
 }
@@ -870,31 +870,15 @@ fn a_job_split_into_more_tasks_than_slots_runs_in_waves_under_every_scheduler() 
 /// `HUMMER_TRIAL_SEED=<seed>` replays one.
 #[test]
 fn cluster_jobs_stay_exactly_once_through_a_killed_taskmanager_and_a_panic() {
-    let seeds: Vec<u64> = match std::env::var("HUMMER_TRIAL_SEED") {
-        Ok(s) => vec![s.parse().expect("HUMMER_TRIAL_SEED must be a number")],
-        Err(_) => {
-            let base = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos() as u64;
-            (0..4).map(|i| base.wrapping_add(i * 104_729)).collect()
-        }
-    };
-    for seed in seeds {
+    for seed in common::trial_seeds(4, 104_729) {
         cluster_trial(seed);
     }
 }
 
 fn cluster_trial(seed: u64) {
-    // SplitMix64 steps: the trial's parameters and failure moments follow from the seed.
-    let mut state = seed;
-    let mut next = move |n: u64| {
-        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        (z ^ (z >> 31)) % n
-    };
+    // The trial's parameters and failure moments follow from the seed.
+    let mut rng = common::Rng::new(seed);
+    let mut next = move |n: u64| rng.below(n);
     let events = 40_000 + next(40_000);
     let keys = 1 + next(50);
     let rate = 25_000;

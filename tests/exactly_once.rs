@@ -18,22 +18,8 @@ use hummer::checkpoint::coordinator::{CheckpointConfig, CheckpointStatus};
 use hummer::checkpoint::restart_strategy::RestartStrategy;
 use hummer::prelude::*;
 
-/// SplitMix64: a tiny seeded generator, so a trial is replayable from its seed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-}
+mod common;
+use common::{Rng, trial_seeds};
 
 #[derive(Debug, Clone)]
 struct Trial {
@@ -47,7 +33,7 @@ struct Trial {
 
 impl Trial {
     fn from_seed(seed: u64) -> Trial {
-        let mut rng = Rng(seed);
+        let mut rng = Rng::new(seed);
         let events = 4_000 + rng.below(16_000);
         let failures = (0..1 + rng.below(3)).map(|_| rng.below(events)).collect();
         Trial {
@@ -98,34 +84,12 @@ fn counting_job(
     .write_text_file(out);
 }
 
-/// Checks the committed output: every event once, per key the counts 1..=n.
+/// Checks the committed output: every event once, per key the counts 1..=n (the EventCount
+/// job's own check).
 fn verify(out: &Path, events: u64, keys: u64, label: &str) {
-    let mut seen = vec![0u32; events as usize];
-    let mut counts: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
-    for entry in std::fs::read_dir(out).unwrap().flatten() {
-        let name = entry.file_name().to_string_lossy().to_string();
-        if !name.starts_with("part-") {
-            continue;
-        }
-        for line in std::fs::read_to_string(entry.path()).unwrap().lines() {
-            let f: Vec<u64> = line.split(' ').map(|x| x.parse().unwrap()).collect();
-            let (e, key, n) = (f[0], f[1], f[2]);
-            assert_eq!(key, e % keys, "{label}: event {e} under key {key}");
-            seen[e as usize] += 1;
-            counts.entry(key).or_default().push(n);
-        }
-    }
-    let lost: Vec<usize> = (0..seen.len()).filter(|&e| seen[e] == 0).take(10).collect();
-    let twice: Vec<usize> = (0..seen.len()).filter(|&e| seen[e] > 1).take(10).collect();
-    assert!(
-        lost.is_empty() && twice.is_empty(),
-        "{label}: lost events {lost:?}..., duplicated events {twice:?}..."
-    );
-    for (key, mut ns) in counts {
-        ns.sort_unstable();
-        let expected: Vec<u64> = (1..=ns.len() as u64).collect();
-        assert_eq!(ns, expected, "{label}: counts of key {key}");
-    }
+    let verdict = hummer::jobs::event_count::verify(out, events, keys)
+        .unwrap_or_else(|e| panic!("{label}: {e}"));
+    assert!(verdict.is_exactly_once(), "{label}: {verdict:?}");
 }
 
 fn run_trial(trial: &Trial, root: &Path) {
@@ -165,17 +129,7 @@ fn run_trial(trial: &Trial, root: &Path) {
 #[test]
 fn randomized_failures_keep_the_output_exactly_once() {
     let root = tempfile::tempdir().unwrap();
-    let seeds: Vec<u64> = match std::env::var("HUMMER_TRIAL_SEED") {
-        Ok(s) => vec![s.parse().expect("HUMMER_TRIAL_SEED must be a number")],
-        Err(_) => {
-            let base = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos() as u64;
-            (0..16).map(|i| base.wrapping_add(i * 7919)).collect()
-        }
-    };
-    for seed in seeds {
+    for seed in trial_seeds(16, 7919) {
         run_trial(&Trial::from_seed(seed), root.path());
     }
 }

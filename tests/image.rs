@@ -140,6 +140,46 @@ fn a_bad_kernel_command_line_is_reported_and_powers_the_vm_off() {
     }
 }
 
+/// A JobManager on `host` (RPC and REST on free ports); returns it and its RPC address.
+fn start_jobmanager(host: &str) -> (Child, String) {
+    let mut jobmanager = Command::new(BIN)
+        .args(["jobmanager", "--rpc", &format!("{host}:0")])
+        .args(["--rest", &format!("{host}:0")])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(jobmanager.stdout.take().unwrap());
+    let mut line = String::new();
+    while !line.starts_with("jobmanager listening on ") {
+        line.clear();
+        assert!(out.read_line(&mut line).unwrap() > 0);
+    }
+    let rpc = line
+        .trim()
+        .trim_start_matches("jobmanager listening on ")
+        .to_string();
+    (jobmanager, rpc)
+}
+
+/// WordCount over 3000 generated lines at parallelism 2 with the image's static binary, on
+/// the JobManager `jm` or locally; returns its output (the whole ranking).
+fn wordcount(jm: Option<&str>) -> String {
+    let mut cmd = Command::new(image().join("hummer"));
+    cmd.args(["wordcount", "--corpus-lines", "3000", "--parallelism", "2"])
+        .args(["--top", "100000"]);
+    match jm {
+        Some(jm) => cmd.env("HUMMER_JOBMANAGER", jm),
+        None => cmd.env_remove("HUMMER_JOBMANAGER"),
+    };
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).to_string()
+}
+
 /// The `ranking` lines of a WordCount summary (`   1. word<TAB>count`), as (word, count).
 fn ranking(stdout: &str) -> Vec<(String, u64)> {
     let mut r: Vec<(String, u64)> = stdout
@@ -156,25 +196,8 @@ fn ranking(stdout: &str) -> Vec<(String, u64)> {
 
 #[test]
 fn a_vm_registers_as_a_taskmanager_runs_a_job_and_powers_off() {
-    let static_bin = image().join("hummer");
-    let mut jobmanager = Command::new(BIN)
-        .args([
-            "jobmanager",
-            "--rpc",
-            "127.0.0.1:0",
-            "--rest",
-            "127.0.0.1:0",
-        ])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut jm_out = BufReader::new(jobmanager.stdout.take().unwrap());
-    let mut rpc = String::new();
-    while !rpc.starts_with("jobmanager listening on ") {
-        rpc.clear();
-        assert!(jm_out.read_line(&mut rpc).unwrap() > 0);
-    }
-    let port = rpc.trim().rsplit(':').next().unwrap().to_string();
+    let (mut jobmanager, rpc) = start_jobmanager("127.0.0.1");
+    let port = rpc.rsplit(':').next().unwrap().to_string();
 
     let launched = Instant::now();
     let mut vm = Vm::boot(&[
@@ -191,22 +214,6 @@ fn a_vm_registers_as_a_taskmanager_runs_a_job_and_powers_off() {
         ready.duration_since(launched).as_secs_f64()
     );
 
-    let wordcount = |jm: Option<&str>| {
-        let mut cmd = Command::new(&static_bin);
-        cmd.args(["wordcount", "--corpus-lines", "3000", "--parallelism", "2"])
-            .args(["--top", "100000"]);
-        match jm {
-            Some(jm) => cmd.env("HUMMER_JOBMANAGER", jm),
-            None => cmd.env_remove("HUMMER_JOBMANAGER"),
-        };
-        let out = cmd.output().unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).to_string()
-    };
     let in_vm = wordcount(Some(&format!("127.0.0.1:{port}")));
     let local = wordcount(None);
     assert!(!ranking(&local).is_empty(), "{local}");
@@ -271,25 +278,9 @@ impl Drop for Bridge {
 
 #[test]
 fn a_jobmanager_and_two_taskmanager_vms_run_a_distributed_wordcount() {
-    let static_bin = image().join("hummer");
     let net = Bridge::new();
     let host = format!("{}.1", net.subnet);
-    let mut jobmanager = Command::new(BIN)
-        .args(["jobmanager", "--rpc", &format!("{host}:0")])
-        .args(["--rest", &format!("{host}:0")])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut jm_out = BufReader::new(jobmanager.stdout.take().unwrap());
-    let mut line = String::new();
-    while !line.starts_with("jobmanager listening on ") {
-        line.clear();
-        assert!(jm_out.read_line(&mut line).unwrap() > 0);
-    }
-    let rpc = line
-        .trim()
-        .trim_start_matches("jobmanager listening on ")
-        .to_string();
+    let (mut jobmanager, rpc) = start_jobmanager(&host);
     let mut vms: Vec<Vm> = net
         .taps
         .iter()
@@ -315,22 +306,6 @@ fn a_jobmanager_and_two_taskmanager_vms_run_a_distributed_wordcount() {
         vm.wait_for("registered with", Duration::from_secs(120));
     }
     // Parallelism 2 on two single-slot TaskManagers: every shuffle crosses between the VMs.
-    let wordcount = |jm: Option<&str>| {
-        let mut cmd = Command::new(&static_bin);
-        cmd.args(["wordcount", "--corpus-lines", "3000", "--parallelism", "2"])
-            .args(["--top", "100000"]);
-        match jm {
-            Some(jm) => cmd.env("HUMMER_JOBMANAGER", jm),
-            None => cmd.env_remove("HUMMER_JOBMANAGER"),
-        };
-        let out = cmd.output().unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).to_string()
-    };
     let in_vms = wordcount(Some(&rpc));
     let local = wordcount(None);
     assert!(!ranking(&local).is_empty(), "{local}");

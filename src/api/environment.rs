@@ -436,6 +436,16 @@ impl StreamExecutionEnvironment {
     }
 }
 
+/// The job's restart strategy: the configured one, else Flink's defaults (restarts with
+/// checkpoints, none without).
+fn restart_strategy(c: &ExecutionConfig, checkpoints: bool) -> RestartStrategy {
+    c.restart_strategy.unwrap_or(if checkpoints {
+        RestartStrategy::default()
+    } else {
+        RestartStrategy::None
+    })
+}
+
 /// How a local job is supervised, if at all: only jobs with checkpoints, a restart strategy or
 /// a restore point need the supervisor; the others run bare.
 fn supervision(c: &ExecutionConfig, job: &JobGraph, job_name: &str) -> Option<Supervision> {
@@ -463,11 +473,7 @@ fn supervision(c: &ExecutionConfig, job: &JobGraph, job_name: &str) -> Option<Su
         }
         (None, _) => None,
     };
-    let restart = c.restart_strategy.unwrap_or(if checkpoints.is_some() {
-        RestartStrategy::default()
-    } else {
-        RestartStrategy::None
-    });
+    let restart = restart_strategy(c, checkpoints.is_some());
     if checkpoints.is_none() && restart == RestartStrategy::None && c.restore_from.is_none() {
         return None;
     }
@@ -497,16 +503,11 @@ fn recovery_request(c: &ExecutionConfig, job: &JobGraph) -> Result<Option<Recove
         }
         _ => None,
     };
-    let restart = c.restart_strategy.unwrap_or(if checkpoints.is_some() {
-        RestartStrategy::default()
-    } else {
-        RestartStrategy::None
-    });
+    let restart = restart_strategy(c, checkpoints.is_some());
     let restore_from = match &c.restore_from {
         Some(path) => {
             let checkpoint = crate::checkpoint::store::find_checkpoint(path)?;
-            let (graph, restored) = crate::checkpoint::coordinator::load(&checkpoint)?;
-            graph.check_compatible(&job.graph_info(), &restored)?;
+            crate::checkpoint::coordinator::load_for(&checkpoint, &job.graph_info())?;
             Some(absolute(&checkpoint.dir)?)
         }
         None => None,

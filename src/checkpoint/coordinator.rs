@@ -192,7 +192,6 @@ struct Pending {
     id: CheckpointId,
     last: bool,
     started: Instant,
-    triggered_at_ms: u64,
     acks: BTreeMap<usize, TaskAck>,
 }
 
@@ -300,17 +299,15 @@ impl CheckpointCoordinator {
         let id = self.next_id;
         self.next_id += 1;
         self.last_trigger = now;
-        let triggered_at_ms = now_ms();
         self.pending = Some(Pending {
             id,
             last: all_sources_done,
             started: now,
-            triggered_at_ms,
             acks: BTreeMap::new(),
         });
         self.push_history(CheckpointStats {
             id,
-            triggered_at_ms,
+            triggered_at_ms: now_ms(),
             duration_ms: 0,
             size_bytes: 0,
             alignment_ms: 0,
@@ -408,7 +405,6 @@ impl CheckpointCoordinator {
             h.duration_ms = now.duration_since(p.started).as_millis() as u64;
             h.status = CheckpointStatus::Failed(reason);
         }
-        let _ = p.triggered_at_ms;
     }
 
     fn push_history(&mut self, stats: CheckpointStats) {
@@ -417,6 +413,14 @@ impl CheckpointCoordinator {
         }
         self.history.push(stats);
     }
+}
+
+/// Loads the state of a completed checkpoint for the job `job`, refusing it if its graph
+/// does not match (see [`GraphInfo::check_compatible`]).
+pub fn load_for(checkpoint: &CompletedCheckpoint, job: &GraphInfo) -> Result<RestoredState> {
+    let (graph, restored) = load(checkpoint)?;
+    graph.check_compatible(job, &restored)?;
+    Ok(restored)
 }
 
 /// Loads the state of a completed checkpoint and the graph it was taken of.

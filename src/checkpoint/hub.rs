@@ -17,7 +17,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::Sender;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 
 use crate::checkpoint::CheckpointId;
 use crate::checkpoint::task_state::TaskAck;
@@ -54,7 +54,7 @@ pub struct CheckpointHub {
     completed: AtomicU64,
     /// Checkpoints restored from start above this id.
     restored: CheckpointId,
-    events: Mutex<Sender<HubEvent>>,
+    events: Sender<HubEvent>,
     wakers: OnceLock<Vec<Arc<TaskWaker>>>,
 }
 
@@ -67,7 +67,7 @@ impl CheckpointHub {
             final_id: AtomicU64::new(0),
             completed: AtomicU64::new(restored),
             restored,
-            events: Mutex::new(events),
+            events,
             wakers: OnceLock::new(),
         })
     }
@@ -124,9 +124,7 @@ impl CheckpointHub {
 
     /// Reports to the coordinator. A coordinator that is gone (the job is ending) is ignored.
     pub(crate) fn report(&self, event: HubEvent) {
-        if let Ok(tx) = self.events.lock() {
-            let _ = tx.send(event);
-        }
+        let _ = self.events.send(event);
     }
 
     /// After its end of input, a task waits here until the final checkpoint has completed

@@ -241,8 +241,8 @@ fn checkpoint_setup(
     let restored = match &spec.restore {
         Some(path) => {
             let checkpoint = crate::checkpoint::store::find_checkpoint(path)?;
-            let (info, restored) = crate::checkpoint::coordinator::load(&checkpoint)?;
-            info.check_compatible(&graph.graph_info(), &restored)?;
+            let restored =
+                crate::checkpoint::coordinator::load_for(&checkpoint, &graph.graph_info())?;
             Some(Arc::new(restored))
         }
         None => None,

@@ -88,17 +88,11 @@ impl<T: Display + Send + 'static> Sink<T> for TextFileSink<T> {
         std::fs::create_dir_all(&self.dir)
             .map_err(|e| HummerError::io("cannot create output directory", &self.dir, e))?;
         if ctx.checkpointing {
-            return Ok(Box::new(TransactionalWriter::<T> {
-                dir: self.dir.clone(),
-                subtask: ctx.subtask,
-                parallelism: ctx.parallelism,
-                out: None,
-                pending: Vec::new(),
-                syncing: Vec::new(),
-                restored: Vec::new(),
-                recovered: false,
-                _types: PhantomData,
-            }));
+            return Ok(Box::new(TransactionalWriter::<T>::new(
+                &self.dir,
+                ctx.subtask,
+                ctx.parallelism,
+            )));
         }
         if ctx.subtask == 0 {
             remove_stale_parts(&self.dir, ctx.parallelism)?;
@@ -190,6 +184,20 @@ fn uncommitted_subtask(name: &str) -> Option<usize> {
 }
 
 impl<T> TransactionalWriter<T> {
+    fn new(dir: &Path, subtask: usize, parallelism: usize) -> Self {
+        TransactionalWriter {
+            dir: dir.to_path_buf(),
+            subtask,
+            parallelism,
+            out: None,
+            pending: Vec::new(),
+            syncing: Vec::new(),
+            restored: Vec::new(),
+            recovered: false,
+            _types: PhantomData,
+        }
+    }
+
     fn in_progress(&self) -> PathBuf {
         self.dir.join(format!(".part-{}.inprogress", self.subtask))
     }
@@ -355,17 +363,7 @@ mod tests {
     }
 
     fn writer(dir: &Path, subtask: usize, parallelism: usize) -> TransactionalWriter<u32> {
-        TransactionalWriter {
-            dir: dir.to_path_buf(),
-            subtask,
-            parallelism,
-            out: None,
-            pending: Vec::new(),
-            syncing: Vec::new(),
-            restored: Vec::new(),
-            recovered: false,
-            _types: PhantomData,
-        }
+        TransactionalWriter::new(dir, subtask, parallelism)
     }
 
     fn visible(dir: &Path) -> Vec<String> {

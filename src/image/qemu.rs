@@ -61,30 +61,28 @@ pub fn kvm_usable() -> bool {
 }
 
 fn probe_kvm() -> bool {
+    if std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/kvm")
+        .is_err()
     {
-        if std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open("/dev/kvm")
-            .is_err()
-        {
-            return false;
-        }
-        let Ok(mut probe) = Command::new(qemu_binary())
-            .args(["-M", "microvm", "-accel", "kvm", "-cpu", "host", "-m", "64"])
-            .args(["-nodefaults", "-display", "none", "-S"])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-        else {
-            return false;
-        };
-        std::thread::sleep(std::time::Duration::from_millis(500));
-        let alive = matches!(probe.try_wait(), Ok(None));
-        let _ = probe.kill();
-        let _ = probe.wait();
-        alive
+        return false;
     }
+    let Ok(mut probe) = Command::new(qemu_binary())
+        .args(["-M", "microvm", "-accel", "kvm", "-cpu", "host", "-m", "64"])
+        .args(["-nodefaults", "-display", "none", "-S"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+    else {
+        return false;
+    };
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let alive = matches!(probe.try_wait(), Ok(None));
+    let _ = probe.kill();
+    let _ = probe.wait();
+    alive
 }
 
 /// The host's TSC rate in kHz, from `/proc/cpuinfo`.

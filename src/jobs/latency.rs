@@ -30,6 +30,21 @@ pub fn key_for_subtask(subtask: usize, parallelism: usize) -> u64 {
         .unwrap_or(0)
 }
 
+/// One line of percentiles of latencies in nanoseconds: `records N at R/s, parallelism P:
+/// p50 .. ms, p99 .. ms, p99.9 .. ms, max .. ms`.
+pub fn describe(h: &hdrhistogram::Histogram<u64>, rate: f64, parallelism: usize) -> String {
+    let ms = |q: f64| h.value_at_quantile(q) as f64 / 1e6;
+    format!(
+        "records {} at {rate:.0}/s, parallelism {parallelism}: p50 {:.3} ms, p99 {:.3} ms, \
+         p99.9 {:.3} ms, max {:.3} ms",
+        h.len(),
+        ms(0.5),
+        ms(0.99),
+        ms(0.999),
+        h.max() as f64 / 1e6
+    )
+}
+
 /// Adds the job to `env` (`rate` records per second for `seconds` plus the warm-up); returns
 /// the handle of the collected latencies (nanoseconds).
 pub fn build(

@@ -233,6 +233,33 @@ pub(crate) fn guarded<R>(ctx: &OperatorContext, f: impl FnOnce() -> Result<R>) -
     }
 }
 
+/// Loads the snapshots of every subtask of a restored run through `restore`, which keeps the
+/// key groups this subtask owns; guarded like every call into an operator.
+fn restore_guarded(
+    ctx: &OperatorContext,
+    snapshots: &[Vec<u8>],
+    mut restore: impl FnMut(&[u8], std::ops::Range<usize>) -> Result<()>,
+) -> Result<()> {
+    let groups = ctx.key_groups();
+    snapshots
+        .iter()
+        .try_for_each(|s| guarded(ctx, || restore(s, groups.clone())))
+}
+
+/// Adds the state `take` returns (if any) to a task's snapshot under the operator's node id;
+/// guarded like every call into an operator.
+fn snapshot_guarded(
+    ctx: &OperatorContext,
+    snapshot: &mut TaskSnapshot,
+    take: impl FnOnce(CheckpointId, usize) -> Result<Option<Vec<u8>>>,
+) -> Result<()> {
+    let (id, max) = (snapshot.checkpoint, snapshot.max_parallelism);
+    if let Some(state) = guarded(ctx, || take(id, max))? {
+        snapshot.operators.push((ctx.node, state));
+    }
+    Ok(())
+}
+
 /// One fused link of a chain: an operator and everything downstream of it.
 pub(crate) struct ChainLink<Op: OneInputOperator> {
     op: Op,
@@ -253,12 +280,10 @@ impl<Op: OneInputOperator> ChainLink<Op> {
 
     /// Loads the operator's state from the snapshots of every subtask of the restored run.
     pub(crate) fn restore(&mut self, snapshots: &[Vec<u8>]) -> Result<()> {
-        let groups = self.ctx.key_groups();
-        for snapshot in snapshots {
-            let op = &mut self.op;
-            guarded(&self.ctx, || op.restore_state(snapshot, groups.clone()))?;
-        }
-        Ok(())
+        let op = &mut self.op;
+        restore_guarded(&self.ctx, snapshots, |s, groups| {
+            op.restore_state(s, groups)
+        })
     }
 }
 
@@ -309,10 +334,7 @@ where
 
     fn barrier(&mut self, snapshot: &mut TaskSnapshot) -> Result<()> {
         let op = &mut self.op;
-        let (id, max) = (snapshot.checkpoint, snapshot.max_parallelism);
-        if let Some(state) = guarded(&self.ctx, || op.snapshot_state(id, max))? {
-            snapshot.operators.push((self.ctx.node, state));
-        }
+        snapshot_guarded(&self.ctx, snapshot, |id, max| op.snapshot_state(id, max))?;
         self.next.barrier(snapshot)
     }
 
@@ -343,20 +365,15 @@ impl<Op: TwoInputOperator> TwoInputHead<Op> {
 
     /// Loads the operator's state from the snapshots of every subtask of the restored run.
     pub(crate) fn restore(&mut self, snapshots: &[Vec<u8>]) -> Result<()> {
-        let groups = self.ctx.key_groups();
-        for snapshot in snapshots {
-            let op = &mut self.op;
-            guarded(&self.ctx, || op.restore_state(snapshot, groups.clone()))?;
-        }
-        Ok(())
+        let op = &mut self.op;
+        restore_guarded(&self.ctx, snapshots, |s, groups| {
+            op.restore_state(s, groups)
+        })
     }
 
     pub(crate) fn barrier(&mut self, snapshot: &mut TaskSnapshot) -> Result<()> {
         let op = &mut self.op;
-        let (id, max) = (snapshot.checkpoint, snapshot.max_parallelism);
-        if let Some(state) = guarded(&self.ctx, || op.snapshot_state(id, max))? {
-            snapshot.operators.push((self.ctx.node, state));
-        }
+        snapshot_guarded(&self.ctx, snapshot, |id, max| op.snapshot_state(id, max))?;
         self.next.barrier(snapshot)
     }
 

@@ -18,7 +18,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::checkpoint::coordinator::{
-    CheckpointConfig, CheckpointCoordinator, CheckpointStats, load,
+    CheckpointConfig, CheckpointCoordinator, CheckpointStats, load_for,
 };
 use crate::checkpoint::hub::{CheckpointHub, HubEvent};
 use crate::checkpoint::restart_strategy::{RestartDecision, RestartStrategy, RestartTracker};
@@ -137,8 +137,7 @@ impl Supervisor {
         let Some(checkpoint) = found else {
             return Ok(None);
         };
-        let (graph, restored) = load(&checkpoint)?;
-        graph.check_compatible(&self.job.graph_info(), &restored)?;
+        let restored = load_for(&checkpoint, &self.job.graph_info())?;
         tracing::info!(
             "restoring from checkpoint {} in {}",
             restored.checkpoint,

@@ -52,3 +52,34 @@ pub fn read_counts(dir: &Path) -> HashMap<String, u64> {
     }
     counts
 }
+
+/// The seeded generator of randomized trials (the engine's SplitMix64), so that a trial is
+/// replayable from its seed.
+pub struct Rng(hummer::scheduler::rfts::gso::SplitMix64);
+
+impl Rng {
+    /// A generator for `seed`.
+    pub fn new(seed: u64) -> Self {
+        Rng(hummer::scheduler::rfts::gso::SplitMix64::new(seed))
+    }
+
+    /// A number in `0..n`.
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.0.next_u64() % n.max(1)
+    }
+}
+
+/// The seeds of `count` randomized trials (from the clock, `stride` apart), or the one in
+/// `HUMMER_TRIAL_SEED` to replay a trial.
+pub fn trial_seeds(count: u64, stride: u64) -> Vec<u64> {
+    match std::env::var("HUMMER_TRIAL_SEED") {
+        Ok(s) => vec![s.parse().expect("HUMMER_TRIAL_SEED must be a number")],
+        Err(_) => {
+            let base = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos() as u64;
+            (0..count).map(|i| base.wrapping_add(i * stride)).collect()
+        }
+    }
+}

@@ -151,15 +151,9 @@ fn latency(args: &Args) -> Result<()> {
     for l in result.collected(&handle)? {
         h.record(l)?;
     }
-    let ms = |q: f64| h.value_at_quantile(q) as f64 / 1e6;
     println!(
-        "latency: {} records at {rate:.0}/s, parallelism {parallelism}: p50 {:.3} ms, p99 {:.3} ms, \
-         p99.9 {:.3} ms, max {:.3} ms",
-        h.len(),
-        ms(0.5),
-        ms(0.99),
-        ms(0.999),
-        h.max() as f64 / 1e6
+        "latency: {}",
+        hummer::jobs::latency::describe(&h, rate, parallelism)
     );
     Ok(())
 }

@@ -110,6 +110,12 @@ impl JobRecovery {
     }
 }
 
+/// The failure message of a job its restart strategy gives up on (the text of
+/// [`HummerError::JobFailed`], which local jobs return).
+fn not_restarted(reason: &str, last_failure: &str) -> String {
+    format!("job failed and will not be restarted ({reason}); last failure: {last_failure}")
+}
+
 /// How often the JobManager drives checkpoints and restarts.
 pub const RECOVERY_TICK: Duration = Duration::from_millis(10);
 
@@ -127,16 +133,10 @@ impl ClusterState {
         };
         match recovery.tracker.on_failure(Instant::now()) {
             RestartDecision::GiveUp { reason } => {
-                let error = if recovery.tracker.restarts() == 0
-                    && matches!(
-                        recovery.tracker.strategy(),
-                        crate::checkpoint::restart_strategy::RestartStrategy::None
-                    ) {
-                    error
-                } else {
-                    format!(
-                        "job failed and will not be restarted ({reason}); last failure: {error}"
-                    )
+                // A job that never restarts fails with its error as it is.
+                let error = match recovery.tracker.strategy() {
+                    crate::checkpoint::restart_strategy::RestartStrategy::None => error,
+                    _ => not_restarted(&reason, &error),
                 };
                 self.end_job(job, JobState::Failed, Some(error));
             }
@@ -255,9 +255,7 @@ impl ClusterState {
         }
         self.jobs.insert(id.to_string(), entry);
         if let Some((reason, e)) = give_up {
-            let error =
-                format!("job failed and will not be restarted ({reason}); last failure: {e}");
-            self.end_job(id, JobState::Failed, Some(error));
+            self.end_job(id, JobState::Failed, Some(not_restarted(&reason, &e)));
         }
     }
 
