@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use hummer::checkpoint::coordinator::{CheckpointConfig, CheckpointStats, CheckpointStatus};
-use hummer::checkpoint::restart_strategy::RestartStrategy;
+use hummer::execution::restart_strategy::RestartStrategy;
 use hummer::jobs::event_count::EventCount;
 use hummer::prelude::*;
 

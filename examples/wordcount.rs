@@ -10,7 +10,7 @@
 //! same pipeline, `hummer::jobs::wordcount::word_counts`.
 
 use anyhow::{Context, bail};
-use hummer::jobs::wordcount::{CountLine, word_counts};
+use hummer::jobs::wordcount::{CountLine, Word, word_counts};
 use hummer::prelude::*;
 
 fn main() -> anyhow::Result<()> {

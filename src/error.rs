@@ -3,6 +3,8 @@
 //! Every fallible call in the library returns [`Result`]. The variants say *where* a failure
 //! came from (user code, an input, the graph, the configuration) so that a user reading the
 //! message knows what to fix; binaries wrap them in `anyhow` at the edge.
+//!
+//! Layer 1 of 15 (see `crate::types`): imports nothing of the crate.
 
 use std::path::PathBuf;
 
@@ -61,6 +63,9 @@ pub enum HummerError {
     /// The cluster refused a request or a job failed there.
     #[error("cluster: {0}")]
     Cluster(String),
+    /// A failure reported by another process (a worker, the JobManager), as its text.
+    #[error("{0}")]
+    Remote(String),
     /// The job failed and its restart strategy allows no more restarts.
     #[error("job failed and will not be restarted ({reason}); last failure: {cause}")]
     JobFailed {
@@ -118,6 +123,14 @@ impl HummerError {
         }
     }
 }
+
+/// A [`HummerError::Internal`] from format arguments: `internal!("chain {id} has no head")`.
+macro_rules! internal {
+    ($($arg:tt)*) => {
+        $crate::error::HummerError::Internal(format!($($arg)*))
+    };
+}
+pub(crate) use internal;
 
 /// Turns a caught panic payload into readable text.
 pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {

@@ -6,6 +6,7 @@
 //! batch mode (bounded input, final results) or streaming mode (updates as records arrive).
 //!
 //! ```
+//! use hummer::jobs::wordcount::{Word, Words};
 //! use hummer::prelude::*;
 //!
 //! let env = StreamExecutionEnvironment::local();
@@ -29,19 +30,20 @@
 #![warn(missing_docs)]
 
 pub mod api;
+pub mod channels;
 pub mod checkpoint;
 pub mod cluster;
 pub mod connectors;
-pub mod data;
 pub mod error;
+pub mod execution;
 pub mod graph;
 pub mod image;
 pub mod jobs;
-pub mod network;
 pub mod operators;
 pub mod runtime;
 pub mod scheduler;
 pub mod state;
+pub mod types;
 
 pub use error::{HummerError, Result};
 
@@ -54,12 +56,11 @@ pub mod prelude {
     pub use crate::connectors::collect::CollectHandle;
     pub use crate::connectors::generator::GeneratorSource;
     pub use crate::connectors::{Source, SourceContext, SourceReader, SourceStatus};
-    pub use crate::data::{Data, Key};
     pub use crate::error::{HummerError, Result};
-    pub use crate::jobs::wordcount::{Word, Words};
     pub use crate::operators::Collector;
     pub use crate::operators::sink::{Sink, SinkWriter};
     pub use crate::state::{ListState, MapState, ValueState};
+    pub use crate::types::{Data, Key};
 }
 
 /// The README's code blocks, compiled as doctests so that they stay correct.

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use hummer::checkpoint::coordinator::{CheckpointConfig, CheckpointStatus};
-use hummer::checkpoint::restart_strategy::RestartStrategy;
+use hummer::execution::restart_strategy::RestartStrategy;
 use hummer::prelude::*;
 
 mod common;

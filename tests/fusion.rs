@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use hummer::graph::ExecutionGraph;
 use hummer::graph::stream_graph::Chaining;
 use hummer::prelude::*;
-use hummer::runtime::record_writer::Partitioning;
+use hummer::types::Partitioning;
 use proptest::prelude::*;
 
 #[derive(Clone, Debug)]

@@ -3,31 +3,7 @@
 use std::time::Duration;
 
 use crate::state::key_groups::DEFAULT_MAX_PARALLELISM;
-
-/// How a job runs (Flink's `RuntimeExecutionMode`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub enum RuntimeMode {
-    /// Bounded input processed to the end; keyed aggregations emit final values only.
-    Batch,
-    /// Records processed as they come; keyed aggregations emit an update per record.
-    Streaming,
-    /// `Batch` when every source is bounded, else `Streaming`.
-    Automatic,
-}
-
-impl std::str::FromStr for RuntimeMode {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s.to_ascii_lowercase().as_str() {
-            "batch" => Ok(RuntimeMode::Batch),
-            "streaming" => Ok(RuntimeMode::Streaming),
-            "automatic" | "auto" => Ok(RuntimeMode::Automatic),
-            other => Err(format!(
-                "unknown runtime mode '{other}': expected batch, streaming or automatic"
-            )),
-        }
-    }
-}
+use crate::types::RuntimeMode;
 
 /// Settings of one job.
 #[derive(Clone, Debug)]
@@ -48,12 +24,12 @@ pub struct ExecutionConfig {
     pub channel_capacity: usize,
     /// In cluster mode, where the sending ends of remote channels run. Default: fused into the
     /// producing subtask.
-    pub network_task: crate::network::NetworkTaskMode,
+    pub network_task: crate::channels::network::NetworkTaskMode,
     /// Checkpoints (streaming mode only). Default: off.
     pub checkpointing: Option<crate::checkpoint::coordinator::CheckpointConfig>,
     /// What happens when a task fails. Default (`None`): fail the job without checkpoints; with
     /// checkpoints, restart up to 10 times, 1 s apart.
-    pub restart_strategy: Option<crate::checkpoint::restart_strategy::RestartStrategy>,
+    pub restart_strategy: Option<crate::execution::restart_strategy::RestartStrategy>,
     /// A checkpoint or savepoint to start from (its directory). Default: none.
     pub restore_from: Option<std::path::PathBuf>,
 }
@@ -67,7 +43,7 @@ impl Default for ExecutionConfig {
             buffer_timeout: Some(Duration::from_millis(1)),
             batch_size: 1024,
             channel_capacity: 8,
-            network_task: crate::network::NetworkTaskMode::Fused,
+            network_task: crate::channels::network::NetworkTaskMode::Fused,
             checkpointing: None,
             restart_strategy: None,
             restore_from: None,

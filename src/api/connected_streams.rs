@@ -3,11 +3,11 @@
 use std::sync::Arc;
 
 use crate::api::DataStream;
-use crate::data::Data;
 use crate::graph::stream_graph::NodeKind;
 use crate::operators::co_map::CoFlatMap;
 use crate::runtime::factory::{NodeFactory, TwoInputOperatorFactory};
 use crate::runtime::type_ops::type_ops;
+use crate::types::Data;
 
 /// Two streams, possibly of different types, processed by one operator with a function per
 /// input (Flink's `ConnectedStreams`).

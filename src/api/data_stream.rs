@@ -9,7 +9,6 @@ use crate::api::{ConnectedStreams, KeyedStream, StreamExecutionEnvironment};
 use crate::connectors::collect::{CollectHandle, CollectSink, LatestSink, LatestSlot};
 use crate::connectors::print::PrintSink;
 use crate::connectors::text_file_sink::TextFileSink;
-use crate::data::{Data, Key};
 use crate::error::Result;
 use crate::graph::stream_graph::{Chaining, NodeId, NodeKind};
 use crate::operators::filter::Filter;
@@ -19,8 +18,9 @@ use crate::operators::sink::{Sink, SinkOperator};
 use crate::operators::union::Union;
 use crate::operators::{OneInputOperator, OperatorContext};
 use crate::runtime::factory::{NodeFactory, OperatorFactory};
-use crate::runtime::record_writer::Partitioning;
 use crate::runtime::type_ops::{type_ops, unit_type_ops};
+use crate::types::Partitioning;
+use crate::types::{Data, Key};
 
 /// A stream of `T` records: the output of one node of the job, and how the next node reads it
 /// (forward by default; see [`DataStream::rebalance`], [`DataStream::broadcast`]).
@@ -28,7 +28,7 @@ pub struct DataStream<T> {
     pub(crate) env: StreamExecutionEnvironment,
     pub(crate) node: NodeId,
     pub(crate) partitioning: Partitioning,
-    pub(crate) network_task: Option<crate::network::NetworkTaskMode>,
+    pub(crate) network_task: Option<crate::channels::network::NetworkTaskMode>,
     _types: PhantomData<fn() -> T>,
 }
 
@@ -211,7 +211,7 @@ impl<T: Data> DataStream<T> {
     /// Where the sending end of this stream's next edge runs when the edge crosses workers in
     /// cluster mode (overrides the job's default, see
     /// [`StreamExecutionEnvironment::set_network_task_mode`]).
-    pub fn network_task(&self, mode: crate::network::NetworkTaskMode) -> DataStream<T> {
+    pub fn network_task(&self, mode: crate::channels::network::NetworkTaskMode) -> DataStream<T> {
         DataStream {
             network_task: Some(mode),
             ..self.clone()

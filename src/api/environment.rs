@@ -1,35 +1,32 @@
 //! The entry point of a job program.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::api::{DataStream, ExecutionConfig, JobResult, RuntimeMode};
+use crate::api::{DataStream, ExecutionConfig, JobClient, JobResult};
 use crate::checkpoint::coordinator::CheckpointConfig;
-use crate::checkpoint::restart_strategy::RestartStrategy;
-use crate::cluster::client::ClusterClient;
-use crate::cluster::protocol::{JobState, RecoveryRequest, SubmitRequest};
-use crate::cluster::worker;
+use crate::cluster::executor::{ClusterExecutor, WorkerExecutor};
 use crate::connectors::Source;
-use crate::connectors::collect::CollectSlot;
 use crate::connectors::collection::{CollectionSource, IteratorSource};
 use crate::connectors::socket::SocketTextSource;
 use crate::connectors::text_file::TextFileSource;
-use crate::data::Data;
-use crate::error::{HummerError, Result};
+use crate::error::{Result, internal};
+use crate::execution::executor::RuntimeConfig;
+use crate::execution::local::LocalExecutor;
+use crate::execution::recovery::RecoverySettings;
+use crate::execution::restart_strategy::RestartStrategy;
+use crate::execution::{Executor, JobSubmission, SharedCollectSlot};
 use crate::graph::execution_graph::ExecutionGraph;
 use crate::graph::job_graph::{JobGraph, TranslateConfig};
 use crate::graph::render;
-use crate::graph::stream_graph::{NodeId, NodeKind, StreamGraph};
-use crate::runtime::executor::{self, RunningJob, RuntimeConfig};
+use crate::graph::stream_graph::{NodeKind, StreamGraph};
 use crate::runtime::factory::{NodeFactory, SourceFactory};
-use crate::runtime::local_job::{self, LocalJob, Supervision};
-use crate::runtime::metrics::JobProgress;
-use crate::runtime::record_writer::Partitioning;
 use crate::runtime::type_ops::{TypeOps, type_ops};
+use crate::types::metrics::JobProgress;
+use crate::types::{Data, NodeId, Partitioning, RuntimeMode};
 
 pub(crate) struct EnvState {
     pub(crate) graph: StreamGraph,
@@ -44,7 +41,7 @@ pub(crate) struct EnvState {
     /// Environment variables for the job's workers in cluster mode.
     pub(crate) worker_env: Vec<(String, String)>,
     pub(crate) config: ExecutionConfig,
-    pub(crate) collect_slots: Vec<(NodeId, Arc<dyn CollectSlot + Send + Sync>)>,
+    pub(crate) collect_slots: Vec<(NodeId, SharedCollectSlot)>,
     pub(crate) progress: Arc<JobProgress>,
 }
 
@@ -125,7 +122,7 @@ impl StreamExecutionEnvironment {
     /// Where the sending ends of remote channels run in cluster mode: fused into the producing
     /// subtask (default) or in tasks of their own. An edge can override it
     /// ([`DataStream::network_task`]).
-    pub fn set_network_task_mode(&self, mode: crate::network::NetworkTaskMode) -> &Self {
+    pub fn set_network_task_mode(&self, mode: crate::channels::network::NetworkTaskMode) -> &Self {
         self.state.borrow_mut().config.network_task = mode;
         self
     }
@@ -276,7 +273,7 @@ impl StreamExecutionEnvironment {
         target: NodeId,
         input: usize,
         p: Partitioning,
-        network_task: Option<crate::network::NetworkTaskMode>,
+        network_task: Option<crate::channels::network::NetworkTaskMode>,
     ) {
         self.state
             .borrow_mut()
@@ -313,7 +310,7 @@ impl StreamExecutionEnvironment {
     pub fn explain_json(&self) -> Result<String> {
         let (stream, job, exec) = self.translate()?;
         serde_json::to_string_pretty(&render::to_json(&stream, &job, &exec))
-            .map_err(|e| HummerError::Internal(format!("plan JSON: {e}")))
+            .map_err(|e| internal!("plan JSON: {e}"))
     }
 
     /// The job graph as Graphviz DOT.
@@ -329,309 +326,83 @@ impl StreamExecutionEnvironment {
 
     /// Starts the job and returns at once with a client that can wait for it or cancel it.
     ///
-    /// Locally the job runs in this process. With a JobManager set (see
-    /// [`StreamExecutionEnvironment::set_jobmanager`]) this binary is uploaded and submitted as
-    /// the job; in a worker process started by a TaskManager, this call runs the worker's share
-    /// of the job and exits the process.
+    /// The job runs where [`Self::executor`] says: in this process, in a cluster (this binary
+    /// is uploaded and submitted as the job), or, in a worker process started by a
+    /// TaskManager, as that worker's share of the job (the process then ends).
     ///
     /// The environment's graph is handed to the job: the environment can build the next job.
     pub fn execute_async(&self, job_name: &str) -> Result<JobClient> {
+        let executor = self.executor()?;
         let (stream, job, exec) = self.translate()?;
-        let (runtime, progress, remote, supervision) = {
-            let state = self.state.borrow();
-            let c = &state.config;
-            let runtime = RuntimeConfig {
-                batch_size: c.batch_size,
-                channel_capacity: c.channel_capacity,
-                buffer_timeout: c.buffer_timeout,
-                network_task: c.network_task,
-            };
-            let remote = state
-                .jobmanager
-                .clone()
-                .or_else(|| std::env::var(crate::cluster::JOBMANAGER_ENV).ok())
-                .filter(|a| !a.is_empty());
-            (
-                runtime,
-                state.progress.clone(),
-                remote,
-                supervision(c, &job, job_name),
-            )
-        };
         let plan_json = serde_json::to_string(&render::to_json(&stream, &job, &exec))
-            .map_err(|e| HummerError::Internal(format!("plan JSON: {e}")))?;
-        if let Some(spec) = worker::spec_from_env() {
-            let spec = spec?;
-            let state = self.state.borrow();
-            worker::run(
-                spec,
-                worker::WorkerJob {
-                    job: &job,
-                    plan_json: &plan_json,
-                    runtime,
-                    collect_slots: &state.collect_slots,
-                },
-            );
-        }
-        let source_vertices = job
-            .vertices
-            .iter()
-            .map(|v| matches!(job.stream.nodes[v.nodes[0]].factory, NodeFactory::Source(_)))
-            .collect();
-        let started = Instant::now();
-        let kind = match remote {
-            Some(address) => {
-                let id = self.submit(&address, job_name, &job, &plan_json)?;
-                Execution::Remote { address, id }
-            }
-            None => match supervision {
-                None => Execution::Local(executor::start(
-                    &job, &exec, &runtime, progress, None, None,
-                )?),
-                Some(supervision) => Execution::Supervised(LocalJob::start(
-                    job.clone(),
-                    exec,
-                    runtime,
-                    progress,
-                    supervision,
-                )?),
-            },
-        };
+            .map_err(|e| internal!("plan JSON: {e}"))?;
         let mut state = self.state.borrow_mut();
-        state.graph = StreamGraph::default();
-        Ok(JobClient {
-            job_name: job_name.to_string(),
-            mode: job.mode,
-            started,
-            execution: kind,
-            source_vertices,
-            collect_slots: std::mem::take(&mut state.collect_slots),
-        })
-    }
-
-    /// Uploads this binary and submits the job; returns its id.
-    fn submit(&self, address: &str, name: &str, job: &JobGraph, plan_json: &str) -> Result<String> {
-        let exe = std::env::current_exe().map_err(|e| {
-            HummerError::io("cannot find this program's executable", "/proc/self/exe", e)
-        })?;
-        let bytes = std::fs::read(&exe).map_err(|e| HummerError::io("cannot read", &exe, e))?;
-        let mut client = ClusterClient::connect(address)?;
-        let artifact = client.upload_artifact(bytes)?;
-        let state = self.state.borrow();
-        let recovery = recovery_request(&state.config, job)?;
-        client.submit(SubmitRequest {
-            name: name.to_string(),
-            artifact,
-            args: std::env::args().skip(1).collect(),
-            fingerprint: worker::fingerprint(plan_json),
-            vertices: job.vertex_requests(),
-            default_parallelism: state.config.parallelism,
-            streaming: job.mode == RuntimeMode::Streaming,
-            data_network: state.data_network.clone(),
-            queue: state.queue_when_busy,
-            priority: state.priority,
-            env: state.worker_env.clone(),
+        let c = &state.config;
+        let runtime = RuntimeConfig {
+            batch_size: c.batch_size,
+            channel_capacity: c.channel_capacity,
+            buffer_timeout: c.buffer_timeout,
+            network_task: c.network_task,
+        };
+        let recovery = RecoverySettings {
+            checkpointing: c.checkpointing.clone(),
+            restart_strategy: c.restart_strategy,
+            restore_from: c.restore_from.clone(),
+        };
+        let collect_slots = std::mem::take(&mut state.collect_slots);
+        let (mode, source_vertices) = (job.mode(), job.source_vertices());
+        let submission = JobSubmission {
+            name: job_name.to_string(),
+            job,
+            exec,
+            plan_json,
+            runtime,
+            progress: state.progress.clone(),
             recovery,
-        })
-    }
-}
-
-/// The job's restart strategy: the configured one, else Flink's defaults (restarts with
-/// checkpoints, none without).
-fn restart_strategy(c: &ExecutionConfig, checkpoints: bool) -> RestartStrategy {
-    c.restart_strategy.unwrap_or(if checkpoints {
-        RestartStrategy::default()
-    } else {
-        RestartStrategy::None
-    })
-}
-
-/// How a local job is supervised, if at all: only jobs with checkpoints, a restart strategy or
-/// a restore point need the supervisor; the others run bare.
-fn supervision(c: &ExecutionConfig, job: &JobGraph, job_name: &str) -> Option<Supervision> {
-    // Restored state needs the checkpoint machinery (restored sinks commit through it).
-    let default_config;
-    let configured = match (&c.checkpointing, &c.restore_from) {
-        (None, Some(_)) => {
-            default_config = CheckpointConfig::new(
-                Duration::from_secs(600),
-                std::env::temp_dir().join("hummer-checkpoints"),
-            );
-            Some(&default_config)
-        }
-        (c, _) => c.as_ref(),
-    };
-    let checkpoints = match (configured, job.mode()) {
-        (Some(_), RuntimeMode::Batch) => {
-            tracing::info!("checkpoints are not taken in batch mode: a failed job reruns");
-            None
-        }
-        (Some(cfg), _) => {
-            let mut cfg = cfg.clone();
-            cfg.dir = local_job::run_directory(&cfg.dir, job_name);
-            Some(cfg)
-        }
-        (None, _) => None,
-    };
-    let restart = restart_strategy(c, checkpoints.is_some());
-    if checkpoints.is_none() && restart == RestartStrategy::None && c.restore_from.is_none() {
-        return None;
-    }
-    Some(Supervision {
-        checkpoints,
-        restart,
-        restore_from: c.restore_from.clone(),
-    })
-}
-
-/// What a cluster job asks for to checkpoint and restart; a restore point is checked against
-/// the job here, so that an incompatible savepoint is refused before anything is deployed.
-fn recovery_request(c: &ExecutionConfig, job: &JobGraph) -> Result<Option<RecoveryRequest>> {
-    // Workers resolve paths in their own directories: hand them absolute ones (object store
-    // URLs are left as they are).
-    let absolute = |p: &std::path::Path| -> Result<PathBuf> {
-        if crate::checkpoint::storage::is_url(p) {
-            return Ok(p.to_path_buf());
-        }
-        std::path::absolute(p).map_err(|e| HummerError::io("cannot resolve path", p, e))
-    };
-    let checkpoints = match (&c.checkpointing, job.mode()) {
-        (Some(cfg), RuntimeMode::Streaming) => {
-            let mut cfg = cfg.clone();
-            cfg.dir = absolute(&cfg.dir)?;
-            Some(cfg)
-        }
-        _ => None,
-    };
-    let restart = restart_strategy(c, checkpoints.is_some());
-    let restore_from = match &c.restore_from {
-        Some(path) => {
-            let checkpoint = crate::checkpoint::store::find_checkpoint(path)?;
-            crate::checkpoint::coordinator::load_for(&checkpoint, &job.graph_info())?;
-            Some(absolute(&checkpoint.dir)?)
-        }
-        None => None,
-    };
-    if checkpoints.is_none() && restart == RestartStrategy::None && restore_from.is_none() {
-        return Ok(None);
-    }
-    if restore_from.is_some() && checkpoints.is_none() {
-        return Err(HummerError::Config(
-            "a cluster job started from a savepoint must take checkpoints \
-             (enable_checkpointing), so that its sinks can commit"
-                .into(),
-        ));
-    }
-    Ok(Some(RecoveryRequest {
-        checkpoints,
-        restart,
-        restore_from,
-        source_vertices: job
-            .vertices
-            .iter()
-            .map(|v| matches!(job.stream.nodes[v.nodes[0]].factory, NodeFactory::Source(_)))
-            .collect(),
-        graph: job.graph_info(),
-    }))
-}
-
-enum Execution {
-    Local(RunningJob),
-    Supervised(LocalJob),
-    Remote { address: String, id: String },
-}
-
-/// A running job: wait for its result or cancel it. Can be sent to another thread.
-pub struct JobClient {
-    job_name: String,
-    mode: RuntimeMode,
-    started: Instant,
-    execution: Execution,
-    source_vertices: Vec<bool>,
-    collect_slots: Vec<(NodeId, Arc<dyn CollectSlot + Send + Sync>)>,
-}
-
-impl JobClient {
-    /// Cancels the job; `wait` then returns [`HummerError::Cancelled`].
-    pub fn cancel(&self) {
-        match &self.execution {
-            Execution::Local(running) => running.cancel(),
-            Execution::Supervised(job) => job.cancel(),
-            Execution::Remote { address, id } => {
-                if let Err(e) = ClusterClient::connect(address).and_then(|mut c| c.cancel(id)) {
-                    tracing::warn!("cannot cancel job {id}: {e}");
-                }
-            }
-        }
-    }
-
-    /// The job's id in the cluster (`None` for a local job).
-    pub fn job_id(&self) -> Option<&str> {
-        match &self.execution {
-            Execution::Local(_) | Execution::Supervised(_) => None,
-            Execution::Remote { id, .. } => Some(id),
-        }
-    }
-
-    /// The mode the job runs in.
-    pub fn mode(&self) -> RuntimeMode {
-        self.mode
-    }
-
-    /// Waits for the job's end. Every task thread has exited when this returns.
-    pub fn wait(self) -> Result<JobResult> {
-        let mut checkpoints = Vec::new();
-        let mut restarts = 0;
-        let vertices = match self.execution {
-            Execution::Local(running) => running.wait()?,
-            Execution::Supervised(job) => {
-                let outcome = job.wait()?;
-                checkpoints = outcome.checkpoints;
-                restarts = outcome.restarts;
-                outcome.vertices
-            }
-            Execution::Remote { address, id } => {
-                let (summary, collected) = ClusterClient::connect(&address)?.wait(&id)?;
-                match summary.state {
-                    JobState::Finished => {}
-                    JobState::Cancelled => return Err(HummerError::Cancelled),
-                    state => {
-                        return Err(HummerError::Cluster(format!(
-                            "job {id} {state:?}: {}",
-                            summary.error.unwrap_or_default()
-                        )));
-                    }
-                }
-                for (node, bytes) in collected {
-                    if let Some((_, slot)) = self.collect_slots.iter().find(|(n, _)| *n == node) {
-                        slot.append_encoded(&bytes)?;
-                    }
-                }
-                checkpoints = summary.checkpoints;
-                restarts = summary.restarts;
-                summary.vertices
+            collect_slots: collect_slots.clone(),
+        };
+        let started = Instant::now();
+        let handle = match executor.execute(submission) {
+            Ok(handle) => handle,
+            Err(e) => {
+                state.collect_slots = collect_slots;
+                return Err(e);
             }
         };
-        let source_records = vertices
-            .iter()
-            .zip(&self.source_vertices)
-            .filter(|(_, is_source)| **is_source)
-            .map(|(v, _)| v.records_in)
-            .sum();
-        let collected: HashMap<_, _> = self
-            .collect_slots
-            .iter()
-            .map(|(node, slot)| (*node, slot.take()))
-            .collect();
-        Ok(JobResult {
-            job_name: self.job_name,
-            mode: self.mode,
-            duration: self.started.elapsed(),
-            vertices,
-            source_records,
-            checkpoints,
-            restarts,
-            collected,
+        state.graph = StreamGraph::default();
+        Ok(JobClient::new(
+            job_name,
+            mode,
+            started,
+            handle,
+            source_vertices,
+            collect_slots,
+        ))
+    }
+
+    /// Where `execute` runs the job: as a worker's share if a TaskManager started this
+    /// process, in the cluster of the JobManager set (or named by `HUMMER_JOBMANAGER`), else
+    /// in this process.
+    pub fn executor(&self) -> Result<Box<dyn Executor>> {
+        if let Some(worker) = WorkerExecutor::from_env() {
+            return Ok(Box::new(worker?));
+        }
+        let state = self.state.borrow();
+        let address = state
+            .jobmanager
+            .clone()
+            .or_else(|| std::env::var(crate::cluster::JOBMANAGER_ENV).ok())
+            .filter(|a| !a.is_empty());
+        Ok(match address {
+            Some(address) => Box::new(ClusterExecutor {
+                address,
+                data_network: state.data_network.clone(),
+                queue_when_busy: state.queue_when_busy,
+                priority: state.priority,
+                worker_env: state.worker_env.clone(),
+                default_parallelism: state.config.parallelism,
+            }),
+            None => Box::new(LocalExecutor),
         })
     }
 }

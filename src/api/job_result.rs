@@ -4,11 +4,11 @@ use std::any::Any;
 use std::collections::HashMap;
 use std::time::Duration;
 
-use crate::api::RuntimeMode;
 use crate::connectors::collect::CollectHandle;
-use crate::error::{HummerError, Result};
-use crate::graph::stream_graph::NodeId;
-use crate::runtime::metrics::VertexMetrics;
+use crate::error::{HummerError, Result, internal};
+use crate::types::NodeId;
+use crate::types::RuntimeMode;
+use crate::types::metrics::VertexMetrics;
 
 /// The outcome of a finished job.
 pub struct JobResult {
@@ -42,6 +42,6 @@ impl JobResult {
         records
             .downcast::<Vec<T>>()
             .map(|b| *b)
-            .map_err(|_| HummerError::Internal("collected records of another type".into()))
+            .map_err(|_| internal!("collected records of another type"))
     }
 }

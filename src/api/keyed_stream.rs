@@ -5,7 +5,6 @@ use std::ops::AddAssign;
 use std::sync::Arc;
 
 use crate::api::DataStream;
-use crate::data::{Data, Key};
 use crate::graph::stream_graph::{CombineRewrite, NodeKind};
 use crate::operators::Collector;
 use crate::operators::keyed_aggregate::{
@@ -14,10 +13,11 @@ use crate::operators::keyed_aggregate::{
 use crate::operators::keyed_join::KeyedJoin;
 use crate::operators::keyed_process::KeyedProcess;
 use crate::runtime::factory::{NodeFactory, OperatorFactory, TwoInputOperatorFactory};
-use crate::runtime::record_writer::{BatchRouter, Partitioning};
 use crate::runtime::type_ops::type_ops;
 use crate::state::key_groups::subtask_of_key;
 use crate::state::{ListState, MapState, ValueState};
+use crate::types::{BatchRouter, Partitioning};
+use crate::types::{Data, Key};
 
 /// A stream whose records are routed by the key `KS` extracts (Flink's `KeyedStream`).
 ///

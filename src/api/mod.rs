@@ -5,17 +5,22 @@
 //! `union`, `connect` -> [`ConnectedStreams`], keyed joins), adds sinks and calls
 //! [`StreamExecutionEnvironment::execute`]. Each call adds a node to the environment's stream
 //! graph; nothing runs before `execute`.
+//!
+//! Layer 13 of 15: builds jobs and hands them to an executor; above `cluster` and `execution`, below `jobs` (see `crate::types`).
 
 mod config;
 mod connected_streams;
 mod data_stream;
 mod environment;
+mod job_client;
 mod job_result;
 mod keyed_stream;
 
-pub use config::{ExecutionConfig, RuntimeMode};
+pub use crate::types::RuntimeMode;
+pub use config::ExecutionConfig;
 pub use connected_streams::ConnectedStreams;
 pub use data_stream::{DataStream, DataStreamSink};
-pub use environment::{JobClient, StreamExecutionEnvironment};
+pub use environment::StreamExecutionEnvironment;
+pub use job_client::JobClient;
 pub use job_result::JobResult;
 pub use keyed_stream::KeyedStream;

@@ -31,10 +31,8 @@
 
 use std::time::{Duration, Instant};
 
-use crate::error::{HummerError, Result};
-
-/// Identifies a checkpoint; ids increase by one from 1 within a job's life.
-pub type CheckpointId = u64;
+use crate::error::{Result, internal};
+use crate::types::CheckpointId;
 
 /// What the task does after handing a barrier (or the end of an input) to the aligner.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -106,18 +104,16 @@ impl BarrierAligner {
     ) -> Result<BarrierAction> {
         self.check_input(input)?;
         if self.ended[input] {
-            return Err(HummerError::Internal(format!(
+            return Err(internal!(
                 "barrier {id} on input {input} after that input ended"
-            )));
+            ));
         }
         if id < self.newest || (id == self.newest && self.aligning_since.is_none()) {
             return Ok(BarrierAction::Ignore);
         }
         if id == self.newest {
             if self.blocked[input] {
-                return Err(HummerError::Internal(format!(
-                    "barrier {id} delivered twice on input {input}"
-                )));
+                return Err(internal!("barrier {id} delivered twice on input {input}"));
             }
             self.blocked[input] = true;
             return Ok(self.finish_if_aligned(now));
@@ -155,10 +151,10 @@ impl BarrierAligner {
         if input < self.blocked.len() {
             Ok(())
         } else {
-            Err(HummerError::Internal(format!(
+            Err(internal!(
                 "barrier aligner has {} inputs, got input {input}",
                 self.blocked.len()
-            )))
+            ))
         }
     }
 

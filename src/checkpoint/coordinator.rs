@@ -21,11 +21,11 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::checkpoint::CheckpointId;
 use crate::checkpoint::hub::HubEvent;
 use crate::checkpoint::store::{CheckpointStore, CompletedCheckpoint};
-use crate::checkpoint::task_state::{RestoredState, TaskAck, TaskSnapshot};
-use crate::error::{HummerError, Result};
+use crate::error::{HummerError, Result, internal};
+use crate::state::task_state::{RestoredState, TaskAck, TaskSnapshot};
+use crate::types::CheckpointId;
 
 /// Checkpoint settings of a job (Flink's `CheckpointConfig`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -90,7 +90,7 @@ pub struct OperatorInfo {
 }
 
 /// The shape of the job a checkpoint belongs to (`graph.json` in every checkpoint).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GraphInfo {
     /// Key groups.
     pub max_parallelism: usize,
@@ -270,11 +270,6 @@ impl CheckpointCoordinator {
         self.forced = true;
     }
 
-    /// Whether the final checkpoint has completed (the job's output is committed).
-    pub fn final_completed(&self) -> bool {
-        self.final_done
-    }
-
     /// Expires an overdue checkpoint and returns the checkpoint to trigger now, if any.
     pub fn tick(&mut self, now: Instant) -> Option<Trigger> {
         if let Some(p) = &self.pending
@@ -359,11 +354,11 @@ impl CheckpointCoordinator {
         let written = (|| {
             let mut files = self.store.begin(id)?;
             let graph = serde_json::to_vec_pretty(&self.graph)
-                .map_err(|e| HummerError::Internal(format!("checkpoint graph: {e}")))?;
+                .map_err(|e| internal!("checkpoint graph: {e}"))?;
             files.write(GRAPH_FILE, &graph)?;
             for (task, ack) in &pending.acks {
                 let bytes = postcard::to_stdvec(&ack.snapshot)
-                    .map_err(|e| HummerError::Internal(format!("task snapshot: {e}")))?;
+                    .map_err(|e| internal!("task snapshot: {e}"))?;
                 size += bytes.len() as u64;
                 alignment = alignment.max(ack.alignment);
                 files.write(&format!("task-{task}"), &bytes)?;

@@ -19,11 +19,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, OnceLock};
 
-use crate::checkpoint::CheckpointId;
-use crate::checkpoint::task_state::TaskAck;
 use crate::error::{HummerError, Result};
-use crate::runtime::CancelToken;
-use crate::runtime::channel::{PARK_SAFETY_TIMEOUT, TaskWaker};
+use crate::state::task_state::TaskAck;
+use crate::types::CancelToken;
+use crate::types::CheckpointId;
+use crate::types::{PARK_SAFETY_TIMEOUT, TaskWaker};
 
 /// What tasks report to the coordinator.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]

@@ -1,7 +1,7 @@
 //! A checkpoint directory on the local filesystem.
 //!
 //! The directory may also be an object store URL (`s3://bucket/prefix`, see
-//! [`crate::checkpoint::storage`]); there a checkpoint is written in place and its metadata,
+//! [`crate::checkpoint::backend`]); there a checkpoint is written in place and its metadata,
 //! written last, marks it complete.
 //!
 //! Layout: `DIR/chk-<id>/` holds one file per snapshot (named by the writer, e.g.
@@ -18,8 +18,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::checkpoint::storage::Storage;
-use crate::error::{HummerError, Result};
+use crate::checkpoint::backend::Storage;
+use crate::error::{HummerError, Result, internal};
 
 /// What `_metadata` records.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -108,7 +108,7 @@ impl CheckpointStore {
             files: pending.files,
         };
         let json = serde_json::to_vec_pretty(&metadata)
-            .map_err(|e| HummerError::Internal(format!("checkpoint metadata: {e}")))?;
+            .map_err(|e| internal!("checkpoint metadata: {e}"))?;
         pending.storage.write(METADATA, &json)?;
         let done = self.root.child(&format!("chk-{}", pending.id));
         pending.storage.rename_to(&done)?;
@@ -158,29 +158,65 @@ impl CheckpointStore {
 /// Name of the metadata file, written last.
 const METADATA: &str = "_metadata";
 
+/// Why a checkpoint is not whole.
+#[derive(Debug, thiserror::Error)]
+pub enum Damage {
+    /// Its metadata, written last, cannot be read: the checkpoint never completed.
+    #[error("no metadata: {0}")]
+    NoMetadata(#[source] HummerError),
+    /// Its metadata does not parse.
+    #[error("unreadable metadata: {0}")]
+    UnreadableMetadata(#[source] serde_json::Error),
+    /// Its metadata belongs to another checkpoint.
+    #[error("metadata says checkpoint {0}")]
+    OtherCheckpoint(u64),
+    /// A file it lists cannot be read.
+    #[error("file {name}: {source}")]
+    MissingFile {
+        /// The file.
+        name: String,
+        /// Why it cannot be read.
+        #[source]
+        source: HummerError,
+    },
+    /// A file is shorter or longer than recorded.
+    #[error("file {name} has {len} bytes, {expected} expected")]
+    WrongLength {
+        /// The file.
+        name: String,
+        /// Its length.
+        len: u64,
+        /// The recorded length.
+        expected: u64,
+    },
+    /// A file's bytes differ from what was written.
+    #[error("file {0} fails its checksum")]
+    BadChecksum(String),
+}
+
 /// Checks one checkpoint: its metadata parses and every file has its recorded length and
 /// checksum.
-fn verify(storage: Storage, id: u64) -> std::result::Result<CompletedCheckpoint, String> {
-    let meta = storage
-        .read(METADATA)
-        .map_err(|e| format!("no metadata: {e}"))?;
+fn verify(storage: Storage, id: u64) -> std::result::Result<CompletedCheckpoint, Damage> {
+    let meta = storage.read(METADATA).map_err(Damage::NoMetadata)?;
     let metadata: CheckpointMetadata =
-        serde_json::from_slice(&meta).map_err(|e| format!("unreadable metadata: {e}"))?;
+        serde_json::from_slice(&meta).map_err(Damage::UnreadableMetadata)?;
     if metadata.id != id {
-        return Err(format!("metadata says checkpoint {}", metadata.id));
+        return Err(Damage::OtherCheckpoint(metadata.id));
     }
     for (name, (len, sum)) in &metadata.files {
-        let bytes = storage
-            .read(name)
-            .map_err(|e| format!("file {name}: {e}"))?;
+        let bytes = storage.read(name).map_err(|source| Damage::MissingFile {
+            name: name.clone(),
+            source,
+        })?;
         if bytes.len() as u64 != *len {
-            return Err(format!(
-                "file {name} has {} bytes, {len} expected",
-                bytes.len()
-            ));
+            return Err(Damage::WrongLength {
+                name: name.clone(),
+                len: bytes.len() as u64,
+                expected: *len,
+            });
         }
         if checksum(&bytes) != *sum {
-            return Err(format!("file {name} fails its checksum"));
+            return Err(Damage::BadChecksum(name.clone()));
         }
     }
     Ok(CompletedCheckpoint {
@@ -194,9 +230,7 @@ impl PendingCheckpoint {
     /// Writes one snapshot file of the checkpoint.
     pub fn write(&mut self, name: &str, bytes: &[u8]) -> Result<()> {
         if name.is_empty() || name.contains('/') || name.starts_with('_') {
-            return Err(HummerError::Internal(format!(
-                "bad checkpoint file name '{name}'"
-            )));
+            return Err(internal!("bad checkpoint file name '{name}'"));
         }
         self.storage.write(name, bytes)?;
         self.files

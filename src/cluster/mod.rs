@@ -9,11 +9,15 @@
 //! * [`worker`]: a job binary started by a TaskManager rebuilds its graph, checks its
 //!   fingerprint and runs the subtasks placed on it, with remote channels to its peers.
 //! * [`client`]: submission of the running binary as a job, and job queries.
+//! * [`executor`]: the executors of a client (submit to a JobManager) and of a worker.
 //!
 //! The control plane is async (tokio): one task per connection with a mailbox for outgoing
 //! messages. Data moves on dedicated TCP connections between workers (`crate::network`).
+//!
+//! Layer 12 of 15: above `execution` (the JobManager drives each job through its job controller), below `api` (see `crate::types`).
 
 pub mod client;
+pub mod executor;
 pub mod jobmanager;
 pub mod protocol;
 pub mod taskmanager;

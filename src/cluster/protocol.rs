@@ -10,9 +10,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::runtime::metrics::VertexMetrics;
 use crate::scheduler::parallelism::VertexRequest;
 use crate::scheduler::rfts::NodeSample;
+use crate::types::metrics::VertexMetrics;
 
 /// Version of this protocol; peers must match exactly.
 pub const PROTOCOL_VERSION: u32 = 2;
@@ -128,7 +128,7 @@ pub struct RecoveryRequest {
     /// JobManager and every worker under that path (shared storage, as Flink requires).
     pub checkpoints: Option<crate::checkpoint::coordinator::CheckpointConfig>,
     /// What to do when a worker fails or a TaskManager is lost.
-    pub restart: crate::checkpoint::restart_strategy::RestartStrategy,
+    pub restart: crate::execution::restart_strategy::RestartStrategy,
     /// A checkpoint or savepoint to start from.
     pub restore_from: Option<std::path::PathBuf>,
     /// Which vertices are headed by a source, in vertex order.

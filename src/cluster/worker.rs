@@ -18,16 +18,17 @@ use std::sync::{Arc, Mutex};
 
 use crate::checkpoint::hub::CheckpointHub;
 
+use crate::channels::Placement;
+use crate::channels::network::DataListener;
 use crate::cluster::protocol::{DeploySpec, Message, PROTOCOL_VERSION, Role, sync_io};
 use crate::connectors::collect::CollectSlot;
-use crate::error::{HummerError, Result};
+use crate::error::{HummerError, Result, internal};
+use crate::execution::executor::{self, CheckpointSetup, RuntimeConfig};
 use crate::graph::execution_graph::ExecutionGraph;
 use crate::graph::job_graph::JobGraph;
-use crate::graph::stream_graph::NodeId;
-use crate::network::DataListener;
-use crate::runtime::CancelToken;
-use crate::runtime::executor::{self, CheckpointSetup, Placement, RuntimeConfig};
-use crate::runtime::metrics::JobProgress;
+use crate::types::CancelToken;
+use crate::types::NodeId;
+use crate::types::metrics::JobProgress;
 
 /// The deploy spec of this process, if it was started as a worker.
 pub fn spec_from_env() -> Option<Result<DeploySpec>> {
@@ -152,7 +153,7 @@ fn forward_checkpoint_reports(
                 }
             }
         })
-        .map_err(|e| HummerError::Internal(format!("cannot forward checkpoint reports: {e}")))?;
+        .map_err(|e| internal!("cannot forward checkpoint reports: {e}"))?;
     Ok(())
 }
 
@@ -171,7 +172,7 @@ impl ProgressReporter {
 
 fn report_progress(
     writer: Arc<Mutex<TcpStream>>,
-    counters: crate::runtime::executor::JobCounters,
+    counters: crate::execution::executor::JobCounters,
 ) -> Result<ProgressReporter> {
     let (done, stop) = std::sync::mpsc::channel::<()>();
     let thread = std::thread::Builder::new()
@@ -183,7 +184,7 @@ fn report_progress(
                 let _ = send(&writer, &Message::WorkerProgress(counters.snapshot()));
             }
         })
-        .map_err(|e| HummerError::Internal(format!("cannot report progress: {e}")))?;
+        .map_err(|e| internal!("cannot report progress: {e}"))?;
     Ok(ProgressReporter { done, thread })
 }
 
@@ -193,7 +194,7 @@ fn report_progress(
 fn watch_jobmanager(jm: &TcpStream, job: &str, hub: Option<Arc<CheckpointHub>>) -> Result<()> {
     let mut reader = jm
         .try_clone()
-        .map_err(|e| HummerError::Internal(format!("cannot watch the JobManager: {e}")))?;
+        .map_err(|e| internal!("cannot watch the JobManager: {e}"))?;
     let job = job.to_string();
     std::thread::Builder::new()
         .name("jobmanager-watch".into())
@@ -222,7 +223,7 @@ fn watch_jobmanager(jm: &TcpStream, job: &str, hub: Option<Arc<CheckpointHub>>) 
                 }
             }
         })
-        .map_err(|e| HummerError::Internal(format!("cannot watch the JobManager: {e}")))?;
+        .map_err(|e| internal!("cannot watch the JobManager: {e}"))?;
     Ok(())
 }
 
@@ -288,7 +289,7 @@ fn run_subtasks(
         matches!(m, Message::Start(_))
     })? {
         Message::Start(peers) => peers,
-        _ => return Err(HummerError::Internal("start".into())),
+        _ => return Err(internal!("start")),
     };
     watch_jobmanager(jm, &spec.job, checkpoints.as_ref().map(|c| c.hub.clone()))?;
     let remote = spec
@@ -317,6 +318,7 @@ fn run_subtasks(
             .data_network
             .as_ref()
             .map(|_| spec.data_host.clone()),
+        network_task: job.runtime.network_task,
     };
     let running = executor::start(
         &graph,

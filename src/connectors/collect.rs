@@ -6,11 +6,11 @@ use std::any::Any;
 use std::marker::PhantomData;
 use std::sync::{Arc, Mutex};
 
-use crate::data::Data;
-use crate::error::{HummerError, Result};
-use crate::graph::stream_graph::NodeId;
+use crate::error::{Result, internal};
 use crate::operators::OperatorContext;
 use crate::operators::sink::{Sink, SinkWriter};
+use crate::types::Data;
+use crate::types::NodeId;
 
 /// Refers to the records of one `collect()` sink in a [`crate::api::JobResult`].
 pub struct CollectHandle<T> {
@@ -32,7 +32,7 @@ pub(crate) type CollectBuffer<T> = Arc<Mutex<Vec<T>>>;
 
 /// Moves the collected records out, type-erased, when the job ends; in cluster mode, carries
 /// them from the workers to the client encoded.
-pub(crate) trait CollectSlot {
+pub trait CollectSlot {
     /// Takes the records as a `Box<Vec<T>>`.
     fn take(&self) -> Box<dyn Any + Send>;
     /// Takes the records, postcard-encoded (in a worker).
@@ -55,14 +55,14 @@ impl<T: Data> CollectSlot for Mutex<Vec<T>> {
 
     fn take_encoded(&self) -> Result<Vec<u8>> {
         postcard::to_stdvec(&take_all(self))
-            .map_err(|e| HummerError::Internal(format!("cannot encode collected records: {e}")))
+            .map_err(|e| internal!("cannot encode collected records: {e}"))
     }
 
     fn append_encoded(&self, bytes: &[u8]) -> Result<()> {
         let mut records: Vec<T> = postcard::from_bytes(bytes)
-            .map_err(|e| HummerError::Internal(format!("cannot decode collected records: {e}")))?;
+            .map_err(|e| internal!("cannot decode collected records: {e}"))?;
         self.lock()
-            .map_err(|_| HummerError::Internal("collect buffer poisoned".into()))?
+            .map_err(|_| internal!("collect buffer poisoned"))?
             .append(&mut records);
         Ok(())
     }
@@ -92,7 +92,7 @@ impl<T: Send> SinkWriter<T> for CollectWriter<T> {
     fn write_batch(&mut self, batch: &mut Vec<T>) -> Result<()> {
         self.buffer
             .lock()
-            .map_err(|_| HummerError::Internal("collect buffer poisoned".into()))?
+            .map_err(|_| internal!("collect buffer poisoned"))?
             .append(batch);
         Ok(())
     }
@@ -130,16 +130,16 @@ impl<T: Data> CollectSlot for LatestSlot<T> {
 
     fn take_encoded(&self) -> Result<Vec<u8>> {
         postcard::to_stdvec(&self.take_all())
-            .map_err(|e| HummerError::Internal(format!("cannot encode collected records: {e}")))
+            .map_err(|e| internal!("cannot encode collected records: {e}"))
     }
 
     fn append_encoded(&self, bytes: &[u8]) -> Result<()> {
         let records: Vec<T> = postcard::from_bytes(bytes)
-            .map_err(|e| HummerError::Internal(format!("cannot decode collected records: {e}")))?;
+            .map_err(|e| internal!("cannot decode collected records: {e}"))?;
         let mut m = self
             .latest
             .lock()
-            .map_err(|_| HummerError::Internal("collect buffer poisoned".into()))?;
+            .map_err(|_| internal!("collect buffer poisoned"))?;
         // Records from the workers: keys only need to be distinct.
         for r in records {
             let key = m.len();
@@ -177,7 +177,7 @@ impl<T: Data> SinkWriter<T> for LatestWriter<T> {
             self.slot
                 .latest
                 .lock()
-                .map_err(|_| HummerError::Internal("collect buffer poisoned".into()))?
+                .map_err(|_| internal!("collect buffer poisoned"))?
                 .insert(self.subtask, last);
         }
         batch.clear();

@@ -3,7 +3,7 @@
 use std::sync::{Arc, Mutex};
 
 use crate::connectors::{Source, SourceContext, SourceReader, SourceStatus};
-use crate::error::{HummerError, Result};
+use crate::error::{HummerError, Result, internal};
 
 /// Emits the elements of a vector (cloned, so the job can run more than once).
 pub struct CollectionSource<T> {
@@ -52,7 +52,8 @@ impl<T: Clone + Send + Sync> SourceReader<T> for CollectionReader<T> {
     }
 
     fn restore_position(&mut self, position: &[u8]) -> Result<()> {
-        let next: u64 = crate::connectors::decode_position("a collection source", position)?;
+        let next: u64 =
+            crate::state::snapshot::decode_checkpointed("a collection source", position)?;
         self.next = (next as usize).min(self.items.len());
         Ok(())
     }
@@ -103,7 +104,7 @@ impl<T: Send + 'static> Source<T> for IteratorSource<T> {
         let iter = self
             .iter
             .lock()
-            .map_err(|_| HummerError::Internal("iterator source lock poisoned".into()))?
+            .map_err(|_| internal!("iterator source lock poisoned"))?
             .take()
             .ok_or_else(|| HummerError::BadInput {
                 input: "from_iter".into(),

@@ -101,7 +101,7 @@ impl<T: Send> SourceReader<T> for GeneratorReader<T> {
 
     fn restore_position(&mut self, position: &[u8]) -> Result<()> {
         let (next, emitted): (u64, u64) =
-            crate::connectors::decode_position("a generator source", position)?;
+            crate::state::snapshot::decode_checkpointed("a generator source", position)?;
         self.next = next;
         self.emitted = emitted;
         // Keep the rate: as if the records emitted so far had just been emitted on time.
@@ -146,7 +146,7 @@ impl<T: Send> SourceReader<T> for GeneratorReader<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runtime::metrics::JobProgress;
+    use crate::types::metrics::JobProgress;
 
     #[test]
     fn a_restored_generator_continues_where_it_stopped() {

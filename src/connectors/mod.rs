@@ -12,6 +12,8 @@
 //!
 //! Sinks: [`print`], [`text_file_sink`] (a part file per subtask), [`collect`] (results
 //! returned in the `JobResult`).
+//!
+//! Layer 7 of 15: above `operators` (sinks are operators), below `channels` and `runtime` (see `crate::types`).
 
 pub mod collect;
 pub mod collection;
@@ -25,7 +27,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::error::Result;
-use crate::runtime::metrics::JobProgress;
+use crate::types::metrics::JobProgress;
 
 /// Where a source reader runs.
 #[derive(Clone, Debug)]
@@ -92,15 +94,4 @@ pub trait SourceReader<T>: Send {
             "this source cannot be replayed from a checkpoint".into(),
         ))
     }
-}
-
-/// Decodes a position, naming the source in the error.
-pub(crate) fn decode_position<P: serde::de::DeserializeOwned>(
-    source: &str,
-    bytes: &[u8],
-) -> Result<P> {
-    postcard::from_bytes(bytes).map_err(|e| crate::HummerError::BadInput {
-        input: format!("checkpointed position of {source}"),
-        reason: e.to_string(),
-    })
 }

@@ -336,7 +336,7 @@ impl SourceReader<String> for TextFileReader {
 
     fn restore_position(&mut self, position: &[u8]) -> Result<()> {
         let rest: Vec<(String, u64, u64)> =
-            crate::connectors::decode_position("a text file source", position)?;
+            crate::state::snapshot::decode_checkpointed("a text file source", position)?;
         self.current = None;
         self.splits = rest
             .into_iter()
@@ -389,7 +389,7 @@ impl SourceReader<String> for TextFileReader {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runtime::metrics::JobProgress;
+    use crate::types::metrics::JobProgress;
     use proptest::prelude::*;
     use std::io::Write;
     use std::path::Path;

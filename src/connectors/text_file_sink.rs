@@ -25,10 +25,10 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::checkpoint::CheckpointId;
-use crate::error::{HummerError, Result};
+use crate::error::{HummerError, Result, internal};
 use crate::operators::OperatorContext;
 use crate::operators::sink::{Sink, SinkWriter};
+use crate::types::CheckpointId;
 
 /// Writes records as text lines into a directory of part files.
 pub struct TextFileSink<T> {
@@ -300,7 +300,7 @@ impl<T: Display + Send> SinkWriter<T> for TransactionalWriter<T> {
         };
         postcard::to_stdvec(&state)
             .map(Some)
-            .map_err(|e| HummerError::Internal(format!("file sink state: {e}")))
+            .map_err(|e| internal!("file sink state: {e}"))
     }
 
     fn commit(&mut self, checkpoint: CheckpointId) -> Result<()> {
@@ -313,7 +313,7 @@ impl<T: Display + Send> SinkWriter<T> for TransactionalWriter<T> {
                 let (_, sync) = self.syncing.swap_remove(i);
                 let path = self.dir.join(pending_name(&committed));
                 sync.join()
-                    .map_err(|_| HummerError::Internal("the output file sync panicked".into()))?
+                    .map_err(|_| internal!("the output file sync panicked"))?
                     .map_err(|e| HummerError::io("cannot sync output file", &path, e))?;
             }
             self.commit_file(&committed)?;

@@ -6,7 +6,7 @@
 //! runtime every channel is a memory channel.
 
 use crate::graph::job_graph::JobGraph;
-use crate::runtime::record_writer::Partitioning;
+use crate::types::Partitioning;
 
 /// One parallel instance of a job vertex.
 #[derive(Clone, Debug, serde::Serialize)]

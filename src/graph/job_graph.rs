@@ -15,11 +15,11 @@
 //!    that edge is forward, both have the same parallelism, the node is a one-input operator and
 //!    chaining is not disabled on it. Everything else starts a new chain.
 
-use crate::api::RuntimeMode;
 use crate::error::{HummerError, Result};
 use crate::graph::stream_graph::{Chaining, NodeId, NodeKind, StreamGraph};
 use crate::runtime::factory::NodeFactory;
-use crate::runtime::record_writer::Partitioning;
+use crate::types::Partitioning;
+use crate::types::RuntimeMode;
 
 /// Settings that translation needs from the environment.
 #[derive(Clone, Debug)]
@@ -108,17 +108,27 @@ impl JobGraph {
         }
     }
 
-    /// Number of subtasks that run a source (the chains headed by one).
-    pub fn source_subtasks(&self) -> usize {
+    /// Whether each vertex (in vertex order) is headed by a source: the one rule for "is this
+    /// a source" (checkpoints count source subtasks, results count source records).
+    pub fn source_vertices(&self) -> Vec<bool> {
         self.vertices
             .iter()
-            .filter(|v| {
+            .map(|v| {
                 matches!(
                     self.stream.nodes[v.nodes[0]].factory,
                     NodeFactory::Source(_)
                 )
             })
-            .map(|v| v.parallelism)
+            .collect()
+    }
+
+    /// Number of subtasks that run a source (the chains headed by one).
+    pub fn source_subtasks(&self) -> usize {
+        self.vertices
+            .iter()
+            .zip(self.source_vertices())
+            .filter(|(_, source)| *source)
+            .map(|(v, _)| v.parallelism)
             .sum()
     }
 

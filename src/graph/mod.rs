@@ -7,6 +7,8 @@
 //! * [`execution_graph`]: every vertex expanded to its parallel subtasks and every edge to the
 //!   channels between them.
 //! * [`render`]: the three graphs as text, JSON and Graphviz DOT (`env.explain()`).
+//!
+//! Layer 10 of 15: above `runtime` (nodes carry the factories and typed glue that build tasks), below `execution` (see `crate::types`).
 
 pub mod execution_graph;
 pub mod job_graph;

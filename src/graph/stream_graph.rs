@@ -3,8 +3,8 @@
 use std::sync::Arc;
 
 use crate::runtime::factory::{NodeFactory, OneInputNodeFactory};
-use crate::runtime::record_writer::Partitioning;
 use crate::runtime::type_ops::TypeOps;
+use crate::types::Partitioning;
 
 /// Identifier of a node: its index in [`StreamGraph::nodes`].
 pub type NodeId = usize;
@@ -100,7 +100,7 @@ pub struct StreamEdge {
     pub(crate) input: usize,
     pub(crate) partitioning: Partitioning,
     /// Where the sending end runs if this edge crosses workers (`None`: the job's default).
-    pub(crate) network_task: Option<crate::network::NetworkTaskMode>,
+    pub(crate) network_task: Option<crate::channels::network::NetworkTaskMode>,
 }
 
 impl StreamEdge {
@@ -168,7 +168,7 @@ impl StreamGraph {
         target: NodeId,
         input: usize,
         partitioning: Partitioning,
-        network_task: Option<crate::network::NetworkTaskMode>,
+        network_task: Option<crate::channels::network::NetworkTaskMode>,
     ) {
         self.edges.push(StreamEdge {
             source,

@@ -18,7 +18,7 @@ use std::process::Command;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{HummerError, Result};
+use crate::error::{HummerError, Result, internal};
 use crate::image::cpio::CpioWriter;
 
 /// The modules the virtio network needs on `microvm` (loaded in the order of their
@@ -48,14 +48,14 @@ pub enum KernelChoice {
 }
 
 impl std::str::FromStr for KernelChoice {
-    type Err = String;
-    fn from_str(s: &str) -> std::result::Result<Self, String> {
+    type Err = HummerError;
+    fn from_str(s: &str) -> std::result::Result<Self, HummerError> {
         match s {
             "small" => Ok(KernelChoice::Small),
             "cloud" => Ok(KernelChoice::Cloud),
-            other => Err(format!(
+            other => Err(HummerError::Config(format!(
                 "unknown kernel '{other}' (expected small or cloud)"
-            )),
+            ))),
         }
     }
 }
@@ -406,7 +406,7 @@ pub fn build_image(
         let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
         gz.write_all(&cpio.finish())
             .and_then(|()| gz.finish())
-            .map_err(|e| HummerError::Internal(format!("cannot compress the initramfs: {e}")))?
+            .map_err(|e| internal!("cannot compress the initramfs: {e}"))?
     };
     let initramfs_out = out.join("initramfs.cpio");
     std::fs::write(&initramfs_out, &initramfs)
@@ -424,8 +424,7 @@ pub fn build_image(
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755))
         .map_err(|e| HummerError::io("cannot make executable", &copy, e))?;
-    let json = serde_json::to_vec_pretty(&info)
-        .map_err(|e| HummerError::Internal(format!("image.json: {e}")))?;
+    let json = serde_json::to_vec_pretty(&info).map_err(|e| internal!("image.json: {e}"))?;
     std::fs::write(out.join("image.json"), json)
         .map_err(|e| HummerError::io("cannot write", out.join("image.json"), e))?;
     Ok(info)

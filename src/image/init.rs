@@ -38,8 +38,39 @@ pub enum Role {
     TaskManager,
 }
 
+/// Why PID 1 cannot bring the VM up.
+#[derive(Debug, thiserror::Error)]
+pub enum InitError {
+    /// A `hummer.*` setting of the kernel command line is missing or wrong; says which.
+    #[error("{0}")]
+    BadCommandLine(String),
+    /// A system call failed.
+    #[error("{action}: {source}")]
+    System {
+        /// What was being done, naming the device, file or address.
+        action: String,
+        /// The kernel's error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl From<String> for InitError {
+    /// A message about the command line.
+    fn from(message: String) -> Self {
+        InitError::BadCommandLine(message)
+    }
+}
+
+impl From<&str> for InitError {
+    /// A message about the command line.
+    fn from(message: &str) -> Self {
+        InitError::BadCommandLine(message.to_string())
+    }
+}
+
 /// Reads the `hummer.*` settings of a kernel command line.
-pub fn parse_cmdline(cmdline: &str) -> Result<VmConfig, String> {
+pub fn parse_cmdline(cmdline: &str) -> Result<VmConfig, InitError> {
     let mut role = None;
     let mut ip = None;
     let mut gateway = None;
@@ -55,9 +86,9 @@ pub fn parse_cmdline(cmdline: &str) -> Result<VmConfig, String> {
                     "jobmanager" => Role::JobManager,
                     "taskmanager" => Role::TaskManager,
                     other => {
-                        return Err(format!(
+                        return Err(InitError::BadCommandLine(format!(
                             "unknown role hummer.role={other} (expected jobmanager or taskmanager)"
-                        ));
+                        )));
                     }
                 })
             }
@@ -93,7 +124,9 @@ pub fn parse_cmdline(cmdline: &str) -> Result<VmConfig, String> {
                     .filter(|s| *s > 0)
                     .ok_or_else(|| format!("hummer.slots={value}: not a positive number"))?
             }
-            k if k.starts_with("hummer.") => return Err(format!("unknown setting {word}")),
+            k if k.starts_with("hummer.") => {
+                return Err(InitError::BadCommandLine(format!("unknown setting {word}")));
+            }
             _ => {}
         }
     }
@@ -170,23 +203,31 @@ fn fail(message: &str) -> ! {
     power_off()
 }
 
-fn mount(source: &str, target: &str, fstype: &str) -> Result<(), String> {
+fn mount(source: &str, target: &str, fstype: &str) -> Result<(), InitError> {
     let _ = std::fs::create_dir_all(target);
-    let c = |s: &str| CString::new(s).map_err(|e| e.to_string());
+    let c = |s: &str| {
+        CString::new(s).map_err(|e| InitError::System {
+            action: format!("cannot mount {fstype} on {target}"),
+            source: std::io::Error::new(std::io::ErrorKind::InvalidInput, e),
+        })
+    };
     let (src, tgt, fs) = (c(source)?, c(target)?, c(fstype)?);
     // SAFETY: valid NUL-terminated strings; no data argument.
     let rc = unsafe { libc::mount(src.as_ptr(), tgt.as_ptr(), fs.as_ptr(), 0, std::ptr::null()) };
     if rc != 0 {
         let e = std::io::Error::last_os_error();
         if e.raw_os_error() != Some(libc::EBUSY) {
-            return Err(format!("cannot mount {fstype} on {target}: {e}"));
+            return Err(InitError::System {
+                action: format!("cannot mount {fstype} on {target}"),
+                source: e,
+            });
         }
     }
     Ok(())
 }
 
 /// Loads the modules listed in `/lib/modules/order`, in that order.
-fn load_modules() -> Result<usize, String> {
+fn load_modules() -> Result<usize, InitError> {
     let order = match std::fs::read_to_string("/lib/modules/order") {
         Ok(o) => o,
         Err(_) => return Ok(0),
@@ -194,7 +235,10 @@ fn load_modules() -> Result<usize, String> {
     let mut loaded = 0;
     for name in order.lines().filter(|l| !l.trim().is_empty()) {
         let path = format!("/lib/modules/{name}");
-        let file = std::fs::File::open(&path).map_err(|e| format!("module {path}: {e}"))?;
+        let file = std::fs::File::open(&path).map_err(|source| InitError::System {
+            action: format!("module {path}"),
+            source,
+        })?;
         let params = CString::default();
         // SAFETY: a valid file descriptor and an empty parameter string.
         let rc = unsafe {
@@ -208,7 +252,10 @@ fn load_modules() -> Result<usize, String> {
         if rc != 0 {
             let e = std::io::Error::last_os_error();
             if e.raw_os_error() != Some(libc::EEXIST) {
-                return Err(format!("cannot load module {name}: {e}"));
+                return Err(InitError::System {
+                    action: format!("cannot load module {name}"),
+                    source: e,
+                });
             }
         }
         loaded += 1;
@@ -239,19 +286,22 @@ fn sockaddr(addr: Ipv4Addr) -> libc::sockaddr {
 }
 
 /// Sets an interface's address and netmask (if given) and brings it up.
-fn configure(name: &str, addr: Option<(Ipv4Addr, u8)>) -> Result<(), String> {
+fn configure(name: &str, addr: Option<(Ipv4Addr, u8)>) -> Result<(), InitError> {
     // SAFETY: creating a socket has no memory effects.
     let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM, 0) };
     if fd < 0 {
-        return Err(format!("socket: {}", std::io::Error::last_os_error()));
+        return Err(InitError::System {
+            action: "socket".into(),
+            source: std::io::Error::last_os_error(),
+        });
     }
     let ioctl = |request: libc::c_ulong, req: &mut libc::ifreq, what: &str| {
         // SAFETY: `req` is a valid ifreq for these requests.
         if unsafe { libc::ioctl(fd, request as _, req as *mut libc::ifreq) } < 0 {
-            Err(format!(
-                "{what} {name}: {}",
-                std::io::Error::last_os_error()
-            ))
+            Err(InitError::System {
+                action: format!("{what} {name}"),
+                source: std::io::Error::last_os_error(),
+            })
         } else {
             Ok(())
         }
@@ -284,11 +334,14 @@ fn configure(name: &str, addr: Option<(Ipv4Addr, u8)>) -> Result<(), String> {
 }
 
 /// Adds a default route through `gateway`.
-fn default_route(gateway: Ipv4Addr) -> Result<(), String> {
+fn default_route(gateway: Ipv4Addr) -> Result<(), InitError> {
     // SAFETY: as in `configure`.
     let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM, 0) };
     if fd < 0 {
-        return Err(format!("socket: {}", std::io::Error::last_os_error()));
+        return Err(InitError::System {
+            action: "socket".into(),
+            source: std::io::Error::last_os_error(),
+        });
     }
     // SAFETY: rtentry is plain old data.
     let mut route: libc::rtentry = unsafe { std::mem::zeroed() };
@@ -302,7 +355,10 @@ fn default_route(gateway: Ipv4Addr) -> Result<(), String> {
     // SAFETY: closing our own descriptor.
     unsafe { libc::close(fd) };
     if rc < 0 {
-        return Err(format!("default route via {gateway}: {e}"));
+        return Err(InitError::System {
+            action: format!("default route via {gateway}"),
+            source: e,
+        });
     }
     Ok(())
 }
@@ -317,20 +373,20 @@ pub fn run() -> ! {
         ("tmpfs", "/tmp", "tmpfs"),
     ] {
         if let Err(e) = mount(source, target, fstype) {
-            fail(&e);
+            fail(&e.to_string());
         }
     }
     let cmdline = std::fs::read_to_string("/proc/cmdline").unwrap_or_default();
     let config = match parse_cmdline(&cmdline) {
         Ok(c) => c,
-        Err(e) => fail(&e),
+        Err(e) => fail(&e.to_string()),
     };
     match load_modules() {
         Ok(n) => say(&format!("{n} modules loaded")),
-        Err(e) => fail(&e),
+        Err(e) => fail(&e.to_string()),
     }
     if let Err(e) = configure("lo", Some((Ipv4Addr::LOCALHOST, 8))) {
-        fail(&e);
+        fail(&e.to_string());
     }
     let deadline = Instant::now() + Duration::from_secs(5);
     while !std::path::Path::new("/sys/class/net/eth0").exists() {
@@ -340,12 +396,12 @@ pub fn run() -> ! {
         std::thread::sleep(Duration::from_millis(5));
     }
     if let Err(e) = configure("eth0", Some(config.ip)) {
-        fail(&e);
+        fail(&e.to_string());
     }
     if let Some(gw) = config.gateway
         && let Err(e) = default_route(gw)
     {
-        fail(&e);
+        fail(&e.to_string());
     }
     say(&format!(
         "eth0 {}/{} up after {} ms; starting {:?}",
@@ -413,7 +469,7 @@ mod tests {
 
     #[test]
     fn bad_command_lines_are_refused_with_the_setting_named() {
-        let err = |s: &str| parse_cmdline(s).unwrap_err();
+        let err = |s: &str| parse_cmdline(s).unwrap_err().to_string();
         assert!(err("hummer.ip=10.0.0.2/24").contains("no hummer.role"));
         assert!(
             err("hummer.role=worker hummer.ip=10.0.0.2")

@@ -6,6 +6,8 @@
 //! beside a kernel, [`init`] is what that binary does as PID 1 (mounts, modules, network from
 //! the kernel command line, the role as a child, power-off at the end), and [`qemu`] boots an
 //! image with qemu's `microvm` machine.
+//!
+//! Layer 15 of 15: the top; uses the cluster roles as a VM's PID 1 (see `crate::types`).
 
 pub mod build;
 pub mod cpio;

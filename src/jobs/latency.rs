@@ -79,7 +79,7 @@ mod tests {
     fn every_record_is_measured_after_the_warm_up() {
         let env = StreamExecutionEnvironment::local();
         env.set_parallelism(2)
-            .set_runtime_mode(crate::api::RuntimeMode::Streaming);
+            .set_runtime_mode(crate::types::RuntimeMode::Streaming);
         let handle = build(&env, 2_000.0, 1, 2);
         let mut result = env.execute("latency").unwrap();
         let latencies = result.collected(&handle).unwrap();

@@ -18,13 +18,11 @@ use std::hash::Hash;
 use std::marker::PhantomData;
 use std::ops::AddAssign;
 
-use crate::api::RuntimeMode;
-use crate::data::{Data, Key};
 use crate::error::Result;
 use crate::operators::{Collector, OneInputOperator};
 use crate::state::keyed_table::KeyedTable;
-
-type StateMap<K, V> = KeyedTable<K, V>;
+use crate::types::RuntimeMode;
+use crate::types::{Data, Key};
 
 /// A combiner flushes its partial results when it holds more distinct keys than this, which
 /// bounds its memory on high-cardinality keys.
@@ -191,7 +189,7 @@ where
 struct Accumulators<T, K, A: Aggregation<T, K>> {
     agg: A,
     emit_updates: bool,
-    state: StateMap<K, A::Acc>,
+    state: KeyedTable<K, A::Acc>,
     _types: PhantomData<fn(T)>,
 }
 
@@ -200,7 +198,7 @@ impl<T, K: Key, A: Aggregation<T, K>> Accumulators<T, K, A> {
         Accumulators {
             agg,
             emit_updates: mode != RuntimeMode::Batch,
-            state: StateMap::default(),
+            state: KeyedTable::default(),
             _types: PhantomData,
         }
     }
@@ -288,7 +286,7 @@ where
 
     fn snapshot_state(
         &mut self,
-        _checkpoint: crate::checkpoint::CheckpointId,
+        _checkpoint: crate::types::CheckpointId,
         max_parallelism: usize,
     ) -> Result<Option<Vec<u8>>> {
         self.acc.state.snapshot(max_parallelism).map(Some)
@@ -306,7 +304,7 @@ where
 pub struct PartialAggregate<T, K, KS, A: Aggregation<T, K>> {
     key_of: KS,
     agg: A,
-    state: StateMap<K, A::Acc>,
+    state: KeyedTable<K, A::Acc>,
     _types: PhantomData<fn(T)>,
 }
 
@@ -316,7 +314,7 @@ impl<T, K: Hash + Eq, KS, A: Aggregation<T, K>> PartialAggregate<T, K, KS, A> {
         PartialAggregate {
             key_of,
             agg,
-            state: StateMap::default(),
+            state: KeyedTable::default(),
             _types: PhantomData,
         }
     }
@@ -410,7 +408,7 @@ where
 
     fn snapshot_state(
         &mut self,
-        _checkpoint: crate::checkpoint::CheckpointId,
+        _checkpoint: crate::types::CheckpointId,
         max_parallelism: usize,
     ) -> Result<Option<Vec<u8>>> {
         self.acc.state.snapshot(max_parallelism).map(Some)

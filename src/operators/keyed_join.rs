@@ -3,9 +3,9 @@
 use std::collections::HashMap;
 use std::marker::PhantomData;
 
-use crate::data::Key;
-use crate::error::Result;
+use crate::error::{Result, internal};
 use crate::operators::{Collector, TwoInputOperator};
+use crate::types::Key;
 
 type Table<K, V> = HashMap<K, Vec<V>, foldhash::fast::RandomState>;
 
@@ -41,8 +41,8 @@ impl<L, R, K: Key, O, KL, KR, F> KeyedJoin<L, R, K, O, KL, KR, F> {
 
 impl<L, R, K, O, KL, KR, F> TwoInputOperator for KeyedJoin<L, R, K, O, KL, KR, F>
 where
-    L: crate::data::Data,
-    R: crate::data::Data,
+    L: crate::types::Data,
+    R: crate::types::Data,
     K: Key,
     O: 'static,
     KL: Fn(&L) -> K + Send + 'static,
@@ -82,19 +82,19 @@ where
     /// Both sides' records, as `(left table snapshot, right table snapshot)`.
     fn snapshot_state(
         &mut self,
-        _checkpoint: crate::checkpoint::CheckpointId,
+        _checkpoint: crate::types::CheckpointId,
         max_parallelism: usize,
     ) -> Result<Option<Vec<u8>>> {
         let left = crate::state::snapshot::write_snapshot(self.left.iter(), max_parallelism)?;
         let right = crate::state::snapshot::write_snapshot(self.right.iter(), max_parallelism)?;
         postcard::to_stdvec(&(left, right))
             .map(Some)
-            .map_err(|e| crate::HummerError::Internal(format!("join state: {e}")))
+            .map_err(|e| internal!("join state: {e}"))
     }
 
     fn restore_state(&mut self, snapshot: &[u8], key_groups: std::ops::Range<usize>) -> Result<()> {
         let (left, right): (Vec<u8>, Vec<u8>) =
-            crate::connectors::decode_position("keyed join state", snapshot)?;
+            crate::state::snapshot::decode_checkpointed("keyed join state", snapshot)?;
         let (l, r) = (&mut self.left, &mut self.right);
         crate::state::snapshot::read_snapshot(
             &left,

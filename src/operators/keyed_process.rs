@@ -3,10 +3,10 @@
 use std::collections::HashMap;
 use std::marker::PhantomData;
 
-use crate::data::Key;
 use crate::error::Result;
 use crate::operators::{Collector, OneInputOperator};
 use crate::state::ValueState;
+use crate::types::Key;
 
 /// Calls the user function for every record with the state of the record's key.
 ///
@@ -35,7 +35,7 @@ impl<T, K, S, O, KS, F> OneInputOperator for KeyedProcess<T, K, S, O, KS, F>
 where
     T: 'static,
     K: Key,
-    S: crate::data::Data,
+    S: crate::types::Data,
     O: 'static,
     KS: Fn(&T) -> K + Send + 'static,
     F: FnMut(&K, T, &mut ValueState<'_, S>, &mut Collector<'_, O>) + Send + 'static,
@@ -57,7 +57,7 @@ where
 
     fn snapshot_state(
         &mut self,
-        _checkpoint: crate::checkpoint::CheckpointId,
+        _checkpoint: crate::types::CheckpointId,
         max_parallelism: usize,
     ) -> Result<Option<Vec<u8>>> {
         crate::state::snapshot::write_snapshot(self.state.iter(), max_parallelism).map(Some)

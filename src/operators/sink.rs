@@ -3,9 +3,9 @@
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use crate::checkpoint::CheckpointId;
 use crate::error::Result;
 use crate::operators::{Collector, OneInputOperator, OperatorContext};
+use crate::types::CheckpointId;
 
 /// A destination for the records of a stream (Flink's `Sink`).
 pub trait Sink<T>: Send + Sync + 'static {

@@ -7,15 +7,14 @@
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use crate::checkpoint::task_state::RestoredState;
 use crate::connectors::{Source, SourceContext};
 use crate::error::Result;
-use crate::operators::{
-    ChainLink, OneInputOperator, OperatorContext, TwoInputHead, TwoInputOperator,
-};
+use crate::operators::{OneInputOperator, OperatorContext, TwoInputOperator};
+use crate::runtime::chain::{ChainLink, TwoInputHead};
 use crate::runtime::source_splits::SourceSplits;
 use crate::runtime::task::{SourceTask, TaskBody, TwoInputTask};
 use crate::runtime::type_ops::{ErasedOutput, ErasedReceiver, input_gate};
+use crate::state::task_state::RestoredState;
 
 /// Makes the task of a source subtask.
 pub(crate) trait SourceNodeFactory: Send + Sync {

@@ -1,37 +1,18 @@
-//! The runtime: task threads, batched channels, shuffles, and the local executor.
+//! The tasks: what one subtask thread runs.
 //!
-//! * [`channel`]: bounded lock-free batch queues between subtasks, parking instead of spinning.
+//! * [`task`]: the loop of a subtask thread (source, one-input or two-input head): inputs,
+//!   flushing, parking, barrier alignment and acknowledgements.
+//! * [`chain`]: operators fused into one task, calling each other through [`crate::operators::Output`].
 //! * [`record_writer`]: the end of a chain: partitions records into the channels of a shuffle.
-//! * [`task`]: the loop of a subtask thread (source, one-input or two-input head).
+//! * [`factory`]: how a graph node becomes a running operator instance.
 //! * [`type_ops`]: the typed glue that the type-erased graph uses to build all of the above.
-//! * [`executor`]: runs an execution graph in this process, one thread per subtask.
+//!
+//! Layer 9 of 15: below `graph` and `execution`; imports `error`, `types`, `state`, `checkpoint`,
+//! `operators`, `connectors` and `channels` only (see `crate::types`).
 
-pub mod channel;
-pub mod executor;
+pub(crate) mod chain;
 pub(crate) mod factory;
-pub mod local_job;
-pub mod metrics;
 pub mod record_writer;
 pub(crate) mod source_splits;
 pub mod task;
 pub mod type_ops;
-
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-
-/// Shared cancellation flag of a job.
-#[derive(Clone, Default, Debug)]
-pub struct CancelToken(Arc<AtomicBool>);
-
-impl CancelToken {
-    /// Requests cancellation.
-    pub fn cancel(&self) {
-        self.0.store(true, Ordering::SeqCst);
-    }
-
-    /// True once cancellation was requested.
-    #[inline]
-    pub fn is_cancelled(&self) -> bool {
-        self.0.load(Ordering::Relaxed)
-    }
-}

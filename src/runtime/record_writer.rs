@@ -4,94 +4,36 @@
 //! batch size, when the task flushes (buffer timeout or idle input), or at end of input. A
 //! forward or rebalance route hands a large incoming batch over whole, without copying.
 
-use std::any::Any;
+use crate::types::{BatchRouter, Partitioning};
 use std::sync::Arc;
 
-use crate::checkpoint::CheckpointId;
-use crate::checkpoint::task_state::TaskSnapshot;
-use crate::error::{HummerError, Result};
-use crate::network::RemoteSender;
+use crate::channels::Push;
+use crate::error::{HummerError, Result, internal};
 use crate::operators::Output;
-use crate::runtime::CancelToken;
-use crate::runtime::channel::{ChannelSender, StreamEvent};
-use crate::runtime::metrics::SubtaskMetrics;
+use crate::state::task_state::TaskSnapshot;
+use crate::types::CancelToken;
+use crate::types::CheckpointId;
+use crate::types::StreamEvent;
+use crate::types::metrics::SubtaskMetrics;
 
-/// Computes the target channel of every record of a batch (one dynamic call per batch):
-/// `(records, channels, max_parallelism, targets_out)`.
-pub type BatchRouter<T> = Arc<dyn Fn(&[T], usize, usize, &mut Vec<u32>) + Send + Sync>;
-
-/// How the records of an edge are distributed over the consumer's subtasks.
-#[derive(Clone)]
-pub enum Partitioning {
-    /// Subtask *i* feeds subtask *i* (equal parallelism; becomes `Rebalance` otherwise).
-    Forward,
-    /// Batches go round-robin to all consumers.
-    Rebalance,
-    /// Every consumer gets every record.
-    Broadcast,
-    /// Records go to the subtask owning their key's key group.
-    Hash {
-        /// A [`BatchRouter<T>`] for the edge's record type, type-erased.
-        router: Arc<dyn Any + Send + Sync>,
-    },
-}
-
-impl Partitioning {
-    /// Name used in plans.
-    pub fn name(&self) -> &'static str {
-        match self {
-            Partitioning::Forward => "FORWARD",
-            Partitioning::Rebalance => "REBALANCE",
-            Partitioning::Broadcast => "BROADCAST",
-            Partitioning::Hash { .. } => "HASH",
-        }
+/// Sends an event into a channel; time spent waiting on a blocked channel is added to
+/// `metrics` as backpressure.
+#[inline]
+fn send_counted<T>(
+    channel: &mut dyn Push<T>,
+    event: StreamEvent<T>,
+    cancel: &CancelToken,
+    metrics: &SubtaskMetrics,
+) -> Result<()> {
+    let waiting = channel.is_blocked().then(std::time::Instant::now);
+    let sent = channel.push(event, cancel);
+    if let Some(since) = waiting {
+        metrics.backpressured_ns.fetch_add(
+            since.elapsed().as_nanos() as u64,
+            std::sync::atomic::Ordering::Relaxed,
+        );
     }
-
-    /// A hash partitioning from a typed router.
-    pub(crate) fn hash<T: 'static>(router: BatchRouter<T>) -> Self {
-        Partitioning::Hash {
-            router: Arc::new(router),
-        }
-    }
-}
-
-impl std::fmt::Debug for Partitioning {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// Where a writer's channel leads: a subtask in this process or one in another worker.
-pub(crate) enum Outlet<T> {
-    Local(ChannelSender<T>),
-    Remote(RemoteSender<T>),
-}
-
-impl<T: serde::Serialize> Outlet<T> {
-    /// Sends an event; time spent waiting on a full local channel is added to `metrics`.
-    fn send(
-        &mut self,
-        event: StreamEvent<T>,
-        cancel: &CancelToken,
-        metrics: &SubtaskMetrics,
-    ) -> Result<()> {
-        let blocked = match self {
-            Outlet::Local(s) => s.is_full(),
-            Outlet::Remote(r) => r.credits() == 0,
-        };
-        let waiting = blocked.then(std::time::Instant::now);
-        let sent = match self {
-            Outlet::Local(s) => s.send(event, cancel),
-            Outlet::Remote(r) => r.send(event, cancel),
-        };
-        if let Some(since) = waiting {
-            metrics.backpressured_ns.fetch_add(
-                since.elapsed().as_nanos() as u64,
-                std::sync::atomic::Ordering::Relaxed,
-            );
-        }
-        sent
-    }
+    sent
 }
 
 enum Route<T> {
@@ -108,7 +50,7 @@ enum Route<T> {
 
 /// Writes a stream into the channels of one shuffle.
 pub(crate) struct RecordWriter<T> {
-    channels: Vec<Outlet<T>>,
+    channels: Vec<Box<dyn Push<T>>>,
     buffers: Vec<Vec<T>>,
     route: Route<T>,
     batch_size: usize,
@@ -117,9 +59,9 @@ pub(crate) struct RecordWriter<T> {
     metrics: Arc<SubtaskMetrics>,
 }
 
-impl<T: crate::data::Data> RecordWriter<T> {
+impl<T: crate::types::Data> RecordWriter<T> {
     pub(crate) fn new(
-        channels: Vec<Outlet<T>>,
+        channels: Vec<Box<dyn Push<T>>>,
         partitioning: &Partitioning,
         batch_size: usize,
         max_parallelism: usize,
@@ -134,17 +76,17 @@ impl<T: crate::data::Data> RecordWriter<T> {
         let route = match partitioning {
             _ if channels.len() == 1 => Route::Single,
             Partitioning::Forward => {
-                return Err(HummerError::Internal(format!(
+                return Err(internal!(
                     "forward edge with {} channels from one subtask",
                     channels.len()
-                )));
+                ));
             }
             Partitioning::Rebalance => Route::Rebalance { next: 0 },
             Partitioning::Broadcast => Route::Broadcast,
             Partitioning::Hash { router } => {
-                let router = router.downcast_ref::<BatchRouter<T>>().ok_or_else(|| {
-                    HummerError::Internal("hash router of another record type".into())
-                })?;
+                let router = router
+                    .downcast_ref::<BatchRouter<T>>()
+                    .ok_or_else(|| internal!("hash router of another record type"))?;
                 Route::Hash {
                     router: router.clone(),
                     targets: Vec::new(),
@@ -168,14 +110,20 @@ impl<T: crate::data::Data> RecordWriter<T> {
             &mut self.buffers[channel],
             Vec::with_capacity(self.batch_size),
         );
-        self.channels[channel].send(StreamEvent::Batch(batch), &self.cancel, &self.metrics)
+        send_counted(
+            &mut *self.channels[channel],
+            StreamEvent::Batch(batch),
+            &self.cancel,
+            &self.metrics,
+        )
     }
 
     /// Appends a whole batch to one channel, handing it over uncopied when it is large.
     fn append(&mut self, channel: usize, batch: &mut Vec<T>) -> Result<()> {
         if self.buffers[channel].is_empty() && batch.len() * 2 >= self.batch_size {
             let whole = std::mem::take(batch);
-            return self.channels[channel].send(
+            return send_counted(
+                &mut *self.channels[channel],
                 StreamEvent::Batch(whole),
                 &self.cancel,
                 &self.metrics,
@@ -189,7 +137,7 @@ impl<T: crate::data::Data> RecordWriter<T> {
     }
 }
 
-impl<T: crate::data::Data> Output<T> for RecordWriter<T> {
+impl<T: crate::types::Data> Output<T> for RecordWriter<T> {
     fn push(&mut self, batch: &mut Vec<T>) -> Result<()> {
         if batch.is_empty() {
             return Ok(());
@@ -240,7 +188,12 @@ impl<T: crate::data::Data> Output<T> for RecordWriter<T> {
     fn finish(&mut self) -> Result<()> {
         self.flush()?;
         for channel in &mut self.channels {
-            channel.send(StreamEvent::EndOfInput, &self.cancel, &self.metrics)?;
+            send_counted(
+                &mut **channel,
+                StreamEvent::EndOfInput,
+                &self.cancel,
+                &self.metrics,
+            )?;
         }
         Ok(())
     }
@@ -248,7 +201,8 @@ impl<T: crate::data::Data> Output<T> for RecordWriter<T> {
     fn barrier(&mut self, snapshot: &mut TaskSnapshot) -> Result<()> {
         self.flush()?;
         for channel in &mut self.channels {
-            channel.send(
+            send_counted(
+                &mut **channel,
                 StreamEvent::Barrier(snapshot.checkpoint),
                 &self.cancel,
                 &self.metrics,

@@ -5,9 +5,9 @@
 //! the new subtasks (see [`RestoredState::splits`]), so a subtask may read several, one after
 //! another, each resumed at its checkpointed position; its snapshots then list them all.
 
-use crate::checkpoint::task_state::{RestoredState, SourceSplit};
 use crate::connectors::{Source, SourceContext, SourceReader, SourceStatus};
 use crate::error::Result;
+use crate::state::task_state::{RestoredState, SourceSplit};
 
 struct Split<T> {
     subtask: usize,

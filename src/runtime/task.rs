@@ -14,17 +14,20 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::checkpoint::CheckpointId;
+use crate::channels::NetworkTask;
+use crate::channels::local::ChannelReceiver;
 use crate::checkpoint::barrier_aligner::{BarrierAction, BarrierAligner};
 use crate::checkpoint::hub::{CheckpointHub, HubEvent};
-use crate::checkpoint::task_state::{SourceSplit, TaskAck, TaskSnapshot};
 use crate::connectors::SourceStatus;
 use crate::error::{HummerError, Result};
-use crate::operators::{OperatorContext, Output, TwoInputHead, TwoInputOperator, guarded};
-use crate::runtime::CancelToken;
-use crate::runtime::channel::{ChannelReceiver, PARK_SAFETY_TIMEOUT, StreamEvent};
-use crate::runtime::metrics::SubtaskMetrics;
+use crate::operators::{OperatorContext, Output, TwoInputOperator};
+use crate::runtime::chain::{TwoInputHead, guarded};
 use crate::runtime::source_splits::SourceSplits;
+use crate::state::task_state::{SourceSplit, TaskAck, TaskSnapshot};
+use crate::types::CancelToken;
+use crate::types::CheckpointId;
+use crate::types::metrics::SubtaskMetrics;
+use crate::types::{PARK_SAFETY_TIMEOUT, StreamEvent};
 
 /// What a task needs from its surroundings while it runs.
 pub(crate) struct TaskRuntime {
@@ -148,6 +151,20 @@ impl<'a> Checkpointing<'a> {
 pub(crate) trait TaskBody: Send {
     /// Runs until end of input, failure or cancellation.
     fn run(self: Box<Self>, rt: &TaskRuntime) -> Result<()>;
+}
+
+/// A network task of the data plane, run like any other task.
+struct NetworkTaskBody(Box<dyn NetworkTask>);
+
+impl TaskBody for NetworkTaskBody {
+    fn run(self: Box<Self>, rt: &TaskRuntime) -> Result<()> {
+        self.0.run(&rt.cancel, &rt.metrics)
+    }
+}
+
+/// The task body that runs a network task.
+pub(crate) fn network_task_body(task: Box<dyn NetworkTask>) -> Box<dyn TaskBody> {
+    Box::new(NetworkTaskBody(task))
 }
 
 /// Decides when a busy task flushes its output buffers.

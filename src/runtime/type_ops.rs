@@ -10,15 +10,18 @@ use std::any::Any;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use crate::data::Data;
-use crate::error::{HummerError, Result};
-use crate::network::{ReceiverTask, RemoteSender, SenderTask};
-use crate::operators::{FanOut, Output};
-use crate::runtime::CancelToken;
-use crate::runtime::channel::{ChannelReceiver, TaskWaker, channel};
-use crate::runtime::metrics::SubtaskMetrics;
-use crate::runtime::record_writer::{Outlet, Partitioning, RecordWriter};
+use crate::channels::local::ChannelReceiver;
+use crate::channels::network::NetworkTaskMode;
+use crate::channels::{ChannelAllocator, Push};
+use crate::error::{HummerError, Result, internal};
+use crate::operators::Output;
+use crate::runtime::chain::FanOut;
+use crate::runtime::record_writer::RecordWriter;
 use crate::runtime::task::{InputGate, OneInputTask, TaskBody};
+use crate::types::CancelToken;
+use crate::types::Data;
+use crate::types::Partitioning;
+use crate::types::metrics::SubtaskMetrics;
 
 /// A `Box<dyn Output<T>>` with `T` erased.
 pub(crate) struct ErasedOutput(Box<dyn Any + Send>);
@@ -61,10 +64,23 @@ pub(crate) fn input_gate<T: 'static>(receivers: Vec<ErasedReceiver>) -> Result<I
 }
 
 fn type_mismatch<T>(what: &str) -> HummerError {
-    HummerError::Internal(format!(
+    internal!(
         "{what} is not of record type {}",
         std::any::type_name::<T>()
-    ))
+    )
+}
+
+/// One channel of the execution graph, as [`TypeOps::allocate`] asks for it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ChannelSpec {
+    /// Its index in the execution graph (announced on its data connection).
+    pub(crate) id: usize,
+    /// Global index of the producing subtask.
+    pub(crate) producer: usize,
+    /// Global index of the consuming subtask.
+    pub(crate) consumer: usize,
+    /// Where its sending end runs if it crosses workers (`None`: the job's default).
+    pub(crate) network_task: Option<NetworkTaskMode>,
 }
 
 /// What a writer needs besides its channels.
@@ -79,44 +95,13 @@ pub(crate) struct WriterContext {
 pub(crate) trait TypeOps: Send + Sync {
     /// The Rust type name, for plans.
     fn type_name(&self) -> &'static str;
-    /// A channel of this type.
-    fn channel(
+    /// The ends of a channel of this type that this process holds (see
+    /// [`ChannelAllocator::allocate`]).
+    fn allocate(
         &self,
-        capacity: usize,
-        producer: Arc<TaskWaker>,
-        consumer: Arc<TaskWaker>,
-    ) -> (ErasedSender, ErasedReceiver);
-    /// The sending end of a remote channel: connects to the consumer's worker.
-    fn remote_sender(
-        &self,
-        endpoint: &str,
-        job: &str,
-        channel: usize,
-        bind: Option<&str>,
-    ) -> Result<ErasedSender>;
-    /// The sending end of a remote channel as a task of its own: the producer's end of a
-    /// memory channel, and the sender task draining it into the connection.
-    #[allow(clippy::too_many_arguments)]
-    fn sender_task(
-        &self,
-        endpoint: &str,
-        job: &str,
-        channel: usize,
-        bind: Option<&str>,
-        capacity: usize,
-        producer: Arc<TaskWaker>,
-        task_waker: Arc<TaskWaker>,
-    ) -> Result<(ErasedSender, Box<dyn TaskBody>)>;
-    /// The receiving end of a remote channel: a network task feeding a memory channel, and
-    /// that channel's receiver for the consuming subtask.
-    fn receiver_task(
-        &self,
-        channel: usize,
-        connection: std::sync::mpsc::Receiver<std::net::TcpStream>,
-        capacity: usize,
-        task_waker: Arc<TaskWaker>,
-        consumer: Arc<TaskWaker>,
-    ) -> (Box<dyn TaskBody>, ErasedReceiver);
+        alloc: &mut ChannelAllocator<'_>,
+        channel: ChannelSpec,
+    ) -> Result<(Option<ErasedSender>, Option<ErasedReceiver>)>;
     /// A writer that partitions into `senders`.
     fn writer(
         &self,
@@ -159,13 +144,10 @@ impl<T: Send> Output<T> for Discard<T> {
     fn finish(&mut self) -> Result<()> {
         Ok(())
     }
-    fn barrier(
-        &mut self,
-        _snapshot: &mut crate::checkpoint::task_state::TaskSnapshot,
-    ) -> Result<()> {
+    fn barrier(&mut self, _snapshot: &mut crate::state::task_state::TaskSnapshot) -> Result<()> {
         Ok(())
     }
-    fn checkpoint_complete(&mut self, _id: crate::checkpoint::CheckpointId) -> Result<()> {
+    fn checkpoint_complete(&mut self, _id: crate::types::CheckpointId) -> Result<()> {
         Ok(())
     }
 }
@@ -175,61 +157,21 @@ impl<T: Data> TypeOps for TypeOpsImpl<T> {
         std::any::type_name::<T>()
     }
 
-    fn channel(
+    fn allocate(
         &self,
-        capacity: usize,
-        producer: Arc<TaskWaker>,
-        consumer: Arc<TaskWaker>,
-    ) -> (ErasedSender, ErasedReceiver) {
-        let (s, r) = channel::<T>(capacity, producer, consumer);
-        (
-            ErasedSender(Box::new(Outlet::Local(s))),
-            ErasedReceiver(Box::new(r)),
-        )
-    }
-
-    fn remote_sender(
-        &self,
-        endpoint: &str,
-        job: &str,
-        channel: usize,
-        bind: Option<&str>,
-    ) -> Result<ErasedSender> {
-        let sender = RemoteSender::<T>::connect(endpoint, job, channel, bind)?;
-        Ok(ErasedSender(Box::new(Outlet::Remote(sender))))
-    }
-
-    fn sender_task(
-        &self,
-        endpoint: &str,
-        job: &str,
-        channel_id: usize,
-        bind: Option<&str>,
-        capacity: usize,
-        producer: Arc<TaskWaker>,
-        task_waker: Arc<TaskWaker>,
-    ) -> Result<(ErasedSender, Box<dyn TaskBody>)> {
-        let remote = RemoteSender::<T>::connect(endpoint, job, channel_id, bind)?;
-        let (s, r) = channel::<T>(capacity, producer, task_waker);
+        alloc: &mut ChannelAllocator<'_>,
+        channel: ChannelSpec,
+    ) -> Result<(Option<ErasedSender>, Option<ErasedReceiver>)> {
+        let ends = alloc.allocate::<T>(
+            channel.id,
+            channel.producer,
+            channel.consumer,
+            channel.network_task,
+        )?;
         Ok((
-            ErasedSender(Box::new(Outlet::Local(s))),
-            Box::new(SenderTask::new(r, remote)),
+            ends.push.map(|p| ErasedSender(Box::new(p))),
+            ends.pull.map(|r| ErasedReceiver(Box::new(r))),
         ))
-    }
-
-    fn receiver_task(
-        &self,
-        channel_id: usize,
-        connection: std::sync::mpsc::Receiver<std::net::TcpStream>,
-        capacity: usize,
-        task_waker: Arc<TaskWaker>,
-        consumer: Arc<TaskWaker>,
-    ) -> (Box<dyn TaskBody>, ErasedReceiver) {
-        let (s, r) = channel::<T>(capacity, task_waker, consumer);
-        (
-            Box::new(ReceiverTask::new(channel_id, connection, s, capacity)),
-            ErasedReceiver(Box::new(r)),
-        )
     }
 
     fn writer(
@@ -241,7 +183,7 @@ impl<T: Data> TypeOps for TypeOpsImpl<T> {
         let channels = senders
             .into_iter()
             .map(|s| {
-                s.0.downcast::<Outlet<T>>()
+                s.0.downcast::<Box<dyn Push<T>>>()
                     .map(|b| *b)
                     .map_err(|_| type_mismatch::<T>("channel"))
             })
@@ -264,9 +206,7 @@ impl<T: Data> TypeOps for TypeOpsImpl<T> {
             .collect::<Result<Vec<_>>>()?;
         let out: Box<dyn Output<T>> = match outputs.len() {
             0 => Box::new(Discard::<T>(PhantomData)),
-            1 => outputs
-                .pop()
-                .ok_or_else(|| HummerError::Internal("fan-out".into()))?,
+            1 => outputs.pop().ok_or_else(|| internal!("fan-out"))?,
             _ => Box::new(FanOut { outputs }),
         };
         Ok(ErasedOutput::new::<T>(out))

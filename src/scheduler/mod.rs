@@ -7,6 +7,8 @@
 //! [`Scheduler::queue_for`] says, and [`Scheduler::rebalance`] may move waiting jobs between
 //! queues at every interval. The strategies: [`RoundRobin`] (Flink's default), [`Fair`],
 //! [`Pull`] (one shared queue, dynamic assignment), [`Genetic`], and [`Rfts`] (the paper).
+//!
+//! Layer 5 of 15: imports only `error` and `types` (see `crate::types`); pure placement decisions, no I/O.
 
 mod fair;
 pub(crate) mod genetic;
@@ -49,7 +51,7 @@ pub enum Waiting {
 }
 
 /// The scheduler named `name`: round-robin, fair, pull, genetic or rfts.
-pub fn by_name(name: &str) -> Result<Box<dyn Scheduler>, String> {
+pub fn by_name(name: &str) -> crate::error::Result<Box<dyn Scheduler>> {
     Ok(match name {
         "round-robin" => Box::new(RoundRobin),
         "fair" => Box::new(Fair),
@@ -57,9 +59,9 @@ pub fn by_name(name: &str) -> Result<Box<dyn Scheduler>, String> {
         "genetic" => Box::new(Genetic::default()),
         "rfts" => Box::new(Rfts::default()),
         other => {
-            return Err(format!(
+            return Err(crate::error::HummerError::Config(format!(
                 "unknown scheduler '{other}': expected round-robin, fair, pull, genetic or rfts"
-            ));
+            )));
         }
     })
 }
@@ -87,6 +89,33 @@ pub enum PlacementError {
         free: usize,
         /// TaskManagers registered.
         task_managers: usize,
+    },
+    /// A vertex is set to a parallelism above the free slots.
+    #[error("'{vertex}' is set to parallelism {parallelism} but the cluster has {free} free slots")]
+    ParallelismAboveFreeSlots {
+        /// The vertex.
+        vertex: String,
+        /// Its parallelism.
+        parallelism: usize,
+        /// Free slots in the cluster.
+        free: usize,
+    },
+    /// A vertex's lower bound cannot be met.
+    #[error(
+        "'{vertex}' needs a parallelism of at least {min} but only {limit} slots can be given to \
+         it (job parallelism {total}, {free} free slots)"
+    )]
+    BelowMinimumParallelism {
+        /// The vertex.
+        vertex: String,
+        /// Its lower bound.
+        min: usize,
+        /// What it could get.
+        limit: usize,
+        /// The job's parallelism.
+        total: usize,
+        /// Free slots in the cluster.
+        free: usize,
     },
 }
 

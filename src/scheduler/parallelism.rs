@@ -10,6 +10,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::scheduler::PlacementError;
+
 /// What a vertex asks for.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct VertexRequest {
@@ -28,25 +30,27 @@ pub fn decide(
     vertices: &[VertexRequest],
     total: usize,
     free_slots: usize,
-) -> Result<Vec<usize>, String> {
+) -> Result<Vec<usize>, PlacementError> {
     let limit = total.min(free_slots);
     vertices
         .iter()
         .map(|v| match v.explicit {
-            Some(p) if p > free_slots => Err(format!(
-                "'{}' is set to parallelism {p} but the cluster has {free_slots} free slots",
-                v.name
-            )),
+            Some(p) if p > free_slots => Err(PlacementError::ParallelismAboveFreeSlots {
+                vertex: v.name.clone(),
+                parallelism: p,
+                free: free_slots,
+            }),
             Some(p) => Ok(p),
             None => {
                 let p = limit.min(v.max);
                 if p < v.min.max(1) {
-                    Err(format!(
-                        "'{}' needs a parallelism of at least {} but only {limit} slots can be \
-                         given to it (job parallelism {total}, {free_slots} free slots)",
-                        v.name,
-                        v.min.max(1)
-                    ))
+                    Err(PlacementError::BelowMinimumParallelism {
+                        vertex: v.name.clone(),
+                        min: v.min.max(1),
+                        limit,
+                        total,
+                        free: free_slots,
+                    })
                 } else {
                     Ok(p)
                 }
@@ -74,9 +78,9 @@ mod tests {
         let got = decide(&[v(None, 1, 128), v(Some(2), 1, 128), v(None, 1, 3)], 6, 4).unwrap();
         assert_eq!(got, vec![4, 2, 3]);
         let err = decide(&[v(None, 5, 128)], 6, 4).unwrap_err();
-        assert!(err.contains("at least 5"), "{err}");
+        assert!(err.to_string().contains("at least 5"), "{err}");
         let err = decide(&[v(Some(8), 1, 128)], 6, 4).unwrap_err();
-        assert!(err.contains("set to parallelism 8"), "{err}");
+        assert!(err.to_string().contains("set to parallelism 8"), "{err}");
     }
 
     proptest! {

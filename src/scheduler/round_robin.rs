@@ -103,6 +103,7 @@ mod tests {
                 Err(PlacementError::NotEnoughSlots { needed, free: f, .. }) => {
                     prop_assert!(needed > f);
                 }
+                Err(other) => prop_assert!(false, "placement cannot fail with {other}"),
             }
         }
     }

@@ -2,12 +2,15 @@
 //! ([`ValueState`], [`ListState`], [`MapState`]). All of it is kept in memory per key group
 //! and checkpointed with the job, so it is restored after a failure, also at another
 //! parallelism.
+//!
+//! Layer 3 of 15: imports only `error` and `types` (see `crate::types`).
 
 pub mod key_groups;
 pub mod keyed_table;
 mod list_state;
 mod map_state;
 pub mod snapshot;
+pub mod task_state;
 mod value_state;
 
 pub use list_state::ListState;

@@ -16,9 +16,18 @@ use std::ops::Range;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::error::{HummerError, Result};
+use crate::error::{HummerError, Result, internal};
 use crate::state::key_groups::{key_group_of_hash, key_hash};
 use crate::state::keyed_table::KeyedTable;
+
+/// Decodes checkpointed bytes (a source's position, an operator's state) written with
+/// postcard; the error names `what` was being restored.
+pub(crate) fn decode_checkpointed<P: DeserializeOwned>(what: &str, bytes: &[u8]) -> Result<P> {
+    postcard::from_bytes(bytes).map_err(|e| HummerError::BadInput {
+        input: format!("checkpointed state of {what}"),
+        reason: e.to_string(),
+    })
+}
 
 const MAGIC: &[u8; 4] = b"HMRS";
 /// Version of the format written by this build.
@@ -57,7 +66,7 @@ where
     }
     let groups: Vec<(u32, Vec<(&K, &V)>)> = by_group.into_iter().collect();
     let body = postcard::to_stdvec(&groups)
-        .map_err(|e| HummerError::Internal(format!("cannot encode a state snapshot: {e}")))?;
+        .map_err(|e| internal!("cannot encode a state snapshot: {e}"))?;
     let mut out = Vec::with_capacity(HEADER + body.len());
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&FORMAT_VERSION.to_be_bytes());

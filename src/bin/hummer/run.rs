@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use hummer::checkpoint::coordinator::CheckpointConfig;
-use hummer::checkpoint::restart_strategy::RestartStrategy;
+use hummer::execution::restart_strategy::RestartStrategy;
 use hummer::jobs::event_count::{EventCount, verify};
 use hummer::prelude::*;
 

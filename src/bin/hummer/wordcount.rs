@@ -10,9 +10,9 @@ use std::path::Path;
 
 use hummer::connectors::text_file::TextFileSource;
 use hummer::jobs::corpus::GeneratedCorpus;
-use hummer::jobs::wordcount::{CountLine, TopWords, top_words, word_counts};
+use hummer::jobs::wordcount::{CountLine, TopWords, Word, top_words, word_counts};
 use hummer::prelude::*;
-use hummer::runtime::metrics::JobProgress;
+use hummer::types::metrics::JobProgress;
 
 /// Lines of the generated corpus used when no input is given.
 const DEFAULT_CORPUS_LINES: u64 = 2_000_000;

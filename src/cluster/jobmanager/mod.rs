@@ -6,8 +6,10 @@
 //! wrong first message or another protocol version gets an error message and is closed; the
 //! JobManager goes on serving the others.
 
+pub mod cluster_state;
+pub mod jobs;
 pub mod monitor;
-pub mod recovery;
+pub mod refusal;
 pub mod rest;
 pub mod state;
 
@@ -22,10 +24,11 @@ use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
 
 use crate::cluster::protocol::{Message, PROTOCOL_VERSION, Role, async_io};
 use crate::error::{HummerError, Result};
-use state::{ClusterState, TaskManagerEntry};
+use cluster_state::{ClusterState, TaskManagerEntry};
+use state::JobManagerState;
 
 /// Shared state of the JobManager.
-pub type Shared = Arc<Mutex<ClusterState>>;
+pub type Shared = Arc<Mutex<JobManagerState>>;
 
 /// How the JobManager runs.
 #[derive(Clone, Debug)]
@@ -50,7 +53,7 @@ pub struct JobManagerConfig {
 /// How long a new connection may take to say hello.
 const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
 
-fn lock(shared: &Shared) -> std::sync::MutexGuard<'_, ClusterState> {
+fn lock(shared: &Shared) -> std::sync::MutexGuard<'_, JobManagerState> {
     shared.lock().unwrap_or_else(|p| p.into_inner())
 }
 
@@ -68,10 +71,9 @@ pub async fn run(config: JobManagerConfig) -> Result<()> {
         .map_err(net(config.rpc))?;
     let rpc = listener.local_addr().map_err(net(config.rpc))?;
     let monitor = monitor::MonitorStore::open(config.data_dir.as_deref())?;
-    let scheduler = crate::scheduler::by_name(&config.scheduler).map_err(HummerError::Config)?;
-    let mut state = ClusterState::new(rpc.to_string(), scheduler, config.heartbeat_timeout);
-    state.monitor = monitor;
-    state.savepoint_dir = config.savepoint_dir.clone();
+    let scheduler = crate::scheduler::by_name(&config.scheduler)?;
+    let cluster = ClusterState::new(scheduler, config.heartbeat_timeout, monitor);
+    let state = JobManagerState::new(rpc.to_string(), cluster, config.savepoint_dir.clone());
 
     let shared: Shared = Arc::new(Mutex::new(state));
     if let Some(rest_addr) = config.rest {
@@ -88,10 +90,10 @@ pub async fn run(config: JobManagerConfig) -> Result<()> {
     tokio::spawn(monitor_heartbeats(shared.clone(), config.heartbeat_timeout));
     let recovering = shared.clone();
     tokio::spawn(async move {
-        let mut tick = tokio::time::interval(recovery::RECOVERY_TICK);
+        let mut tick = tokio::time::interval(state::RECOVERY_TICK);
         loop {
             tick.tick().await;
-            lock(&recovering).tick_recovery();
+            lock(&recovering).tick();
         }
     });
     let (rebalancing, every) = (shared.clone(), config.rebalance_interval);
@@ -128,7 +130,7 @@ async fn monitor_heartbeats(shared: Shared, timeout: Duration) {
     loop {
         tick.tick().await;
         let mut state = lock(&shared);
-        for tm in state.expired_task_managers() {
+        for tm in state.cluster.expired_task_managers() {
             state.task_manager_lost(&tm, &format!("no heartbeat for {timeout:?}"));
         }
         state.fire_deferred_failures();
@@ -148,14 +150,14 @@ fn spawn_writer(mut writer: impl AsyncWrite + Unpin + Send + 'static) -> Unbound
     tx
 }
 
-async fn serve_connection(stream: TcpStream, shared: Shared) -> Result<(), String> {
+async fn serve_connection(stream: TcpStream, shared: Shared) -> Result<()> {
     let _ = stream.set_nodelay(true);
     let (mut reader, writer) = stream.into_split();
     let mailbox = spawn_writer(writer);
     let hello = tokio::time::timeout(HELLO_TIMEOUT, async_io::read(&mut reader))
         .await
-        .map_err(|_| "no hello within 10 s".to_string())?
-        .map_err(|e| e.to_string())?;
+        .map_err(|_| HummerError::Cluster("no hello within 10 s".into()))?
+        .map_err(|e| HummerError::Cluster(e.to_string()))?;
     let role = match hello {
         Message::Hello { version, role } if version == PROTOCOL_VERSION => role,
         Message::Hello { version, .. } => {
@@ -164,12 +166,12 @@ async fn serve_connection(stream: TcpStream, shared: Shared) -> Result<(), Strin
                  {PROTOCOL_VERSION}"
             );
             let _ = mailbox.send(Message::Error(msg.clone()));
-            return Err(msg);
+            return Err(HummerError::Cluster(msg));
         }
         other => {
             let msg = format!("expected Hello, got {}", message_name(&other));
             let _ = mailbox.send(Message::Error(msg.clone()));
-            return Err(msg);
+            return Err(HummerError::Cluster(msg));
         }
     };
     match role {
@@ -196,17 +198,17 @@ async fn serve_task_manager(
     mailbox: UnboundedSender<Message>,
     shared: Shared,
     info: crate::cluster::protocol::TaskManagerInfo,
-) -> Result<(), String> {
+) -> Result<()> {
     let id = info.id.clone();
     {
         let mut state = lock(&shared);
-        if state.task_managers.contains_key(&id) {
+        if state.cluster.task_managers.contains_key(&id) {
             let msg = format!("a TaskManager with id {id} is already registered");
             let _ = mailbox.send(Message::Error(msg.clone()));
-            return Err(msg);
+            return Err(HummerError::Cluster(msg));
         }
         tracing::info!(task_manager = %id, slots = info.slots, "TaskManager registered");
-        state.task_managers.insert(
+        state.cluster.task_managers.insert(
             id.clone(),
             TaskManagerEntry {
                 info,
@@ -223,25 +225,25 @@ async fn serve_task_manager(
     let result = loop {
         let message = match async_io::read(&mut reader).await {
             Ok(m) => m,
-            Err(e) => break Err(e.to_string()),
+            Err(e) => break Err(HummerError::Cluster(e.to_string())),
         };
         let mut state = lock(&shared);
         match message {
-            Message::Heartbeat(_) if !state.task_managers.contains_key(&id) => {
+            Message::Heartbeat(_) if !state.cluster.task_managers.contains_key(&id) => {
                 // Declared lost (a missed heartbeat): close, so the TaskManager notices
                 // instead of heartbeating into the void.
                 let _ = mailbox.send(Message::Error(format!(
                     "TaskManager {id} was declared lost; register again"
                 )));
-                break Err(format!(
+                break Err(HummerError::Cluster(format!(
                     "heartbeat from TaskManager {id}, which was declared lost"
-                ));
+                )));
             }
             Message::Heartbeat(resources) => {
                 // A rejected sample is logged by the store and kept from the scheduler; the
                 // heartbeat itself still counts.
-                let accepted = state.monitor.record(&id, &resources).is_ok();
-                if let Some(tm) = state.task_managers.get_mut(&id) {
+                let accepted = state.cluster.monitor.record(&id, &resources).is_ok();
+                if let Some(tm) = state.cluster.task_managers.get_mut(&id) {
                     tm.last_heartbeat = Instant::now();
                     if accepted {
                         tm.resources = resources;
@@ -257,7 +259,7 @@ async fn serve_task_manager(
                 let (reported, current) = state.jobs.get(&job).map_or((false, false), |j| {
                     (
                         j.workers.get(&id).is_some_and(|w| w.finished),
-                        j.attempt == attempt,
+                        j.is_current(attempt),
                     )
                 });
                 if current && !reported {
@@ -293,7 +295,7 @@ async fn serve_client(
     mut reader: impl AsyncRead + Unpin,
     mailbox: UnboundedSender<Message>,
     shared: Shared,
-) -> Result<(), String> {
+) -> Result<()> {
     let _ = mailbox.send(Message::Welcome);
     loop {
         let message = match async_io::read(&mut reader).await {
@@ -305,7 +307,7 @@ async fn serve_client(
             }
             Err(e) => {
                 let _ = mailbox.send(Message::Error(e.to_string()));
-                return Err(e.to_string());
+                return Err(HummerError::Cluster(e.to_string()));
             }
         };
         let reply = match message {
@@ -367,17 +369,17 @@ fn handle_client_request(
         }
         Message::Submit(request) => match state.submit(request) {
             Ok(id) => Message::Submitted(id),
-            Err(e) => Message::Error(e),
+            Err(e) => Message::Error(e.to_string()),
         },
         Message::TriggerSavepoint { job, dir, stop } => {
             match state.request_savepoint(&job, dir, stop, mailbox.clone()) {
                 // The answer comes when the savepoint's checkpoint completes.
                 Ok(()) => return None,
-                Err(e) => Message::Error(e),
+                Err(e) => Message::Error(e.to_string()),
             }
         }
         Message::WaitJob(id) => match state.jobs.get_mut(&id) {
-            Some(job) if job.state.is_terminal() => {
+            Some(job) if job.is_terminal() => {
                 Message::JobEnded(job.summary(), job.collected.clone())
             }
             Some(job) => {
@@ -392,8 +394,8 @@ fn handle_client_request(
             None => Message::Error(format!("no job with id {id}")),
         },
         Message::Cancel(id) => match state.jobs.get(&id) {
-            Some(job) if job.state.is_terminal() => {
-                Message::Error(format!("job {id} has already ended ({:?})", job.state))
+            Some(job) if job.is_terminal() => {
+                Message::Error(format!("job {id} has already ended ({:?})", job.state()))
             }
             Some(_) => {
                 state.end_job(&id, crate::cluster::protocol::JobState::Cancelled, None);
@@ -412,28 +414,29 @@ async fn serve_worker(
     job: String,
     tm: String,
     attempt: u32,
-) -> Result<(), String> {
+) -> Result<()> {
     {
         let mut state = lock(&shared);
         let Some(entry) = state.jobs.get_mut(&job) else {
             let msg = format!("no job with id {job}");
             let _ = mailbox.send(Message::Error(msg.clone()));
-            return Err(msg);
+            return Err(HummerError::Cluster(msg));
         };
-        if entry.state.is_terminal() || entry.attempt != attempt {
+        if entry.is_terminal() || !entry.is_current(attempt) {
             let msg = format!(
                 "attempt {attempt} of job {job} is over (the job is {:?}, attempt {})",
-                entry.state, entry.attempt
+                entry.state(),
+                entry.controller.attempt()
             );
             let _ = mailbox.send(Message::CancelJob(job.clone()));
-            return Err(msg);
+            return Err(HummerError::Cluster(msg));
         }
         match entry.workers.get_mut(&tm) {
             Some(w) => w.mailbox = Some(mailbox.clone()),
             None => {
                 let msg = format!("job {job} has no worker on TaskManager {tm}");
                 let _ = mailbox.send(Message::Error(msg.clone()));
-                return Err(msg);
+                return Err(HummerError::Cluster(msg));
             }
         }
     }
@@ -445,7 +448,7 @@ async fn serve_worker(
             Err(_) => return Ok(()),
         };
         let mut state = lock(&shared);
-        if state.jobs.get(&job).is_none_or(|j| j.attempt != attempt) {
+        if state.jobs.get(&job).is_none_or(|j| !j.is_current(attempt)) {
             // A report of an attempt that was restarted: its outcome no longer matters.
             continue;
         }

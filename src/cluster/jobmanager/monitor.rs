@@ -94,7 +94,11 @@ impl MonitorStore {
 
     /// Records the sample a heartbeat carried, once per sample number. Returns the reason if
     /// the sample was rejected.
-    pub fn record(&mut self, task_manager: &str, resources: &Resources) -> Result<(), String> {
+    pub fn record(
+        &mut self,
+        task_manager: &str,
+        resources: &Resources,
+    ) -> Result<(), crate::scheduler::rfts::BadSample> {
         // Sample 0 stands for "none yet"; a repeated number is a sample already recorded.
         if resources.seq == 0 || self.last_seq.get(task_manager) == Some(&resources.seq) {
             return Ok(());
@@ -174,6 +178,7 @@ mod tests {
             store
                 .record("tm-1", &bad)
                 .unwrap_err()
+                .to_string()
                 .contains("utilisation")
         );
         assert_eq!(store.rejected(), 1);

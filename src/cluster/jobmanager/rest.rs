@@ -37,11 +37,21 @@ fn not_found(id: &str) -> Reply {
 
 async fn overview(State(shared): State<Shared>) -> Json<Value> {
     let state = lock(&shared);
-    let slots: usize = state.task_managers.values().map(|t| t.info.slots).sum();
-    let used: usize = state.task_managers.values().map(|t| t.used_slots).sum();
-    let count = |s: JobState| state.jobs.values().filter(|j| j.state == s).count();
+    let slots: usize = state
+        .cluster
+        .task_managers
+        .values()
+        .map(|t| t.info.slots)
+        .sum();
+    let used: usize = state
+        .cluster
+        .task_managers
+        .values()
+        .map(|t| t.used_slots)
+        .sum();
+    let count = |s: JobState| state.jobs.values().filter(|j| j.state() == s).count();
     Json(json!({
-        "taskmanagers": state.task_managers.len(),
+        "taskmanagers": state.cluster.task_managers.len(),
         "slots-total": slots,
         "slots-available": slots - used.min(slots),
         "jobs-running": count(JobState::Running) + count(JobState::Deploying),
@@ -49,14 +59,15 @@ async fn overview(State(shared): State<Shared>) -> Json<Value> {
         "jobs-finished": count(JobState::Finished),
         "jobs-cancelled": count(JobState::Cancelled),
         "jobs-failed": count(JobState::Failed),
-        "scheduler": state.scheduler.name(),
-        "scheduler-time-ms": state.scheduler_time.as_secs_f64() * 1e3,
+        "scheduler": state.cluster.scheduler.name(),
+        "scheduler-time-ms": state.cluster.scheduler_time.as_secs_f64() * 1e3,
     }))
 }
 
 async fn task_managers(State(shared): State<Shared>) -> Json<Value> {
     let state = lock(&shared);
     let tms: Vec<Value> = state
+        .cluster
         .task_managers
         .values()
         .map(|t| {
@@ -70,7 +81,7 @@ async fn task_managers(State(shared): State<Shared>) -> Json<Value> {
                 "cpuLoad": t.resources.sample.cpu,
                 "memoryLoad": t.resources.sample.memory,
                 "timeSinceLastHeartbeatMs": t.last_heartbeat.elapsed().as_millis() as u64,
-                "waitingJobs": state.queues.get(&t.info.id).map_or(0, Vec::len),
+                "waitingJobs": state.cluster.queues.get(&t.info.id).map_or(0, Vec::len),
             })
         })
         .collect();
@@ -82,7 +93,7 @@ async fn jobs(State(shared): State<Shared>) -> Json<Value> {
     let jobs: Vec<Value> = state
         .jobs
         .values()
-        .map(|j| json!({"id": j.id, "name": j.request.name, "status": j.state}))
+        .map(|j| json!({"id": j.id, "name": j.request.name, "status": j.state()}))
         .collect();
     Json(json!({ "jobs": jobs }))
 }
@@ -109,7 +120,7 @@ async fn job(State(shared): State<Shared>, Path(id): Path<String>) -> Reply {
                 "id": i,
                 "name": name,
                 "parallelism": p,
-                "status": j.state,
+                "status": j.state(),
                 "metrics": {
                     "read-records": m.map_or(0, |m| m.records_in),
                     "write-records": m.map_or(0, |m| m.records_out),
@@ -123,7 +134,7 @@ async fn job(State(shared): State<Shared>, Path(id): Path<String>) -> Reply {
         Json(json!({
             "jid": j.id,
             "name": j.request.name,
-            "state": j.state,
+            "state": j.state(),
             "duration": summary.duration_ms,
             "error": summary.error,
             "vertices": vertices,
@@ -175,7 +186,7 @@ async fn checkpoints(State(shared): State<Shared>, Path(id): Path<String>) -> Re
                 "failed": count(failed),
                 "in_progress": count(in_progress),
                 "total": history.len(),
-                "restarts": j.recovery.as_ref().map_or(0, |r| r.tracker.restarts()),
+                "restarts": j.controller.restarts(),
             },
             "latest": {
                 "completed": latest(completed),
@@ -207,7 +218,7 @@ async fn plan(State(shared): State<Shared>, Path(id): Path<String>) -> Reply {
 
 async fn cancel(State(shared): State<Shared>, Path(id): Path<String>) -> Reply {
     let mut state = lock(&shared);
-    match state.jobs.get(&id).map(|j| j.state) {
+    match state.jobs.get(&id).map(|j| j.state()) {
         None => not_found(&id),
         Some(s) if s.is_terminal() => (
             StatusCode::CONFLICT,
@@ -223,8 +234,8 @@ async fn cancel(State(shared): State<Shared>, Path(id): Path<String>) -> Reply {
 /// The monitor samples of one TaskManager (also of one no longer registered), oldest first.
 async fn monitor_history(State(shared): State<Shared>, Path(id): Path<String>) -> Reply {
     let state = lock(&shared);
-    let history = state.monitor.history(&id);
-    if history.is_empty() && !state.task_managers.contains_key(&id) {
+    let history = state.cluster.monitor.history(&id);
+    if history.is_empty() && !state.cluster.task_managers.contains_key(&id) {
         return (
             StatusCode::NOT_FOUND,
             Json(json!({"errors": [format!("no monitor samples of TaskManager {id}")]})),
@@ -256,7 +267,7 @@ async fn prometheus(
     gauge(
         "hummer_taskmanagers",
         "Registered TaskManagers.",
-        vec![(String::new(), state.task_managers.len() as f64)],
+        vec![(String::new(), state.cluster.task_managers.len() as f64)],
     );
     let states = [
         JobState::Waiting,
@@ -272,7 +283,7 @@ async fn prometheus(
         states
             .iter()
             .map(|s| {
-                let n = state.jobs.values().filter(|j| j.state == *s).count();
+                let n = state.jobs.values().filter(|j| j.state() == *s).count();
                 (format!("{{state=\"{s:?}\"}}"), n as f64)
             })
             .collect(),
@@ -280,13 +291,14 @@ async fn prometheus(
     gauge(
         "hummer_monitor_reports_rejected",
         "Monitor reports rejected as impossible.",
-        vec![(String::new(), state.monitor.rejected() as f64)],
+        vec![(String::new(), state.cluster.monitor.rejected() as f64)],
     );
     let latest: Vec<_> = state
+        .cluster
         .monitor
         .task_managers()
         .into_iter()
-        .filter_map(|tm| state.monitor.latest(&tm).cloned())
+        .filter_map(|tm| state.cluster.monitor.latest(&tm).cloned())
         .collect();
     let per_tm = |f: fn(&crate::scheduler::rfts::NodeSample) -> f64| {
         latest

@@ -37,29 +37,40 @@ pub struct NodeSample {
     pub total_memory: f64,
 }
 
+/// What is wrong with a monitor report.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum BadSample {
+    /// No CPU cores, or not a number.
+    #[error("{0} CPU cores: a node needs at least one")]
+    Cores(f64),
+    /// No memory, or not a number.
+    #[error("total memory {0} bytes is not positive")]
+    TotalMemory(f64),
+    /// A utilisation outside `[0, 1]`.
+    #[error("{resource} utilisation {value} is not a number between 0 and 1")]
+    Utilisation {
+        /// `CPU` or `memory`.
+        resource: &'static str,
+        /// The value reported.
+        value: f64,
+    },
+}
+
 impl NodeSample {
     /// Checks a report before it reaches the scheduler; the error says what is wrong.
-    pub fn validate(&self) -> Result<(), String> {
-        let unit = |name: &str, v: f64| {
-            if v.is_finite() && (0.0..=1.0).contains(&v) {
+    pub fn validate(&self) -> Result<(), BadSample> {
+        let unit = |resource: &'static str, value: f64| {
+            if value.is_finite() && (0.0..=1.0).contains(&value) {
                 Ok(())
             } else {
-                Err(format!(
-                    "{name} utilisation {v} is not a number between 0 and 1"
-                ))
+                Err(BadSample::Utilisation { resource, value })
             }
         };
         if !(self.cores.is_finite() && self.cores > 0.0) {
-            return Err(format!(
-                "{} CPU cores: a node needs at least one",
-                self.cores
-            ));
+            return Err(BadSample::Cores(self.cores));
         }
         if !(self.total_memory.is_finite() && self.total_memory > 0.0) {
-            return Err(format!(
-                "total memory {} bytes is not positive",
-                self.total_memory
-            ));
+            return Err(BadSample::TotalMemory(self.total_memory));
         }
         unit("CPU", self.cpu)?;
         unit("memory", self.memory)
@@ -351,24 +362,28 @@ mod tests {
             node(0.0, 0.5, 0.5, 1.0)
                 .validate()
                 .unwrap_err()
+                .to_string()
                 .contains("cores")
         );
         assert!(
             node(4.0, -0.1, 0.5, 1.0)
                 .validate()
                 .unwrap_err()
+                .to_string()
                 .contains("CPU utilisation")
         );
         assert!(
             node(4.0, f64::NAN, 0.5, 1.0)
                 .validate()
                 .unwrap_err()
+                .to_string()
                 .contains("NaN")
         );
         assert!(
             node(4.0, 0.5, 1.5, 1.0)
                 .validate()
                 .unwrap_err()
+                .to_string()
                 .contains("memory")
         );
     }

@@ -8,10 +8,15 @@ use std::time::Duration;
 
 use serde::de::DeserializeOwned;
 
-use crate::error::{HummerError, Result};
-use crate::network::frames::{FrameReader, KIND_BARRIER, KIND_BATCH, KIND_CREDIT, KIND_END, frame};
-use crate::runtime::channel::{ChannelSender, StreamEvent};
-use crate::runtime::task::{TaskBody, TaskRuntime};
+use crate::channels::NetworkTask;
+use crate::channels::local::ChannelSender;
+use crate::channels::network::frames::{
+    FrameReader, KIND_BARRIER, KIND_BATCH, KIND_CREDIT, KIND_END, frame,
+};
+use crate::error::{HummerError, Result, internal};
+use crate::types::CancelToken;
+use crate::types::StreamEvent;
+use crate::types::metrics::SubtaskMetrics;
 
 /// How long a receiver waits for its producer to connect.
 const CONNECT_WAIT: Duration = Duration::from_secs(30);
@@ -42,18 +47,18 @@ impl<T> ReceiverTask<T> {
     }
 }
 
-impl<T: DeserializeOwned + Send + 'static> TaskBody for ReceiverTask<T> {
-    fn run(self: Box<Self>, rt: &TaskRuntime) -> Result<()> {
+impl<T: DeserializeOwned + Send + 'static> NetworkTask for ReceiverTask<T> {
+    fn run(self: Box<Self>, cancel: &CancelToken, metrics: &SubtaskMetrics) -> Result<()> {
         let started = std::time::Instant::now();
         let stream = loop {
             match self.connection.recv_timeout(Duration::from_millis(100)) {
                 Ok(s) => break s,
-                Err(_) if rt.cancel.is_cancelled() => return Err(HummerError::Cancelled),
+                Err(_) if cancel.is_cancelled() => return Err(HummerError::Cancelled),
                 Err(_) if started.elapsed() > CONNECT_WAIT => {
-                    return Err(HummerError::Internal(format!(
+                    return Err(internal!(
                         "the producer of channel {} did not connect within {CONNECT_WAIT:?}",
                         self.channel
-                    )));
+                    ));
                 }
                 Err(_) => {}
             }
@@ -77,15 +82,15 @@ impl<T: DeserializeOwned + Send + 'static> TaskBody for ReceiverTask<T> {
         grant(&mut credits, self.capacity as u32)?;
         let mut frames = FrameReader::new(stream, peer.clone());
         loop {
-            match frames.next(&rt.cancel)? {
+            match frames.next(cancel)? {
                 Some((KIND_BATCH, payload)) => {
                     let batch: Vec<T> =
                         postcard::from_bytes(&payload).map_err(|e| HummerError::BadInput {
                             input: format!("data connection from {peer}"),
                             reason: format!("undecodable batch on channel {}: {e}", self.channel),
                         })?;
-                    rt.metrics.add_in(batch.len());
-                    self.output.send(StreamEvent::Batch(batch), &rt.cancel)?;
+                    metrics.add_in(batch.len());
+                    self.output.send(StreamEvent::Batch(batch), cancel)?;
                     // The batch is in the channel: the sender may send one more. (If the
                     // producer has already ended, the credit has no reader: ignore that.)
                     let _ = grant(&mut credits, 1);
@@ -102,10 +107,10 @@ impl<T: DeserializeOwned + Send + 'static> TaskBody for ReceiverTask<T> {
                         }
                     })?;
                     self.output
-                        .send(StreamEvent::Barrier(u64::from_be_bytes(id)), &rt.cancel)?;
+                        .send(StreamEvent::Barrier(u64::from_be_bytes(id)), cancel)?;
                 }
                 Some((KIND_END, _)) => {
-                    return self.output.send(StreamEvent::EndOfInput, &rt.cancel);
+                    return self.output.send(StreamEvent::EndOfInput, cancel);
                 }
                 Some((kind, _)) => {
                     return Err(HummerError::BadInput {

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::checkpoint::CheckpointId;
+use crate::types::CheckpointId;
 
 /// The state one task adds to a checkpoint.
 #[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]

@@ -15,19 +15,23 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use crate::channels::{ChannelAllocator, Placement};
 use crate::checkpoint::hub::CheckpointHub;
-use crate::checkpoint::task_state::RestoredState;
 use crate::connectors::SourceContext;
-use crate::error::{HummerError, Result, panic_message};
+use crate::error::{HummerError, Result, internal, panic_message};
 use crate::graph::execution_graph::ExecutionGraph;
 use crate::graph::job_graph::JobGraph;
 use crate::operators::OperatorContext;
-use crate::runtime::CancelToken;
-use crate::runtime::channel::TaskWaker;
 use crate::runtime::factory::NodeFactory;
-use crate::runtime::metrics::{JobProgress, SubtaskMetrics, VertexMetrics};
+use crate::runtime::task::network_task_body;
 use crate::runtime::task::{TaskBody, TaskRuntime};
-use crate::runtime::type_ops::{ErasedOutput, ErasedReceiver, ErasedSender, WriterContext};
+use crate::runtime::type_ops::{
+    ChannelSpec, ErasedOutput, ErasedReceiver, ErasedSender, WriterContext,
+};
+use crate::state::task_state::RestoredState;
+use crate::types::CancelToken;
+use crate::types::TaskWaker;
+use crate::types::metrics::{JobProgress, SubtaskMetrics, VertexMetrics};
 
 /// Runtime settings of a job.
 #[derive(Clone, Debug)]
@@ -40,7 +44,7 @@ pub struct RuntimeConfig {
     /// buffers and idle tasks flush).
     pub buffer_timeout: Option<Duration>,
     /// Where the sending ends of remote channels run, unless their edge says otherwise.
-    pub network_task: crate::network::NetworkTaskMode,
+    pub network_task: crate::channels::network::NetworkTaskMode,
 }
 
 struct Failure {
@@ -113,11 +117,6 @@ impl RunningJob {
         }
     }
 
-    /// A handle that can cancel the job from another thread.
-    pub fn cancel_token(&self) -> CancelToken {
-        self.failure.cancel.clone()
-    }
-
     /// Waits for every thread; returns the job's first error, `Cancelled` if it was
     /// cancelled, or the per-vertex counters.
     pub fn wait(self) -> Result<Vec<VertexMetrics>> {
@@ -146,19 +145,6 @@ impl RunningJob {
     pub fn counters(&self) -> JobCounters {
         self.counters.clone()
     }
-}
-
-/// Which subtasks run in this process and how to reach the others (cluster mode). Without a
-/// placement every subtask runs here.
-pub struct Placement {
-    /// The job's id (announced on data connections).
-    pub job: String,
-    /// Per global subtask: `None` if it runs here, else the data address of its worker.
-    pub remote: Vec<Option<String>>,
-    /// This worker's data listener, for channels from remote producers.
-    pub listener: crate::network::DataListener,
-    /// Local address outgoing data connections are bound to, if set.
-    pub bind: Option<String>,
 }
 
 /// What a job attempt that takes checkpoints needs: the coordinator's hub, and the state of
@@ -205,126 +191,76 @@ pub fn start(
         }
     }
     let n = exec.subtasks.len();
-    let local = |subtask: usize| placement.is_none_or(|p| p.remote[subtask].is_none());
     let wakers: Vec<Arc<TaskWaker>> = (0..n).map(|_| Arc::new(TaskWaker::default())).collect();
     let metrics: Vec<Arc<SubtaskMetrics>> = (0..n).map(|_| Arc::default()).collect();
     let cancel = CancelToken::default();
-    let mut network_tasks: Vec<PreparedTask> = Vec::new();
 
     // Channels, grouped by (producer subtask, job edge) and (consumer subtask, input port).
-    let mut senders: HashMap<(usize, usize), Vec<ErasedSender>> = HashMap::new();
-    let mut receivers: HashMap<(usize, usize), Vec<ErasedReceiver>> = HashMap::new();
+    let mut alloc = ChannelAllocator::new(cfg.channel_capacity, &wakers, placement);
+    let mut builder = TaskBuilder {
+        job,
+        cfg,
+        cancel: &cancel,
+        progress: &progress,
+        checkpoints,
+        senders: HashMap::new(),
+        receivers: HashMap::new(),
+    };
     for (id, ch) in exec.channels.iter().enumerate() {
         let edge = &job.edges[ch.job_edge];
         let stream_edge = &job.stream.edges[edge.stream_edge];
+        let spec = ChannelSpec {
+            id,
+            producer: ch.producer,
+            consumer: ch.consumer,
+            network_task: stream_edge.network_task,
+        };
         let ops = &job.stream.nodes[stream_edge.source].out_type;
-        match (local(ch.producer), local(ch.consumer), placement) {
-            (true, true, _) => {
-                let (s, r) = ops.channel(
-                    cfg.channel_capacity,
-                    wakers[ch.producer].clone(),
-                    wakers[ch.consumer].clone(),
-                );
-                senders
-                    .entry((ch.producer, ch.job_edge))
-                    .or_default()
-                    .push(s);
-                receivers
-                    .entry((ch.consumer, edge.input))
-                    .or_default()
-                    .push(r);
-            }
-            (true, false, Some(p)) => {
-                let endpoint = p.remote[ch.consumer].as_deref().unwrap_or_default();
-                let mode = stream_edge.network_task.unwrap_or(cfg.network_task);
-                let s = match mode {
-                    crate::network::NetworkTaskMode::Fused => {
-                        ops.remote_sender(endpoint, &p.job, id, p.bind.as_deref())?
-                    }
-                    crate::network::NetworkTaskMode::Dedicated => {
-                        let waker = Arc::new(TaskWaker::default());
-                        let (s, body) = ops.sender_task(
-                            endpoint,
-                            &p.job,
-                            id,
-                            p.bind.as_deref(),
-                            cfg.channel_capacity,
-                            wakers[ch.producer].clone(),
-                            waker.clone(),
-                        )?;
-                        network_tasks.push(PreparedTask {
-                            name: format!("send channel {id}"),
-                            body,
-                            waker,
-                            metrics: Arc::default(),
-                            vertex: None,
-                            global: ch.producer,
-                        });
-                        s
-                    }
-                };
-                senders
-                    .entry((ch.producer, ch.job_edge))
-                    .or_default()
-                    .push(s);
-            }
-            (false, true, Some(p)) => {
-                let waker = Arc::new(TaskWaker::default());
-                let connection = p.listener.expect(id);
-                let (body, r) = ops.receiver_task(
-                    id,
-                    connection,
-                    cfg.channel_capacity,
-                    waker.clone(),
-                    wakers[ch.consumer].clone(),
-                );
-                receivers
-                    .entry((ch.consumer, edge.input))
-                    .or_default()
-                    .push(r);
-                network_tasks.push(PreparedTask {
-                    name: format!("receive channel {id}"),
-                    body,
-                    waker,
-                    metrics: Arc::default(),
-                    vertex: None,
-                    global: ch.consumer,
-                });
-            }
-            _ => {}
+        let (push, pull) = ops.allocate(&mut alloc, spec)?;
+        if let Some(push) = push {
+            builder
+                .senders
+                .entry((ch.producer, ch.job_edge))
+                .or_default()
+                .push(push);
+        }
+        if let Some(pull) = pull {
+            builder
+                .receivers
+                .entry((ch.consumer, edge.input))
+                .or_default()
+                .push(pull);
         }
     }
 
+    let network_tasks = alloc.take_network_tasks();
     let mut tasks: Vec<PreparedTask> = Vec::with_capacity(n + network_tasks.len());
     for (global, st) in exec.subtasks.iter().enumerate() {
-        if !local(global) {
+        if !alloc.is_here(global) {
             continue;
         }
-        let body = build_task(
-            job,
-            TaskPlace {
-                vertex: st.vertex,
-                index: st.index,
-                global,
-            },
-            cfg,
-            &cancel,
-            &metrics[global],
-            &progress,
-            checkpoints,
-            &mut senders,
-            &mut receivers,
-        )?;
+        let place = TaskPlace {
+            vertex: st.vertex,
+            index: st.index,
+            global,
+        };
         tasks.push(PreparedTask {
             name: st.name.clone(),
-            body,
+            body: builder.build(place, &metrics[global])?,
             waker: wakers[global].clone(),
             metrics: metrics[global].clone(),
             vertex: Some(st.vertex),
             global,
         });
     }
-    tasks.extend(network_tasks);
+    tasks.extend(network_tasks.into_iter().map(|t| PreparedTask {
+        name: t.name,
+        body: network_task_body(t.body),
+        waker: t.waker,
+        metrics: Arc::default(),
+        vertex: None,
+        global: t.subtask,
+    }));
 
     let failure = Arc::new(Failure {
         first: Mutex::new(None),
@@ -363,10 +299,10 @@ pub fn start(
                 match result {
                     Ok(Ok(())) => {}
                     Ok(Err(e)) => failure_t.fail(e),
-                    Err(p) => failure_t.fail(HummerError::Internal(format!(
+                    Err(p) => failure_t.fail(internal!(
                         "task panicked outside an operator: {}",
                         panic_message(&*p)
-                    ))),
+                    )),
                 }
             });
         match spawned {
@@ -376,16 +312,12 @@ pub fn start(
             }
             Err(e) => {
                 // The threads already started see the cancellation and exit at once.
-                failure.fail(HummerError::Internal(format!(
-                    "cannot start a task thread: {e}"
-                )));
+                failure.fail(internal!("cannot start a task thread: {e}"));
                 gate.release();
                 for t in threads {
                     let _ = t.join();
                 }
-                return Err(HummerError::Internal(format!(
-                    "cannot start a task thread: {e}"
-                )));
+                return Err(internal!("cannot start a task thread: {e}"));
             }
         }
     }
@@ -440,102 +372,120 @@ struct TaskPlace {
     global: usize,
 }
 
-#[allow(clippy::too_many_arguments)]
-fn build_task(
-    job: &JobGraph,
-    place: TaskPlace,
-    cfg: &RuntimeConfig,
-    cancel: &CancelToken,
-    metrics: &Arc<SubtaskMetrics>,
-    progress: &Arc<JobProgress>,
-    checkpoints: Option<&CheckpointSetup>,
-    senders: &mut HashMap<(usize, usize), Vec<ErasedSender>>,
-    receivers: &mut HashMap<(usize, usize), Vec<ErasedReceiver>>,
-) -> Result<Box<dyn TaskBody>> {
-    let TaskPlace {
-        vertex,
-        index,
-        global,
-    } = place;
-    let restored = checkpoints.and_then(|c| c.restored.as_deref());
-    let restored_of = |node: usize| restored.map_or(&[][..], |r| r.operator(node));
-    let stream = &job.stream;
-    let chain = &job.vertices[vertex].nodes;
-    let writer_ctx = WriterContext {
-        batch_size: cfg.batch_size,
-        max_parallelism: job.max_parallelism,
-        cancel: cancel.clone(),
-        metrics: metrics.clone(),
-    };
-    // Inputs of the chained nodes built so far (tail first).
-    let mut built: HashMap<usize, ErasedOutput> = HashMap::new();
-    for &node_id in chain.iter().rev() {
-        let node = &stream.nodes[node_id];
-        let ctx = OperatorContext {
-            name: node.name.clone(),
-            subtask: index,
-            parallelism: job.node_parallelism[node_id],
-            max_parallelism: job.max_parallelism,
-            mode: job.mode,
+/// Builds the task of each subtask from its chain, taking the channel ends allocated for it.
+struct TaskBuilder<'a> {
+    job: &'a JobGraph,
+    cfg: &'a RuntimeConfig,
+    cancel: &'a CancelToken,
+    progress: &'a Arc<JobProgress>,
+    checkpoints: Option<&'a CheckpointSetup>,
+    /// Sending ends by (producer subtask, job edge).
+    senders: HashMap<(usize, usize), Vec<ErasedSender>>,
+    /// Receiving ends by (consumer subtask, input port).
+    receivers: HashMap<(usize, usize), Vec<ErasedReceiver>>,
+}
+
+impl TaskBuilder<'_> {
+    /// The task of one subtask: its chain built from the tail to the head.
+    fn build(
+        &mut self,
+        place: TaskPlace,
+        metrics: &Arc<SubtaskMetrics>,
+    ) -> Result<Box<dyn TaskBody>> {
+        let TaskBuilder {
+            job,
+            cfg,
+            cancel,
+            progress,
+            checkpoints,
+            senders,
+            receivers,
+        } = self;
+        let (job, cfg, checkpoints, cancel, progress) =
+            (*job, *cfg, *checkpoints, *cancel, *progress);
+        let TaskPlace {
+            vertex,
+            index,
+            global,
+        } = place;
+        let restored = checkpoints.and_then(|c| c.restored.as_deref());
+        let restored_of = |node: usize| restored.map_or(&[][..], |r| r.operator(node));
+        let stream = &job.stream;
+        let chain = &job.vertices[vertex].nodes;
+        let writer_ctx = WriterContext {
             batch_size: cfg.batch_size,
-            node: node_id,
-            checkpointing: checkpoints.is_some(),
+            max_parallelism: job.max_parallelism,
+            cancel: cancel.clone(),
+            metrics: metrics.clone(),
         };
-        let mut outs = Vec::new();
-        for (edge_idx, e) in stream.outputs_of(node_id) {
-            if job.vertex_of[e.target] == vertex {
-                let input = built.remove(&e.target).ok_or_else(|| {
-                    HummerError::Internal(format!("chained node {} not built", e.target))
-                })?;
-                outs.push(input);
-            } else {
-                let job_edge = job
-                    .edges
-                    .iter()
-                    .position(|je| je.stream_edge == edge_idx)
-                    .ok_or_else(|| {
-                        HummerError::Internal(format!("edge {edge_idx} has no job edge"))
-                    })?;
-                let chans = senders.remove(&(global, job_edge)).unwrap_or_default();
-                outs.push(node.out_type.writer(chans, &e.partitioning, &writer_ctx)?);
+        // Inputs of the chained nodes built so far (tail first).
+        let mut built: HashMap<usize, ErasedOutput> = HashMap::new();
+        for &node_id in chain.iter().rev() {
+            let node = &stream.nodes[node_id];
+            let ctx = OperatorContext {
+                name: node.name.clone(),
+                subtask: index,
+                parallelism: job.node_parallelism[node_id],
+                max_parallelism: job.max_parallelism,
+                mode: job.mode,
+                batch_size: cfg.batch_size,
+                node: node_id,
+                checkpointing: checkpoints.is_some(),
+            };
+            let mut outs = Vec::new();
+            for (edge_idx, e) in stream.outputs_of(node_id) {
+                if job.vertex_of[e.target] == vertex {
+                    let input = built
+                        .remove(&e.target)
+                        .ok_or_else(|| internal!("chained node {} not built", e.target))?;
+                    outs.push(input);
+                } else {
+                    let job_edge = job
+                        .edges
+                        .iter()
+                        .position(|je| je.stream_edge == edge_idx)
+                        .ok_or_else(|| internal!("edge {edge_idx} has no job edge"))?;
+                    let chans = senders.remove(&(global, job_edge)).unwrap_or_default();
+                    outs.push(node.out_type.writer(chans, &e.partitioning, &writer_ctx)?);
+                }
+            }
+            let out = node.out_type.fan_out(outs)?;
+            let is_head = node_id == chain[0];
+            match (&node.factory, is_head) {
+                (NodeFactory::OneInput(f), false) => {
+                    built.insert(node_id, f.create_link(&ctx, out, restored_of(node_id))?);
+                }
+                (NodeFactory::OneInput(f), true) => {
+                    let link = f.create_link(&ctx, out, restored_of(node_id))?;
+                    let (_, first_input) = stream
+                        .inputs_of(node_id)
+                        .next()
+                        .ok_or_else(|| internal!("operator without input"))?;
+                    let in_type = &stream.nodes[first_input.source].out_type;
+                    let rx = receivers.remove(&(global, 0)).unwrap_or_default();
+                    return in_type.input_task(rx, link);
+                }
+                (NodeFactory::Source(f), true) => {
+                    let source_ctx = SourceContext {
+                        subtask: index,
+                        parallelism: ctx.parallelism,
+                        progress: progress.clone(),
+                    };
+                    return f.create_task(&ctx, &source_ctx, out, restored);
+                }
+                (NodeFactory::TwoInput(f), true) => {
+                    let rx0 = receivers.remove(&(global, 0)).unwrap_or_default();
+                    let rx1 = receivers.remove(&(global, 1)).unwrap_or_default();
+                    return f.create_task(&ctx, out, rx0, rx1, restored_of(node_id));
+                }
+                (_, false) => {
+                    return Err(internal!(
+                        "node '{}' cannot be fused into a chain",
+                        node.name
+                    ));
+                }
             }
         }
-        let out = node.out_type.fan_out(outs)?;
-        let is_head = node_id == chain[0];
-        match (&node.factory, is_head) {
-            (NodeFactory::OneInput(f), false) => {
-                built.insert(node_id, f.create_link(&ctx, out, restored_of(node_id))?);
-            }
-            (NodeFactory::OneInput(f), true) => {
-                let link = f.create_link(&ctx, out, restored_of(node_id))?;
-                let (_, first_input) = stream
-                    .inputs_of(node_id)
-                    .next()
-                    .ok_or_else(|| HummerError::Internal("operator without input".into()))?;
-                let in_type = &stream.nodes[first_input.source].out_type;
-                let rx = receivers.remove(&(global, 0)).unwrap_or_default();
-                return in_type.input_task(rx, link);
-            }
-            (NodeFactory::Source(f), true) => {
-                let source_ctx = SourceContext {
-                    subtask: index,
-                    parallelism: ctx.parallelism,
-                    progress: progress.clone(),
-                };
-                return f.create_task(&ctx, &source_ctx, out, restored);
-            }
-            (NodeFactory::TwoInput(f), true) => {
-                let rx0 = receivers.remove(&(global, 0)).unwrap_or_default();
-                let rx1 = receivers.remove(&(global, 1)).unwrap_or_default();
-                return f.create_task(&ctx, out, rx0, rx1, restored_of(node_id));
-            }
-            (_, false) => {
-                return Err(HummerError::Internal(format!(
-                    "node '{}' cannot be fused into a chain",
-                    node.name
-                )));
-            }
-        }
+        Err(internal!("chain {vertex} has no head"))
     }
-    Err(HummerError::Internal(format!("chain {vertex} has no head")))
 }

@@ -3,10 +3,13 @@
 
 use serde::Serialize;
 
+use crate::channels::NetworkTask;
+use crate::channels::local::ChannelReceiver;
+use crate::channels::network::RemoteSender;
 use crate::error::{HummerError, Result};
-use crate::network::RemoteSender;
-use crate::runtime::channel::{ChannelReceiver, PARK_SAFETY_TIMEOUT, StreamEvent};
-use crate::runtime::task::{TaskBody, TaskRuntime};
+use crate::types::CancelToken;
+use crate::types::metrics::SubtaskMetrics;
+use crate::types::{PARK_SAFETY_TIMEOUT, StreamEvent};
 
 /// Forwards one channel to its remote consumer.
 pub struct SenderTask<T> {
@@ -21,22 +24,22 @@ impl<T> SenderTask<T> {
     }
 }
 
-impl<T: Serialize + Send + 'static> TaskBody for SenderTask<T> {
-    fn run(self: Box<Self>, rt: &TaskRuntime) -> Result<()> {
+impl<T: Serialize + Send + 'static> NetworkTask for SenderTask<T> {
+    fn run(self: Box<Self>, cancel: &CancelToken, metrics: &SubtaskMetrics) -> Result<()> {
         let SenderTask { input, mut output } = *self;
         loop {
             match input.try_recv() {
                 Some(StreamEvent::Batch(batch)) => {
-                    rt.metrics.add_out(batch.len());
-                    output.send(StreamEvent::Batch(batch), &rt.cancel)?;
+                    metrics.add_out(batch.len());
+                    output.send(StreamEvent::Batch(batch), cancel)?;
                 }
                 Some(StreamEvent::Barrier(id)) => {
-                    output.send(StreamEvent::Barrier(id), &rt.cancel)?;
+                    output.send(StreamEvent::Barrier(id), cancel)?;
                 }
                 Some(StreamEvent::EndOfInput) => {
-                    return output.send(StreamEvent::EndOfInput, &rt.cancel);
+                    return output.send(StreamEvent::EndOfInput, cancel);
                 }
-                None if rt.cancel.is_cancelled() => return Err(HummerError::Cancelled),
+                None if cancel.is_cancelled() => return Err(HummerError::Cancelled),
                 None => std::thread::park_timeout(PARK_SAFETY_TIMEOUT),
             }
         }

@@ -13,13 +13,13 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::error::{HummerError, Result};
-use crate::network::frames::{
+use crate::channels::network::frames::{
     FrameReader, KIND_BARRIER, KIND_BATCH, KIND_CREDIT, KIND_END, KIND_HEADER, MAX_DATA_FRAME,
     READ_POLL, frame,
 };
-use crate::runtime::CancelToken;
-use crate::runtime::channel::StreamEvent;
+use crate::error::{HummerError, Result, internal};
+use crate::types::CancelToken;
+use crate::types::StreamEvent;
 
 /// Writes a channel's batches into its TCP connection.
 pub struct RemoteSender<T> {
@@ -50,8 +50,8 @@ impl<T: Serialize> RemoteSender<T> {
         };
         stream.set_nodelay(true).map_err(net)?;
         stream.set_write_timeout(Some(WRITE_POLL)).map_err(net)?;
-        let header = postcard::to_stdvec(&(job, channel as u64))
-            .map_err(|e| HummerError::Internal(format!("header: {e}")))?;
+        let header =
+            postcard::to_stdvec(&(job, channel as u64)).map_err(|e| internal!("header: {e}"))?;
         let reverse = stream.try_clone().map_err(net)?;
         reverse.set_read_timeout(Some(READ_POLL)).map_err(net)?;
         let mut sender = RemoteSender {
@@ -148,8 +148,8 @@ impl<T: Serialize> RemoteSender<T> {
     }
 
     fn send_batch(&mut self, mut batch: Vec<T>, cancel: &CancelToken) -> Result<()> {
-        let body = postcard::to_stdvec(&batch)
-            .map_err(|e| HummerError::Internal(format!("cannot encode a batch: {e}")))?;
+        let body =
+            postcard::to_stdvec(&batch).map_err(|e| internal!("cannot encode a batch: {e}"))?;
         if body.len() + 1 > MAX_DATA_FRAME {
             if batch.len() < 2 {
                 return Err(HummerError::BadInput {

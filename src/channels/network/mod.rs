@@ -37,14 +37,14 @@ pub enum NetworkTaskMode {
 }
 
 impl std::str::FromStr for NetworkTaskMode {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = crate::error::HummerError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s {
             "fused" => Ok(NetworkTaskMode::Fused),
             "dedicated" => Ok(NetworkTaskMode::Dedicated),
-            other => Err(format!(
+            other => Err(crate::error::HummerError::Config(format!(
                 "unknown network task mode '{other}': expected fused or dedicated"
-            )),
+            ))),
         }
     }
 }
@@ -58,9 +58,11 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::runtime::CancelToken;
-    use crate::runtime::channel::{StreamEvent, TaskWaker, channel};
-    use crate::runtime::task::{TaskBody, TaskRuntime};
+    use crate::channels::NetworkTask;
+    use crate::channels::local::channel;
+    use crate::types::CancelToken;
+    use crate::types::metrics::SubtaskMetrics;
+    use crate::types::{StreamEvent, TaskWaker};
 
     /// Garbage, a wrong job and a truncated header on the data port are refused (and logged);
     /// the listener goes on routing a good connection.
@@ -70,7 +72,7 @@ mod tests {
         let cancel = CancelToken::default();
         let listener = DataListener::bind("127.0.0.1", "job-2", cancel.clone()).unwrap();
         let endpoint = format!("127.0.0.1:{}", listener.port());
-        let good = listener.expect(3);
+        let good = listener.register_channel(3);
         for garbage in [
             &b"\xff\xff\xff\xff\x00"[..],
             b"\x00\x00\x00\x05\x00abcd",
@@ -99,18 +101,16 @@ mod tests {
         let capacity = 2;
         let producer = Arc::new(TaskWaker::default());
         let (tx, rx) = channel::<u64>(capacity, producer.clone(), Arc::new(TaskWaker::default()));
-        let receiver = Box::new(ReceiverTask::new(7, listener.expect(7), tx, capacity));
-        let rt = TaskRuntime {
-            cancel: cancel.clone(),
-            buffer_timeout: None,
-            metrics: Arc::default(),
-            task: 0,
-            max_parallelism: 128,
-            checkpoints: None,
-        };
+        let receiver = Box::new(ReceiverTask::new(
+            7,
+            listener.register_channel(7),
+            tx,
+            capacity,
+        ));
+        let cancel_r = cancel.clone();
         let receiving = std::thread::spawn(move || {
             producer.bind(std::thread::current());
-            receiver.run(&rt)
+            receiver.run(&cancel_r, &SubtaskMetrics::default())
         });
         let sent = Arc::new(AtomicUsize::new(0));
         let sent_t = sent.clone();

@@ -12,51 +12,13 @@
 //! re-checking the ring, so a wake-up cannot be lost; parking also has a short timeout so that
 //! cancellation is noticed even if a peer died.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering, fence};
-use std::sync::{Arc, OnceLock};
-use std::thread::Thread;
-use std::time::Duration;
 
 use crossbeam_queue::ArrayQueue;
 
 use crate::error::{HummerError, Result};
-use crate::runtime::CancelToken;
-
-/// What travels through a channel.
-#[derive(Debug)]
-pub enum StreamEvent<T> {
-    /// A batch of records, in order.
-    Batch(Vec<T>),
-    /// A checkpoint barrier: every record before it belongs to checkpoint `id`'s snapshot,
-    /// every record after it to a later one.
-    Barrier(crate::checkpoint::CheckpointId),
-    /// The producer has no more records: end of a bounded input.
-    EndOfInput,
-}
-
-/// Wakes one task thread. Set once, before any data flows, by the executor.
-#[derive(Default, Debug)]
-pub struct TaskWaker {
-    thread: OnceLock<Thread>,
-}
-
-impl TaskWaker {
-    /// Binds the waker to the thread that runs the task.
-    pub fn bind(&self, thread: Thread) {
-        // A second bind would be an executor bug; the first binding stays.
-        let _ = self.thread.set(thread);
-    }
-
-    /// Unparks the task thread (cheap when it is not parked).
-    pub fn wake(&self) {
-        if let Some(t) = self.thread.get() {
-            t.unpark();
-        }
-    }
-}
-
-/// How long a parked thread sleeps at most before it re-checks cancellation.
-pub(crate) const PARK_SAFETY_TIMEOUT: Duration = Duration::from_millis(50);
+use crate::types::{CancelToken, PARK_SAFETY_TIMEOUT, StreamEvent, TaskWaker};
 
 struct Shared<T> {
     ring: ArrayQueue<StreamEvent<T>>,
@@ -160,6 +122,7 @@ impl<T> ChannelReceiver<T> {
 mod tests {
     use super::*;
     use std::thread;
+    use std::time::Duration;
 
     fn bound_pair(cap: usize) -> (ChannelSender<u64>, ChannelReceiver<u64>, Arc<TaskWaker>) {
         let p = Arc::new(TaskWaker::default());

@@ -19,7 +19,7 @@ use std::sync::{Arc, OnceLock};
 use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 
-use crate::error::{HummerError, Result};
+use crate::error::{HummerError, Result, internal};
 
 /// A directory-like location for checkpoint files.
 #[derive(Clone)]
@@ -54,8 +54,7 @@ pub fn is_url(location: &Path) -> bool {
 }
 
 fn runtime() -> Result<&'static tokio::runtime::Runtime> {
-    static RUNTIME: OnceLock<std::result::Result<tokio::runtime::Runtime, String>> =
-        OnceLock::new();
+    static RUNTIME: OnceLock<std::io::Result<tokio::runtime::Runtime>> = OnceLock::new();
     RUNTIME
         .get_or_init(|| {
             tokio::runtime::Builder::new_multi_thread()
@@ -63,10 +62,9 @@ fn runtime() -> Result<&'static tokio::runtime::Runtime> {
                 .thread_name("object-store")
                 .enable_all()
                 .build()
-                .map_err(|e| e.to_string())
         })
         .as_ref()
-        .map_err(|e| HummerError::Internal(format!("cannot start the object store runtime: {e}")))
+        .map_err(|e| internal!("cannot start the object store runtime: {e}"))
 }
 
 /// Runs an object store future to completion from any thread.
@@ -75,7 +73,7 @@ fn block_on<T: Send>(fut: impl std::future::Future<Output = T> + Send) -> Result
     std::thread::scope(|s| {
         s.spawn(|| rt.block_on(fut))
             .join()
-            .map_err(|_| HummerError::Internal("an object store call panicked".into()))
+            .map_err(|_| internal!("an object store call panicked"))
     })
 }
 

@@ -7,9 +7,9 @@ use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::error::{HummerError, Result};
-use crate::network::frames::{KIND_HEADER, READ_POLL};
-use crate::runtime::CancelToken;
+use crate::channels::network::frames::{KIND_HEADER, READ_POLL};
+use crate::error::{HummerError, Result, internal};
+use crate::types::CancelToken;
 
 /// Per channel: a receiver waiting for its connection, or a connection that came first.
 enum Slot {
@@ -43,11 +43,11 @@ impl DataListener {
         let (w, job_id) = (waiting.clone(), job.to_string());
         listener
             .set_nonblocking(true)
-            .map_err(|e| HummerError::Internal(format!("data listener: {e}")))?;
+            .map_err(|e| internal!("data listener: {e}"))?;
         std::thread::Builder::new()
             .name("data-listener".into())
             .spawn(move || accept_loop(listener, job_id, w, cancel))
-            .map_err(|e| HummerError::Internal(format!("data listener thread: {e}")))?;
+            .map_err(|e| internal!("data listener thread: {e}"))?;
         Ok(DataListener {
             port,
             job: job.to_string(),
@@ -61,7 +61,7 @@ impl DataListener {
     }
 
     /// Registers interest in a channel; the connection arrives on the returned receiver.
-    pub fn expect(&self, channel: usize) -> Receiver<TcpStream> {
+    pub fn register_channel(&self, channel: usize) -> Receiver<TcpStream> {
         let (tx, rx) = channel_pair();
         if let Ok(mut w) = self.waiting.lock() {
             match w.remove(&channel) {
@@ -152,7 +152,7 @@ fn route(stream: TcpStream, job: &str, waiting: &Waiting, cancel: &CancelToken) 
     }
     let mut w = waiting
         .lock()
-        .map_err(|_| HummerError::Internal("data listener lock poisoned".into()))?;
+        .map_err(|_| internal!("data listener lock poisoned"))?;
     match w.remove(&(channel as usize)) {
         Some(Slot::Waiting(sender)) => sender
             .send(stream)

@@ -12,7 +12,7 @@
 //! clock, so that its decisions are deterministic and testable.
 //!
 //! ```
-//! use hummer::checkpoint::restart_strategy::{RestartDecision, RestartStrategy, RestartTracker};
+//! use hummer::execution::restart_strategy::{RestartDecision, RestartStrategy, RestartTracker};
 //! use std::time::{Duration, Instant};
 //!
 //! let strategy: RestartStrategy = "fixed-delay:2:500ms".parse().unwrap();
@@ -107,7 +107,7 @@ impl FromStr for RestartStrategy {
                 attempts: attempts
                     .parse()
                     .map_err(|_| bad(format!("attempts '{attempts}' is not a whole number")))?,
-                delay: parse_duration(delay).map_err(bad)?,
+                delay: parse_duration(delay).map_err(|e| bad(e.to_string()))?,
             }),
             ("failure-rate", [rate, delay]) => {
                 let (max, interval) = rate
@@ -116,14 +116,14 @@ impl FromStr for RestartStrategy {
                 let max_failures = max
                     .parse()
                     .map_err(|_| bad(format!("maximum '{max}' is not a whole number")))?;
-                let interval = parse_duration(interval).map_err(bad)?;
+                let interval = parse_duration(interval).map_err(|e| bad(e.to_string()))?;
                 if interval.is_zero() {
                     return Err(bad("the interval must be longer than zero".into()));
                 }
                 Ok(RestartStrategy::FailureRate {
                     max_failures,
                     interval,
-                    delay: parse_duration(delay).map_err(bad)?,
+                    delay: parse_duration(delay).map_err(|e| bad(e.to_string()))?,
                 })
             }
             ("none" | "fixed-delay" | "failure-rate", _) => {
@@ -134,23 +134,50 @@ impl FromStr for RestartStrategy {
     }
 }
 
+/// Why a duration does not parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BadDuration {
+    /// No unit after the number.
+    #[error("duration '{0}' has no unit (ms, s or min)")]
+    NoUnit(String),
+    /// It does not start with a whole number.
+    #[error("duration '{0}' does not start with a whole number")]
+    NotANumber(String),
+    /// An unknown unit.
+    #[error("duration '{text}' has unknown unit '{unit}'")]
+    UnknownUnit {
+        /// The duration as written.
+        text: String,
+        /// Its unit.
+        unit: String,
+    },
+    /// Longer than a `u64` of milliseconds.
+    #[error("duration '{0}' is too long")]
+    TooLong(String),
+}
+
 /// Parses a duration written as a whole number and a unit: `ms`, `s` or `min`.
-pub fn parse_duration(text: &str) -> std::result::Result<Duration, String> {
+pub fn parse_duration(text: &str) -> std::result::Result<Duration, BadDuration> {
     let text = text.trim();
     let split = text
         .find(|c: char| !c.is_ascii_digit())
-        .ok_or_else(|| format!("duration '{text}' has no unit (ms, s or min)"))?;
+        .ok_or_else(|| BadDuration::NoUnit(text.to_string()))?;
     let (number, unit) = text.split_at(split);
     let value: u64 = number
         .parse()
-        .map_err(|_| format!("duration '{text}' does not start with a whole number"))?;
+        .map_err(|_| BadDuration::NotANumber(text.to_string()))?;
     let millis = match unit {
         "ms" => Some(value),
         "s" => value.checked_mul(1_000),
         "min" => value.checked_mul(60_000),
-        _ => return Err(format!("duration '{text}' has unknown unit '{unit}'")),
+        _ => {
+            return Err(BadDuration::UnknownUnit {
+                text: text.to_string(),
+                unit: unit.to_string(),
+            });
+        }
     }
-    .ok_or_else(|| format!("duration '{text}' is too long"))?;
+    .ok_or_else(|| BadDuration::TooLong(text.to_string()))?;
     Ok(Duration::from_millis(millis))
 }
 

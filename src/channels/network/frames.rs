@@ -10,7 +10,7 @@ use std::io::{ErrorKind, Read};
 use std::time::Duration;
 
 use crate::error::{HummerError, Result};
-use crate::runtime::CancelToken;
+use crate::types::CancelToken;
 
 pub(crate) const KIND_HEADER: u8 = 0;
 pub(crate) const KIND_BATCH: u8 = 1;

@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# bench/before_after.sh REV [MB] [ROUNDS] : the figures a change must not make worse, for the
+# revision REV ("before") and the working tree ("after"), measured in one run, alternating
+# in every round (the machine is shared: compare ratios, not absolute figures):
+#   1. batch WordCount on the KJV corpus, with rust-2t of ../shared/bench as the yardstick;
+#   2. streaming per-record latency (examples/streaming_latency: 100k records/s, 10 s, p=2);
+#   3. distributed WordCount on a local cluster (JobManager + 3 TaskManagers x 2 slots).
+# REV is built once into $PEERS_TMP/before-<rev> (BEFORE_BIN_DIR overrides: a directory
+# holding `hummer` and `streaming_latency`). Outputs are checked against the reference.
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+shared=$(cd "$here/../shared/bench" && pwd)
+REV=${1:?usage: bench/before_after.sh REV [MB] [ROUNDS]}
+MB=${2:-256}
+ROUNDS=${3:-5}
+T=${PEERS_TMP:-/tmp/peers}
+export PEERS_TMP=$T
+corpus=$T/corpus_${MB}mb.txt
+ref=$T/ref/${MB}mb.tsv
+base=$T/build/rust-baseline/release/rust-baseline
+if ! command -v bible >/dev/null || [ ! -x /usr/bin/time ]; then
+  apt-get update -qq && apt-get install -y -qq bible-kjv-text time >/dev/null
+fi
+mkdir -p "$T/ref"
+[ -s "$corpus" ] || "$shared/make_corpus.sh" "$MB" "$corpus"
+[ -s "$ref" ] || "$shared/reference.sh" "$corpus" "$ref"
+[ -x "$base" ] || cargo build -q --release --manifest-path "$shared/rust-baseline/Cargo.toml" \
+  --target-dir "$T/build/rust-baseline"
+
+before=${BEFORE_BIN_DIR:-}
+if [ -z "$before" ]; then
+  sha=$(git -C "$here" rev-parse --short "$REV")
+  before=$T/before-$sha
+  if [ ! -x "$before/hummer" ] || [ ! -x "$before/streaming_latency" ]; then
+    src=$(mktemp -d)
+    git -C "$here" archive "$sha" | tar -x -C "$src"
+    cargo build -q --release --manifest-path "$src/Cargo.toml" --bin hummer \
+      --example streaming_latency --target-dir "$T/build/before"
+    mkdir -p "$before"
+    cp "$T/build/before/release/hummer" "$T/build/before/release/examples/streaming_latency" \
+      "$before/"
+    rm -rf "$src"
+  fi
+fi
+cargo build -q --release --manifest-path "$here/Cargo.toml" --bin hummer --example streaming_latency
+after=${CARGO_TARGET_DIR:-$here/target}/release
+
+out=$(mktemp -d)
+cleanup() {
+  for v in before after; do
+    [ -d "$out/cluster-$v" ] && "$out/$v-hummer" cluster stop --dir "$out/cluster-$v" \
+      >/dev/null 2>&1 || true
+  done
+  rm -rf "$out"
+}
+trap cleanup EXIT
+cp "$before/hummer" "$out/before-hummer"; cp "$before/streaming_latency" "$out/before-latency"
+cp "$after/hummer" "$out/after-hummer"; cp "$after/examples/streaming_latency" "$out/after-latency"
+cat "$corpus" > /dev/null
+
+timed() { # name cmd... : appends "wall_s" to $out/name.times
+  local name=$1; shift
+  local t0=$EPOCHREALTIME
+  "$@" > /dev/null
+  local t1=$EPOCHREALTIME
+  awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.4f\n", b - a}' >> "$out/$name.times"
+}
+median() { sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+
+# 1. Batch WordCount.
+for ((r = 0; r <= ROUNDS; r++)); do
+  rm -rf "$out/wc-"*
+  timed rust-2t "$base" -t 2 "$corpus" "$out/wc-rust/part-0"
+  for v in before after; do
+    timed "wc-$v" "$out/$v-hummer" wordcount "$corpus" --parallelism 2 --top 0 \
+      --output "$out/wc-out-$v" --jobmanager ""
+  done
+  if [ "$r" -eq 0 ]; then : > "$out/rust-2t.times"; : > "$out/wc-before.times"; : > "$out/wc-after.times"; fi
+done
+for v in before after; do
+  printf 'batch %s: output %s\n' "$v" "$("$shared/check.sh" "$v" "$out/wc-out-$v" "$ref")" >&2
+done
+rust=$(median < "$out/rust-2t.times")
+echo "## Batch WordCount, $MB MiB, parallelism 2 ($ROUNDS rounds)"
+echo "| build | median wall s | vs rust-2t |"
+echo "|---|---|---|"
+for v in before after; do
+  w=$(median < "$out/wc-$v.times")
+  awk -v v="$v" -v w="$w" -v b="$rust" 'BEGIN {printf "| %s | %.3f | %.2fx |\n", v, w, b / w}'
+done
+
+# 2. Streaming latency.
+echo "## Streaming latency, 100k records/s, 10 s, parallelism 2"
+for ((r = 0; r < 2; r++)); do
+  for v in before after; do
+    line=$("$out/$v-latency" 100000 10 2 2>&1 | grep -i "p99" | tail -1)
+    echo "- $v (round $((r + 1))): $line"
+  done
+done
+
+# 3. Cluster WordCount.
+for v in before after; do
+  "$out/$v-hummer" cluster start --taskmanagers 3 --slots 2 --dir "$out/cluster-$v" >/dev/null
+done
+for ((r = 0; r <= ROUNDS; r++)); do
+  for v in before after; do
+    rm -rf "$out/cl-out-$v"
+    timed "cl-$v" "$out/$v-hummer" wordcount "$corpus" --parallelism 6 --top 0 \
+      --output "$out/cl-out-$v" --jobmanager "$(cat "$out/cluster-$v/jobmanager")"
+  done
+  if [ "$r" -eq 0 ]; then : > "$out/cl-before.times"; : > "$out/cl-after.times"; fi
+done
+for v in before after; do
+  printf 'cluster %s: output %s\n' "$v" "$("$shared/check.sh" "$v" "$out/cl-out-$v" "$ref")" >&2
+done
+echo "## Cluster WordCount, $MB MiB, 3 TaskManagers x 2 slots, parallelism 6 ($ROUNDS rounds)"
+echo "| build | median wall s | after/before |"
+echo "|---|---|---|"
+b=$(median < "$out/cl-before.times")
+for v in before after; do
+  w=$(median < "$out/cl-$v.times")
+  awk -v v="$v" -v w="$w" -v b="$b" 'BEGIN {printf "| %s | %.3f | %.2f |\n", v, w, w / b}'
+done

@@ -1,0 +1,64 @@
+//! Channels between subtasks: memory rings within a process, TCP connections between
+//! processes, and one factory that hides which is which.
+//!
+//! * [`local`]: bounded lock-free batch queues between subtasks of one process, parking
+//!   instead of spinning.
+//! * [`network`]: the data plane between workers (a connection per remote channel, credit
+//!   based flow control, network transfer as tasks of their own).
+//! * [`allocator`]: the channel factory. A task asks it for the endpoints of a channel and
+//!   gets a [`Push`] end to write into and a [`ChannelReceiver`] to read from, whether the
+//!   peer runs in this process or in another worker (as timely's `Allocate`/`Push`/`Pull`).
+//!
+//! Layer 8 of 15: above `operators` and `connectors`, below `runtime` (see `crate::types`).
+
+pub mod allocator;
+pub mod local;
+pub mod network;
+
+pub use allocator::{ChannelAllocator, Endpoints, NetworkTaskSlot, Placement};
+pub use local::{ChannelReceiver, ChannelSender};
+
+use crate::error::Result;
+use crate::types::metrics::SubtaskMetrics;
+use crate::types::{CancelToken, StreamEvent};
+
+/// The sending end of a channel: a memory ring to a subtask of this process, or a connection
+/// to a subtask of another worker.
+pub trait Push<T>: Send {
+    /// Sends an event, waiting while the consumer cannot take it (backpressure); returns
+    /// [`crate::HummerError::Cancelled`] if the job is cancelled meanwhile.
+    fn push(&mut self, event: StreamEvent<T>, cancel: &CancelToken) -> Result<()>;
+    /// True when a push would wait now (a full ring, no credit): the consumer is slower.
+    fn is_blocked(&self) -> bool;
+}
+
+impl<T: Send> Push<T> for ChannelSender<T> {
+    #[inline]
+    fn push(&mut self, event: StreamEvent<T>, cancel: &CancelToken) -> Result<()> {
+        self.send(event, cancel)
+    }
+
+    #[inline]
+    fn is_blocked(&self) -> bool {
+        self.is_full()
+    }
+}
+
+impl<T: serde::Serialize + Send> Push<T> for network::RemoteSender<T> {
+    #[inline]
+    fn push(&mut self, event: StreamEvent<T>, cancel: &CancelToken) -> Result<()> {
+        self.send(event, cancel)
+    }
+
+    #[inline]
+    fn is_blocked(&self) -> bool {
+        self.credits() == 0
+    }
+}
+
+/// A task of the data plane (the receiving end of a remote channel, or a dedicated sending
+/// end), run on a thread of its own beside the subtasks.
+pub trait NetworkTask: Send {
+    /// Moves batches until the end of the channel, a failure or cancellation.
+    fn run(self: Box<Self>, cancel: &CancelToken, metrics: &SubtaskMetrics) -> Result<()>;
+}

@@ -1,0 +1,30 @@
+//! `Created`: a job accepted and not deployed yet.
+
+use crate::error::Result;
+use crate::execution::controller::{AttemptStart, JobController, JobStatus, RecoveryPolicy};
+use crate::execution::restart_strategy::RestartTracker;
+
+impl JobController {
+    /// A new job, not deployed yet.
+    pub fn new(policy: RecoveryPolicy) -> Self {
+        JobController {
+            status: JobStatus::Created,
+            tracker: RestartTracker::new(policy.restart),
+            policy,
+            attempt: 0,
+            restored: 0,
+            coordinator: None,
+            history: Vec::new(),
+            restart_at: None,
+            last_failure: None,
+        }
+    }
+
+    /// Deploys the first attempt (`Created -> Deploying`), from the checkpoint or savepoint
+    /// the job was started from, if any. An error (a missing restore point) leaves the job
+    /// `Created`.
+    pub fn start(&mut self) -> Result<AttemptStart> {
+        self.expect(&[JobStatus::Created], "start")?;
+        self.begin_attempt(0)
+    }
+}

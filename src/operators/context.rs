@@ -1,0 +1,35 @@
+//! Where an operator instance runs.
+
+use crate::types::RuntimeMode;
+
+/// Where an operator instance runs: its name and its place among its parallel subtasks.
+#[derive(Clone, Debug)]
+pub struct OperatorContext {
+    /// The operator's name (as in `explain()`).
+    pub name: String,
+    /// Zero-based index of this subtask.
+    pub subtask: usize,
+    /// Number of parallel subtasks of this operator.
+    pub parallelism: usize,
+    /// Number of key groups of the job.
+    pub max_parallelism: usize,
+    /// The mode the job runs in (decides when keyed aggregations emit).
+    pub mode: RuntimeMode,
+    /// Records per batch handed downstream.
+    pub batch_size: usize,
+    /// The operator's stream node id: its identity in checkpoints and savepoints.
+    pub node: usize,
+    /// Whether the job takes checkpoints (transactional sinks then commit per checkpoint).
+    pub checkpointing: bool,
+}
+
+impl OperatorContext {
+    /// The key groups this subtask owns.
+    pub fn key_groups(&self) -> std::ops::Range<usize> {
+        crate::state::key_groups::key_groups_of_subtask(
+            self.subtask,
+            self.max_parallelism,
+            self.parallelism,
+        )
+    }
+}

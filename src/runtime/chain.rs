@@ -1,0 +1,367 @@
+//! The chain machinery: how operators fused into one task call each other.
+//!
+//! Each link of a chain owns its operator and a boxed [`Output`] for everything downstream,
+//! so a batch passes the whole chain as nested calls on one thread, with one dynamic call per
+//! operator per batch and no queue in between. A stream consumed by several operators goes
+//! through a [`FanOut`].
+//!
+//! Every call into an operator is [`guarded`]: a panic or an error raised by the operator is
+//! turned into [`HummerError::Operator`] naming the operator and the subtask, which fails the
+//! job.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use crate::error::{HummerError, Result, panic_message};
+use crate::operators::{Collector, OneInputOperator, OperatorContext, Output, TwoInputOperator};
+use crate::state::task_state::TaskSnapshot;
+use crate::types::CheckpointId;
+
+/// Runs `f` (a call into an operator), turning a panic or an error into an error that names
+/// the operator and subtask.
+#[inline]
+pub(crate) fn guarded<R>(ctx: &OperatorContext, f: impl FnOnce() -> Result<R>) -> Result<R> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(r)) => Ok(r),
+        Ok(Err(e)) => Err(e.attribute(&ctx.name, ctx.subtask)),
+        Err(payload) => Err(HummerError::Operator {
+            operator: ctx.name.clone(),
+            subtask: ctx.subtask,
+            cause: Box::new(HummerError::Panic(panic_message(&*payload))),
+        }),
+    }
+}
+
+/// Loads the snapshots of every subtask of a restored run through `restore`, which keeps the
+/// key groups this subtask owns; guarded like every call into an operator.
+fn restore_guarded(
+    ctx: &OperatorContext,
+    snapshots: &[Vec<u8>],
+    mut restore: impl FnMut(&[u8], std::ops::Range<usize>) -> Result<()>,
+) -> Result<()> {
+    let groups = ctx.key_groups();
+    snapshots
+        .iter()
+        .try_for_each(|s| guarded(ctx, || restore(s, groups.clone())))
+}
+
+/// Adds the state `take` returns (if any) to a task's snapshot under the operator's node id;
+/// guarded like every call into an operator.
+fn snapshot_guarded(
+    ctx: &OperatorContext,
+    snapshot: &mut TaskSnapshot,
+    take: impl FnOnce(CheckpointId, usize) -> Result<Option<Vec<u8>>>,
+) -> Result<()> {
+    let (id, max) = (snapshot.checkpoint, snapshot.max_parallelism);
+    if let Some(state) = guarded(ctx, || take(id, max))? {
+        snapshot.operators.push((ctx.node, state));
+    }
+    Ok(())
+}
+
+/// One fused link of a chain: an operator and everything downstream of it.
+pub(crate) struct ChainLink<Op: OneInputOperator> {
+    op: Op,
+    ctx: OperatorContext,
+    buf: Vec<Op::Out>,
+    next: Box<dyn Output<Op::Out>>,
+}
+
+impl<Op: OneInputOperator> ChainLink<Op> {
+    pub(crate) fn new(op: Op, ctx: OperatorContext, next: Box<dyn Output<Op::Out>>) -> Self {
+        ChainLink {
+            op,
+            ctx,
+            buf: Vec::new(),
+            next,
+        }
+    }
+
+    /// Loads the operator's state from the snapshots of every subtask of the restored run.
+    pub(crate) fn restore(&mut self, snapshots: &[Vec<u8>]) -> Result<()> {
+        let op = &mut self.op;
+        restore_guarded(&self.ctx, snapshots, |s, groups| {
+            op.restore_state(s, groups)
+        })
+    }
+}
+
+impl<Op> Output<Op::In> for ChainLink<Op>
+where
+    Op: OneInputOperator,
+    Op::In: Send,
+    Op::Out: Send,
+{
+    #[inline]
+    fn push(&mut self, batch: &mut Vec<Op::In>) -> Result<()> {
+        let limit = self.ctx.batch_size;
+        let (op, buf, next) = (&mut self.op, &mut self.buf, &mut *self.next);
+        guarded(&self.ctx, || {
+            Collector::run(buf, next, limit, |out| op.process_batch(batch, out))
+        })
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        self.next.flush()
+    }
+
+    fn finish(&mut self) -> Result<()> {
+        let limit = self.ctx.batch_size;
+        let (op, buf, next) = (&mut self.op, &mut self.buf, &mut *self.next);
+        guarded(&self.ctx, || {
+            Collector::run(buf, next, limit, |out| op.end_of_input(out))
+        })?;
+        self.next.finish()
+    }
+
+    fn barrier(&mut self, snapshot: &mut TaskSnapshot) -> Result<()> {
+        let op = &mut self.op;
+        snapshot_guarded(&self.ctx, snapshot, |id, max| op.snapshot_state(id, max))?;
+        self.next.barrier(snapshot)
+    }
+
+    fn checkpoint_complete(&mut self, id: CheckpointId) -> Result<()> {
+        let op = &mut self.op;
+        guarded(&self.ctx, || op.notify_checkpoint_complete(id))?;
+        self.next.checkpoint_complete(id)
+    }
+}
+
+/// The head of a chain that starts with a two-input operator.
+pub(crate) struct TwoInputHead<Op: TwoInputOperator> {
+    op: Op,
+    ctx: OperatorContext,
+    buf: Vec<Op::Out>,
+    next: Box<dyn Output<Op::Out>>,
+}
+
+impl<Op: TwoInputOperator> TwoInputHead<Op> {
+    pub(crate) fn new(op: Op, ctx: OperatorContext, next: Box<dyn Output<Op::Out>>) -> Self {
+        TwoInputHead {
+            op,
+            ctx,
+            buf: Vec::new(),
+            next,
+        }
+    }
+
+    /// Loads the operator's state from the snapshots of every subtask of the restored run.
+    pub(crate) fn restore(&mut self, snapshots: &[Vec<u8>]) -> Result<()> {
+        let op = &mut self.op;
+        restore_guarded(&self.ctx, snapshots, |s, groups| {
+            op.restore_state(s, groups)
+        })
+    }
+
+    pub(crate) fn barrier(&mut self, snapshot: &mut TaskSnapshot) -> Result<()> {
+        let op = &mut self.op;
+        snapshot_guarded(&self.ctx, snapshot, |id, max| op.snapshot_state(id, max))?;
+        self.next.barrier(snapshot)
+    }
+
+    pub(crate) fn checkpoint_complete(&mut self, id: CheckpointId) -> Result<()> {
+        let op = &mut self.op;
+        guarded(&self.ctx, || op.notify_checkpoint_complete(id))?;
+        self.next.checkpoint_complete(id)
+    }
+
+    pub(crate) fn push1(&mut self, batch: &mut Vec<Op::In1>) -> Result<()> {
+        let limit = self.ctx.batch_size;
+        let (op, buf, next) = (&mut self.op, &mut self.buf, &mut *self.next);
+        guarded(&self.ctx, || {
+            Collector::run(buf, next, limit, |out| op.process_batch1(batch, out))
+        })
+    }
+
+    pub(crate) fn push2(&mut self, batch: &mut Vec<Op::In2>) -> Result<()> {
+        let limit = self.ctx.batch_size;
+        let (op, buf, next) = (&mut self.op, &mut self.buf, &mut *self.next);
+        guarded(&self.ctx, || {
+            Collector::run(buf, next, limit, |out| op.process_batch2(batch, out))
+        })
+    }
+
+    pub(crate) fn flush(&mut self) -> Result<()> {
+        self.next.flush()
+    }
+
+    pub(crate) fn finish(&mut self) -> Result<()> {
+        let limit = self.ctx.batch_size;
+        let (op, buf, next) = (&mut self.op, &mut self.buf, &mut *self.next);
+        guarded(&self.ctx, || {
+            Collector::run(buf, next, limit, |out| op.end_of_input(out))
+        })?;
+        self.next.finish()
+    }
+}
+
+/// Fans one stream out to several consumers (chained operators and/or shuffles); every
+/// consumer but the last gets a copy of each batch.
+pub(crate) struct FanOut<T> {
+    pub(crate) outputs: Vec<Box<dyn Output<T>>>,
+}
+
+impl<T: Clone + Send> Output<T> for FanOut<T> {
+    fn push(&mut self, batch: &mut Vec<T>) -> Result<()> {
+        if let Some((last, rest)) = self.outputs.split_last_mut() {
+            for out in rest {
+                let mut copy = batch.clone();
+                out.push(&mut copy)?;
+            }
+            last.push(batch)?;
+        }
+        batch.clear();
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        self.outputs.iter_mut().try_for_each(|o| o.flush())
+    }
+
+    fn finish(&mut self) -> Result<()> {
+        self.outputs.iter_mut().try_for_each(|o| o.finish())
+    }
+
+    fn barrier(&mut self, snapshot: &mut TaskSnapshot) -> Result<()> {
+        self.outputs
+            .iter_mut()
+            .try_for_each(|o| o.barrier(snapshot))
+    }
+
+    fn checkpoint_complete(&mut self, id: CheckpointId) -> Result<()> {
+        self.outputs
+            .iter_mut()
+            .try_for_each(|o| o.checkpoint_complete(id))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::operators::Gather;
+    use crate::types::RuntimeMode;
+
+    /// A two-input operator with a side effect per checkpoint: it buffers what it sees and
+    /// "commits" (emits) it only when a checkpoint completes, as a transactional sink does.
+    struct CommitOnComplete {
+        pending: Vec<u32>,
+        committed: Vec<(CheckpointId, Vec<u32>)>,
+    }
+
+    impl TwoInputOperator for CommitOnComplete {
+        type In1 = u32;
+        type In2 = u32;
+        type Out = u32;
+
+        fn process_batch1(
+            &mut self,
+            batch: &mut Vec<u32>,
+            out: &mut Collector<'_, u32>,
+        ) -> Result<()> {
+            self.pending.extend(batch.iter().copied());
+            out.collect_all(batch.drain(..));
+            Ok(())
+        }
+
+        fn process_batch2(
+            &mut self,
+            batch: &mut Vec<u32>,
+            out: &mut Collector<'_, u32>,
+        ) -> Result<()> {
+            self.pending.extend(batch.iter().map(|x| x + 1000));
+            out.collect_all(batch.drain(..));
+            Ok(())
+        }
+
+        fn notify_checkpoint_complete(&mut self, id: CheckpointId) -> Result<()> {
+            if id == 13 {
+                return Err(crate::error::HummerError::Panic("commit refused".into()));
+            }
+            self.committed.push((id, std::mem::take(&mut self.pending)));
+            Ok(())
+        }
+    }
+
+    fn ctx() -> OperatorContext {
+        OperatorContext {
+            name: "commit".into(),
+            subtask: 1,
+            parallelism: 2,
+            max_parallelism: 128,
+            mode: RuntimeMode::Streaming,
+            batch_size: 16,
+            node: 3,
+            checkpointing: true,
+        }
+    }
+
+    /// Downstream of the head: records pushed, and the completions that reached it.
+    struct Downstream {
+        records: Gather<u32>,
+        completed: Vec<CheckpointId>,
+    }
+
+    fn downstream() -> std::sync::Arc<std::sync::Mutex<Downstream>> {
+        std::sync::Arc::new(std::sync::Mutex::new(Downstream {
+            records: Gather(Vec::new()),
+            completed: Vec::new(),
+        }))
+    }
+
+    impl Output<u32> for std::sync::Arc<std::sync::Mutex<Downstream>> {
+        fn push(&mut self, batch: &mut Vec<u32>) -> Result<()> {
+            self.lock().unwrap().records.push(batch)
+        }
+        fn flush(&mut self) -> Result<()> {
+            Ok(())
+        }
+        fn finish(&mut self) -> Result<()> {
+            Ok(())
+        }
+        fn barrier(&mut self, _snapshot: &mut TaskSnapshot) -> Result<()> {
+            Ok(())
+        }
+        fn checkpoint_complete(&mut self, id: CheckpointId) -> Result<()> {
+            self.lock().unwrap().completed.push(id);
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_two_input_head_passes_completed_checkpoints_to_its_operator_and_downstream() {
+        let down = downstream();
+        let op = CommitOnComplete {
+            pending: Vec::new(),
+            committed: Vec::new(),
+        };
+        let mut head = TwoInputHead::new(op, ctx(), Box::new(down.clone()));
+        head.push1(&mut vec![1, 2]).unwrap();
+        head.push2(&mut vec![3]).unwrap();
+        head.checkpoint_complete(4).unwrap();
+        head.push1(&mut vec![5]).unwrap();
+        head.checkpoint_complete(5).unwrap();
+        assert_eq!(
+            head.op.committed,
+            vec![(4, vec![1, 2, 1003]), (5, vec![5])],
+            "the operator commits what each checkpoint covers"
+        );
+        let down = down.lock().unwrap();
+        assert_eq!(down.completed, vec![4, 5]);
+        assert_eq!(down.records.0, vec![1, 2, 3, 5]);
+    }
+
+    #[test]
+    fn a_failing_commit_names_the_two_input_operator_and_subtask() {
+        let down = downstream();
+        let op = CommitOnComplete {
+            pending: Vec::new(),
+            committed: Vec::new(),
+        };
+        let mut head = TwoInputHead::new(op, ctx(), Box::new(down.clone()));
+        let err = head.checkpoint_complete(13).unwrap_err();
+        assert!(
+            matches!(&err, HummerError::Operator { operator, subtask: 1, .. } if operator == "commit"),
+            "{err}"
+        );
+        assert!(down.lock().unwrap().completed.is_empty());
+    }
+}
