@@ -22,7 +22,7 @@ use crate::cluster::client::ClusterClient;
 use crate::cluster::protocol::{
     DeploySpec, Message, PROTOCOL_VERSION, Resources, Role, TaskManagerInfo, async_io,
 };
-use crate::error::{HummerError, Result};
+use crate::error::{HummerError, Result, internal};
 use crate::scheduler::rfts::NodeSample;
 
 /// How a TaskManager runs.
@@ -320,11 +320,11 @@ async fn ensure_artifact(sha256: &str, config: &TaskManagerConfig) -> Result<Pat
     let bytes =
         tokio::task::spawn_blocking(move || ClusterClient::connect(&jm)?.fetch_artifact(&sha))
             .await
-            .map_err(|e| HummerError::Internal(e.to_string()))??;
+            .map_err(|e| internal!("{e}"))??;
     let (dir, sha, target) = (config.cache_dir.clone(), sha256.to_string(), path.clone());
     tokio::task::spawn_blocking(move || store_artifact(&dir, &sha, &target, &bytes))
         .await
-        .map_err(|e| HummerError::Internal(e.to_string()))??;
+        .map_err(|e| internal!("{e}"))??;
     Ok(path)
 }
 

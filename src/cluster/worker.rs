@@ -2,8 +2,8 @@
 //!
 //! The TaskManager starts the job's binary with the arguments the client was started with and
 //! the deploy spec in [`crate::cluster::WORKER_ENV`]. The program runs its `main` as usual, so
-//! it builds the same graph; at `execute()` the environment sees the spec and comes here
-//! instead of running locally: the graph's fingerprint is checked against the submitted one,
+//! it builds the same graph; at `execute()` the environment chooses the
+//! [`crate::cluster::executor::WorkerExecutor`], which comes here instead of running locally: the graph's fingerprint is checked against the submitted one,
 //! the data listener is bound, the JobManager is told the data port and answers with every
 //! peer's address, and the subtasks placed on this TaskManager run with remote channels to the
 //! others. The outcome is reported to the JobManager and the process exits.

@@ -339,8 +339,8 @@ impl<T: Display + Send> SinkWriter<T> for TransactionalWriter<T> {
         // The final checkpoint's barrier precedes the end of input, so everything written
         // is pending already; the final checkpoint's commit makes it visible.
         if self.out.is_some() {
-            return Err(HummerError::Internal(
-                "records reached the exactly-once file sink after the final checkpoint".into(),
+            return Err(internal!(
+                "records reached the exactly-once file sink after the final checkpoint"
             ));
         }
         Ok(())

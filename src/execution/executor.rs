@@ -122,9 +122,8 @@ impl RunningJob {
     pub fn wait(self) -> Result<Vec<VertexMetrics>> {
         for t in self.threads {
             if t.join().is_err() {
-                self.failure.fail(HummerError::Internal(
-                    "a task thread panicked outside its guard".into(),
-                ));
+                self.failure
+                    .fail(internal!("a task thread panicked outside its guard"));
             }
         }
         if let Some(e) = self.failure.first.lock().ok().and_then(|mut f| f.take()) {

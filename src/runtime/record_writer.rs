@@ -8,7 +8,7 @@ use crate::types::{BatchRouter, Partitioning};
 use std::sync::Arc;
 
 use crate::channels::Push;
-use crate::error::{HummerError, Result, internal};
+use crate::error::{Result, internal};
 use crate::operators::Output;
 use crate::state::task_state::TaskSnapshot;
 use crate::types::CancelToken;
@@ -69,9 +69,7 @@ impl<T: crate::types::Data> RecordWriter<T> {
         metrics: Arc<SubtaskMetrics>,
     ) -> Result<Self> {
         if channels.is_empty() {
-            return Err(HummerError::Internal(
-                "record writer without channels".into(),
-            ));
+            return Err(internal!("record writer without channels"));
         }
         let route = match partitioning {
             _ if channels.len() == 1 => Route::Single,

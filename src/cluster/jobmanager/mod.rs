@@ -1,5 +1,6 @@
-//! The JobManager process: accepts TaskManagers, clients and workers, keeps the cluster view
-//! ([`state::ClusterState`]), and serves REST ([`rest`]).
+//! The JobManager process: accepts TaskManagers, clients and workers, keeps its state
+//! ([`state::JobManagerState`]: the cluster of [`cluster_state`], the jobs of [`jobs`], each
+//! driven by its job controller), and serves REST ([`rest`]).
 //!
 //! Every connection is served by its own task, with a mailbox (an unbounded channel) drained by
 //! a writer task, so a slow peer delays only itself. A connection that sends a bad frame, a
