@@ -9,23 +9,10 @@
 # holding `hummer` and `streaming_latency`). Outputs are checked against the reference.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
-shared=$(cd "$here/../shared/bench" && pwd)
 REV=${1:?usage: bench/before_after.sh REV [MB] [ROUNDS]}
 MB=${2:-256}
 ROUNDS=${3:-5}
-T=${PEERS_TMP:-/tmp/peers}
-export PEERS_TMP=$T
-corpus=$T/corpus_${MB}mb.txt
-ref=$T/ref/${MB}mb.tsv
-base=$T/build/rust-baseline/release/rust-baseline
-if ! command -v bible >/dev/null || [ ! -x /usr/bin/time ]; then
-  apt-get update -qq && apt-get install -y -qq bible-kjv-text time >/dev/null
-fi
-mkdir -p "$T/ref"
-[ -s "$corpus" ] || "$shared/make_corpus.sh" "$MB" "$corpus"
-[ -s "$ref" ] || "$shared/reference.sh" "$corpus" "$ref"
-[ -x "$base" ] || cargo build -q --release --manifest-path "$shared/rust-baseline/Cargo.toml" \
-  --target-dir "$T/build/rust-baseline"
+source "$here/bench/corpus.sh"
 
 before=${BEFORE_BIN_DIR:-}
 if [ -z "$before" ]; then

@@ -5,19 +5,9 @@
 # checks every output against the reference.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
-shared=$(cd "$here/../shared/bench" && pwd)
 MB=${1:-256}
 ROUNDS=${2:-5}
-T=${PEERS_TMP:-/tmp/peers}
-export PEERS_TMP=$T
-corpus=$T/corpus_${MB}mb.txt
-ref=$T/ref/${MB}mb.tsv
-if ! command -v bible >/dev/null || [ ! -x /usr/bin/time ]; then
-  apt-get update -qq && apt-get install -y -qq bible-kjv-text time >/dev/null
-fi
-mkdir -p "$T/ref"
-[ -s "$corpus" ] || "$shared/make_corpus.sh" "$MB" "$corpus"
-[ -s "$ref" ] || "$shared/reference.sh" "$corpus" "$ref"
+source "$here/bench/corpus.sh"
 cargo build -q --release --manifest-path "$here/Cargo.toml" --bin hummer
 hummer=${CARGO_TARGET_DIR:-$here/target}/release/hummer
 

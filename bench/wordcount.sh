@@ -9,24 +9,10 @@
 # baseline build go to PEERS_TMP (default /tmp/peers), shared with ../shared/bench.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
-shared=$(cd "$here/../shared/bench" && pwd)
 MB=${1:-256}
 ROUNDS=${2:-5}
 P=${PARALLELISM:-2}
-T=${PEERS_TMP:-/tmp/peers}
-export PEERS_TMP=$T
-corpus=$T/corpus_${MB}mb.txt
-ref=$T/ref/${MB}mb.tsv
-base=$T/build/rust-baseline/release/rust-baseline
-
-if ! command -v bible >/dev/null || [ ! -x /usr/bin/time ]; then
-  apt-get update -qq && apt-get install -y -qq bible-kjv-text time >/dev/null
-fi
-mkdir -p "$T/ref"
-[ -s "$corpus" ] || "$shared/make_corpus.sh" "$MB" "$corpus"
-[ -s "$ref" ] || "$shared/reference.sh" "$corpus" "$ref"
-[ -x "$base" ] || cargo build -q --release --manifest-path "$shared/rust-baseline/Cargo.toml" \
-  --target-dir "$T/build/rust-baseline"
+source "$here/bench/corpus.sh"
 cargo build -q --release --manifest-path "$here/Cargo.toml" --bin hummer
 hummer=${CARGO_TARGET_DIR:-$here/target}/release/hummer
 
