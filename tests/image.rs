@@ -3,10 +3,17 @@
 //! a JobManager on the host, running a WordCount whose result equals the local run's, and
 //! powering off when its JobManager goes away; a bad kernel command line is reported on the
 //! console and powers the VM off instead of hanging.
+//!
+//! Each test runs its VMs, its JobManager and its clients in a network namespace of its own
+//! (needs root and iproute2), with the bridge and tap devices of the VMs' network: none of its
+//! traffic, nor its private addresses, is on the host's network. The namespace goes when the
+//! test ends, also when it fails.
 
+use std::ffi::OsStr;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Mutex, OnceLock, mpsc};
 use std::time::{Duration, Instant};
 
@@ -35,6 +42,69 @@ fn image() -> &'static Path {
     })
 }
 
+/// Runs `ip` with `args`; panics when it fails.
+fn ip(args: &[&str]) {
+    let out = Command::new("ip")
+        .args(args)
+        .output()
+        .expect("the ip command (iproute2)");
+    assert!(
+        out.status.success(),
+        "ip {} failed (root and iproute2 are needed): {}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A network namespace made by this test, its loopback up. Dropping it kills whatever still
+/// runs in it (qemu outlives a killed `hummer image run`) and deletes it, and with it its
+/// devices.
+struct Netns {
+    name: String,
+}
+
+impl Netns {
+    fn new() -> Netns {
+        static NEXT: AtomicU32 = AtomicU32::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let name = format!("hmrvm{}-{n}", std::process::id());
+        ip(&["netns", "add", &name]);
+        let ns = Netns { name };
+        ns.ip(&["link", "set", "lo", "up"]);
+        ns
+    }
+
+    /// `ip` in the namespace.
+    fn ip(&self, args: &[&str]) {
+        let mut all = vec!["-n", &self.name];
+        all.extend(args);
+        ip(&all);
+    }
+
+    /// A command that runs `program` in the namespace.
+    fn command(&self, program: impl AsRef<OsStr>) -> Command {
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", &self.name]).arg(program);
+        c
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        if let Ok(out) = Command::new("ip")
+            .args(["netns", "pids", &self.name])
+            .output()
+        {
+            for pid in String::from_utf8_lossy(&out.stdout).split_whitespace() {
+                let _ = Command::new("kill").args(["-9", pid]).status();
+            }
+        }
+        let _ = Command::new("ip")
+            .args(["netns", "del", &self.name])
+            .status();
+    }
+}
+
 /// A qemu process whose console lines arrive on a channel; killed when dropped.
 struct Vm {
     child: Child,
@@ -43,8 +113,10 @@ struct Vm {
 }
 
 impl Vm {
-    fn boot(args: &[&str]) -> Vm {
-        let mut child = Command::new(BIN)
+    /// Boots the image in `ns`.
+    fn boot(ns: &Netns, args: &[&str]) -> Vm {
+        let mut child = ns
+            .command(BIN)
             .args(["image", "run"])
             .arg(image())
             .args(args)
@@ -129,7 +201,8 @@ fn a_bad_kernel_command_line_is_reported_and_powers_the_vm_off() {
             "a taskmanager needs hummer.jobmanager=IP:PORT",
         ),
     ] {
-        let mut vm = Vm::boot(&args);
+        let ns = Netns::new();
+        let mut vm = Vm::boot(&ns, &args);
         let status = vm.wait_exit(Duration::from_secs(120));
         let console = vm.console.join("\n");
         assert!(status.success(), "{console}");
@@ -140,9 +213,10 @@ fn a_bad_kernel_command_line_is_reported_and_powers_the_vm_off() {
     }
 }
 
-/// A JobManager on `host` (RPC and REST on free ports); returns it and its RPC address.
-fn start_jobmanager(host: &str) -> (Child, String) {
-    let mut jobmanager = Command::new(BIN)
+/// A JobManager on `host` in `ns` (RPC and REST on free ports); returns it and its RPC address.
+fn start_jobmanager(ns: &Netns, host: &str) -> (Child, String) {
+    let mut jobmanager = ns
+        .command(BIN)
         .args(["jobmanager", "--rpc", &format!("{host}:0")])
         .args(["--rest", &format!("{host}:0")])
         .stdout(Stdio::piped())
@@ -161,10 +235,10 @@ fn start_jobmanager(host: &str) -> (Child, String) {
     (jobmanager, rpc)
 }
 
-/// WordCount over 3000 generated lines at parallelism 2 with the image's static binary, on
-/// the JobManager `jm` or locally; returns its output (the whole ranking).
-fn wordcount(jm: Option<&str>) -> String {
-    let mut cmd = Command::new(image().join("hummer"));
+/// WordCount over 3000 generated lines at parallelism 2 with the image's static binary, in
+/// `ns`, on the JobManager `jm` or locally; returns its output (the whole ranking).
+fn wordcount(ns: &Netns, jm: Option<&str>) -> String {
+    let mut cmd = ns.command(image().join("hummer"));
     cmd.args(["wordcount", "--corpus-lines", "3000", "--parallelism", "2"])
         .args(["--top", "100000"]);
     match jm {
@@ -196,26 +270,30 @@ fn ranking(stdout: &str) -> Vec<(String, u64)> {
 
 #[test]
 fn a_vm_registers_as_a_taskmanager_runs_a_job_and_powers_off() {
-    let (mut jobmanager, rpc) = start_jobmanager("127.0.0.1");
+    let ns = Netns::new();
+    let (mut jobmanager, rpc) = start_jobmanager(&ns, "127.0.0.1");
     let port = rpc.rsplit(':').next().unwrap().to_string();
 
     let launched = Instant::now();
-    let mut vm = Vm::boot(&[
-        "--role",
-        "taskmanager",
-        "--jobmanager",
-        &format!("10.0.2.2:{port}"),
-        "--slots",
-        "2",
-    ]);
+    let mut vm = Vm::boot(
+        &ns,
+        &[
+            "--role",
+            "taskmanager",
+            "--jobmanager",
+            &format!("10.0.2.2:{port}"),
+            "--slots",
+            "2",
+        ],
+    );
     let ready = vm.wait_for("registered with", Duration::from_secs(120));
     eprintln!(
         "boot to registered: {:.2} s",
         ready.duration_since(launched).as_secs_f64()
     );
 
-    let in_vm = wordcount(Some(&format!("127.0.0.1:{port}")));
-    let local = wordcount(None);
+    let in_vm = wordcount(&ns, Some(&format!("127.0.0.1:{port}")));
+    let local = wordcount(&ns, None);
     assert!(!ranking(&local).is_empty(), "{local}");
     assert_eq!(ranking(&in_vm), ranking(&local), "{in_vm}");
 
@@ -231,48 +309,37 @@ fn a_vm_registers_as_a_taskmanager_runs_a_job_and_powers_off() {
     );
 }
 
-/// A bridge with two tap devices on the host, removed when dropped.
+/// A bridge with two tap devices in a namespace of their own, with the host's address on the
+/// bridge; removed with the namespace when dropped.
 struct Bridge {
-    name: String,
+    ns: Netns,
     taps: [String; 2],
     subnet: String,
 }
 
 impl Bridge {
     fn new() -> Bridge {
-        let id = std::process::id() % 100_000;
         let bridge = Bridge {
-            name: format!("hb{id}"),
-            taps: [format!("ht{id}a"), format!("ht{id}b")],
-            subnet: format!("10.79.{}", id % 250),
+            ns: Netns::new(),
+            taps: ["tap0".into(), "tap1".into()],
+            subnet: "10.79.0".into(),
         };
-        let ip = |args: &[&str]| {
-            let ok = Command::new("ip").args(args).status().unwrap().success();
-            assert!(ok, "ip {args:?} failed (root and iproute2 are needed)");
-        };
-        ip(&["link", "add", &bridge.name, "type", "bridge"]);
-        ip(&[
+        let ns = &bridge.ns;
+        ns.ip(&["link", "add", "br0", "type", "bridge"]);
+        ns.ip(&[
             "addr",
             "add",
             &format!("{}.1/24", bridge.subnet),
             "dev",
-            &bridge.name,
+            "br0",
         ]);
-        ip(&["link", "set", &bridge.name, "up"]);
+        ns.ip(&["link", "set", "br0", "up"]);
         for tap in &bridge.taps {
-            ip(&["tuntap", "add", tap, "mode", "tap"]);
-            ip(&["link", "set", tap, "master", &bridge.name]);
-            ip(&["link", "set", tap, "up"]);
+            ns.ip(&["tuntap", "add", tap, "mode", "tap"]);
+            ns.ip(&["link", "set", tap, "master", "br0"]);
+            ns.ip(&["link", "set", tap, "up"]);
         }
         bridge
-    }
-}
-
-impl Drop for Bridge {
-    fn drop(&mut self) {
-        for dev in self.taps.iter().chain(std::iter::once(&self.name)) {
-            let _ = Command::new("ip").args(["link", "del", dev]).status();
-        }
     }
 }
 
@@ -280,34 +347,37 @@ impl Drop for Bridge {
 fn a_jobmanager_and_two_taskmanager_vms_run_a_distributed_wordcount() {
     let net = Bridge::new();
     let host = format!("{}.1", net.subnet);
-    let (mut jobmanager, rpc) = start_jobmanager(&host);
+    let (mut jobmanager, rpc) = start_jobmanager(&net.ns, &host);
     let mut vms: Vec<Vm> = net
         .taps
         .iter()
         .enumerate()
         .map(|(i, tap)| {
-            Vm::boot(&[
-                "--role",
-                "taskmanager",
-                "--net",
-                "tap",
-                "--tap",
-                tap,
-                "--ip",
-                &format!("{}.{}/24", net.subnet, 11 + i),
-                "--jobmanager",
-                &rpc,
-                "--slots",
-                "1",
-            ])
+            Vm::boot(
+                &net.ns,
+                &[
+                    "--role",
+                    "taskmanager",
+                    "--net",
+                    "tap",
+                    "--tap",
+                    tap,
+                    "--ip",
+                    &format!("{}.{}/24", net.subnet, 11 + i),
+                    "--jobmanager",
+                    &rpc,
+                    "--slots",
+                    "1",
+                ],
+            )
         })
         .collect();
     for vm in &mut vms {
         vm.wait_for("registered with", Duration::from_secs(120));
     }
     // Parallelism 2 on two single-slot TaskManagers: every shuffle crosses between the VMs.
-    let in_vms = wordcount(Some(&rpc));
-    let local = wordcount(None);
+    let in_vms = wordcount(&net.ns, Some(&rpc));
+    let local = wordcount(&net.ns, None);
     assert!(!ranking(&local).is_empty(), "{local}");
     assert_eq!(ranking(&in_vms), ranking(&local), "{in_vms}");
     let _ = jobmanager.kill();
