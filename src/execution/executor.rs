@@ -1,5 +1,6 @@
-//! Runs an execution graph in this process: one thread per subtask, memory channels between
-//! them (the embedded local cluster).
+//! Runs an execution graph in this process: one thread per subtask, with the channels the
+//! [`ChannelAllocator`] makes (memory rings between subtasks here; in a cluster worker,
+//! network channels to the subtasks of other workers).
 //!
 //! Start-up builds every channel and every task on the calling thread, so that a bad input, a
 //! sink that cannot open its output or a graph error fails before any thread runs. Threads
@@ -177,24 +178,11 @@ pub fn start(
     placement: Option<&Placement>,
     checkpoints: Option<&CheckpointSetup>,
 ) -> Result<RunningJob> {
-    for node in &job.stream.nodes {
-        if let NodeFactory::Source(s) = &node.factory {
-            s.validate()?;
-            if checkpoints.is_some() && !s.is_replayable() {
-                tracing::warn!(
-                    "source '{}' cannot be replayed: after a failure its records since the last \
-                     checkpoint are lost (at-most-once)",
-                    node.name
-                );
-            }
-        }
-    }
+    validate_sources(job, checkpoints.is_some())?;
     let n = exec.subtasks.len();
     let wakers: Vec<Arc<TaskWaker>> = (0..n).map(|_| Arc::new(TaskWaker::default())).collect();
     let metrics: Vec<Arc<SubtaskMetrics>> = (0..n).map(|_| Arc::default()).collect();
     let cancel = CancelToken::default();
-
-    // Channels, grouped by (producer subtask, job edge) and (consumer subtask, input port).
     let mut alloc = ChannelAllocator::new(cfg.channel_capacity, &wakers, placement);
     let mut builder = TaskBuilder {
         job,
@@ -205,33 +193,7 @@ pub fn start(
         senders: HashMap::new(),
         receivers: HashMap::new(),
     };
-    for (id, ch) in exec.channels.iter().enumerate() {
-        let edge = &job.edges[ch.job_edge];
-        let stream_edge = &job.stream.edges[edge.stream_edge];
-        let spec = ChannelSpec {
-            id,
-            producer: ch.producer,
-            consumer: ch.consumer,
-            network_task: stream_edge.network_task,
-        };
-        let ops = &job.stream.nodes[stream_edge.source].out_type;
-        let (push, pull) = ops.allocate(&mut alloc, spec)?;
-        if let Some(push) = push {
-            builder
-                .senders
-                .entry((ch.producer, ch.job_edge))
-                .or_default()
-                .push(push);
-        }
-        if let Some(pull) = pull {
-            builder
-                .receivers
-                .entry((ch.consumer, edge.input))
-                .or_default()
-                .push(pull);
-        }
-    }
-
+    builder.allocate_channels(exec, &mut alloc)?;
     let network_tasks = alloc.take_network_tasks();
     let mut tasks: Vec<PreparedTask> = Vec::with_capacity(n + network_tasks.len());
     for (global, st) in exec.subtasks.iter().enumerate() {
@@ -260,7 +222,35 @@ pub fn start(
         vertex: None,
         global: t.subtask,
     }));
+    spawn(tasks, job, cfg, cancel, checkpoints)
+}
 
+/// Checks every source before anything is built; warns about sources that cannot be replayed
+/// in a job that takes checkpoints.
+fn validate_sources(job: &JobGraph, checkpointing: bool) -> Result<()> {
+    for node in &job.stream.nodes {
+        if let NodeFactory::Source(s) = &node.factory {
+            s.validate()?;
+            if checkpointing && !s.is_replayable() {
+                tracing::warn!(
+                    "source '{}' cannot be replayed: after a failure its records since the last \
+                     checkpoint are lost (at-most-once)",
+                    node.name
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Starts a thread per prepared task; they run once every waker is bound.
+fn spawn(
+    tasks: Vec<PreparedTask>,
+    job: &JobGraph,
+    cfg: &RuntimeConfig,
+    cancel: CancelToken,
+    checkpoints: Option<&CheckpointSetup>,
+) -> Result<RunningJob> {
     let failure = Arc::new(Failure {
         first: Mutex::new(None),
         cancel: cancel.clone(),
@@ -385,6 +375,41 @@ struct TaskBuilder<'a> {
 }
 
 impl TaskBuilder<'_> {
+    /// Asks `alloc` for the ends this process holds of every channel, grouped by (producer
+    /// subtask, job edge) and (consumer subtask, input port).
+    fn allocate_channels(
+        &mut self,
+        exec: &ExecutionGraph,
+        alloc: &mut ChannelAllocator<'_>,
+    ) -> Result<()> {
+        let job = self.job;
+        for (id, ch) in exec.channels.iter().enumerate() {
+            let edge = &job.edges[ch.job_edge];
+            let stream_edge = &job.stream.edges[edge.stream_edge];
+            let spec = ChannelSpec {
+                id,
+                producer: ch.producer,
+                consumer: ch.consumer,
+                network_task: stream_edge.network_task,
+            };
+            let ops = &job.stream.nodes[stream_edge.source].out_type;
+            let (push, pull) = ops.allocate(alloc, spec)?;
+            if let Some(push) = push {
+                self.senders
+                    .entry((ch.producer, ch.job_edge))
+                    .or_default()
+                    .push(push);
+            }
+            if let Some(pull) = pull {
+                self.receivers
+                    .entry((ch.consumer, edge.input))
+                    .or_default()
+                    .push(pull);
+            }
+        }
+        Ok(())
+    }
+
     /// The task of one subtask: its chain built from the tail to the head.
     fn build(
         &mut self,
