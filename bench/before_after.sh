@@ -57,6 +57,7 @@ median() { sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a
 # 1. Batch WordCount.
 for ((r = 0; r <= ROUNDS; r++)); do
   rm -rf "$out/wc-"*
+  mkdir -p "$out/wc-rust"
   timed rust-2t "$base" -t 2 "$corpus" "$out/wc-rust/part-0"
   for v in before after; do
     timed "wc-$v" "$out/$v-hummer" wordcount "$corpus" --parallelism 2 --top 0 \

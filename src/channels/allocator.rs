@@ -12,7 +12,7 @@ use crate::channels::local::{ChannelReceiver, channel};
 use crate::channels::network::{
     DataListener, NetworkTaskMode, ReceiverTask, RemoteSender, SenderTask,
 };
-use crate::channels::{NetworkTask, Push};
+use crate::channels::{NetworkTask, Outbox};
 use crate::error::{Result, internal};
 use crate::types::{Data, TaskWaker};
 
@@ -35,7 +35,7 @@ pub struct Placement {
 /// consumer's if it runs here.
 pub struct Endpoints<T> {
     /// Where the producing subtask writes.
-    pub push: Option<Box<dyn Push<T>>>,
+    pub push: Option<Outbox<T>>,
     /// Where the consuming subtask reads.
     pub pull: Option<ChannelReceiver<T>>,
 }
@@ -105,15 +105,15 @@ impl<'a> ChannelAllocator<'a> {
                 let (s, r) =
                     channel::<T>(self.capacity, self.waker(producer)?, self.waker(consumer)?);
                 Ok(Endpoints {
-                    push: Some(Box::new(s)),
+                    push: Some(Outbox::Local(s)),
                     pull: Some(r),
                 })
             }
             (true, false, Some(p)) => {
                 let endpoint = p.remote[consumer].as_deref().unwrap_or_default();
                 let remote = RemoteSender::<T>::connect(endpoint, &p.job, id, p.bind.as_deref())?;
-                let push: Box<dyn Push<T>> = match mode.unwrap_or(p.network_task) {
-                    NetworkTaskMode::Fused => Box::new(remote),
+                let push = match mode.unwrap_or(p.network_task) {
+                    NetworkTaskMode::Fused => Outbox::Remote(remote),
                     NetworkTaskMode::Dedicated => {
                         let waker = Arc::new(TaskWaker::default());
                         let (s, r) =
@@ -124,7 +124,7 @@ impl<'a> ChannelAllocator<'a> {
                             waker,
                             subtask: producer,
                         });
-                        Box::new(s)
+                        Outbox::Local(s)
                     }
                 };
                 Ok(Endpoints {

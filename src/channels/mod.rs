@@ -6,7 +6,7 @@
 //! * [`network`]: the data plane between workers (a connection per remote channel, credit
 //!   based flow control, network transfer as tasks of their own).
 //! * [`allocator`]: the channel factory. A task asks it for the endpoints of a channel and
-//!   gets a [`Push`] end to write into and a [`ChannelReceiver`] to read from, whether the
+//!   gets an [`Outbox`] to [`Push`] into and a [`ChannelReceiver`] to read from, whether the
 //!   peer runs in this process or in another worker (as timely's `Allocate`/`Push`/`Pull`).
 //!
 //! Layer 8 of 15: above `operators` and `connectors`, below `runtime` (see `crate::types`).
@@ -53,6 +53,34 @@ impl<T: serde::Serialize + Send> Push<T> for network::RemoteSender<T> {
     #[inline]
     fn is_blocked(&self) -> bool {
         self.credits() == 0
+    }
+}
+
+/// The sending end of a channel as the allocator hands it out: a memory ring, or a network
+/// connection written by the producing subtask itself. Its users only [`Push`] into it; the
+/// variants exist so that a send costs a branch, not a dynamic call, on the per-record path.
+pub enum Outbox<T> {
+    /// To a subtask of this process (or to a dedicated sender task).
+    Local(ChannelSender<T>),
+    /// To a subtask of another worker, encoded into the connection by the producer.
+    Remote(network::RemoteSender<T>),
+}
+
+impl<T: serde::Serialize + Send> Push<T> for Outbox<T> {
+    #[inline]
+    fn push(&mut self, event: StreamEvent<T>, cancel: &CancelToken) -> Result<()> {
+        match self {
+            Outbox::Local(s) => s.send(event, cancel),
+            Outbox::Remote(r) => r.send(event, cancel),
+        }
+    }
+
+    #[inline]
+    fn is_blocked(&self) -> bool {
+        match self {
+            Outbox::Local(s) => s.is_full(),
+            Outbox::Remote(r) => r.credits() == 0,
+        }
     }
 }
 

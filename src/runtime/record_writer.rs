@@ -7,7 +7,7 @@
 use crate::types::{BatchRouter, Partitioning};
 use std::sync::Arc;
 
-use crate::channels::Push;
+use crate::channels::{Outbox, Push};
 use crate::error::{Result, internal};
 use crate::operators::Output;
 use crate::state::task_state::TaskSnapshot;
@@ -19,8 +19,8 @@ use crate::types::metrics::SubtaskMetrics;
 /// Sends an event into a channel; time spent waiting on a blocked channel is added to
 /// `metrics` as backpressure.
 #[inline]
-fn send_counted<T>(
-    channel: &mut dyn Push<T>,
+fn send_counted<T: serde::Serialize + Send>(
+    channel: &mut Outbox<T>,
     event: StreamEvent<T>,
     cancel: &CancelToken,
     metrics: &SubtaskMetrics,
@@ -50,7 +50,7 @@ enum Route<T> {
 
 /// Writes a stream into the channels of one shuffle.
 pub(crate) struct RecordWriter<T> {
-    channels: Vec<Box<dyn Push<T>>>,
+    channels: Vec<Outbox<T>>,
     buffers: Vec<Vec<T>>,
     route: Route<T>,
     batch_size: usize,
@@ -61,7 +61,7 @@ pub(crate) struct RecordWriter<T> {
 
 impl<T: crate::types::Data> RecordWriter<T> {
     pub(crate) fn new(
-        channels: Vec<Box<dyn Push<T>>>,
+        channels: Vec<Outbox<T>>,
         partitioning: &Partitioning,
         batch_size: usize,
         max_parallelism: usize,
@@ -109,7 +109,7 @@ impl<T: crate::types::Data> RecordWriter<T> {
             Vec::with_capacity(self.batch_size),
         );
         send_counted(
-            &mut *self.channels[channel],
+            &mut self.channels[channel],
             StreamEvent::Batch(batch),
             &self.cancel,
             &self.metrics,
@@ -121,7 +121,7 @@ impl<T: crate::types::Data> RecordWriter<T> {
         if self.buffers[channel].is_empty() && batch.len() * 2 >= self.batch_size {
             let whole = std::mem::take(batch);
             return send_counted(
-                &mut *self.channels[channel],
+                &mut self.channels[channel],
                 StreamEvent::Batch(whole),
                 &self.cancel,
                 &self.metrics,
@@ -187,7 +187,7 @@ impl<T: crate::types::Data> Output<T> for RecordWriter<T> {
         self.flush()?;
         for channel in &mut self.channels {
             send_counted(
-                &mut **channel,
+                channel,
                 StreamEvent::EndOfInput,
                 &self.cancel,
                 &self.metrics,
@@ -200,7 +200,7 @@ impl<T: crate::types::Data> Output<T> for RecordWriter<T> {
         self.flush()?;
         for channel in &mut self.channels {
             send_counted(
-                &mut **channel,
+                channel,
                 StreamEvent::Barrier(snapshot.checkpoint),
                 &self.cancel,
                 &self.metrics,

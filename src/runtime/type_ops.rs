@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use crate::channels::local::ChannelReceiver;
 use crate::channels::network::NetworkTaskMode;
-use crate::channels::{ChannelAllocator, Push};
+use crate::channels::{ChannelAllocator, Outbox};
 use crate::error::{HummerError, Result, internal};
 use crate::operators::Output;
 use crate::runtime::chain::FanOut;
@@ -183,7 +183,7 @@ impl<T: Data> TypeOps for TypeOpsImpl<T> {
         let channels = senders
             .into_iter()
             .map(|s| {
-                s.0.downcast::<Box<dyn Push<T>>>()
+                s.0.downcast::<Outbox<T>>()
                     .map(|b| *b)
                     .map_err(|_| type_mismatch::<T>("channel"))
             })
