@@ -79,7 +79,7 @@ done
 
 # 2. Streaming latency.
 echo "## Streaming latency, 100k records/s, 10 s, parallelism 2"
-for ((r = 0; r < 2; r++)); do
+for ((r = 0; r < 4; r++)); do
   for v in before after; do
     line=$("$out/$v-latency" 100000 10 2 2>&1 | grep -i "p99" | tail -1)
     echo "- $v (round $((r + 1))): $line"

@@ -159,3 +159,138 @@ impl<'a> ChannelAllocator<'a> {
         std::mem::take(&mut self.network_tasks)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::channels::Push;
+    use crate::types::metrics::SubtaskMetrics;
+    use crate::types::{CancelToken, StreamEvent};
+
+    fn wakers(n: usize) -> Vec<Arc<TaskWaker>> {
+        (0..n).map(|_| Arc::new(TaskWaker::default())).collect()
+    }
+
+    fn batch_of(pull: &ChannelReceiver<u64>) -> Vec<u64> {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            match pull.try_recv() {
+                Some(StreamEvent::Batch(b)) => return b,
+                Some(other) => panic!("expected a batch, got {other:?}"),
+                None if std::time::Instant::now() > deadline => panic!("no batch arrived"),
+                None => std::thread::sleep(std::time::Duration::from_millis(1)),
+            }
+        }
+    }
+
+    #[test]
+    fn both_ends_here_make_one_memory_ring() {
+        let w = wakers(2);
+        let mut alloc = ChannelAllocator::new(4, &w, None);
+        assert!(alloc.is_here(0) && alloc.is_here(1));
+        let ends = alloc.allocate::<u64>(0, 0, 1, None).unwrap();
+        let (Some(mut push), Some(pull)) = (ends.push, ends.pull) else {
+            panic!("a local channel has both ends here");
+        };
+        assert!(matches!(push, Outbox::Local(_)));
+        push.push(StreamEvent::Batch(vec![1, 2]), &CancelToken::default())
+            .unwrap();
+        assert_eq!(batch_of(&pull), vec![1, 2]);
+        assert!(alloc.take_network_tasks().is_empty());
+    }
+
+    /// Two workers of one job, each with its own allocator: subtask 0 runs on the first,
+    /// subtask 1 on the second. The same channel gives the producer a network end and the
+    /// consumer a receiver task feeding a ring, and a batch crosses.
+    fn crosses_workers(mode: NetworkTaskMode) {
+        let cancel = CancelToken::default();
+        let listener =
+            |c: &CancelToken| DataListener::bind("127.0.0.1", "job-7", c.clone()).unwrap();
+        let (l0, l1) = (listener(&cancel), listener(&cancel));
+        let addr1 = format!("127.0.0.1:{}", l1.port());
+        let producer_side = Placement {
+            job: "job-7".into(),
+            remote: vec![None, Some(addr1)],
+            listener: l0,
+            bind: None,
+            network_task: mode,
+        };
+        let consumer_side = Placement {
+            job: "job-7".into(),
+            remote: vec![Some("127.0.0.1:1".into()), None],
+            listener: l1,
+            bind: None,
+            network_task: NetworkTaskMode::Fused,
+        };
+        let w = wakers(2);
+        let mut consumer = ChannelAllocator::new(4, &w, Some(&consumer_side));
+        assert!(!consumer.is_here(0) && consumer.is_here(1));
+        let ends = consumer.allocate::<u64>(5, 0, 1, None).unwrap();
+        assert!(ends.push.is_none());
+        let pull = ends.pull.expect("the consumer reads here");
+        let mut receivers = consumer.take_network_tasks();
+        assert_eq!(receivers.len(), 1, "one receiver task");
+        let receiver = receivers.remove(0);
+        assert_eq!(receiver.subtask, 1);
+        let cancel_r = cancel.clone();
+        let receiving =
+            std::thread::spawn(move || receiver.body.run(&cancel_r, &SubtaskMetrics::default()));
+
+        let mut producer = ChannelAllocator::new(4, &w, Some(&producer_side));
+        let ends = producer.allocate::<u64>(5, 0, 1, None).unwrap();
+        assert!(ends.pull.is_none());
+        let mut push = ends.push.expect("the producer writes here");
+        let senders = producer.take_network_tasks();
+        let sending = match mode {
+            NetworkTaskMode::Fused => {
+                assert!(matches!(push, Outbox::Remote(_)) && senders.is_empty());
+                None
+            }
+            NetworkTaskMode::Dedicated => {
+                assert!(matches!(push, Outbox::Local(_)) && senders.len() == 1);
+                let sender = senders.into_iter().next().map(|s| s.body);
+                let cancel_s = cancel.clone();
+                sender.map(|s| {
+                    std::thread::spawn(move || s.run(&cancel_s, &SubtaskMetrics::default()))
+                })
+            }
+        };
+        push.push(StreamEvent::Batch(vec![7, 8, 9]), &cancel)
+            .unwrap();
+        assert_eq!(batch_of(&pull), vec![7, 8, 9]);
+        push.push(StreamEvent::EndOfInput, &cancel).unwrap();
+        receiving.join().unwrap().unwrap();
+        if let Some(s) = sending {
+            s.join().unwrap().unwrap();
+        }
+        cancel.cancel();
+    }
+
+    #[test]
+    fn a_channel_across_workers_gets_a_fused_network_end() {
+        crosses_workers(NetworkTaskMode::Fused);
+    }
+
+    #[test]
+    fn a_dedicated_network_end_is_a_ring_drained_by_a_sender_task() {
+        crosses_workers(NetworkTaskMode::Dedicated);
+    }
+
+    #[test]
+    fn a_channel_between_two_other_workers_has_no_end_here() {
+        let cancel = CancelToken::default();
+        let placement = Placement {
+            job: "job-8".into(),
+            remote: vec![Some("127.0.0.1:1".into()), Some("127.0.0.1:2".into()), None],
+            listener: DataListener::bind("127.0.0.1", "job-8", cancel.clone()).unwrap(),
+            bind: None,
+            network_task: NetworkTaskMode::Fused,
+        };
+        let w = wakers(3);
+        let mut alloc = ChannelAllocator::new(4, &w, Some(&placement));
+        let ends = alloc.allocate::<u64>(0, 0, 1, None).unwrap();
+        assert!(ends.push.is_none() && ends.pull.is_none());
+        assert!(alloc.take_network_tasks().is_empty());
+        cancel.cancel();
+    }
+}

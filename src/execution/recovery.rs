@@ -78,3 +78,68 @@ impl RecoverySettings {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn checkpointing() -> CheckpointConfig {
+        CheckpointConfig::new(Duration::from_millis(100), "/tmp/hummer-test-base")
+    }
+
+    #[test]
+    fn a_job_that_neither_checkpoints_nor_restarts_runs_bare() {
+        let settings = RecoverySettings::default();
+        assert!(settings.local_policy(RuntimeMode::Streaming, "j").is_none());
+        assert_eq!(settings.restart_strategy(false), RestartStrategy::None);
+    }
+
+    #[test]
+    fn checkpoints_apply_in_streaming_only_and_bring_the_default_restarts() {
+        let settings = RecoverySettings {
+            checkpointing: Some(checkpointing()),
+            ..RecoverySettings::default()
+        };
+        assert!(settings.checkpoints_in(RuntimeMode::Batch).is_none());
+        assert!(settings.local_policy(RuntimeMode::Batch, "j").is_none());
+        let policy = settings
+            .local_policy(RuntimeMode::Streaming, "my job")
+            .expect("supervised");
+        assert_eq!(policy.restart, RestartStrategy::default());
+        let dir = policy.checkpoints.expect("checkpoints").dir;
+        assert!(dir.starts_with("/tmp/hummer-test-base"), "{dir:?}");
+        assert!(
+            dir.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("my-job-")),
+            "a directory of this run: {dir:?}"
+        );
+    }
+
+    #[test]
+    fn a_configured_restart_strategy_wins_and_a_restore_point_brings_checkpoints() {
+        let restart: RestartStrategy = "fixed-delay:3:10ms".parse().unwrap();
+        let settings = RecoverySettings {
+            restart_strategy: Some(restart),
+            ..RecoverySettings::default()
+        };
+        let policy = settings.local_policy(RuntimeMode::Batch, "j").unwrap();
+        assert_eq!(
+            (policy.restart, policy.checkpoints.is_none()),
+            (restart, true)
+        );
+
+        let settings = RecoverySettings {
+            restore_from: Some("/tmp/some-savepoint".into()),
+            ..RecoverySettings::default()
+        };
+        let policy = settings.local_policy(RuntimeMode::Streaming, "j").unwrap();
+        assert_eq!(
+            policy.checkpoints.map(|c| c.interval),
+            Some(Duration::from_secs(600)),
+            "its sinks commit through checkpoints"
+        );
+        assert_eq!(policy.restore_from, settings.restore_from);
+        // A batch job reruns instead of restoring.
+        assert!(settings.local_policy(RuntimeMode::Batch, "j").is_none());
+    }
+}

@@ -144,3 +144,140 @@ fn a_missing_savepoint_is_an_error_at_start() {
     assert!(c.start().is_err());
     assert_eq!(c.status(), JobStatus::Created);
 }
+
+mod model {
+    //! The controller against a brute-force reading of its rules, over random event
+    //! sequences: statuses, attempts and restarts agree after every step.
+
+    use proptest::prelude::*;
+
+    use super::*;
+
+    #[derive(Clone, Debug)]
+    enum Event {
+        Start,
+        Running,
+        Fail,
+        DeployFail,
+        WaitMs(u64),
+        Restart,
+        Finish,
+        Cancel,
+    }
+
+    fn event() -> impl Strategy<Value = Event> {
+        prop_oneof![
+            2 => Just(Event::Start),
+            2 => Just(Event::Running),
+            3 => Just(Event::Fail),
+            1 => Just(Event::DeployFail),
+            3 => (0u64..1_500).prop_map(Event::WaitMs),
+            3 => Just(Event::Restart),
+            1 => Just(Event::Finish),
+            1 => Just(Event::Cancel),
+        ]
+    }
+
+    /// What the rules say, written plainly: a fixed-delay strategy with `attempts` restarts.
+    struct Reference {
+        status: JobStatus,
+        attempts_left: u32,
+        attempt: u32,
+        restart_at_ms: Option<u64>,
+    }
+
+    proptest! {
+        #[test]
+        fn controller_follows_the_rules(
+            attempts in 0u32..4,
+            delay_ms in 0u64..1_000,
+            events in proptest::collection::vec(event(), 1..40),
+        ) {
+            let spec = format!("fixed-delay:{attempts}:{delay_ms}ms");
+            let mut c = JobController::new(policy(&spec, None));
+            let mut r = Reference {
+                status: JobStatus::Created,
+                attempts_left: attempts,
+                attempt: 0,
+                restart_at_ms: None,
+            };
+            let t0 = Instant::now();
+            let mut now_ms = 0u64;
+            for e in events {
+                let now = t0 + Duration::from_millis(now_ms);
+                let on_failure = |r: &mut Reference, min: u64| {
+                    if r.attempts_left == 0 {
+                        r.status = JobStatus::Failed;
+                        r.restart_at_ms = None;
+                    } else {
+                        r.attempts_left -= 1;
+                        r.status = JobStatus::Restarting;
+                        r.restart_at_ms = Some(now_ms + delay_ms.max(min));
+                    }
+                };
+                match e {
+                    Event::Start => {
+                        let ok = c.start().is_ok();
+                        prop_assert_eq!(ok, r.status == JobStatus::Created);
+                        if ok {
+                            r.status = JobStatus::Deploying;
+                        }
+                    }
+                    Event::Running => {
+                        let ok = c.running(GraphInfo::default(), 1, 1, now).is_ok();
+                        prop_assert_eq!(ok, r.status == JobStatus::Deploying);
+                        if ok {
+                            r.status = JobStatus::Running;
+                        }
+                    }
+                    Event::Fail => {
+                        let outcome = c.failed(boom(), now);
+                        if matches!(r.status, JobStatus::Deploying | JobStatus::Running) {
+                            on_failure(&mut r, 0);
+                        } else {
+                            prop_assert!(matches!(outcome, FailureOutcome::Ignored));
+                        }
+                    }
+                    Event::DeployFail => {
+                        let outcome = c.deploy_failed(boom(), now);
+                        if matches!(
+                            r.status,
+                            JobStatus::Created | JobStatus::Deploying | JobStatus::Restarting
+                        ) {
+                            on_failure(&mut r, DEPLOY_RETRY_MIN.as_millis() as u64);
+                        } else {
+                            prop_assert!(matches!(outcome, FailureOutcome::Ignored));
+                        }
+                    }
+                    Event::WaitMs(ms) => now_ms += ms,
+                    Event::Restart => {
+                        let due = r.status == JobStatus::Restarting
+                            && r.restart_at_ms.is_some_and(|t| t <= now_ms);
+                        prop_assert_eq!(c.restart_due(now), due);
+                        if due {
+                            prop_assert!(c.restart().is_ok());
+                            r.status = JobStatus::Deploying;
+                            r.attempt += 1;
+                            r.restart_at_ms = None;
+                        }
+                    }
+                    Event::Finish => {
+                        c.finish();
+                        if !r.status.is_terminal() {
+                            r.status = JobStatus::Finished;
+                        }
+                    }
+                    Event::Cancel => {
+                        prop_assert_eq!(c.cancel(), !r.status.is_terminal());
+                        if !r.status.is_terminal() {
+                            r.status = JobStatus::Cancelled;
+                        }
+                    }
+                }
+                prop_assert_eq!(c.status(), r.status);
+                prop_assert_eq!(c.attempt(), r.attempt);
+                prop_assert_eq!(c.restarts(), attempts - r.attempts_left);
+            }
+        }
+    }
+}
