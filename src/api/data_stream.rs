@@ -98,6 +98,46 @@ impl<T: Data> DataStream<T> {
         id
     }
 
+    /// A custom operator (Flink's `transform`), made by `make` for every subtask: it sees the
+    /// stream in batches and, through the [`OneInputOperator`] hooks, its watermarks, the end
+    /// of its input and checkpoints.
+    ///
+    /// ```
+    /// # use hummer::prelude::*;
+    /// # use hummer::operators::{OneInputOperator, OperatorContext};
+    /// /// Counts what it sees and emits the count at the end of its input.
+    /// struct Count(u64);
+    /// impl OneInputOperator for Count {
+    ///     type In = String;
+    ///     type Out = u64;
+    ///     fn process_batch(&mut self, batch: &mut Vec<String>, _: &mut Collector<'_, u64>) -> Result<()> {
+    ///         self.0 += batch.drain(..).count() as u64;
+    ///         Ok(())
+    ///     }
+    ///     fn end_of_input(&mut self, out: &mut Collector<'_, u64>) -> Result<()> {
+    ///         out.collect(self.0);
+    ///         Ok(())
+    ///     }
+    /// }
+    /// let env = StreamExecutionEnvironment::local();
+    /// let out = env
+    ///     .from_collection(vec!["a".to_string(), "b".into()])
+    ///     .transform("Count", |_: &OperatorContext| Ok(Count(0)))
+    ///     .collect();
+    /// let mut result = env.execute("transform").unwrap();
+    /// assert_eq!(result.collected(&out).unwrap(), vec![2]);
+    /// ```
+    pub fn transform<O: Data, Op>(
+        &self,
+        name: &str,
+        make: impl Fn(&OperatorContext) -> Result<Op> + Send + Sync + 'static,
+    ) -> DataStream<O>
+    where
+        Op: OneInputOperator<In = T, Out = O>,
+    {
+        self.add_operator(name, make)
+    }
+
     /// One output record per input record.
     ///
     /// ```

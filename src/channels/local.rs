@@ -155,8 +155,8 @@ mod tests {
                     assert_eq!(b, vec![expected, expected + 1]);
                     expected += 1;
                 }
-                Some(StreamEvent::Barrier(_)) => unreachable!("no barriers were sent"),
                 Some(StreamEvent::EndOfInput) => break,
+                Some(other) => panic!("only batches were sent, got {other:?}"),
                 None => thread::park_timeout(Duration::from_millis(1)),
             }
         }

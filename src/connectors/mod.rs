@@ -27,6 +27,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::error::Result;
+use crate::types::Timestamp;
 use crate::types::metrics::JobProgress;
 
 /// Where a source reader runs.
@@ -84,6 +85,14 @@ pub trait SourceReader<T>: Send {
     /// The reader's position, for a checkpoint: reading resumes there after a restore. `None`
     /// for a source that cannot be replayed (a socket), which then gives at-most-once.
     fn snapshot_position(&self) -> Option<Vec<u8>> {
+        None
+    }
+
+    /// The reader's watermark: no record with a smaller timestamp comes from it any more.
+    /// `None` (the default) for a reader without event time. The source's watermark is the
+    /// minimum over its readers (a finished reader holds nothing back), handed on whenever it
+    /// advances; the end of a bounded input is the final watermark.
+    fn current_watermark(&self) -> Option<Timestamp> {
         None
     }
 

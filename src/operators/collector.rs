@@ -3,7 +3,7 @@
 
 use crate::error::{HummerError, Result};
 use crate::state::task_state::TaskSnapshot;
-use crate::types::CheckpointId;
+use crate::types::{CheckpointId, Timestamp};
 
 /// Receives the batches of one stream: the next link of a chain, a fan-out, or a writer into
 /// the channels of a shuffle.
@@ -22,6 +22,10 @@ pub trait Output<T>: Send {
     fn barrier(&mut self, snapshot: &mut TaskSnapshot) -> Result<()>;
     /// Checkpoint `id` completed: transactional sinks commit what it covers.
     fn checkpoint_complete(&mut self, id: CheckpointId) -> Result<()>;
+    /// The stream's watermark advanced to `watermark`: no record with a smaller timestamp
+    /// follows. Hands on what is buffered first, so the watermark keeps its place after the
+    /// records before it.
+    fn watermark(&mut self, watermark: Timestamp) -> Result<()>;
 }
 
 /// Where an operator puts its output records.

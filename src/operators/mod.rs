@@ -54,4 +54,7 @@ impl<T: Send> Output<T> for Gather<T> {
     fn checkpoint_complete(&mut self, _id: crate::types::CheckpointId) -> Result<()> {
         Ok(())
     }
+    fn watermark(&mut self, _watermark: crate::types::Timestamp) -> Result<()> {
+        Ok(())
+    }
 }

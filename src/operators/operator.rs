@@ -3,7 +3,7 @@
 
 use crate::error::Result;
 use crate::operators::Collector;
-use crate::types::CheckpointId;
+use crate::types::{CheckpointId, Timestamp};
 
 /// An operator with one input.
 pub trait OneInputOperator: Send + 'static {
@@ -18,6 +18,18 @@ pub trait OneInputOperator: Send + 'static {
         batch: &mut Vec<Self::In>,
         out: &mut Collector<'_, Self::Out>,
     ) -> Result<()>;
+
+    /// The input's watermark advanced to `watermark` (the minimum over the operator's input
+    /// channels): no record with a smaller timestamp follows. Event-time operators fire what
+    /// it completes here; the watermark itself is handed on after this returns.
+    fn process_watermark(
+        &mut self,
+        watermark: Timestamp,
+        out: &mut Collector<'_, Self::Out>,
+    ) -> Result<()> {
+        let _ = (watermark, out);
+        Ok(())
+    }
 
     /// Called once when every input has ended. Batch-mode aggregations emit here.
     fn end_of_input(&mut self, out: &mut Collector<'_, Self::Out>) -> Result<()> {
@@ -71,6 +83,18 @@ pub trait TwoInputOperator: Send + 'static {
         batch: &mut Vec<Self::In2>,
         out: &mut Collector<'_, Self::Out>,
     ) -> Result<()>;
+    /// The input's watermark advanced to `watermark` (the minimum over the channels of both
+    /// inputs): no record with a smaller timestamp follows. Event-time operators fire what
+    /// it completes here; the watermark itself is handed on after this returns.
+    fn process_watermark(
+        &mut self,
+        watermark: Timestamp,
+        out: &mut Collector<'_, Self::Out>,
+    ) -> Result<()> {
+        let _ = (watermark, out);
+        Ok(())
+    }
+
     /// Called once when both inputs have ended.
     fn end_of_input(&mut self, out: &mut Collector<'_, Self::Out>) -> Result<()> {
         let _ = out;

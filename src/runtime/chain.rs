@@ -14,7 +14,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use crate::error::{HummerError, Result, panic_message};
 use crate::operators::{Collector, OneInputOperator, OperatorContext, Output, TwoInputOperator};
 use crate::state::task_state::TaskSnapshot;
-use crate::types::CheckpointId;
+use crate::types::{CheckpointId, Timestamp};
 
 /// Runs `f` (a call into an operator), turning a panic or an error into an error that names
 /// the operator and subtask.
@@ -124,6 +124,15 @@ where
         guarded(&self.ctx, || op.notify_checkpoint_complete(id))?;
         self.next.checkpoint_complete(id)
     }
+
+    fn watermark(&mut self, watermark: Timestamp) -> Result<()> {
+        let limit = self.ctx.batch_size;
+        let (op, buf, next) = (&mut self.op, &mut self.buf, &mut *self.next);
+        guarded(&self.ctx, || {
+            Collector::run(buf, next, limit, |out| op.process_watermark(watermark, out))
+        })?;
+        self.next.watermark(watermark)
+    }
 }
 
 /// The head of a chain that starts with a two-input operator.
@@ -184,6 +193,15 @@ impl<Op: TwoInputOperator> TwoInputHead<Op> {
         self.next.flush()
     }
 
+    pub(crate) fn watermark(&mut self, watermark: Timestamp) -> Result<()> {
+        let limit = self.ctx.batch_size;
+        let (op, buf, next) = (&mut self.op, &mut self.buf, &mut *self.next);
+        guarded(&self.ctx, || {
+            Collector::run(buf, next, limit, |out| op.process_watermark(watermark, out))
+        })?;
+        self.next.watermark(watermark)
+    }
+
     pub(crate) fn finish(&mut self) -> Result<()> {
         let limit = self.ctx.batch_size;
         let (op, buf, next) = (&mut self.op, &mut self.buf, &mut *self.next);
@@ -231,6 +249,12 @@ impl<T: Clone + Send> Output<T> for FanOut<T> {
         self.outputs
             .iter_mut()
             .try_for_each(|o| o.checkpoint_complete(id))
+    }
+
+    fn watermark(&mut self, watermark: Timestamp) -> Result<()> {
+        self.outputs
+            .iter_mut()
+            .try_for_each(|o| o.watermark(watermark))
     }
 }
 
@@ -322,6 +346,9 @@ mod tests {
         }
         fn checkpoint_complete(&mut self, id: CheckpointId) -> Result<()> {
             self.lock().unwrap().completed.push(id);
+            Ok(())
+        }
+        fn watermark(&mut self, _watermark: Timestamp) -> Result<()> {
             Ok(())
         }
     }

@@ -6,6 +6,7 @@
 //! * [`record_writer`]: the end of a chain: partitions records into the channels of a shuffle.
 //! * [`factory`]: how a graph node becomes a running operator instance.
 //! * [`type_ops`]: the typed glue that the type-erased graph uses to build all of the above.
+//! * [`watermark_valve`]: a task's watermark as the minimum over its input channels.
 //!
 //! Layer 9 of 15: below `graph` and `execution`; imports `error`, `types`, `state`, `checkpoint`,
 //! `operators`, `connectors` and `channels` only (see `crate::types`).
@@ -16,3 +17,4 @@ pub mod record_writer;
 pub(crate) mod source_splits;
 pub mod task;
 pub mod type_ops;
+pub(crate) mod watermark_valve;

@@ -12,9 +12,9 @@ use crate::error::{Result, internal};
 use crate::operators::Output;
 use crate::state::task_state::TaskSnapshot;
 use crate::types::CancelToken;
-use crate::types::CheckpointId;
 use crate::types::StreamEvent;
 use crate::types::metrics::SubtaskMetrics;
+use crate::types::{CheckpointId, Timestamp};
 
 /// Sends an event into a channel; time spent waiting on a blocked channel is added to
 /// `metrics` as backpressure.
@@ -210,6 +210,19 @@ impl<T: crate::types::Data> Output<T> for RecordWriter<T> {
     }
 
     fn checkpoint_complete(&mut self, _id: CheckpointId) -> Result<()> {
+        Ok(())
+    }
+
+    fn watermark(&mut self, watermark: Timestamp) -> Result<()> {
+        self.flush()?;
+        for channel in &mut self.channels {
+            send_counted(
+                channel,
+                StreamEvent::Watermark(watermark),
+                &self.cancel,
+                &self.metrics,
+            )?;
+        }
         Ok(())
     }
 }

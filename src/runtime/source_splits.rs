@@ -8,6 +8,7 @@
 use crate::connectors::{Source, SourceContext, SourceReader, SourceStatus};
 use crate::error::Result;
 use crate::state::task_state::{RestoredState, SourceSplit};
+use crate::types::{MAX_WATERMARK, Timestamp};
 
 struct Split<T> {
     subtask: usize,
@@ -105,6 +106,16 @@ impl<T> SourceSplits<T> {
             Some(wait) => SourceStatus::Idle(wait),
             None => SourceStatus::Finished,
         })
+    }
+
+    /// The minimum of the unfinished splits' watermarks (`None` if one of them has none; the
+    /// maximum once all have finished).
+    pub(crate) fn watermark(&self) -> Option<Timestamp> {
+        let mut min = MAX_WATERMARK;
+        for split in self.splits.iter().filter(|s| !s.finished) {
+            min = min.min(split.reader.current_watermark()?);
+        }
+        Some(min)
     }
 
     /// The positions of every split, or `None` if one of them cannot be replayed.

@@ -23,11 +23,12 @@ use crate::error::{HummerError, Result};
 use crate::operators::{OperatorContext, Output, TwoInputOperator};
 use crate::runtime::chain::{TwoInputHead, guarded};
 use crate::runtime::source_splits::SourceSplits;
+use crate::runtime::watermark_valve::WatermarkValve;
 use crate::state::task_state::{SourceSplit, TaskAck, TaskSnapshot};
 use crate::types::CancelToken;
 use crate::types::CheckpointId;
 use crate::types::metrics::SubtaskMetrics;
-use crate::types::{PARK_SAFETY_TIMEOUT, StreamEvent};
+use crate::types::{MAX_WATERMARK, MIN_WATERMARK, PARK_SAFETY_TIMEOUT, StreamEvent, Timestamp};
 
 /// What a task needs from its surroundings while it runs.
 pub(crate) struct TaskRuntime {
@@ -214,6 +215,8 @@ struct GatePoll {
     /// A barrier or an end of input, which the task hands to its aligner before it polls
     /// again.
     control: Option<Control>,
+    /// The task's new watermark, if the events taken advanced it.
+    watermark: Option<Timestamp>,
 }
 
 /// An event on one channel that the barrier aligner must see. Channels are numbered across
@@ -240,11 +243,13 @@ impl<T> InputGate<T> {
     }
 
     /// Hands every available batch (a few per channel, round-robin) to `f`, skipping the
-    /// channels `aligner` blocks (numbered from `base`). Stops at the first barrier or end of
-    /// input, which it returns for the aligner.
+    /// channels `aligner` blocks (numbered from `base`), and every watermark to `valve`. Stops
+    /// at the first barrier or end of input, which it returns for the aligner. A watermark is
+    /// handed on only after the poll, so it never overtakes a record polled before it.
     fn poll(
         &mut self,
         aligner: &BarrierAligner,
+        valve: &mut WatermarkValve,
         base: usize,
         mut f: impl FnMut(Vec<T>) -> Result<()>,
     ) -> Result<GatePoll> {
@@ -264,6 +269,12 @@ impl<T> InputGate<T> {
                         result.progressed = true;
                         f(batch)?;
                     }
+                    Some(StreamEvent::Watermark(w)) => {
+                        result.progressed = true;
+                        if let Some(advanced) = valve.on_watermark(base + idx, w) {
+                            result.watermark = Some(advanced);
+                        }
+                    }
                     Some(StreamEvent::Barrier(id)) => {
                         result.progressed = true;
                         result.control = Some(Control::Barrier {
@@ -276,6 +287,9 @@ impl<T> InputGate<T> {
                         result.progressed = true;
                         self.live[idx] = false;
                         self.open -= 1;
+                        if let Some(advanced) = valve.on_end(base + idx) {
+                            result.watermark = Some(advanced);
+                        }
                         result.control = Some(Control::Ended {
                             channel: base + idx,
                         });
@@ -351,6 +365,8 @@ impl<T: Send + 'static> TaskBody for SourceTask<T> {
         let mut injected = checkpoints.notified;
         // With checkpoints, a source that has read everything waits for the final checkpoint.
         let mut exhausted = false;
+        // The newest watermark handed on (the minimum over the splits' watermarks).
+        let mut emitted = MIN_WATERMARK;
         loop {
             if rt.cancel.is_cancelled() {
                 return Err(HummerError::Cancelled);
@@ -381,6 +397,17 @@ impl<T: Send + 'static> TaskBody for SourceTask<T> {
                 rt.metrics.add_in(buf.len());
                 head.push(&mut buf)?;
                 timer.pending = true;
+            }
+            // The end of a bounded input is the final watermark: everything event time
+            // waits for completes.
+            let watermark = match status {
+                SourceStatus::Finished => Some(MAX_WATERMARK),
+                _ => guarded(&ctx, || Ok(splits.watermark()))?,
+            };
+            if let Some(w) = watermark.filter(|w| *w > emitted) {
+                emitted = w;
+                rt.metrics.set_watermark(w);
+                head.watermark(w)?;
             }
             match status {
                 SourceStatus::Finished => match &rt.checkpoints {
@@ -416,14 +443,19 @@ impl<T: Send + 'static> TaskBody for OneInputTask<T> {
         } = *self;
         let mut timer = FlushTimer::new(rt.buffer_timeout);
         let mut checkpoints = Checkpointing::new(rt, input.channels.len());
+        let mut valve = WatermarkValve::new(input.channels.len());
         loop {
             if rt.cancel.is_cancelled() {
                 return Err(HummerError::Cancelled);
             }
-            let poll = input.poll(&checkpoints.aligner, 0, |mut batch| {
+            let poll = input.poll(&checkpoints.aligner, &mut valve, 0, |mut batch| {
                 rt.metrics.add_in(batch.len());
                 head.push(&mut batch)
             })?;
+            if let Some(w) = poll.watermark {
+                rt.metrics.set_watermark(w);
+                head.watermark(w)?;
+            }
             if let Some(control) = poll.control {
                 checkpoints.on_control(control, |s| head.barrier(s))?;
             }
@@ -460,21 +492,30 @@ where
         let mut timer = FlushTimer::new(rt.buffer_timeout);
         let first = input1.channels.len();
         let mut checkpoints = Checkpointing::new(rt, first + input2.channels.len());
+        let mut valve = WatermarkValve::new(first + input2.channels.len());
         loop {
             if rt.cancel.is_cancelled() {
                 return Err(HummerError::Cancelled);
             }
-            let p1 = input1.poll(&checkpoints.aligner, 0, |mut batch| {
+            let p1 = input1.poll(&checkpoints.aligner, &mut valve, 0, |mut batch| {
                 rt.metrics.add_in(batch.len());
                 head.push1(&mut batch)
             })?;
+            if let Some(w) = p1.watermark {
+                rt.metrics.set_watermark(w);
+                head.watermark(w)?;
+            }
             if let Some(control) = p1.control {
                 checkpoints.on_control(control, |s| head.barrier(s))?;
             }
-            let p2 = input2.poll(&checkpoints.aligner, first, |mut batch| {
+            let p2 = input2.poll(&checkpoints.aligner, &mut valve, first, |mut batch| {
                 rt.metrics.add_in(batch.len());
                 head.push2(&mut batch)
             })?;
+            if let Some(w) = p2.watermark {
+                rt.metrics.set_watermark(w);
+                head.watermark(w)?;
+            }
             if let Some(control) = p2.control {
                 checkpoints.on_control(control, |s| head.barrier(s))?;
             }

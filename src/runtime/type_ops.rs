@@ -150,6 +150,9 @@ impl<T: Send> Output<T> for Discard<T> {
     fn checkpoint_complete(&mut self, _id: crate::types::CheckpointId) -> Result<()> {
         Ok(())
     }
+    fn watermark(&mut self, _watermark: crate::types::Timestamp) -> Result<()> {
+        Ok(())
+    }
 }
 
 impl<T: Data> TypeOps for TypeOpsImpl<T> {

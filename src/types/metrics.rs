@@ -1,9 +1,11 @@
 //! Per-subtask counters, updated once per batch.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+
+use crate::types::{MIN_WATERMARK, Timestamp};
 
 /// Records into and out of one subtask.
-#[derive(Default, Debug)]
+#[derive(Debug)]
 pub struct SubtaskMetrics {
     /// Records taken from input channels (or produced by a source).
     pub records_in: AtomicU64,
@@ -11,12 +13,30 @@ pub struct SubtaskMetrics {
     pub records_out: AtomicU64,
     /// Nanoseconds spent waiting for space in a full output channel (backpressure).
     pub backpressured_ns: AtomicU64,
+    /// The subtask's current watermark (its inputs' minimum; a source's own).
+    pub watermark: AtomicI64,
+}
+
+impl Default for SubtaskMetrics {
+    fn default() -> Self {
+        SubtaskMetrics {
+            records_in: AtomicU64::new(0),
+            records_out: AtomicU64::new(0),
+            backpressured_ns: AtomicU64::new(0),
+            watermark: AtomicI64::new(MIN_WATERMARK),
+        }
+    }
 }
 
 impl SubtaskMetrics {
     #[inline]
     pub(crate) fn add_in(&self, n: usize) {
         self.records_in.fetch_add(n as u64, Ordering::Relaxed);
+    }
+
+    #[inline]
+    pub(crate) fn set_watermark(&self, watermark: Timestamp) {
+        self.watermark.store(watermark, Ordering::Relaxed);
     }
 
     #[inline]

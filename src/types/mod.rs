@@ -1,7 +1,7 @@
 //! Core types: what every layer of the engine speaks.
 //!
-//! Records ([`Data`], [`Key`]), identifiers ([`NodeId`], [`CheckpointId`]), the
-//! [`RuntimeMode`], how an edge distributes records ([`Partitioning`]), what travels through a
+//! Records ([`Data`], [`Key`]), identifiers ([`NodeId`], [`CheckpointId`]), event time
+//! ([`Timestamp`], watermarks), the [`RuntimeMode`], how an edge distributes records ([`Partitioning`]), what travels through a
 //! channel ([`StreamEvent`]), cancellation ([`CancelToken`]), the wake-ups of task threads
 //! ([`TaskWaker`]) and the counters tasks keep ([`metrics`]).
 //!
@@ -18,6 +18,7 @@ mod ids;
 pub mod metrics;
 mod mode;
 mod partitioning;
+mod time;
 mod waker;
 
 pub use cancel::CancelToken;
@@ -26,4 +27,5 @@ pub use event::StreamEvent;
 pub use ids::{CheckpointId, NodeId};
 pub use mode::RuntimeMode;
 pub use partitioning::{BatchRouter, Partitioning};
+pub use time::{MAX_WATERMARK, MIN_WATERMARK, Timestamp};
 pub use waker::{PARK_SAFETY_TIMEOUT, TaskWaker};

@@ -19,6 +19,8 @@ pub(crate) const KIND_END: u8 = 2;
 pub(crate) const KIND_CREDIT: u8 = 3;
 /// A checkpoint barrier: `u64` checkpoint id.
 pub(crate) const KIND_BARRIER: u8 = 4;
+/// A watermark: `i64` milliseconds.
+pub(crate) const KIND_WATERMARK: u8 = 5;
 
 /// Largest data frame accepted.
 pub(crate) const MAX_DATA_FRAME: usize = 256 << 20;

@@ -144,12 +144,57 @@ mod tests {
                 // A barrier keeps its place among the batches.
                 Some(StreamEvent::Barrier(id)) => barriers.push((id, got.len())),
                 Some(StreamEvent::EndOfInput) => break,
+                Some(other) => panic!("unexpected {other:?}"),
                 None => std::thread::sleep(Duration::from_millis(1)),
             }
         }
         assert_eq!(got, (0..200).collect::<Vec<_>>());
         assert_eq!(barriers, vec![(1, 50), (2, 100), (3, 150), (4, 200)]);
         sending.join().unwrap();
+        receiving.join().unwrap().unwrap();
+        cancel.cancel();
+    }
+
+    /// Watermarks cross the network in band: each arrives after the batches sent before it,
+    /// with its value intact, extremes included.
+    #[test]
+    fn watermarks_keep_their_place_among_batches_across_the_network() {
+        let cancel = CancelToken::default();
+        let listener = DataListener::bind("127.0.0.1", "job-3", cancel.clone()).unwrap();
+        let endpoint = format!("127.0.0.1:{}", listener.port());
+        let (tx, rx) = channel::<u64>(4, Arc::new(TaskWaker::default()), Arc::default());
+        let receiver = Box::new(ReceiverTask::new(1, listener.register_channel(1), tx, 4));
+        let cancel_r = cancel.clone();
+        let receiving =
+            std::thread::spawn(move || receiver.run(&cancel_r, &SubtaskMetrics::default()));
+        let marks = [
+            crate::types::MIN_WATERMARK,
+            -5,
+            0,
+            1_700_000_000_000,
+            crate::types::MAX_WATERMARK,
+        ];
+        let mut sender = RemoteSender::<u64>::connect(&endpoint, "job-3", 1, None).unwrap();
+        for (i, w) in marks.iter().enumerate() {
+            sender
+                .send(StreamEvent::Batch(vec![i as u64]), &cancel)
+                .unwrap();
+            sender.send(StreamEvent::Watermark(*w), &cancel).unwrap();
+        }
+        let mut seen = Vec::new();
+        let mut records = 0;
+        while seen.len() < marks.len() {
+            match rx.try_recv() {
+                Some(StreamEvent::Batch(b)) => records += b.len(),
+                Some(StreamEvent::Watermark(w)) => seen.push((records, w)),
+                Some(other) => panic!("unexpected {other:?}"),
+                None => std::thread::sleep(Duration::from_millis(1)),
+            }
+        }
+        let expected: Vec<(usize, i64)> =
+            marks.iter().enumerate().map(|(i, w)| (i + 1, *w)).collect();
+        assert_eq!(seen, expected);
+        sender.send(StreamEvent::EndOfInput, &cancel).unwrap();
         receiving.join().unwrap().unwrap();
         cancel.cancel();
     }

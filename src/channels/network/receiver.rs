@@ -11,7 +11,7 @@ use serde::de::DeserializeOwned;
 use crate::channels::NetworkTask;
 use crate::channels::local::ChannelSender;
 use crate::channels::network::frames::{
-    FrameReader, KIND_BARRIER, KIND_BATCH, KIND_CREDIT, KIND_END, frame,
+    FrameReader, KIND_BARRIER, KIND_BATCH, KIND_CREDIT, KIND_END, KIND_WATERMARK, frame,
 };
 use crate::error::{HummerError, Result, internal};
 use crate::types::CancelToken;
@@ -44,6 +44,20 @@ impl<T> ReceiverTask<T> {
             output,
             capacity,
         }
+    }
+}
+
+impl<T> ReceiverTask<T> {
+    /// The payload of a control frame that carries one 64-bit number.
+    fn eight_bytes(&self, what: &str, payload: &[u8], peer: &str) -> Result<[u8; 8]> {
+        <[u8; 8]>::try_from(payload).map_err(|_| HummerError::BadInput {
+            input: format!("data connection from {peer}"),
+            reason: format!(
+                "{what} frame of {} bytes on channel {}, 8 expected",
+                payload.len(),
+                self.channel
+            ),
+        })
     }
 }
 
@@ -96,18 +110,14 @@ impl<T: DeserializeOwned + Send + 'static> NetworkTask for ReceiverTask<T> {
                     let _ = grant(&mut credits, 1);
                 }
                 Some((KIND_BARRIER, payload)) => {
-                    let id = <[u8; 8]>::try_from(payload.as_slice()).map_err(|_| {
-                        HummerError::BadInput {
-                            input: format!("data connection from {peer}"),
-                            reason: format!(
-                                "barrier frame of {} bytes on channel {}, 8 expected",
-                                payload.len(),
-                                self.channel
-                            ),
-                        }
-                    })?;
+                    let id = self.eight_bytes("barrier", &payload, &peer)?;
                     self.output
                         .send(StreamEvent::Barrier(u64::from_be_bytes(id)), cancel)?;
+                }
+                Some((KIND_WATERMARK, payload)) => {
+                    let w = self.eight_bytes("watermark", &payload, &peer)?;
+                    self.output
+                        .send(StreamEvent::Watermark(i64::from_be_bytes(w)), cancel)?;
                 }
                 Some((KIND_END, _)) => {
                     return self.output.send(StreamEvent::EndOfInput, cancel);

@@ -14,8 +14,8 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::channels::network::frames::{
-    FrameReader, KIND_BARRIER, KIND_BATCH, KIND_CREDIT, KIND_END, KIND_HEADER, MAX_DATA_FRAME,
-    READ_POLL, frame,
+    FrameReader, KIND_BARRIER, KIND_BATCH, KIND_CREDIT, KIND_END, KIND_HEADER, KIND_WATERMARK,
+    MAX_DATA_FRAME, READ_POLL, frame,
 };
 use crate::error::{HummerError, Result, internal};
 use crate::types::CancelToken;
@@ -139,6 +139,9 @@ impl<T: Serialize> RemoteSender<T> {
             StreamEvent::Batch(batch) => self.send_batch(batch, cancel),
             StreamEvent::Barrier(id) => {
                 self.write_patiently(&frame(KIND_BARRIER, &id.to_be_bytes()), cancel)
+            }
+            StreamEvent::Watermark(w) => {
+                self.write_patiently(&frame(KIND_WATERMARK, &w.to_be_bytes()), cancel)
             }
             StreamEvent::EndOfInput => {
                 self.write_patiently(&frame(KIND_END, &[]), cancel)?;

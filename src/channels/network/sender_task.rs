@@ -33,8 +33,8 @@ impl<T: Serialize + Send + 'static> NetworkTask for SenderTask<T> {
                     metrics.add_out(batch.len());
                     output.send(StreamEvent::Batch(batch), cancel)?;
                 }
-                Some(StreamEvent::Barrier(id)) => {
-                    output.send(StreamEvent::Barrier(id), cancel)?;
+                Some(event @ (StreamEvent::Barrier(_) | StreamEvent::Watermark(_))) => {
+                    output.send(event, cancel)?;
                 }
                 Some(StreamEvent::EndOfInput) => {
                     return output.send(StreamEvent::EndOfInput, cancel);

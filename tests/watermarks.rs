@@ -1,0 +1,210 @@
+//! Watermarks through a running job: from source readers, in band through memory rings and
+//! shuffles, combined as the minimum over a task's inputs, monotone, seen by every operator of
+//! a chain, and at the end of a bounded input the final watermark.
+
+use std::sync::{Arc, Mutex};
+
+use hummer::connectors::SourceContext;
+use hummer::operators::{OneInputOperator, OperatorContext};
+use hummer::prelude::*;
+use hummer::types::{MAX_WATERMARK, Timestamp};
+
+/// Reader `subtask` of `parallelism` emits its share of `0..count`; a record's event time is
+/// its value in milliseconds, and after each batch the reader's watermark is its last
+/// record's time (its records come in order).
+#[derive(Clone)]
+struct Ordered {
+    count: u64,
+}
+
+struct OrderedReader {
+    next: u64,
+    step: u64,
+    end: u64,
+    last: Option<Timestamp>,
+}
+
+impl Source<u64> for Ordered {
+    fn name(&self) -> String {
+        "Ordered".into()
+    }
+    fn is_bounded(&self) -> bool {
+        true
+    }
+    fn create_reader(&self, ctx: &SourceContext) -> Result<Box<dyn SourceReader<u64>>> {
+        Ok(Box::new(OrderedReader {
+            next: ctx.subtask as u64,
+            step: ctx.parallelism as u64,
+            end: self.count,
+            last: None,
+        }))
+    }
+}
+
+impl SourceReader<u64> for OrderedReader {
+    fn poll_next(&mut self, out: &mut Vec<u64>, max: usize) -> Result<SourceStatus> {
+        for _ in 0..max.min(7) {
+            if self.next >= self.end {
+                return Ok(SourceStatus::Finished);
+            }
+            out.push(self.next);
+            self.last = Some(self.next as Timestamp);
+            self.next += self.step;
+        }
+        Ok(SourceStatus::MoreAvailable)
+    }
+    fn current_watermark(&self) -> Option<Timestamp> {
+        self.last
+    }
+}
+
+/// `(subtask, watermark)` in the order an observer saw them.
+type WatermarkLog = Vec<(usize, Timestamp)>;
+
+/// Records `(subtask, watermark)` for every watermark it gets, and
+/// fails if a record arrives that the watermark already passed.
+struct Observe {
+    subtask: usize,
+    seen: u64,
+    watermark: Timestamp,
+    log: Arc<Mutex<WatermarkLog>>,
+}
+
+impl OneInputOperator for Observe {
+    type In = u64;
+    type Out = u64;
+    fn process_batch(&mut self, batch: &mut Vec<u64>, out: &mut Collector<'_, u64>) -> Result<()> {
+        for r in batch.drain(..) {
+            if (r as Timestamp) < self.watermark {
+                return Err(HummerError::BadInput {
+                    input: "the test stream".into(),
+                    reason: format!("record {r} after watermark {}", self.watermark),
+                });
+            }
+            self.seen += 1;
+            out.collect(r);
+        }
+        Ok(())
+    }
+    fn process_watermark(&mut self, w: Timestamp, _: &mut Collector<'_, u64>) -> Result<()> {
+        assert!(w > self.watermark, "watermarks only move forward");
+        self.watermark = w;
+        self.log.lock().unwrap().push((self.subtask, w));
+        Ok(())
+    }
+}
+
+fn observe(
+    log: &Arc<Mutex<Vec<(usize, Timestamp)>>>,
+) -> impl Fn(&OperatorContext) -> Result<Observe> + Send + Sync + 'static {
+    let log = log.clone();
+    move |ctx: &OperatorContext| {
+        Ok(Observe {
+            subtask: ctx.subtask,
+            seen: 0,
+            watermark: Timestamp::MIN,
+            log: log.clone(),
+        })
+    }
+}
+
+fn run(parallelism: usize, mode: RuntimeMode) -> (Vec<u64>, WatermarkLog, WatermarkLog) {
+    let env = StreamExecutionEnvironment::local();
+    env.set_parallelism(parallelism)
+        .set_runtime_mode(mode)
+        .set_batch_size(16);
+    let before = Arc::new(Mutex::new(Vec::new()));
+    let after = Arc::new(Mutex::new(Vec::new()));
+    let out = env
+        .add_source(Ordered { count: 5_000 })
+        // Chained to the source: sees the source's own watermarks.
+        .transform("before shuffle", observe(&before))
+        .rebalance()
+        // Behind a shuffle from every source subtask: sees their minimum.
+        .transform("after shuffle", observe(&after))
+        .map(|x: u64| x)
+        .collect();
+    let mut result = env.execute("watermarks").unwrap();
+    let mut records = result.collected(&out).unwrap();
+    records.sort_unstable();
+    let before = before.lock().unwrap().clone();
+    let after = after.lock().unwrap().clone();
+    (records, before, after)
+}
+
+#[test]
+fn watermarks_flow_in_band_and_end_at_the_maximum() {
+    for parallelism in [1, 2, 3] {
+        for mode in [RuntimeMode::Streaming, RuntimeMode::Batch] {
+            let (records, before, after) = run(parallelism, mode);
+            assert_eq!(
+                records,
+                (0..5_000).collect::<Vec<_>>(),
+                "p={parallelism} {mode:?}"
+            );
+            for subtask in 0..parallelism {
+                for log in [&before, &after] {
+                    let mine: Vec<Timestamp> = log
+                        .iter()
+                        .filter(|(s, _)| *s == subtask)
+                        .map(|(_, w)| *w)
+                        .collect();
+                    assert_eq!(
+                        mine.last(),
+                        Some(&MAX_WATERMARK),
+                        "every subtask ends at the final watermark (p={parallelism} {mode:?})"
+                    );
+                    assert!(mine.windows(2).all(|w| w[0] < w[1]), "monotone: {mine:?}");
+                }
+                // A source's watermarks advance with its records, long before the end.
+                let own = before.iter().filter(|(s, _)| *s == subtask).count();
+                assert!(
+                    own > 10,
+                    "only {own} watermarks from source subtask {subtask}"
+                );
+            }
+            // Behind the shuffle a watermark is a minimum over the sources' watermarks, so
+            // one that some source emitted; and it never passed a record still to come (the
+            // observer fails the job if a record arrives behind its watermark).
+            let emitted: std::collections::HashSet<Timestamp> =
+                before.iter().map(|(_, w)| *w).collect();
+            assert!(
+                after.iter().all(|(_, w)| emitted.contains(w)),
+                "a watermark behind the shuffle that no source emitted: {after:?}"
+            );
+        }
+    }
+}
+
+/// A two-input operator's watermark is the minimum over both inputs: the fast input cannot
+/// carry it past the slow one, and it ends at the maximum when both have ended.
+#[test]
+fn a_two_input_task_waits_for_its_slower_input() {
+    let env = StreamExecutionEnvironment::local();
+    env.set_parallelism(2)
+        .set_runtime_mode(RuntimeMode::Streaming)
+        .set_batch_size(16);
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let fast = env.add_source(Ordered { count: 4_000 });
+    let slow = env.add_source(Ordered { count: 400 }).map(|x: u64| x * 10);
+    let out = fast
+        .connect(&slow)
+        .co_map(|a: u64| a, |b: u64| b)
+        .transform("after join", observe(&log))
+        .collect();
+    let mut result = env.execute("two inputs").unwrap();
+    let mut records = result.collected(&out).unwrap();
+    records.sort_unstable();
+    let mut expected: Vec<u64> = (0..4_000).chain((0..400).map(|x| x * 10)).collect();
+    expected.sort_unstable();
+    assert_eq!(records, expected);
+    let log = log.lock().unwrap().clone();
+    for subtask in 0..2 {
+        let mine: Vec<Timestamp> = log
+            .iter()
+            .filter(|(s, _)| *s == subtask)
+            .map(|(_, w)| *w)
+            .collect();
+        assert_eq!(mine.last(), Some(&MAX_WATERMARK), "{mine:?}");
+    }
+}
