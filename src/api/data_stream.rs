@@ -120,6 +120,7 @@ impl<T: Data> DataStream<T> {
     ///     }
     /// }
     /// let env = StreamExecutionEnvironment::local();
+    /// env.set_parallelism(1);
     /// let out = env
     ///     .from_collection(vec!["a".to_string(), "b".into()])
     ///     .transform("Count", |_: &OperatorContext| Ok(Count(0)))
