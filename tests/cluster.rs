@@ -1097,3 +1097,81 @@ fn a_restart_without_slots_fails_the_job_when_the_strategy_is_used_up() {
         "{status}"
     );
 }
+
+/// Every subtask's watermark in REST (Flink's shape) and Prometheus: before the first
+/// watermark a running job's subtasks show the minimum; a finished bounded job's show the final
+/// watermark; a vertex that does not exist is a clear 404.
+#[test]
+fn subtask_watermarks_are_visible_in_rest_and_prometheus() {
+    let cluster = Cluster::start(2, 2, 5_000);
+    let input = corpus(cluster.dir.path(), 2_000);
+    let run = cluster.hummer_ok(&[
+        "wordcount",
+        input.to_str().unwrap(),
+        "--parallelism",
+        "3",
+        "--output",
+        cluster.dir.path().join("w").to_str().unwrap(),
+    ]);
+    let done = submitted_id(&run);
+    let (code, rows) = http_get(
+        &cluster.rest,
+        &format!("/jobs/{done}/vertices/0/watermarks"),
+    );
+    assert_eq!(code, 200);
+    let rows = rows.as_array().expect("an array").clone();
+    let ids: Vec<&str> = rows.iter().filter_map(|r| r["id"].as_str()).collect();
+    assert_eq!(
+        ids,
+        [
+            "0.currentInputWatermark",
+            "1.currentInputWatermark",
+            "2.currentInputWatermark"
+        ]
+    );
+    let max = i64::MAX.to_string();
+    assert!(
+        rows.iter().all(|r| r["value"] == max.as_str()),
+        "a finished bounded job ends at the final watermark: {rows:?}"
+    );
+    let (code, _) = http_get(
+        &cluster.rest,
+        &format!("/jobs/{done}/vertices/99/watermarks"),
+    );
+    assert_eq!(code, 404);
+
+    let run = cluster.hummer(&[
+        "wordcount",
+        "--mode",
+        "streaming",
+        "--corpus-lines",
+        "0",
+        "--corpus-rate",
+        "500",
+        "--parallelism",
+        "2",
+        "--output",
+        cluster.dir.path().join("s").to_str().unwrap(),
+    ]);
+    let running = submitted_id(&run);
+    cluster.wait_for_status(&running, "Running", Duration::from_secs(10));
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let line = loop {
+        let metrics = http_text(&cluster.rest, "/metrics");
+        let line = metrics
+            .lines()
+            .find(|l| l.starts_with(&format!("hummer_job_vertex_watermark{{job=\"{running}\"")))
+            .map(str::to_string);
+        match line {
+            Some(l) => break l,
+            None if std::time::Instant::now() > deadline => panic!("no watermark gauge: {metrics}"),
+            None => std::thread::sleep(Duration::from_millis(200)),
+        }
+    };
+    assert!(
+        line.ends_with(&format!(" {}", i64::MIN as f64)),
+        "an unbounded source without watermarks holds the minimum: {line}"
+    );
+    let cancel = cluster.hummer(&["cancel", &running]);
+    assert!(cancel.status.success());
+}

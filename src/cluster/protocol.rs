@@ -472,6 +472,7 @@ mod tests {
             },
             Message::WorkerFinished {
                 vertices: vec![VertexMetrics {
+                    watermarks: vec![(0, 7)],
                     name: "v".into(),
                     parallelism: 2,
                     records_in: 3,

@@ -76,10 +76,13 @@ pub struct RunningJob {
     counters: JobCounters,
 }
 
+/// `(vertex, subtask index)` of a task that counts towards a vertex.
+type SubtaskPlace = (usize, usize);
+
 /// The live counters of a running job's subtasks, summed per vertex on demand.
 #[derive(Clone)]
 pub struct JobCounters {
-    counters: Arc<Vec<(Arc<SubtaskMetrics>, Option<usize>)>>,
+    counters: Arc<Vec<(Arc<SubtaskMetrics>, Option<SubtaskPlace>)>>,
     vertex_names: Arc<Vec<(String, usize)>>,
 }
 
@@ -96,14 +99,22 @@ impl JobCounters {
                 records_in: 0,
                 records_out: 0,
                 backpressured_ns: 0,
+                watermarks: Vec::new(),
             })
             .collect();
-        for (m, v) in self.counters.iter() {
-            if let Some(t) = v.and_then(|v| totals.get_mut(v)) {
+        for (m, place) in self.counters.iter() {
+            let Some((vertex, subtask)) = *place else {
+                continue;
+            };
+            if let Some(t) = totals.get_mut(vertex) {
                 t.records_in += m.records_in.load(Relaxed);
                 t.records_out += m.records_out.load(Relaxed);
                 t.backpressured_ns += m.backpressured_ns.load(Relaxed);
+                t.watermarks.push((subtask, m.watermark.load(Relaxed)));
             }
+        }
+        for t in &mut totals {
+            t.watermarks.sort_unstable();
         }
         totals
     }
@@ -163,8 +174,8 @@ struct PreparedTask {
     body: Box<dyn TaskBody>,
     waker: Arc<TaskWaker>,
     metrics: Arc<SubtaskMetrics>,
-    /// Vertex whose counters it adds to (`None` for network tasks).
-    vertex: Option<usize>,
+    /// Vertex and subtask index whose counters it adds to (`None` for network tasks).
+    vertex: Option<SubtaskPlace>,
     /// Global subtask index (network tasks: the producing or consuming subtask's).
     global: usize,
 }
@@ -210,7 +221,7 @@ pub fn start(
             body: builder.build(place, &metrics[global])?,
             waker: wakers[global].clone(),
             metrics: metrics[global].clone(),
-            vertex: Some(st.vertex),
+            vertex: Some((st.vertex, st.index)),
             global,
         });
     }
@@ -259,7 +270,7 @@ fn spawn(
     if let Some(c) = checkpoints {
         c.hub.bind_wakers(failure.wakers.clone());
     }
-    let counters: Vec<(Arc<SubtaskMetrics>, Option<usize>)> = tasks
+    let counters: Vec<(Arc<SubtaskMetrics>, Option<SubtaskPlace>)> = tasks
         .iter()
         .map(|t| (t.metrics.clone(), t.vertex))
         .collect();

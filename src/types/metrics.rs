@@ -59,6 +59,20 @@ pub struct VertexMetrics {
     /// Nanoseconds its subtasks waited on full output channels, summed.
     #[serde(default)]
     pub backpressured_ns: u64,
+    /// `(subtask, current watermark)` of each of its subtasks, by subtask.
+    #[serde(default)]
+    pub watermarks: Vec<(usize, Timestamp)>,
+}
+
+impl VertexMetrics {
+    /// Adds the counters of the same vertex in another process (a cluster's other workers).
+    pub fn merge(&mut self, other: &VertexMetrics) {
+        self.records_in += other.records_in;
+        self.records_out += other.records_out;
+        self.backpressured_ns += other.backpressured_ns;
+        self.watermarks.extend_from_slice(&other.watermarks);
+        self.watermarks.sort_unstable();
+    }
 }
 
 /// Progress of a job's bounded inputs, for progress bars. Sources that know their size add it

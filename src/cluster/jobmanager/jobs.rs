@@ -195,9 +195,7 @@ impl JobEntry {
                 continue;
             }
             for (t, m) in totals.iter_mut().zip(&w.metrics) {
-                t.records_in += m.records_in;
-                t.records_out += m.records_out;
-                t.backpressured_ns += m.backpressured_ns;
+                t.merge(m);
             }
         }
         totals

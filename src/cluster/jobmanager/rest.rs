@@ -21,6 +21,7 @@ pub fn router(shared: Shared) -> Router {
         .route("/jobs/{id}", get(job).patch(cancel))
         .route("/jobs/{id}/plan", get(plan))
         .route("/jobs/{id}/checkpoints", get(checkpoints))
+        .route("/jobs/{id}/vertices/{vertex}/watermarks", get(watermarks))
         .route("/taskmanagers/{id}/monitor", get(monitor_history))
         .route("/metrics", get(prometheus))
         .with_state(shared)
@@ -197,6 +198,32 @@ async fn checkpoints(State(shared): State<Shared>, Path(id): Path<String>) -> Re
     )
 }
 
+/// The current watermark of every subtask of a job vertex, in Flink's shape:
+/// `[{"id": "<subtask>.currentInputWatermark", "value": "<ms>"}]` (`-9223372036854775808` before
+/// the first watermark, `9223372036854775807` after the end of the input).
+async fn watermarks(
+    State(shared): State<Shared>,
+    Path((id, vertex)): Path<(String, usize)>,
+) -> Reply {
+    let state = lock(&shared);
+    let Some(j) = state.jobs.get(&id) else {
+        return not_found(&id);
+    };
+    let totals = j.vertex_totals();
+    let Some(v) = totals.get(vertex) else {
+        return (
+            StatusCode::NOT_FOUND,
+            Json(json!({"errors": [format!("job {id} has no vertex {vertex}")]})),
+        );
+    };
+    let rows: Vec<Value> = v
+        .watermarks
+        .iter()
+        .map(|(subtask, w)| json!({"id": format!("{subtask}.currentInputWatermark"), "value": w.to_string()}))
+        .collect();
+    (StatusCode::OK, Json(Value::Array(rows)))
+}
+
 async fn plan(State(shared): State<Shared>, Path(id): Path<String>) -> Reply {
     let state = lock(&shared);
     let Some(j) = state.jobs.get(&id) else {
@@ -287,6 +314,22 @@ async fn prometheus(
                 (format!("{{state=\"{s:?}\"}}"), n as f64)
             })
             .collect(),
+    );
+    let mut watermarks = Vec::new();
+    for j in state.jobs.values().filter(|j| !j.is_terminal()) {
+        for (v, totals) in j.vertex_totals().iter().enumerate() {
+            for (subtask, w) in &totals.watermarks {
+                watermarks.push((
+                    format!("{{job=\"{}\",vertex=\"{v}\",subtask=\"{subtask}\"}}", j.id),
+                    *w as f64,
+                ));
+            }
+        }
+    }
+    gauge(
+        "hummer_job_vertex_watermark",
+        "Current watermark of each subtask of a running job, in epoch milliseconds.",
+        watermarks,
     );
     gauge(
         "hummer_monitor_reports_rejected",
