@@ -208,3 +208,92 @@ fn a_two_input_task_waits_for_its_slower_input() {
         assert_eq!(mine.last(), Some(&MAX_WATERMARK), "{mine:?}");
     }
 }
+
+/// Source subtask 0 reads an endless ordered stream; subtask 1 never has anything, and says
+/// it is idle if `idle` is set.
+#[derive(Clone)]
+struct HalfSilent {
+    idle: bool,
+}
+
+struct HalfSilentReader {
+    producing: bool,
+    idle: bool,
+    next: u64,
+}
+
+impl Source<u64> for HalfSilent {
+    fn name(&self) -> String {
+        "HalfSilent".into()
+    }
+    fn is_bounded(&self) -> bool {
+        false
+    }
+    fn create_reader(&self, ctx: &SourceContext) -> Result<Box<dyn SourceReader<u64>>> {
+        Ok(Box::new(HalfSilentReader {
+            producing: ctx.subtask == 0,
+            idle: self.idle,
+            next: 0,
+        }))
+    }
+}
+
+impl SourceReader<u64> for HalfSilentReader {
+    fn poll_next(&mut self, out: &mut Vec<u64>, _max: usize) -> Result<SourceStatus> {
+        if !self.producing {
+            return Ok(SourceStatus::Idle(std::time::Duration::from_millis(5)));
+        }
+        for _ in 0..10 {
+            out.push(self.next);
+            self.next += 1;
+        }
+        Ok(SourceStatus::Idle(std::time::Duration::from_millis(1)))
+    }
+    fn current_watermark(&self) -> Option<Timestamp> {
+        self.producing.then_some(self.next as Timestamp - 1)
+    }
+    fn is_idle(&self) -> bool {
+        !self.producing && self.idle
+    }
+}
+
+/// Runs the half-silent job for up to `wait` and returns the largest watermark seen behind the
+/// shuffle (none: `None`).
+fn watermark_behind_a_silent_subtask(idle: bool, wait: std::time::Duration) -> Option<Timestamp> {
+    let env = StreamExecutionEnvironment::local();
+    env.set_parallelism(2)
+        .set_runtime_mode(RuntimeMode::Streaming);
+    let log = Arc::new(Mutex::new(Vec::new()));
+    env.add_source(HalfSilent { idle })
+        .rebalance()
+        .transform("behind the shuffle", observe(&log))
+        .filter(|_: &u64| false)
+        .collect();
+    let job = env.execute_async("half silent").unwrap();
+    let deadline = std::time::Instant::now() + wait;
+    while std::time::Instant::now() < deadline {
+        if log.lock().unwrap().iter().any(|(_, w)| *w > 1_000) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    job.cancel();
+    assert!(matches!(job.wait(), Err(HummerError::Cancelled)));
+    log.lock().unwrap().iter().map(|(_, w)| *w).max()
+}
+
+/// An idle source subtask does not hold back the watermark behind it; one that is silent
+/// without saying so does, and no watermark passes it.
+#[test]
+fn an_idle_source_subtask_does_not_hold_the_watermark_back() {
+    let advanced = watermark_behind_a_silent_subtask(true, std::time::Duration::from_secs(20));
+    assert!(
+        advanced.is_some_and(|w| w > 1_000),
+        "the watermark should follow the producing subtask: {advanced:?}"
+    );
+    let held = watermark_behind_a_silent_subtask(false, std::time::Duration::from_millis(800));
+    assert_eq!(
+        held, None,
+        "a silent subtask that is not idle holds the watermark"
+    );
+}

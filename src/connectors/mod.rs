@@ -96,6 +96,13 @@ pub trait SourceReader<T>: Send {
         None
     }
 
+    /// Whether the reader is idle: it has had nothing to read for a while and, until it
+    /// reads again, its watermark must not hold back the job's (a Kafka partition without new
+    /// records, say). `false` by default.
+    fn is_idle(&self) -> bool {
+        false
+    }
+
     /// Continues from a position `snapshot_position` returned.
     fn restore_position(&mut self, position: &[u8]) -> Result<()> {
         let _ = position;

@@ -3,7 +3,7 @@
 
 use crate::error::{HummerError, Result};
 use crate::state::task_state::TaskSnapshot;
-use crate::types::{CheckpointId, Timestamp};
+use crate::types::{CheckpointId, Timestamp, WatermarkStatus};
 
 /// Receives the batches of one stream: the next link of a chain, a fan-out, or a writer into
 /// the channels of a shuffle.
@@ -26,6 +26,8 @@ pub trait Output<T>: Send {
     /// follows. Hands on what is buffered first, so the watermark keeps its place after the
     /// records before it.
     fn watermark(&mut self, watermark: Timestamp) -> Result<()>;
+    /// The stream became idle (its watermark holds nothing back) or active again.
+    fn watermark_status(&mut self, status: WatermarkStatus) -> Result<()>;
 }
 
 /// Where an operator puts its output records.

@@ -57,4 +57,7 @@ impl<T: Send> Output<T> for Gather<T> {
     fn watermark(&mut self, _watermark: crate::types::Timestamp) -> Result<()> {
         Ok(())
     }
+    fn watermark_status(&mut self, _status: crate::types::WatermarkStatus) -> Result<()> {
+        Ok(())
+    }
 }

@@ -14,7 +14,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use crate::error::{HummerError, Result, panic_message};
 use crate::operators::{Collector, OneInputOperator, OperatorContext, Output, TwoInputOperator};
 use crate::state::task_state::TaskSnapshot;
-use crate::types::{CheckpointId, Timestamp};
+use crate::types::{CheckpointId, Timestamp, WatermarkStatus};
 
 /// Runs `f` (a call into an operator), turning a panic or an error into an error that names
 /// the operator and subtask.
@@ -133,6 +133,10 @@ where
         })?;
         self.next.watermark(watermark)
     }
+
+    fn watermark_status(&mut self, status: WatermarkStatus) -> Result<()> {
+        self.next.watermark_status(status)
+    }
 }
 
 /// The head of a chain that starts with a two-input operator.
@@ -202,6 +206,10 @@ impl<Op: TwoInputOperator> TwoInputHead<Op> {
         self.next.watermark(watermark)
     }
 
+    pub(crate) fn watermark_status(&mut self, status: WatermarkStatus) -> Result<()> {
+        self.next.watermark_status(status)
+    }
+
     pub(crate) fn finish(&mut self) -> Result<()> {
         let limit = self.ctx.batch_size;
         let (op, buf, next) = (&mut self.op, &mut self.buf, &mut *self.next);
@@ -255,6 +263,12 @@ impl<T: Clone + Send> Output<T> for FanOut<T> {
         self.outputs
             .iter_mut()
             .try_for_each(|o| o.watermark(watermark))
+    }
+
+    fn watermark_status(&mut self, status: WatermarkStatus) -> Result<()> {
+        self.outputs
+            .iter_mut()
+            .try_for_each(|o| o.watermark_status(status))
     }
 }
 
@@ -349,6 +363,9 @@ mod tests {
             Ok(())
         }
         fn watermark(&mut self, _watermark: Timestamp) -> Result<()> {
+            Ok(())
+        }
+        fn watermark_status(&mut self, _status: WatermarkStatus) -> Result<()> {
             Ok(())
         }
     }

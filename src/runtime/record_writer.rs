@@ -14,7 +14,7 @@ use crate::state::task_state::TaskSnapshot;
 use crate::types::CancelToken;
 use crate::types::StreamEvent;
 use crate::types::metrics::SubtaskMetrics;
-use crate::types::{CheckpointId, Timestamp};
+use crate::types::{CheckpointId, Timestamp, WatermarkStatus};
 
 /// Sends an event into a channel; time spent waiting on a blocked channel is added to
 /// `metrics` as backpressure.
@@ -116,6 +116,16 @@ impl<T: crate::types::Data> RecordWriter<T> {
         )
     }
 
+    /// Hands on what is buffered, then sends a control event to every channel, so that it
+    /// keeps its place after the records before it.
+    fn broadcast(&mut self, event: impl Fn() -> StreamEvent<T>) -> Result<()> {
+        self.flush()?;
+        for channel in &mut self.channels {
+            send_counted(channel, event(), &self.cancel, &self.metrics)?;
+        }
+        Ok(())
+    }
+
     /// Appends a whole batch to one channel, handing it over uncopied when it is large.
     fn append(&mut self, channel: usize, batch: &mut Vec<T>) -> Result<()> {
         if self.buffers[channel].is_empty() && batch.len() * 2 >= self.batch_size {
@@ -214,15 +224,10 @@ impl<T: crate::types::Data> Output<T> for RecordWriter<T> {
     }
 
     fn watermark(&mut self, watermark: Timestamp) -> Result<()> {
-        self.flush()?;
-        for channel in &mut self.channels {
-            send_counted(
-                channel,
-                StreamEvent::Watermark(watermark),
-                &self.cancel,
-                &self.metrics,
-            )?;
-        }
-        Ok(())
+        self.broadcast(|| StreamEvent::Watermark(watermark))
+    }
+
+    fn watermark_status(&mut self, status: WatermarkStatus) -> Result<()> {
+        self.broadcast(|| StreamEvent::Status(status))
     }
 }

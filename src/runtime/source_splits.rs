@@ -108,14 +108,26 @@ impl<T> SourceSplits<T> {
         })
     }
 
-    /// The minimum of the unfinished splits' watermarks (`None` if one of them has none; the
-    /// maximum once all have finished).
+    /// The minimum of the watermarks of the splits that are neither finished nor idle (`None`
+    /// if one of them has none, or if every unfinished split is idle; the maximum once all
+    /// have finished).
     pub(crate) fn watermark(&self) -> Option<Timestamp> {
-        let mut min = MAX_WATERMARK;
-        for split in self.splits.iter().filter(|s| !s.finished) {
-            min = min.min(split.reader.current_watermark()?);
+        let mut open = self.splits.iter().filter(|s| !s.finished).peekable();
+        if open.peek().is_none() {
+            return Some(MAX_WATERMARK);
         }
-        Some(min)
+        let mut min = None;
+        for split in open.filter(|s| !s.reader.is_idle()) {
+            let w = split.reader.current_watermark()?;
+            min = Some(min.map_or(w, |m: Timestamp| m.min(w)));
+        }
+        min
+    }
+
+    /// Whether every unfinished split is idle (and one is unfinished).
+    pub(crate) fn is_idle(&self) -> bool {
+        let mut open = self.splits.iter().filter(|s| !s.finished).peekable();
+        open.peek().is_some() && open.all(|s| s.reader.is_idle())
     }
 
     /// The positions of every split, or `None` if one of them cannot be replayed.

@@ -23,12 +23,14 @@ use crate::error::{HummerError, Result};
 use crate::operators::{OperatorContext, Output, TwoInputOperator};
 use crate::runtime::chain::{TwoInputHead, guarded};
 use crate::runtime::source_splits::SourceSplits;
-use crate::runtime::watermark_valve::WatermarkValve;
+use crate::runtime::watermark_valve::{ValveChange, WatermarkValve};
 use crate::state::task_state::{SourceSplit, TaskAck, TaskSnapshot};
 use crate::types::CancelToken;
 use crate::types::CheckpointId;
 use crate::types::metrics::SubtaskMetrics;
-use crate::types::{MAX_WATERMARK, MIN_WATERMARK, PARK_SAFETY_TIMEOUT, StreamEvent, Timestamp};
+use crate::types::{
+    MAX_WATERMARK, MIN_WATERMARK, PARK_SAFETY_TIMEOUT, StreamEvent, Timestamp, WatermarkStatus,
+};
 
 /// What a task needs from its surroundings while it runs.
 pub(crate) struct TaskRuntime {
@@ -215,8 +217,8 @@ struct GatePoll {
     /// A barrier or an end of input, which the task hands to its aligner before it polls
     /// again.
     control: Option<Control>,
-    /// The task's new watermark, if the events taken advanced it.
-    watermark: Option<Timestamp>,
+    /// What the watermarks, statuses and ends taken changed about the task's output.
+    change: ValveChange,
 }
 
 /// An event on one channel that the barrier aligner must see. Channels are numbered across
@@ -271,9 +273,11 @@ impl<T> InputGate<T> {
                     }
                     Some(StreamEvent::Watermark(w)) => {
                         result.progressed = true;
-                        if let Some(advanced) = valve.on_watermark(base + idx, w) {
-                            result.watermark = Some(advanced);
-                        }
+                        result.change = result.change.then(valve.on_watermark(base + idx, w));
+                    }
+                    Some(StreamEvent::Status(status)) => {
+                        result.progressed = true;
+                        result.change = result.change.then(valve.on_status(base + idx, status));
                     }
                     Some(StreamEvent::Barrier(id)) => {
                         result.progressed = true;
@@ -287,9 +291,7 @@ impl<T> InputGate<T> {
                         result.progressed = true;
                         self.live[idx] = false;
                         self.open -= 1;
-                        if let Some(advanced) = valve.on_end(base + idx) {
-                            result.watermark = Some(advanced);
-                        }
+                        result.change = result.change.then(valve.on_end(base + idx));
                         result.control = Some(Control::Ended {
                             channel: base + idx,
                         });
@@ -301,6 +303,28 @@ impl<T> InputGate<T> {
         }
         Ok(result)
     }
+}
+
+/// Hands on what a poll changed about the task's watermark and status: becoming active
+/// before the watermark that follows, becoming idle after the watermark before it.
+fn hand_on<O: ?Sized>(
+    change: ValveChange,
+    rt: &TaskRuntime,
+    out: &mut O,
+    watermark: fn(&mut O, Timestamp) -> Result<()>,
+    status: fn(&mut O, WatermarkStatus) -> Result<()>,
+) -> Result<()> {
+    if change.status == Some(WatermarkStatus::Active) {
+        status(out, WatermarkStatus::Active)?;
+    }
+    if let Some(w) = change.watermark {
+        rt.metrics.set_watermark(w);
+        watermark(out, w)?;
+    }
+    if change.status == Some(WatermarkStatus::Idle) {
+        status(out, WatermarkStatus::Idle)?;
+    }
+    Ok(())
 }
 
 /// Called when no input is available: flushes what is buffered, or parks if nothing is.
@@ -365,8 +389,10 @@ impl<T: Send + 'static> TaskBody for SourceTask<T> {
         let mut injected = checkpoints.notified;
         // With checkpoints, a source that has read everything waits for the final checkpoint.
         let mut exhausted = false;
-        // The newest watermark handed on (the minimum over the splits' watermarks).
+        // The newest watermark handed on (the minimum over the splits' watermarks), and
+        // whether the source said it is idle.
         let mut emitted = MIN_WATERMARK;
+        let mut source_idle = false;
         loop {
             if rt.cancel.is_cancelled() {
                 return Err(HummerError::Cancelled);
@@ -400,15 +426,29 @@ impl<T: Send + 'static> TaskBody for SourceTask<T> {
             }
             // The end of a bounded input is the final watermark: everything event time
             // waits for completes.
-            let watermark = match status {
-                SourceStatus::Finished => Some(MAX_WATERMARK),
-                _ => guarded(&ctx, || Ok(splits.watermark()))?,
+            let (watermark, now_idle) = match status {
+                SourceStatus::Finished => (Some(MAX_WATERMARK), false),
+                _ => guarded(&ctx, || Ok((splits.watermark(), splits.is_idle())))?,
             };
-            if let Some(w) = watermark.filter(|w| *w > emitted) {
+            let change = ValveChange {
+                watermark: watermark.filter(|w| *w > emitted),
+                status: (now_idle != source_idle).then_some(if now_idle {
+                    WatermarkStatus::Idle
+                } else {
+                    WatermarkStatus::Active
+                }),
+            };
+            if let Some(w) = change.watermark {
                 emitted = w;
-                rt.metrics.set_watermark(w);
-                head.watermark(w)?;
             }
+            source_idle = now_idle;
+            hand_on(
+                change,
+                rt,
+                &mut *head,
+                |o, w| o.watermark(w),
+                |o, s| o.watermark_status(s),
+            )?;
             match status {
                 SourceStatus::Finished => match &rt.checkpoints {
                     None => return head.finish(),
@@ -452,10 +492,13 @@ impl<T: Send + 'static> TaskBody for OneInputTask<T> {
                 rt.metrics.add_in(batch.len());
                 head.push(&mut batch)
             })?;
-            if let Some(w) = poll.watermark {
-                rt.metrics.set_watermark(w);
-                head.watermark(w)?;
-            }
+            hand_on(
+                poll.change,
+                rt,
+                &mut *head,
+                |o, w| o.watermark(w),
+                |o, s| o.watermark_status(s),
+            )?;
             if let Some(control) = poll.control {
                 checkpoints.on_control(control, |s| head.barrier(s))?;
             }
@@ -501,10 +544,13 @@ where
                 rt.metrics.add_in(batch.len());
                 head.push1(&mut batch)
             })?;
-            if let Some(w) = p1.watermark {
-                rt.metrics.set_watermark(w);
-                head.watermark(w)?;
-            }
+            hand_on(
+                p1.change,
+                rt,
+                &mut head,
+                |o, w| o.watermark(w),
+                |o, s| o.watermark_status(s),
+            )?;
             if let Some(control) = p1.control {
                 checkpoints.on_control(control, |s| head.barrier(s))?;
             }
@@ -512,10 +558,13 @@ where
                 rt.metrics.add_in(batch.len());
                 head.push2(&mut batch)
             })?;
-            if let Some(w) = p2.watermark {
-                rt.metrics.set_watermark(w);
-                head.watermark(w)?;
-            }
+            hand_on(
+                p2.change,
+                rt,
+                &mut head,
+                |o, w| o.watermark(w),
+                |o, s| o.watermark_status(s),
+            )?;
             if let Some(control) = p2.control {
                 checkpoints.on_control(control, |s| head.barrier(s))?;
             }

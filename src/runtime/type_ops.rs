@@ -153,6 +153,9 @@ impl<T: Send> Output<T> for Discard<T> {
     fn watermark(&mut self, _watermark: crate::types::Timestamp) -> Result<()> {
         Ok(())
     }
+    fn watermark_status(&mut self, _status: crate::types::WatermarkStatus) -> Result<()> {
+        Ok(())
+    }
 }
 
 impl<T: Data> TypeOps for TypeOpsImpl<T> {

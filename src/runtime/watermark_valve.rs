@@ -1,44 +1,102 @@
-//! How a task's watermark follows its inputs: the minimum over its input channels, never
-//! going back.
+//! How a task's watermark follows its inputs: the minimum over its active input channels,
+//! never going back; and whether the task is idle.
 //!
 //! Each channel's watermark only moves forward (a late, smaller watermark on a channel is
-//! ignored); a channel that has ended holds nothing back (its watermark is the maximum). The
-//! task's watermark is the minimum over all its channels, across both inputs of a two-input
-//! task, and is handed on only when it advances.
+//! ignored). A channel that has ended holds nothing back. An idle channel (its producer said
+//! so in band) holds nothing back either, until it is active again; a channel that comes back
+//! behind the task's watermark holds it until it catches up, since the task's watermark never
+//! goes back. When every channel that has not ended is idle, the task is idle: its watermark
+//! stays where it is and its consumers stop waiting for it. (Flink then also advances to the
+//! largest idle channel's watermark; that can make records of a channel that comes back late,
+//! so Hummer does not.) The task's watermark is the one over all its channels, across both
+//! inputs of a two-input task.
 
-use crate::types::{MAX_WATERMARK, MIN_WATERMARK, Timestamp};
+use crate::types::{MAX_WATERMARK, MIN_WATERMARK, Timestamp, WatermarkStatus};
 
-/// Combines the watermarks of a task's input channels (numbered across its inputs).
+#[derive(Clone, Copy, Debug)]
+struct Channel {
+    watermark: Timestamp,
+    idle: bool,
+    ended: bool,
+}
+
+/// What an event changed about the task's output.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct ValveChange {
+    /// The task's new watermark, if it advanced.
+    pub(crate) watermark: Option<Timestamp>,
+    /// The task's new status, if it changed.
+    pub(crate) status: Option<WatermarkStatus>,
+}
+
+impl ValveChange {
+    /// Folds a later change into this one (the later watermark and status win).
+    pub(crate) fn then(self, later: ValveChange) -> ValveChange {
+        ValveChange {
+            watermark: later.watermark.or(self.watermark),
+            status: later.status.or(self.status),
+        }
+    }
+}
+
+/// Combines the watermarks and statuses of a task's input channels (numbered across its
+/// inputs).
 ///
-/// Invariant: `current` is the minimum of `channels` as last handed on, and never decreases.
+/// Invariants: `current` never decreases; `idle` is true exactly when no channel is active
+/// and at least one has not ended.
 #[derive(Debug)]
 pub(crate) struct WatermarkValve {
-    channels: Vec<Timestamp>,
+    channels: Vec<Channel>,
     current: Timestamp,
+    idle: bool,
 }
 
 impl WatermarkValve {
-    /// A valve over `channels` input channels, all at the minimum.
+    /// A valve over `channels` input channels, all active at the minimum.
     pub(crate) fn new(channels: usize) -> Self {
         WatermarkValve {
-            channels: vec![MIN_WATERMARK; channels],
+            channels: vec![
+                Channel {
+                    watermark: MIN_WATERMARK,
+                    idle: false,
+                    ended: false,
+                };
+                channels
+            ],
             current: MIN_WATERMARK,
+            idle: false,
         }
     }
 
-    /// Channel `channel` delivered watermark `w`; returns the task's watermark if it advanced.
-    pub(crate) fn on_watermark(&mut self, channel: usize, w: Timestamp) -> Option<Timestamp> {
-        let slot = self.channels.get_mut(channel)?;
-        if w <= *slot {
-            return None;
+    /// Channel `channel` delivered watermark `w`.
+    pub(crate) fn on_watermark(&mut self, channel: usize, w: Timestamp) -> ValveChange {
+        match self.channels.get_mut(channel) {
+            Some(c) if w > c.watermark => c.watermark = w,
+            _ => return ValveChange::default(),
         }
-        *slot = w;
-        self.advance()
+        self.update()
+    }
+
+    /// Channel `channel` became idle or active.
+    pub(crate) fn on_status(&mut self, channel: usize, status: WatermarkStatus) -> ValveChange {
+        match self.channels.get_mut(channel) {
+            Some(c) if !c.ended => c.idle = status == WatermarkStatus::Idle,
+            _ => return ValveChange::default(),
+        }
+        self.update()
     }
 
     /// Channel `channel` ended: it no longer holds the watermark back.
-    pub(crate) fn on_end(&mut self, channel: usize) -> Option<Timestamp> {
-        self.on_watermark(channel, MAX_WATERMARK)
+    pub(crate) fn on_end(&mut self, channel: usize) -> ValveChange {
+        match self.channels.get_mut(channel) {
+            Some(c) if !c.ended => {
+                c.ended = true;
+                c.idle = false;
+                c.watermark = MAX_WATERMARK;
+            }
+            _ => return ValveChange::default(),
+        }
+        self.update()
     }
 
     /// The task's watermark.
@@ -47,12 +105,35 @@ impl WatermarkValve {
         self.current
     }
 
-    fn advance(&mut self) -> Option<Timestamp> {
-        let min = self.channels.iter().copied().min().unwrap_or(MAX_WATERMARK);
-        (min > self.current).then(|| {
-            self.current = min;
-            min
-        })
+    /// Whether the task is idle.
+    #[cfg(test)]
+    pub(crate) fn is_idle(&self) -> bool {
+        self.idle
+    }
+
+    fn update(&mut self) -> ValveChange {
+        let mut change = ValveChange::default();
+        let open: Vec<&Channel> = self.channels.iter().filter(|c| !c.ended).collect();
+        let active: Vec<&Channel> = open.iter().copied().filter(|c| !c.idle).collect();
+        let idle = active.is_empty() && !open.is_empty();
+        let candidate = if open.is_empty() {
+            Some(MAX_WATERMARK)
+        } else {
+            active.iter().map(|c| c.watermark).min()
+        };
+        if let Some(w) = candidate.filter(|w| *w > self.current) {
+            self.current = w;
+            change.watermark = Some(w);
+        }
+        if idle != self.idle {
+            self.idle = idle;
+            change.status = Some(if idle {
+                WatermarkStatus::Idle
+            } else {
+                WatermarkStatus::Active
+            });
+        }
+        change
     }
 }
 
@@ -62,53 +143,92 @@ mod tests {
 
     use super::*;
 
+    fn wm(w: Timestamp) -> ValveChange {
+        ValveChange {
+            watermark: Some(w),
+            status: None,
+        }
+    }
+
     #[test]
     fn the_slowest_channel_holds_the_watermark_and_an_ended_one_does_not() {
         let mut v = WatermarkValve::new(3);
-        assert_eq!(v.on_watermark(0, 10), None);
-        assert_eq!(v.on_watermark(1, 20), None);
-        assert_eq!(v.on_watermark(2, 5), Some(5));
+        assert_eq!(v.on_watermark(0, 10), ValveChange::default());
+        assert_eq!(v.on_watermark(1, 20), ValveChange::default());
+        assert_eq!(v.on_watermark(2, 5), wm(5));
         assert_eq!(
             v.on_watermark(2, 4),
-            None,
-            "a channel's watermark never goes back"
+            ValveChange::default(),
+            "never goes back"
         );
-        assert_eq!(v.on_end(2), Some(10));
-        assert_eq!(v.on_end(0), Some(20));
-        assert_eq!(v.on_end(1), Some(MAX_WATERMARK));
+        assert_eq!(v.on_end(2), wm(10));
+        assert_eq!(v.on_end(0), wm(20));
+        assert_eq!(v.on_end(1), wm(MAX_WATERMARK));
         assert_eq!(v.current(), MAX_WATERMARK);
+    }
+
+    #[test]
+    fn an_idle_channel_holds_nothing_back_until_it_is_active_again() {
+        let mut v = WatermarkValve::new(2);
+        v.on_watermark(0, 100);
+        assert_eq!(v.on_status(1, WatermarkStatus::Idle), wm(100));
+        assert_eq!(v.on_watermark(0, 150), wm(150));
+        // Back, behind the task's watermark: it holds it until it catches up.
+        assert_eq!(
+            v.on_status(1, WatermarkStatus::Active),
+            ValveChange::default()
+        );
+        assert_eq!(v.on_watermark(0, 200), ValveChange::default());
+        assert_eq!(v.on_watermark(1, 170), wm(170));
+        // Every channel idle: the task is idle, its watermark stays.
+        v.on_status(0, WatermarkStatus::Idle);
+        let change = v.on_status(1, WatermarkStatus::Idle);
+        assert_eq!(change.status, Some(WatermarkStatus::Idle));
+        assert_eq!(change.watermark, None);
+        assert!(v.is_idle());
+        let change = v.on_status(0, WatermarkStatus::Active);
+        assert_eq!(
+            change,
+            ValveChange {
+                watermark: Some(200),
+                status: Some(WatermarkStatus::Active)
+            }
+        );
     }
 
     proptest! {
         /// Against a brute-force reference: after every event the valve's watermark is the
-        /// minimum over channels of the largest watermark each has delivered (the maximum for
-        /// an ended channel), it is reported exactly when it grows, and it never decreases.
+        /// largest value so far of "the minimum over active channels of the largest watermark
+        /// each has delivered" (the maximum once every channel ended); it is reported exactly
+        /// when it grows; the task is idle exactly when no channel is active and one is open.
         #[test]
-        fn the_valve_is_the_minimum_of_each_channels_maximum(
+        fn the_valve_follows_its_active_channels(
             channels in 1usize..5,
-            events in proptest::collection::vec((0usize..5, -50i64..50, proptest::bool::weighted(0.1)), 0..60),
+            events in proptest::collection::vec((0usize..5, 0u8..10, -50i64..50), 0..80),
         ) {
             let mut v = WatermarkValve::new(channels);
-            let mut seen: Vec<Vec<Timestamp>> = vec![Vec::new(); channels];
+            let mut best = vec![MIN_WATERMARK; channels];
+            let mut idle = vec![false; channels];
             let mut ended = vec![false; channels];
-            let mut last = MIN_WATERMARK;
-            for (c, w, end) in events {
+            let (mut last, mut last_idle) = (MIN_WATERMARK, false);
+            for (c, kind, w) in events {
                 let c = c % channels;
-                let reported = if end {
-                    ended[c] = true;
-                    v.on_end(c)
-                } else {
-                    seen[c].push(w);
-                    v.on_watermark(c, w)
+                let change = match kind {
+                    0 => { if !ended[c] { ended[c] = true; idle[c] = false; } v.on_end(c) }
+                    1 | 2 => { if !ended[c] { idle[c] = kind == 1; } v.on_status(c, if kind == 1 { WatermarkStatus::Idle } else { WatermarkStatus::Active }) }
+                    _ => { if !ended[c] { best[c] = best[c].max(w); } v.on_watermark(c, w) }
                 };
-                let expected = (0..channels)
-                    .map(|i| if ended[i] { MAX_WATERMARK } else { seen[i].iter().copied().max().unwrap_or(MIN_WATERMARK) })
-                    .min()
-                    .unwrap_or(MAX_WATERMARK);
-                prop_assert_eq!(v.current(), expected.max(last));
-                prop_assert_eq!(reported, (v.current() > last).then_some(v.current()));
-                prop_assert!(v.current() >= last);
-                last = v.current();
+                let open: Vec<usize> = (0..channels).filter(|i| !ended[*i]).collect();
+                let active: Vec<usize> = open.iter().copied().filter(|i| !idle[*i]).collect();
+                let candidate = if open.is_empty() { MAX_WATERMARK } else { active.iter().map(|i| best[*i]).min().unwrap_or(last) };
+                let expected = candidate.max(last);
+                let expected_idle = active.is_empty() && !open.is_empty();
+                prop_assert_eq!(v.current(), expected);
+                prop_assert_eq!(v.is_idle(), expected_idle);
+                prop_assert_eq!(change.watermark, (expected > last).then_some(expected));
+                prop_assert_eq!(change.status.is_some(), expected_idle != last_idle);
+                last = expected;
+                last_idle = expected_idle;
             }
         }
     }

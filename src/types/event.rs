@@ -1,6 +1,6 @@
 //! What travels through a channel between two subtasks.
 
-use crate::types::{CheckpointId, Timestamp};
+use crate::types::{CheckpointId, Timestamp, WatermarkStatus};
 
 /// An event of a channel: records in batches, and the control events that keep their place
 /// among them.
@@ -13,6 +13,8 @@ pub enum StreamEvent<T> {
     Barrier(CheckpointId),
     /// The producer's watermark: no record with a timestamp below it follows on this channel.
     Watermark(Timestamp),
+    /// The producer became idle or active again (see [`WatermarkStatus`]).
+    Status(WatermarkStatus),
     /// The producer has no more records: end of a bounded input.
     EndOfInput,
 }

@@ -27,5 +27,5 @@ pub use event::StreamEvent;
 pub use ids::{CheckpointId, NodeId};
 pub use mode::RuntimeMode;
 pub use partitioning::{BatchRouter, Partitioning};
-pub use time::{MAX_WATERMARK, MIN_WATERMARK, Timestamp};
+pub use time::{MAX_WATERMARK, MIN_WATERMARK, Timestamp, WatermarkStatus};
 pub use waker::{PARK_SAFETY_TIMEOUT, TaskWaker};

@@ -11,3 +11,16 @@ pub const MIN_WATERMARK: Timestamp = Timestamp::MIN;
 
 /// The watermark at the end of a bounded input: nothing follows.
 pub const MAX_WATERMARK: Timestamp = Timestamp::MAX;
+
+/// Whether a stream currently holds watermarks back (Flink's `WatermarkStatus`).
+///
+/// An idle stream (a source split with no data for a while, a task all of whose inputs are
+/// idle) does not hold back the watermark of the tasks it feeds; it becomes active again
+/// before it sends records or watermarks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum WatermarkStatus {
+    /// Records and watermarks flow; the stream's watermark counts.
+    Active,
+    /// Nothing flows for now; the stream's watermark does not hold others back.
+    Idle,
+}

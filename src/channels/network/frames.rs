@@ -21,6 +21,8 @@ pub(crate) const KIND_CREDIT: u8 = 3;
 pub(crate) const KIND_BARRIER: u8 = 4;
 /// A watermark: `i64` milliseconds.
 pub(crate) const KIND_WATERMARK: u8 = 5;
+/// A watermark status: one byte, 0 active, 1 idle.
+pub(crate) const KIND_STATUS: u8 = 6;
 
 /// Largest data frame accepted.
 pub(crate) const MAX_DATA_FRAME: usize = 256 << 20;

@@ -11,12 +11,13 @@ use serde::de::DeserializeOwned;
 use crate::channels::NetworkTask;
 use crate::channels::local::ChannelSender;
 use crate::channels::network::frames::{
-    FrameReader, KIND_BARRIER, KIND_BATCH, KIND_CREDIT, KIND_END, KIND_WATERMARK, frame,
+    FrameReader, KIND_BARRIER, KIND_BATCH, KIND_CREDIT, KIND_END, KIND_STATUS, KIND_WATERMARK,
+    frame,
 };
 use crate::error::{HummerError, Result, internal};
 use crate::types::CancelToken;
-use crate::types::StreamEvent;
 use crate::types::metrics::SubtaskMetrics;
+use crate::types::{StreamEvent, WatermarkStatus};
 
 /// How long a receiver waits for its producer to connect.
 const CONNECT_WAIT: Duration = Duration::from_secs(30);
@@ -113,6 +114,22 @@ impl<T: DeserializeOwned + Send + 'static> NetworkTask for ReceiverTask<T> {
                     let id = self.eight_bytes("barrier", &payload, &peer)?;
                     self.output
                         .send(StreamEvent::Barrier(u64::from_be_bytes(id)), cancel)?;
+                }
+                Some((KIND_STATUS, payload)) => {
+                    let status = match payload.as_slice() {
+                        [0] => WatermarkStatus::Active,
+                        [1] => WatermarkStatus::Idle,
+                        other => {
+                            return Err(HummerError::BadInput {
+                                input: format!("data connection from {peer}"),
+                                reason: format!(
+                                    "status frame {other:?} on channel {}, 0 or 1 expected",
+                                    self.channel
+                                ),
+                            });
+                        }
+                    };
+                    self.output.send(StreamEvent::Status(status), cancel)?;
                 }
                 Some((KIND_WATERMARK, payload)) => {
                     let w = self.eight_bytes("watermark", &payload, &peer)?;

@@ -14,12 +14,12 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::channels::network::frames::{
-    FrameReader, KIND_BARRIER, KIND_BATCH, KIND_CREDIT, KIND_END, KIND_HEADER, KIND_WATERMARK,
-    MAX_DATA_FRAME, READ_POLL, frame,
+    FrameReader, KIND_BARRIER, KIND_BATCH, KIND_CREDIT, KIND_END, KIND_HEADER, KIND_STATUS,
+    KIND_WATERMARK, MAX_DATA_FRAME, READ_POLL, frame,
 };
 use crate::error::{HummerError, Result, internal};
 use crate::types::CancelToken;
-use crate::types::StreamEvent;
+use crate::types::{StreamEvent, WatermarkStatus};
 
 /// Writes a channel's batches into its TCP connection.
 pub struct RemoteSender<T> {
@@ -142,6 +142,10 @@ impl<T: Serialize> RemoteSender<T> {
             }
             StreamEvent::Watermark(w) => {
                 self.write_patiently(&frame(KIND_WATERMARK, &w.to_be_bytes()), cancel)
+            }
+            StreamEvent::Status(status) => {
+                let byte = u8::from(status == WatermarkStatus::Idle);
+                self.write_patiently(&frame(KIND_STATUS, &[byte]), cancel)
             }
             StreamEvent::EndOfInput => {
                 self.write_patiently(&frame(KIND_END, &[]), cancel)?;

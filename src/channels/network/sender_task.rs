@@ -33,7 +33,11 @@ impl<T: Serialize + Send + 'static> NetworkTask for SenderTask<T> {
                     metrics.add_out(batch.len());
                     output.send(StreamEvent::Batch(batch), cancel)?;
                 }
-                Some(event @ (StreamEvent::Barrier(_) | StreamEvent::Watermark(_))) => {
+                Some(
+                    event @ (StreamEvent::Barrier(_)
+                    | StreamEvent::Watermark(_)
+                    | StreamEvent::Status(_)),
+                ) => {
                     output.send(event, cancel)?;
                 }
                 Some(StreamEvent::EndOfInput) => {
