@@ -58,17 +58,68 @@ fn snapshot_guarded(
     Ok(())
 }
 
-/// One fused link of a chain: an operator and everything downstream of it.
-pub(crate) struct ChainLink<Op: OneInputOperator> {
-    op: Op,
-    ctx: OperatorContext,
-    buf: Vec<Op::Out>,
-    next: Box<dyn Output<Op::Out>>,
+/// The hooks every operator has, whatever its inputs: one link type serves both kinds.
+trait OperatorHooks: Send + 'static {
+    type Out;
+    fn end_of_input(&mut self, out: &mut Collector<'_, Self::Out>) -> Result<()>;
+    fn process_watermark(&mut self, w: Timestamp, out: &mut Collector<'_, Self::Out>)
+    -> Result<()>;
+    fn snapshot_state(&mut self, id: CheckpointId, max: usize) -> Result<Option<Vec<u8>>>;
+    fn notify_checkpoint_complete(&mut self, id: CheckpointId) -> Result<()>;
+    fn restore_state(&mut self, snapshot: &[u8], groups: std::ops::Range<usize>) -> Result<()>;
 }
 
-impl<Op: OneInputOperator> ChainLink<Op> {
-    pub(crate) fn new(op: Op, ctx: OperatorContext, next: Box<dyn Output<Op::Out>>) -> Self {
-        ChainLink {
+/// Writes the [`OperatorHooks`] of an operator kind as calls to its own trait's methods.
+macro_rules! operator_hooks {
+    ($wrapper:ident, $kind:ident) => {
+        /// An operator of this kind, seen through [`OperatorHooks`].
+        struct $wrapper<Op>(Op);
+
+        impl<Op: $kind> OperatorHooks for $wrapper<Op> {
+            type Out = Op::Out;
+            fn end_of_input(&mut self, out: &mut Collector<'_, Op::Out>) -> Result<()> {
+                self.0.end_of_input(out)
+            }
+            fn process_watermark(
+                &mut self,
+                w: Timestamp,
+                out: &mut Collector<'_, Op::Out>,
+            ) -> Result<()> {
+                self.0.process_watermark(w, out)
+            }
+            fn snapshot_state(&mut self, id: CheckpointId, max: usize) -> Result<Option<Vec<u8>>> {
+                self.0.snapshot_state(id, max)
+            }
+            fn notify_checkpoint_complete(&mut self, id: CheckpointId) -> Result<()> {
+                self.0.notify_checkpoint_complete(id)
+            }
+            fn restore_state(
+                &mut self,
+                snapshot: &[u8],
+                groups: std::ops::Range<usize>,
+            ) -> Result<()> {
+                self.0.restore_state(snapshot, groups)
+            }
+        }
+    };
+}
+
+operator_hooks!(OneInput, OneInputOperator);
+operator_hooks!(TwoInput, TwoInputOperator);
+
+/// An operator and everything downstream of it: what a chain link and a two-input head
+/// share. Every call into the operator is guarded; what it emits goes through a collector
+/// into `next`.
+struct Link<H: OperatorHooks> {
+    op: H,
+    ctx: OperatorContext,
+    buf: Vec<H::Out>,
+    next: Box<dyn Output<H::Out>>,
+}
+
+impl<H: OperatorHooks> Link<H> {
+    fn new(op: H, ctx: OperatorContext, next: Box<dyn Output<H::Out>>) -> Self {
+        Link {
             op,
             ctx,
             buf: Vec::new(),
@@ -76,27 +127,24 @@ impl<Op: OneInputOperator> ChainLink<Op> {
         }
     }
 
-    /// Loads the operator's state from the snapshots of every subtask of the restored run.
-    pub(crate) fn restore(&mut self, snapshots: &[Vec<u8>]) -> Result<()> {
-        let op = &mut self.op;
-        restore_guarded(&self.ctx, snapshots, |s, groups| {
-            op.restore_state(s, groups)
-        })
-    }
-}
-
-impl<Op> Output<Op::In> for ChainLink<Op>
-where
-    Op: OneInputOperator,
-    Op::In: Send,
-    Op::Out: Send,
-{
+    /// Calls into the operator with a collector feeding the rest of the chain.
     #[inline]
-    fn push(&mut self, batch: &mut Vec<Op::In>) -> Result<()> {
+    fn call(
+        &mut self,
+        f: impl FnOnce(&mut H, &mut Collector<'_, H::Out>) -> Result<()>,
+    ) -> Result<()> {
         let limit = self.ctx.batch_size;
         let (op, buf, next) = (&mut self.op, &mut self.buf, &mut *self.next);
         guarded(&self.ctx, || {
-            Collector::run(buf, next, limit, |out| op.process_batch(batch, out))
+            Collector::run(buf, next, limit, |out| f(op, out))
+        })
+    }
+
+    /// Loads the operator's state from the snapshots of every subtask of the restored run.
+    fn restore(&mut self, snapshots: &[Vec<u8>]) -> Result<()> {
+        let op = &mut self.op;
+        restore_guarded(&self.ctx, snapshots, |s, groups| {
+            op.restore_state(s, groups)
         })
     }
 
@@ -105,11 +153,7 @@ where
     }
 
     fn finish(&mut self) -> Result<()> {
-        let limit = self.ctx.batch_size;
-        let (op, buf, next) = (&mut self.op, &mut self.buf, &mut *self.next);
-        guarded(&self.ctx, || {
-            Collector::run(buf, next, limit, |out| op.end_of_input(out))
-        })?;
+        self.call(|op, out| op.end_of_input(out))?;
         self.next.finish()
     }
 
@@ -126,11 +170,7 @@ where
     }
 
     fn watermark(&mut self, watermark: Timestamp) -> Result<()> {
-        let limit = self.ctx.batch_size;
-        let (op, buf, next) = (&mut self.op, &mut self.buf, &mut *self.next);
-        guarded(&self.ctx, || {
-            Collector::run(buf, next, limit, |out| op.process_watermark(watermark, out))
-        })?;
+        self.call(|op, out| op.process_watermark(watermark, out))?;
         self.next.watermark(watermark)
     }
 
@@ -139,84 +179,99 @@ where
     }
 }
 
-/// The head of a chain that starts with a two-input operator.
-pub(crate) struct TwoInputHead<Op: TwoInputOperator> {
-    op: Op,
-    ctx: OperatorContext,
-    buf: Vec<Op::Out>,
-    next: Box<dyn Output<Op::Out>>,
-}
+/// One fused link of a chain: a one-input operator and everything downstream of it.
+pub(crate) struct ChainLink<Op: OneInputOperator>(Link<OneInput<Op>>);
 
-impl<Op: TwoInputOperator> TwoInputHead<Op> {
+impl<Op: OneInputOperator> ChainLink<Op> {
     pub(crate) fn new(op: Op, ctx: OperatorContext, next: Box<dyn Output<Op::Out>>) -> Self {
-        TwoInputHead {
-            op,
-            ctx,
-            buf: Vec::new(),
-            next,
-        }
+        ChainLink(Link::new(OneInput(op), ctx, next))
     }
 
     /// Loads the operator's state from the snapshots of every subtask of the restored run.
     pub(crate) fn restore(&mut self, snapshots: &[Vec<u8>]) -> Result<()> {
-        let op = &mut self.op;
-        restore_guarded(&self.ctx, snapshots, |s, groups| {
-            op.restore_state(s, groups)
-        })
+        self.0.restore(snapshots)
+    }
+}
+
+impl<Op> Output<Op::In> for ChainLink<Op>
+where
+    Op: OneInputOperator,
+    Op::In: Send,
+    Op::Out: Send,
+{
+    #[inline]
+    fn push(&mut self, batch: &mut Vec<Op::In>) -> Result<()> {
+        self.0.call(|op, out| op.0.process_batch(batch, out))
     }
 
-    pub(crate) fn barrier(&mut self, snapshot: &mut TaskSnapshot) -> Result<()> {
-        let op = &mut self.op;
-        snapshot_guarded(&self.ctx, snapshot, |id, max| op.snapshot_state(id, max))?;
-        self.next.barrier(snapshot)
+    fn flush(&mut self) -> Result<()> {
+        self.0.flush()
     }
 
-    pub(crate) fn checkpoint_complete(&mut self, id: CheckpointId) -> Result<()> {
-        let op = &mut self.op;
-        guarded(&self.ctx, || op.notify_checkpoint_complete(id))?;
-        self.next.checkpoint_complete(id)
+    fn finish(&mut self) -> Result<()> {
+        self.0.finish()
+    }
+
+    fn barrier(&mut self, snapshot: &mut TaskSnapshot) -> Result<()> {
+        self.0.barrier(snapshot)
+    }
+
+    fn checkpoint_complete(&mut self, id: CheckpointId) -> Result<()> {
+        self.0.checkpoint_complete(id)
+    }
+
+    fn watermark(&mut self, watermark: Timestamp) -> Result<()> {
+        self.0.watermark(watermark)
+    }
+
+    fn watermark_status(&mut self, status: WatermarkStatus) -> Result<()> {
+        self.0.watermark_status(status)
+    }
+}
+
+/// The head of a chain that starts with a two-input operator.
+pub(crate) struct TwoInputHead<Op: TwoInputOperator>(Link<TwoInput<Op>>);
+
+impl<Op: TwoInputOperator> TwoInputHead<Op> {
+    pub(crate) fn new(op: Op, ctx: OperatorContext, next: Box<dyn Output<Op::Out>>) -> Self {
+        TwoInputHead(Link::new(TwoInput(op), ctx, next))
+    }
+
+    /// Loads the operator's state from the snapshots of every subtask of the restored run.
+    pub(crate) fn restore(&mut self, snapshots: &[Vec<u8>]) -> Result<()> {
+        self.0.restore(snapshots)
     }
 
     pub(crate) fn push1(&mut self, batch: &mut Vec<Op::In1>) -> Result<()> {
-        let limit = self.ctx.batch_size;
-        let (op, buf, next) = (&mut self.op, &mut self.buf, &mut *self.next);
-        guarded(&self.ctx, || {
-            Collector::run(buf, next, limit, |out| op.process_batch1(batch, out))
-        })
+        self.0.call(|op, out| op.0.process_batch1(batch, out))
     }
 
     pub(crate) fn push2(&mut self, batch: &mut Vec<Op::In2>) -> Result<()> {
-        let limit = self.ctx.batch_size;
-        let (op, buf, next) = (&mut self.op, &mut self.buf, &mut *self.next);
-        guarded(&self.ctx, || {
-            Collector::run(buf, next, limit, |out| op.process_batch2(batch, out))
-        })
+        self.0.call(|op, out| op.0.process_batch2(batch, out))
+    }
+
+    pub(crate) fn barrier(&mut self, snapshot: &mut TaskSnapshot) -> Result<()> {
+        self.0.barrier(snapshot)
+    }
+
+    pub(crate) fn checkpoint_complete(&mut self, id: CheckpointId) -> Result<()> {
+        self.0.checkpoint_complete(id)
     }
 
     pub(crate) fn flush(&mut self) -> Result<()> {
-        self.next.flush()
+        self.0.flush()
     }
 
     pub(crate) fn watermark(&mut self, watermark: Timestamp) -> Result<()> {
-        let limit = self.ctx.batch_size;
-        let (op, buf, next) = (&mut self.op, &mut self.buf, &mut *self.next);
-        guarded(&self.ctx, || {
-            Collector::run(buf, next, limit, |out| op.process_watermark(watermark, out))
-        })?;
-        self.next.watermark(watermark)
+        self.0.watermark(watermark)
     }
 
     pub(crate) fn watermark_status(&mut self, status: WatermarkStatus) -> Result<()> {
-        self.next.watermark_status(status)
+        self.0.watermark_status(status)
     }
 
     pub(crate) fn finish(&mut self) -> Result<()> {
-        let limit = self.ctx.batch_size;
-        let (op, buf, next) = (&mut self.op, &mut self.buf, &mut *self.next);
-        guarded(&self.ctx, || {
-            Collector::run(buf, next, limit, |out| op.end_of_input(out))
-        })?;
-        self.next.finish()
+        self.0.finish()
     }
 }
 
@@ -384,7 +439,7 @@ mod tests {
         head.push1(&mut vec![5]).unwrap();
         head.checkpoint_complete(5).unwrap();
         assert_eq!(
-            head.op.committed,
+            head.0.op.0.committed,
             vec![(4, vec![1, 2, 1003]), (5, vec![5])],
             "the operator commits what each checkpoint covers"
         );
