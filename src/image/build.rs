@@ -102,8 +102,36 @@ fn meta_dependency(dir: &Path, meta: &str, prefix: &str) -> Result<String> {
         .ok_or_else(|| HummerError::Config(format!("{meta} depends on no {prefix}* package")))
 }
 
+/// An exclusive lock on a directory, shared by every process of this host (an `flock` on
+/// `DIR/.lock`), held until dropped: two builds (two checkouts' tests, say) never write the
+/// same kernel tree or image at once; the second waits and then finds the first one's work.
+struct DirLock {
+    _file: std::fs::File,
+}
+
+impl DirLock {
+    fn acquire(dir: &Path) -> Result<DirLock> {
+        use std::os::fd::AsRawFd;
+        std::fs::create_dir_all(dir).map_err(|e| HummerError::io("cannot create", dir, e))?;
+        let path = dir.join(".lock");
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(|e| HummerError::io("cannot open the lock", &path, e))?;
+        // SAFETY: flock on a descriptor this function owns; no memory is involved.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
+            let e = std::io::Error::last_os_error();
+            return Err(HummerError::io("cannot lock", &path, e));
+        }
+        Ok(DirLock { _file: file })
+    }
+}
+
 /// Builds (once) the small kernel from Debian's kernel source; returns its bzImage.
 pub fn small_kernel(cache: &Path) -> Result<PathBuf> {
+    let _lock = DirLock::acquire(cache)?;
     let config_hash = {
         use sha2::{Digest, Sha256};
         hex::encode(&Sha256::digest(SMALL_KERNEL_CONFIG.as_bytes())[..6])
@@ -297,8 +325,7 @@ pub fn build_static_binary() -> Result<PathBuf> {
 
 /// The cloud kernel's package, unpacked in the cache; returns its directory and release.
 pub fn fetch_kernel(cache: &Path) -> Result<(PathBuf, String)> {
-    std::fs::create_dir_all(cache)
-        .map_err(|e| HummerError::io("cannot create the kernel cache", cache, e))?;
+    let _lock = DirLock::acquire(cache)?;
     if let Some(found) = cached_kernel(cache) {
         return Ok(found);
     }
@@ -356,7 +383,7 @@ pub fn build_image(
                 .into(),
         });
     }
-    std::fs::create_dir_all(out).map_err(|e| HummerError::io("cannot create", out, e))?;
+    let _lock = DirLock::acquire(out)?;
     let (kernel, release, modules) = match kernel_choice {
         KernelChoice::Small => (small_kernel(cache)?, "small".to_string(), None),
         KernelChoice::Cloud => {
