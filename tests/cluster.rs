@@ -186,6 +186,27 @@ impl Cluster {
         String::from_utf8_lossy(&self.hummer(&["status", id]).stdout).to_string()
     }
 
+    /// Submits a streaming WordCount over an endless generated corpus (`rate` lines a second)
+    /// writing to `out` under the cluster's directory; returns its id once it runs.
+    fn endless_wordcount(&self, rate: &str, parallelism: &str, out: &str) -> String {
+        let run = self.hummer(&[
+            "wordcount",
+            "--mode",
+            "streaming",
+            "--corpus-lines",
+            "0",
+            "--corpus-rate",
+            rate,
+            "--parallelism",
+            parallelism,
+            "--output",
+            self.dir.path().join(out).to_str().unwrap(),
+        ]);
+        let id = submitted_id(&run);
+        self.wait_for_status(&id, "Running", Duration::from_secs(10));
+        id
+    }
+
     fn wait_for_status(&self, id: &str, state: &str, timeout: Duration) -> Duration {
         let started = Instant::now();
         while started.elapsed() < timeout {
@@ -413,21 +434,7 @@ fn cancelled_streaming_job_stops_all_its_workers() {
 fn killed_taskmanager_fails_its_job_and_the_cluster_stays_usable() {
     let timeout_ms = 2_000;
     let mut cluster = Cluster::start(3, 2, timeout_ms);
-    let run = cluster.hummer(&[
-        "wordcount",
-        "--mode",
-        "streaming",
-        "--corpus-lines",
-        "0",
-        "--corpus-rate",
-        "2000",
-        "--parallelism",
-        "3",
-        "--output",
-        cluster.dir.path().join("s").to_str().unwrap(),
-    ]);
-    let id = submitted_id(&run);
-    cluster.wait_for_status(&id, "Running", Duration::from_secs(10));
+    let id = cluster.endless_wordcount("2000", "3", "s");
     let mut victim = cluster.taskmanagers.remove(1);
     Command::new("kill")
         .args(["-9", &victim.id().to_string()])
@@ -1140,21 +1147,7 @@ fn subtask_watermarks_are_visible_in_rest_and_prometheus() {
     );
     assert_eq!(code, 404);
 
-    let run = cluster.hummer(&[
-        "wordcount",
-        "--mode",
-        "streaming",
-        "--corpus-lines",
-        "0",
-        "--corpus-rate",
-        "500",
-        "--parallelism",
-        "2",
-        "--output",
-        cluster.dir.path().join("s").to_str().unwrap(),
-    ]);
-    let running = submitted_id(&run);
-    cluster.wait_for_status(&running, "Running", Duration::from_secs(10));
+    let running = cluster.endless_wordcount("500", "2", "s");
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     let line = loop {
         let metrics = http_text(&cluster.rest, "/metrics");

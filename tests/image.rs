@@ -9,13 +9,15 @@
 //! traffic, nor its private addresses, is on the host's network. The namespace goes when the
 //! test ends, also when it fails.
 
-use std::ffi::OsStr;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Mutex, OnceLock, mpsc};
 use std::time::{Duration, Instant};
+
+mod common;
+
+use common::netns::Netns;
 
 const BIN: &str = env!("CARGO_BIN_EXE_hummer");
 
@@ -40,69 +42,6 @@ fn image() -> &'static Path {
         eprintln!("{}", String::from_utf8_lossy(&out.stdout).trim());
         dir
     })
-}
-
-/// Runs `ip` with `args`; panics when it fails.
-fn ip(args: &[&str]) {
-    let out = Command::new("ip")
-        .args(args)
-        .output()
-        .expect("the ip command (iproute2)");
-    assert!(
-        out.status.success(),
-        "ip {} failed (root and iproute2 are needed): {}",
-        args.join(" "),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-/// A network namespace made by this test, its loopback up. Dropping it kills whatever still
-/// runs in it (qemu outlives a killed `hummer image run`) and deletes it, and with it its
-/// devices.
-struct Netns {
-    name: String,
-}
-
-impl Netns {
-    fn new() -> Netns {
-        static NEXT: AtomicU32 = AtomicU32::new(0);
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let name = format!("hmrvm{}-{n}", std::process::id());
-        ip(&["netns", "add", &name]);
-        let ns = Netns { name };
-        ns.ip(&["link", "set", "lo", "up"]);
-        ns
-    }
-
-    /// `ip` in the namespace.
-    fn ip(&self, args: &[&str]) {
-        let mut all = vec!["-n", &self.name];
-        all.extend(args);
-        ip(&all);
-    }
-
-    /// A command that runs `program` in the namespace.
-    fn command(&self, program: impl AsRef<OsStr>) -> Command {
-        let mut c = Command::new("ip");
-        c.args(["netns", "exec", &self.name]).arg(program);
-        c
-    }
-}
-
-impl Drop for Netns {
-    fn drop(&mut self) {
-        if let Ok(out) = Command::new("ip")
-            .args(["netns", "pids", &self.name])
-            .output()
-        {
-            for pid in String::from_utf8_lossy(&out.stdout).split_whitespace() {
-                let _ = Command::new("kill").args(["-9", pid]).status();
-            }
-        }
-        let _ = Command::new("ip")
-            .args(["netns", "del", &self.name])
-            .status();
-    }
 }
 
 /// A qemu process whose console lines arrive on a channel; killed when dropped.
@@ -201,7 +140,7 @@ fn a_bad_kernel_command_line_is_reported_and_powers_the_vm_off() {
             "a taskmanager needs hummer.jobmanager=IP:PORT",
         ),
     ] {
-        let ns = Netns::new();
+        let ns = Netns::new("hmrvm");
         let mut vm = Vm::boot(&ns, &args);
         let status = vm.wait_exit(Duration::from_secs(120));
         let console = vm.console.join("\n");
@@ -270,7 +209,7 @@ fn ranking(stdout: &str) -> Vec<(String, u64)> {
 
 #[test]
 fn a_vm_registers_as_a_taskmanager_runs_a_job_and_powers_off() {
-    let ns = Netns::new();
+    let ns = Netns::new("hmrvm");
     let (mut jobmanager, rpc) = start_jobmanager(&ns, "127.0.0.1");
     let port = rpc.rsplit(':').next().unwrap().to_string();
 
@@ -320,7 +259,7 @@ struct Bridge {
 impl Bridge {
     fn new() -> Bridge {
         let bridge = Bridge {
-            ns: Netns::new(),
+            ns: Netns::new("hmrvm"),
             taps: ["tap0".into(), "tap1".into()],
             subnet: "10.79.0".into(),
         };

@@ -5,6 +5,8 @@
 
 mod common;
 
+use common::netns::{Netns, ip};
+
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
@@ -13,35 +15,19 @@ const BIN: &str = env!("CARGO_BIN_EXE_hummer");
 
 /// Two namespaces, removed (with their veths) on drop.
 struct Hosts {
-    a: String,
-    b: String,
+    a: Netns,
+    b: Netns,
     processes: Vec<Child>,
-}
-
-fn ip(args: &[&str]) {
-    let out = Command::new("ip")
-        .args(args)
-        .output()
-        .expect("the ip command (iproute2)");
-    assert!(
-        out.status.success(),
-        "ip {}: {}",
-        args.join(" "),
-        String::from_utf8_lossy(&out.stderr)
-    );
 }
 
 impl Hosts {
     fn create() -> Hosts {
-        let tag = std::process::id() % 100_000;
-        let (a, b) = (format!("hmr{tag}a"), format!("hmr{tag}b"));
         let hosts = Hosts {
-            a: a.clone(),
-            b: b.clone(),
+            a: Netns::new("hmra"),
+            b: Netns::new("hmrb"),
             processes: Vec::new(),
         };
-        ip(&["netns", "add", &a]);
-        ip(&["netns", "add", &b]);
+        let (a, b) = (hosts.a.name.clone(), hosts.b.name.clone());
         for (net, (ia, ib)) in [("1", ("ha1", "hb1")), ("2", ("ha2", "hb2"))] {
             ip(&[
                 "link", "add", ia, "netns", &a, "type", "veth", "peer", "name", ib, "netns", &b,
@@ -67,8 +53,6 @@ impl Hosts {
             ip(&["-n", &a, "link", "set", ia, "up"]);
             ip(&["-n", &b, "link", "set", ib, "up"]);
         }
-        ip(&["-n", &a, "link", "set", "lo", "up"]);
-        ip(&["-n", &b, "link", "set", "lo", "up"]);
         hosts
     }
 
@@ -125,8 +109,8 @@ impl Hosts {
     /// Bytes sent over (network 1, network 2), both directions.
     fn traffic(&self) -> (u64, u64) {
         (
-            self.tx_bytes(&self.a, "ha1") + self.tx_bytes(&self.b, "hb1"),
-            self.tx_bytes(&self.a, "ha2") + self.tx_bytes(&self.b, "hb2"),
+            self.tx_bytes(&self.a.name, "ha1") + self.tx_bytes(&self.b.name, "hb1"),
+            self.tx_bytes(&self.a.name, "ha2") + self.tx_bytes(&self.b.name, "hb2"),
         )
     }
 }
@@ -137,9 +121,7 @@ impl Drop for Hosts {
             let _ = p.kill();
             let _ = p.wait();
         }
-        // Deleting a namespace removes its veth ends (and so their peers).
-        let _ = Command::new("ip").args(["netns", "del", &self.a]).status();
-        let _ = Command::new("ip").args(["netns", "del", &self.b]).status();
+        // Then the namespaces go, and with them their veth ends (and so their peers).
     }
 }
 
@@ -155,7 +137,7 @@ fn check(out: &Output) {
 fn taskmanagers_in_two_namespaces_exchange_data_on_the_chosen_network() {
     let mut hosts = Hosts::create();
     let dir = tempfile::tempdir().unwrap();
-    let (a, b) = (hosts.a.clone(), hosts.b.clone());
+    let (a, b) = (hosts.a.name.clone(), hosts.b.name.clone());
     let rpc = hosts.spawn(
         &a,
         &[

@@ -60,25 +60,6 @@ impl<T: Data> DataStream<T> {
         &self.env
     }
 
-    /// Adds a one-input operator made by `make` for every subtask, fed by this stream.
-    pub(crate) fn add_operator<O: Data, Op>(
-        &self,
-        name: &str,
-        make: impl Fn(&OperatorContext) -> Result<Op> + Send + Sync + 'static,
-    ) -> DataStream<O>
-    where
-        Op: OneInputOperator<In = T, Out = O>,
-    {
-        let factory = NodeFactory::OneInput(Arc::new(OperatorFactory::new(make)));
-        let id = self.add_consumer(
-            name.to_string(),
-            NodeKind::Operator,
-            factory,
-            type_ops::<O>(),
-        );
-        DataStream::new(self.env.clone(), id)
-    }
-
     /// Adds a one-input node reading this stream.
     fn add_consumer(
         &self,
@@ -136,7 +117,14 @@ impl<T: Data> DataStream<T> {
     where
         Op: OneInputOperator<In = T, Out = O>,
     {
-        self.add_operator(name, make)
+        let factory = NodeFactory::OneInput(Arc::new(OperatorFactory::new(make)));
+        let id = self.add_consumer(
+            name.to_string(),
+            NodeKind::Operator,
+            factory,
+            type_ops::<O>(),
+        );
+        DataStream::new(self.env.clone(), id)
     }
 
     /// One output record per input record.
@@ -152,7 +140,7 @@ impl<T: Data> DataStream<T> {
     where
         F: FnMut(T) -> O + Clone + Send + Sync + 'static,
     {
-        self.add_operator("Map", move |_| Ok(Map::new(f.clone())))
+        self.transform("Map", move |_| Ok(Map::new(f.clone())))
     }
 
     /// Any number of output records per input record: `f` returns an iterator (or anything
@@ -171,7 +159,7 @@ impl<T: Data> DataStream<T> {
         It::Item: Data,
         F: FnMut(T) -> It + Clone + Send + Sync + 'static,
     {
-        self.add_operator("FlatMap", move |_| Ok(FlatMap::new(f.clone())))
+        self.transform("FlatMap", move |_| Ok(FlatMap::new(f.clone())))
     }
 
     /// Keeps the records for which `predicate` is true.
@@ -187,7 +175,7 @@ impl<T: Data> DataStream<T> {
     where
         F: FnMut(&T) -> bool + Clone + Send + Sync + 'static,
     {
-        self.add_operator("Filter", move |_| Ok(Filter::new(predicate.clone())))
+        self.transform("Filter", move |_| Ok(Filter::new(predicate.clone())))
     }
 
     /// Partitions the stream by key: records with equal keys go to the same subtask of the

@@ -68,7 +68,7 @@ where
         let keyed = self
             .stream
             .with_partitioning(self.hash_partitioning())
-            .add_operator(name, move |ctx| {
+            .transform(name, move |ctx| {
                 Ok(KeyedAggregate::new(ks.clone(), a.clone(), ctx.mode))
             });
         let (ks, a) = (self.key_of.clone(), agg.clone());
@@ -203,7 +203,7 @@ where
         let ks = self.key_of.clone();
         self.stream
             .with_partitioning(self.hash_partitioning())
-            .add_operator("KeyedProcess", move |_| {
+            .transform("KeyedProcess", move |_| {
                 Ok(KeyedProcess::new(ks.clone(), f.clone()))
             })
     }

@@ -31,6 +31,19 @@ pub struct Placement {
     pub network_task: NetworkTaskMode,
 }
 
+/// One channel of the execution graph, as a task's builder asks for its ends.
+#[derive(Clone, Copy, Debug)]
+pub struct ChannelSpec {
+    /// Its index in the execution graph (announced on its data connection).
+    pub id: usize,
+    /// Global index of the producing subtask.
+    pub producer: usize,
+    /// Global index of the consuming subtask.
+    pub consumer: usize,
+    /// Where its sending end runs if it crosses workers (`None`: the job's default).
+    pub network_task: Option<NetworkTaskMode>,
+}
+
 /// The ends of one channel this process holds: the producer's if it runs here, the
 /// consumer's if it runs here.
 pub struct Endpoints<T> {
@@ -90,15 +103,14 @@ impl<'a> ChannelAllocator<'a> {
             .ok_or_else(|| internal!("channel to subtask {subtask}, which has no waker"))
     }
 
-    /// The ends this process holds of channel `id` from subtask `producer` to `consumer`;
-    /// `mode` is the edge's choice of where a remote sending end runs (`None`: the job's).
-    pub fn allocate<T: Data>(
-        &mut self,
-        id: usize,
-        producer: usize,
-        consumer: usize,
-        mode: Option<NetworkTaskMode>,
-    ) -> Result<Endpoints<T>> {
+    /// The ends this process holds of `channel`.
+    pub fn allocate<T: Data>(&mut self, spec: ChannelSpec) -> Result<Endpoints<T>> {
+        let ChannelSpec {
+            id,
+            producer,
+            consumer,
+            network_task: mode,
+        } = spec;
         let (here_p, here_c) = (self.is_here(producer), self.is_here(consumer));
         match (here_p, here_c, self.placement) {
             (true, true, _) => {
@@ -167,6 +179,15 @@ mod tests {
     use crate::types::metrics::SubtaskMetrics;
     use crate::types::{CancelToken, StreamEvent};
 
+    fn spec(id: usize, producer: usize, consumer: usize) -> ChannelSpec {
+        ChannelSpec {
+            id,
+            producer,
+            consumer,
+            network_task: None,
+        }
+    }
+
     fn wakers(n: usize) -> Vec<Arc<TaskWaker>> {
         (0..n).map(|_| Arc::new(TaskWaker::default())).collect()
     }
@@ -188,7 +209,7 @@ mod tests {
         let w = wakers(2);
         let mut alloc = ChannelAllocator::new(4, &w, None);
         assert!(alloc.is_here(0) && alloc.is_here(1));
-        let ends = alloc.allocate::<u64>(0, 0, 1, None).unwrap();
+        let ends = alloc.allocate::<u64>(spec(0, 0, 1)).unwrap();
         let (Some(mut push), Some(pull)) = (ends.push, ends.pull) else {
             panic!("a local channel has both ends here");
         };
@@ -225,7 +246,7 @@ mod tests {
         let w = wakers(2);
         let mut consumer = ChannelAllocator::new(4, &w, Some(&consumer_side));
         assert!(!consumer.is_here(0) && consumer.is_here(1));
-        let ends = consumer.allocate::<u64>(5, 0, 1, None).unwrap();
+        let ends = consumer.allocate::<u64>(spec(5, 0, 1)).unwrap();
         assert!(ends.push.is_none());
         let pull = ends.pull.expect("the consumer reads here");
         let mut receivers = consumer.take_network_tasks();
@@ -237,7 +258,7 @@ mod tests {
             std::thread::spawn(move || receiver.body.run(&cancel_r, &SubtaskMetrics::default()));
 
         let mut producer = ChannelAllocator::new(4, &w, Some(&producer_side));
-        let ends = producer.allocate::<u64>(5, 0, 1, None).unwrap();
+        let ends = producer.allocate::<u64>(spec(5, 0, 1)).unwrap();
         assert!(ends.pull.is_none());
         let mut push = ends.push.expect("the producer writes here");
         let senders = producer.take_network_tasks();
@@ -288,7 +309,7 @@ mod tests {
         };
         let w = wakers(3);
         let mut alloc = ChannelAllocator::new(4, &w, Some(&placement));
-        let ends = alloc.allocate::<u64>(0, 0, 1, None).unwrap();
+        let ends = alloc.allocate::<u64>(spec(0, 0, 1)).unwrap();
         assert!(ends.push.is_none() && ends.pull.is_none());
         assert!(alloc.take_network_tasks().is_empty());
         cancel.cancel();

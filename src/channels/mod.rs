@@ -15,7 +15,7 @@ pub mod allocator;
 pub mod local;
 pub mod network;
 
-pub use allocator::{ChannelAllocator, Endpoints, NetworkTaskSlot, Placement};
+pub use allocator::{ChannelAllocator, ChannelSpec, Endpoints, NetworkTaskSlot, Placement};
 pub use local::{ChannelReceiver, ChannelSender};
 
 use crate::error::Result;
@@ -70,16 +70,16 @@ impl<T: serde::Serialize + Send> Push<T> for Outbox<T> {
     #[inline]
     fn push(&mut self, event: StreamEvent<T>, cancel: &CancelToken) -> Result<()> {
         match self {
-            Outbox::Local(s) => s.send(event, cancel),
-            Outbox::Remote(r) => r.send(event, cancel),
+            Outbox::Local(s) => s.push(event, cancel),
+            Outbox::Remote(r) => r.push(event, cancel),
         }
     }
 
     #[inline]
     fn is_blocked(&self) -> bool {
         match self {
-            Outbox::Local(s) => s.is_full(),
-            Outbox::Remote(r) => r.credits() == 0,
+            Outbox::Local(s) => s.is_blocked(),
+            Outbox::Remote(r) => r.is_blocked(),
         }
     }
 }

@@ -16,7 +16,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use crate::channels::{ChannelAllocator, Placement};
+use crate::channels::{ChannelAllocator, ChannelSpec, Placement};
 use crate::checkpoint::hub::CheckpointHub;
 use crate::connectors::SourceContext;
 use crate::error::{HummerError, Result, internal, panic_message};
@@ -26,9 +26,7 @@ use crate::operators::OperatorContext;
 use crate::runtime::factory::NodeFactory;
 use crate::runtime::task::network_task_body;
 use crate::runtime::task::{TaskBody, TaskRuntime};
-use crate::runtime::type_ops::{
-    ChannelSpec, ErasedOutput, ErasedReceiver, ErasedSender, WriterContext,
-};
+use crate::runtime::type_ops::{ErasedOutput, ErasedReceiver, ErasedSender, WriterContext};
 use crate::state::task_state::RestoredState;
 use crate::types::CancelToken;
 use crate::types::TaskWaker;

@@ -104,24 +104,17 @@ impl Supervisor {
     /// Starts the tasks of an attempt the controller decided on.
     fn deploy(&mut self, start: AttemptStart) -> Result<Attempt> {
         let (tx, events) = channel();
-        let checkpoints = match (&start.restore, self.controller.takes_checkpoints()) {
-            (_, true) | (Some(_), _) => {
-                let restored = match &start.restore {
-                    Some(checkpoint) => {
-                        let restored = load_for(checkpoint, &self.job.graph_info())?;
-                        tracing::info!(
-                            "restoring from checkpoint {} in {}",
-                            restored.checkpoint,
-                            checkpoint.dir.display()
-                        );
-                        Some(Arc::new(restored))
-                    }
-                    None => None,
-                };
-                let hub = CheckpointHub::new(tx, self.controller.restored());
-                Some(CheckpointSetup { hub, restored })
-            }
-            _ => None,
+        // A restore point exists only for a job that takes checkpoints (its policy says so),
+        // and restored sinks commit through them.
+        let checkpoints = if self.controller.takes_checkpoints() {
+            let restored = match &start.restore {
+                Some(checkpoint) => Some(Arc::new(load_for(checkpoint, &self.job.graph_info())?)),
+                None => None,
+            };
+            let hub = CheckpointHub::new(tx, self.controller.restored());
+            Some(CheckpointSetup { hub, restored })
+        } else {
+            None
         };
         let running = executor::start(
             &self.job,

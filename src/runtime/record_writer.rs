@@ -194,29 +194,11 @@ impl<T: crate::types::Data> Output<T> for RecordWriter<T> {
     }
 
     fn finish(&mut self) -> Result<()> {
-        self.flush()?;
-        for channel in &mut self.channels {
-            send_counted(
-                channel,
-                StreamEvent::EndOfInput,
-                &self.cancel,
-                &self.metrics,
-            )?;
-        }
-        Ok(())
+        self.broadcast(|| StreamEvent::EndOfInput)
     }
 
     fn barrier(&mut self, snapshot: &mut TaskSnapshot) -> Result<()> {
-        self.flush()?;
-        for channel in &mut self.channels {
-            send_counted(
-                channel,
-                StreamEvent::Barrier(snapshot.checkpoint),
-                &self.cancel,
-                &self.metrics,
-            )?;
-        }
-        Ok(())
+        self.broadcast(|| StreamEvent::Barrier(snapshot.checkpoint))
     }
 
     fn checkpoint_complete(&mut self, _id: CheckpointId) -> Result<()> {

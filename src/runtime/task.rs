@@ -28,9 +28,7 @@ use crate::state::task_state::{SourceSplit, TaskAck, TaskSnapshot};
 use crate::types::CancelToken;
 use crate::types::CheckpointId;
 use crate::types::metrics::SubtaskMetrics;
-use crate::types::{
-    MAX_WATERMARK, MIN_WATERMARK, PARK_SAFETY_TIMEOUT, StreamEvent, Timestamp, WatermarkStatus,
-};
+use crate::types::{PARK_SAFETY_TIMEOUT, StreamEvent, Timestamp, WatermarkStatus};
 
 /// What a task needs from its surroundings while it runs.
 pub(crate) struct TaskRuntime {
@@ -305,24 +303,42 @@ impl<T> InputGate<T> {
     }
 }
 
+/// Where a task hands on its watermark and status: the head of its chain.
+trait EventTimeOutput {
+    fn watermark(&mut self, watermark: Timestamp) -> Result<()>;
+    fn watermark_status(&mut self, status: WatermarkStatus) -> Result<()>;
+}
+
+impl<T> EventTimeOutput for Box<dyn Output<T>> {
+    fn watermark(&mut self, watermark: Timestamp) -> Result<()> {
+        (**self).watermark(watermark)
+    }
+    fn watermark_status(&mut self, status: WatermarkStatus) -> Result<()> {
+        (**self).watermark_status(status)
+    }
+}
+
+impl<Op: TwoInputOperator> EventTimeOutput for TwoInputHead<Op> {
+    fn watermark(&mut self, watermark: Timestamp) -> Result<()> {
+        TwoInputHead::watermark(self, watermark)
+    }
+    fn watermark_status(&mut self, status: WatermarkStatus) -> Result<()> {
+        TwoInputHead::watermark_status(self, status)
+    }
+}
+
 /// Hands on what a poll changed about the task's watermark and status: becoming active
 /// before the watermark that follows, becoming idle after the watermark before it.
-fn hand_on<O: ?Sized>(
-    change: ValveChange,
-    rt: &TaskRuntime,
-    out: &mut O,
-    watermark: fn(&mut O, Timestamp) -> Result<()>,
-    status: fn(&mut O, WatermarkStatus) -> Result<()>,
-) -> Result<()> {
+fn hand_on(change: ValveChange, rt: &TaskRuntime, out: &mut impl EventTimeOutput) -> Result<()> {
     if change.status == Some(WatermarkStatus::Active) {
-        status(out, WatermarkStatus::Active)?;
+        out.watermark_status(WatermarkStatus::Active)?;
     }
     if let Some(w) = change.watermark {
         rt.metrics.set_watermark(w);
-        watermark(out, w)?;
+        out.watermark(w)?;
     }
     if change.status == Some(WatermarkStatus::Idle) {
-        status(out, WatermarkStatus::Idle)?;
+        out.watermark_status(WatermarkStatus::Idle)?;
     }
     Ok(())
 }
@@ -389,10 +405,8 @@ impl<T: Send + 'static> TaskBody for SourceTask<T> {
         let mut injected = checkpoints.notified;
         // With checkpoints, a source that has read everything waits for the final checkpoint.
         let mut exhausted = false;
-        // The newest watermark handed on (the minimum over the splits' watermarks), and
-        // whether the source said it is idle.
-        let mut emitted = MIN_WATERMARK;
-        let mut source_idle = false;
+        // The minimum over the splits' watermarks, and whether they are all idle.
+        let mut valve = WatermarkValve::new(1);
         loop {
             if rt.cancel.is_cancelled() {
                 return Err(HummerError::Cancelled);
@@ -424,31 +438,23 @@ impl<T: Send + 'static> TaskBody for SourceTask<T> {
                 head.push(&mut buf)?;
                 timer.pending = true;
             }
-            // The end of a bounded input is the final watermark: everything event time
-            // waits for completes.
-            let (watermark, now_idle) = match status {
-                SourceStatus::Finished => (Some(MAX_WATERMARK), false),
-                _ => guarded(&ctx, || Ok((splits.watermark(), splits.is_idle())))?,
+            // The source's watermark and status go through a valve of one channel, like a
+            // task's from its inputs; the end of a bounded input is the final watermark.
+            let change = match status {
+                SourceStatus::Finished => valve.on_end(0),
+                _ => {
+                    let (watermark, idle) =
+                        guarded(&ctx, || Ok((splits.watermark(), splits.is_idle())))?;
+                    let status = if idle {
+                        WatermarkStatus::Idle
+                    } else {
+                        WatermarkStatus::Active
+                    };
+                    let change = valve.on_status(0, status);
+                    watermark.map_or(change, |w| change.then(valve.on_watermark(0, w)))
+                }
             };
-            let change = ValveChange {
-                watermark: watermark.filter(|w| *w > emitted),
-                status: (now_idle != source_idle).then_some(if now_idle {
-                    WatermarkStatus::Idle
-                } else {
-                    WatermarkStatus::Active
-                }),
-            };
-            if let Some(w) = change.watermark {
-                emitted = w;
-            }
-            source_idle = now_idle;
-            hand_on(
-                change,
-                rt,
-                &mut *head,
-                |o, w| o.watermark(w),
-                |o, s| o.watermark_status(s),
-            )?;
+            hand_on(change, rt, &mut head)?;
             match status {
                 SourceStatus::Finished => match &rt.checkpoints {
                     None => return head.finish(),
@@ -492,13 +498,7 @@ impl<T: Send + 'static> TaskBody for OneInputTask<T> {
                 rt.metrics.add_in(batch.len());
                 head.push(&mut batch)
             })?;
-            hand_on(
-                poll.change,
-                rt,
-                &mut *head,
-                |o, w| o.watermark(w),
-                |o, s| o.watermark_status(s),
-            )?;
+            hand_on(poll.change, rt, &mut head)?;
             if let Some(control) = poll.control {
                 checkpoints.on_control(control, |s| head.barrier(s))?;
             }
@@ -544,13 +544,7 @@ where
                 rt.metrics.add_in(batch.len());
                 head.push1(&mut batch)
             })?;
-            hand_on(
-                p1.change,
-                rt,
-                &mut head,
-                |o, w| o.watermark(w),
-                |o, s| o.watermark_status(s),
-            )?;
+            hand_on(p1.change, rt, &mut head)?;
             if let Some(control) = p1.control {
                 checkpoints.on_control(control, |s| head.barrier(s))?;
             }
@@ -558,13 +552,7 @@ where
                 rt.metrics.add_in(batch.len());
                 head.push2(&mut batch)
             })?;
-            hand_on(
-                p2.change,
-                rt,
-                &mut head,
-                |o, w| o.watermark(w),
-                |o, s| o.watermark_status(s),
-            )?;
+            hand_on(p2.change, rt, &mut head)?;
             if let Some(control) = p2.control {
                 checkpoints.on_control(control, |s| head.barrier(s))?;
             }

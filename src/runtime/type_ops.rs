@@ -11,8 +11,7 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 
 use crate::channels::local::ChannelReceiver;
-use crate::channels::network::NetworkTaskMode;
-use crate::channels::{ChannelAllocator, Outbox};
+use crate::channels::{ChannelAllocator, ChannelSpec, Outbox};
 use crate::error::{HummerError, Result, internal};
 use crate::operators::Output;
 use crate::runtime::chain::FanOut;
@@ -68,19 +67,6 @@ fn type_mismatch<T>(what: &str) -> HummerError {
         "{what} is not of record type {}",
         std::any::type_name::<T>()
     )
-}
-
-/// One channel of the execution graph, as [`TypeOps::allocate`] asks for it.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct ChannelSpec {
-    /// Its index in the execution graph (announced on its data connection).
-    pub(crate) id: usize,
-    /// Global index of the producing subtask.
-    pub(crate) producer: usize,
-    /// Global index of the consuming subtask.
-    pub(crate) consumer: usize,
-    /// Where its sending end runs if it crosses workers (`None`: the job's default).
-    pub(crate) network_task: Option<NetworkTaskMode>,
 }
 
 /// What a writer needs besides its channels.
@@ -168,12 +154,7 @@ impl<T: Data> TypeOps for TypeOpsImpl<T> {
         alloc: &mut ChannelAllocator<'_>,
         channel: ChannelSpec,
     ) -> Result<(Option<ErasedSender>, Option<ErasedReceiver>)> {
-        let ends = alloc.allocate::<T>(
-            channel.id,
-            channel.producer,
-            channel.consumer,
-            channel.network_task,
-        )?;
+        let ends = alloc.allocate::<T>(channel)?;
         Ok((
             ends.push.map(|p| ErasedSender(Box::new(p))),
             ends.pull.map(|r| ErasedReceiver(Box::new(r))),

@@ -79,8 +79,9 @@ impl WatermarkValve {
 
     /// Channel `channel` became idle or active.
     pub(crate) fn on_status(&mut self, channel: usize, status: WatermarkStatus) -> ValveChange {
+        let idle = status == WatermarkStatus::Idle;
         match self.channels.get_mut(channel) {
-            Some(c) if !c.ended => c.idle = status == WatermarkStatus::Idle,
+            Some(c) if !c.ended && c.idle != idle => c.idle = idle,
             _ => return ValveChange::default(),
         }
         self.update()
@@ -113,13 +114,19 @@ impl WatermarkValve {
 
     fn update(&mut self) -> ValveChange {
         let mut change = ValveChange::default();
-        let open: Vec<&Channel> = self.channels.iter().filter(|c| !c.ended).collect();
-        let active: Vec<&Channel> = open.iter().copied().filter(|c| !c.idle).collect();
-        let idle = active.is_empty() && !open.is_empty();
-        let candidate = if open.is_empty() {
-            Some(MAX_WATERMARK)
+        let mut open = false;
+        let mut min_active: Option<Timestamp> = None;
+        for c in self.channels.iter().filter(|c| !c.ended) {
+            open = true;
+            if !c.idle {
+                min_active = Some(min_active.map_or(c.watermark, |m| m.min(c.watermark)));
+            }
+        }
+        let idle = open && min_active.is_none();
+        let candidate = if open {
+            min_active
         } else {
-            active.iter().map(|c| c.watermark).min()
+            Some(MAX_WATERMARK)
         };
         if let Some(w) = candidate.filter(|w| *w > self.current) {
             self.current = w;

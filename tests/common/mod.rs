@@ -7,6 +7,8 @@ use std::path::Path;
 
 use hummer::jobs::corpus;
 
+pub mod netns;
+
 /// Writes `lines` lines of the generated corpus into `path`.
 pub fn write_corpus(path: &Path, lines: u64) {
     let mut f = std::io::BufWriter::new(std::fs::File::create(path).unwrap());

@@ -83,8 +83,6 @@ pub struct JobEntry {
     pub collected: Collected,
     /// Clients waiting for the end.
     pub waiters: Vec<UnboundedSender<Message>>,
-    /// The checkpoint the current attempt restores, if any.
-    pub restore: Option<PathBuf>,
     /// A savepoint being taken.
     pub savepoint: Option<PendingSavepoint>,
 }
@@ -121,7 +119,6 @@ impl JobEntry {
             error: None,
             collected: Vec::new(),
             waiters: Vec::new(),
-            restore: None,
             savepoint: None,
         }
     }

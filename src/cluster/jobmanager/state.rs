@@ -222,7 +222,6 @@ impl JobManagerState {
         entry.placement = subtasks;
         entry.workers = workers;
         entry.queued_on = None;
-        entry.restore = restore;
     }
 
     /// Starts the waiting jobs of `tm` that fit its free slots now, highest priority first:
@@ -266,24 +265,17 @@ impl JobManagerState {
             let Some(mut entry) = self.jobs.take(&id) else {
                 return;
             };
-            let placed = self.place(&entry, &offers);
-            let started = match placed {
-                Ok(placement) => match entry.controller.start() {
-                    Ok(start) => {
-                        self.deploy(&mut entry, placement, start);
-                        true
-                    }
-                    Err(e) => {
-                        entry.error = Some(format!("cannot start the job: {e}"));
-                        false
-                    }
-                },
-                Err(_) => {
-                    self.jobs.put_back(entry);
-                    return;
-                }
+            let Ok(placement) = self.place(&entry, &offers) else {
+                self.jobs.put_back(entry);
+                return;
             };
-            let error = (!started).then(|| entry.error.take()).flatten();
+            let error = match entry.controller.start() {
+                Ok(start) => {
+                    self.deploy(&mut entry, placement, start);
+                    None
+                }
+                Err(e) => Some(Refusal::CannotStart(e.to_string()).to_string()),
+            };
             self.jobs.put_back(entry);
             if let Some(q) = self.cluster.queues.get_mut(tm) {
                 q.retain(|j| *j != id);
@@ -623,7 +615,7 @@ impl JobManagerState {
         };
         let started = self
             .place(&entry, &offers)
-            .map_err(|e| HummerError::Remote(e.to_string()))
+            .map_err(|e| HummerError::Cluster(e.to_string()))
             .and_then(|placement| Ok((placement, entry.controller.restart()?)));
         let outcome = match started {
             Ok((placement, start)) => {

@@ -187,6 +187,19 @@ impl JobController {
     /// Starts an attempt: the next status is `Deploying`, from the restore point.
     fn begin_attempt(&mut self, attempt: u32) -> Result<AttemptStart> {
         let restore = self.restore_point()?;
+        match &restore {
+            Some(c) => tracing::info!(
+                attempt,
+                "restoring from checkpoint {} in {}",
+                c.metadata.id,
+                c.dir.display()
+            ),
+            None if attempt > 0 => tracing::info!(
+                attempt,
+                "no checkpoint completed yet: restarting from the beginning"
+            ),
+            None => {}
+        }
         self.restored = restore.as_ref().map_or(0, |c| c.metadata.id);
         self.attempt = attempt;
         self.restart_at = None;

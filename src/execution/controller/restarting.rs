@@ -16,20 +16,6 @@ impl JobController {
     /// [`JobController::failed`], it counts as a failure.
     pub fn restart(&mut self) -> Result<AttemptStart> {
         self.expect(&[JobStatus::Restarting], "restart")?;
-        let attempt = self.attempt + 1;
-        let start = self.begin_attempt(attempt)?;
-        match &start.restore {
-            Some(c) => tracing::info!(
-                attempt,
-                "restarting from checkpoint {} in {}",
-                c.metadata.id,
-                c.dir.display()
-            ),
-            None => tracing::info!(
-                attempt,
-                "no checkpoint completed yet: restarting from the beginning"
-            ),
-        }
-        Ok(start)
+        self.begin_attempt(self.attempt + 1)
     }
 }
