@@ -50,17 +50,24 @@ pub use error::{HummerError, Result};
 /// Everything a job program needs: `use hummer::prelude::*;`.
 pub mod prelude {
     pub use crate::api::{
-        ConnectedStreams, DataStream, DataStreamSink, ExecutionConfig, JobClient, JobResult,
-        KeyedStream, RuntimeMode, StreamExecutionEnvironment,
+        AllWindowedStream, ConnectedStreams, DataStream, DataStreamSink, ExecutionConfig,
+        JobClient, JobResult, KeyedStream, OutputTag, RuntimeMode, StreamExecutionEnvironment,
+        WindowedStream,
     };
     pub use crate::connectors::collect::CollectHandle;
     pub use crate::connectors::generator::GeneratorSource;
     pub use crate::connectors::{Source, SourceContext, SourceReader, SourceStatus};
     pub use crate::error::{HummerError, Result};
-    pub use crate::operators::Collector;
     pub use crate::operators::sink::{Sink, SinkWriter};
+    pub use crate::operators::window::{
+        AggregateFunction, CountAggregate, CountTrigger, EventTimeSessionWindows, GlobalWindows,
+        ProcessingTimeSessionWindows, PurgingTrigger, SlidingEventTimeWindows,
+        SlidingProcessingTimeWindows, TimeWindow, Trigger, TriggerResult, TumblingEventTimeWindows,
+        TumblingProcessingTimeWindows,
+    };
+    pub use crate::operators::{Collector, WatermarkGenerator, WatermarkOutput, WatermarkStrategy};
     pub use crate::state::{ListState, MapState, ValueState};
-    pub use crate::types::{Data, Key};
+    pub use crate::types::{Data, Key, ManualClock, Timestamp};
 }
 
 /// The README's code blocks, compiled as doctests so that they stay correct.

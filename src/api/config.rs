@@ -32,6 +32,12 @@ pub struct ExecutionConfig {
     pub restart_strategy: Option<crate::execution::restart_strategy::RestartStrategy>,
     /// A checkpoint or savepoint to start from (its directory). Default: none.
     pub restore_from: Option<std::path::PathBuf>,
+    /// How often timestamp assigners and sources emit periodic watermarks. Default 200 ms (as
+    /// Flink's `autoWatermarkInterval`).
+    pub auto_watermark_interval: Duration,
+    /// The processing-time clock (windows, timers, idleness, periodic watermarks). Default the
+    /// system clock; tests set a [`crate::types::ManualClock`].
+    pub clock: std::sync::Arc<dyn crate::types::Clock>,
 }
 
 impl Default for ExecutionConfig {
@@ -47,6 +53,8 @@ impl Default for ExecutionConfig {
             checkpointing: None,
             restart_strategy: None,
             restore_from: None,
+            auto_watermark_interval: Duration::from_millis(200),
+            clock: std::sync::Arc::new(crate::types::SystemClock),
         }
     }
 }
@@ -69,6 +77,9 @@ impl ExecutionConfig {
         }
         if self.batch_size == 0 {
             return bad("batch size must be at least 1".into());
+        }
+        if self.auto_watermark_interval.is_zero() {
+            return bad("the auto watermark interval must be positive".into());
         }
         if self.channel_capacity == 0 {
             return bad("channel capacity must be at least 1".into());

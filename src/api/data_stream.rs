@@ -15,8 +15,9 @@ use crate::operators::filter::Filter;
 use crate::operators::flat_map::FlatMap;
 use crate::operators::map::Map;
 use crate::operators::sink::{Sink, SinkOperator};
+use crate::operators::timestamps::TimestampsAndWatermarks;
 use crate::operators::union::Union;
-use crate::operators::{OneInputOperator, OperatorContext};
+use crate::operators::{OneInputOperator, OperatorContext, WatermarkStrategy};
 use crate::runtime::factory::{NodeFactory, OperatorFactory};
 use crate::runtime::type_ops::{type_ops, unit_type_ops};
 use crate::types::Partitioning;
@@ -125,6 +126,66 @@ impl<T: Data> DataStream<T> {
             type_ops::<O>(),
         );
         DataStream::new(self.env.clone(), id)
+    }
+
+    /// Gives every record an event timestamp and makes the stream's watermarks, as `strategy`
+    /// says (Flink's `assignTimestampsAndWatermarks`). Upstream watermarks are replaced; the
+    /// end of a bounded input still ends event time (a final watermark at the maximum).
+    ///
+    /// ```
+    /// # use hummer::prelude::*;
+    /// use std::time::Duration;
+    /// let env = StreamExecutionEnvironment::local();
+    /// env.set_parallelism(1);
+    /// let counts = env
+    ///     .from_collection(vec![("a", 1_000i64), ("a", 4_000), ("b", 12_000), ("a", 13_000)])
+    ///     .assign_timestamps_and_watermarks(
+    ///         WatermarkStrategy::for_bounded_out_of_orderness(Duration::from_secs(2))
+    ///             .with_timestamp_assigner(|r: &(&str, i64), _| r.1),
+    ///     )
+    ///     .key_by(|r: &(&'static str, i64)| r.0)
+    ///     .window(TumblingEventTimeWindows::of(Duration::from_secs(10)))
+    ///     .aggregate(CountAggregate)
+    ///     .collect();
+    /// let mut result = env.execute("tumbling count").unwrap();
+    /// let mut rows = result.collected(&counts).unwrap();
+    /// rows.sort();
+    /// // (key, window, count): the window's bounds are part of every result.
+    /// assert_eq!(rows, vec![
+    ///     ("a", TimeWindow::new(0, 10_000), 2),
+    ///     ("a", TimeWindow::new(10_000, 20_000), 1),
+    ///     ("b", TimeWindow::new(10_000, 20_000), 1),
+    /// ]);
+    /// ```
+    pub fn assign_timestamps_and_watermarks(
+        &self,
+        strategy: WatermarkStrategy<T>,
+    ) -> DataStream<T> {
+        let factory = NodeFactory::OneInput(Arc::new(OperatorFactory::new(
+            move |ctx: &OperatorContext| {
+                Ok(TimestampsAndWatermarks::new(
+                    &strategy,
+                    ctx.time.clone(),
+                    ctx.auto_watermark_interval,
+                ))
+            },
+        )));
+        let id = self.add_consumer(
+            "Timestamps/Watermarks".to_string(),
+            NodeKind::TimestampAssigner,
+            factory,
+            type_ops::<T>(),
+        );
+        DataStream::new(self.env.clone(), id)
+    }
+
+    /// Cuts the whole stream into windows, without keys (Flink's `windowAll`): one subtask
+    /// computes every window.
+    pub fn window_all<A: crate::operators::window::WindowAssigner>(
+        &self,
+        assigner: A,
+    ) -> crate::api::AllWindowedStream<T, A> {
+        crate::api::AllWindowedStream::new(self, assigner)
     }
 
     /// One output record per input record.
@@ -247,30 +308,76 @@ impl<T: Data> DataStream<T> {
         }
     }
 
+    /// The operator that produces this stream, and the nodes that only unpack its output
+    /// (a window's results and late records), which share its parallelism.
+    fn producer_group(&self) -> (NodeId, Vec<NodeId>) {
+        let state = self.env.state.borrow();
+        let producer = state.unpacks.get(&self.node).copied().unwrap_or(self.node);
+        let mut group: Vec<NodeId> = state
+            .unpacks
+            .iter()
+            .filter(|(_, p)| **p == producer)
+            .map(|(n, _)| *n)
+            .collect();
+        group.push(producer);
+        (producer, group)
+    }
+
     /// Sets the parallelism of the operator that produces this stream.
     pub fn set_parallelism(self, parallelism: usize) -> Self {
-        self.env.state.borrow_mut().graph.nodes[self.node].parallelism = Some(parallelism);
+        let (_, group) = self.producer_group();
+        for n in group {
+            self.env.state.borrow_mut().graph.nodes[n].parallelism = Some(parallelism);
+        }
         self
     }
 
     /// Bounds the parallelism a cluster may choose for the operator that produces this stream
     /// when it sets none itself (see [`crate::scheduler::parallelism`]).
     pub fn set_parallelism_bounds(self, min: usize, max: usize) -> Self {
-        self.env.state.borrow_mut().graph.nodes[self.node].parallelism_bounds = Some((min, max));
+        let (_, group) = self.producer_group();
+        for n in group {
+            self.env.state.borrow_mut().graph.nodes[n].parallelism_bounds = Some((min, max));
+        }
         self
     }
 
     /// Names the operator that produces this stream (shown in plans and errors).
     pub fn name(self, name: &str) -> Self {
-        self.env.state.borrow_mut().graph.nodes[self.node].name = name.to_string();
+        let (producer, _) = self.producer_group();
+        self.env.state.borrow_mut().graph.nodes[producer].name = name.to_string();
         self
     }
 
     /// Starts a new chain at the operator that produces this stream (no fusion with the
     /// operator before it).
     pub fn disable_chaining(self) -> Self {
-        self.env.state.borrow_mut().graph.nodes[self.node].chaining = Chaining::Never;
+        let (producer, _) = self.producer_group();
+        self.env.state.borrow_mut().graph.nodes[producer].chaining = Chaining::Never;
         self
+    }
+
+    /// The records an operator of this stream sent to the side output `tag` (for a window,
+    /// the late records routed there with `side_output_late_data`).
+    pub fn get_side_output<U: Data>(
+        &self,
+        tag: &crate::api::OutputTag<U>,
+    ) -> Result<DataStream<U>> {
+        let state = self.env.state.borrow();
+        match state.side_outputs.get(&(self.node, tag.name().to_string())) {
+            Some((node, ty)) if *ty == std::any::TypeId::of::<U>() => {
+                Ok(DataStream::new(self.env.clone(), *node))
+            }
+            Some(_) => Err(crate::HummerError::Config(format!(
+                "side output '{}' holds records of another type than {}",
+                tag.name(),
+                std::any::type_name::<U>()
+            ))),
+            None => Err(crate::HummerError::Config(format!(
+                "this stream has no side output '{}' (set it with side_output_late_data)",
+                tag.name()
+            ))),
+        }
     }
 
     /// Writes into a [`Sink`].

@@ -43,6 +43,14 @@ pub(crate) struct EnvState {
     pub(crate) config: ExecutionConfig,
     pub(crate) collect_slots: Vec<(NodeId, SharedCollectSlot)>,
     pub(crate) progress: Arc<JobProgress>,
+    /// Streams split off an operator's output: (main stream's node, side output tag) → the
+    /// side stream's node and record type.
+    pub(crate) side_outputs:
+        std::collections::HashMap<(NodeId, String), (NodeId, std::any::TypeId)>,
+    /// Nodes that only unpack another node's output (a window's results and late records):
+    /// node → the operator whose output they unpack. Settings made on such a stream
+    /// (parallelism, name) go to that operator.
+    pub(crate) unpacks: std::collections::HashMap<NodeId, NodeId>,
 }
 
 /// Builds a job and runs it (Flink's `StreamExecutionEnvironment`).
@@ -91,6 +99,8 @@ impl StreamExecutionEnvironment {
                 config: ExecutionConfig::default(),
                 collect_slots: Vec::new(),
                 progress: Arc::new(JobProgress::default()),
+                side_outputs: Default::default(),
+                unpacks: Default::default(),
             })),
         }
     }
@@ -130,6 +140,21 @@ impl StreamExecutionEnvironment {
     /// Sets the number of records per batch.
     pub fn set_batch_size(&self, batch_size: usize) -> &Self {
         self.state.borrow_mut().config.batch_size = batch_size;
+        self
+    }
+
+    /// Sets how often timestamp assigners and sources emit periodic watermarks (default
+    /// 200 ms).
+    pub fn set_auto_watermark_interval(&self, interval: Duration) -> &Self {
+        self.state.borrow_mut().config.auto_watermark_interval = interval;
+        self
+    }
+
+    /// Sets the processing-time clock of the job's tasks (default: the system clock). With a
+    /// [`crate::types::ManualClock`], processing-time windows, timers and idleness are driven
+    /// by the test, not by sleeping.
+    pub fn set_clock(&self, clock: std::sync::Arc<dyn crate::types::Clock>) -> &Self {
+        self.state.borrow_mut().config.clock = clock;
         self
     }
 
@@ -343,6 +368,8 @@ impl StreamExecutionEnvironment {
             channel_capacity: c.channel_capacity,
             buffer_timeout: c.buffer_timeout,
             network_task: c.network_task,
+            auto_watermark_interval: c.auto_watermark_interval,
+            clock: c.clock.clone(),
         };
         let recovery = RecoverySettings {
             checkpointing: c.checkpointing.clone(),

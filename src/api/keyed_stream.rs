@@ -4,7 +4,7 @@ use std::marker::PhantomData;
 use std::ops::AddAssign;
 use std::sync::Arc;
 
-use crate::api::DataStream;
+use crate::api::{DataStream, WindowedStream};
 use crate::graph::stream_graph::{CombineRewrite, NodeKind};
 use crate::operators::Collector;
 use crate::operators::keyed_aggregate::{
@@ -12,6 +12,7 @@ use crate::operators::keyed_aggregate::{
 };
 use crate::operators::keyed_join::KeyedJoin;
 use crate::operators::keyed_process::KeyedProcess;
+use crate::operators::window::{CountTrigger, GlobalWindows, PurgingTrigger, WindowAssigner};
 use crate::runtime::factory::{NodeFactory, OperatorFactory, TwoInputOperatorFactory};
 use crate::runtime::type_ops::type_ops;
 use crate::state::key_groups::subtask_of_key;
@@ -24,8 +25,8 @@ use crate::types::{Data, Key};
 /// Every keyed operation shuffles by key group, so all records of one key meet in one subtask
 /// and per-key state is consistent.
 pub struct KeyedStream<T, K, KS> {
-    stream: DataStream<T>,
-    key_of: KS,
+    pub(crate) stream: DataStream<T>,
+    pub(crate) key_of: KS,
     _key: PhantomData<fn() -> K>,
 }
 
@@ -57,7 +58,21 @@ where
         }
     }
 
-    fn hash_partitioning(&self) -> Partitioning {
+    /// Cuts each key's records into windows (Flink's `window`).
+    pub fn window<A: WindowAssigner>(&self, assigner: A) -> WindowedStream<T, K, KS, A> {
+        WindowedStream::new(
+            KeyedStream::new(self.stream.clone(), self.key_of.clone()),
+            assigner,
+        )
+    }
+
+    /// Windows of `count` records per key, each emitted when full (Flink's `countWindow`).
+    pub fn count_window(&self, count: u64) -> WindowedStream<T, K, KS, GlobalWindows> {
+        self.window(GlobalWindows::create())
+            .trigger(PurgingTrigger::of(CountTrigger::of(count)))
+    }
+
+    pub(crate) fn hash_partitioning(&self) -> Partitioning {
         Partitioning::hash(router::<T, K>(self.key_of.clone()))
     }
 

@@ -15,6 +15,7 @@ mod environment;
 mod job_client;
 mod job_result;
 mod keyed_stream;
+mod windowed_stream;
 
 pub use crate::types::RuntimeMode;
 pub use config::ExecutionConfig;
@@ -24,3 +25,4 @@ pub use environment::StreamExecutionEnvironment;
 pub use job_client::JobClient;
 pub use job_result::JobResult;
 pub use keyed_stream::KeyedStream;
+pub use windowed_stream::{AllWindowedStream, OutputTag, WindowedStream};

@@ -31,6 +31,7 @@ use crate::state::task_state::RestoredState;
 use crate::types::CancelToken;
 use crate::types::TaskWaker;
 use crate::types::metrics::{JobProgress, SubtaskMetrics, VertexMetrics};
+use crate::types::{Clock, ProcessingTimeService};
 
 /// Runtime settings of a job.
 #[derive(Clone, Debug)]
@@ -44,6 +45,10 @@ pub struct RuntimeConfig {
     pub buffer_timeout: Option<Duration>,
     /// Where the sending ends of remote channels run, unless their edge says otherwise.
     pub network_task: crate::channels::network::NetworkTaskMode,
+    /// How often periodic watermarks are emitted.
+    pub auto_watermark_interval: Duration,
+    /// The processing-time clock of every task.
+    pub clock: Arc<dyn Clock>,
 }
 
 struct Failure {
@@ -172,6 +177,8 @@ struct PreparedTask {
     body: Box<dyn TaskBody>,
     waker: Arc<TaskWaker>,
     metrics: Arc<SubtaskMetrics>,
+    /// The task's processing time (shared with the operators of its chain).
+    time: ProcessingTimeService,
     /// Vertex and subtask index whose counters it adds to (`None` for network tasks).
     vertex: Option<SubtaskPlace>,
     /// Global subtask index (network tasks: the producing or consuming subtask's).
@@ -214,11 +221,13 @@ pub fn start(
             index: st.index,
             global,
         };
+        let time = ProcessingTimeService::new(cfg.clock.clone());
         tasks.push(PreparedTask {
             name: st.name.clone(),
-            body: builder.build(place, &metrics[global])?,
+            body: builder.build(place, &metrics[global], &time)?,
             waker: wakers[global].clone(),
             metrics: metrics[global].clone(),
+            time,
             vertex: Some((st.vertex, st.index)),
             global,
         });
@@ -228,6 +237,7 @@ pub fn start(
         body: network_task_body(t.body),
         waker: t.waker,
         metrics: Arc::default(),
+        time: ProcessingTimeService::new(cfg.clock.clone()),
         vertex: None,
         global: t.subtask,
     }));
@@ -282,6 +292,7 @@ fn spawn(
             task: task.global,
             max_parallelism: job.max_parallelism,
             checkpoints: checkpoints.map(|c| c.hub.clone()),
+            time: task.time,
         };
         let failure_t = failure.clone();
         let gate_t = gate.clone();
@@ -424,6 +435,7 @@ impl TaskBuilder<'_> {
         &mut self,
         place: TaskPlace,
         metrics: &Arc<SubtaskMetrics>,
+        time: &ProcessingTimeService,
     ) -> Result<Box<dyn TaskBody>> {
         let TaskBuilder {
             job,
@@ -464,6 +476,9 @@ impl TaskBuilder<'_> {
                 batch_size: cfg.batch_size,
                 node: node_id,
                 checkpointing: checkpoints.is_some(),
+                time: time.clone(),
+                auto_watermark_interval: cfg.auto_watermark_interval,
+                metrics: metrics.clone(),
             };
             let mut outs = Vec::new();
             for (edge_idx, e) in stream.outputs_of(node_id) {

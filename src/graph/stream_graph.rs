@@ -16,6 +16,9 @@ pub enum NodeKind {
     Source,
     /// Transforms records.
     Operator,
+    /// Gives records their event timestamps and makes the stream's watermarks
+    /// (`assign_timestamps_and_watermarks`): where event time starts.
+    TimestampAssigner,
     /// Consumes records.
     Sink,
 }

@@ -1,9 +1,12 @@
 //! How an operator hands on its output: a [`Collector`] buffers records into batches for the
 //! operator's [`Output`] (the next operator of the chain, a fan-out, or a shuffle).
+//!
+//! Records may carry event timestamps. A collector keeps them in a vector beside the records,
+//! only once some record has one: a stream without event time never pays for them.
 
 use crate::error::{HummerError, Result};
 use crate::state::task_state::TaskSnapshot;
-use crate::types::{CheckpointId, Timestamp, WatermarkStatus};
+use crate::types::{CheckpointId, NO_TIMESTAMP, Timestamp, WatermarkStatus};
 
 /// Receives the batches of one stream: the next link of a chain, a fan-out, or a writer into
 /// the channels of a shuffle.
@@ -12,6 +15,9 @@ use crate::types::{CheckpointId, Timestamp, WatermarkStatus};
 pub trait Output<T>: Send {
     /// Processes and drains a batch.
     fn push(&mut self, batch: &mut Vec<T>) -> Result<()>;
+    /// Processes and drains a batch whose records carry event timestamps (`timestamps[i]` is
+    /// `batch[i]`'s, [`NO_TIMESTAMP`] for none); both vectors are left empty.
+    fn push_stamped(&mut self, batch: &mut Vec<T>, timestamps: &mut Vec<Timestamp>) -> Result<()>;
     /// Hands on anything buffered (buffer timeout or idle input). Never emits aggregation
     /// state: only records already produced are flushed.
     fn flush(&mut self) -> Result<()>;
@@ -22,42 +28,86 @@ pub trait Output<T>: Send {
     fn barrier(&mut self, snapshot: &mut TaskSnapshot) -> Result<()>;
     /// Checkpoint `id` completed: transactional sinks commit what it covers.
     fn checkpoint_complete(&mut self, id: CheckpointId) -> Result<()>;
-    /// The stream's watermark advanced to `watermark`: no record with a smaller timestamp
-    /// follows. Hands on what is buffered first, so the watermark keeps its place after the
-    /// records before it.
+    /// The stream's watermark advanced to `watermark`: no record with a timestamp at or below
+    /// it follows. Hands on what is buffered first, so the watermark keeps its place after
+    /// the records before it.
     fn watermark(&mut self, watermark: Timestamp) -> Result<()>;
     /// The stream became idle (its watermark holds nothing back) or active again.
     fn watermark_status(&mut self, status: WatermarkStatus) -> Result<()>;
+    /// Processing time reached `now` and some operator downstream asked to be called then
+    /// (see [`crate::types::ProcessingTimeService`]): processing-time windows and timers fire,
+    /// periodic watermarks are emitted.
+    fn processing_time(&mut self, now: Timestamp) -> Result<()>;
 }
 
 /// Where an operator puts its output records.
 ///
 /// Records are buffered and handed downstream in batches of at most the job's batch size, so
 /// an operator that produces many records per input (a tokenizer) keeps its working set small.
+///
+/// An output record carries the timestamp the collector is set to ([`Collector::set_timestamp`];
+/// the runtime sets it to the input record's while an operator without timestamp handling of
+/// its own processes it, as Flink does), or one given with
+/// [`Collector::collect_with_timestamp`].
 pub struct Collector<'a, T> {
     buf: &'a mut Vec<T>,
+    /// Timestamps of `buf`'s records: empty while none has one, else as long as `buf`.
+    stamps: &'a mut Vec<Timestamp>,
+    /// The timestamp given to records collected now.
+    stamp: Option<Timestamp>,
     next: &'a mut dyn Output<T>,
     limit: usize,
     error: Option<HummerError>,
 }
 
 impl<'a, T> Collector<'a, T> {
-    pub(crate) fn new(buf: &'a mut Vec<T>, next: &'a mut dyn Output<T>, limit: usize) -> Self {
+    pub(crate) fn new(
+        buf: &'a mut Vec<T>,
+        stamps: &'a mut Vec<Timestamp>,
+        next: &'a mut dyn Output<T>,
+        limit: usize,
+    ) -> Self {
         Collector {
             buf,
+            stamps,
+            stamp: None,
             next,
             limit: limit.max(1),
             error: None,
         }
     }
 
-    /// Emits one record.
+    /// Emits one record (with the collector's current timestamp, if it has one).
     #[inline]
     pub fn collect(&mut self, record: T) {
+        match self.stamp {
+            Some(t) => self.push_stamp(t),
+            None if !self.stamps.is_empty() => self.stamps.push(NO_TIMESTAMP),
+            None => {}
+        }
         self.buf.push(record);
         if self.buf.len() >= self.limit {
             self.spill();
         }
+    }
+
+    /// Emits one record with event timestamp `timestamp`.
+    #[inline]
+    pub fn collect_with_timestamp(&mut self, record: T, timestamp: Timestamp) {
+        self.push_stamp(timestamp);
+        self.buf.push(record);
+        if self.buf.len() >= self.limit {
+            self.spill();
+        }
+    }
+
+    #[inline]
+    fn push_stamp(&mut self, t: Timestamp) {
+        if self.stamps.len() != self.buf.len() {
+            // The first stamped record of a batch: the records before it have none.
+            self.stamps.resize(self.buf.len(), NO_TIMESTAMP);
+        }
+        self.stamps.push(t);
     }
 
     /// Emits every record of an iterator.
@@ -68,12 +118,56 @@ impl<'a, T> Collector<'a, T> {
         }
     }
 
+    /// Records collected from now on carry `timestamp` (until set again or cleared).
+    #[inline]
+    pub fn set_timestamp(&mut self, timestamp: Timestamp) {
+        self.stamp = Some(timestamp);
+    }
+
+    /// Records collected from now on carry no timestamp.
+    #[inline]
+    pub fn clear_timestamp(&mut self) {
+        self.stamp = None;
+    }
+
+    /// Hands on what is buffered, then emits a watermark. Only operators that generate
+    /// watermarks (see [`crate::operators::OneInputOperator::generates_watermarks`]) call it;
+    /// for the others the runtime hands on the input's watermark.
+    pub fn emit_watermark(&mut self, watermark: Timestamp) {
+        self.emit(|next| next.watermark(watermark));
+    }
+
+    /// Hands on what is buffered, then declares the stream idle or active (an operator that
+    /// generates watermarks, with an idleness timeout).
+    pub fn emit_watermark_status(&mut self, status: WatermarkStatus) {
+        self.emit(|next| next.watermark_status(status));
+    }
+
+    fn emit(&mut self, f: impl FnOnce(&mut dyn Output<T>) -> Result<()>) {
+        if !self.buf.is_empty() {
+            self.spill();
+        }
+        if self.error.is_none()
+            && let Err(e) = f(self.next)
+        {
+            self.error = Some(e);
+        }
+    }
+
     #[cold]
     fn spill(&mut self) {
         if self.error.is_some() {
             // The job is failing: drop what downstream can no longer take.
             self.buf.clear();
-        } else if let Err(e) = self.next.push(self.buf) {
+            self.stamps.clear();
+            return;
+        }
+        let sent = if self.stamps.is_empty() {
+            self.next.push(self.buf)
+        } else {
+            self.next.push_stamped(self.buf, self.stamps)
+        };
+        if let Err(e) = sent {
             self.error = Some(e);
         }
     }
@@ -83,11 +177,12 @@ impl<'a, T> Collector<'a, T> {
     #[inline]
     pub(crate) fn run(
         buf: &'a mut Vec<T>,
+        stamps: &'a mut Vec<Timestamp>,
         next: &'a mut dyn Output<T>,
         limit: usize,
         f: impl FnOnce(&mut Collector<'a, T>) -> Result<()>,
     ) -> Result<()> {
-        let mut out = Collector::new(buf, next, limit);
+        let mut out = Collector::new(buf, stamps, next, limit);
         let result = f(&mut out);
         result.and(out.done())
     }
@@ -102,4 +197,53 @@ impl<'a, T> Collector<'a, T> {
             None => Ok(()),
         }
     }
+}
+
+/// An [`Output`] that keeps what is pushed to it (timestamps dropped): lets an operator hand a
+/// user function a [`Collector`] of another type than its own output, then wrap what it got.
+pub(crate) struct VecOutput<T>(pub(crate) Vec<T>);
+
+impl<T: Send> Output<T> for VecOutput<T> {
+    fn push(&mut self, batch: &mut Vec<T>) -> Result<()> {
+        self.0.append(batch);
+        Ok(())
+    }
+    fn push_stamped(&mut self, batch: &mut Vec<T>, timestamps: &mut Vec<Timestamp>) -> Result<()> {
+        timestamps.clear();
+        self.0.append(batch);
+        Ok(())
+    }
+    fn flush(&mut self) -> Result<()> {
+        Ok(())
+    }
+    fn finish(&mut self) -> Result<()> {
+        Ok(())
+    }
+    fn barrier(&mut self, _snapshot: &mut TaskSnapshot) -> Result<()> {
+        Ok(())
+    }
+    fn checkpoint_complete(&mut self, _id: CheckpointId) -> Result<()> {
+        Ok(())
+    }
+    fn watermark(&mut self, _watermark: Timestamp) -> Result<()> {
+        Ok(())
+    }
+    fn watermark_status(&mut self, _status: WatermarkStatus) -> Result<()> {
+        Ok(())
+    }
+    fn processing_time(&mut self, _now: Timestamp) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// Runs `f` with a collector whose records are returned (appended to `into`).
+pub(crate) fn collect_into<T: Send>(
+    into: &mut Vec<T>,
+    f: impl FnOnce(&mut Collector<'_, T>) -> Result<()>,
+) -> Result<()> {
+    let mut sink = VecOutput(std::mem::take(into));
+    let (mut buf, mut stamps) = (Vec::new(), Vec::new());
+    Collector::run(&mut buf, &mut stamps, &mut sink, usize::MAX, f)?;
+    *into = sink.0;
+    Ok(())
 }

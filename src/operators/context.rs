@@ -1,6 +1,8 @@
 //! Where an operator instance runs.
 
-use crate::types::RuntimeMode;
+use std::time::Duration;
+
+use crate::types::{ProcessingTimeService, RuntimeMode};
 
 /// Where an operator instance runs: its name and its place among its parallel subtasks.
 #[derive(Clone, Debug)]
@@ -21,6 +23,13 @@ pub struct OperatorContext {
     pub node: usize,
     /// Whether the job takes checkpoints (transactional sinks then commit per checkpoint).
     pub checkpointing: bool,
+    /// The task's processing time: its clock, and where an operator asks to be called back
+    /// (processing-time windows and timers, periodic watermarks).
+    pub time: ProcessingTimeService,
+    /// How often periodic watermarks are emitted (Flink's `autoWatermarkInterval`).
+    pub auto_watermark_interval: Duration,
+    /// The subtask's counters (an event-time operator counts the late records it drops).
+    pub metrics: std::sync::Arc<crate::types::metrics::SubtaskMetrics>,
 }
 
 impl OperatorContext {

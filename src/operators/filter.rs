@@ -4,6 +4,7 @@ use std::marker::PhantomData;
 
 use crate::error::Result;
 use crate::operators::{Collector, OneInputOperator};
+use crate::types::Timestamp;
 
 /// Keeps the records for which the predicate returns true.
 pub struct Filter<T, F> {
@@ -33,6 +34,21 @@ where
         for record in batch.drain(..) {
             if (self.predicate)(&record) {
                 out.collect(record);
+            }
+        }
+        Ok(())
+    }
+
+    #[inline]
+    fn process_stamped_batch(
+        &mut self,
+        batch: &mut Vec<T>,
+        timestamps: &mut Vec<Timestamp>,
+        out: &mut Collector<'_, T>,
+    ) -> Result<()> {
+        for (record, t) in batch.drain(..).zip(timestamps.drain(..)) {
+            if (self.predicate)(&record) {
+                out.collect_with_timestamp(record, t);
             }
         }
         Ok(())

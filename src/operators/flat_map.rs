@@ -4,6 +4,7 @@ use std::marker::PhantomData;
 
 use crate::error::Result;
 use crate::operators::{Collector, OneInputOperator};
+use crate::types::Timestamp;
 
 /// Applies a function returning an iterator to every record and emits what it yields.
 ///
@@ -46,6 +47,23 @@ where
                 .into_iter()
                 .for_each(|item| out.collect(item));
         }
+        Ok(())
+    }
+
+    #[inline]
+    fn process_stamped_batch(
+        &mut self,
+        batch: &mut Vec<I>,
+        timestamps: &mut Vec<Timestamp>,
+        out: &mut Collector<'_, It::Item>,
+    ) -> Result<()> {
+        for (record, t) in batch.drain(..).zip(timestamps.drain(..)) {
+            out.set_timestamp(t);
+            (self.f)(record)
+                .into_iter()
+                .for_each(|item| out.collect(item));
+        }
+        out.clear_timestamp();
         Ok(())
     }
 }

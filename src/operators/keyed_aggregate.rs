@@ -434,7 +434,8 @@ mod tests {
 
     fn feed(op: &mut CountOp, records: &[u32], out: &mut Gather<(u32, u64)>) {
         let mut buf = Vec::new();
-        let mut c = Collector::new(&mut buf, out, 1024);
+        let mut stamps = Vec::new();
+        let mut c = Collector::new(&mut buf, &mut stamps, out, 1024);
         let mut batch = records.to_vec();
         op.process_batch(&mut batch, &mut c).unwrap();
         c.done().unwrap();

@@ -140,7 +140,8 @@ mod tests {
         let mut before = join();
         let mut out = Gather(Vec::new());
         let mut buf = Vec::new();
-        let mut c = Collector::new(&mut buf, &mut out, 64);
+        let mut stamps = Vec::new();
+        let mut c = Collector::new(&mut buf, &mut stamps, &mut out, 64);
         before
             .process_batch1(&mut vec![(1, 10), (2, 20)], &mut c)
             .unwrap();
@@ -152,7 +153,8 @@ mod tests {
         after.restore_state(&snapshot, 0..128).unwrap();
         let mut out = Gather(Vec::new());
         let mut buf = Vec::new();
-        let mut c = Collector::new(&mut buf, &mut out, 64);
+        let mut stamps = Vec::new();
+        let mut c = Collector::new(&mut buf, &mut stamps, &mut out, 64);
         after.process_batch2(&mut vec![(1, 100)], &mut c).unwrap();
         after.process_batch1(&mut vec![(3, 30)], &mut c).unwrap();
         c.done().unwrap();

@@ -4,6 +4,7 @@ use std::marker::PhantomData;
 
 use crate::error::Result;
 use crate::operators::{Collector, OneInputOperator};
+use crate::types::Timestamp;
 
 /// Applies a function to every record.
 pub struct Map<I, O, F> {
@@ -32,6 +33,19 @@ where
     fn process_batch(&mut self, batch: &mut Vec<I>, out: &mut Collector<'_, O>) -> Result<()> {
         for record in batch.drain(..) {
             out.collect((self.f)(record));
+        }
+        Ok(())
+    }
+
+    #[inline]
+    fn process_stamped_batch(
+        &mut self,
+        batch: &mut Vec<I>,
+        timestamps: &mut Vec<Timestamp>,
+        out: &mut Collector<'_, O>,
+    ) -> Result<()> {
+        for (record, t) in batch.drain(..).zip(timestamps.drain(..)) {
+            out.collect_with_timestamp((self.f)(record), t);
         }
         Ok(())
     }

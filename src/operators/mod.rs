@@ -7,7 +7,8 @@
 //! this layer knows nothing of tasks, channels or graphs.
 //!
 //! One operator per file: [`map`], [`flat_map`], [`filter`], [`keyed_aggregate`],
-//! [`keyed_process`], [`keyed_join`], [`co_map`], [`union`], [`sink`].
+//! [`keyed_process`], [`keyed_join`], [`co_map`], [`union`], [`sink`], [`timestamps`] (with
+//! [`watermark_strategy`]).
 //!
 //! Layer 6 of 15: imports only `error`, `types`, `state`, `checkpoint` and `scheduler` (see
 //! `crate::types`).
@@ -23,11 +24,15 @@ pub mod keyed_process;
 pub mod map;
 mod operator;
 pub mod sink;
+pub mod timestamps;
 pub mod union;
+pub mod watermark_strategy;
+pub mod window;
 
 pub use collector::{Collector, Output};
 pub use context::OperatorContext;
 pub use operator::{OneInputOperator, TwoInputOperator};
+pub use watermark_strategy::{WatermarkGenerator, WatermarkOutput, WatermarkStrategy};
 
 #[cfg(test)]
 use crate::error::Result;
@@ -40,6 +45,17 @@ pub(crate) struct Gather<T>(pub Vec<T>);
 impl<T: Send> Output<T> for Gather<T> {
     fn push(&mut self, batch: &mut Vec<T>) -> Result<()> {
         self.0.append(batch);
+        Ok(())
+    }
+    fn push_stamped(
+        &mut self,
+        batch: &mut Vec<T>,
+        timestamps: &mut Vec<crate::types::Timestamp>,
+    ) -> Result<()> {
+        timestamps.clear();
+        self.push(batch)
+    }
+    fn processing_time(&mut self, _now: crate::types::Timestamp) -> Result<()> {
         Ok(())
     }
     fn flush(&mut self) -> Result<()> {

@@ -1,9 +1,33 @@
-//! The operator contract: one-input and two-input operators, with hooks for batches, the end
-//! of input, checkpoint snapshots, restores and completed checkpoints.
+//! The operator contract: one-input and two-input operators, with hooks for batches (with or
+//! without event timestamps), watermarks, processing time, the end of input, checkpoint
+//! snapshots, restores and completed checkpoints.
 
 use crate::error::Result;
 use crate::operators::Collector;
 use crate::types::{CheckpointId, Timestamp};
+
+/// Feeds timestamped records to `process` one at a time, with the collector stamping what it
+/// emits with the record's timestamp: Flink's rule that an output record carries the
+/// timestamp of the input record it came from, for operators that do not handle timestamps.
+#[inline]
+pub(crate) fn one_at_a_time<T, O>(
+    batch: &mut Vec<T>,
+    timestamps: &mut Vec<Timestamp>,
+    out: &mut Collector<'_, O>,
+    mut process: impl FnMut(&mut Vec<T>, &mut Collector<'_, O>) -> Result<()>,
+) -> Result<()> {
+    let mut one = Vec::with_capacity(1);
+    let result = batch
+        .drain(..)
+        .zip(timestamps.drain(..))
+        .try_for_each(|(record, t)| {
+            out.set_timestamp(t);
+            one.push(record);
+            process(&mut one, out)
+        });
+    out.clear_timestamp();
+    result
+}
 
 /// An operator with one input.
 pub trait OneInputOperator: Send + 'static {
@@ -19,8 +43,41 @@ pub trait OneInputOperator: Send + 'static {
         out: &mut Collector<'_, Self::Out>,
     ) -> Result<()>;
 
+    /// Processes a batch whose records carry event timestamps (`timestamps[i]` is `batch[i]`'s;
+    /// [`crate::types::NO_TIMESTAMP`] for none); both must be left empty. By default each
+    /// record goes through [`OneInputOperator::process_batch`] alone, and what it emits carries
+    /// its timestamp; operators that know how their outputs relate to their inputs override
+    /// this to work a batch at a time.
+    fn process_stamped_batch(
+        &mut self,
+        batch: &mut Vec<Self::In>,
+        timestamps: &mut Vec<Timestamp>,
+        out: &mut Collector<'_, Self::Out>,
+    ) -> Result<()> {
+        one_at_a_time(batch, timestamps, out, |b, out| self.process_batch(b, out))
+    }
+
+    /// True for an operator that makes its own watermarks (a timestamp assigner): the runtime
+    /// then does not hand on its input's watermarks and statuses; the operator emits its own
+    /// with [`Collector::emit_watermark`] and [`Collector::emit_watermark_status`].
+    fn generates_watermarks(&self) -> bool {
+        false
+    }
+
+    /// Processing time reached `now`, a deadline this operator asked for through its
+    /// context's [`crate::types::ProcessingTimeService`]: processing-time windows and timers
+    /// fire here. Called on the task's thread, never during another call of the operator.
+    fn on_processing_time(
+        &mut self,
+        now: Timestamp,
+        out: &mut Collector<'_, Self::Out>,
+    ) -> Result<()> {
+        let _ = (now, out);
+        Ok(())
+    }
+
     /// The input's watermark advanced to `watermark` (the minimum over the operator's input
-    /// channels): no record with a smaller timestamp follows. Event-time operators fire what
+    /// channels): no record with a timestamp at or below it follows. Event-time operators fire what
     /// it completes here; the watermark itself is handed on after this returns.
     fn process_watermark(
         &mut self,
@@ -83,8 +140,39 @@ pub trait TwoInputOperator: Send + 'static {
         batch: &mut Vec<Self::In2>,
         out: &mut Collector<'_, Self::Out>,
     ) -> Result<()>;
+    /// Like [`OneInputOperator::process_stamped_batch`], for the first input.
+    fn process_stamped_batch1(
+        &mut self,
+        batch: &mut Vec<Self::In1>,
+        timestamps: &mut Vec<Timestamp>,
+        out: &mut Collector<'_, Self::Out>,
+    ) -> Result<()> {
+        one_at_a_time(batch, timestamps, out, |b, out| self.process_batch1(b, out))
+    }
+
+    /// Like [`OneInputOperator::process_stamped_batch`], for the second input.
+    fn process_stamped_batch2(
+        &mut self,
+        batch: &mut Vec<Self::In2>,
+        timestamps: &mut Vec<Timestamp>,
+        out: &mut Collector<'_, Self::Out>,
+    ) -> Result<()> {
+        one_at_a_time(batch, timestamps, out, |b, out| self.process_batch2(b, out))
+    }
+
+    /// Processing time reached a deadline this operator asked for (see
+    /// [`OneInputOperator::on_processing_time`]).
+    fn on_processing_time(
+        &mut self,
+        now: Timestamp,
+        out: &mut Collector<'_, Self::Out>,
+    ) -> Result<()> {
+        let _ = (now, out);
+        Ok(())
+    }
+
     /// The input's watermark advanced to `watermark` (the minimum over the channels of both
-    /// inputs): no record with a smaller timestamp follows. Event-time operators fire what
+    /// inputs): no record with a timestamp at or below it follows. Event-time operators fire what
     /// it completes here; the watermark itself is handed on after this returns.
     fn process_watermark(
         &mut self,

@@ -72,6 +72,16 @@ impl<T: 'static> OneInputOperator for SinkOperator<T> {
         self.writer.write_batch(batch)
     }
 
+    fn process_stamped_batch(
+        &mut self,
+        batch: &mut Vec<T>,
+        timestamps: &mut Vec<crate::types::Timestamp>,
+        _out: &mut Collector<'_, ()>,
+    ) -> Result<()> {
+        timestamps.clear();
+        self.writer.write_batch(batch)
+    }
+
     fn end_of_input(&mut self, _out: &mut Collector<'_, ()>) -> Result<()> {
         self.writer.finish()
     }

@@ -64,6 +64,12 @@ trait OperatorHooks: Send + 'static {
     fn end_of_input(&mut self, out: &mut Collector<'_, Self::Out>) -> Result<()>;
     fn process_watermark(&mut self, w: Timestamp, out: &mut Collector<'_, Self::Out>)
     -> Result<()>;
+    fn generates_watermarks(&self) -> bool;
+    fn on_processing_time(
+        &mut self,
+        now: Timestamp,
+        out: &mut Collector<'_, Self::Out>,
+    ) -> Result<()>;
     fn snapshot_state(&mut self, id: CheckpointId, max: usize) -> Result<Option<Vec<u8>>>;
     fn notify_checkpoint_complete(&mut self, id: CheckpointId) -> Result<()>;
     fn restore_state(&mut self, snapshot: &[u8], groups: std::ops::Range<usize>) -> Result<()>;
@@ -87,6 +93,16 @@ macro_rules! operator_hooks {
             ) -> Result<()> {
                 self.0.process_watermark(w, out)
             }
+            fn generates_watermarks(&self) -> bool {
+                generates_watermarks!($kind, self.0)
+            }
+            fn on_processing_time(
+                &mut self,
+                now: Timestamp,
+                out: &mut Collector<'_, Op::Out>,
+            ) -> Result<()> {
+                self.0.on_processing_time(now, out)
+            }
             fn snapshot_state(&mut self, id: CheckpointId, max: usize) -> Result<Option<Vec<u8>>> {
                 self.0.snapshot_state(id, max)
             }
@@ -104,6 +120,16 @@ macro_rules! operator_hooks {
     };
 }
 
+/// Whether an operator makes its own watermarks (only one-input operators can).
+macro_rules! generates_watermarks {
+    (OneInputOperator, $op:expr) => {
+        $op.generates_watermarks()
+    };
+    (TwoInputOperator, $op:expr) => {
+        false
+    };
+}
+
 operator_hooks!(OneInput, OneInputOperator);
 operator_hooks!(TwoInput, TwoInputOperator);
 
@@ -114,15 +140,20 @@ struct Link<H: OperatorHooks> {
     op: H,
     ctx: OperatorContext,
     buf: Vec<H::Out>,
+    stamps: Vec<Timestamp>,
     next: Box<dyn Output<H::Out>>,
+    /// The operator makes its own watermarks: the input's are not handed on.
+    generates_watermarks: bool,
 }
 
 impl<H: OperatorHooks> Link<H> {
     fn new(op: H, ctx: OperatorContext, next: Box<dyn Output<H::Out>>) -> Self {
         Link {
+            generates_watermarks: op.generates_watermarks(),
             op,
             ctx,
             buf: Vec::new(),
+            stamps: Vec::new(),
             next,
         }
     }
@@ -134,9 +165,14 @@ impl<H: OperatorHooks> Link<H> {
         f: impl FnOnce(&mut H, &mut Collector<'_, H::Out>) -> Result<()>,
     ) -> Result<()> {
         let limit = self.ctx.batch_size;
-        let (op, buf, next) = (&mut self.op, &mut self.buf, &mut *self.next);
+        let (op, buf, stamps, next) = (
+            &mut self.op,
+            &mut self.buf,
+            &mut self.stamps,
+            &mut *self.next,
+        );
         guarded(&self.ctx, || {
-            Collector::run(buf, next, limit, |out| f(op, out))
+            Collector::run(buf, stamps, next, limit, |out| f(op, out))
         })
     }
 
@@ -171,11 +207,22 @@ impl<H: OperatorHooks> Link<H> {
 
     fn watermark(&mut self, watermark: Timestamp) -> Result<()> {
         self.call(|op, out| op.process_watermark(watermark, out))?;
+        if self.generates_watermarks {
+            return Ok(());
+        }
         self.next.watermark(watermark)
     }
 
     fn watermark_status(&mut self, status: WatermarkStatus) -> Result<()> {
+        if self.generates_watermarks {
+            return Ok(());
+        }
         self.next.watermark_status(status)
+    }
+
+    fn processing_time(&mut self, now: Timestamp) -> Result<()> {
+        self.call(|op, out| op.on_processing_time(now, out))?;
+        self.next.processing_time(now)
     }
 }
 
@@ -202,6 +249,20 @@ where
     #[inline]
     fn push(&mut self, batch: &mut Vec<Op::In>) -> Result<()> {
         self.0.call(|op, out| op.0.process_batch(batch, out))
+    }
+
+    #[inline]
+    fn push_stamped(
+        &mut self,
+        batch: &mut Vec<Op::In>,
+        timestamps: &mut Vec<Timestamp>,
+    ) -> Result<()> {
+        self.0
+            .call(|op, out| op.0.process_stamped_batch(batch, timestamps, out))
+    }
+
+    fn processing_time(&mut self, now: Timestamp) -> Result<()> {
+        self.0.processing_time(now)
     }
 
     fn flush(&mut self) -> Result<()> {
@@ -250,6 +311,28 @@ impl<Op: TwoInputOperator> TwoInputHead<Op> {
         self.0.call(|op, out| op.0.process_batch2(batch, out))
     }
 
+    pub(crate) fn push_stamped1(
+        &mut self,
+        batch: &mut Vec<Op::In1>,
+        timestamps: &mut Vec<Timestamp>,
+    ) -> Result<()> {
+        self.0
+            .call(|op, out| op.0.process_stamped_batch1(batch, timestamps, out))
+    }
+
+    pub(crate) fn push_stamped2(
+        &mut self,
+        batch: &mut Vec<Op::In2>,
+        timestamps: &mut Vec<Timestamp>,
+    ) -> Result<()> {
+        self.0
+            .call(|op, out| op.0.process_stamped_batch2(batch, timestamps, out))
+    }
+
+    pub(crate) fn processing_time(&mut self, now: Timestamp) -> Result<()> {
+        self.0.processing_time(now)
+    }
+
     pub(crate) fn barrier(&mut self, snapshot: &mut TaskSnapshot) -> Result<()> {
         self.0.barrier(snapshot)
     }
@@ -292,6 +375,25 @@ impl<T: Clone + Send> Output<T> for FanOut<T> {
         }
         batch.clear();
         Ok(())
+    }
+
+    fn push_stamped(&mut self, batch: &mut Vec<T>, timestamps: &mut Vec<Timestamp>) -> Result<()> {
+        if let Some((last, rest)) = self.outputs.split_last_mut() {
+            for out in rest {
+                let (mut copy, mut stamps) = (batch.clone(), timestamps.clone());
+                out.push_stamped(&mut copy, &mut stamps)?;
+            }
+            last.push_stamped(batch, timestamps)?;
+        }
+        batch.clear();
+        timestamps.clear();
+        Ok(())
+    }
+
+    fn processing_time(&mut self, now: Timestamp) -> Result<()> {
+        self.outputs
+            .iter_mut()
+            .try_for_each(|o| o.processing_time(now))
     }
 
     fn flush(&mut self) -> Result<()> {
@@ -384,6 +486,9 @@ mod tests {
             batch_size: 16,
             node: 3,
             checkpointing: true,
+            time: Default::default(),
+            auto_watermark_interval: std::time::Duration::from_millis(200),
+            metrics: Default::default(),
         }
     }
 
@@ -403,6 +508,13 @@ mod tests {
     impl Output<u32> for std::sync::Arc<std::sync::Mutex<Downstream>> {
         fn push(&mut self, batch: &mut Vec<u32>) -> Result<()> {
             self.lock().unwrap().records.push(batch)
+        }
+        fn push_stamped(&mut self, batch: &mut Vec<u32>, ts: &mut Vec<Timestamp>) -> Result<()> {
+            ts.clear();
+            self.lock().unwrap().records.push(batch)
+        }
+        fn processing_time(&mut self, _now: Timestamp) -> Result<()> {
+            Ok(())
         }
         fn flush(&mut self) -> Result<()> {
             Ok(())

@@ -14,7 +14,7 @@ use crate::state::task_state::TaskSnapshot;
 use crate::types::CancelToken;
 use crate::types::StreamEvent;
 use crate::types::metrics::SubtaskMetrics;
-use crate::types::{CheckpointId, Timestamp, WatermarkStatus};
+use crate::types::{CheckpointId, NO_TIMESTAMP, Timestamp, WatermarkStatus};
 
 /// Sends an event into a channel; time spent waiting on a blocked channel is added to
 /// `metrics` as backpressure.
@@ -52,6 +52,8 @@ enum Route<T> {
 pub(crate) struct RecordWriter<T> {
     channels: Vec<Outbox<T>>,
     buffers: Vec<Vec<T>>,
+    /// Timestamps of each buffer's records: empty while none has one, else as long as it.
+    stamps: Vec<Vec<Timestamp>>,
     route: Route<T>,
     batch_size: usize,
     max_parallelism: usize,
@@ -92,9 +94,11 @@ impl<T: crate::types::Data> RecordWriter<T> {
             }
         };
         let buffers = channels.iter().map(|_| Vec::new()).collect();
+        let stamps = channels.iter().map(|_| Vec::new()).collect();
         Ok(RecordWriter {
             channels,
             buffers,
+            stamps,
             route,
             batch_size: batch_size.max(1),
             max_parallelism,
@@ -108,12 +112,47 @@ impl<T: crate::types::Data> RecordWriter<T> {
             &mut self.buffers[channel],
             Vec::with_capacity(self.batch_size),
         );
+        let event = if self.stamps[channel].is_empty() {
+            StreamEvent::Batch(batch)
+        } else {
+            let stamps = std::mem::replace(
+                &mut self.stamps[channel],
+                Vec::with_capacity(self.batch_size),
+            );
+            StreamEvent::Stamped(batch, stamps)
+        };
         send_counted(
             &mut self.channels[channel],
-            StreamEvent::Batch(batch),
+            event,
             &self.cancel,
             &self.metrics,
         )
+    }
+
+    /// Appends a stamped batch to one channel, handing it over uncopied when it is large.
+    fn append_stamped(
+        &mut self,
+        channel: usize,
+        batch: &mut Vec<T>,
+        timestamps: &mut Vec<Timestamp>,
+    ) -> Result<()> {
+        if self.buffers[channel].is_empty() && batch.len() * 2 >= self.batch_size {
+            let event = StreamEvent::Stamped(std::mem::take(batch), std::mem::take(timestamps));
+            return send_counted(
+                &mut self.channels[channel],
+                event,
+                &self.cancel,
+                &self.metrics,
+            );
+        }
+        let stamps = &mut self.stamps[channel];
+        stamps.resize(self.buffers[channel].len(), NO_TIMESTAMP);
+        stamps.append(timestamps);
+        self.buffers[channel].append(batch);
+        if self.buffers[channel].len() >= self.batch_size {
+            self.send(channel)?;
+        }
+        Ok(())
     }
 
     /// Hands on what is buffered, then sends a control event to every channel, so that it
@@ -136,6 +175,10 @@ impl<T: crate::types::Data> RecordWriter<T> {
                 &self.cancel,
                 &self.metrics,
             );
+        }
+        if !self.stamps[channel].is_empty() {
+            let stamps = &mut self.stamps[channel];
+            stamps.resize(stamps.len() + batch.len(), NO_TIMESTAMP);
         }
         self.buffers[channel].append(batch);
         if self.buffers[channel].len() >= self.batch_size {
@@ -171,6 +214,9 @@ impl<T: crate::types::Data> Output<T> for RecordWriter<T> {
                 let mut result = Ok(());
                 for (record, &t) in batch.drain(..).zip(targets.iter()) {
                     let t = t as usize;
+                    if !self.stamps[t].is_empty() {
+                        self.stamps[t].push(NO_TIMESTAMP);
+                    }
                     self.buffers[t].push(record);
                     if self.buffers[t].len() >= self.batch_size && result.is_ok() {
                         result = self.send(t);
@@ -182,6 +228,63 @@ impl<T: crate::types::Data> Output<T> for RecordWriter<T> {
                 result
             }
         }
+    }
+
+    fn push_stamped(&mut self, batch: &mut Vec<T>, timestamps: &mut Vec<Timestamp>) -> Result<()> {
+        if batch.is_empty() {
+            timestamps.clear();
+            return Ok(());
+        }
+        if timestamps.len() != batch.len() {
+            return Err(internal!(
+                "{} timestamps for a batch of {} records",
+                timestamps.len(),
+                batch.len()
+            ));
+        }
+        self.metrics.add_out(batch.len());
+        match &mut self.route {
+            Route::Single => self.append_stamped(0, batch, timestamps),
+            Route::Rebalance { next } => {
+                let channel = *next;
+                *next = (channel + 1) % self.channels.len();
+                self.append_stamped(channel, batch, timestamps)
+            }
+            Route::Broadcast => {
+                for channel in 0..self.channels.len() - 1 {
+                    let (mut copy, mut stamps) = (batch.clone(), timestamps.clone());
+                    self.append_stamped(channel, &mut copy, &mut stamps)?;
+                }
+                self.append_stamped(self.channels.len() - 1, batch, timestamps)
+            }
+            Route::Hash { router, targets } => {
+                router(batch, self.channels.len(), self.max_parallelism, targets);
+                let targets = std::mem::take(targets);
+                let mut result = Ok(());
+                for ((record, ts), &t) in batch
+                    .drain(..)
+                    .zip(timestamps.drain(..))
+                    .zip(targets.iter())
+                {
+                    let t = t as usize;
+                    let stamps = &mut self.stamps[t];
+                    stamps.resize(self.buffers[t].len(), NO_TIMESTAMP);
+                    stamps.push(ts);
+                    self.buffers[t].push(record);
+                    if self.buffers[t].len() >= self.batch_size && result.is_ok() {
+                        result = self.send(t);
+                    }
+                }
+                if let Route::Hash { targets: slot, .. } = &mut self.route {
+                    *slot = targets;
+                }
+                result
+            }
+        }
+    }
+
+    fn processing_time(&mut self, _now: Timestamp) -> Result<()> {
+        Ok(())
     }
 
     fn flush(&mut self) -> Result<()> {

@@ -28,7 +28,9 @@ use crate::state::task_state::{SourceSplit, TaskAck, TaskSnapshot};
 use crate::types::CancelToken;
 use crate::types::CheckpointId;
 use crate::types::metrics::SubtaskMetrics;
-use crate::types::{PARK_SAFETY_TIMEOUT, StreamEvent, Timestamp, WatermarkStatus};
+use crate::types::{
+    PARK_SAFETY_TIMEOUT, ProcessingTimeService, StreamEvent, Timestamp, WatermarkStatus,
+};
 
 /// What a task needs from its surroundings while it runs.
 pub(crate) struct TaskRuntime {
@@ -41,6 +43,30 @@ pub(crate) struct TaskRuntime {
     pub(crate) max_parallelism: usize,
     /// The checkpoint coordinator's hub, when the job takes checkpoints.
     pub(crate) checkpoints: Option<Arc<CheckpointHub>>,
+    /// Processing time, and the deadlines the chain's operators asked to be called at.
+    pub(crate) time: ProcessingTimeService,
+}
+
+impl TaskRuntime {
+    /// Calls the chain's processing-time hooks if a deadline they asked for has passed.
+    #[inline]
+    fn fire_processing_time(&self, fire: impl FnOnce(Timestamp) -> Result<()>) -> Result<()> {
+        match self.time.take_due() {
+            Some(now) => fire(now),
+            None => Ok(()),
+        }
+    }
+
+    /// How long a task with nothing to do may park: until the next processing-time deadline,
+    /// at most `wait`.
+    fn park_time(&self, wait: Duration) -> Duration {
+        let next = self.time.next_deadline();
+        if next == Timestamp::MAX {
+            return wait;
+        }
+        let until = next.saturating_sub(self.time.now()).max(0) as u64;
+        wait.min(Duration::from_millis(until))
+    }
 }
 
 /// A task's checkpoint bookkeeping: barrier alignment, acknowledgements, completions.
@@ -244,14 +270,16 @@ impl<T> InputGate<T> {
 
     /// Hands every available batch (a few per channel, round-robin) to `f`, skipping the
     /// channels `aligner` blocks (numbered from `base`), and every watermark to `valve`. Stops
-    /// at the first barrier or end of input, which it returns for the aligner. A watermark is
-    /// handed on only after the poll, so it never overtakes a record polled before it.
+    /// at the first barrier or end of input, which it returns for the aligner, and at the
+    /// first watermark or status that changes the task's, which the task hands on before it
+    /// polls again: a record is processed under the watermark that preceded it, never one
+    /// that followed it.
     fn poll(
         &mut self,
         aligner: &BarrierAligner,
         valve: &mut WatermarkValve,
         base: usize,
-        mut f: impl FnMut(Vec<T>) -> Result<()>,
+        mut f: impl FnMut(Vec<T>, Option<Vec<Timestamp>>) -> Result<()>,
     ) -> Result<GatePoll> {
         let mut result = GatePoll::default();
         let n = self.channels.len();
@@ -267,15 +295,28 @@ impl<T> InputGate<T> {
                 match self.channels[idx].try_recv() {
                     Some(StreamEvent::Batch(batch)) => {
                         result.progressed = true;
-                        f(batch)?;
+                        f(batch, None)?;
+                    }
+                    Some(StreamEvent::Stamped(batch, stamps)) => {
+                        result.progressed = true;
+                        f(batch, Some(stamps))?;
                     }
                     Some(StreamEvent::Watermark(w)) => {
                         result.progressed = true;
-                        result.change = result.change.then(valve.on_watermark(base + idx, w));
+                        let change = valve.on_watermark(base + idx, w);
+                        result.change = result.change.then(change);
+                        if change != ValveChange::default() {
+                            // Handed on before any later record, as it came.
+                            return Ok(result);
+                        }
                     }
                     Some(StreamEvent::Status(status)) => {
                         result.progressed = true;
-                        result.change = result.change.then(valve.on_status(base + idx, status));
+                        let change = valve.on_status(base + idx, status);
+                        result.change = result.change.then(change);
+                        if change != ValveChange::default() {
+                            return Ok(result);
+                        }
                     }
                     Some(StreamEvent::Barrier(id)) => {
                         result.progressed = true;
@@ -349,7 +390,7 @@ fn hand_on(change: ValveChange, rt: &TaskRuntime, out: &mut impl EventTimeOutput
 /// downstream channel and use up the wake-up an upstream producer sent meanwhile, so after a
 /// flush the task polls its input once more before it parks.
 fn idle(
-    cancel: &CancelToken,
+    rt: &TaskRuntime,
     flush: impl FnOnce() -> Result<()>,
     timer: &mut FlushTimer,
     wait: Duration,
@@ -359,10 +400,10 @@ fn idle(
         timer.flushed();
         return Ok(());
     }
-    if cancel.is_cancelled() {
+    if rt.cancel.is_cancelled() {
         return Err(HummerError::Cancelled);
     }
-    std::thread::park_timeout(wait.min(PARK_SAFETY_TIMEOUT));
+    std::thread::park_timeout(rt.park_time(wait.min(PARK_SAFETY_TIMEOUT)));
     Ok(())
 }
 
@@ -375,7 +416,7 @@ fn after_poll(
     flush: impl FnOnce() -> Result<()>,
 ) -> Result<()> {
     if !progressed {
-        return idle(&rt.cancel, flush, timer, PARK_SAFETY_TIMEOUT);
+        return idle(rt, flush, timer, PARK_SAFETY_TIMEOUT);
     }
     timer.pending = true;
     if timer.due() {
@@ -428,10 +469,11 @@ impl<T: Send + 'static> TaskBody for SourceTask<T> {
                 }
                 checkpoints.notify(|c| head.checkpoint_complete(c))?;
                 if exhausted {
-                    idle(&rt.cancel, || head.flush(), &mut timer, PARK_SAFETY_TIMEOUT)?;
+                    idle(rt, || head.flush(), &mut timer, PARK_SAFETY_TIMEOUT)?;
                     continue;
                 }
             }
+            rt.fire_processing_time(|now| head.processing_time(now))?;
             let status = guarded(&ctx, || splits.poll_next(&mut buf, ctx.batch_size))?;
             if !buf.is_empty() {
                 rt.metrics.add_in(buf.len());
@@ -463,7 +505,7 @@ impl<T: Send + 'static> TaskBody for SourceTask<T> {
                         hub.report(HubEvent::SourceFinished { task: rt.task });
                     }
                 },
-                SourceStatus::Idle(wait) => idle(&rt.cancel, || head.flush(), &mut timer, wait)?,
+                SourceStatus::Idle(wait) => idle(rt, || head.flush(), &mut timer, wait)?,
                 SourceStatus::MoreAvailable => {
                     if timer.due() {
                         head.flush()?;
@@ -494,15 +536,19 @@ impl<T: Send + 'static> TaskBody for OneInputTask<T> {
             if rt.cancel.is_cancelled() {
                 return Err(HummerError::Cancelled);
             }
-            let poll = input.poll(&checkpoints.aligner, &mut valve, 0, |mut batch| {
+            let poll = input.poll(&checkpoints.aligner, &mut valve, 0, |mut batch, stamps| {
                 rt.metrics.add_in(batch.len());
-                head.push(&mut batch)
+                match stamps {
+                    None => head.push(&mut batch),
+                    Some(mut stamps) => head.push_stamped(&mut batch, &mut stamps),
+                }
             })?;
             hand_on(poll.change, rt, &mut head)?;
             if let Some(control) = poll.control {
                 checkpoints.on_control(control, |s| head.barrier(s))?;
             }
             checkpoints.notify(|c| head.checkpoint_complete(c))?;
+            rt.fire_processing_time(|now| head.processing_time(now))?;
             if input.finished() {
                 head.finish()?;
                 return checkpoints.finish(|c| head.checkpoint_complete(c));
@@ -540,23 +586,35 @@ where
             if rt.cancel.is_cancelled() {
                 return Err(HummerError::Cancelled);
             }
-            let p1 = input1.poll(&checkpoints.aligner, &mut valve, 0, |mut batch| {
+            let p1 = input1.poll(&checkpoints.aligner, &mut valve, 0, |mut batch, stamps| {
                 rt.metrics.add_in(batch.len());
-                head.push1(&mut batch)
+                match stamps {
+                    None => head.push1(&mut batch),
+                    Some(mut stamps) => head.push_stamped1(&mut batch, &mut stamps),
+                }
             })?;
             hand_on(p1.change, rt, &mut head)?;
             if let Some(control) = p1.control {
                 checkpoints.on_control(control, |s| head.barrier(s))?;
             }
-            let p2 = input2.poll(&checkpoints.aligner, &mut valve, first, |mut batch| {
-                rt.metrics.add_in(batch.len());
-                head.push2(&mut batch)
-            })?;
+            let p2 = input2.poll(
+                &checkpoints.aligner,
+                &mut valve,
+                first,
+                |mut batch, stamps| {
+                    rt.metrics.add_in(batch.len());
+                    match stamps {
+                        None => head.push2(&mut batch),
+                        Some(mut stamps) => head.push_stamped2(&mut batch, &mut stamps),
+                    }
+                },
+            )?;
             hand_on(p2.change, rt, &mut head)?;
             if let Some(control) = p2.control {
                 checkpoints.on_control(control, |s| head.barrier(s))?;
             }
             checkpoints.notify(|c| head.checkpoint_complete(c))?;
+            rt.fire_processing_time(|now| head.processing_time(now))?;
             if input1.finished() && input2.finished() {
                 head.finish()?;
                 return checkpoints.finish(|c| head.checkpoint_complete(c));

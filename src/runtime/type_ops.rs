@@ -124,6 +124,18 @@ impl<T: Send> Output<T> for Discard<T> {
         batch.clear();
         Ok(())
     }
+    fn push_stamped(
+        &mut self,
+        batch: &mut Vec<T>,
+        timestamps: &mut Vec<crate::types::Timestamp>,
+    ) -> Result<()> {
+        batch.clear();
+        timestamps.clear();
+        Ok(())
+    }
+    fn processing_time(&mut self, _now: crate::types::Timestamp) -> Result<()> {
+        Ok(())
+    }
     fn flush(&mut self) -> Result<()> {
         Ok(())
     }

@@ -11,6 +11,7 @@ mod list_state;
 mod map_state;
 pub mod snapshot;
 pub mod task_state;
+pub mod timer_queue;
 mod value_state;
 
 pub use list_state::ListState;

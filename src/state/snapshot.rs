@@ -229,3 +229,75 @@ mod tests {
         assert!(err.to_string().contains("format version 2"), "{err}");
     }
 }
+
+/// The watermark an event-time operator (windows, timers) has seen, checkpointed with its
+/// keyed state so that a restored job neither fires early nor drops as late what was on time.
+#[derive(Debug, Clone, Copy)]
+pub struct OperatorWatermark {
+    current: crate::types::Timestamp,
+    restored: bool,
+}
+
+impl Default for OperatorWatermark {
+    fn default() -> Self {
+        OperatorWatermark {
+            current: crate::types::MIN_WATERMARK,
+            restored: false,
+        }
+    }
+}
+
+impl OperatorWatermark {
+    /// The current watermark.
+    #[inline]
+    pub fn get(&self) -> crate::types::Timestamp {
+        self.current
+    }
+
+    /// Moves to `watermark` if it is ahead; never goes back.
+    pub fn advance(&mut self, watermark: crate::types::Timestamp) {
+        self.current = self.current.max(watermark);
+    }
+
+    /// Takes a restored subtask's watermark: after a restore the operator starts at the
+    /// minimum over the old subtasks whose state it took (at a new parallelism a subtask may
+    /// hold keys of several), which every record it now sees was judged against before.
+    pub fn restore(&mut self, watermark: crate::types::Timestamp) {
+        self.current = if self.restored {
+            self.current.min(watermark)
+        } else {
+            watermark
+        };
+        self.restored = true;
+    }
+}
+
+/// Writes keyed state (as [`write_snapshot`]) with the operator's watermark.
+pub fn write_with_watermark<'a, K, V>(
+    watermark: &OperatorWatermark,
+    entries: impl Iterator<Item = (&'a K, &'a V)>,
+    max_parallelism: usize,
+) -> Result<Vec<u8>>
+where
+    K: Hash + Serialize + 'a,
+    V: Serialize + 'a,
+{
+    let keyed = write_snapshot(entries, max_parallelism)?;
+    postcard::to_stdvec(&(watermark.get(), keyed))
+        .map_err(|e| internal!("cannot encode a state snapshot: {e}"))
+}
+
+/// Reads what [`write_with_watermark`] wrote: restores the watermark into `watermark` and
+/// hands the entries of `key_groups` to `keep`.
+pub fn read_with_watermark<K: DeserializeOwned, V: DeserializeOwned>(
+    snapshot: &[u8],
+    key_groups: Range<usize>,
+    what: &str,
+    watermark: &mut OperatorWatermark,
+    keep: impl FnMut(K, V),
+) -> Result<()> {
+    let (w, keyed): (crate::types::Timestamp, Vec<u8>) = decode_checkpointed(what, snapshot)?;
+    read_snapshot(&keyed, key_groups, what, keep)?;
+    watermark.restore(w);
+    Ok(())
+}

@@ -15,6 +15,9 @@ pub struct SubtaskMetrics {
     pub backpressured_ns: AtomicU64,
     /// The subtask's current watermark (its inputs' minimum; a source's own).
     pub watermark: AtomicI64,
+    /// Records that came too late for every window they belong to (later than the watermark
+    /// plus the allowed lateness) and were dropped, or sent to a late-data side output.
+    pub late_records: AtomicU64,
 }
 
 impl Default for SubtaskMetrics {
@@ -24,6 +27,7 @@ impl Default for SubtaskMetrics {
             records_out: AtomicU64::new(0),
             backpressured_ns: AtomicU64::new(0),
             watermark: AtomicI64::new(MIN_WATERMARK),
+            late_records: AtomicU64::new(0),
         }
     }
 }

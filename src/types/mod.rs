@@ -12,6 +12,7 @@
 //! `channels` → `runtime` → `graph` → `execution` → `cluster` → `api` → `jobs` → `image`.
 
 mod cancel;
+mod clock;
 mod data;
 mod event;
 mod ids;
@@ -22,10 +23,11 @@ mod time;
 mod waker;
 
 pub use cancel::CancelToken;
+pub use clock::{Clock, ManualClock, ProcessingTimeService, SystemClock};
 pub use data::{Data, Key};
 pub use event::StreamEvent;
 pub use ids::{CheckpointId, NodeId};
 pub use mode::RuntimeMode;
 pub use partitioning::{BatchRouter, Partitioning};
-pub use time::{MAX_WATERMARK, MIN_WATERMARK, Timestamp, WatermarkStatus};
+pub use time::{MAX_WATERMARK, MIN_WATERMARK, NO_TIMESTAMP, Timestamp, WatermarkStatus};
 pub use waker::{PARK_SAFETY_TIMEOUT, TaskWaker};

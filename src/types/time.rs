@@ -1,10 +1,16 @@
 //! Event time: timestamps and watermarks.
 //!
 //! A timestamp is milliseconds since the Unix epoch, as in Flink. A watermark `w` on a stream
-//! says that no record with a timestamp below `w` follows it; it only ever moves forward.
+//! says, as Flink's does, that no record with a timestamp at or below `w` follows it (so an
+//! event-time window `[start, end)` is complete once the watermark reaches `end - 1`); it
+//! only ever moves forward.
 
 /// Milliseconds since the Unix epoch.
 pub type Timestamp = i64;
+
+/// The timestamp of a record that has none (Flink's `Long.MIN_VALUE` marker): records of a
+/// stream without event time, or made where no timestamp was assigned.
+pub const NO_TIMESTAMP: Timestamp = Timestamp::MIN;
 
 /// The watermark before any is known: everything may still come.
 pub const MIN_WATERMARK: Timestamp = Timestamp::MIN;

@@ -1,7 +1,8 @@
 //! Framing of the data plane: `[u32 length][u8 kind][payload]`.
 //!
 //! The first frame of a connection is a header (`kind` 0: postcard `(job id, channel)`); then
-//! come batches (`kind` 1: postcard `Vec<T>`), checkpoint barriers (`kind` 4: a big-endian `u64`
+//! come batches (`kind` 1: postcard `Vec<T>`; `kind` 7 with timestamps: `(Vec<T>, Vec<i64>)`),
+//! watermarks (`kind` 5), watermark statuses (`kind` 6), checkpoint barriers (`kind` 4: a big-endian `u64`
 //! checkpoint id; they take no credit) and one end-of-input frame (`kind` 2, empty).
 //! In the other direction the receiver sends credits (`kind` 3: a big-endian `u32`): a sender
 //! sends a batch only against a credit.
@@ -23,6 +24,9 @@ pub(crate) const KIND_BARRIER: u8 = 4;
 pub(crate) const KIND_WATERMARK: u8 = 5;
 /// A watermark status: one byte, 0 active, 1 idle.
 pub(crate) const KIND_STATUS: u8 = 6;
+/// A batch with event timestamps: postcard `(Vec<T>, Vec<i64>)`, as many timestamps as
+/// records. Takes a credit like a batch.
+pub(crate) const KIND_STAMPED: u8 = 7;
 
 /// Largest data frame accepted.
 pub(crate) const MAX_DATA_FRAME: usize = 256 << 20;

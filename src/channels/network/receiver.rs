@@ -11,8 +11,8 @@ use serde::de::DeserializeOwned;
 use crate::channels::NetworkTask;
 use crate::channels::local::ChannelSender;
 use crate::channels::network::frames::{
-    FrameReader, KIND_BARRIER, KIND_BATCH, KIND_CREDIT, KIND_END, KIND_STATUS, KIND_WATERMARK,
-    frame,
+    FrameReader, KIND_BARRIER, KIND_BATCH, KIND_CREDIT, KIND_END, KIND_STAMPED, KIND_STATUS,
+    KIND_WATERMARK, frame,
 };
 use crate::error::{HummerError, Result, internal};
 use crate::types::CancelToken;
@@ -108,6 +108,28 @@ impl<T: DeserializeOwned + Send + 'static> NetworkTask for ReceiverTask<T> {
                     self.output.send(StreamEvent::Batch(batch), cancel)?;
                     // The batch is in the channel: the sender may send one more. (If the
                     // producer has already ended, the credit has no reader: ignore that.)
+                    let _ = grant(&mut credits, 1);
+                }
+                Some((KIND_STAMPED, payload)) => {
+                    let (batch, stamps): (Vec<T>, Vec<i64>) = postcard::from_bytes(&payload)
+                        .map_err(|e| HummerError::BadInput {
+                            input: format!("data connection from {peer}"),
+                            reason: format!("undecodable batch on channel {}: {e}", self.channel),
+                        })?;
+                    if stamps.len() != batch.len() {
+                        return Err(HummerError::BadInput {
+                            input: format!("data connection from {peer}"),
+                            reason: format!(
+                                "batch of {} records with {} timestamps on channel {}",
+                                batch.len(),
+                                stamps.len(),
+                                self.channel
+                            ),
+                        });
+                    }
+                    metrics.add_in(batch.len());
+                    self.output
+                        .send(StreamEvent::Stamped(batch, stamps), cancel)?;
                     let _ = grant(&mut credits, 1);
                 }
                 Some((KIND_BARRIER, payload)) => {

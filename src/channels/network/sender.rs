@@ -14,12 +14,12 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::channels::network::frames::{
-    FrameReader, KIND_BARRIER, KIND_BATCH, KIND_CREDIT, KIND_END, KIND_HEADER, KIND_STATUS,
-    KIND_WATERMARK, MAX_DATA_FRAME, READ_POLL, frame,
+    FrameReader, KIND_BARRIER, KIND_BATCH, KIND_CREDIT, KIND_END, KIND_HEADER, KIND_STAMPED,
+    KIND_STATUS, KIND_WATERMARK, MAX_DATA_FRAME, READ_POLL, frame,
 };
 use crate::error::{HummerError, Result, internal};
 use crate::types::CancelToken;
-use crate::types::{StreamEvent, WatermarkStatus};
+use crate::types::{StreamEvent, Timestamp, WatermarkStatus};
 
 /// Writes a channel's batches into its TCP connection.
 pub struct RemoteSender<T> {
@@ -136,7 +136,8 @@ impl<T: Serialize> RemoteSender<T> {
     /// whose encoding would exceed the largest frame is sent in parts.
     pub fn send(&mut self, event: StreamEvent<T>, cancel: &CancelToken) -> Result<()> {
         match event {
-            StreamEvent::Batch(batch) => self.send_batch(batch, cancel),
+            StreamEvent::Batch(batch) => self.send_batch(batch, None, cancel),
+            StreamEvent::Stamped(batch, stamps) => self.send_batch(batch, Some(stamps), cancel),
             StreamEvent::Barrier(id) => {
                 self.write_patiently(&frame(KIND_BARRIER, &id.to_be_bytes()), cancel)
             }
@@ -154,9 +155,17 @@ impl<T: Serialize> RemoteSender<T> {
         }
     }
 
-    fn send_batch(&mut self, mut batch: Vec<T>, cancel: &CancelToken) -> Result<()> {
-        let body =
-            postcard::to_stdvec(&batch).map_err(|e| internal!("cannot encode a batch: {e}"))?;
+    fn send_batch(
+        &mut self,
+        mut batch: Vec<T>,
+        mut stamps: Option<Vec<Timestamp>>,
+        cancel: &CancelToken,
+    ) -> Result<()> {
+        let body = match &stamps {
+            None => postcard::to_stdvec(&batch),
+            Some(stamps) => postcard::to_stdvec(&(&batch, stamps)),
+        }
+        .map_err(|e| internal!("cannot encode a batch: {e}"))?;
         if body.len() + 1 > MAX_DATA_FRAME {
             if batch.len() < 2 {
                 return Err(HummerError::BadInput {
@@ -167,12 +176,19 @@ impl<T: Serialize> RemoteSender<T> {
                     ),
                 });
             }
-            let second = batch.split_off(batch.len() / 2);
-            self.send_batch(batch, cancel)?;
-            return self.send_batch(second, cancel);
+            let half = batch.len() / 2;
+            let second = batch.split_off(half);
+            let second_stamps = stamps.as_mut().map(|s| s.split_off(half));
+            self.send_batch(batch, stamps, cancel)?;
+            return self.send_batch(second, second_stamps, cancel);
         }
         self.take_credit(cancel)?;
-        self.write_patiently(&frame(KIND_BATCH, &body), cancel)
+        let kind = if stamps.is_some() {
+            KIND_STAMPED
+        } else {
+            KIND_BATCH
+        };
+        self.write_patiently(&frame(kind, &body), cancel)
     }
 
     /// After the end of input: stops writing and waits until the receiver, having read

@@ -33,6 +33,10 @@ impl<T: Serialize + Send + 'static> NetworkTask for SenderTask<T> {
                     metrics.add_out(batch.len());
                     output.send(StreamEvent::Batch(batch), cancel)?;
                 }
+                Some(StreamEvent::Stamped(batch, stamps)) => {
+                    metrics.add_out(batch.len());
+                    output.send(StreamEvent::Stamped(batch, stamps), cancel)?;
+                }
                 Some(
                     event @ (StreamEvent::Barrier(_)
                     | StreamEvent::Watermark(_)

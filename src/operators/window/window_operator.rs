@@ -1,0 +1,576 @@
+//! The window operator: keeps, per key, the windows records fall into, asks the trigger when
+//! to emit, and emits each result with its window's last timestamp (Flink's `WindowOperator`).
+//!
+//! Rules, as Flink's: an event-time window is late once the watermark has passed its end plus
+//! the allowed lateness (its cleanup time); a record is late when every window it belongs to is
+//! late, and then goes to the late-data output (counted in the subtask's `late_records`)
+//! instead of vanishing. A window's contents are dropped at its cleanup time. Session windows
+//! merge when they overlap or touch. Window contents, trigger state and timers are keyed state
+//! (checkpointed per key group, so they move with their keys on a rescale), and the operator's
+//! watermark is checkpointed with them.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{HummerError, Result, internal};
+use crate::operators::collector::collect_into;
+use crate::operators::window::functions::{WindowFunction, WindowOutput};
+use crate::operators::window::triggers::{
+    TimeDomain, TimerRequest, Trigger, TriggerContext, TriggerResult,
+};
+use crate::operators::window::{TimeWindow, WindowAssigner};
+use crate::operators::{Collector, OneInputOperator, OperatorContext};
+use crate::state::snapshot::{OperatorWatermark, read_with_watermark, write_with_watermark};
+use crate::state::timer_queue::TimerQueue;
+use crate::types::metrics::SubtaskMetrics;
+use crate::types::{CheckpointId, Key, NO_TIMESTAMP, ProcessingTimeService, Timestamp};
+
+/// One window of one key: its state, its trigger's number, its timers.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct WindowEntry<A> {
+    window: TimeWindow,
+    acc: A,
+    /// Records added since the window was created or last purged (an empty window does not
+    /// emit).
+    elements: u64,
+    trigger_state: u64,
+    timers: Vec<(TimeDomain, Timestamp)>,
+}
+
+/// How the window operator is set up (by the API).
+pub struct WindowSettings<T, A> {
+    /// Which windows a record belongs to.
+    pub assigner: A,
+    /// When windows fire.
+    pub trigger: Arc<dyn Trigger<T>>,
+    /// How long after its end (in event time) a window still takes late records.
+    pub allowed_lateness: i64,
+    /// Whether late records are emitted (as [`WindowOutput::Late`]) rather than only counted.
+    pub emit_late: bool,
+}
+
+impl<T, A: Clone> Clone for WindowSettings<T, A> {
+    fn clone(&self) -> Self {
+        WindowSettings {
+            assigner: self.assigner.clone(),
+            trigger: self.trigger.clone(),
+            allowed_lateness: self.allowed_lateness,
+            emit_late: self.emit_late,
+        }
+    }
+}
+
+/// Everything of the operator but the per-key windows, so both can be borrowed at once.
+struct Core<T, K, A, F> {
+    settings: WindowSettings<T, A>,
+    function: F,
+    name: String,
+    event_timers: TimerQueue<(K, TimeWindow)>,
+    processing_timers: TimerQueue<(K, TimeWindow)>,
+    watermark: OperatorWatermark,
+    time: ProcessingTimeService,
+    metrics: Arc<SubtaskMetrics>,
+    requests: Vec<TimerRequest>,
+}
+
+/// Windows per key, a trigger, and a window function.
+pub struct WindowOperator<T, K, KS, A, F: WindowFunction<K, T>> {
+    key_of: KS,
+    core: Core<T, K, A, F>,
+    windows: HashMap<K, Vec<WindowEntry<F::Acc>>, foldhash::fast::RandomState>,
+    assigned: Vec<TimeWindow>,
+}
+
+impl<T, K, KS, A, F> WindowOperator<T, K, KS, A, F>
+where
+    T: Clone + 'static,
+    K: Key,
+    KS: Fn(&T) -> K + Send + 'static,
+    A: WindowAssigner,
+    F: WindowFunction<K, T>,
+{
+    /// A window operator for the subtask `ctx` describes.
+    pub fn new(
+        key_of: KS,
+        settings: WindowSettings<T, A>,
+        function: F,
+        ctx: &OperatorContext,
+    ) -> Self {
+        WindowOperator {
+            key_of,
+            core: Core {
+                settings,
+                function,
+                name: ctx.name.clone(),
+                event_timers: TimerQueue::default(),
+                processing_timers: TimerQueue::default(),
+                watermark: OperatorWatermark::default(),
+                time: ctx.time.clone(),
+                metrics: ctx.metrics.clone(),
+                requests: Vec::new(),
+            },
+            windows: HashMap::default(),
+            assigned: Vec::new(),
+        }
+    }
+
+    fn process_record(
+        &mut self,
+        record: T,
+        timestamp: Timestamp,
+        out: &mut Collector<'_, WindowOutput<F::Out, T>>,
+    ) -> Result<()> {
+        let core = &mut self.core;
+        let event_time = core.settings.assigner.is_event_time();
+        let now = core.time.now();
+        let time = if event_time {
+            if timestamp == NO_TIMESTAMP {
+                return Err(HummerError::BadInput {
+                    input: format!("a record of event-time window '{}'", core.name),
+                    reason: "it has no timestamp: assign timestamps with \
+                             assign_timestamps_and_watermarks, or read the source with a \
+                             WatermarkStrategy"
+                        .into(),
+                });
+            }
+            timestamp
+        } else {
+            now
+        };
+        let key = (self.key_of)(&record);
+        self.assigned.clear();
+        core.settings.assigner.assign(time, &mut self.assigned);
+        if !self.windows.contains_key(&key) {
+            self.windows.insert(key.clone(), Vec::new());
+        }
+        let entries = self
+            .windows
+            .get_mut(&key)
+            .ok_or_else(|| internal!("window state of a key just inserted"))?;
+        let accepted = if core.settings.assigner.is_merging() {
+            core.add_merging(
+                &key,
+                entries,
+                &self.assigned,
+                record.clone(),
+                timestamp,
+                now,
+                out,
+            )?
+        } else {
+            core.add(&key, entries, &self.assigned, &record, timestamp, now, out)?
+        };
+        if entries.is_empty() {
+            self.windows.remove(&key);
+        }
+        if !accepted {
+            core.late(record, timestamp, out);
+        }
+        Ok(())
+    }
+
+    /// Fires every timer of `domain` due at `upto`.
+    fn fire_timers(
+        &mut self,
+        domain: TimeDomain,
+        upto: Timestamp,
+        out: &mut Collector<'_, WindowOutput<F::Out, T>>,
+    ) -> Result<()> {
+        loop {
+            let queue = match domain {
+                TimeDomain::EventTime => &mut self.core.event_timers,
+                TimeDomain::ProcessingTime => &mut self.core.processing_timers,
+            };
+            let Some((time, (key, window))) = queue.pop_due(upto) else {
+                return Ok(());
+            };
+            let Some(entries) = self.windows.get_mut(&key) else {
+                continue;
+            };
+            self.core
+                .on_timer(&key, entries, window, domain, time, out)?;
+            if entries.is_empty() {
+                self.windows.remove(&key);
+            }
+        }
+    }
+
+    /// Asks the task to call back when the earliest processing-time timer is due.
+    fn request_processing_time(&self) {
+        if let Some(t) = self.core.processing_timers.earliest() {
+            self.core.time.request_at(t);
+        }
+    }
+}
+
+impl<T, K: Key, A: WindowAssigner, F: WindowFunction<K, T>> Core<T, K, A, F>
+where
+    T: Clone + 'static,
+{
+    fn cleanup_time(&self, window: &TimeWindow) -> Timestamp {
+        if self.settings.assigner.is_event_time() {
+            window
+                .max_timestamp()
+                .saturating_add(self.settings.allowed_lateness)
+        } else {
+            window.max_timestamp()
+        }
+    }
+
+    fn is_window_late(&self, window: &TimeWindow) -> bool {
+        self.settings.assigner.is_event_time() && self.cleanup_time(window) <= self.watermark.get()
+    }
+
+    /// A record too late for all its windows: counted, and emitted if asked for.
+    fn late(
+        &mut self,
+        record: T,
+        timestamp: Timestamp,
+        out: &mut Collector<'_, WindowOutput<F::Out, T>>,
+    ) {
+        self.metrics.late_records.fetch_add(1, Ordering::Relaxed);
+        if self.settings.emit_late {
+            out.collect_with_timestamp(WindowOutput::Late(record), timestamp);
+        }
+    }
+
+    fn domain(&self) -> TimeDomain {
+        if self.settings.assigner.is_event_time() {
+            TimeDomain::EventTime
+        } else {
+            TimeDomain::ProcessingTime
+        }
+    }
+
+    fn queue(&mut self, domain: TimeDomain) -> &mut TimerQueue<(K, TimeWindow)> {
+        match domain {
+            TimeDomain::EventTime => &mut self.event_timers,
+            TimeDomain::ProcessingTime => &mut self.processing_timers,
+        }
+    }
+
+    fn register(
+        &mut self,
+        key: &K,
+        entry: &mut WindowEntry<F::Acc>,
+        domain: TimeDomain,
+        t: Timestamp,
+    ) {
+        if domain == TimeDomain::ProcessingTime && t == Timestamp::MAX {
+            // Never due (the global window's end): nothing to register.
+            return;
+        }
+        if self.queue(domain).register(t, (key.clone(), entry.window)) {
+            entry.timers.push((domain, t));
+            if domain == TimeDomain::ProcessingTime {
+                self.time.request_at(t);
+            }
+        }
+    }
+
+    fn delete(
+        &mut self,
+        key: &K,
+        entry: &mut WindowEntry<F::Acc>,
+        domain: TimeDomain,
+        t: Timestamp,
+    ) {
+        if self.queue(domain).delete(t, &(key.clone(), entry.window)) {
+            entry.timers.retain(|x| *x != (domain, t));
+        }
+    }
+
+    /// Applies the timer changes the trigger asked for.
+    fn apply_requests(&mut self, key: &K, entry: &mut WindowEntry<F::Acc>) {
+        let requests = std::mem::take(&mut self.requests);
+        for r in &requests {
+            match *r {
+                TimerRequest::Register(d, t) => self.register(key, entry, d, t),
+                TimerRequest::Delete(d, t) => self.delete(key, entry, d, t),
+            }
+        }
+        self.requests = requests;
+        self.requests.clear();
+    }
+
+    /// Runs a trigger call with its context, then applies its timer requests.
+    fn ask_trigger(
+        &mut self,
+        key: &K,
+        entry: &mut WindowEntry<F::Acc>,
+        now: Timestamp,
+        ask: impl FnOnce(&dyn Trigger<T>, &TimeWindow, &mut TriggerContext<'_>) -> TriggerResult,
+    ) -> TriggerResult {
+        let mut ctx = TriggerContext {
+            watermark: self.watermark.get(),
+            now,
+            state: &mut entry.trigger_state,
+            requests: &mut self.requests,
+        };
+        let result = ask(&*self.settings.trigger, &entry.window, &mut ctx);
+        self.apply_requests(key, entry);
+        result
+    }
+
+    /// Emits and/or purges a window as the trigger said.
+    fn act(
+        &mut self,
+        key: &K,
+        entry: &mut WindowEntry<F::Acc>,
+        result: TriggerResult,
+        out: &mut Collector<'_, WindowOutput<F::Out, T>>,
+    ) -> Result<()> {
+        if result.fires() && entry.elements > 0 {
+            let mut results = Vec::new();
+            collect_into(&mut results, |c| {
+                self.function.emit(key, &entry.window, &entry.acc, c)
+            })?;
+            let at = entry.window.max_timestamp();
+            for r in results {
+                out.collect_with_timestamp(WindowOutput::Result(r), at);
+            }
+        }
+        if result.purges() {
+            entry.acc = self.function.create();
+            entry.elements = 0;
+        }
+        Ok(())
+    }
+
+    /// Adds a record to its (non-merging) windows; false if every one was late.
+    #[allow(clippy::too_many_arguments)]
+    fn add(
+        &mut self,
+        key: &K,
+        entries: &mut Vec<WindowEntry<F::Acc>>,
+        windows: &[TimeWindow],
+        record: &T,
+        timestamp: Timestamp,
+        now: Timestamp,
+        out: &mut Collector<'_, WindowOutput<F::Out, T>>,
+    ) -> Result<bool> {
+        let mut accepted = false;
+        for window in windows {
+            if self.is_window_late(window) {
+                continue;
+            }
+            accepted = true;
+            let idx = match entries.iter().position(|e| e.window == *window) {
+                Some(i) => i,
+                None => {
+                    entries.push(WindowEntry {
+                        window: *window,
+                        acc: self.function.create(),
+                        elements: 0,
+                        trigger_state: 0,
+                        timers: Vec::new(),
+                    });
+                    entries.len() - 1
+                }
+            };
+            let entry = &mut entries[idx];
+            self.function.add(&mut entry.acc, record.clone());
+            entry.elements += 1;
+            let result = self.ask_trigger(key, entry, now, |t, w, ctx| {
+                t.on_element(record, timestamp, w, ctx)
+            });
+            let cleanup = self.cleanup_time(window);
+            self.register(key, entry, self.domain(), cleanup);
+            self.act(key, entry, result, out)?;
+        }
+        Ok(accepted)
+    }
+
+    /// Adds a record to a session window, merging the windows it overlaps or touches; false
+    /// if the merged window would be late.
+    #[allow(clippy::too_many_arguments)]
+    fn add_merging(
+        &mut self,
+        key: &K,
+        entries: &mut Vec<WindowEntry<F::Acc>>,
+        windows: &[TimeWindow],
+        record: T,
+        timestamp: Timestamp,
+        now: Timestamp,
+        out: &mut Collector<'_, WindowOutput<F::Out, T>>,
+    ) -> Result<bool> {
+        let Some(&new) = windows.first() else {
+            return Ok(true);
+        };
+        let overlapping: Vec<usize> = (0..entries.len())
+            .filter(|&i| entries[i].window.intersects(&new))
+            .collect();
+        let merged = overlapping
+            .iter()
+            .fold(new, |w, &i| w.cover(&entries[i].window));
+        if self.is_window_late(&merged) {
+            return Ok(false);
+        }
+        let mut entry = WindowEntry {
+            window: merged,
+            acc: self.function.create(),
+            elements: 0,
+            trigger_state: 0,
+            timers: Vec::new(),
+        };
+        for &i in overlapping.iter().rev() {
+            let mut old = entries.swap_remove(i);
+            for (d, t) in std::mem::take(&mut old.timers) {
+                self.queue(d).delete(t, &(key.clone(), old.window));
+            }
+            self.function.merge(&mut entry.acc, old.acc);
+            entry.elements += old.elements;
+            entry.trigger_state += old.trigger_state;
+        }
+        if !overlapping.is_empty() && (overlapping.len() > 1 || merged != new) {
+            self.ask_trigger(key, &mut entry, now, |t, w, ctx| {
+                t.on_merge(w, ctx);
+                TriggerResult::Continue
+            });
+        }
+        let result = self.ask_trigger(key, &mut entry, now, |t, w, ctx| {
+            t.on_element(&record, timestamp, w, ctx)
+        });
+        self.function.add(&mut entry.acc, record);
+        entry.elements += 1;
+        let cleanup = self.cleanup_time(&merged);
+        self.register(key, &mut entry, self.domain(), cleanup);
+        self.act(key, &mut entry, result, out)?;
+        entries.push(entry);
+        Ok(true)
+    }
+
+    /// A timer of a key's window fired.
+    fn on_timer(
+        &mut self,
+        key: &K,
+        entries: &mut Vec<WindowEntry<F::Acc>>,
+        window: TimeWindow,
+        domain: TimeDomain,
+        time: Timestamp,
+        out: &mut Collector<'_, WindowOutput<F::Out, T>>,
+    ) -> Result<()> {
+        let Some(idx) = entries.iter().position(|e| e.window == window) else {
+            return Ok(());
+        };
+        let now = self.time.now();
+        let entry = &mut entries[idx];
+        entry.timers.retain(|x| *x != (domain, time));
+        let result = self.ask_trigger(key, entry, now, |t, w, ctx| match domain {
+            TimeDomain::EventTime => t.on_event_time(time, w, ctx),
+            TimeDomain::ProcessingTime => t.on_processing_time(time, w, ctx),
+        });
+        self.act(key, entry, result, out)?;
+        if domain == self.domain() && time == self.cleanup_time(&window) {
+            self.ask_trigger(key, entry, now, |t, w, ctx| {
+                t.clear(w, ctx);
+                TriggerResult::Continue
+            });
+            let mut gone = entries.swap_remove(idx);
+            for (d, t) in std::mem::take(&mut gone.timers) {
+                self.queue(d).delete(t, &(key.clone(), gone.window));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl<T, K, KS, A, F> OneInputOperator for WindowOperator<T, K, KS, A, F>
+where
+    T: Clone + Send + 'static,
+    K: Key,
+    KS: Fn(&T) -> K + Send + 'static,
+    A: WindowAssigner,
+    F: WindowFunction<K, T>,
+{
+    type In = T;
+    type Out = WindowOutput<F::Out, T>;
+
+    fn process_batch(
+        &mut self,
+        batch: &mut Vec<T>,
+        out: &mut Collector<'_, Self::Out>,
+    ) -> Result<()> {
+        for record in batch.drain(..) {
+            self.process_record(record, NO_TIMESTAMP, out)?;
+        }
+        Ok(())
+    }
+
+    fn process_stamped_batch(
+        &mut self,
+        batch: &mut Vec<T>,
+        timestamps: &mut Vec<Timestamp>,
+        out: &mut Collector<'_, Self::Out>,
+    ) -> Result<()> {
+        for (record, t) in batch.drain(..).zip(timestamps.drain(..)) {
+            self.process_record(record, t, out)?;
+        }
+        Ok(())
+    }
+
+    fn process_watermark(
+        &mut self,
+        watermark: Timestamp,
+        out: &mut Collector<'_, Self::Out>,
+    ) -> Result<()> {
+        self.core.watermark.advance(watermark);
+        let w = self.core.watermark.get();
+        self.fire_timers(TimeDomain::EventTime, w, out)
+    }
+
+    fn on_processing_time(
+        &mut self,
+        now: Timestamp,
+        out: &mut Collector<'_, Self::Out>,
+    ) -> Result<()> {
+        self.fire_timers(TimeDomain::ProcessingTime, now, out)?;
+        self.request_processing_time();
+        Ok(())
+    }
+
+    fn end_of_input(&mut self, out: &mut Collector<'_, Self::Out>) -> Result<()> {
+        // Nothing follows: processing-time windows still open fire now rather than being
+        // lost (event-time ones fired at the final watermark).
+        self.fire_timers(TimeDomain::ProcessingTime, Timestamp::MAX, out)
+    }
+
+    fn snapshot_state(
+        &mut self,
+        _checkpoint: CheckpointId,
+        max_parallelism: usize,
+    ) -> Result<Option<Vec<u8>>> {
+        write_with_watermark(&self.core.watermark, self.windows.iter(), max_parallelism).map(Some)
+    }
+
+    fn restore_state(&mut self, snapshot: &[u8], key_groups: std::ops::Range<usize>) -> Result<()> {
+        let Self { core, windows, .. } = self;
+        let what = format!("window operator '{}'", core.name);
+        let (event_timers, processing_timers) =
+            (&mut core.event_timers, &mut core.processing_timers);
+        read_with_watermark(
+            snapshot,
+            key_groups,
+            &what,
+            &mut core.watermark,
+            |key: K, entries: Vec<WindowEntry<F::Acc>>| {
+                for e in &entries {
+                    for &(d, t) in &e.timers {
+                        let queue = match d {
+                            TimeDomain::EventTime => &mut *event_timers,
+                            TimeDomain::ProcessingTime => &mut *processing_timers,
+                        };
+                        queue.register(t, (key.clone(), e.window));
+                    }
+                }
+                windows.insert(key, entries);
+            },
+        )?;
+        // Processing-time timers that fell due while the job was down fire right away.
+        self.request_processing_time();
+        Ok(())
+    }
+}
