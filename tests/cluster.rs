@@ -1133,13 +1133,20 @@ fn subtask_watermarks_are_visible_in_rest_and_prometheus() {
         [
             "0.currentInputWatermark",
             "1.currentInputWatermark",
-            "2.currentInputWatermark"
+            "2.currentInputWatermark",
+            "0.numLateRecordsDropped",
+            "1.numLateRecordsDropped",
+            "2.numLateRecordsDropped"
         ]
     );
     let max = i64::MAX.to_string();
     assert!(
-        rows.iter().all(|r| r["value"] == max.as_str()),
+        rows[..3].iter().all(|r| r["value"] == max.as_str()),
         "a finished bounded job ends at the final watermark: {rows:?}"
+    );
+    assert!(
+        rows[3..].iter().all(|r| r["value"] == "0"),
+        "WordCount has no event time, so no late records: {rows:?}"
     );
     let (code, _) = http_get(
         &cluster.rest,

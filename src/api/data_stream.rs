@@ -179,6 +179,12 @@ impl<T: Data> DataStream<T> {
         DataStream::new(self.env.clone(), id)
     }
 
+    /// Joins with `other` in windows (Flink's window join):
+    /// `a.join(&b).where_key(ka).equal_to(kb).window(assigner).apply(f)`.
+    pub fn join<U: Data>(&self, other: &DataStream<U>) -> crate::api::JoinedStreams<T, U> {
+        crate::api::JoinedStreams::new(self.clone(), other.clone())
+    }
+
     /// Cuts the whole stream into windows, without keys (Flink's `windowAll`): one subtask
     /// computes every window.
     pub fn window_all<A: crate::operators::window::WindowAssigner>(

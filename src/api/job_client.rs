@@ -47,6 +47,12 @@ impl JobClient {
         self.handle.job_id()
     }
 
+    /// The live counters per vertex while the job runs (records, watermarks, late records),
+    /// for a local job without checkpoints; `None` elsewhere (a cluster's REST API has them).
+    pub fn metrics(&self) -> Option<Vec<crate::types::metrics::VertexMetrics>> {
+        self.handle.metrics()
+    }
+
     /// The mode the job runs in.
     pub fn mode(&self) -> RuntimeMode {
         self.mode

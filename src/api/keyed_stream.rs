@@ -12,6 +12,7 @@ use crate::operators::keyed_aggregate::{
 };
 use crate::operators::keyed_join::KeyedJoin;
 use crate::operators::keyed_process::KeyedProcess;
+use crate::operators::keyed_process_function::{KeyedProcessFunction, KeyedProcessOperator};
 use crate::operators::window::{CountTrigger, GlobalWindows, PurgingTrigger, WindowAssigner};
 use crate::runtime::factory::{NodeFactory, OperatorFactory, TwoInputOperatorFactory};
 use crate::runtime::type_ops::type_ops;
@@ -56,6 +57,33 @@ where
             key_of,
             _key: PhantomData,
         }
+    }
+
+    /// Runs a [`KeyedProcessFunction`]: per-key state and timers in event and processing
+    /// time (see [`crate::operators::keyed_process_function`]).
+    pub fn process_function<F: KeyedProcessFunction<K, T>>(&self, f: F) -> DataStream<F::Out> {
+        let ks = self.key_of.clone();
+        self.stream
+            .with_partitioning(self.hash_partitioning())
+            .transform("KeyedProcessFunction", move |ctx| {
+                Ok(KeyedProcessOperator::new(ks.clone(), f.clone(), ctx))
+            })
+    }
+
+    /// Joins with another keyed stream on the key and a bounded time difference (Flink's
+    /// `intervalJoin`); set the bounds with `between`.
+    pub fn interval_join<U, KU>(
+        &self,
+        other: &KeyedStream<U, K, KU>,
+    ) -> crate::api::IntervalJoinBuilder<T, U, K, KS, KU>
+    where
+        U: Data,
+        KU: Fn(&U) -> K + Clone + Send + Sync + 'static,
+    {
+        crate::api::IntervalJoinBuilder::new(
+            KeyedStream::new(self.stream.clone(), self.key_of.clone()),
+            KeyedStream::new(other.stream.clone(), other.key_of.clone()),
+        )
     }
 
     /// Cuts each key's records into windows (Flink's `window`).

@@ -14,6 +14,7 @@ mod data_stream;
 mod environment;
 mod job_client;
 mod job_result;
+mod joins;
 mod keyed_stream;
 mod windowed_stream;
 
@@ -24,5 +25,9 @@ pub use data_stream::{DataStream, DataStreamSink};
 pub use environment::StreamExecutionEnvironment;
 pub use job_client::JobClient;
 pub use job_result::JobResult;
+pub use joins::{
+    IntervalJoinBuilder, IntervalJoined, JoinEqual, JoinSide, JoinWhere, JoinWindowed,
+    JoinedStreams,
+};
 pub use keyed_stream::KeyedStream;
 pub use windowed_stream::{AllWindowedStream, OutputTag, WindowedStream};

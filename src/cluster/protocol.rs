@@ -473,6 +473,7 @@ mod tests {
             Message::WorkerFinished {
                 vertices: vec![VertexMetrics {
                     watermarks: vec![(0, 7)],
+                    late_records: vec![(0, 2)],
                     name: "v".into(),
                     parallelism: 2,
                     records_in: 3,

@@ -103,6 +103,7 @@ impl JobCounters {
                 records_out: 0,
                 backpressured_ns: 0,
                 watermarks: Vec::new(),
+                late_records: Vec::new(),
             })
             .collect();
         for (m, place) in self.counters.iter() {
@@ -114,10 +115,12 @@ impl JobCounters {
                 t.records_out += m.records_out.load(Relaxed);
                 t.backpressured_ns += m.backpressured_ns.load(Relaxed);
                 t.watermarks.push((subtask, m.watermark.load(Relaxed)));
+                t.late_records.push((subtask, m.late_records.load(Relaxed)));
             }
         }
         for t in &mut totals {
             t.watermarks.sort_unstable();
+            t.late_records.sort_unstable();
         }
         totals
     }

@@ -34,6 +34,10 @@ impl JobHandle for RunningJob {
             ..JobOutcome::default()
         })
     }
+
+    fn metrics(&self) -> Option<Vec<crate::types::metrics::VertexMetrics>> {
+        Some(self.counters().snapshot())
+    }
 }
 
 impl JobHandle for SupervisedJob {

@@ -79,6 +79,12 @@ pub trait JobHandle: Send {
     /// Waits for the job's end. Every task thread of a local job has exited when this
     /// returns; a cluster job's `collect()` records are in the submission's slots.
     fn wait(self: Box<Self>) -> Result<JobOutcome>;
+    /// The live counters per vertex (records, backpressure, watermarks, late records), where
+    /// the handle has them at hand: a local job without supervision. Cluster jobs report
+    /// them through the JobManager's REST API.
+    fn metrics(&self) -> Option<Vec<VertexMetrics>> {
+        None
+    }
 }
 
 /// Runs jobs somewhere: in this process, or in a cluster.

@@ -18,9 +18,11 @@ mod collector;
 mod context;
 pub mod filter;
 pub mod flat_map;
+pub mod interval_join;
 pub mod keyed_aggregate;
 pub mod keyed_join;
 pub mod keyed_process;
+pub mod keyed_process_function;
 pub mod map;
 mod operator;
 pub mod sink;
@@ -36,6 +38,24 @@ pub use watermark_strategy::{WatermarkGenerator, WatermarkOutput, WatermarkStrat
 
 #[cfg(test)]
 use crate::error::Result;
+
+/// Test support: the context of subtask 0 of 1 of an operator called `name`.
+#[cfg(test)]
+pub(crate) fn test_context(name: &str) -> OperatorContext {
+    OperatorContext {
+        name: name.into(),
+        subtask: 0,
+        parallelism: 1,
+        max_parallelism: 128,
+        mode: crate::types::RuntimeMode::Streaming,
+        batch_size: 64,
+        node: 0,
+        checkpointing: false,
+        time: Default::default(),
+        auto_watermark_interval: std::time::Duration::from_millis(200),
+        metrics: Default::default(),
+    }
+}
 
 /// Test support: an [`Output`] that keeps every record pushed to it, in order.
 #[cfg(test)]

@@ -28,4 +28,17 @@ impl<T: 'static> OneInputOperator for Union<T> {
         out.collect_all(batch.drain(..));
         Ok(())
     }
+
+    #[inline]
+    fn process_stamped_batch(
+        &mut self,
+        batch: &mut Vec<T>,
+        timestamps: &mut Vec<crate::types::Timestamp>,
+        out: &mut Collector<'_, T>,
+    ) -> Result<()> {
+        for (record, t) in batch.drain(..).zip(timestamps.drain(..)) {
+            out.collect_with_timestamp(record, t);
+        }
+        Ok(())
+    }
 }

@@ -66,6 +66,9 @@ pub struct VertexMetrics {
     /// `(subtask, current watermark)` of each of its subtasks, by subtask.
     #[serde(default)]
     pub watermarks: Vec<(usize, Timestamp)>,
+    /// `(subtask, late records dropped or sent to a side output)` of each of its subtasks.
+    #[serde(default)]
+    pub late_records: Vec<(usize, u64)>,
 }
 
 impl VertexMetrics {
@@ -76,6 +79,8 @@ impl VertexMetrics {
         self.backpressured_ns += other.backpressured_ns;
         self.watermarks.extend_from_slice(&other.watermarks);
         self.watermarks.sort_unstable();
+        self.late_records.extend_from_slice(&other.late_records);
+        self.late_records.sort_unstable();
     }
 }
 

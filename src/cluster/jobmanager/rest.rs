@@ -200,7 +200,9 @@ async fn checkpoints(State(shared): State<Shared>, Path(id): Path<String>) -> Re
 
 /// The current watermark of every subtask of a job vertex, in Flink's shape:
 /// `[{"id": "<subtask>.currentInputWatermark", "value": "<ms>"}]` (`-9223372036854775808` before
-/// the first watermark, `9223372036854775807` after the end of the input).
+/// the first watermark, `9223372036854775807` after the end of the input), followed by the
+/// late records each subtask dropped or sent to a side output
+/// (`{"id": "<subtask>.numLateRecordsDropped", "value": "<n>"}`, Flink's metric name).
 async fn watermarks(
     State(shared): State<Shared>,
     Path((id, vertex)): Path<(String, usize)>,
@@ -220,6 +222,9 @@ async fn watermarks(
         .watermarks
         .iter()
         .map(|(subtask, w)| json!({"id": format!("{subtask}.currentInputWatermark"), "value": w.to_string()}))
+        .chain(v.late_records.iter().map(|(subtask, n)| {
+            json!({"id": format!("{subtask}.numLateRecordsDropped"), "value": n.to_string()})
+        }))
         .collect();
     (StatusCode::OK, Json(Value::Array(rows)))
 }
@@ -315,14 +320,16 @@ async fn prometheus(
             })
             .collect(),
     );
-    let mut watermarks = Vec::new();
+    let (mut watermarks, mut late) = (Vec::new(), Vec::new());
     for j in state.jobs.values().filter(|j| !j.is_terminal()) {
         for (v, totals) in j.vertex_totals().iter().enumerate() {
+            let labels =
+                |subtask| format!("{{job=\"{}\",vertex=\"{v}\",subtask=\"{subtask}\"}}", j.id);
             for (subtask, w) in &totals.watermarks {
-                watermarks.push((
-                    format!("{{job=\"{}\",vertex=\"{v}\",subtask=\"{subtask}\"}}", j.id),
-                    *w as f64,
-                ));
+                watermarks.push((labels(*subtask), *w as f64));
+            }
+            for (subtask, n) in &totals.late_records {
+                late.push((labels(*subtask), *n as f64));
             }
         }
     }
@@ -330,6 +337,12 @@ async fn prometheus(
         "hummer_job_vertex_watermark",
         "Current watermark of each subtask of a running job, in epoch milliseconds.",
         watermarks,
+    );
+    gauge(
+        "hummer_job_vertex_late_records",
+        "Records of each subtask of a running job that came later than the watermark plus the \
+         allowed lateness (dropped, or sent to a late-data side output).",
+        late,
     );
     gauge(
         "hummer_monitor_reports_rejected",

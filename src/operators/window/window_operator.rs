@@ -574,3 +574,70 @@ where
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::operators::window::{AggregateWindow, CountAggregate, TumblingEventTimeWindows};
+    use crate::operators::{Gather, test_context};
+
+    /// An endless stream over 10,000 keys: windows and their timers are dropped once the
+    /// watermark passes them, so state holds only the windows still open.
+    #[test]
+    fn windows_are_cleaned_up_on_a_long_stream() {
+        let ctx = test_context("count");
+        let assigner = TumblingEventTimeWindows::of(std::time::Duration::from_millis(100));
+        let settings = WindowSettings {
+            assigner,
+            trigger: assigner.default_trigger::<(u32, i64)>(),
+            allowed_lateness: 20,
+            emit_late: false,
+        };
+        let function = AggregateWindow {
+            agg: CountAggregate,
+            _types: std::marker::PhantomData,
+        };
+        let mut op = WindowOperator::new(|r: &(u32, i64)| r.0, settings, function, &ctx);
+        let mut sink = Gather(Vec::new());
+        let (mut buf, mut stamps) = (Vec::new(), Vec::new());
+        let (mut peak_keys, mut peak_timers, mut fired) = (0, 0, 0u64);
+        for chunk in 0..1_000i64 {
+            let mut out = Collector::new(&mut buf, &mut stamps, &mut sink, 1024);
+            let mut batch: Vec<(u32, i64)> = (0..200)
+                .map(|i| (((chunk * 200 + i) % 10_000) as u32, chunk * 10 + i % 10))
+                .collect();
+            let mut ts: Vec<i64> = batch.iter().map(|r| r.1).collect();
+            op.process_stamped_batch(&mut batch, &mut ts, &mut out)
+                .unwrap();
+            op.process_watermark(chunk * 10 - 1, &mut out).unwrap();
+            out.done().unwrap();
+            for r in sink.0.drain(..) {
+                if let WindowOutput::Result((_, _, n)) = r {
+                    fired += n;
+                }
+            }
+            peak_keys = peak_keys.max(op.windows.len());
+            peak_timers = peak_timers.max(op.core.event_timers.len());
+        }
+        let mut out = Collector::new(&mut buf, &mut stamps, &mut sink, 1024);
+        op.process_watermark(Timestamp::MAX, &mut out).unwrap();
+        out.done().unwrap();
+        for r in sink.0.drain(..) {
+            if let WindowOutput::Result((_, _, n)) = r {
+                fired += n;
+            }
+        }
+        assert_eq!(fired, 200_000, "every record counted once");
+        assert!(op.windows.is_empty() && op.core.event_timers.is_empty());
+        // Keys seen within the open windows (a few hundred ms of the stream), not all 10,000
+        // keys times the 100 windows that passed.
+        assert!(
+            peak_keys <= 10_000 && peak_timers <= 3 * 10_000,
+            "{peak_keys} {peak_timers}"
+        );
+        assert!(
+            peak_timers < 100 * 200,
+            "timers of closed windows are gone: {peak_timers}"
+        );
+    }
+}
