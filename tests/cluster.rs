@@ -878,11 +878,23 @@ fn a_job_split_into_more_tasks_than_slots_runs_in_waves_under_every_scheduler() 
 #[test]
 fn cluster_jobs_stay_exactly_once_through_a_killed_taskmanager_and_a_panic() {
     for seed in common::trial_seeds(4, 104_729) {
-        cluster_trial(seed);
+        cluster_trial(seed, "event-count");
     }
 }
 
-fn cluster_trial(seed: u64) {
+/// The same trials with event time: tumbling windows counted by the window operator and by
+/// event-time timers. Window contents, timers and watermarks are restored from the last
+/// checkpoint at the lower parallelism; every window of every key is committed once with its
+/// exact count.
+#[test]
+fn windows_and_timers_stay_exactly_once_through_a_killed_taskmanager_and_a_panic() {
+    for seed in common::trial_seeds(2, 7_927) {
+        cluster_trial(seed, "window-count");
+        cluster_trial(seed, "timer-count");
+    }
+}
+
+fn cluster_trial(seed: u64, job: &str) {
     // The trial's parameters and failure moments follow from the seed.
     let mut rng = common::Rng::new(seed);
     let mut next = move |n: u64| rng.below(n);
@@ -893,8 +905,8 @@ fn cluster_trial(seed: u64) {
     let kill_after = Duration::from_millis(300 + next(1_200));
     let victim_index = next(3) as usize;
     eprintln!(
-        "cluster trial seed {seed}: {events} events, {keys} keys, panic at event {fail_at}, \
-         kill TaskManager {victim_index} after {kill_after:?}"
+        "cluster trial seed {seed} ({job}): {events} events, {keys} keys, panic at event \
+         {fail_at}, kill TaskManager {victim_index} after {kill_after:?}"
     );
     // A killed TaskManager's connection closes at once; the heartbeat timeout only has to be
     // long enough that a loaded machine does not lose the others.
@@ -903,14 +915,7 @@ fn cluster_trial(seed: u64) {
     let checkpoints = cluster.dir.path().join("checkpoints");
     let marker = cluster.dir.path().join("failed");
     let mut client = Command::new(BIN)
-        .args([
-            "run",
-            "event-count",
-            "--parallelism",
-            "6",
-            "--wait",
-            "--verify",
-        ])
+        .args(["run", job, "--parallelism", "6", "--wait", "--verify"])
         .args(["--events", &events.to_string(), "--keys", &keys.to_string()])
         .args([
             "--rate",

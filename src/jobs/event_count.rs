@@ -40,10 +40,7 @@ impl EventCount {
             return Err(HummerError::Config("keys must be at least 1".into()));
         }
         let keys = self.keys;
-        let fail_at = self.fail_at.clone();
-        let marker = self.fail_marker.clone();
-        let local_fired: std::sync::Arc<Vec<std::sync::atomic::AtomicBool>> =
-            std::sync::Arc::new(fail_at.iter().map(|_| Default::default()).collect());
+        let failures = InjectedFailures::new(self.fail_at.clone(), self.fail_marker.clone());
         let mut source = GeneratorSource::new(|i| i).with_count(self.events);
         if let Some(rate) = self.rate {
             source = source.with_rate(rate);
@@ -56,15 +53,7 @@ impl EventCount {
                       e: u64,
                       count: &mut ValueState<u64>,
                       out: &mut Collector<String>| {
-                    if let Some(i) = fail_at.iter().position(|f| *f == e) {
-                        let first = match &marker {
-                            Some(m) => claim(m, e),
-                            None => !local_fired[i].swap(true, std::sync::atomic::Ordering::SeqCst),
-                        };
-                        if first {
-                            panic!("injected failure at event {e}");
-                        }
-                    }
+                    failures.at(e);
                     let n = count.get_or_insert_with(|| 0);
                     *n += 1;
                     out.collect(format!("{e} {key} {n}"));
@@ -74,6 +63,39 @@ impl EventCount {
             .write_text_file(&self.out)
             .name("Exactly-once file sink");
         Ok(())
+    }
+}
+
+/// Panics injected into a job at chosen events, each once: per `marker` file across
+/// processes (a restarted worker does not fail again), else per job run.
+#[derive(Clone)]
+pub(crate) struct InjectedFailures {
+    at: std::sync::Arc<Vec<u64>>,
+    marker: Option<PathBuf>,
+    fired: std::sync::Arc<Vec<std::sync::atomic::AtomicBool>>,
+}
+
+impl InjectedFailures {
+    pub(crate) fn new(at: Vec<u64>, marker: Option<PathBuf>) -> Self {
+        let fired = at.iter().map(|_| Default::default()).collect();
+        InjectedFailures {
+            at: std::sync::Arc::new(at),
+            marker,
+            fired: std::sync::Arc::new(fired),
+        }
+    }
+
+    /// Panics if `event` is one to fail at and this is the first time.
+    pub(crate) fn at(&self, event: u64) {
+        if let Some(i) = self.at.iter().position(|f| *f == event) {
+            let first = match &self.marker {
+                Some(m) => claim(m, event),
+                None => !self.fired[i].swap(true, std::sync::atomic::Ordering::SeqCst),
+            };
+            if first {
+                panic!("injected failure at event {event}");
+            }
+        }
     }
 }
 

@@ -6,5 +6,6 @@
 pub mod corpus;
 pub mod event_count;
 pub mod latency;
+pub mod window_count;
 pub mod wordcount;
 pub mod words;

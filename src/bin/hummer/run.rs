@@ -1,6 +1,7 @@
 //! `hummer run JOB`: runs a built-in job, locally or on a cluster: `event-count` (the
-//! exactly-once reference job, with checkpoints, restarts and savepoints) or `latency` (the
-//! per-record latency job, which prints percentiles).
+//! exactly-once reference job, with checkpoints, restarts and savepoints), `window-count` and
+//! `timer-count` (the same with event time: tumbling windows counted by the window operator or
+//! by timers), or `latency` (the per-record latency job, which prints percentiles).
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -8,13 +9,14 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use hummer::checkpoint::coordinator::CheckpointConfig;
 use hummer::execution::restart_strategy::RestartStrategy;
-use hummer::jobs::event_count::{EventCount, verify};
+use hummer::jobs::event_count::EventCount;
+use hummer::jobs::window_count::{Variant, WindowCount};
 use hummer::prelude::*;
 
 #[derive(clap::Args)]
 pub struct Args {
     /// The job to run.
-    #[arg(value_parser = ["event-count", "latency"])]
+    #[arg(value_parser = ["event-count", "window-count", "timer-count", "latency"])]
     job: String,
     /// Events to generate.
     #[arg(long, default_value_t = 1_000_000)]
@@ -89,32 +91,59 @@ pub fn run(args: Args) -> Result<()> {
         env.set_restart_strategy(strategy);
     }
     env.set_restore_from(args.from_savepoint.clone());
-    let job = EventCount {
-        events: args.events,
-        keys: args.keys,
-        rate: args.rate,
-        out: args.out.clone(),
-        fail_at: args.fail_at.clone(),
-        fail_marker: args.fail_marker.clone(),
+    let name = match args.job.as_str() {
+        "event-count" => {
+            EventCount {
+                events: args.events,
+                keys: args.keys,
+                rate: args.rate,
+                out: args.out.clone(),
+                fail_at: args.fail_at.clone(),
+                fail_marker: args.fail_marker.clone(),
+            }
+            .build(&env)?;
+            "EventCount"
+        }
+        job => {
+            let variant = if job == "timer-count" {
+                Variant::Timers
+            } else {
+                Variant::Windows
+            };
+            WindowCount {
+                events: args.events,
+                keys: args.keys,
+                rate: args.rate,
+                out: args.out.clone(),
+                variant,
+                fail_at: args.fail_at.clone(),
+                fail_marker: args.fail_marker.clone(),
+            }
+            .build(&env)?;
+            if variant == Variant::Timers {
+                "TimerCount"
+            } else {
+                "WindowCount"
+            }
+        }
     };
-    job.build(&env)?;
     let client = env
-        .execute_async("EventCount")
-        .context("cannot start EventCount")?;
+        .execute_async(name)
+        .with_context(|| format!("cannot start {name}"))?;
     if let Some(id) = client.job_id() {
         println!("submitted job {id}");
         if !args.wait {
             return Ok(());
         }
     }
-    let result = client.wait().context("EventCount failed")?;
+    let result = client.wait().with_context(|| format!("{name} failed"))?;
     let completed = result
         .checkpoints
         .iter()
         .filter(|c| c.status == hummer::checkpoint::coordinator::CheckpointStatus::Completed)
         .count();
     println!(
-        "EventCount: {} events over {} keys in {:.3} s; {} checkpoints completed, {} restarts",
+        "{name}: {} events over {} keys in {:.3} s; {} checkpoints completed, {} restarts",
         args.events,
         args.keys,
         result.duration.as_secs_f64(),
@@ -122,14 +151,17 @@ pub fn run(args: Args) -> Result<()> {
         result.restarts
     );
     if args.verify {
-        let verdict = verify(&args.out, args.events, args.keys)?;
-        if !verdict.is_exactly_once() {
-            bail!("output is not exactly-once: {verdict:?}");
+        let (exactly_once, lines, report) = if args.job == "event-count" {
+            let v = hummer::jobs::event_count::verify(&args.out, args.events, args.keys)?;
+            (v.is_exactly_once(), v.lines, format!("{v:?}"))
+        } else {
+            let v = hummer::jobs::window_count::verify(&args.out, args.events, args.keys)?;
+            (v.is_exactly_once(), v.lines, format!("{v:?}"))
+        };
+        if !exactly_once {
+            bail!("output is not exactly-once: {report}");
         }
-        println!(
-            "verified: {} lines, every event exactly once",
-            verdict.lines
-        );
+        println!("verified: {lines} lines, every event exactly once");
     }
     Ok(())
 }
