@@ -420,3 +420,40 @@ fn processing_time_windows_follow_an_injected_clock() {
         ]
     );
 }
+
+/// Text files read with a timestamp extractor per split (`from_source`): lines `key,ts`, in
+/// order within each file, windows counted like the reference.
+#[test]
+fn a_text_file_source_with_a_timestamp_extractor_feeds_windows() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut events = Vec::new();
+    for file in 0..3 {
+        let mut text = String::new();
+        for i in 0..500i64 {
+            let (key, ts) = ((i % 4) as u8, i * 7 + file);
+            text.push_str(&format!("{key},{ts}\n"));
+            events.push((key, ts, 0u32));
+        }
+        std::fs::write(dir.path().join(format!("part-{file}.csv")), text).unwrap();
+    }
+    let env = environment(16, 2, 3);
+    let parse = |line: &String| -> (u8, i64) {
+        let (k, t) = line.split_once(',').unwrap();
+        (k.parse().unwrap(), t.parse().unwrap())
+    };
+    let strategy = WatermarkStrategy::for_bounded_out_of_orderness(Duration::from_millis(10))
+        .with_timestamp_assigner(move |line: &String, _| parse(line).1);
+    let out = env
+        .from_source(hummer::connectors::text_file::TextFileSource::new(dir.path()), strategy)
+        .map(move |line: String| parse(&line))
+        .key_by(|r: &(u8, i64)| r.0)
+        .window(TumblingEventTimeWindows::of(Duration::from_millis(250)))
+        .aggregate(CountAggregate)
+        .collect();
+    let plan = env.explain().unwrap();
+    assert!(plan.contains("timestamps/watermarks per split"), "{plan}");
+    let mut result = env.execute("text windows").unwrap();
+    let mut rows = result.collected(&out).unwrap();
+    rows.sort();
+    assert_eq!(rows, as_rows(reference_sliding(&events, 250, 250)));
+}

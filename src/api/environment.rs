@@ -249,7 +249,41 @@ impl StreamExecutionEnvironment {
     /// Adds a source.
     pub fn add_source<T: Data, S: Source<T>>(&self, source: S) -> DataStream<T> {
         let name = source.name();
-        let factory = NodeFactory::Source(Arc::new(SourceFactory(Arc::new(source))));
+        let factory = NodeFactory::Source(Arc::new(SourceFactory(Arc::new(source), None)));
+        let id = self.add_node(name, NodeKind::Source, factory, type_ops::<T>());
+        DataStream::new(self.clone(), id)
+    }
+
+    /// Adds a source whose records get event timestamps and watermarks from `strategy` per
+    /// split (Flink's `fromSource`): each split a subtask reads has its own watermark, and the
+    /// subtask emits the minimum over its active splits, so a split that lags (or one idle
+    /// past the strategy's idleness timeout) is accounted for where it is read.
+    ///
+    /// ```
+    /// # use hummer::prelude::*;
+    /// use std::time::Duration;
+    /// let env = StreamExecutionEnvironment::local();
+    /// let strategy = WatermarkStrategy::for_bounded_out_of_orderness(Duration::from_millis(5))
+    ///     .with_timestamp_assigner(|e: &u64, _| *e as i64 * 10);
+    /// let counts = env
+    ///     .from_source(GeneratorSource::new(|i| i).with_count(100), strategy)
+    ///     .window_all(TumblingEventTimeWindows::of(Duration::from_millis(500)))
+    ///     .aggregate(CountAggregate)
+    ///     .collect();
+    /// let mut result = env.execute("from_source").unwrap();
+    /// let counts: Vec<u64> = result.collected(&counts).unwrap().into_iter().map(|r| r.1).collect();
+    /// assert_eq!(counts, vec![50, 50]);
+    /// ```
+    pub fn from_source<T: Data, S: Source<T>>(
+        &self,
+        source: S,
+        strategy: crate::operators::WatermarkStrategy<T>,
+    ) -> DataStream<T> {
+        let name = format!("{} [timestamps/watermarks per split]", source.name());
+        let factory = NodeFactory::Source(Arc::new(SourceFactory(
+            Arc::new(source),
+            Some(strategy),
+        )));
         let id = self.add_node(name, NodeKind::Source, factory, type_ops::<T>());
         DataStream::new(self.clone(), id)
     }

@@ -63,8 +63,12 @@ pub(crate) enum NodeFactory {
     TwoInput(Arc<dyn TwoInputNodeFactory>),
 }
 
-/// A source node: wraps a user-visible [`Source`].
-pub(crate) struct SourceFactory<T>(pub(crate) Arc<dyn Source<T>>);
+/// A source node: wraps a user-visible [`Source`], and the watermark strategy its splits
+/// apply (`from_source`), if any.
+pub(crate) struct SourceFactory<T>(
+    pub(crate) Arc<dyn Source<T>>,
+    pub(crate) Option<crate::operators::WatermarkStrategy<T>>,
+);
 
 impl<T: Send + 'static> SourceNodeFactory for SourceFactory<T> {
     fn is_bounded(&self) -> bool {
@@ -90,7 +94,7 @@ impl<T: Send + 'static> SourceNodeFactory for SourceFactory<T> {
         out: ErasedOutput,
         restored: Option<&RestoredState>,
     ) -> Result<Box<dyn TaskBody>> {
-        let splits = SourceSplits::open(&*self.0, ctx.node, source_ctx, restored)
+        let splits = SourceSplits::open(&*self.0, ctx.node, source_ctx, restored, self.1.as_ref())
             .map_err(|e| e.attribute(&ctx.name, ctx.subtask))?;
         Ok(Box::new(SourceTask {
             ctx: ctx.clone(),

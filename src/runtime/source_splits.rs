@@ -7,14 +7,55 @@
 
 use crate::connectors::{Source, SourceContext, SourceReader, SourceStatus};
 use crate::error::Result;
+use crate::operators::WatermarkStrategy;
+use crate::operators::watermark_strategy::WatermarkTracker;
 use crate::state::task_state::{RestoredState, SourceSplit};
-use crate::types::{MAX_WATERMARK, Timestamp};
+use crate::types::{MAX_WATERMARK, NO_TIMESTAMP, Timestamp};
 
 struct Split<T> {
     subtask: usize,
     parallelism: usize,
     reader: Box<dyn SourceReader<T>>,
     finished: bool,
+    /// The source's watermark strategy applied to this split alone (`from_source`): its
+    /// records' timestamps, its watermark, its idleness.
+    tracker: Option<WatermarkTracker<T>>,
+}
+
+impl<T> Split<T> {
+    fn watermark(&self) -> Option<Timestamp> {
+        match &self.tracker {
+            Some(t) => t.watermark(),
+            None => self.reader.current_watermark(),
+        }
+    }
+
+    fn is_idle(&self) -> bool {
+        match &self.tracker {
+            Some(t) => t.is_idle(),
+            None => self.reader.is_idle(),
+        }
+    }
+
+    /// Polls the reader; stamps what it appended to `out` (from `out[before..]`).
+    fn poll(
+        &mut self,
+        out: &mut Vec<T>,
+        stamps: &mut Vec<Timestamp>,
+        max: usize,
+    ) -> Result<SourceStatus> {
+        let before = out.len();
+        let status = self.reader.poll_next(out, max)?;
+        if let Some(tracker) = &mut self.tracker {
+            stamps.resize(before, NO_TIMESTAMP);
+            stamps.extend(
+                out[before..]
+                    .iter()
+                    .map(|r| tracker.on_record(r, NO_TIMESTAMP).0),
+            );
+        }
+        Ok(status)
+    }
 }
 
 /// Every split one source subtask reads.
@@ -30,7 +71,9 @@ impl<T: 'static> SourceSplits<T> {
         node: usize,
         ctx: &SourceContext,
         restored: Option<&RestoredState>,
+        strategy: Option<&WatermarkStrategy<T>>,
     ) -> Result<Self> {
+        let tracker = || strategy.map(WatermarkStrategy::tracker);
         let assigned = restored.and_then(|r| r.splits(node, ctx.subtask, ctx.parallelism));
         let mut splits = Vec::new();
         match assigned {
@@ -39,6 +82,7 @@ impl<T: 'static> SourceSplits<T> {
                 parallelism: ctx.parallelism,
                 reader: source.create_reader(ctx)?,
                 finished: false,
+                tracker: tracker(),
             }),
             Some(assigned) => {
                 for SourceSplit {
@@ -59,6 +103,7 @@ impl<T: 'static> SourceSplits<T> {
                         parallelism,
                         reader,
                         finished: false,
+                        tracker: tracker(),
                     });
                 }
             }
@@ -68,14 +113,35 @@ impl<T: 'static> SourceSplits<T> {
 }
 
 impl<T> SourceSplits<T> {
-    /// Appends at most `max` records from the current split; moves to the next split when
+    /// Whether the splits stamp their records and make watermarks with a strategy (and so
+    /// need the periodic call).
+    pub(crate) fn has_strategy(&self) -> bool {
+        self.splits.iter().any(|s| s.tracker.is_some())
+    }
+
+    /// The periodic call of every split's watermark strategy.
+    pub(crate) fn on_periodic(&mut self, now: Timestamp) {
+        for split in &mut self.splits {
+            if let Some(t) = &mut split.tracker {
+                t.on_periodic(now);
+            }
+        }
+    }
+
+    /// Appends at most `max` records from the current split (and their timestamps to
+    /// `stamps`, when the splits have a watermark strategy); moves to the next split when
     /// one ends or has nothing now.
-    pub(crate) fn poll_next(&mut self, out: &mut Vec<T>, max: usize) -> Result<SourceStatus> {
+    pub(crate) fn poll_next(
+        &mut self,
+        out: &mut Vec<T>,
+        stamps: &mut Vec<Timestamp>,
+        max: usize,
+    ) -> Result<SourceStatus> {
         if let [only] = self.splits.as_mut_slice() {
             if only.finished {
                 return Ok(SourceStatus::Finished);
             }
-            let status = only.reader.poll_next(out, max)?;
+            let status = only.poll(out, stamps, max)?;
             only.finished = status == SourceStatus::Finished;
             return Ok(status);
         }
@@ -87,7 +153,7 @@ impl<T> SourceSplits<T> {
             if split.finished {
                 continue;
             }
-            match split.reader.poll_next(out, max)? {
+            match split.poll(out, stamps, max)? {
                 SourceStatus::MoreAvailable => {
                     self.current = i;
                     return Ok(SourceStatus::MoreAvailable);
@@ -117,8 +183,8 @@ impl<T> SourceSplits<T> {
             return Some(MAX_WATERMARK);
         }
         let mut min = None;
-        for split in open.filter(|s| !s.reader.is_idle()) {
-            let w = split.reader.current_watermark()?;
+        for split in open.filter(|s| !s.is_idle()) {
+            let w = split.watermark()?;
             min = Some(min.map_or(w, |m: Timestamp| m.min(w)));
         }
         min
@@ -127,7 +193,7 @@ impl<T> SourceSplits<T> {
     /// Whether every unfinished split is idle (and one is unfinished).
     pub(crate) fn is_idle(&self) -> bool {
         let mut open = self.splits.iter().filter(|s| !s.finished).peekable();
-        open.peek().is_some() && open.all(|s| s.reader.is_idle())
+        open.peek().is_some() && open.all(|s| s.is_idle())
     }
 
     /// The positions of every split, or `None` if one of them cannot be replayed.

@@ -442,6 +442,12 @@ impl<T: Send + 'static> TaskBody for SourceTask<T> {
         } = *self;
         let mut timer = FlushTimer::new(rt.buffer_timeout);
         let mut buf: Vec<T> = Vec::with_capacity(ctx.batch_size);
+        let mut stamps: Vec<Timestamp> = Vec::new();
+        // Splits with a watermark strategy emit periodic watermarks.
+        let interval = (ctx.auto_watermark_interval.as_millis() as Timestamp).max(1);
+        if splits.has_strategy() {
+            rt.time.request_at(rt.time.now().saturating_add(interval));
+        }
         let mut checkpoints = Checkpointing::new(rt, 1);
         let mut injected = checkpoints.notified;
         // With checkpoints, a source that has read everything waits for the final checkpoint.
@@ -473,11 +479,26 @@ impl<T: Send + 'static> TaskBody for SourceTask<T> {
                     continue;
                 }
             }
-            rt.fire_processing_time(|now| head.processing_time(now))?;
-            let status = guarded(&ctx, || splits.poll_next(&mut buf, ctx.batch_size))?;
+            rt.fire_processing_time(|now| {
+                if splits.has_strategy() {
+                    guarded(&ctx, || {
+                        splits.on_periodic(now);
+                        Ok(())
+                    })?;
+                    rt.time.request_at(now.saturating_add(interval));
+                }
+                head.processing_time(now)
+            })?;
+            let status = guarded(&ctx, || {
+                splits.poll_next(&mut buf, &mut stamps, ctx.batch_size)
+            })?;
             if !buf.is_empty() {
                 rt.metrics.add_in(buf.len());
-                head.push(&mut buf)?;
+                if stamps.is_empty() {
+                    head.push(&mut buf)?;
+                } else {
+                    head.push_stamped(&mut buf, &mut stamps)?;
+                }
                 timer.pending = true;
             }
             // The source's watermark and status go through a valve of one channel, like a
