@@ -348,14 +348,18 @@ fn run_windowed_trial(seed: u64, variant: hummer::jobs::window_count::Variant, r
     let keys = 1 + rng.below(30);
     let parallelism = 1 + rng.below(3) as usize;
     let fail_at: Vec<u64> = (0..1 + rng.below(3)).map(|_| rng.below(events)).collect();
-    let label = format!("{variant:?} trial seed {seed}: {events} events, {keys} keys, p={parallelism}, fail at {fail_at:?}");
+    let label = format!(
+        "{variant:?} trial seed {seed}: {events} events, {keys} keys, p={parallelism}, fail at {fail_at:?}"
+    );
     eprintln!("{label}");
     let out = root.join(format!("out-{variant:?}-{seed}"));
     let env = StreamExecutionEnvironment::local();
     env.set_parallelism(parallelism)
         .set_runtime_mode(RuntimeMode::Streaming)
         .set_auto_watermark_interval(Duration::from_millis(5))
-        .set_checkpoint_config(checkpoint_config(&root.join(format!("checkpoints-{variant:?}"))))
+        .set_checkpoint_config(checkpoint_config(
+            &root.join(format!("checkpoints-{variant:?}")),
+        ))
         .set_restart_strategy(RestartStrategy::FixedDelay {
             attempts: 10,
             delay: Duration::from_millis(5),
@@ -383,8 +387,16 @@ fn run_windowed_trial(seed: u64, variant: hummer::jobs::window_count::Variant, r
 fn randomized_failures_keep_windows_and_timers_exactly_once() {
     let root = tempfile::tempdir().unwrap();
     for seed in trial_seeds(6, 6151) {
-        run_windowed_trial(seed, hummer::jobs::window_count::Variant::Windows, root.path());
-        run_windowed_trial(seed, hummer::jobs::window_count::Variant::Timers, root.path());
+        run_windowed_trial(
+            seed,
+            hummer::jobs::window_count::Variant::Windows,
+            root.path(),
+        );
+        run_windowed_trial(
+            seed,
+            hummer::jobs::window_count::Variant::Timers,
+            root.path(),
+        );
     }
 }
 

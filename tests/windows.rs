@@ -444,7 +444,10 @@ fn a_text_file_source_with_a_timestamp_extractor_feeds_windows() {
     let strategy = WatermarkStrategy::for_bounded_out_of_orderness(Duration::from_millis(10))
         .with_timestamp_assigner(move |line: &String, _| parse(line).1);
     let out = env
-        .from_source(hummer::connectors::text_file::TextFileSource::new(dir.path()), strategy)
+        .from_source(
+            hummer::connectors::text_file::TextFileSource::new(dir.path()),
+            strategy,
+        )
         .map(move |line: String| parse(&line))
         .key_by(|r: &(u8, i64)| r.0)
         .window(TumblingEventTimeWindows::of(Duration::from_millis(250)))

@@ -138,12 +138,12 @@ impl<T: Data> DataStream<T> {
     /// let env = StreamExecutionEnvironment::local();
     /// env.set_parallelism(1);
     /// let counts = env
-    ///     .from_collection(vec![("a", 1_000i64), ("a", 4_000), ("b", 12_000), ("a", 13_000)])
+    ///     .from_collection(vec![('a', 1_000i64), ('a', 4_000), ('b', 12_000), ('a', 13_000)])
     ///     .assign_timestamps_and_watermarks(
     ///         WatermarkStrategy::for_bounded_out_of_orderness(Duration::from_secs(2))
-    ///             .with_timestamp_assigner(|r: &(&str, i64), _| r.1),
+    ///             .with_timestamp_assigner(|r: &(char, i64), _| r.1),
     ///     )
-    ///     .key_by(|r: &(&'static str, i64)| r.0)
+    ///     .key_by(|r: &(char, i64)| r.0)
     ///     .window(TumblingEventTimeWindows::of(Duration::from_secs(10)))
     ///     .aggregate(CountAggregate)
     ///     .collect();
@@ -152,9 +152,9 @@ impl<T: Data> DataStream<T> {
     /// rows.sort();
     /// // (key, window, count): the window's bounds are part of every result.
     /// assert_eq!(rows, vec![
-    ///     ("a", TimeWindow::new(0, 10_000), 2),
-    ///     ("a", TimeWindow::new(10_000, 20_000), 1),
-    ///     ("b", TimeWindow::new(10_000, 20_000), 1),
+    ///     ('a', TimeWindow::new(0, 10_000), 2),
+    ///     ('a', TimeWindow::new(10_000, 20_000), 1),
+    ///     ('b', TimeWindow::new(10_000, 20_000), 1),
     /// ]);
     /// ```
     pub fn assign_timestamps_and_watermarks(

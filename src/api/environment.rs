@@ -280,10 +280,8 @@ impl StreamExecutionEnvironment {
         strategy: crate::operators::WatermarkStrategy<T>,
     ) -> DataStream<T> {
         let name = format!("{} [timestamps/watermarks per split]", source.name());
-        let factory = NodeFactory::Source(Arc::new(SourceFactory(
-            Arc::new(source),
-            Some(strategy),
-        )));
+        let factory =
+            NodeFactory::Source(Arc::new(SourceFactory(Arc::new(source), Some(strategy))));
         let id = self.add_node(name, NodeKind::Source, factory, type_ops::<T>());
         DataStream::new(self.clone(), id)
     }

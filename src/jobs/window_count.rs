@@ -17,9 +17,9 @@ use crate::api::StreamExecutionEnvironment;
 use crate::connectors::generator::GeneratorSource;
 use crate::error::{HummerError, Result};
 use crate::jobs::event_count::InjectedFailures;
+use crate::operators::WatermarkStrategy;
 use crate::operators::keyed_process_function::{KeyedProcessFunction, ProcessContext};
 use crate::operators::window::{CountAggregate, TimeWindow, TumblingEventTimeWindows};
-use crate::operators::WatermarkStrategy;
 use crate::types::Timestamp;
 
 /// Size of the tumbling windows, in event-time milliseconds.
@@ -76,7 +76,10 @@ impl KeyedProcessFunction<u64, (u64, u64, Timestamp)> for TimerCount {
         ctx: &mut ProcessContext<'_, '_, u64, BTreeMap<i64, u64>, (u64, TimeWindow, u64)>,
     ) {
         let start = e.2 - e.2.rem_euclid(WINDOW_MS);
-        *ctx.state().get_or_insert_with(BTreeMap::new).entry(start).or_insert(0) += 1;
+        *ctx.state()
+            .get_or_insert_with(BTreeMap::new)
+            .entry(start)
+            .or_insert(0) += 1;
         ctx.timer_service()
             .register_event_time_timer(start + WINDOW_MS - 1);
     }
@@ -170,7 +173,9 @@ pub fn reference(events: u64, keys: u64) -> BTreeMap<(u64, i64), u64> {
     let mut counts = BTreeMap::new();
     for i in 0..events {
         let (_, key, ts) = event(i, keys);
-        *counts.entry((key, ts - ts.rem_euclid(WINDOW_MS))).or_insert(0) += 1;
+        *counts
+            .entry((key, ts - ts.rem_euclid(WINDOW_MS)))
+            .or_insert(0) += 1;
     }
     counts
 }
