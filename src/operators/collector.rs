@@ -51,7 +51,8 @@ pub trait Output<T>: Send {
 /// [`Collector::collect_with_timestamp`].
 pub struct Collector<'a, T> {
     buf: &'a mut Vec<T>,
-    /// Timestamps of `buf`'s records: empty while none has one, else as long as `buf`.
+    /// Timestamps of `buf`'s records: empty while none has one; else one per record up to
+    /// the last change of `stamp`, the records after it having `stamp` (see `settle`).
     stamps: &'a mut Vec<Timestamp>,
     /// The timestamp given to records collected now.
     stamp: Option<Timestamp>,
@@ -78,13 +79,11 @@ impl<'a, T> Collector<'a, T> {
     }
 
     /// Emits one record (with the collector's current timestamp, if it has one).
+    ///
+    /// The record's timestamp is written only when the stamp changes or the batch is handed
+    /// on, so a stream without event time pays nothing here.
     #[inline]
     pub fn collect(&mut self, record: T) {
-        match self.stamp {
-            Some(t) => self.push_stamp(t),
-            None if !self.stamps.is_empty() => self.stamps.push(NO_TIMESTAMP),
-            None => {}
-        }
         self.buf.push(record);
         if self.buf.len() >= self.limit {
             self.spill();
@@ -94,20 +93,35 @@ impl<'a, T> Collector<'a, T> {
     /// Emits one record with event timestamp `timestamp`.
     #[inline]
     pub fn collect_with_timestamp(&mut self, record: T, timestamp: Timestamp) {
-        self.push_stamp(timestamp);
+        self.align();
+        self.stamps.push(timestamp);
         self.buf.push(record);
         if self.buf.len() >= self.limit {
             self.spill();
         }
     }
 
+    /// Gives the records collected since the last call the timestamp they were collected
+    /// under: the current stamp, or none (when some record of the batch has one).
     #[inline]
-    fn push_stamp(&mut self, t: Timestamp) {
-        if self.stamps.len() != self.buf.len() {
-            // The first stamped record of a batch: the records before it have none.
+    fn settle(&mut self) {
+        let t = match self.stamp {
+            Some(t) => t,
+            None if self.stamps.is_empty() => return,
+            None => NO_TIMESTAMP,
+        };
+        self.stamps.resize(self.buf.len(), t);
+    }
+
+    /// Makes `stamps` as long as `buf`: settles, or marks the records so far as having no
+    /// timestamp when none had one.
+    #[inline]
+    fn align(&mut self) {
+        if self.stamp.is_none() {
             self.stamps.resize(self.buf.len(), NO_TIMESTAMP);
+        } else {
+            self.settle();
         }
-        self.stamps.push(t);
     }
 
     /// Emits every record of an iterator.
@@ -121,12 +135,14 @@ impl<'a, T> Collector<'a, T> {
     /// Records collected from now on carry `timestamp` (until set again or cleared).
     #[inline]
     pub fn set_timestamp(&mut self, timestamp: Timestamp) {
+        self.align();
         self.stamp = Some(timestamp);
     }
 
     /// Records collected from now on carry no timestamp.
     #[inline]
     pub fn clear_timestamp(&mut self) {
+        self.settle();
         self.stamp = None;
     }
 
@@ -156,6 +172,7 @@ impl<'a, T> Collector<'a, T> {
 
     #[cold]
     fn spill(&mut self) {
+        self.settle();
         if self.error.is_some() {
             // The job is failing: drop what downstream can no longer take.
             self.buf.clear();

@@ -314,6 +314,25 @@ mod tests {
         assert_eq!(t.on_periodic(9_100).status, None);
     }
 
+    /// A task blocked downstream for longer than the timeout does not tick meanwhile; the
+    /// first tick after the block sees the records pushed before it, so the stream stays
+    /// active: backpressure is not idleness.
+    #[test]
+    fn backpressure_is_not_idleness() {
+        let s = WatermarkStrategy::<i64>::for_monotonous_timestamps()
+            .with_timestamp_assigner(|r, _| *r)
+            .with_idleness(Duration::from_millis(500));
+        let mut t = s.tracker();
+        t.on_periodic(0);
+        t.on_record(&1, NO_TIMESTAMP);
+        // Blocked for 10 s: no tick until the push returned.
+        assert_eq!(t.on_periodic(10_000).status, None);
+        assert!(!t.is_idle());
+        t.on_record(&2, NO_TIMESTAMP);
+        assert_eq!(t.on_periodic(20_000).status, None);
+        assert!(!t.is_idle());
+    }
+
     #[test]
     fn without_an_assigner_records_keep_their_timestamps() {
         let mut t = WatermarkStrategy::<u8>::no_watermarks().tracker();

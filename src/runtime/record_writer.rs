@@ -212,9 +212,12 @@ impl<T: crate::types::Data> Output<T> for RecordWriter<T> {
                 router(batch, self.channels.len(), self.max_parallelism, targets);
                 let targets = std::mem::take(targets);
                 let mut result = Ok(());
+                // Records without timestamps into buffers that have some (a stream mixing
+                // both) get the no-timestamp mark; the common case checks once per batch.
+                let mixed = self.stamps.iter().any(|s| !s.is_empty());
                 for (record, &t) in batch.drain(..).zip(targets.iter()) {
                     let t = t as usize;
-                    if !self.stamps[t].is_empty() {
+                    if mixed && !self.stamps[t].is_empty() {
                         self.stamps[t].push(NO_TIMESTAMP);
                     }
                     self.buffers[t].push(record);

@@ -5,11 +5,12 @@
 //! ignored). A channel that has ended holds nothing back. An idle channel (its producer said
 //! so in band) holds nothing back either, until it is active again; a channel that comes back
 //! behind the task's watermark holds it until it catches up, since the task's watermark never
-//! goes back. When every channel that has not ended is idle, the task is idle: its watermark
-//! stays where it is and its consumers stop waiting for it. (Flink then also advances to the
-//! largest idle channel's watermark; that can make records of a channel that comes back late,
-//! so Hummer does not.) The task's watermark is the one over all its channels, across both
-//! inputs of a two-input task.
+//! goes back. When every channel that has not ended is idle, the task is idle: its consumers
+//! stop waiting for it, and, as in Flink, its watermark advances to the largest watermark of
+//! its channels, so what its inputs completed before they went quiet (a burst's last windows)
+//! fires instead of stalling until some input speaks again. A channel that comes back behind
+//! that watermark then has late records, as an idle input always may. The task's watermark is
+//! the one over all its channels, across both inputs of a two-input task.
 
 use crate::types::{MAX_WATERMARK, MIN_WATERMARK, Timestamp, WatermarkStatus};
 
@@ -116,17 +117,21 @@ impl WatermarkValve {
         let mut change = ValveChange::default();
         let mut open = false;
         let mut min_active: Option<Timestamp> = None;
+        let mut max_open = MIN_WATERMARK;
         for c in self.channels.iter().filter(|c| !c.ended) {
             open = true;
+            max_open = max_open.max(c.watermark);
             if !c.idle {
                 min_active = Some(min_active.map_or(c.watermark, |m| m.min(c.watermark)));
             }
         }
         let idle = open && min_active.is_none();
-        let candidate = if open {
-            min_active
-        } else {
+        let candidate = if !open {
             Some(MAX_WATERMARK)
+        } else if idle {
+            Some(max_open)
+        } else {
+            min_active
         };
         if let Some(w) = candidate.filter(|w| *w > self.current) {
             self.current = w;
@@ -187,17 +192,18 @@ mod tests {
         );
         assert_eq!(v.on_watermark(0, 200), ValveChange::default());
         assert_eq!(v.on_watermark(1, 170), wm(170));
-        // Every channel idle: the task is idle, its watermark stays.
+        // Every channel idle: the task is idle, and its watermark advances to the largest of
+        // its channels' (what they completed fires rather than stalls).
         v.on_status(0, WatermarkStatus::Idle);
         let change = v.on_status(1, WatermarkStatus::Idle);
         assert_eq!(change.status, Some(WatermarkStatus::Idle));
-        assert_eq!(change.watermark, None);
+        assert_eq!(change.watermark, Some(200));
         assert!(v.is_idle());
-        let change = v.on_status(0, WatermarkStatus::Active);
+        let change = v.on_status(1, WatermarkStatus::Active);
         assert_eq!(
             change,
             ValveChange {
-                watermark: Some(200),
+                watermark: None,
                 status: Some(WatermarkStatus::Active)
             }
         );
@@ -206,8 +212,9 @@ mod tests {
     proptest! {
         /// Against a brute-force reference: after every event the valve's watermark is the
         /// largest value so far of "the minimum over active channels of the largest watermark
-        /// each has delivered" (the maximum once every channel ended); it is reported exactly
-        /// when it grows; the task is idle exactly when no channel is active and one is open.
+        /// each has delivered" (over all open channels, the largest, when every open one is
+        /// idle; the maximum once every channel ended); it is reported exactly when it grows;
+        /// the task is idle exactly when no channel is active and one is open.
         #[test]
         fn the_valve_follows_its_active_channels(
             channels in 1usize..5,
@@ -227,7 +234,13 @@ mod tests {
                 };
                 let open: Vec<usize> = (0..channels).filter(|i| !ended[*i]).collect();
                 let active: Vec<usize> = open.iter().copied().filter(|i| !idle[*i]).collect();
-                let candidate = if open.is_empty() { MAX_WATERMARK } else { active.iter().map(|i| best[*i]).min().unwrap_or(last) };
+                let candidate = if open.is_empty() {
+                    MAX_WATERMARK
+                } else if active.is_empty() {
+                    open.iter().map(|i| best[*i]).max().unwrap_or(last)
+                } else {
+                    active.iter().map(|i| best[*i]).min().unwrap_or(last)
+                };
                 let expected = candidate.max(last);
                 let expected_idle = active.is_empty() && !open.is_empty();
                 prop_assert_eq!(v.current(), expected);
