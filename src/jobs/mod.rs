@@ -6,6 +6,7 @@
 pub mod corpus;
 pub mod event_count;
 pub mod latency;
+pub mod nexmark;
 pub mod window_count;
 pub mod wordcount;
 pub mod words;

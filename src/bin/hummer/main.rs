@@ -2,6 +2,7 @@
 
 mod cluster;
 mod image;
+mod nexmark;
 mod run;
 mod wordcount;
 
@@ -41,6 +42,8 @@ enum Command {
     Stop(cluster::StopArgs),
     /// Build or boot a VM image of the job (unikernel style).
     Image(image::Args),
+    /// Run a Nexmark query on the generator or on the harness's CSV files.
+    Nexmark(nexmark::Args),
 }
 
 fn main() -> ExitCode {
@@ -68,6 +71,7 @@ fn main() -> ExitCode {
         Command::Savepoint(args) => cluster::savepoint(args),
         Command::Stop(args) => cluster::stop(args),
         Command::Image(args) => image::run(args),
+        Command::Nexmark(args) => nexmark::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,118 @@
+//! `hummer nexmark --query qN`: runs one Nexmark query on the generator or on the harness's
+//! CSV files, writes its result lines (a part file per sink subtask) and prints a summary.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use anyhow::{Context, Result, bail};
+use hummer::jobs::nexmark::{self, NexmarkInput};
+use hummer::operators::OperatorContext;
+use hummer::prelude::*;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The query: q0, q1, ...
+    #[arg(long)]
+    query: String,
+    /// Events to generate (over all three tables), unless --input is given.
+    #[arg(long, default_value_t = 10_000_000)]
+    events: u64,
+    /// Read the harness's CSV files from this directory (persons/, auctions/, bids/).
+    #[arg(long, conflicts_with = "events")]
+    input: Option<PathBuf>,
+    /// Events per second of the generator (default: as fast as it goes).
+    #[arg(long)]
+    rate: Option<f64>,
+    /// Parallelism (default: the number of CPU cores).
+    #[arg(long, short)]
+    parallelism: Option<usize>,
+    /// Write the result lines here (part files per sink subtask); else they are counted.
+    #[arg(long)]
+    output: Option<PathBuf>,
+    /// Submit to this JobManager instead of running locally.
+    #[arg(long, env = "HUMMER_JOBMANAGER")]
+    jobmanager: Option<String>,
+}
+
+/// Counts the result rows (when they are not written).
+#[derive(Clone, Default)]
+struct CountRows(Arc<AtomicU64>);
+
+impl Sink<String> for CountRows {
+    fn name(&self) -> String {
+        "Count rows".into()
+    }
+    fn create_writer(&self, _: &OperatorContext) -> hummer::Result<Box<dyn SinkWriter<String>>> {
+        Ok(Box::new(self.clone()))
+    }
+}
+
+impl SinkWriter<String> for CountRows {
+    fn write_batch(&mut self, batch: &mut Vec<String>) -> hummer::Result<()> {
+        self.0.fetch_add(batch.len() as u64, Ordering::Relaxed);
+        batch.clear();
+        Ok(())
+    }
+    fn finish(&mut self) -> hummer::Result<()> {
+        Ok(())
+    }
+}
+
+pub fn run(args: Args) -> Result<()> {
+    let env = StreamExecutionEnvironment::local();
+    env.set_runtime_mode(RuntimeMode::Streaming);
+    let parallelism = match args.parallelism {
+        Some(0) => bail!("--parallelism must be at least 1"),
+        Some(p) => p,
+        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+    };
+    env.set_parallelism(parallelism);
+    env.set_jobmanager(args.jobmanager.clone());
+    let input = match &args.input {
+        Some(dir) => {
+            for table in ["persons", "auctions", "bids"] {
+                if !dir.join(table).is_dir() {
+                    bail!(
+                        "--input {}: no {table}/ directory (the harness's layout: persons/, auctions/, bids/)",
+                        dir.display()
+                    );
+                }
+            }
+            NexmarkInput::Csv(dir.clone())
+        }
+        None => NexmarkInput::Generator {
+            events: args.events,
+            rate: args.rate,
+        },
+    };
+    let rows = nexmark::build(&args.query, &env, &input)?;
+    let counter = CountRows::default();
+    match &args.output {
+        Some(dir) => {
+            rows.write_text_file(dir);
+        }
+        None => {
+            rows.add_sink(counter.clone());
+        }
+    }
+    let name = format!("Nexmark {}", args.query);
+    let result = env
+        .execute(&name)
+        .with_context(|| format!("{name} failed"))?;
+    let secs = result.duration.as_secs_f64();
+    let events = match input {
+        NexmarkInput::Generator { events, .. } => events,
+        NexmarkInput::Csv(_) => result.source_records,
+    };
+    let rows = match &args.output {
+        Some(_) => "written".to_string(),
+        None => counter.0.load(Ordering::Relaxed).to_string(),
+    };
+    println!(
+        "{name}: {events} events in {secs:.3} s = {:.0} events/s ({:.0} per core, parallelism {parallelism}); result rows: {rows}",
+        events as f64 / secs,
+        events as f64 / secs / parallelism as f64,
+    );
+    Ok(())
+}

@@ -1,0 +1,87 @@
+//! The harness's canonical line format: fields joined by `,`, strings quoted (RFC 4180) only
+//! when they hold `,`, `"`, CR or LF, timestamps as `YYYY-MM-DD HH:MM:SS.sss` (UTC), DECIMAL
+//! values with exactly three decimals.
+
+use std::fmt::Write;
+
+use crate::types::Timestamp;
+
+/// Appends a string field, quoted only if it needs to be.
+pub fn string(out: &mut String, s: &str) {
+    if s.bytes().any(|b| matches!(b, b',' | b'"' | b'\n' | b'\r')) {
+        out.push('"');
+        for c in s.chars() {
+            if c == '"' {
+                out.push('"');
+            }
+            out.push(c);
+        }
+        out.push('"');
+    } else {
+        out.push_str(s);
+    }
+}
+
+/// Appends a timestamp (epoch milliseconds) as `YYYY-MM-DD HH:MM:SS.sss` in UTC.
+///
+/// ```
+/// let mut s = String::new();
+/// hummer::jobs::nexmark::format::timestamp(&mut s, 1_672_531_210_005);
+/// assert_eq!(s, "2023-01-01 00:00:10.005");
+/// ```
+pub fn timestamp(out: &mut String, ms: Timestamp) {
+    let (days, rem) = (ms.div_euclid(86_400_000), ms.rem_euclid(86_400_000));
+    let (y, m, d) = civil_from_days(days);
+    let _ = write!(
+        out,
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}.{:03}",
+        rem / 3_600_000,
+        rem / 60_000 % 60,
+        rem / 1_000 % 60,
+        rem % 1_000
+    );
+}
+
+/// Appends a value in thousandths as a DECIMAL with three decimals (`90800` → `90.800`).
+pub fn decimal3(out: &mut String, thousandths: i128) {
+    let sign = if thousandths < 0 { "-" } else { "" };
+    let v = thousandths.unsigned_abs();
+    let _ = write!(out, "{sign}{}.{:03}", v / 1_000, v % 1_000);
+}
+
+/// The civil date of a day count since 1970-01-01 (Howard Hinnant's algorithm).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps_and_decimals_print_as_the_harness_does() {
+        let mut s = String::new();
+        timestamp(&mut s, 0);
+        s.push('|');
+        timestamp(&mut s, 951_782_400_000 + 86_399_999); // 2000-02-29 23:59:59.999
+        s.push('|');
+        decimal3(&mut s, 908 * 100);
+        s.push('|');
+        decimal3(&mut s, 7);
+        s.push('|');
+        string(&mut s, "a,\"b\"");
+        assert_eq!(
+            s,
+            "1970-01-01 00:00:00.000|2000-02-29 23:59:59.999|90.800|0.007|\"a,\"\"b\"\"\""
+        );
+    }
+}

@@ -1,0 +1,92 @@
+//! Where a query's tables come from: the generator in the job, or the harness's CSV files.
+//! Either way each table is a stream with event timestamps (`dateTime`) and the harness's
+//! watermark, `dateTime - 4 s`.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::api::{DataStream, StreamExecutionEnvironment};
+use crate::jobs::nexmark::csv;
+use crate::jobs::nexmark::generator::{NexmarkSource, Table};
+use crate::jobs::nexmark::model::{Auction, Bid, Person};
+use crate::operators::WatermarkStrategy;
+
+/// How far behind the largest event time the watermark trails (the queries' `WATERMARK FOR
+/// dateTime AS dateTime - INTERVAL '4' SECOND`).
+pub const WATERMARK_DELAY: Duration = Duration::from_secs(4);
+
+/// The source of a query's tables.
+#[derive(Clone, Debug)]
+pub enum NexmarkInput {
+    /// The first `events` events of the generator, optionally at `rate` events per second.
+    Generator {
+        /// Events (over all three tables).
+        events: u64,
+        /// Events per second (`None`: as fast as possible).
+        rate: Option<f64>,
+    },
+    /// The harness's CSV files: `DIR/{persons,auctions,bids}/part-*.csv`.
+    Csv(PathBuf),
+}
+
+/// A table's rows, as a CSV row parser.
+trait CsvTable: Table {
+    fn parse(line: &str) -> Result<Self, String>;
+}
+
+impl CsvTable for Person {
+    fn parse(line: &str) -> Result<Self, String> {
+        csv::person(line)
+    }
+}
+
+impl CsvTable for Auction {
+    fn parse(line: &str) -> Result<Self, String> {
+        csv::auction(line)
+    }
+}
+
+impl CsvTable for Bid {
+    fn parse(line: &str) -> Result<Self, String> {
+        csv::bid(line)
+    }
+}
+
+impl NexmarkInput {
+    fn table<T: CsvTable>(&self, env: &StreamExecutionEnvironment) -> DataStream<T> {
+        let strategy = WatermarkStrategy::for_bounded_out_of_orderness(WATERMARK_DELAY)
+            .with_timestamp_assigner(|row: &T, _| row.time());
+        match self {
+            NexmarkInput::Generator { events, rate } => {
+                env.from_source(NexmarkSource::<T>::new(*events, *rate), strategy)
+            }
+            NexmarkInput::Csv(dir) => {
+                let path = dir.join(T::NAME);
+                let shown = path.display().to_string();
+                env.read_text_file(path)
+                    .map(move |line: String| match T::parse(&line) {
+                        Ok(row) => row,
+                        // Fails the job, naming the table file set and the row.
+                        Err(why) => panic!("bad row in {shown}: {why}: {line:?}"),
+                    })
+                    .name(&format!("Parse {}", T::NAME))
+                    .assign_timestamps_and_watermarks(strategy)
+            }
+        }
+    }
+
+    /// The `person` table.
+    pub fn persons(&self, env: &StreamExecutionEnvironment) -> DataStream<Person> {
+        self.table(env)
+    }
+
+    /// The `auction` table.
+    pub fn auctions(&self, env: &StreamExecutionEnvironment) -> DataStream<Auction> {
+        self.table(env)
+    }
+
+    /// The `bid` table.
+    pub fn bids(&self, env: &StreamExecutionEnvironment) -> DataStream<Bid> {
+        self.table(env)
+    }
+}

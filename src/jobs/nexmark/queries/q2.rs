@@ -1,0 +1,13 @@
+//! q2, selection: `SELECT auction, price FROM bid WHERE MOD(auction, 123) = 0`.
+
+use crate::api::{DataStream, StreamExecutionEnvironment};
+use crate::jobs::nexmark::input::NexmarkInput;
+use crate::jobs::nexmark::model::Bid;
+
+/// The query's result lines.
+pub fn build(env: &StreamExecutionEnvironment, input: &NexmarkInput) -> DataStream<String> {
+    input
+        .bids(env)
+        .filter(|b: &Bid| b.auction.is_multiple_of(123))
+        .map(|b: Bid| format!("{},{}", b.auction, b.price))
+}
