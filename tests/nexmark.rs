@@ -82,6 +82,169 @@ fn reference(query: &str) -> Vec<String> {
                 })
                 .collect()
         }
+        "q5" => {
+            let mut counts: HashMap<(i64, u64), u64> = HashMap::new();
+            for b in &bids {
+                for k in 0..5 {
+                    let ws = b.date_time - b.date_time.rem_euclid(2_000) - 2_000 * k;
+                    *counts.entry((ws, b.auction)).or_default() += 1;
+                }
+            }
+            let mut max: HashMap<i64, u64> = HashMap::new();
+            for ((ws, _), n) in &counts {
+                let m = max.entry(*ws).or_default();
+                *m = (*m).max(*n);
+            }
+            counts
+                .iter()
+                .filter(|((ws, _), n)| **n == max[ws])
+                .map(|((_, a), n)| format!("{a},{n}"))
+                .collect()
+        }
+        "q7" => {
+            let mut max: HashMap<i64, u64> = HashMap::new();
+            for b in &bids {
+                let m = max
+                    .entry(b.date_time - b.date_time.rem_euclid(10_000))
+                    .or_default();
+                *m = (*m).max(b.price);
+            }
+            let mut rows = Vec::new();
+            for (ws, m) in &max {
+                for b in bids
+                    .iter()
+                    .filter(|b| b.price == *m && *ws <= b.date_time && b.date_time <= ws + 10_000)
+                {
+                    rows.push(format!(
+                        "{},{},{},{},{}",
+                        b.auction,
+                        b.price,
+                        b.bidder,
+                        ts(b.date_time),
+                        b.extra
+                    ));
+                }
+            }
+            rows
+        }
+        "q8" => {
+            let ws = |t: i64| t - t.rem_euclid(10_000);
+            let sellers: std::collections::HashSet<(u64, i64)> = auctions
+                .iter()
+                .map(|a| (a.seller, ws(a.date_time)))
+                .collect();
+            let people: std::collections::BTreeSet<(u64, String, i64)> = persons
+                .iter()
+                .map(|p| (p.id, p.name.clone(), ws(p.date_time)))
+                .collect();
+            people
+                .into_iter()
+                .filter(|(id, _, w)| sellers.contains(&(*id, *w)))
+                .map(|(id, name, w)| format!("{id},{name},{}", ts(w)))
+                .collect()
+        }
+        "q10" => bids
+            .iter()
+            .map(|b| {
+                let t = ts(b.date_time);
+                format!(
+                    "{},{},{},{},{},{},{}",
+                    b.auction,
+                    b.bidder,
+                    b.price,
+                    t,
+                    b.extra,
+                    &t[..10],
+                    &t[11..16]
+                )
+            })
+            .collect(),
+        "q11" => {
+            let mut by_bidder: HashMap<u64, Vec<i64>> = HashMap::new();
+            for b in &bids {
+                by_bidder.entry(b.bidder).or_default().push(b.date_time);
+            }
+            let mut rows = Vec::new();
+            for (bidder, mut times) in by_bidder {
+                times.sort();
+                let (mut start, mut last, mut n) = (times[0], times[0], 0);
+                for t in times {
+                    if t - last > 10_000 {
+                        rows.push(format!("{bidder},{n},{},{}", ts(start), ts(last + 10_000)));
+                        (start, n) = (t, 0);
+                    }
+                    last = t;
+                    n += 1;
+                }
+                rows.push(format!("{bidder},{n},{},{}", ts(start), ts(last + 10_000)));
+            }
+            rows
+        }
+        "q14" => bids
+            .iter()
+            .filter(|b| b.price * 908 > 1_000_000_000 && b.price * 908 < 50_000_000_000)
+            .map(|b| {
+                let p = b.price * 908;
+                let hour = b.date_time.rem_euclid(86_400_000) / 3_600_000;
+                let when = if (8..=18).contains(&hour) {
+                    "dayTime"
+                } else if hour <= 6 || hour >= 20 {
+                    "nightTime"
+                } else {
+                    "otherTime"
+                };
+                let c = b.extra.matches('c').count();
+                format!(
+                    "{},{},{}.{:03},{when},{},{},{c}",
+                    b.auction,
+                    b.bidder,
+                    p / 1000,
+                    p % 1000,
+                    ts(b.date_time),
+                    b.extra
+                )
+            })
+            .collect(),
+        "q21" => bids
+            .iter()
+            .filter_map(|b| {
+                let id = match b.channel.to_lowercase().as_str() {
+                    "apple" => "0".to_string(),
+                    "google" => "1".to_string(),
+                    "facebook" => "2".to_string(),
+                    "baidu" => "3".to_string(),
+                    _ => {
+                        // `(&|^)channel_id=([^&]*)`: a `&`-separated segment of the
+                        // URL (the first one starts it) that begins with the key.
+                        b.url
+                            .split('&')
+                            .find_map(|kv| kv.strip_prefix("channel_id="))?
+                            .to_string()
+                    }
+                };
+                Some(format!(
+                    "{},{},{},{},{id}",
+                    b.auction, b.bidder, b.price, b.channel
+                ))
+            })
+            .collect(),
+        "q22" => bids
+            .iter()
+            .map(|b| {
+                let parts: Vec<&str> = b.url.split('/').collect();
+                let part = |i: usize| parts.get(i).copied().unwrap_or("");
+                format!(
+                    "{},{},{},{},{},{},{}",
+                    b.auction,
+                    b.bidder,
+                    b.price,
+                    b.channel,
+                    part(3),
+                    part(4),
+                    part(5)
+                )
+            })
+            .collect(),
         q => panic!("no reference for {q}"),
     };
     rows.sort();

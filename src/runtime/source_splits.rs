@@ -23,10 +23,13 @@ struct Split<T> {
 }
 
 impl<T> Split<T> {
+    /// The split's watermark: its strategy's, held back by the reader's own when it has one
+    /// (a reader of several files or partitions knows which of them lags).
     fn watermark(&self) -> Option<Timestamp> {
-        match &self.tracker {
-            Some(t) => t.watermark(),
-            None => self.reader.current_watermark(),
+        match (&self.tracker, self.reader.current_watermark()) {
+            (Some(t), Some(own)) => t.watermark().map(|w| w.min(own)),
+            (Some(t), None) => t.watermark(),
+            (None, own) => own,
         }
     }
 

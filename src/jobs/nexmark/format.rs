@@ -42,6 +42,23 @@ pub fn timestamp(out: &mut String, ms: Timestamp) {
     );
 }
 
+/// Appends the UTC day of a timestamp as `YYYY-MM-DD`.
+pub fn day(out: &mut String, ms: Timestamp) {
+    let (y, m, d) = civil_from_days(ms.div_euclid(86_400_000));
+    let _ = write!(out, "{y:04}-{m:02}-{d:02}");
+}
+
+/// Appends the UTC time of day of a timestamp as `HH:MM`.
+pub fn hour_minute(out: &mut String, ms: Timestamp) {
+    let rem = ms.rem_euclid(86_400_000);
+    let _ = write!(out, "{:02}:{:02}", rem / 3_600_000, rem / 60_000 % 60);
+}
+
+/// The UTC hour of day of a timestamp.
+pub fn hour(ms: Timestamp) -> i64 {
+    ms.rem_euclid(86_400_000) / 3_600_000
+}
+
 /// Appends a value in thousandths as a DECIMAL with three decimals (`90800` → `90.800`).
 pub fn decimal3(out: &mut String, thousandths: i128) {
     let sign = if thousandths < 0 { "-" } else { "" };

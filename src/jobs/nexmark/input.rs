@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use crate::api::{DataStream, StreamExecutionEnvironment};
 use crate::jobs::nexmark::csv;
-use crate::jobs::nexmark::generator::{NexmarkSource, Table};
+use crate::jobs::nexmark::csv_source::{CsvTable, CsvTableSource};
+use crate::jobs::nexmark::generator::NexmarkSource;
 use crate::jobs::nexmark::model::{Auction, Bid, Person};
 use crate::operators::WatermarkStrategy;
 
@@ -27,11 +28,6 @@ pub enum NexmarkInput {
     },
     /// The harness's CSV files: `DIR/{persons,auctions,bids}/part-*.csv`.
     Csv(PathBuf),
-}
-
-/// A table's rows, as a CSV row parser.
-trait CsvTable: Table {
-    fn parse(line: &str) -> Result<Self, String>;
 }
 
 impl CsvTable for Person {
@@ -60,18 +56,10 @@ impl NexmarkInput {
             NexmarkInput::Generator { events, rate } => {
                 env.from_source(NexmarkSource::<T>::new(*events, *rate), strategy)
             }
-            NexmarkInput::Csv(dir) => {
-                let path = dir.join(T::NAME);
-                let shown = path.display().to_string();
-                env.read_text_file(path)
-                    .map(move |line: String| match T::parse(&line) {
-                        Ok(row) => row,
-                        // Fails the job, naming the table file set and the row.
-                        Err(why) => panic!("bad row in {shown}: {why}: {line:?}"),
-                    })
-                    .name(&format!("Parse {}", T::NAME))
-                    .assign_timestamps_and_watermarks(strategy)
-            }
+            NexmarkInput::Csv(dir) => env.from_source(
+                CsvTableSource::<T>::new(dir.join(T::NAME), WATERMARK_DELAY.as_millis() as i64),
+                strategy,
+            ),
         }
     }
 

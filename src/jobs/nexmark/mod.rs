@@ -5,6 +5,7 @@
 //! (`../shared/bench/nexmark`).
 
 pub mod csv;
+pub mod csv_source;
 pub mod format;
 pub mod generator;
 pub mod input;
@@ -16,7 +17,9 @@ use crate::error::{HummerError, Result};
 pub use input::NexmarkInput;
 
 /// The queries built so far, in order.
-pub const QUERIES: &[&str] = &["q0", "q1", "q2", "q3"];
+pub const QUERIES: &[&str] = &[
+    "q0", "q1", "q2", "q3", "q5", "q7", "q8", "q10", "q11", "q14", "q21", "q22",
+];
 
 /// Adds query `query` over `input` to `env`; its stream holds the result lines.
 pub fn build(
@@ -29,6 +32,14 @@ pub fn build(
         "q1" => queries::q1::build(env, input),
         "q2" => queries::q2::build(env, input),
         "q3" => queries::q3::build(env, input),
+        "q5" => queries::q5::build(env, input),
+        "q7" => queries::q7::build(env, input),
+        "q8" => queries::q8::build(env, input),
+        "q10" => queries::q10::build(env, input),
+        "q11" => queries::q11::build(env, input),
+        "q14" => queries::q14::build(env, input),
+        "q21" => queries::q21::build(env, input),
+        "q22" => queries::q22::build(env, input),
         other => {
             return Err(HummerError::Config(format!(
                 "unknown Nexmark query '{other}': this build has {}",

@@ -1,0 +1,28 @@
+//! q11, user sessions: per bidder, sessions closed by 10 s without a bid (a bid at most 10 s
+//! after the previous one extends the session): `bidder, bid_count, start, end` with end =
+//! last bid + 10 s.
+
+use std::time::Duration;
+
+use crate::api::{DataStream, StreamExecutionEnvironment};
+use crate::jobs::nexmark::format;
+use crate::jobs::nexmark::input::NexmarkInput;
+use crate::jobs::nexmark::model::Bid;
+use crate::operators::window::{CountAggregate, EventTimeSessionWindows, TimeWindow};
+
+/// The query's result lines.
+pub fn build(env: &StreamExecutionEnvironment, input: &NexmarkInput) -> DataStream<String> {
+    input
+        .bids(env)
+        .key_by(|b: &Bid| b.bidder)
+        .window(EventTimeSessionWindows::with_gap(Duration::from_secs(10)))
+        .aggregate(CountAggregate)
+        .name("Bids per session")
+        .map(|(bidder, w, n): (u64, TimeWindow, u64)| {
+            let mut line = format!("{bidder},{n},");
+            format::timestamp(&mut line, w.start);
+            line.push(',');
+            format::timestamp(&mut line, w.end);
+            line
+        })
+}
