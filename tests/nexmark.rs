@@ -245,6 +245,215 @@ fn reference(query: &str) -> Vec<String> {
                 )
             })
             .collect(),
+        "q4" | "q9" => {
+            // Per auction the highest (then earliest, lower bidder, smaller extra) bid made
+            // while it was open.
+            let mut rows = Vec::new();
+            let mut by_category: HashMap<u64, (u64, u64)> = HashMap::new();
+            for a in &auctions {
+                let best = bids
+                    .iter()
+                    .filter(|b| {
+                        b.auction == a.id && a.date_time <= b.date_time && b.date_time <= a.expires
+                    })
+                    .min_by_key(|b| {
+                        (
+                            std::cmp::Reverse(b.price),
+                            b.date_time,
+                            b.bidder,
+                            b.extra.clone(),
+                        )
+                    });
+                let Some(b) = best else { continue };
+                let e = by_category.entry(a.category).or_default();
+                (e.0, e.1) = (e.0 + b.price, e.1 + 1);
+                rows.push(format!(
+                    "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+                    a.id,
+                    a.item_name,
+                    a.description,
+                    a.initial_bid,
+                    a.reserve,
+                    ts(a.date_time),
+                    ts(a.expires),
+                    a.seller,
+                    a.category,
+                    a.extra,
+                    b.auction,
+                    b.bidder,
+                    b.price,
+                    ts(b.date_time),
+                    b.extra
+                ));
+            }
+            if query == "q4" {
+                by_category
+                    .iter()
+                    .map(|(c, (sum, n))| format!("{c},{}", sum / n))
+                    .collect()
+            } else {
+                rows
+            }
+        }
+        "q15" | "q16" => {
+            // (group) -> bids, bidders and auctions, in all and per rank; latest time of day.
+            type Group = (
+                [u64; 4],
+                [std::collections::HashSet<u64>; 4],
+                [std::collections::HashSet<u64>; 4],
+                i64,
+            );
+            let mut groups: std::collections::BTreeMap<String, Group> = Default::default();
+            for b in &bids {
+                let day = ts(b.date_time)[..10].to_string();
+                let key = if query == "q15" {
+                    day
+                } else {
+                    format!("{},{day}", b.channel)
+                };
+                let g = groups.entry(key).or_default();
+                let rank = if b.price < 10_000 {
+                    1
+                } else if b.price < 1_000_000 {
+                    2
+                } else {
+                    3
+                };
+                for i in [0, rank] {
+                    g.0[i] += 1;
+                    g.1[i].insert(b.bidder);
+                    g.2[i].insert(b.auction);
+                }
+                g.3 = g.3.max(b.date_time);
+            }
+            groups
+                .into_iter()
+                .map(|(key, (n, bidders, auctions, latest))| {
+                    let mut cols = vec![key];
+                    if query == "q16" {
+                        cols.push(ts(latest)[11..16].to_string());
+                    }
+                    cols.extend(n.iter().map(|x| x.to_string()));
+                    cols.extend(bidders.iter().map(|s| s.len().to_string()));
+                    cols.extend(auctions.iter().map(|s| s.len().to_string()));
+                    cols.join(",")
+                })
+                .collect()
+        }
+        "q17" => {
+            let mut groups: HashMap<(u64, String), Vec<u64>> = HashMap::new();
+            for b in &bids {
+                groups
+                    .entry((b.auction, ts(b.date_time)[..10].to_string()))
+                    .or_default()
+                    .push(b.price);
+            }
+            groups
+                .into_iter()
+                .map(|((a, day), prices)| {
+                    let n = prices.len() as u64;
+                    let r =
+                        |lo: u64, hi: u64| prices.iter().filter(|p| lo <= **p && **p < hi).count();
+                    let sum: u64 = prices.iter().sum();
+                    format!(
+                        "{a},{day},{n},{},{},{},{},{},{},{sum}",
+                        r(0, 10_000),
+                        r(10_000, 1_000_000),
+                        r(1_000_000, u64::MAX),
+                        prices.iter().min().unwrap(),
+                        prices.iter().max().unwrap(),
+                        sum / n
+                    )
+                })
+                .collect()
+        }
+        "q18" => {
+            let mut last: HashMap<(u64, u64), &Bid> = HashMap::new();
+            for b in &bids {
+                let e = last.entry((b.bidder, b.auction)).or_insert(b);
+                if (b.date_time, b.price, std::cmp::Reverse(&b.extra))
+                    > (e.date_time, e.price, std::cmp::Reverse(&e.extra))
+                {
+                    *e = b;
+                }
+            }
+            last.values()
+                .map(|b| {
+                    format!(
+                        "{},{},{},{},{},{},{}",
+                        b.auction,
+                        b.bidder,
+                        b.price,
+                        b.channel,
+                        b.url,
+                        ts(b.date_time),
+                        b.extra
+                    )
+                })
+                .collect()
+        }
+        "q19" => {
+            let mut by_auction: HashMap<u64, Vec<&Bid>> = HashMap::new();
+            for b in &bids {
+                by_auction.entry(b.auction).or_default().push(b);
+            }
+            let mut rows = Vec::new();
+            for (_, mut list) in by_auction {
+                list.sort_by_key(|b| {
+                    (
+                        std::cmp::Reverse(b.price),
+                        b.date_time,
+                        b.bidder,
+                        b.extra.clone(),
+                    )
+                });
+                for (i, b) in list.iter().take(10).enumerate() {
+                    rows.push(format!(
+                        "{},{},{},{},{},{},{},{}",
+                        b.auction,
+                        b.bidder,
+                        b.price,
+                        b.channel,
+                        b.url,
+                        ts(b.date_time),
+                        b.extra,
+                        i + 1
+                    ));
+                }
+            }
+            rows
+        }
+        "q20" => {
+            let by_id: HashMap<u64, &Auction> = auctions
+                .iter()
+                .filter(|a| a.category == 10)
+                .map(|a| (a.id, a))
+                .collect();
+            bids.iter()
+                .filter_map(|b| {
+                    let a = by_id.get(&b.auction)?;
+                    Some(format!(
+                        "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+                        b.auction,
+                        b.bidder,
+                        b.price,
+                        b.channel,
+                        b.url,
+                        ts(b.date_time),
+                        b.extra,
+                        a.item_name,
+                        a.description,
+                        a.initial_bid,
+                        a.reserve,
+                        ts(a.date_time),
+                        ts(a.expires),
+                        a.seller,
+                        a.category,
+                        a.extra
+                    ))
+                })
+                .collect()
+        }
         q => panic!("no reference for {q}"),
     };
     rows.sort();

@@ -18,7 +18,8 @@ pub use input::NexmarkInput;
 
 /// The queries built so far, in order.
 pub const QUERIES: &[&str] = &[
-    "q0", "q1", "q2", "q3", "q5", "q7", "q8", "q10", "q11", "q14", "q21", "q22",
+    "q0", "q1", "q2", "q3", "q4", "q5", "q7", "q8", "q9", "q10", "q11", "q14", "q15", "q16", "q17",
+    "q18", "q19", "q20", "q21", "q22",
 ];
 
 /// Adds query `query` over `input` to `env`; its stream holds the result lines.
@@ -32,12 +33,20 @@ pub fn build(
         "q1" => queries::q1::build(env, input),
         "q2" => queries::q2::build(env, input),
         "q3" => queries::q3::build(env, input),
+        "q4" => queries::q4::build(env, input),
         "q5" => queries::q5::build(env, input),
         "q7" => queries::q7::build(env, input),
         "q8" => queries::q8::build(env, input),
+        "q9" => queries::q9::build(env, input),
         "q10" => queries::q10::build(env, input),
         "q11" => queries::q11::build(env, input),
         "q14" => queries::q14::build(env, input),
+        "q15" => queries::q15::build(env, input),
+        "q16" => queries::q16::build(env, input),
+        "q17" => queries::q17::build(env, input),
+        "q18" => queries::q18::build(env, input),
+        "q19" => queries::q19::build(env, input),
+        "q20" => queries::q20::build(env, input),
         "q21" => queries::q21::build(env, input),
         "q22" => queries::q22::build(env, input),
         other => {

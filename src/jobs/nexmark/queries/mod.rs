@@ -1,14 +1,25 @@
-//! One file per Nexmark query.
+//! One file per Nexmark query (and what several share: `daily` for q15-q17, `winning_bids`
+//! for q4 and q9).
 
+pub mod daily;
 pub mod q0;
 pub mod q1;
 pub mod q10;
 pub mod q11;
 pub mod q14;
+pub mod q15;
+pub mod q16;
+pub mod q17;
+pub mod q18;
+pub mod q19;
 pub mod q2;
+pub mod q20;
 pub mod q21;
 pub mod q22;
 pub mod q3;
+pub mod q4;
 pub mod q5;
 pub mod q7;
 pub mod q8;
+pub mod q9;
+pub mod winning_bids;

@@ -1,0 +1,77 @@
+//! What q15, q16 and q17 share: bids grouped by a key and the day (UTC) of their time, in
+//! tumbling one-day windows of event time. Each day's row is final when the watermark passes
+//! the day's end (on a bounded input, at its end): the final table of the queries' updating
+//! SQL aggregations, as append-only rows.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::jobs::nexmark::model::Bid;
+use crate::operators::window::AggregateFunction;
+
+/// One day in milliseconds.
+pub const DAY: Duration = Duration::from_secs(86_400);
+
+/// The three price ranks of q15-q17: below 10,000, below 1,000,000, the rest.
+pub fn rank(price: u64) -> usize {
+    match price {
+        0..10_000 => 0,
+        10_000..1_000_000 => 1,
+        _ => 2,
+    }
+}
+
+/// Counts of bids, distinct bidders and distinct auctions, in all and per price rank.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Counts {
+    bids: [u64; 4],
+    bidders: [HashSet<u64>; 4],
+    auctions: [HashSet<u64>; 4],
+    /// The latest time of day seen (q16's `max(DATE_FORMAT(dateTime, 'HH:mm'))`).
+    pub latest: i64,
+}
+
+impl Counts {
+    /// The twelve count columns: bids, rank 1-3 bids, bidders, rank 1-3 bidders, auctions,
+    /// rank 1-3 auctions.
+    pub fn columns(&self) -> String {
+        let mut cols: Vec<String> = self.bids.iter().map(u64::to_string).collect();
+        cols.extend(self.bidders.iter().map(|s| s.len().to_string()));
+        cols.extend(self.auctions.iter().map(|s| s.len().to_string()));
+        cols.join(",")
+    }
+}
+
+/// The aggregation behind [`Counts`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CountDistinct;
+
+impl AggregateFunction<Bid> for CountDistinct {
+    type Acc = Counts;
+    type Out = Counts;
+    fn create_accumulator(&self) -> Counts {
+        Counts::default()
+    }
+    fn add(&self, b: &Bid, acc: &mut Counts) {
+        for i in [0, 1 + rank(b.price)] {
+            acc.bids[i] += 1;
+            acc.bidders[i].insert(b.bidder);
+            acc.auctions[i].insert(b.auction);
+        }
+        acc.latest = acc.latest.max(b.date_time.rem_euclid(86_400_000));
+    }
+    fn get_result(&self, acc: &Counts) -> Counts {
+        acc.clone()
+    }
+    fn merge(&self, mut a: Counts, b: Counts) -> Counts {
+        for i in 0..4 {
+            a.bids[i] += b.bids[i];
+            a.bidders[i].extend(b.bidders[i].iter());
+            a.auctions[i].extend(b.auctions[i].iter());
+        }
+        a.latest = a.latest.max(b.latest);
+        a
+    }
+}

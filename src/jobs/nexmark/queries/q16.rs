@@ -1,0 +1,29 @@
+//! q16, channel statistics per day: per channel and day, the latest time of day (`HH:mm`),
+//! then bids, distinct bidders and distinct auctions, in all and per price rank.
+
+use crate::api::{DataStream, StreamExecutionEnvironment};
+use crate::jobs::nexmark::format;
+use crate::jobs::nexmark::input::NexmarkInput;
+use crate::jobs::nexmark::model::Bid;
+use crate::jobs::nexmark::queries::daily::{CountDistinct, Counts, DAY};
+use crate::operators::window::{TimeWindow, TumblingEventTimeWindows};
+
+/// The query's result lines.
+pub fn build(env: &StreamExecutionEnvironment, input: &NexmarkInput) -> DataStream<String> {
+    input
+        .bids(env)
+        .key_by(|b: &Bid| b.channel.clone())
+        .window(TumblingEventTimeWindows::of(DAY))
+        .aggregate(CountDistinct)
+        .map(|(channel, w, counts): (String, TimeWindow, Counts)| {
+            let mut line = String::new();
+            format::string(&mut line, &channel);
+            line.push(',');
+            format::day(&mut line, w.start);
+            line.push(',');
+            format::hour_minute(&mut line, counts.latest);
+            line.push(',');
+            line.push_str(&counts.columns());
+            line
+        })
+}

@@ -1,0 +1,70 @@
+//! q19, auction top-k: per auction its ten highest bids (ties: earlier, then lower bidder,
+//! then smaller extra) with their rank 1-10. The final table, once the input has ended.
+
+use crate::api::{DataStream, StreamExecutionEnvironment};
+use crate::jobs::nexmark::format;
+use crate::jobs::nexmark::input::NexmarkInput;
+use crate::jobs::nexmark::model::Bid;
+use crate::operators::Collector;
+use crate::operators::window::{AggregateFunction, EventTimeTrigger, GlobalWindows, TimeWindow};
+
+const TOP: usize = 10;
+
+fn order(b: &Bid) -> (std::cmp::Reverse<u64>, i64, u64, &str) {
+    (std::cmp::Reverse(b.price), b.date_time, b.bidder, &b.extra)
+}
+
+/// Keeps the ten first bids by the query's order.
+#[derive(Clone, Copy)]
+struct TopTen;
+
+impl AggregateFunction<Bid> for TopTen {
+    type Acc = Vec<Bid>;
+    type Out = Vec<Bid>;
+    fn create_accumulator(&self) -> Vec<Bid> {
+        Vec::new()
+    }
+    fn add(&self, b: &Bid, top: &mut Vec<Bid>) {
+        if top.len() == TOP && top.last().is_some_and(|last| order(b) >= order(last)) {
+            return;
+        }
+        let at = top.partition_point(|x| order(x) <= order(b));
+        top.insert(at, b.clone());
+        top.truncate(TOP);
+    }
+    fn get_result(&self, top: &Vec<Bid>) -> Vec<Bid> {
+        top.clone()
+    }
+    fn merge(&self, mut a: Vec<Bid>, b: Vec<Bid>) -> Vec<Bid> {
+        for x in &b {
+            self.add(x, &mut a);
+        }
+        a
+    }
+}
+
+/// The query's result lines.
+pub fn build(env: &StreamExecutionEnvironment, input: &NexmarkInput) -> DataStream<String> {
+    input
+        .bids(env)
+        .key_by(|b: &Bid| b.auction)
+        .window(GlobalWindows::create())
+        .trigger(EventTimeTrigger)
+        .aggregate_with(
+            TopTen,
+            |_: &u64, _: &TimeWindow, top: Vec<Bid>, out: &mut Collector<'_, String>| {
+                for (rank, b) in top.iter().enumerate() {
+                    let mut line = format!("{},{},{},", b.auction, b.bidder, b.price);
+                    format::string(&mut line, &b.channel);
+                    line.push(',');
+                    format::string(&mut line, &b.url);
+                    line.push(',');
+                    format::timestamp(&mut line, b.date_time);
+                    line.push(',');
+                    format::string(&mut line, &b.extra);
+                    line.push_str(&format!(",{}", rank + 1));
+                    out.collect(line);
+                }
+            },
+        )
+}
