@@ -59,6 +59,25 @@ where
         }
     }
 
+    /// A custom operator on the keyed stream (Flink's `keyBy().transform()`): the records
+    /// reach its subtasks partitioned by key, so it may keep keyed state (which it must
+    /// snapshot by key group, see [`crate::state::snapshot`]).
+    pub fn transform<O: Data, Op>(
+        &self,
+        name: &str,
+        make: impl Fn(&crate::operators::OperatorContext) -> crate::error::Result<Op>
+        + Send
+        + Sync
+        + 'static,
+    ) -> DataStream<O>
+    where
+        Op: crate::operators::OneInputOperator<In = T, Out = O>,
+    {
+        self.stream
+            .with_partitioning(self.hash_partitioning())
+            .transform(name, make)
+    }
+
     /// Runs a [`KeyedProcessFunction`]: per-key state and timers in event and processing
     /// time (see [`crate::operators::keyed_process_function`]).
     pub fn process_function<F: KeyedProcessFunction<K, T>>(&self, f: F) -> DataStream<F::Out> {

@@ -117,15 +117,16 @@ where
         }
     }
 
+    /// Places one record; `now` is the processing time of its batch (read once per batch).
     fn process_record(
         &mut self,
         record: T,
         timestamp: Timestamp,
+        now: Timestamp,
         out: &mut Collector<'_, WindowOutput<F::Out, T>>,
     ) -> Result<()> {
         let core = &mut self.core;
         let event_time = core.settings.assigner.is_event_time();
-        let now = core.time.now();
         let time = if event_time {
             if timestamp == NO_TIMESTAMP {
                 return Err(HummerError::BadInput {
@@ -150,23 +151,15 @@ where
             .windows
             .get_mut(&key)
             .ok_or_else(|| internal!("window state of a key just inserted"))?;
-        let accepted = if core.settings.assigner.is_merging() {
-            core.add_merging(
-                &key,
-                entries,
-                &self.assigned,
-                record.clone(),
-                timestamp,
-                now,
-                out,
-            )?
+        let unplaced = if core.settings.assigner.is_merging() {
+            core.add_merging(&key, entries, &self.assigned, record, timestamp, now, out)?
         } else {
-            core.add(&key, entries, &self.assigned, &record, timestamp, now, out)?
+            core.add(&key, entries, &self.assigned, record, timestamp, now, out)?
         };
         if entries.is_empty() {
             self.windows.remove(&key);
         }
-        if !accepted {
+        if let Some(record) = unplaced {
             core.late(record, timestamp, out);
         }
         Ok(())
@@ -340,24 +333,27 @@ where
         Ok(())
     }
 
-    /// Adds a record to its (non-merging) windows; false if every one was late.
+    /// Adds a record to its (non-merging) windows; gives it back if every one was late.
     #[allow(clippy::too_many_arguments)]
     fn add(
         &mut self,
         key: &K,
         entries: &mut Vec<WindowEntry<F::Acc>>,
         windows: &[TimeWindow],
-        record: &T,
+        record: T,
         timestamp: Timestamp,
         now: Timestamp,
         out: &mut Collector<'_, WindowOutput<F::Out, T>>,
-    ) -> Result<bool> {
-        let mut accepted = false;
-        for window in windows {
+    ) -> Result<Option<T>> {
+        let last_open = windows.iter().rposition(|w| !self.is_window_late(w));
+        let Some(last_open) = last_open else {
+            return Ok(Some(record));
+        };
+        let mut record = Some(record);
+        for (i, window) in windows.iter().enumerate() {
             if self.is_window_late(window) {
                 continue;
             }
-            accepted = true;
             let idx = match entries.iter().position(|e| e.window == *window) {
                 Some(i) => i,
                 None => {
@@ -372,20 +368,31 @@ where
                 }
             };
             let entry = &mut entries[idx];
-            self.function.add(&mut entry.acc, record.clone());
-            entry.elements += 1;
+            let Some(r) = &record else {
+                return Err(internal!("a window record was used up early"));
+            };
             let result = self.ask_trigger(key, entry, now, |t, w, ctx| {
-                t.on_element(record, timestamp, w, ctx)
+                t.on_element(r, timestamp, w, ctx)
             });
+            // The last open window takes the record itself, the others a copy.
+            let value = if i == last_open {
+                record.take()
+            } else {
+                record.clone()
+            };
+            if let Some(v) = value {
+                self.function.add(&mut entry.acc, v);
+            }
+            entry.elements += 1;
             let cleanup = self.cleanup_time(window);
             self.register(key, entry, self.domain(), cleanup);
             self.act(key, entry, result, out)?;
         }
-        Ok(accepted)
+        Ok(None)
     }
 
-    /// Adds a record to a session window, merging the windows it overlaps or touches; false
-    /// if the merged window would be late.
+    /// Adds a record to a session window, merging the windows it overlaps or touches; gives
+    /// it back if the merged window would be late.
     #[allow(clippy::too_many_arguments)]
     fn add_merging(
         &mut self,
@@ -396,9 +403,9 @@ where
         timestamp: Timestamp,
         now: Timestamp,
         out: &mut Collector<'_, WindowOutput<F::Out, T>>,
-    ) -> Result<bool> {
+    ) -> Result<Option<T>> {
         let Some(&new) = windows.first() else {
-            return Ok(true);
+            return Ok(None);
         };
         let overlapping: Vec<usize> = (0..entries.len())
             .filter(|&i| entries[i].window.intersects(&new))
@@ -407,7 +414,7 @@ where
             .iter()
             .fold(new, |w, &i| w.cover(&entries[i].window));
         if self.is_window_late(&merged) {
-            return Ok(false);
+            return Ok(Some(record));
         }
         let mut entry = WindowEntry {
             window: merged,
@@ -440,7 +447,7 @@ where
         self.register(key, &mut entry, self.domain(), cleanup);
         self.act(key, &mut entry, result, out)?;
         entries.push(entry);
-        Ok(true)
+        Ok(None)
     }
 
     /// A timer of a key's window fired.
@@ -494,8 +501,9 @@ where
         batch: &mut Vec<T>,
         out: &mut Collector<'_, Self::Out>,
     ) -> Result<()> {
+        let now = self.core.time.now();
         for record in batch.drain(..) {
-            self.process_record(record, NO_TIMESTAMP, out)?;
+            self.process_record(record, NO_TIMESTAMP, now, out)?;
         }
         Ok(())
     }
@@ -506,8 +514,9 @@ where
         timestamps: &mut Vec<Timestamp>,
         out: &mut Collector<'_, Self::Out>,
     ) -> Result<()> {
+        let now = self.core.time.now();
         for (record, t) in batch.drain(..).zip(timestamps.drain(..)) {
-            self.process_record(record, t, out)?;
+            self.process_record(record, t, now, out)?;
         }
         Ok(())
     }

@@ -2,6 +2,7 @@
 //! for q4 and q9).
 
 pub mod daily;
+pub mod final_table;
 pub mod q0;
 pub mod q1;
 pub mod q10;

@@ -5,7 +5,7 @@ use crate::api::{DataStream, StreamExecutionEnvironment};
 use crate::jobs::nexmark::format;
 use crate::jobs::nexmark::input::NexmarkInput;
 use crate::jobs::nexmark::model::Bid;
-use crate::operators::window::{EventTimeTrigger, GlobalWindows, TimeWindow};
+use crate::jobs::nexmark::queries::final_table::BestPerKey;
 
 /// Whether `a` is later than `b` by the query's order.
 fn later(a: &Bid, b: &Bid) -> bool {
@@ -18,10 +18,10 @@ pub fn build(env: &StreamExecutionEnvironment, input: &NexmarkInput) -> DataStre
     input
         .bids(env)
         .key_by(|b: &Bid| (b.bidder, b.auction))
-        .window(GlobalWindows::create())
-        .trigger(EventTimeTrigger)
-        .reduce(|a: Bid, b: Bid| if later(&b, &a) { b } else { a })
-        .map(|(_, _, b): ((u64, u64), TimeWindow, Bid)| {
+        .transform("Last bid per bidder and auction", |_| {
+            Ok(BestPerKey::new(|b: &Bid| (b.bidder, b.auction), later))
+        })
+        .map(|b: Bid| {
             let mut line = format!("{},{},{},", b.auction, b.bidder, b.price);
             format::string(&mut line, &b.channel);
             line.push(',');
