@@ -12,7 +12,7 @@ use hummer::prelude::*;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The query: q0, q1, ...
+    /// The query: q0, q1, ... (`list`: the queries this build has).
     #[arg(long)]
     query: String,
     /// Events to generate (over all three tables), unless --input is given.
@@ -60,6 +60,10 @@ impl SinkWriter<String> for CountRows {
 }
 
 pub fn run(args: Args) -> Result<()> {
+    if args.query == "list" {
+        println!("{}", nexmark::QUERIES.join(" "));
+        return Ok(());
+    }
     let env = StreamExecutionEnvironment::local();
     env.set_runtime_mode(RuntimeMode::Streaming);
     let parallelism = match args.parallelism {
