@@ -115,15 +115,17 @@ impl WindowCount {
         if let Some(rate) = self.rate {
             source = source.with_rate(rate);
         }
+        // Watermarks per source split: after a restore at a lower parallelism a subtask reads
+        // several splits, and one running ahead must not make the others' events late.
         let keyed = env
-            .add_source(source)
-            .name("Events")
-            .assign_timestamps_and_watermarks(
+            .from_source(
+                source,
                 WatermarkStrategy::for_bounded_out_of_orderness(Duration::from_millis(
                     DISORDER_MS as u64,
                 ))
                 .with_timestamp_assigner(|e: &(u64, u64, Timestamp), _| e.2),
             )
+            .name("Events")
             .map(move |e: (u64, u64, Timestamp)| {
                 failures.at(e.0);
                 e

@@ -132,8 +132,8 @@ impl<T> SourceSplits<T> {
     }
 
     /// Appends at most `max` records from the current split (and their timestamps to
-    /// `stamps`, when the splits have a watermark strategy); moves to the next split when
-    /// one ends or has nothing now.
+    /// `stamps`, when the splits have a watermark strategy); the next poll starts at the next
+    /// split, so a subtask reading several advances them together.
     pub(crate) fn poll_next(
         &mut self,
         out: &mut Vec<T>,
@@ -158,7 +158,9 @@ impl<T> SourceSplits<T> {
             }
             match split.poll(out, stamps, max)? {
                 SourceStatus::MoreAvailable => {
-                    self.current = i;
+                    // The next poll starts at the next split: the splits advance together,
+                    // so none runs far ahead of the others in event time.
+                    self.current = (i + 1) % n;
                     return Ok(SourceStatus::MoreAvailable);
                 }
                 SourceStatus::Finished => split.finished = true,
