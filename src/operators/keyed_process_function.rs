@@ -236,27 +236,21 @@ impl<T: 'static, K: Key, KS: Fn(&T) -> K + Send + 'static, F: KeyedProcessFuncti
         }
         for change in self.changes.drain(..) {
             match change {
-                TimerChange::Register(d, t) => {
+                // At most one timer per key and time.
+                TimerChange::Register(d, t) if !entry.timers.contains(&(d, t)) => {
                     let queue = match d {
                         TimeDomain::EventTime => &mut self.event_timers,
                         TimeDomain::ProcessingTime => &mut self.processing_timers,
                     };
-                    if queue.register(t, key.clone()) {
-                        entry.timers.push((d, t));
-                        if d == TimeDomain::ProcessingTime {
-                            self.time.request_at(t);
-                        }
+                    queue.register(t, key.clone());
+                    entry.timers.push((d, t));
+                    if d == TimeDomain::ProcessingTime {
+                        self.time.request_at(t);
                     }
                 }
-                TimerChange::Delete(d, t) => {
-                    let queue = match d {
-                        TimeDomain::EventTime => &mut self.event_timers,
-                        TimeDomain::ProcessingTime => &mut self.processing_timers,
-                    };
-                    if queue.delete(t, &key) {
-                        entry.timers.retain(|x| *x != (d, t));
-                    }
-                }
+                TimerChange::Register(..) => {}
+                // Off the key's list; the queued entry is skipped when it comes up.
+                TimerChange::Delete(d, t) => entry.timers.retain(|x| *x != (d, t)),
             }
         }
         if entry.value.is_some() || !entry.timers.is_empty() {
@@ -283,8 +277,12 @@ impl<T: 'static, K: Key, KS: Fn(&T) -> K + Send + 'static, F: KeyedProcessFuncti
             let Some((time, key)) = queue.pop_due(upto) else {
                 return;
             };
-            if let Some(entry) = self.keys.get_mut(&key) {
-                entry.timers.retain(|x| *x != (domain, time));
+            match self.keys.get_mut(&key) {
+                Some(entry) if entry.timers.contains(&(domain, time)) => {
+                    entry.timers.retain(|x| *x != (domain, time));
+                }
+                // Deleted since it was queued.
+                _ => continue,
             }
             if domain == TimeDomain::EventTime {
                 out.set_timestamp(time);

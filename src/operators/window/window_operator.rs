@@ -256,24 +256,20 @@ where
             // Never due (the global window's end): nothing to register.
             return;
         }
-        if self.queue(domain).register(t, (key.clone(), entry.window)) {
-            entry.timers.push((domain, t));
-            if domain == TimeDomain::ProcessingTime {
-                self.time.request_at(t);
-            }
+        if entry.timers.contains(&(domain, t)) {
+            // At most one timer per window and time (a trigger asks again for every record).
+            return;
+        }
+        self.queue(domain).register(t, (key.clone(), entry.window));
+        entry.timers.push((domain, t));
+        if domain == TimeDomain::ProcessingTime {
+            self.time.request_at(t);
         }
     }
 
-    fn delete(
-        &mut self,
-        key: &K,
-        entry: &mut WindowEntry<F::Acc>,
-        domain: TimeDomain,
-        t: Timestamp,
-    ) {
-        if self.queue(domain).delete(t, &(key.clone(), entry.window)) {
-            entry.timers.retain(|x| *x != (domain, t));
-        }
+    /// Deletes a timer: off the window's list; its queue entry is skipped when it comes up.
+    fn delete(&mut self, entry: &mut WindowEntry<F::Acc>, domain: TimeDomain, t: Timestamp) {
+        entry.timers.retain(|x| *x != (domain, t));
     }
 
     /// Applies the timer changes the trigger asked for.
@@ -282,7 +278,7 @@ where
         for r in &requests {
             match *r {
                 TimerRequest::Register(d, t) => self.register(key, entry, d, t),
-                TimerRequest::Delete(d, t) => self.delete(key, entry, d, t),
+                TimerRequest::Delete(d, t) => self.delete(entry, d, t),
             }
         }
         self.requests = requests;
@@ -424,10 +420,8 @@ where
             timers: Vec::new(),
         };
         for &i in overlapping.iter().rev() {
-            let mut old = entries.swap_remove(i);
-            for (d, t) in std::mem::take(&mut old.timers) {
-                self.queue(d).delete(t, &(key.clone(), old.window));
-            }
+            // The old window's queued timers go stale with it (skipped when they come up).
+            let old = entries.swap_remove(i);
             self.function.merge(&mut entry.acc, old.acc);
             entry.elements += old.elements;
             entry.trigger_state += old.trigger_state;
@@ -465,6 +459,10 @@ where
         };
         let now = self.time.now();
         let entry = &mut entries[idx];
+        if !entry.timers.contains(&(domain, time)) {
+            // Deleted since it was queued.
+            return Ok(());
+        }
         entry.timers.retain(|x| *x != (domain, time));
         let result = self.ask_trigger(key, entry, now, |t, w, ctx| match domain {
             TimeDomain::EventTime => t.on_event_time(time, w, ctx),
@@ -476,10 +474,8 @@ where
                 t.clear(w, ctx);
                 TriggerResult::Continue
             });
-            let mut gone = entries.swap_remove(idx);
-            for (d, t) in std::mem::take(&mut gone.timers) {
-                self.queue(d).delete(t, &(key.clone(), gone.window));
-            }
+            // The window's other queued timers go stale with it.
+            entries.swap_remove(idx);
         }
         Ok(())
     }
