@@ -129,11 +129,14 @@ impl Verdict {
     }
 }
 
-/// Reads the committed part files of `out` and checks them against `events` and `keys`.
-pub fn verify(out: &Path, events: u64, keys: u64) -> Result<Verdict> {
-    let mut seen = vec![0u32; events as usize];
-    let mut counts: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
-    let mut verdict = Verdict::default();
+/// Calls `row` with the three space-separated fields of every line of the committed part
+/// files (`part-*`) of `out`, and a maker of the error that names the file, line and the
+/// `shape` expected; a line without three fields is that error.
+pub(crate) fn committed_rows(
+    out: &Path,
+    shape: &str,
+    mut row: impl FnMut([&str; 3], &dyn Fn() -> HummerError) -> Result<()>,
+) -> Result<()> {
     let entries =
         std::fs::read_dir(out).map_err(|e| HummerError::io("cannot list output", out, e))?;
     for entry in entries.flatten() {
@@ -146,23 +149,34 @@ pub fn verify(out: &Path, events: u64, keys: u64) -> Result<Verdict> {
         for (n, line) in text.lines().enumerate() {
             let bad = || HummerError::BadInput {
                 input: path.display().to_string(),
-                reason: format!("line {} is not 'event key count': {line:?}", n + 1),
+                reason: format!("line {} is not '{shape}': {line:?}", n + 1),
             };
-            let f: Vec<u64> = line
-                .split(' ')
-                .map(|x| x.parse().map_err(|_| bad()))
-                .collect::<Result<_>>()?;
-            let [e, key, count] = f[..] else {
+            let f: Vec<&str> = line.split(' ').collect();
+            let [a, b, c] = f[..] else {
                 return Err(bad());
             };
-            if e >= events || key != e % keys.max(1) {
-                return Err(bad());
-            }
-            seen[e as usize] += 1;
-            counts.entry(key).or_default().push(count);
-            verdict.lines += 1;
+            row([a, b, c], &bad)?;
         }
     }
+    Ok(())
+}
+
+/// Reads the committed part files of `out` and checks them against `events` and `keys`.
+pub fn verify(out: &Path, events: u64, keys: u64) -> Result<Verdict> {
+    let mut seen = vec![0u32; events as usize];
+    let mut counts: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
+    let mut verdict = Verdict::default();
+    committed_rows(out, "event key count", |[e, key, count], bad| {
+        let parse = |x: &str| x.parse::<u64>().map_err(|_| bad());
+        let (e, key, count) = (parse(e)?, parse(key)?, parse(count)?);
+        if e >= events || key != e % keys.max(1) {
+            return Err(bad());
+        }
+        seen[e as usize] += 1;
+        counts.entry(key).or_default().push(count);
+        verdict.lines += 1;
+        Ok(())
+    })?;
     verdict.lost = (0..events)
         .filter(|&e| seen[e as usize] == 0)
         .take(10)

@@ -16,7 +16,7 @@ use std::time::Duration;
 use crate::api::StreamExecutionEnvironment;
 use crate::connectors::generator::GeneratorSource;
 use crate::error::{HummerError, Result};
-use crate::jobs::event_count::InjectedFailures;
+use crate::jobs::event_count::{InjectedFailures, committed_rows};
 use crate::operators::WatermarkStrategy;
 use crate::operators::keyed_process_function::{KeyedProcessFunction, ProcessContext};
 use crate::operators::window::{CountAggregate, TimeWindow, TumblingEventTimeWindows};
@@ -187,31 +187,14 @@ pub fn verify(out: &Path, events: u64, keys: u64) -> Result<Verdict> {
     let expected = reference(events, keys);
     let mut got: BTreeMap<(u64, i64), Vec<u64>> = BTreeMap::new();
     let mut verdict = Verdict::default();
-    let entries =
-        std::fs::read_dir(out).map_err(|e| HummerError::io("cannot list output", out, e))?;
-    for entry in entries.flatten() {
-        if !entry.file_name().to_string_lossy().starts_with("part-") {
-            continue;
-        }
-        let path = entry.path();
-        let text = std::fs::read_to_string(&path)
-            .map_err(|e| HummerError::io("cannot read output", &path, e))?;
-        for (n, line) in text.lines().enumerate() {
-            let bad = || HummerError::BadInput {
-                input: path.display().to_string(),
-                reason: format!("line {} is not 'key window_start count': {line:?}", n + 1),
-            };
-            let f: Vec<&str> = line.split(' ').collect();
-            let [key, start, count] = f[..] else {
-                return Err(bad());
-            };
-            let key: u64 = key.parse().map_err(|_| bad())?;
-            let start: i64 = start.parse().map_err(|_| bad())?;
-            let count: u64 = count.parse().map_err(|_| bad())?;
-            got.entry((key, start)).or_default().push(count);
-            verdict.lines += 1;
-        }
-    }
+    committed_rows(out, "key window_start count", |[key, start, count], bad| {
+        let key: u64 = key.parse().map_err(|_| bad())?;
+        let start: i64 = start.parse().map_err(|_| bad())?;
+        let count: u64 = count.parse().map_err(|_| bad())?;
+        got.entry((key, start)).or_default().push(count);
+        verdict.lines += 1;
+        Ok(())
+    })?;
     for (window, &n) in &expected {
         match got.get(window).map(Vec::as_slice) {
             None => verdict.missing.push(*window),

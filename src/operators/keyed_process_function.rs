@@ -13,12 +13,11 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
-use crate::operators::window::TimeDomain;
+use crate::operators::keyed_timers::{KeyedTimers, TimeDomain, TimerChange, TimerList};
 use crate::operators::{Collector, OneInputOperator, OperatorContext};
 use crate::state::ValueState;
 use crate::state::snapshot::{OperatorWatermark, read_with_watermark, write_with_watermark};
-use crate::state::timer_queue::TimerQueue;
-use crate::types::{CheckpointId, Data, Key, NO_TIMESTAMP, ProcessingTimeService, Timestamp};
+use crate::types::{CheckpointId, Data, Key, NO_TIMESTAMP, Timestamp};
 
 /// A function over a keyed stream with a value per key and timers (Flink's
 /// `KeyedProcessFunction`).
@@ -65,13 +64,6 @@ pub trait KeyedProcessFunction<K, T>: Clone + Send + Sync + 'static {
     ) {
         let _ = (timestamp, ctx);
     }
-}
-
-/// A timer change asked for by the function.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum TimerChange {
-    Register(TimeDomain, Timestamp),
-    Delete(TimeDomain, Timestamp),
 }
 
 /// Registers and deletes the timers of the current key.
@@ -169,7 +161,7 @@ impl<'a, K, S, O> ProcessContext<'a, '_, K, S, O> {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 struct KeyState<S> {
     value: Option<S>,
-    timers: Vec<(TimeDomain, Timestamp)>,
+    timers: TimerList,
 }
 
 /// Runs a [`KeyedProcessFunction`].
@@ -178,10 +170,8 @@ pub struct KeyedProcessOperator<T, K, KS, F: KeyedProcessFunction<K, T>> {
     f: F,
     name: String,
     keys: HashMap<K, KeyState<F::State>, foldhash::fast::RandomState>,
-    event_timers: TimerQueue<K>,
-    processing_timers: TimerQueue<K>,
+    timers: KeyedTimers<K>,
     watermark: OperatorWatermark,
-    time: ProcessingTimeService,
     changes: Vec<TimerChange>,
     _types: std::marker::PhantomData<fn(T)>,
 }
@@ -196,10 +186,8 @@ impl<T: 'static, K: Key, KS: Fn(&T) -> K + Send + 'static, F: KeyedProcessFuncti
             f,
             name: ctx.name.clone(),
             keys: HashMap::default(),
-            event_timers: TimerQueue::default(),
-            processing_timers: TimerQueue::default(),
+            timers: KeyedTimers::new(ctx.time.clone()),
             watermark: OperatorWatermark::default(),
-            time: ctx.time.clone(),
             changes: Vec::new(),
             _types: std::marker::PhantomData,
         }
@@ -218,7 +206,7 @@ impl<T: 'static, K: Key, KS: Fn(&T) -> K + Send + 'static, F: KeyedProcessFuncti
             value: None,
             timers: Vec::new(),
         });
-        let now = self.time.now();
+        let now = self.timers.now();
         {
             let mut ctx = ProcessContext {
                 key: &key,
@@ -235,23 +223,7 @@ impl<T: 'static, K: Key, KS: Fn(&T) -> K + Send + 'static, F: KeyedProcessFuncti
             body(&mut self.f, &mut ctx);
         }
         for change in self.changes.drain(..) {
-            match change {
-                // At most one timer per key and time.
-                TimerChange::Register(d, t) if !entry.timers.contains(&(d, t)) => {
-                    let queue = match d {
-                        TimeDomain::EventTime => &mut self.event_timers,
-                        TimeDomain::ProcessingTime => &mut self.processing_timers,
-                    };
-                    queue.register(t, key.clone());
-                    entry.timers.push((d, t));
-                    if d == TimeDomain::ProcessingTime {
-                        self.time.request_at(t);
-                    }
-                }
-                TimerChange::Register(..) => {}
-                // Off the key's list; the queued entry is skipped when it comes up.
-                TimerChange::Delete(d, t) => entry.timers.retain(|x| *x != (d, t)),
-            }
+            self.timers.apply(&mut entry.timers, change, || key.clone());
         }
         if entry.value.is_some() || !entry.timers.is_empty() {
             self.keys.insert(key, entry);
@@ -270,19 +242,15 @@ impl<T: 'static, K: Key, KS: Fn(&T) -> K + Send + 'static, F: KeyedProcessFuncti
 
     fn fire(&mut self, domain: TimeDomain, upto: Timestamp, out: &mut Collector<'_, F::Out>) {
         loop {
-            let queue = match domain {
-                TimeDomain::EventTime => &mut self.event_timers,
-                TimeDomain::ProcessingTime => &mut self.processing_timers,
-            };
-            let Some((time, key)) = queue.pop_due(upto) else {
+            let Some((time, key)) = self.timers.pop_due(domain, upto) else {
                 return;
             };
-            match self.keys.get_mut(&key) {
-                Some(entry) if entry.timers.contains(&(domain, time)) => {
-                    entry.timers.retain(|x| *x != (domain, time));
-                }
+            let live = self.keys.get_mut(&key).is_some_and(|entry| {
+                KeyedTimers::<K>::take_if_live(&mut entry.timers, domain, time)
+            });
+            if !live {
                 // Deleted since it was queued.
-                _ => continue,
+                continue;
             }
             if domain == TimeDomain::EventTime {
                 out.set_timestamp(time);
@@ -291,12 +259,6 @@ impl<T: 'static, K: Key, KS: Fn(&T) -> K + Send + 'static, F: KeyedProcessFuncti
                 f.on_timer(time, ctx)
             });
             out.clear_timestamp();
-        }
-    }
-
-    fn request_processing_time(&self) {
-        if let Some(t) = self.processing_timers.earliest() {
-            self.time.request_at(t);
         }
     }
 }
@@ -346,7 +308,7 @@ where
         out: &mut Collector<'_, F::Out>,
     ) -> Result<()> {
         self.fire(TimeDomain::ProcessingTime, now, out);
-        self.request_processing_time();
+        self.timers.request_processing_time();
         Ok(())
     }
 
@@ -360,27 +322,18 @@ where
 
     fn restore_state(&mut self, snapshot: &[u8], key_groups: std::ops::Range<usize>) -> Result<()> {
         let what = format!("process function '{}'", self.name);
-        let (keys, event, processing) = (
-            &mut self.keys,
-            &mut self.event_timers,
-            &mut self.processing_timers,
-        );
+        let (keys, timers) = (&mut self.keys, &mut self.timers);
         read_with_watermark(
             snapshot,
             key_groups,
             &what,
             &mut self.watermark,
             |key: K, state: KeyState<F::State>| {
-                for &(d, t) in &state.timers {
-                    match d {
-                        TimeDomain::EventTime => event.register(t, key.clone()),
-                        TimeDomain::ProcessingTime => processing.register(t, key.clone()),
-                    };
-                }
+                timers.restore(&state.timers, || key.clone());
                 keys.insert(key, state);
             },
         )?;
-        self.request_processing_time();
+        self.timers.request_processing_time();
         Ok(())
     }
 }

@@ -23,6 +23,7 @@ pub mod keyed_aggregate;
 pub mod keyed_join;
 pub mod keyed_process;
 pub mod keyed_process_function;
+mod keyed_timers;
 pub mod map;
 mod operator;
 pub mod sink;

@@ -11,6 +11,7 @@ mod time_window;
 mod triggers;
 mod window_operator;
 
+pub use crate::operators::keyed_timers::TimeDomain;
 pub use assigners::{
     EventTimeSessionWindows, GlobalWindows, ProcessingTimeSessionWindows, SlidingEventTimeWindows,
     SlidingProcessingTimeWindows, TumblingEventTimeWindows, TumblingProcessingTimeWindows,
@@ -22,7 +23,7 @@ pub use functions::{
 };
 pub use time_window::TimeWindow;
 pub use triggers::{
-    CountTrigger, EventTimeTrigger, NeverTrigger, ProcessingTimeTrigger, PurgingTrigger,
-    TimeDomain, Trigger, TriggerContext, TriggerResult,
+    CountTrigger, EventTimeTrigger, NeverTrigger, ProcessingTimeTrigger, PurgingTrigger, Trigger,
+    TriggerContext, TriggerResult,
 };
 pub use window_operator::{WindowOperator, WindowSettings};

@@ -8,6 +8,7 @@
 
 use std::sync::Arc;
 
+use crate::operators::keyed_timers::{TimeDomain, TimerChange};
 use crate::operators::window::TimeWindow;
 use crate::types::Timestamp;
 
@@ -36,28 +37,12 @@ impl TriggerResult {
     }
 }
 
-/// A time domain of timers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-pub enum TimeDomain {
-    /// Fires when the watermark reaches the timer's time.
-    EventTime,
-    /// Fires when the processing-time clock reaches it.
-    ProcessingTime,
-}
-
-/// A timer change a trigger asked for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum TimerRequest {
-    Register(TimeDomain, Timestamp),
-    Delete(TimeDomain, Timestamp),
-}
-
 /// What a trigger sees of the window operator while it decides.
 pub struct TriggerContext<'a> {
     pub(crate) watermark: Timestamp,
     pub(crate) now: Timestamp,
     pub(crate) state: &'a mut u64,
-    pub(crate) requests: &'a mut Vec<TimerRequest>,
+    pub(crate) requests: &'a mut Vec<TimerChange>,
 }
 
 impl TriggerContext<'_> {
@@ -80,25 +65,25 @@ impl TriggerContext<'_> {
     /// Calls [`Trigger::on_event_time`] for this window when the watermark reaches `time`.
     pub fn register_event_time_timer(&mut self, time: Timestamp) {
         self.requests
-            .push(TimerRequest::Register(TimeDomain::EventTime, time));
+            .push(TimerChange::Register(TimeDomain::EventTime, time));
     }
 
     /// Calls [`Trigger::on_processing_time`] for this window when the clock reaches `time`.
     pub fn register_processing_time_timer(&mut self, time: Timestamp) {
         self.requests
-            .push(TimerRequest::Register(TimeDomain::ProcessingTime, time));
+            .push(TimerChange::Register(TimeDomain::ProcessingTime, time));
     }
 
     /// Deletes an event-time timer of this window.
     pub fn delete_event_time_timer(&mut self, time: Timestamp) {
         self.requests
-            .push(TimerRequest::Delete(TimeDomain::EventTime, time));
+            .push(TimerChange::Delete(TimeDomain::EventTime, time));
     }
 
     /// Deletes a processing-time timer of this window.
     pub fn delete_processing_time_timer(&mut self, time: Timestamp) {
         self.requests
-            .push(TimerRequest::Delete(TimeDomain::ProcessingTime, time));
+            .push(TimerChange::Delete(TimeDomain::ProcessingTime, time));
     }
 }
 
@@ -112,20 +97,26 @@ pub trait Trigger<T>: Send + Sync {
         window: &TimeWindow,
         ctx: &mut TriggerContext<'_>,
     ) -> TriggerResult;
-    /// An event-time timer of `window` fired at `time`.
+    /// An event-time timer of `window` fired at `time` (by default: nothing happens).
     fn on_event_time(
         &self,
         time: Timestamp,
         window: &TimeWindow,
         ctx: &mut TriggerContext<'_>,
-    ) -> TriggerResult;
-    /// A processing-time timer of `window` fired at `time`.
+    ) -> TriggerResult {
+        let _ = (time, window, ctx);
+        TriggerResult::Continue
+    }
+    /// A processing-time timer of `window` fired at `time` (by default: nothing happens).
     fn on_processing_time(
         &self,
         time: Timestamp,
         window: &TimeWindow,
         ctx: &mut TriggerContext<'_>,
-    ) -> TriggerResult;
+    ) -> TriggerResult {
+        let _ = (time, window, ctx);
+        TriggerResult::Continue
+    }
     /// Whether the trigger works with merging (session) windows.
     fn can_merge(&self) -> bool {
         false
@@ -174,14 +165,6 @@ impl<T> Trigger<T> for EventTimeTrigger {
             TriggerResult::Continue
         }
     }
-    fn on_processing_time(
-        &self,
-        _time: Timestamp,
-        _window: &TimeWindow,
-        _ctx: &mut TriggerContext<'_>,
-    ) -> TriggerResult {
-        TriggerResult::Continue
-    }
     fn can_merge(&self) -> bool {
         true
     }
@@ -209,14 +192,6 @@ impl<T> Trigger<T> for ProcessingTimeTrigger {
         ctx: &mut TriggerContext<'_>,
     ) -> TriggerResult {
         ctx.register_processing_time_timer(window.max_timestamp());
-        TriggerResult::Continue
-    }
-    fn on_event_time(
-        &self,
-        _time: Timestamp,
-        _window: &TimeWindow,
-        _ctx: &mut TriggerContext<'_>,
-    ) -> TriggerResult {
         TriggerResult::Continue
     }
     fn on_processing_time(
@@ -271,22 +246,6 @@ impl<T> Trigger<T> for CountTrigger {
         } else {
             TriggerResult::Continue
         }
-    }
-    fn on_event_time(
-        &self,
-        _time: Timestamp,
-        _window: &TimeWindow,
-        _ctx: &mut TriggerContext<'_>,
-    ) -> TriggerResult {
-        TriggerResult::Continue
-    }
-    fn on_processing_time(
-        &self,
-        _time: Timestamp,
-        _window: &TimeWindow,
-        _ctx: &mut TriggerContext<'_>,
-    ) -> TriggerResult {
-        TriggerResult::Continue
     }
     fn can_merge(&self) -> bool {
         true
@@ -363,22 +322,6 @@ impl<T> Trigger<T> for NeverTrigger {
         &self,
         _record: &T,
         _timestamp: Timestamp,
-        _window: &TimeWindow,
-        _ctx: &mut TriggerContext<'_>,
-    ) -> TriggerResult {
-        TriggerResult::Continue
-    }
-    fn on_event_time(
-        &self,
-        _time: Timestamp,
-        _window: &TimeWindow,
-        _ctx: &mut TriggerContext<'_>,
-    ) -> TriggerResult {
-        TriggerResult::Continue
-    }
-    fn on_processing_time(
-        &self,
-        _time: Timestamp,
         _window: &TimeWindow,
         _ctx: &mut TriggerContext<'_>,
     ) -> TriggerResult {

@@ -17,16 +17,14 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{HummerError, Result, internal};
 use crate::operators::collector::collect_into;
+use crate::operators::keyed_timers::{KeyedTimers, TimeDomain, TimerChange, TimerList};
 use crate::operators::window::functions::{WindowFunction, WindowOutput};
-use crate::operators::window::triggers::{
-    TimeDomain, TimerRequest, Trigger, TriggerContext, TriggerResult,
-};
+use crate::operators::window::triggers::{Trigger, TriggerContext, TriggerResult};
 use crate::operators::window::{TimeWindow, WindowAssigner};
 use crate::operators::{Collector, OneInputOperator, OperatorContext};
 use crate::state::snapshot::{OperatorWatermark, read_with_watermark, write_with_watermark};
-use crate::state::timer_queue::TimerQueue;
 use crate::types::metrics::SubtaskMetrics;
-use crate::types::{CheckpointId, Key, NO_TIMESTAMP, ProcessingTimeService, Timestamp};
+use crate::types::{CheckpointId, Key, NO_TIMESTAMP, Timestamp};
 
 /// One window of one key: its state, its trigger's number, its timers.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -37,7 +35,7 @@ struct WindowEntry<A> {
     /// emit).
     elements: u64,
     trigger_state: u64,
-    timers: Vec<(TimeDomain, Timestamp)>,
+    timers: TimerList,
 }
 
 /// How the window operator is set up (by the API).
@@ -68,12 +66,10 @@ struct Core<T, K, A, F> {
     settings: WindowSettings<T, A>,
     function: F,
     name: String,
-    event_timers: TimerQueue<(K, TimeWindow)>,
-    processing_timers: TimerQueue<(K, TimeWindow)>,
+    timers: KeyedTimers<(K, TimeWindow)>,
     watermark: OperatorWatermark,
-    time: ProcessingTimeService,
     metrics: Arc<SubtaskMetrics>,
-    requests: Vec<TimerRequest>,
+    requests: Vec<TimerChange>,
 }
 
 /// Windows per key, a trigger, and a window function.
@@ -105,10 +101,8 @@ where
                 settings,
                 function,
                 name: ctx.name.clone(),
-                event_timers: TimerQueue::default(),
-                processing_timers: TimerQueue::default(),
+                timers: KeyedTimers::new(ctx.time.clone()),
                 watermark: OperatorWatermark::default(),
-                time: ctx.time.clone(),
                 metrics: ctx.metrics.clone(),
                 requests: Vec::new(),
             },
@@ -144,21 +138,27 @@ where
         let key = (self.key_of)(&record);
         self.assigned.clear();
         core.settings.assigner.assign(time, &mut self.assigned);
-        if !self.windows.contains_key(&key) {
-            self.windows.insert(key.clone(), Vec::new());
-        }
-        let entries = self
-            .windows
-            .get_mut(&key)
-            .ok_or_else(|| internal!("window state of a key just inserted"))?;
-        let unplaced = if core.settings.assigner.is_merging() {
-            core.add_merging(&key, entries, &self.assigned, record, timestamp, now, out)?
-        } else {
-            core.add(&key, entries, &self.assigned, record, timestamp, now, out)?
+        let assigned = &self.assigned;
+        // One probe for a key that has windows; a new key's state is inserted only if the
+        // record opened one.
+        let unplaced = match self.windows.get_mut(&key) {
+            Some(entries) => {
+                let unplaced = core.place(&key, entries, assigned, record, timestamp, now, out)?;
+                if entries.is_empty() {
+                    self.windows.remove(&key);
+                }
+                unplaced
+            }
+            None => {
+                let mut entries = Vec::new();
+                let unplaced =
+                    core.place(&key, &mut entries, assigned, record, timestamp, now, out)?;
+                if !entries.is_empty() {
+                    self.windows.insert(key, entries);
+                }
+                unplaced
+            }
         };
-        if entries.is_empty() {
-            self.windows.remove(&key);
-        }
         if let Some(record) = unplaced {
             core.late(record, timestamp, out);
         }
@@ -173,11 +173,7 @@ where
         out: &mut Collector<'_, WindowOutput<F::Out, T>>,
     ) -> Result<()> {
         loop {
-            let queue = match domain {
-                TimeDomain::EventTime => &mut self.core.event_timers,
-                TimeDomain::ProcessingTime => &mut self.core.processing_timers,
-            };
-            let Some((time, (key, window))) = queue.pop_due(upto) else {
+            let Some((time, (key, window))) = self.core.timers.pop_due(domain, upto) else {
                 return Ok(());
             };
             let Some(entries) = self.windows.get_mut(&key) else {
@@ -188,13 +184,6 @@ where
             if entries.is_empty() {
                 self.windows.remove(&key);
             }
-        }
-    }
-
-    /// Asks the task to call back when the earliest processing-time timer is due.
-    fn request_processing_time(&self) {
-        if let Some(t) = self.core.processing_timers.earliest() {
-            self.core.time.request_at(t);
         }
     }
 }
@@ -238,13 +227,6 @@ where
         }
     }
 
-    fn queue(&mut self, domain: TimeDomain) -> &mut TimerQueue<(K, TimeWindow)> {
-        match domain {
-            TimeDomain::EventTime => &mut self.event_timers,
-            TimeDomain::ProcessingTime => &mut self.processing_timers,
-        }
-    }
-
     fn register(
         &mut self,
         key: &K,
@@ -252,34 +234,18 @@ where
         domain: TimeDomain,
         t: Timestamp,
     ) {
-        if domain == TimeDomain::ProcessingTime && t == Timestamp::MAX {
-            // Never due (the global window's end): nothing to register.
-            return;
-        }
-        if entry.timers.contains(&(domain, t)) {
-            // At most one timer per window and time (a trigger asks again for every record).
-            return;
-        }
-        self.queue(domain).register(t, (key.clone(), entry.window));
-        entry.timers.push((domain, t));
-        if domain == TimeDomain::ProcessingTime {
-            self.time.request_at(t);
-        }
-    }
-
-    /// Deletes a timer: off the window's list; its queue entry is skipped when it comes up.
-    fn delete(&mut self, entry: &mut WindowEntry<F::Acc>, domain: TimeDomain, t: Timestamp) {
-        entry.timers.retain(|x| *x != (domain, t));
+        let window = entry.window;
+        self.timers
+            .register(&mut entry.timers, domain, t, || (key.clone(), window));
     }
 
     /// Applies the timer changes the trigger asked for.
     fn apply_requests(&mut self, key: &K, entry: &mut WindowEntry<F::Acc>) {
         let requests = std::mem::take(&mut self.requests);
-        for r in &requests {
-            match *r {
-                TimerRequest::Register(d, t) => self.register(key, entry, d, t),
-                TimerRequest::Delete(d, t) => self.delete(entry, d, t),
-            }
+        let window = entry.window;
+        for &change in &requests {
+            self.timers
+                .apply(&mut entry.timers, change, || (key.clone(), window));
         }
         self.requests = requests;
         self.requests.clear();
@@ -327,6 +293,25 @@ where
             entry.elements = 0;
         }
         Ok(())
+    }
+
+    /// Adds a record to its windows; gives it back if every one was late.
+    #[allow(clippy::too_many_arguments)]
+    fn place(
+        &mut self,
+        key: &K,
+        entries: &mut Vec<WindowEntry<F::Acc>>,
+        windows: &[TimeWindow],
+        record: T,
+        timestamp: Timestamp,
+        now: Timestamp,
+        out: &mut Collector<'_, WindowOutput<F::Out, T>>,
+    ) -> Result<Option<T>> {
+        if self.settings.assigner.is_merging() {
+            self.add_merging(key, entries, windows, record, timestamp, now, out)
+        } else {
+            self.add(key, entries, windows, record, timestamp, now, out)
+        }
     }
 
     /// Adds a record to its (non-merging) windows; gives it back if every one was late.
@@ -457,13 +442,12 @@ where
         let Some(idx) = entries.iter().position(|e| e.window == window) else {
             return Ok(());
         };
-        let now = self.time.now();
+        let now = self.timers.now();
         let entry = &mut entries[idx];
-        if !entry.timers.contains(&(domain, time)) {
+        if !KeyedTimers::<(K, TimeWindow)>::take_if_live(&mut entry.timers, domain, time) {
             // Deleted since it was queued.
             return Ok(());
         }
-        entry.timers.retain(|x| *x != (domain, time));
         let result = self.ask_trigger(key, entry, now, |t, w, ctx| match domain {
             TimeDomain::EventTime => t.on_event_time(time, w, ctx),
             TimeDomain::ProcessingTime => t.on_processing_time(time, w, ctx),
@@ -497,7 +481,7 @@ where
         batch: &mut Vec<T>,
         out: &mut Collector<'_, Self::Out>,
     ) -> Result<()> {
-        let now = self.core.time.now();
+        let now = self.core.timers.now();
         for record in batch.drain(..) {
             self.process_record(record, NO_TIMESTAMP, now, out)?;
         }
@@ -510,7 +494,7 @@ where
         timestamps: &mut Vec<Timestamp>,
         out: &mut Collector<'_, Self::Out>,
     ) -> Result<()> {
-        let now = self.core.time.now();
+        let now = self.core.timers.now();
         for (record, t) in batch.drain(..).zip(timestamps.drain(..)) {
             self.process_record(record, t, now, out)?;
         }
@@ -533,7 +517,7 @@ where
         out: &mut Collector<'_, Self::Out>,
     ) -> Result<()> {
         self.fire_timers(TimeDomain::ProcessingTime, now, out)?;
-        self.request_processing_time();
+        self.core.timers.request_processing_time();
         Ok(())
     }
 
@@ -554,8 +538,7 @@ where
     fn restore_state(&mut self, snapshot: &[u8], key_groups: std::ops::Range<usize>) -> Result<()> {
         let Self { core, windows, .. } = self;
         let what = format!("window operator '{}'", core.name);
-        let (event_timers, processing_timers) =
-            (&mut core.event_timers, &mut core.processing_timers);
+        let timers = &mut core.timers;
         read_with_watermark(
             snapshot,
             key_groups,
@@ -563,19 +546,13 @@ where
             &mut core.watermark,
             |key: K, entries: Vec<WindowEntry<F::Acc>>| {
                 for e in &entries {
-                    for &(d, t) in &e.timers {
-                        let queue = match d {
-                            TimeDomain::EventTime => &mut *event_timers,
-                            TimeDomain::ProcessingTime => &mut *processing_timers,
-                        };
-                        queue.register(t, (key.clone(), e.window));
-                    }
+                    timers.restore(&e.timers, || (key.clone(), e.window));
                 }
                 windows.insert(key, entries);
             },
         )?;
         // Processing-time timers that fell due while the job was down fire right away.
-        self.request_processing_time();
+        self.core.timers.request_processing_time();
         Ok(())
     }
 }
@@ -622,7 +599,7 @@ mod tests {
                 }
             }
             peak_keys = peak_keys.max(op.windows.len());
-            peak_timers = peak_timers.max(op.core.event_timers.len());
+            peak_timers = peak_timers.max(op.core.timers.event_len());
         }
         let mut out = Collector::new(&mut buf, &mut stamps, &mut sink, 1024);
         op.process_watermark(Timestamp::MAX, &mut out).unwrap();
@@ -633,7 +610,7 @@ mod tests {
             }
         }
         assert_eq!(fired, 200_000, "every record counted once");
-        assert!(op.windows.is_empty() && op.core.event_timers.is_empty());
+        assert!(op.windows.is_empty() && op.core.timers.event_len() == 0);
         // Keys seen within the open windows (a few hundred ms of the stream), not all 10,000
         // keys times the 100 windows that passed.
         assert!(
