@@ -26,7 +26,10 @@ data=$T/nexmark/data/$EVENTS
 cargo build -q --release --manifest-path "$here/Cargo.toml" --bin hummer
 bin=${CARGO_TARGET_DIR:-$here/target}/release/hummer
 queries=("$@")
-[ ${#queries[@]} -gt 0 ] || queries=($("$bin" nexmark --query list))
+# The harness answers every query but q6, q12 and q13 (tests/nexmark.rs checks those).
+no_reference=" q6 q12 q13 "
+[ ${#queries[@]} -gt 0 ] ||
+  for q in $("$bin" nexmark --query list); do [[ $no_reference == *" $q "* ]] || queries+=("$q"); done
 out=$T/nexmark/hummer-out/$EVENTS; mkdir -p "$out"
 # Flink's net seconds on 10 M events, parallelism 2, this machine kind (issue 12).
 declare -A flink_issue=([q0]=21.0 [q1]=21.6 [q2]=8.2 [q3]=4.4 [q4]=28.4 [q5]=15.9 [q7]=52.1 [q8]=5.6
@@ -40,6 +43,11 @@ for q in "${queries[@]}"; do
     --output "$out/$q" >/dev/null; } 2>&1 | tail -1)
   secs=${stats% *}; rss=$(( ${stats#* } / 1024 ))
   "$venv/bin/python" "$harness/canon.py" "$out/$q.csv" "$out/$q"/* >/dev/null
+  if [[ $no_reference == *" $q "* ]]; then
+    awk -v q="$q" -v s="$secs" -v e="$EVENTS" -v p="$P" -v r="$rss" \
+      'BEGIN { printf "| %s | %.2f | %.0f | %.0f | %d | - | - | - | no reference |\n", q, s, e / s, e / s / p, r }'
+    continue
+  fi
   ref=$T/nexmark/ref/$EVENTS/$q.csv; mkdir -p "$(dirname "$ref")"
   duck=$( [ -f "$ref" ] && echo "cached" || "$venv/bin/python" "$harness/duckdb/ref.py" "$q" "$data" "$ref" |
     "$venv/bin/python" -c 'import json,sys; print(json.load(sys.stdin)["wall_s"])')

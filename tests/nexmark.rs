@@ -790,3 +790,72 @@ fn the_side_input_join_uses_the_side_table_of_the_input() {
         "{err}"
     );
 }
+
+/// Applies an update stream in order: the table it ends with, sorted. Panics on a change
+/// that is not one, or that removes a row the table does not hold.
+fn apply(changes: &[String]) -> Vec<String> {
+    let mut table: HashMap<&str, usize> = HashMap::new();
+    for change in changes {
+        let (kind, row) = change.split_once(',').expect("a change is KIND,row");
+        match kind {
+            "+I" | "+U" => *table.entry(row).or_default() += 1,
+            "-U" | "-D" => {
+                let n = table
+                    .get_mut(row)
+                    .unwrap_or_else(|| panic!("{change}: no such row"));
+                *n -= 1;
+                if *n == 0 {
+                    table.remove(row);
+                }
+            }
+            other => panic!("unknown change kind {other} in {change}"),
+        }
+    }
+    let mut rows: Vec<String> = table
+        .into_iter()
+        .flat_map(|(row, n)| std::iter::repeat_n(row.to_string(), n))
+        .collect();
+    rows.sort();
+    rows
+}
+
+/// The update stream of every updating query, applied in order, ends at the final table;
+/// the queries whose rows change emit retractions (`-U`), and an append-only query's update
+/// stream is its rows as insertions.
+#[test]
+fn update_streams_end_at_the_final_table() {
+    let input = NexmarkInput::Generator {
+        events: EVENTS,
+        rate: None,
+    };
+    for query in nexmark::UPDATING_QUERIES.iter().chain(&["q2", "q9"]) {
+        let expected = reference(query);
+        for parallelism in [1, 3] {
+            let env = StreamExecutionEnvironment::local();
+            env.set_parallelism(parallelism)
+                .set_runtime_mode(RuntimeMode::Streaming);
+            let out = nexmark::build_updates(query, &env, &input)
+                .unwrap()
+                .collect();
+            let mut result = env.execute(query).unwrap();
+            let changes = result.collected(&out).unwrap();
+            assert!(
+                apply(&changes) == expected,
+                "{query} at parallelism {parallelism}: the update stream does not end at the final table"
+            );
+            let retractions = changes.iter().filter(|c| c.starts_with("-U,")).count();
+            if nexmark::UPDATING_QUERIES.contains(query) {
+                assert!(retractions > 0, "{query}: no row was ever updated");
+                assert!(
+                    changes.len() > expected.len(),
+                    "{query}: no more changes than rows"
+                );
+            } else {
+                assert!(
+                    changes.iter().all(|c| c.starts_with("+I,")),
+                    "{query}: not insertions only"
+                );
+            }
+        }
+    }
+}

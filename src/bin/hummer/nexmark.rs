@@ -4,8 +4,10 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
+use hummer::checkpoint::coordinator::CheckpointConfig;
 use hummer::jobs::nexmark::{self, NexmarkInput};
 use hummer::operators::OperatorContext;
 use hummer::prelude::*;
@@ -30,6 +32,16 @@ pub struct Args {
     /// Write the result lines here (part files per sink subtask); else they are counted.
     #[arg(long)]
     output: Option<PathBuf>,
+    /// Emit the result as an update stream (`+I`/`-U`/`+U`/`-D`,row lines, as Flink's
+    /// changelog) instead of, for q4, q6 and q15-q19, their final table.
+    #[arg(long)]
+    updates: bool,
+    /// Milliseconds between checkpoints (exactly-once; 0: no checkpoints).
+    #[arg(long, default_value_t = 0)]
+    checkpoint_interval_ms: u64,
+    /// Where checkpoints are kept (with --checkpoint-interval-ms).
+    #[arg(long, default_value = "hummer-checkpoints")]
+    checkpoint_dir: PathBuf,
     /// Submit to this JobManager instead of running locally.
     #[arg(long, env = "HUMMER_JOBMANAGER")]
     jobmanager: Option<String>,
@@ -73,6 +85,12 @@ pub fn run(args: Args) -> Result<()> {
     };
     env.set_parallelism(parallelism);
     env.set_jobmanager(args.jobmanager.clone());
+    if args.checkpoint_interval_ms > 0 {
+        env.set_checkpoint_config(CheckpointConfig::new(
+            Duration::from_millis(args.checkpoint_interval_ms),
+            &args.checkpoint_dir,
+        ));
+    }
     let input = match &args.input {
         Some(dir) => {
             for table in ["persons", "auctions", "bids"] {
@@ -90,7 +108,11 @@ pub fn run(args: Args) -> Result<()> {
             rate: args.rate,
         },
     };
-    let rows = nexmark::build(&args.query, &env, &input)?;
+    let rows = if args.updates {
+        nexmark::build_updates(&args.query, &env, &input)?
+    } else {
+        nexmark::build(&args.query, &env, &input)?
+    };
     let counter = CountRows::default();
     match &args.output {
         Some(dir) => {
@@ -118,5 +140,23 @@ pub fn run(args: Args) -> Result<()> {
         events as f64 / secs,
         events as f64 / secs / parallelism as f64,
     );
+    if args.checkpoint_interval_ms > 0 {
+        let completed: Vec<_> = result
+            .checkpoints
+            .iter()
+            .filter(|c| {
+                matches!(
+                    c.status,
+                    hummer::checkpoint::coordinator::CheckpointStatus::Completed
+                )
+            })
+            .collect();
+        println!(
+            "checkpoints completed: {}, largest {} bytes, longest {} ms",
+            completed.len(),
+            completed.iter().map(|c| c.size_bytes).max().unwrap_or(0),
+            completed.iter().map(|c| c.duration_ms).max().unwrap_or(0),
+        );
+    }
     Ok(())
 }

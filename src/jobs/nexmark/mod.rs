@@ -26,7 +26,34 @@ pub const QUERIES: &[&str] = &[
 /// events.
 pub const PROCESSING_TIME_QUERIES: &[&str] = &["q12"];
 
-/// Adds query `query` over `input` to `env`; its stream holds the result lines.
+/// The queries whose SQL result is an updating table: [`build`] gives its final table,
+/// [`build_updates`] its update stream.
+pub const UPDATING_QUERIES: &[&str] = &["q4", "q6", "q15", "q16", "q17", "q18", "q19"];
+
+/// Adds query `query` over `input` to `env` as an update stream (see
+/// [`queries::updates`]): the changes of an updating query's result as they happen, every row
+/// of another query as an insertion.
+pub fn build_updates(
+    query: &str,
+    env: &StreamExecutionEnvironment,
+    input: &NexmarkInput,
+) -> Result<DataStream<String>> {
+    use queries::updates::{Emit, inserts};
+    let updates = Emit::Updates;
+    Ok(match query {
+        "q4" => queries::q4::build_as(env, input, updates),
+        "q6" => queries::q6::build_as(env, input, updates),
+        "q15" => queries::q15::build_as(env, input, updates),
+        "q16" => queries::q16::build_as(env, input, updates),
+        "q17" => queries::q17::build_as(env, input, updates),
+        "q18" => queries::q18::build_as(env, input, updates),
+        "q19" => queries::q19::build_as(env, input, updates),
+        other => inserts(&build(other, env, input)?),
+    })
+}
+
+/// Adds query `query` over `input` to `env`; its stream holds the result lines (for an
+/// updating query, its final table).
 pub fn build(
     query: &str,
     env: &StreamExecutionEnvironment,

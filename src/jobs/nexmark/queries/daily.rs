@@ -33,13 +33,26 @@ pub struct Counts {
     pub latest: i64,
 }
 
-impl Counts {
+/// The result of [`Counts`]: the numbers alone (the sets stay in the accumulator, so a
+/// result costs no copy of them).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct DayCounts {
+    bids: [u64; 4],
+    bidders: [u64; 4],
+    auctions: [u64; 4],
+    /// The latest time of day seen.
+    pub latest: i64,
+}
+
+impl DayCounts {
     /// The twelve count columns: bids, rank 1-3 bids, bidders, rank 1-3 bidders, auctions,
     /// rank 1-3 auctions.
     pub fn columns(&self) -> String {
-        let mut cols: Vec<String> = self.bids.iter().map(u64::to_string).collect();
-        cols.extend(self.bidders.iter().map(|s| s.len().to_string()));
-        cols.extend(self.auctions.iter().map(|s| s.len().to_string()));
+        let cols: Vec<String> = [self.bids, self.bidders, self.auctions]
+            .iter()
+            .flatten()
+            .map(u64::to_string)
+            .collect();
         cols.join(",")
     }
 }
@@ -50,7 +63,7 @@ pub struct CountDistinct;
 
 impl AggregateFunction<Bid> for CountDistinct {
     type Acc = Counts;
-    type Out = Counts;
+    type Out = DayCounts;
     fn create_accumulator(&self) -> Counts {
         Counts::default()
     }
@@ -62,8 +75,13 @@ impl AggregateFunction<Bid> for CountDistinct {
         }
         acc.latest = acc.latest.max(b.date_time.rem_euclid(86_400_000));
     }
-    fn get_result(&self, acc: &Counts) -> Counts {
-        acc.clone()
+    fn get_result(&self, acc: &Counts) -> DayCounts {
+        DayCounts {
+            bids: acc.bids,
+            bidders: acc.bidders.each_ref().map(|s| s.len() as u64),
+            auctions: acc.auctions.each_ref().map(|s| s.len() as u64),
+            latest: acc.latest,
+        }
     }
     fn merge(&self, mut a: Counts, b: Counts) -> Counts {
         for i in 0..4 {

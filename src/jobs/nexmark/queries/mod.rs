@@ -1,5 +1,5 @@
 //! One file per Nexmark query (and what several share: `daily` for q15-q17, `winning_bids`
-//! for q4 and q9).
+//! for q4, q6 and q9, `updates` for the queries with an updating result).
 
 pub mod daily;
 pub mod final_table;
@@ -26,4 +26,5 @@ pub mod q6;
 pub mod q7;
 pub mod q8;
 pub mod q9;
+pub mod updates;
 pub mod winning_bids;

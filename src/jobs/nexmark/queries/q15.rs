@@ -4,20 +4,32 @@
 use crate::api::{DataStream, StreamExecutionEnvironment};
 use crate::jobs::nexmark::format;
 use crate::jobs::nexmark::input::NexmarkInput;
-use crate::jobs::nexmark::queries::daily::{CountDistinct, Counts, DAY};
+use crate::jobs::nexmark::queries::daily::{CountDistinct, DAY, DayCounts};
+use crate::jobs::nexmark::queries::updates::{Emit, ResultTrigger, emit_rows};
 use crate::operators::window::{TimeWindow, TumblingEventTimeWindows};
 
-/// The query's result lines.
-pub fn build(env: &StreamExecutionEnvironment, input: &NexmarkInput) -> DataStream<String> {
-    input
+/// The query's result lines, as `emit` says.
+pub fn build_as(
+    env: &StreamExecutionEnvironment,
+    input: &NexmarkInput,
+    emit: Emit,
+) -> DataStream<String> {
+    let rows = input
         .bids(env)
         .window_all(TumblingEventTimeWindows::of(DAY))
+        .trigger(ResultTrigger(emit))
         .aggregate(CountDistinct)
-        .map(|(w, counts): (TimeWindow, Counts)| {
+        .map(|(w, counts): (TimeWindow, DayCounts)| {
             let mut line = String::new();
             format::day(&mut line, w.start);
             line.push(',');
             line.push_str(&counts.columns());
-            line
-        })
+            (w.start, vec![line])
+        });
+    emit_rows(&rows, emit)
+}
+
+/// The query's result lines.
+pub fn build(env: &StreamExecutionEnvironment, input: &NexmarkInput) -> DataStream<String> {
+    build_as(env, input, Emit::FinalTable)
 }

@@ -5,17 +5,23 @@ use crate::api::{DataStream, StreamExecutionEnvironment};
 use crate::jobs::nexmark::format;
 use crate::jobs::nexmark::input::NexmarkInput;
 use crate::jobs::nexmark::model::Bid;
-use crate::jobs::nexmark::queries::daily::{CountDistinct, Counts, DAY};
+use crate::jobs::nexmark::queries::daily::{CountDistinct, DAY, DayCounts};
+use crate::jobs::nexmark::queries::updates::{Emit, ResultTrigger, emit_rows};
 use crate::operators::window::{TimeWindow, TumblingEventTimeWindows};
 
-/// The query's result lines.
-pub fn build(env: &StreamExecutionEnvironment, input: &NexmarkInput) -> DataStream<String> {
-    input
+/// The query's result lines, as `emit` says.
+pub fn build_as(
+    env: &StreamExecutionEnvironment,
+    input: &NexmarkInput,
+    emit: Emit,
+) -> DataStream<String> {
+    let rows = input
         .bids(env)
         .key_by(|b: &Bid| b.channel.clone())
         .window(TumblingEventTimeWindows::of(DAY))
+        .trigger(ResultTrigger(emit))
         .aggregate(CountDistinct)
-        .map(|(channel, w, counts): (String, TimeWindow, Counts)| {
+        .map(|(channel, w, counts): (String, TimeWindow, DayCounts)| {
             let mut line = String::new();
             format::string(&mut line, &channel);
             line.push(',');
@@ -24,6 +30,12 @@ pub fn build(env: &StreamExecutionEnvironment, input: &NexmarkInput) -> DataStre
             format::hour_minute(&mut line, counts.latest);
             line.push(',');
             line.push_str(&counts.columns());
-            line
-        })
+            ((channel, w.start), vec![line])
+        });
+    emit_rows(&rows, emit)
+}
+
+/// The query's result lines.
+pub fn build(env: &StreamExecutionEnvironment, input: &NexmarkInput) -> DataStream<String> {
+    build_as(env, input, Emit::FinalTable)
 }

@@ -8,6 +8,7 @@ use crate::jobs::nexmark::format;
 use crate::jobs::nexmark::input::NexmarkInput;
 use crate::jobs::nexmark::model::Bid;
 use crate::jobs::nexmark::queries::daily::{DAY, rank};
+use crate::jobs::nexmark::queries::updates::{Emit, ResultTrigger, emit_rows};
 use crate::operators::window::{AggregateFunction, TimeWindow, TumblingEventTimeWindows};
 
 /// Bids per rank, and price min / max / sum.
@@ -52,12 +53,17 @@ impl AggregateFunction<Bid> for Stats {
     }
 }
 
-/// The query's result lines.
-pub fn build(env: &StreamExecutionEnvironment, input: &NexmarkInput) -> DataStream<String> {
-    input
+/// The query's result lines, as `emit` says.
+pub fn build_as(
+    env: &StreamExecutionEnvironment,
+    input: &NexmarkInput,
+    emit: Emit,
+) -> DataStream<String> {
+    let rows = input
         .bids(env)
         .key_by(|b: &Bid| b.auction)
         .window(TumblingEventTimeWindows::of(DAY))
+        .trigger(ResultTrigger(emit))
         .aggregate(Stats)
         .map(|(auction, w, s): (u64, TimeWindow, AuctionDay)| {
             let mut line = format!("{auction},");
@@ -73,6 +79,12 @@ pub fn build(env: &StreamExecutionEnvironment, input: &NexmarkInput) -> DataStre
                 s.max,
                 s.sum
             ));
-            line
-        })
+            ((auction, w.start), vec![line])
+        });
+    emit_rows(&rows, emit)
+}
+
+/// The query's result lines.
+pub fn build(env: &StreamExecutionEnvironment, input: &NexmarkInput) -> DataStream<String> {
+    build_as(env, input, Emit::FinalTable)
 }

@@ -1,11 +1,13 @@
 //! q18, find last bid: per bidder and auction, the bid with the latest time (ties: the
-//! highest price, then the smallest extra). The final table, once the input has ended.
+//! highest price, then the smallest extra). The final table, once the input has ended; or
+//! its update stream (see `updates`).
 
 use crate::api::{DataStream, StreamExecutionEnvironment};
 use crate::jobs::nexmark::format;
 use crate::jobs::nexmark::input::NexmarkInput;
 use crate::jobs::nexmark::model::Bid;
 use crate::jobs::nexmark::queries::final_table::BestPerKey;
+use crate::jobs::nexmark::queries::updates::{Emit, emit_rows};
 
 /// Whether `a` is later than `b` by the query's order.
 fn later(a: &Bid, b: &Bid) -> bool {
@@ -13,23 +15,45 @@ fn later(a: &Bid, b: &Bid) -> bool {
         > (b.date_time, b.price, std::cmp::Reverse(&b.extra))
 }
 
+/// A result line.
+fn line(b: &Bid) -> String {
+    {
+        let mut line = format!("{},{},{},", b.auction, b.bidder, b.price);
+        format::string(&mut line, &b.channel);
+        line.push(',');
+        format::string(&mut line, &b.url);
+        line.push(',');
+        format::timestamp(&mut line, b.date_time);
+        line.push(',');
+        format::string(&mut line, &b.extra);
+        line
+    }
+}
+
+/// The query's result lines, as `emit` says.
+pub fn build_as(
+    env: &StreamExecutionEnvironment,
+    input: &NexmarkInput,
+    emit: Emit,
+) -> DataStream<String> {
+    let bids = input.bids(env).key_by(|b: &Bid| (b.bidder, b.auction));
+    match emit {
+        Emit::FinalTable => bids
+            .transform("Last bid per bidder and auction", |_| {
+                Ok(BestPerKey::new(|b: &Bid| (b.bidder, b.auction), later))
+            })
+            .map(|b: Bid| line(&b)),
+        Emit::Updates => {
+            let rows = bids
+                .reduce(|kept: Bid, b: Bid| if later(&b, &kept) { b } else { kept })
+                .name("Last bid per bidder and auction")
+                .map(|b: Bid| ((b.bidder, b.auction), vec![line(&b)]));
+            emit_rows(&rows, emit)
+        }
+    }
+}
+
 /// The query's result lines.
 pub fn build(env: &StreamExecutionEnvironment, input: &NexmarkInput) -> DataStream<String> {
-    input
-        .bids(env)
-        .key_by(|b: &Bid| (b.bidder, b.auction))
-        .transform("Last bid per bidder and auction", |_| {
-            Ok(BestPerKey::new(|b: &Bid| (b.bidder, b.auction), later))
-        })
-        .map(|b: Bid| {
-            let mut line = format!("{},{},{},", b.auction, b.bidder, b.price);
-            format::string(&mut line, &b.channel);
-            line.push(',');
-            format::string(&mut line, &b.url);
-            line.push(',');
-            format::timestamp(&mut line, b.date_time);
-            line.push(',');
-            format::string(&mut line, &b.extra);
-            line
-        })
+    build_as(env, input, Emit::FinalTable)
 }

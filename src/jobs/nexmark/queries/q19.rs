@@ -1,12 +1,14 @@
 //! q19, auction top-k: per auction its ten highest bids (ties: earlier, then lower bidder,
-//! then smaller extra) with their rank 1-10. The final table, once the input has ended.
+//! then smaller extra) with their rank 1-10. The final table, once the input has ended; or
+//! its update stream (see `updates`).
 
 use crate::api::{DataStream, StreamExecutionEnvironment};
 use crate::jobs::nexmark::format;
 use crate::jobs::nexmark::input::NexmarkInput;
 use crate::jobs::nexmark::model::Bid;
+use crate::jobs::nexmark::queries::updates::{Emit, ResultTrigger, emit_rows};
 use crate::operators::Collector;
-use crate::operators::window::{AggregateFunction, EventTimeTrigger, GlobalWindows, TimeWindow};
+use crate::operators::window::{AggregateFunction, GlobalWindows, TimeWindow};
 
 const TOP: usize = 10;
 
@@ -43,16 +45,24 @@ impl AggregateFunction<Bid> for TopTen {
     }
 }
 
-/// The query's result lines.
-pub fn build(env: &StreamExecutionEnvironment, input: &NexmarkInput) -> DataStream<String> {
-    input
+/// The query's result lines, as `emit` says.
+pub fn build_as(
+    env: &StreamExecutionEnvironment,
+    input: &NexmarkInput,
+    emit: Emit,
+) -> DataStream<String> {
+    let rows = input
         .bids(env)
         .key_by(|b: &Bid| b.auction)
         .window(GlobalWindows::create())
-        .trigger(EventTimeTrigger)
+        .trigger(ResultTrigger(emit))
         .aggregate_with(
             TopTen,
-            |_: &u64, _: &TimeWindow, top: Vec<Bid>, out: &mut Collector<'_, String>| {
+            |auction: &u64,
+             _: &TimeWindow,
+             top: Vec<Bid>,
+             out: &mut Collector<'_, (u64, Vec<String>)>| {
+                let mut lines = Vec::with_capacity(top.len());
                 for (rank, b) in top.iter().enumerate() {
                     let mut line = format!("{},{},{},", b.auction, b.bidder, b.price);
                     format::string(&mut line, &b.channel);
@@ -63,8 +73,15 @@ pub fn build(env: &StreamExecutionEnvironment, input: &NexmarkInput) -> DataStre
                     line.push(',');
                     format::string(&mut line, &b.extra);
                     line.push_str(&format!(",{}", rank + 1));
-                    out.collect(line);
+                    lines.push(line);
                 }
+                out.collect((*auction, lines));
             },
-        )
+        );
+    emit_rows(&rows, emit)
+}
+
+/// The query's result lines.
+pub fn build(env: &StreamExecutionEnvironment, input: &NexmarkInput) -> DataStream<String> {
+    build_as(env, input, Emit::FinalTable)
 }

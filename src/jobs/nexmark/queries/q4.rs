@@ -1,14 +1,15 @@
 //! q4, average price per category: the average (integer, truncated) of the winning bids'
 //! prices of each category's auctions. The final table: each category's row once the input
-//! has ended.
+//! has ended; or its update stream (see `updates`).
 
 use serde::{Deserialize, Serialize};
 
 use crate::api::{DataStream, StreamExecutionEnvironment};
 use crate::jobs::nexmark::input::NexmarkInput;
 use crate::jobs::nexmark::model::{Auction, Bid};
+use crate::jobs::nexmark::queries::updates::{Emit, ResultTrigger, emit_rows};
 use crate::jobs::nexmark::queries::winning_bids::winning_bids;
-use crate::operators::window::{AggregateFunction, EventTimeTrigger, GlobalWindows, TimeWindow};
+use crate::operators::window::{AggregateFunction, GlobalWindows, TimeWindow};
 
 /// Sum and count of prices.
 #[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
@@ -35,14 +36,26 @@ impl AggregateFunction<(u64, u64)> for Average {
     }
 }
 
-/// The query's result lines.
-pub fn build(env: &StreamExecutionEnvironment, input: &NexmarkInput) -> DataStream<String> {
-    winning_bids(env, input)
+/// The query's result lines, as `emit` says.
+pub fn build_as(
+    env: &StreamExecutionEnvironment,
+    input: &NexmarkInput,
+    emit: Emit,
+) -> DataStream<String> {
+    let rows = winning_bids(env, input)
         .map(|(a, b): (Auction, Bid)| (a.category, b.price))
         .key_by(|r: &(u64, u64)| r.0)
         .window(GlobalWindows::create())
-        // Fires at the final watermark: the end of the input.
-        .trigger(EventTimeTrigger)
+        // The final table fires at the final watermark: the end of the input.
+        .trigger(ResultTrigger(emit))
         .aggregate(Average)
-        .map(|(category, _, avg): (u64, TimeWindow, u64)| format!("{category},{avg}"))
+        .map(|(category, _, avg): (u64, TimeWindow, u64)| {
+            (category, vec![format!("{category},{avg}")])
+        });
+    emit_rows(&rows, emit)
+}
+
+/// The query's result lines.
+pub fn build(env: &StreamExecutionEnvironment, input: &NexmarkInput) -> DataStream<String> {
+    build_as(env, input, Emit::FinalTable)
 }

@@ -6,13 +6,15 @@
 //! The winning bids are q4's. The OVER window orders a seller's auctions by their winning
 //! bid's time, and an auction that closes later may have won earlier, so a row's average is
 //! final only when the input has ended: like q4 this is the final table, emitted then (ties in
-//! time are ordered by auction id).
+//! time are ordered by auction id), or an update stream (see `updates`) that changes a
+//! seller's rows whenever one of its auctions closes.
 
 use serde::{Deserialize, Serialize};
 
 use crate::api::{DataStream, StreamExecutionEnvironment};
 use crate::jobs::nexmark::input::NexmarkInput;
 use crate::jobs::nexmark::model::{Auction, Bid};
+use crate::jobs::nexmark::queries::updates::{Emit, emit_rows};
 use crate::jobs::nexmark::queries::winning_bids::winning_bids;
 use crate::operators::keyed_process_function::{KeyedProcessFunction, ProcessContext};
 use crate::types::{MAX_WATERMARK, Timestamp};
@@ -40,17 +42,25 @@ pub fn running_averages(sales: &[Sale]) -> impl Iterator<Item = u64> + '_ {
     })
 }
 
+/// A seller's rows: one line per sale.
+fn rows(seller: u64, sales: &[Sale]) -> (u64, Vec<String>) {
+    let lines = running_averages(sales)
+        .map(|avg| format!("{seller},{avg}"))
+        .collect();
+    (seller, lines)
+}
+
 #[derive(Clone)]
-struct SellerAverages;
+struct SellerAverages(Emit);
 
 impl KeyedProcessFunction<u64, (Auction, Bid)> for SellerAverages {
     type State = Vec<Sale>;
-    type Out = String;
+    type Out = (u64, Vec<String>);
 
     fn process_element(
         &mut self,
         (a, b): (Auction, Bid),
-        ctx: &mut ProcessContext<'_, '_, u64, Vec<Sale>, String>,
+        ctx: &mut ProcessContext<'_, '_, u64, Vec<Sale>, (u64, Vec<String>)>,
     ) {
         let sale = Sale {
             time: b.date_time,
@@ -60,29 +70,43 @@ impl KeyedProcessFunction<u64, (Auction, Bid)> for SellerAverages {
         let sales = ctx.state().get_or_insert_with(Vec::new);
         let at = sales.partition_point(|s| *s < sale);
         sales.insert(at, sale);
-        ctx.timer_service().register_event_time_timer(MAX_WATERMARK);
+        match self.0 {
+            Emit::FinalTable => ctx.timer_service().register_event_time_timer(MAX_WATERMARK),
+            Emit::Updates => {
+                let rows = rows(a.seller, sales);
+                ctx.collect(rows);
+            }
+        }
     }
 
     fn on_timer(
         &mut self,
         _t: Timestamp,
-        ctx: &mut ProcessContext<'_, '_, u64, Vec<Sale>, String>,
+        ctx: &mut ProcessContext<'_, '_, u64, Vec<Sale>, (u64, Vec<String>)>,
     ) {
         let seller = *ctx.key();
         let sales = ctx.state().value().cloned().unwrap_or_default();
         ctx.state().clear();
-        for avg in running_averages(&sales) {
-            ctx.collect(format!("{seller},{avg}"));
-        }
+        ctx.collect(rows(seller, &sales));
     }
+}
+
+/// The query's result lines, as `emit` says.
+pub fn build_as(
+    env: &StreamExecutionEnvironment,
+    input: &NexmarkInput,
+    emit: Emit,
+) -> DataStream<String> {
+    let rows = winning_bids(env, input)
+        .key_by(|(a, _): &(Auction, Bid)| a.seller)
+        .process_function(SellerAverages(emit))
+        .name("Average price of a seller's last auctions");
+    emit_rows(&rows, emit)
 }
 
 /// The query's result lines.
 pub fn build(env: &StreamExecutionEnvironment, input: &NexmarkInput) -> DataStream<String> {
-    winning_bids(env, input)
-        .key_by(|(a, _): &(Auction, Bid)| a.seller)
-        .process_function(SellerAverages)
-        .name("Average price of a seller's last auctions")
+    build_as(env, input, Emit::FinalTable)
 }
 
 #[cfg(test)]
