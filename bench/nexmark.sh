@@ -55,7 +55,7 @@ for q in "${queries[@]}"; do
   flink=""; src=""
   if [ "${FLINK:-0}" = 1 ]; then
     "$T/venv/bin/python" "$harness/flink/run_flink.py" "$q" "$data" "$out/flink-$q" --parallelism "$P" >/dev/null
-    flink=$("$T/venv/bin/python" -c "import json; print(json.load(open('$out/flink-$q/stats.json'))['net_s'])")
+    flink=$("$T/venv/bin/python" -c "import json; print(json.load(open('$out/flink-$q/stats.json'))['net_runtime_s'])")
   elif [ "$EVENTS" = 10000000 ] && [ -n "${flink_issue[$q]:-}" ]; then
     flink=${flink_issue[$q]}; src=" (issue)"
   fi

@@ -25,6 +25,7 @@ use crate::graph::render;
 use crate::graph::stream_graph::{NodeKind, StreamGraph};
 use crate::runtime::factory::{NodeFactory, SourceFactory};
 use crate::runtime::type_ops::{TypeOps, type_ops};
+use crate::types::AlignmentGroup;
 use crate::types::metrics::JobProgress;
 use crate::types::{Data, NodeId, Partitioning, RuntimeMode};
 
@@ -45,6 +46,8 @@ pub(crate) struct EnvState {
     pub(crate) progress: Arc<JobProgress>,
     /// Streams split off an operator's output: (main stream's node, side output tag) → the
     /// side stream's node and record type.
+    /// Watermark alignment groups by name (`WatermarkStrategy::with_watermark_alignment`).
+    pub(crate) alignment_groups: std::collections::HashMap<String, Arc<AlignmentGroup>>,
     pub(crate) side_outputs:
         std::collections::HashMap<(NodeId, String), (NodeId, std::any::TypeId)>,
     /// Nodes that only unpack another node's output (a window's results and late records):
@@ -100,6 +103,7 @@ impl StreamExecutionEnvironment {
                 collect_slots: Vec::new(),
                 progress: Arc::new(JobProgress::default()),
                 side_outputs: Default::default(),
+                alignment_groups: Default::default(),
                 unpacks: Default::default(),
             })),
         }
@@ -280,6 +284,14 @@ impl StreamExecutionEnvironment {
         strategy: crate::operators::WatermarkStrategy<T>,
     ) -> DataStream<T> {
         let name = format!("{} [timestamps/watermarks per split]", source.name());
+        let strategy = strategy.bind_alignment(|group, max_drift| {
+            self.state
+                .borrow_mut()
+                .alignment_groups
+                .entry(group.to_string())
+                .or_insert_with(|| AlignmentGroup::new(group, max_drift))
+                .clone()
+        });
         let factory =
             NodeFactory::Source(Arc::new(SourceFactory(Arc::new(source), Some(strategy))));
         let id = self.add_node(name, NodeKind::Source, factory, type_ops::<T>());

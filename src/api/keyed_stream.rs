@@ -379,9 +379,64 @@ where
         O: Data,
         F: FnMut(&K, &T, &U) -> O + Clone + Send + Sync + 'static,
     {
+        self.join_as(other, f, false)
+    }
+
+    /// The inner join of [`KeyedStream::join`] where `other`'s key is unique: each key comes
+    /// at most once on that side, like a table's primary key (an auction's id). A record of
+    /// this side is then kept only until its match arrives (none can follow it), so the state
+    /// holds `other` and this side's records still waiting, not every record of this side.
+    /// (If a key did come twice on `other`, records of this side matched by the first would
+    /// not be joined with the second.)
+    ///
+    /// ```
+    /// # use hummer::prelude::*;
+    /// let env = StreamExecutionEnvironment::local();
+    /// let orders = env.from_collection(vec![(1u32, 30u64), (1, 12), (3, 7)]);
+    /// let users = env.from_collection(vec![(1u32, "ann".to_string()), (2, "bob".into())]);
+    /// let out = orders
+    ///     .key_by(|o: &(u32, u64)| o.0)
+    ///     .join_with_unique(&users.key_by(|u: &(u32, String)| u.0), |_, o, u| (u.1.clone(), o.1))
+    ///     .collect();
+    /// let mut result = env.execute("join").unwrap();
+    /// let mut out = result.collected(&out).unwrap();
+    /// out.sort();
+    /// assert_eq!(out, vec![("ann".to_string(), 12), ("ann".to_string(), 30)]);
+    /// ```
+    pub fn join_with_unique<U, KU, O, F>(
+        &self,
+        other: &KeyedStream<U, K, KU>,
+        f: F,
+    ) -> DataStream<O>
+    where
+        U: Data,
+        KU: Fn(&U) -> K + Clone + Send + Sync + 'static,
+        O: Data,
+        F: FnMut(&K, &T, &U) -> O + Clone + Send + Sync + 'static,
+    {
+        self.join_as(other, f, true)
+    }
+
+    fn join_as<U, KU, O, F>(
+        &self,
+        other: &KeyedStream<U, K, KU>,
+        f: F,
+        unique_right: bool,
+    ) -> DataStream<O>
+    where
+        U: Data,
+        KU: Fn(&U) -> K + Clone + Send + Sync + 'static,
+        O: Data,
+        F: FnMut(&K, &T, &U) -> O + Clone + Send + Sync + 'static,
+    {
         let (kl, kr) = (self.key_of.clone(), other.key_of.clone());
         let factory = NodeFactory::TwoInput(Arc::new(TwoInputOperatorFactory::new(move |_| {
-            Ok(KeyedJoin::new(kl.clone(), kr.clone(), f.clone()))
+            let join = KeyedJoin::new(kl.clone(), kr.clone(), f.clone());
+            Ok(if unique_right {
+                join.with_unique_right()
+            } else {
+                join
+            })
         })));
         let env = &self.stream.env;
         let id = env.add_node(

@@ -1,4 +1,5 @@
-//! Keyed two-input join: an unbounded symmetric hash join on equal keys.
+//! Keyed two-input join: an unbounded symmetric hash join on equal keys (with a lighter form
+//! when one side's key is unique).
 
 use std::collections::HashMap;
 use std::marker::PhantomData;
@@ -22,6 +23,8 @@ pub struct KeyedJoin<L, R, K, O, KL, KR, F> {
     f: F,
     left: Table<K, L>,
     right: Table<K, R>,
+    /// The right side's key is unique: a left record is kept only until its match arrives.
+    unique_right: bool,
     _types: PhantomData<fn() -> O>,
 }
 
@@ -34,8 +37,16 @@ impl<L, R, K: Key, O, KL, KR, F> KeyedJoin<L, R, K, O, KL, KR, F> {
             f,
             left: HashMap::default(),
             right: HashMap::default(),
+            unique_right: false,
             _types: PhantomData,
         }
+    }
+
+    /// The right side's key is unique (each key at most once, a primary key): left records
+    /// that found their match are not stored, and waiting ones are dropped when it comes.
+    pub fn with_unique_right(mut self) -> Self {
+        self.unique_right = true;
+        self
     }
 }
 
@@ -60,6 +71,9 @@ where
                 for r in matches {
                     out.collect((self.f)(&key, &l, r));
                 }
+                if self.unique_right {
+                    continue; // no other right record can come for this key
+                }
             }
             self.left.entry(key).or_default().push(l);
         }
@@ -69,7 +83,12 @@ where
     fn process_batch2(&mut self, batch: &mut Vec<R>, out: &mut Collector<'_, O>) -> Result<()> {
         for r in batch.drain(..) {
             let key = (self.right_key)(&r);
-            if let Some(matches) = self.left.get(&key) {
+            let waiting = if self.unique_right {
+                self.left.remove(&key)
+            } else {
+                None
+            };
+            if let Some(matches) = waiting.as_ref().or_else(|| self.left.get(&key)) {
                 for l in matches {
                     out.collect((self.f)(&key, l, &r));
                 }
@@ -162,5 +181,43 @@ mod tests {
         got.sort();
         assert_eq!(got, vec![(10, 100), (30, 300)]);
         assert!(after.restore_state(b"garbage", 0..128).is_err());
+    }
+
+    proptest::proptest! {
+        /// With a unique right key, any interleaving of the two sides gives the regular
+        /// join's pairs, and no left record outlives the arrival of its match.
+        #[test]
+        fn a_unique_right_side_joins_like_the_regular_join(
+            lefts in proptest::collection::vec((0u32..8, 0u32..1000), 0..60),
+            rights in proptest::sample::subsequence((0u32..8).collect::<Vec<_>>(), 0..8),
+            order in proptest::collection::vec(proptest::bool::ANY, 0..70),
+        ) {
+            let rights: Vec<(u32, u32)> = rights.into_iter().map(|k| (k, 100 + k)).collect();
+            let (mut regular, mut unique) = (join(), join().with_unique_right());
+            let mut got = [Vec::new(), Vec::new()];
+            for (j, op) in [&mut regular, &mut unique].into_iter().enumerate() {
+                let mut out = Gather(Vec::new());
+                let (mut buf, mut stamps) = (Vec::new(), Vec::new());
+                let mut c = Collector::new(&mut buf, &mut stamps, &mut out, 64);
+                let (mut l, mut r) = (lefts.iter(), rights.iter());
+                for left_first in order.iter().chain(std::iter::repeat_n(&true, 130)) {
+                    match if *left_first { l.next().map(Ok) } else { r.next().map(Err) } {
+                        Some(Ok(x)) => op.process_batch1(&mut vec![*x], &mut c).unwrap(),
+                        Some(Err(x)) => op.process_batch2(&mut vec![*x], &mut c).unwrap(),
+                        None => {}
+                    }
+                }
+                for x in r {
+                    op.process_batch2(&mut vec![*x], &mut c).unwrap();
+                }
+                c.done().unwrap();
+                got[j] = out.0;
+                got[j].sort();
+            }
+            proptest::prop_assert_eq!(&got[0], &got[1]);
+            for key in unique.left.keys() {
+                proptest::prop_assert!(!unique.right.contains_key(key), "a matched left record was kept");
+            }
+        }
     }
 }

@@ -11,7 +11,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::types::{NO_TIMESTAMP, Timestamp, WatermarkStatus};
+use crate::types::{AlignmentGroup, NO_TIMESTAMP, Timestamp, WatermarkStatus};
 
 /// Where a [`WatermarkGenerator`] puts the watermarks it makes.
 #[derive(Debug, Default)]
@@ -95,6 +95,15 @@ pub struct WatermarkStrategy<T> {
     generator: GeneratorFactory<T>,
     assigner: Option<TimestampAssigner<T>>,
     idleness: Option<Duration>,
+    alignment: Option<Alignment>,
+}
+
+/// A strategy's watermark alignment: named by the user, bound to the job's group of that
+/// name by `from_source`.
+#[derive(Clone, Debug)]
+enum Alignment {
+    Named(String, Duration),
+    Bound(Arc<AlignmentGroup>),
 }
 
 impl<T> Clone for WatermarkStrategy<T> {
@@ -103,6 +112,7 @@ impl<T> Clone for WatermarkStrategy<T> {
             generator: self.generator.clone(),
             assigner: self.assigner.clone(),
             idleness: self.idleness,
+            alignment: self.alignment.clone(),
         }
     }
 }
@@ -127,6 +137,7 @@ impl<T: 'static> WatermarkStrategy<T> {
             generator: Arc::new(move || Box::new(make())),
             assigner: None,
             idleness: None,
+            alignment: None,
         }
     }
 
@@ -163,6 +174,41 @@ impl<T: 'static> WatermarkStrategy<T> {
     pub fn with_idleness(mut self, timeout: Duration) -> Self {
         self.idleness = Some(timeout);
         self
+    }
+
+    /// Aligns the watermarks of the sources (`from_source`) whose strategies name the group
+    /// `group`: a source subtask whose watermark is ahead of the group's slowest by more than
+    /// `max_drift` pauses until that one catches up (Flink's `withWatermarkAlignment`), so
+    /// sources that are joined advance together in event time and the join holds state for
+    /// the drift, not for the difference in their speeds. Idle and finished sources do not
+    /// hold the others back. (On `assign_timestamps_and_watermarks`, which reads no source,
+    /// it has no effect.)
+    pub fn with_watermark_alignment(
+        mut self,
+        group: impl Into<String>,
+        max_drift: Duration,
+    ) -> Self {
+        self.alignment = Some(Alignment::Named(group.into(), max_drift));
+        self
+    }
+
+    /// Binds a named alignment to the group `resolve(name, max_drift)` gives (the job's).
+    pub(crate) fn bind_alignment(
+        mut self,
+        resolve: impl FnOnce(&str, Duration) -> Arc<AlignmentGroup>,
+    ) -> Self {
+        if let Some(Alignment::Named(name, drift)) = &self.alignment {
+            self.alignment = Some(Alignment::Bound(resolve(name, *drift)));
+        }
+        self
+    }
+
+    /// The alignment group a source with this strategy joins, once bound.
+    pub fn alignment_group(&self) -> Option<&Arc<AlignmentGroup>> {
+        match &self.alignment {
+            Some(Alignment::Bound(group)) => Some(group),
+            _ => None,
+        }
     }
 
     /// The idleness timeout, if any.

@@ -10,7 +10,7 @@ use crate::error::Result;
 use crate::operators::WatermarkStrategy;
 use crate::operators::watermark_strategy::WatermarkTracker;
 use crate::state::task_state::{RestoredState, SourceSplit};
-use crate::types::{MAX_WATERMARK, NO_TIMESTAMP, Timestamp};
+use crate::types::{AlignmentMember, MAX_WATERMARK, NO_TIMESTAMP, Timestamp};
 
 struct Split<T> {
     subtask: usize,
@@ -65,6 +65,10 @@ impl<T> Split<T> {
 pub(crate) struct SourceSplits<T> {
     splits: Vec<Split<T>>,
     current: usize,
+    /// The subtask's place in its strategy's watermark alignment group, if it has one.
+    alignment: Option<AlignmentMember>,
+    /// The largest timestamp the splits have given a record (for the alignment).
+    progress: Option<Timestamp>,
 }
 
 impl<T: 'static> SourceSplits<T> {
@@ -111,7 +115,14 @@ impl<T: 'static> SourceSplits<T> {
                 }
             }
         }
-        Ok(SourceSplits { splits, current: 0 })
+        Ok(SourceSplits {
+            splits,
+            current: 0,
+            alignment: strategy
+                .and_then(WatermarkStrategy::alignment_group)
+                .map(|group| group.join()),
+            progress: None,
+        })
     }
 }
 
@@ -135,6 +146,19 @@ impl<T> SourceSplits<T> {
     /// `stamps`, when the splits have a watermark strategy); the next poll starts at the next
     /// split, so a subtask reading several advances them together.
     pub(crate) fn poll_next(
+        &mut self,
+        out: &mut Vec<T>,
+        stamps: &mut Vec<Timestamp>,
+        max: usize,
+    ) -> Result<SourceStatus> {
+        let status = self.poll_splits(out, stamps, max);
+        if let (Some(_), Some(&max)) = (&self.alignment, stamps.iter().max()) {
+            self.progress = Some(self.progress.map_or(max, |p| p.max(max)));
+        }
+        status
+    }
+
+    fn poll_splits(
         &mut self,
         out: &mut Vec<T>,
         stamps: &mut Vec<Timestamp>,
@@ -199,6 +223,25 @@ impl<T> SourceSplits<T> {
     pub(crate) fn is_idle(&self) -> bool {
         let mut open = self.splits.iter().filter(|s| !s.finished).peekable();
         open.peek().is_some() && open.all(|s| s.is_idle())
+    }
+
+    /// Publishes the subtask's watermark to its alignment group (`None` while it has none or
+    /// is idle); `finished`: it has read everything and holds nobody back any more.
+    pub(crate) fn publish_alignment(&mut self, watermark: Option<Timestamp>, finished: bool) {
+        if finished {
+            self.alignment = None;
+        } else if let Some(member) = &mut self.alignment {
+            member.publish(watermark);
+        }
+    }
+
+    /// Whether the subtask must not read now: it is ahead of its alignment group by more than
+    /// the maximum drift.
+    #[inline]
+    pub(crate) fn must_pause(&self) -> bool {
+        self.alignment
+            .as_ref()
+            .is_some_and(|member| member.must_pause(self.progress))
     }
 
     /// The positions of every split, or `None` if one of them cannot be replayed.

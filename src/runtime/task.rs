@@ -426,6 +426,9 @@ fn after_poll(
     Ok(())
 }
 
+/// How long a source paused by watermark alignment parks before it looks again.
+const ALIGNMENT_PAUSE: Duration = Duration::from_millis(2);
+
 /// A chain headed by a source.
 pub(crate) struct SourceTask<T> {
     pub(crate) ctx: OperatorContext,
@@ -489,6 +492,17 @@ impl<T: Send + 'static> TaskBody for SourceTask<T> {
                 }
                 head.processing_time(now)
             })?;
+            if splits.must_pause() {
+                // Its own watermark may have advanced since it paused (periodic emission).
+                let (watermark, idle) =
+                    guarded(&ctx, || Ok((splits.watermark(), splits.is_idle())))?;
+                splits.publish_alignment(watermark.filter(|_| !idle), false);
+            }
+            if splits.must_pause() {
+                // Ahead of its watermark alignment group: wait for the slowest to catch up.
+                idle(rt, || head.flush(), &mut timer, ALIGNMENT_PAUSE)?;
+                continue;
+            }
             let status = guarded(&ctx, || {
                 splits.poll_next(&mut buf, &mut stamps, ctx.batch_size)
             })?;
@@ -504,10 +518,14 @@ impl<T: Send + 'static> TaskBody for SourceTask<T> {
             // The source's watermark and status go through a valve of one channel, like a
             // task's from its inputs; the end of a bounded input is the final watermark.
             let change = match status {
-                SourceStatus::Finished => valve.on_end(0),
+                SourceStatus::Finished => {
+                    splits.publish_alignment(None, true);
+                    valve.on_end(0)
+                }
                 _ => {
                     let (watermark, idle) =
                         guarded(&ctx, || Ok((splits.watermark(), splits.is_idle())))?;
+                    splits.publish_alignment(watermark.filter(|_| !idle), false);
                     let status = if idle {
                         WatermarkStatus::Idle
                     } else {

@@ -21,6 +21,7 @@ mod mode;
 mod partitioning;
 mod time;
 mod waker;
+mod watermark_alignment;
 
 pub use cancel::CancelToken;
 pub use clock::{Clock, ManualClock, ProcessingTimeService, SystemClock};
@@ -31,3 +32,4 @@ pub use mode::RuntimeMode;
 pub use partitioning::{BatchRouter, Partitioning};
 pub use time::{MAX_WATERMARK, MIN_WATERMARK, NO_TIMESTAMP, Timestamp, WatermarkStatus};
 pub use waker::{PARK_SAFETY_TIMEOUT, TaskWaker};
+pub use watermark_alignment::{AlignmentGroup, AlignmentMember};

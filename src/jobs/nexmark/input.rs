@@ -16,6 +16,12 @@ use crate::operators::WatermarkStrategy;
 /// dateTime AS dateTime - INTERVAL '4' SECOND`).
 pub const WATERMARK_DELAY: Duration = Duration::from_secs(4);
 
+/// How far in event time one table's source may run ahead of the others: the tables are
+/// separate sources (as in the harness's Flink SQL), and a query that joins two of them holds
+/// the faster one's rows until the slower one's watermark passes them. Aligned, the tables
+/// advance together, and that state stays some seconds of events.
+pub const MAX_TABLE_DRIFT: Duration = Duration::from_secs(10);
+
 /// The source of a query's tables.
 #[derive(Clone, Debug)]
 pub enum NexmarkInput {
@@ -51,7 +57,8 @@ impl CsvTable for Bid {
 impl NexmarkInput {
     fn table<T: CsvTable>(&self, env: &StreamExecutionEnvironment) -> DataStream<T> {
         let strategy = WatermarkStrategy::for_bounded_out_of_orderness(WATERMARK_DELAY)
-            .with_timestamp_assigner(|row: &T, _| row.time());
+            .with_timestamp_assigner(|row: &T, _| row.time())
+            .with_watermark_alignment("nexmark tables", MAX_TABLE_DRIFT);
         match self {
             NexmarkInput::Generator { events, rate } => {
                 env.from_source(NexmarkSource::<T>::new(*events, *rate), strategy)

@@ -9,14 +9,18 @@ use crate::jobs::nexmark::model::{Auction, Bid};
 
 /// The query's result lines.
 pub fn build(env: &StreamExecutionEnvironment, input: &NexmarkInput) -> DataStream<String> {
+    // An auction's id is its primary key: a bid is kept only until its auction arrives.
+    // Auctions of other categories come as a bare id, so their bids are dropped rather than
+    // kept waiting for an auction that passed the filter.
     let auctions = input
         .auctions(env)
-        .filter(|a: &Auction| a.category == 10)
-        .key_by(|a: &Auction| a.id);
+        .map(|a: Auction| (a.id, (a.category == 10).then_some(a)))
+        .key_by(|a: &(u64, Option<Auction>)| a.0);
     input
         .bids(env)
         .key_by(|b: &Bid| b.auction)
-        .join(&auctions, |_: &u64, b: &Bid, a: &Auction| {
+        .join_with_unique(&auctions, |_: &u64, b: &Bid, a: &(u64, Option<Auction>)| {
+            let a = a.1.as_ref()?;
             let mut line = format!("{},{},{},", b.auction, b.bidder, b.price);
             format::string(&mut line, &b.channel);
             line.push(',');
@@ -35,6 +39,7 @@ pub fn build(env: &StreamExecutionEnvironment, input: &NexmarkInput) -> DataStre
             format::timestamp(&mut line, a.expires);
             line.push_str(&format!(",{},{},", a.seller, a.category));
             format::string(&mut line, &a.extra);
-            line
+            Some(line)
         })
+        .flat_map(|line: Option<String>| line)
 }

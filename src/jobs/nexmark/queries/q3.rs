@@ -10,22 +10,27 @@ use crate::jobs::nexmark::model::{Auction, Person};
 
 /// The query's result lines.
 pub fn build(env: &StreamExecutionEnvironment, input: &NexmarkInput) -> DataStream<String> {
+    // Only the columns the result needs are joined (and kept as the join's state): the
+    // person's name, city and state, the auction's id.
     let auctions = input
         .auctions(env)
         .filter(|a: &Auction| a.category == 10)
-        .key_by(|a: &Auction| a.seller);
+        .map(|a: Auction| (a.seller, a.id))
+        .key_by(|a: &(u64, u64)| a.0);
     input
         .persons(env)
         .filter(|p: &Person| matches!(p.state.as_str(), "OR" | "ID" | "CA"))
-        .key_by(|p: &Person| p.id)
-        .join(&auctions, |_: &u64, p: &Person, a: &Auction| {
+        .map(|p: Person| {
             let mut line = String::new();
             format::string(&mut line, &p.name);
             line.push(',');
             format::string(&mut line, &p.city);
             line.push(',');
             format::string(&mut line, &p.state);
-            line.push_str(&format!(",{}", a.id));
-            line
+            (p.id, line)
+        })
+        .key_by(|p: &(u64, String)| p.0)
+        .join(&auctions, |_: &u64, p: &(u64, String), a: &(u64, u64)| {
+            format!("{},{}", p.1, a.1)
         })
 }
