@@ -220,8 +220,9 @@ fn taskmanagers_in_two_namespaces_exchange_data_on_the_chosen_network() {
     assert_eq!(common::read_counts(Path::new(&out("net2"))), expected);
     let (net1_after, net2_after) = hosts.traffic();
     let (net1, net2) = (net1_after - net1_before, net2_after - net2_before);
+    // About half of the 20,000 lines' words cross between the TaskManagers (some 600 KB).
     assert!(
-        net2 > 1_000_000,
+        net2 > 250_000,
         "the shuffle moved only {net2} bytes over network 2"
     );
     assert!(
