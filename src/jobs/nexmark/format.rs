@@ -22,6 +22,20 @@ pub fn string(out: &mut String, s: &str) {
     }
 }
 
+/// A bid's seven columns (`auction, bidder, price, channel, url, dateTime, extra`): the row of
+/// every query that outputs whole bids.
+pub fn bid_row(b: &crate::jobs::nexmark::model::Bid) -> String {
+    let mut line = format!("{},{},{},", b.auction, b.bidder, b.price);
+    string(&mut line, &b.channel);
+    line.push(',');
+    string(&mut line, &b.url);
+    line.push(',');
+    timestamp(&mut line, b.date_time);
+    line.push(',');
+    string(&mut line, &b.extra);
+    line
+}
+
 /// Appends a timestamp (epoch milliseconds) as `YYYY-MM-DD HH:MM:SS.sss` in UTC.
 ///
 /// ```

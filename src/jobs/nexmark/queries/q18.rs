@@ -15,21 +15,6 @@ fn later(a: &Bid, b: &Bid) -> bool {
         > (b.date_time, b.price, std::cmp::Reverse(&b.extra))
 }
 
-/// A result line.
-fn line(b: &Bid) -> String {
-    {
-        let mut line = format!("{},{},{},", b.auction, b.bidder, b.price);
-        format::string(&mut line, &b.channel);
-        line.push(',');
-        format::string(&mut line, &b.url);
-        line.push(',');
-        format::timestamp(&mut line, b.date_time);
-        line.push(',');
-        format::string(&mut line, &b.extra);
-        line
-    }
-}
-
 /// The query's result lines, as `emit` says.
 pub fn build_as(
     env: &StreamExecutionEnvironment,
@@ -42,12 +27,12 @@ pub fn build_as(
             .transform("Last bid per bidder and auction", |_| {
                 Ok(BestPerKey::new(|b: &Bid| (b.bidder, b.auction), later))
             })
-            .map(|b: Bid| line(&b)),
+            .map(|b: Bid| format::bid_row(&b)),
         Emit::Updates => {
             let rows = bids
                 .reduce(|kept: Bid, b: Bid| if later(&b, &kept) { b } else { kept })
                 .name("Last bid per bidder and auction")
-                .map(|b: Bid| ((b.bidder, b.auction), vec![line(&b)]));
+                .map(|b: Bid| ((b.bidder, b.auction), vec![format::bid_row(&b)]));
             emit_rows(&rows, emit)
         }
     }

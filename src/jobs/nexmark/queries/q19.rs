@@ -64,14 +64,7 @@ pub fn build_as(
              out: &mut Collector<'_, (u64, Vec<String>)>| {
                 let mut lines = Vec::with_capacity(top.len());
                 for (rank, b) in top.iter().enumerate() {
-                    let mut line = format!("{},{},{},", b.auction, b.bidder, b.price);
-                    format::string(&mut line, &b.channel);
-                    line.push(',');
-                    format::string(&mut line, &b.url);
-                    line.push(',');
-                    format::timestamp(&mut line, b.date_time);
-                    line.push(',');
-                    format::string(&mut line, &b.extra);
+                    let mut line = format::bid_row(b);
                     line.push_str(&format!(",{}", rank + 1));
                     lines.push(line);
                 }

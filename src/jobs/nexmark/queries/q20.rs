@@ -21,14 +21,7 @@ pub fn build(env: &StreamExecutionEnvironment, input: &NexmarkInput) -> DataStre
         .key_by(|b: &Bid| b.auction)
         .join_with_unique(&auctions, |_: &u64, b: &Bid, a: &(u64, Option<Auction>)| {
             let a = a.1.as_ref()?;
-            let mut line = format!("{},{},{},", b.auction, b.bidder, b.price);
-            format::string(&mut line, &b.channel);
-            line.push(',');
-            format::string(&mut line, &b.url);
-            line.push(',');
-            format::timestamp(&mut line, b.date_time);
-            line.push(',');
-            format::string(&mut line, &b.extra);
+            let mut line = format::bid_row(b);
             line.push(',');
             format::string(&mut line, &a.item_name);
             line.push(',');
