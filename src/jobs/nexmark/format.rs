@@ -36,6 +36,19 @@ pub fn bid_row(b: &crate::jobs::nexmark::model::Bid) -> String {
     line
 }
 
+/// `key, count, start, end` of a count per key and window (q11's sessions, q12's windows).
+pub fn count_in_window(
+    key: u64,
+    count: u64,
+    window: &crate::operators::window::TimeWindow,
+) -> String {
+    let mut line = format!("{key},{count},");
+    timestamp(&mut line, window.start);
+    line.push(',');
+    timestamp(&mut line, window.end);
+    line
+}
+
 /// Appends a timestamp (epoch milliseconds) as `YYYY-MM-DD HH:MM:SS.sss` in UTC.
 ///
 /// ```

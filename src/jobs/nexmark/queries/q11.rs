@@ -18,11 +18,5 @@ pub fn build(env: &StreamExecutionEnvironment, input: &NexmarkInput) -> DataStre
         .window(EventTimeSessionWindows::with_gap(Duration::from_secs(10)))
         .aggregate(CountAggregate)
         .name("Bids per session")
-        .map(|(bidder, w, n): (u64, TimeWindow, u64)| {
-            let mut line = format!("{bidder},{n},");
-            format::timestamp(&mut line, w.start);
-            line.push(',');
-            format::timestamp(&mut line, w.end);
-            line
-        })
+        .map(|(bidder, w, n): (u64, TimeWindow, u64)| format::count_in_window(bidder, n, &w))
 }

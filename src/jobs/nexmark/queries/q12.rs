@@ -24,11 +24,5 @@ pub fn build(env: &StreamExecutionEnvironment, input: &NexmarkInput) -> DataStre
         .window(TumblingProcessingTimeWindows::of(WINDOW))
         .aggregate(CountAggregate)
         .name("Bids per bidder and processing-time window")
-        .map(|(bidder, w, n): (u64, TimeWindow, u64)| {
-            let mut line = format!("{bidder},{n},");
-            format::timestamp(&mut line, w.start);
-            line.push(',');
-            format::timestamp(&mut line, w.end);
-            line
-        })
+        .map(|(bidder, w, n): (u64, TimeWindow, u64)| format::count_in_window(bidder, n, &w))
 }
