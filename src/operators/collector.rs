@@ -258,9 +258,48 @@ pub(crate) fn collect_into<T: Send>(
     into: &mut Vec<T>,
     f: impl FnOnce(&mut Collector<'_, T>) -> Result<()>,
 ) -> Result<()> {
-    let mut sink = VecOutput(std::mem::take(into));
-    let (mut buf, mut stamps) = (Vec::new(), Vec::new());
-    Collector::run(&mut buf, &mut stamps, &mut sink, usize::MAX, f)?;
-    *into = sink.0;
+    let mut gather = Gather {
+        records: std::mem::take(into),
+        buf: Vec::new(),
+        stamps: Vec::new(),
+    };
+    gather.run(f)?;
+    *into = gather.records;
     Ok(())
+}
+
+/// Buffers kept between calls of [`Gather::run`], so that taking back what a function
+/// collects allocates nothing once they have grown (a window operator fires once per key
+/// and window: several times per record for sliding windows).
+pub(crate) struct Gather<T> {
+    records: Vec<T>,
+    buf: Vec<T>,
+    stamps: Vec<Timestamp>,
+}
+
+impl<T: Send> Gather<T> {
+    pub(crate) fn new() -> Self {
+        Gather {
+            records: Vec::new(),
+            buf: Vec::new(),
+            stamps: Vec::new(),
+        }
+    }
+
+    /// Runs `f` with a collector; the records it collected are appended to the buffer
+    /// that [`Gather::records`] gives (clear it before the next run).
+    pub(crate) fn run(
+        &mut self,
+        f: impl FnOnce(&mut Collector<'_, T>) -> Result<()>,
+    ) -> Result<()> {
+        let mut sink = VecOutput(std::mem::take(&mut self.records));
+        let result = Collector::run(&mut self.buf, &mut self.stamps, &mut sink, usize::MAX, f);
+        self.records = sink.0;
+        result
+    }
+
+    /// What the runs since it was last cleared collected.
+    pub(crate) fn records(&mut self) -> &mut Vec<T> {
+        &mut self.records
+    }
 }

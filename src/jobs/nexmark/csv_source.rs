@@ -9,7 +9,6 @@
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Seek, SeekFrom};
-use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
 
 use crate::connectors::{Source, SourceContext, SourceReader, SourceStatus};
@@ -19,16 +18,16 @@ use crate::types::{MIN_WATERMARK, Timestamp};
 
 /// A table that can be read from CSV rows.
 pub trait CsvTable: Table {
-    /// Parses one row; `Err` says what is wrong with it.
-    fn parse(line: &str) -> std::result::Result<Self, String>;
+    /// Parses one row, only `columns` of its text columns; `Err` says what is wrong with it.
+    fn parse(line: &str, columns: Self::Columns) -> std::result::Result<Self, String>;
 }
 
 /// One table's part files.
-pub struct CsvTableSource<T> {
+pub struct CsvTableSource<T: CsvTable> {
     dir: PathBuf,
     /// How far behind a file's largest event time its watermark trails.
     delay_ms: i64,
-    _table: PhantomData<fn() -> T>,
+    columns: T::Columns,
 }
 
 impl<T: CsvTable> CsvTableSource<T> {
@@ -37,8 +36,14 @@ impl<T: CsvTable> CsvTableSource<T> {
         CsvTableSource {
             dir: dir.into(),
             delay_ms,
-            _table: PhantomData,
+            columns: T::ALL_COLUMNS,
         }
+    }
+
+    /// Only these columns (the others left empty).
+    pub fn with_columns(mut self, columns: T::Columns) -> Self {
+        self.columns = columns;
+        self
     }
 
     fn files(&self) -> Result<Vec<PathBuf>> {
@@ -69,12 +74,12 @@ struct PartFile {
     done: bool,
 }
 
-struct CsvTableReader<T> {
+struct CsvTableReader<T: CsvTable> {
     files: Vec<PartFile>,
     next: usize,
     delay_ms: i64,
     buf: String,
-    _table: PhantomData<fn() -> T>,
+    columns: T::Columns,
 }
 
 impl<T: CsvTable> Source<T> for CsvTableSource<T> {
@@ -115,7 +120,7 @@ impl<T: CsvTable> Source<T> for CsvTableSource<T> {
             next: 0,
             delay_ms: self.delay_ms,
             buf: String::new(),
-            _table: PhantomData,
+            columns: self.columns,
         }))
     }
 }
@@ -151,7 +156,7 @@ impl<T: CsvTable> SourceReader<T> for CsvTableReader<T> {
                 if line.is_empty() {
                     continue;
                 }
-                let row = T::parse(line).map_err(|why| HummerError::BadInput {
+                let row = T::parse(line, self.columns).map_err(|why| HummerError::BadInput {
                     input: format!("{} line {}", f.path.display(), f.line),
                     reason: why,
                 })?;

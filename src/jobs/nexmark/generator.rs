@@ -17,7 +17,7 @@ use nexmark::event::{Event, EventType};
 
 use crate::connectors::{Source, SourceContext, SourceReader, SourceStatus};
 use crate::error::{HummerError, Result};
-use crate::jobs::nexmark::model::{Auction, Bid, Person};
+use crate::jobs::nexmark::model::{Auction, Bid, BidColumns, Person};
 
 /// The harness's base time: 2023-01-01 00:00:00.000 UTC.
 pub const BASE_TIME: u64 = 1_672_531_200_000;
@@ -54,6 +54,12 @@ pub trait Table: crate::types::Data {
     fn rows_in(events: u64) -> u64;
     /// The row's event time.
     fn time(&self) -> crate::types::Timestamp;
+    /// Which of the table's columns a query reads (see [`BidColumns`]).
+    type Columns: Copy + Send + Sync + std::fmt::Debug + 'static;
+    /// Every column.
+    const ALL_COLUMNS: Self::Columns;
+    /// Empties the columns that `columns` leaves out.
+    fn prune(&mut self, columns: Self::Columns);
 }
 
 fn share(events: u64, before: u64, own: u64) -> u64 {
@@ -62,6 +68,9 @@ fn share(events: u64, before: u64, own: u64) -> u64 {
 }
 
 impl Table for Person {
+    type Columns = ();
+    const ALL_COLUMNS: () = ();
+    fn prune(&mut self, _: ()) {}
     const TYPE: EventType = EventType::Person;
     const NAME: &'static str = "persons";
     fn from_event(event: Event) -> Option<Self> {
@@ -79,6 +88,9 @@ impl Table for Person {
 }
 
 impl Table for Auction {
+    type Columns = ();
+    const ALL_COLUMNS: () = ();
+    fn prune(&mut self, _: ()) {}
     const TYPE: EventType = EventType::Auction;
     const NAME: &'static str = "auctions";
     fn from_event(event: Event) -> Option<Self> {
@@ -96,6 +108,11 @@ impl Table for Auction {
 }
 
 impl Table for Bid {
+    type Columns = BidColumns;
+    const ALL_COLUMNS: BidColumns = BidColumns::ALL;
+    fn prune(&mut self, columns: BidColumns) {
+        Bid::prune(self, columns)
+    }
     const TYPE: EventType = EventType::Bid;
     const NAME: &'static str = "bids";
     fn from_event(event: Event) -> Option<Self> {
@@ -113,10 +130,11 @@ impl Table for Bid {
 }
 
 /// One Nexmark table generated in the job.
-pub struct NexmarkSource<T> {
+pub struct NexmarkSource<T: Table> {
     events: u64,
     /// Events per second over all tables (`None`: as fast as possible).
     rate: Option<f64>,
+    columns: T::Columns,
     _table: PhantomData<fn() -> T>,
 }
 
@@ -126,12 +144,19 @@ impl<T: Table> NexmarkSource<T> {
         NexmarkSource {
             events,
             rate,
+            columns: T::ALL_COLUMNS,
             _table: PhantomData,
         }
     }
+
+    /// Only these columns (the others left empty).
+    pub fn with_columns(mut self, columns: T::Columns) -> Self {
+        self.columns = columns;
+        self
+    }
 }
 
-struct NexmarkReader<T> {
+struct NexmarkReader<T: Table> {
     generator: EventGenerator,
     /// Next row (of this table) this reader generates.
     next: u64,
@@ -141,7 +166,7 @@ struct NexmarkReader<T> {
     rate: Option<f64>,
     started: Instant,
     emitted: u64,
-    _table: PhantomData<fn() -> T>,
+    columns: T::Columns,
 }
 
 impl<T: Table> Source<T> for NexmarkSource<T> {
@@ -180,7 +205,7 @@ impl<T: Table> Source<T> for NexmarkSource<T> {
             rate,
             started: Instant::now(),
             emitted: 0,
-            _table: PhantomData,
+            columns: self.columns,
         }))
     }
 }
@@ -197,7 +222,8 @@ impl<T: Table> SourceReader<T> for NexmarkReader<T> {
         }
         let mut n = 0;
         while n < budget && self.next < self.end {
-            if let Some(row) = self.generator.next().and_then(T::from_event) {
+            if let Some(mut row) = self.generator.next().and_then(T::from_event) {
+                row.prune(self.columns);
                 out.push(row);
             }
             self.next += self.step;

@@ -9,7 +9,7 @@ use crate::api::{DataStream, StreamExecutionEnvironment};
 use crate::jobs::nexmark::csv;
 use crate::jobs::nexmark::csv_source::{CsvTable, CsvTableSource};
 use crate::jobs::nexmark::generator::NexmarkSource;
-use crate::jobs::nexmark::model::{Auction, Bid, Person};
+use crate::jobs::nexmark::model::{Auction, Bid, BidColumns, Person};
 use crate::operators::WatermarkStrategy;
 
 /// How far behind the largest event time the watermark trails (the queries' `WATERMARK FOR
@@ -37,34 +37,40 @@ pub enum NexmarkInput {
 }
 
 impl CsvTable for Person {
-    fn parse(line: &str) -> Result<Self, String> {
+    fn parse(line: &str, _: ()) -> Result<Self, String> {
         csv::person(line)
     }
 }
 
 impl CsvTable for Auction {
-    fn parse(line: &str) -> Result<Self, String> {
+    fn parse(line: &str, _: ()) -> Result<Self, String> {
         csv::auction(line)
     }
 }
 
 impl CsvTable for Bid {
-    fn parse(line: &str) -> Result<Self, String> {
-        csv::bid(line)
+    fn parse(line: &str, columns: BidColumns) -> Result<Self, String> {
+        csv::bid(line, columns)
     }
 }
 
 impl NexmarkInput {
-    fn table<T: CsvTable>(&self, env: &StreamExecutionEnvironment) -> DataStream<T> {
+    fn table<T: CsvTable>(
+        &self,
+        env: &StreamExecutionEnvironment,
+        columns: T::Columns,
+    ) -> DataStream<T> {
         let strategy = WatermarkStrategy::for_bounded_out_of_orderness(WATERMARK_DELAY)
             .with_timestamp_assigner(|row: &T, _| row.time())
             .with_watermark_alignment("nexmark tables", MAX_TABLE_DRIFT);
         match self {
-            NexmarkInput::Generator { events, rate } => {
-                env.from_source(NexmarkSource::<T>::new(*events, *rate), strategy)
-            }
+            NexmarkInput::Generator { events, rate } => env.from_source(
+                NexmarkSource::<T>::new(*events, *rate).with_columns(columns),
+                strategy,
+            ),
             NexmarkInput::Csv(dir) => env.from_source(
-                CsvTableSource::<T>::new(dir.join(T::NAME), WATERMARK_DELAY.as_millis() as i64),
+                CsvTableSource::<T>::new(dir.join(T::NAME), WATERMARK_DELAY.as_millis() as i64)
+                    .with_columns(columns),
                 strategy,
             ),
         }
@@ -72,16 +78,25 @@ impl NexmarkInput {
 
     /// The `person` table.
     pub fn persons(&self, env: &StreamExecutionEnvironment) -> DataStream<Person> {
-        self.table(env)
+        self.table(env, ())
     }
 
     /// The `auction` table.
     pub fn auctions(&self, env: &StreamExecutionEnvironment) -> DataStream<Auction> {
-        self.table(env)
+        self.table(env, ())
     }
 
-    /// The `bid` table.
+    /// The `bid` table, every column.
     pub fn bids(&self, env: &StreamExecutionEnvironment) -> DataStream<Bid> {
-        self.table(env)
+        self.table(env, BidColumns::ALL)
+    }
+
+    /// The `bid` table with only `columns` of its text columns (the others empty).
+    pub fn bids_with(
+        &self,
+        env: &StreamExecutionEnvironment,
+        columns: BidColumns,
+    ) -> DataStream<Bid> {
+        self.table(env, columns)
     }
 }

@@ -16,7 +16,7 @@ use std::sync::atomic::Ordering;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{HummerError, Result, internal};
-use crate::operators::collector::collect_into;
+use crate::operators::collector::Gather;
 use crate::operators::keyed_timers::{KeyedTimers, TimeDomain, TimerChange, TimerList};
 use crate::operators::window::functions::{WindowFunction, WindowOutput};
 use crate::operators::window::triggers::{Trigger, TriggerContext, TriggerResult};
@@ -62,7 +62,7 @@ impl<T, A: Clone> Clone for WindowSettings<T, A> {
 }
 
 /// Everything of the operator but the per-key windows, so both can be borrowed at once.
-struct Core<T, K, A, F> {
+struct Core<T, K, A, F: WindowFunction<K, T>> {
     settings: WindowSettings<T, A>,
     function: F,
     name: String,
@@ -70,6 +70,8 @@ struct Core<T, K, A, F> {
     watermark: OperatorWatermark,
     metrics: Arc<SubtaskMetrics>,
     requests: Vec<TimerChange>,
+    /// What the window function emits when a window fires, before it is wrapped.
+    fired: Gather<F::Out>,
 }
 
 /// Windows per key, a trigger, and a window function.
@@ -105,6 +107,7 @@ where
                 watermark: OperatorWatermark::default(),
                 metrics: ctx.metrics.clone(),
                 requests: Vec::new(),
+                fired: Gather::new(),
             },
             windows: HashMap::default(),
             assigned: Vec::new(),
@@ -279,12 +282,11 @@ where
         out: &mut Collector<'_, WindowOutput<F::Out, T>>,
     ) -> Result<()> {
         if result.fires() && entry.elements > 0 {
-            let mut results = Vec::new();
-            collect_into(&mut results, |c| {
-                self.function.emit(key, &entry.window, &entry.acc, c)
-            })?;
+            let function = &mut self.function;
+            self.fired
+                .run(|c| function.emit(key, &entry.window, &entry.acc, c))?;
             let at = entry.window.max_timestamp();
-            for r in results {
+            for r in self.fired.records().drain(..) {
                 out.collect_with_timestamp(WindowOutput::Result(r), at);
             }
         }

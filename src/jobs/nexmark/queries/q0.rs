@@ -3,16 +3,18 @@
 use crate::api::{DataStream, StreamExecutionEnvironment};
 use crate::jobs::nexmark::format;
 use crate::jobs::nexmark::input::NexmarkInput;
-use crate::jobs::nexmark::model::Bid;
+use crate::jobs::nexmark::model::{Bid, BidColumns};
 
 /// The query's result lines.
 pub fn build(env: &StreamExecutionEnvironment, input: &NexmarkInput) -> DataStream<String> {
-    input.bids(env).map(|b: Bid| {
-        let mut line = String::with_capacity(64 + b.extra.len());
-        line.push_str(&format!("{},{},{},", b.auction, b.bidder, b.price));
-        format::timestamp(&mut line, b.date_time);
-        line.push(',');
-        format::string(&mut line, &b.extra);
-        line
-    })
+    input
+        .bids_with(env, BidColumns::NUMBERS.with_extra())
+        .map(|b: Bid| {
+            let mut line = String::with_capacity(64 + b.extra.len());
+            line.push_str(&format!("{},{},{},", b.auction, b.bidder, b.price));
+            format::timestamp(&mut line, b.date_time);
+            line.push(',');
+            format::string(&mut line, &b.extra);
+            line
+        })
 }

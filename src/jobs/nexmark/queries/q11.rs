@@ -7,13 +7,13 @@ use std::time::Duration;
 use crate::api::{DataStream, StreamExecutionEnvironment};
 use crate::jobs::nexmark::format;
 use crate::jobs::nexmark::input::NexmarkInput;
-use crate::jobs::nexmark::model::Bid;
+use crate::jobs::nexmark::model::{Bid, BidColumns};
 use crate::operators::window::{CountAggregate, EventTimeSessionWindows, TimeWindow};
 
 /// The query's result lines.
 pub fn build(env: &StreamExecutionEnvironment, input: &NexmarkInput) -> DataStream<String> {
     input
-        .bids(env)
+        .bids_with(env, BidColumns::NUMBERS)
         .key_by(|b: &Bid| b.bidder)
         .window(EventTimeSessionWindows::with_gap(Duration::from_secs(10)))
         .aggregate(CountAggregate)

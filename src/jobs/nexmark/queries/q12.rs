@@ -10,7 +10,7 @@ use std::time::Duration;
 use crate::api::{DataStream, StreamExecutionEnvironment};
 use crate::jobs::nexmark::format;
 use crate::jobs::nexmark::input::NexmarkInput;
-use crate::jobs::nexmark::model::Bid;
+use crate::jobs::nexmark::model::{Bid, BidColumns};
 use crate::operators::window::{CountAggregate, TimeWindow, TumblingProcessingTimeWindows};
 
 /// The window size.
@@ -19,7 +19,7 @@ pub const WINDOW: Duration = Duration::from_secs(10);
 /// The query's result lines.
 pub fn build(env: &StreamExecutionEnvironment, input: &NexmarkInput) -> DataStream<String> {
     input
-        .bids(env)
+        .bids_with(env, BidColumns::NUMBERS)
         .key_by(|b: &Bid| b.bidder)
         .window(TumblingProcessingTimeWindows::of(WINDOW))
         .aggregate(CountAggregate)

@@ -4,6 +4,7 @@
 use crate::api::{DataStream, StreamExecutionEnvironment};
 use crate::jobs::nexmark::format;
 use crate::jobs::nexmark::input::NexmarkInput;
+use crate::jobs::nexmark::model::BidColumns;
 use crate::jobs::nexmark::queries::daily::{CountDistinct, DAY, DayCounts};
 use crate::jobs::nexmark::queries::updates::{Emit, ResultTrigger, emit_rows};
 use crate::operators::window::{TimeWindow, TumblingEventTimeWindows};
@@ -15,7 +16,7 @@ pub fn build_as(
     emit: Emit,
 ) -> DataStream<String> {
     let rows = input
-        .bids(env)
+        .bids_with(env, BidColumns::NUMBERS)
         .window_all(TumblingEventTimeWindows::of(DAY))
         .trigger(ResultTrigger(emit))
         .aggregate(CountDistinct)

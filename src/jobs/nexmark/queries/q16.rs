@@ -4,7 +4,7 @@
 use crate::api::{DataStream, StreamExecutionEnvironment};
 use crate::jobs::nexmark::format;
 use crate::jobs::nexmark::input::NexmarkInput;
-use crate::jobs::nexmark::model::Bid;
+use crate::jobs::nexmark::model::{Bid, BidColumns};
 use crate::jobs::nexmark::queries::daily::{CountDistinct, DAY, DayCounts};
 use crate::jobs::nexmark::queries::updates::{Emit, ResultTrigger, emit_rows};
 use crate::operators::window::{TimeWindow, TumblingEventTimeWindows};
@@ -16,7 +16,7 @@ pub fn build_as(
     emit: Emit,
 ) -> DataStream<String> {
     let rows = input
-        .bids(env)
+        .bids_with(env, BidColumns::NUMBERS.with_channel())
         .key_by(|b: &Bid| b.channel.clone())
         .window(TumblingEventTimeWindows::of(DAY))
         .trigger(ResultTrigger(emit))

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use crate::api::{DataStream, StreamExecutionEnvironment};
 use crate::jobs::nexmark::format;
 use crate::jobs::nexmark::input::NexmarkInput;
-use crate::jobs::nexmark::model::Bid;
+use crate::jobs::nexmark::model::{Bid, BidColumns};
 use crate::jobs::nexmark::queries::daily::{DAY, rank};
 use crate::jobs::nexmark::queries::updates::{Emit, ResultTrigger, emit_rows};
 use crate::operators::window::{AggregateFunction, TimeWindow, TumblingEventTimeWindows};
@@ -60,7 +60,7 @@ pub fn build_as(
     emit: Emit,
 ) -> DataStream<String> {
     let rows = input
-        .bids(env)
+        .bids_with(env, BidColumns::NUMBERS)
         .key_by(|b: &Bid| b.auction)
         .window(TumblingEventTimeWindows::of(DAY))
         .trigger(ResultTrigger(emit))

@@ -2,12 +2,12 @@
 
 use crate::api::{DataStream, StreamExecutionEnvironment};
 use crate::jobs::nexmark::input::NexmarkInput;
-use crate::jobs::nexmark::model::Bid;
+use crate::jobs::nexmark::model::{Bid, BidColumns};
 
 /// The query's result lines.
 pub fn build(env: &StreamExecutionEnvironment, input: &NexmarkInput) -> DataStream<String> {
     input
-        .bids(env)
+        .bids_with(env, BidColumns::NUMBERS)
         .filter(|b: &Bid| b.auction.is_multiple_of(123))
         .map(|b: Bid| format!("{},{}", b.auction, b.price))
 }

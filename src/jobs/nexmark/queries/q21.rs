@@ -5,7 +5,7 @@
 use crate::api::{DataStream, StreamExecutionEnvironment};
 use crate::jobs::nexmark::format;
 use crate::jobs::nexmark::input::NexmarkInput;
-use crate::jobs::nexmark::model::Bid;
+use crate::jobs::nexmark::model::{Bid, BidColumns};
 
 /// The value of the first `channel_id=` parameter at the start of `url` or after a `&`.
 fn channel_id(url: &str) -> Option<&str> {
@@ -21,21 +21,23 @@ fn channel_id(url: &str) -> Option<&str> {
 
 /// The query's result lines.
 pub fn build(env: &StreamExecutionEnvironment, input: &NexmarkInput) -> DataStream<String> {
-    input.bids(env).flat_map(|b: Bid| {
-        let known = match b.channel.to_lowercase().as_str() {
-            "apple" => Some("0"),
-            "google" => Some("1"),
-            "facebook" => Some("2"),
-            "baidu" => Some("3"),
-            _ => None,
-        };
-        let id = known.or_else(|| channel_id(&b.url))?;
-        let mut line = format!("{},{},{},", b.auction, b.bidder, b.price);
-        format::string(&mut line, &b.channel);
-        line.push(',');
-        format::string(&mut line, id);
-        Some(line)
-    })
+    input
+        .bids_with(env, BidColumns::NUMBERS.with_channel().with_url())
+        .flat_map(|b: Bid| {
+            let known = match b.channel.to_lowercase().as_str() {
+                "apple" => Some("0"),
+                "google" => Some("1"),
+                "facebook" => Some("2"),
+                "baidu" => Some("3"),
+                _ => None,
+            };
+            let id = known.or_else(|| channel_id(&b.url))?;
+            let mut line = format!("{},{},{},", b.auction, b.bidder, b.price);
+            format::string(&mut line, &b.channel);
+            line.push(',');
+            format::string(&mut line, id);
+            Some(line)
+        })
 }
 
 #[cfg(test)]

@@ -4,18 +4,20 @@
 use crate::api::{DataStream, StreamExecutionEnvironment};
 use crate::jobs::nexmark::format;
 use crate::jobs::nexmark::input::NexmarkInput;
-use crate::jobs::nexmark::model::Bid;
+use crate::jobs::nexmark::model::{Bid, BidColumns};
 
 /// The query's result lines.
 pub fn build(env: &StreamExecutionEnvironment, input: &NexmarkInput) -> DataStream<String> {
-    input.bids(env).map(|b: Bid| {
-        let mut line = format!("{},{},{},", b.auction, b.bidder, b.price);
-        format::string(&mut line, &b.channel);
-        let mut parts = b.url.split('/').skip(3);
-        for _ in 0..3 {
-            line.push(',');
-            format::string(&mut line, parts.next().unwrap_or(""));
-        }
-        line
-    })
+    input
+        .bids_with(env, BidColumns::NUMBERS.with_channel().with_url())
+        .map(|b: Bid| {
+            let mut line = format!("{},{},{},", b.auction, b.bidder, b.price);
+            format::string(&mut line, &b.channel);
+            let mut parts = b.url.split('/').skip(3);
+            for _ in 0..3 {
+                line.push(',');
+                format::string(&mut line, parts.next().unwrap_or(""));
+            }
+            line
+        })
 }

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use crate::api::{DataStream, StreamExecutionEnvironment};
 use crate::jobs::nexmark::input::NexmarkInput;
-use crate::jobs::nexmark::model::Bid;
+use crate::jobs::nexmark::model::{Bid, BidColumns};
 use crate::operators::Collector;
 use crate::operators::window::{
     CountAggregate, SlidingEventTimeWindows, TimeWindow, TumblingEventTimeWindows,
@@ -18,7 +18,7 @@ use crate::operators::window::{
 /// The query's result lines.
 pub fn build(env: &StreamExecutionEnvironment, input: &NexmarkInput) -> DataStream<String> {
     input
-        .bids(env)
+        .bids_with(env, BidColumns::NUMBERS)
         .key_by(|b: &Bid| b.auction)
         .window(SlidingEventTimeWindows::of(
             Duration::from_secs(10),

@@ -10,7 +10,7 @@
 use crate::api::{DataStream, StreamExecutionEnvironment};
 use crate::jobs::nexmark::format;
 use crate::jobs::nexmark::input::NexmarkInput;
-use crate::jobs::nexmark::model::Bid;
+use crate::jobs::nexmark::model::{Bid, BidColumns};
 use crate::operators::keyed_process_function::{KeyedProcessFunction, ProcessContext};
 use crate::types::Timestamp;
 
@@ -80,7 +80,7 @@ impl KeyedProcessFunction<i64, (i64, bool, Bid)> for HighestBids {
 /// The query's result lines.
 pub fn build(env: &StreamExecutionEnvironment, input: &NexmarkInput) -> DataStream<String> {
     input
-        .bids(env)
+        .bids_with(env, BidColumns::NUMBERS.with_extra())
         .flat_map(|b: Bid| {
             let start = b.date_time - b.date_time.rem_euclid(WINDOW);
             let boundary = (b.date_time == start).then(|| (start - WINDOW, true, b.clone()));

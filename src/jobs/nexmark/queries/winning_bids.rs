@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::api::{DataStream, JoinSide, StreamExecutionEnvironment};
 use crate::jobs::nexmark::input::NexmarkInput;
-use crate::jobs::nexmark::model::{Auction, Bid};
+use crate::jobs::nexmark::model::{Auction, Bid, BidColumns};
 use crate::operators::keyed_process_function::{KeyedProcessFunction, ProcessContext};
 use crate::types::Timestamp;
 
@@ -118,7 +118,9 @@ pub fn winning_bids(
     input: &NexmarkInput,
 ) -> DataStream<(Auction, Bid)> {
     let auctions = input.auctions(env).map(Row::Left);
-    let bids = input.bids(env).map(Row::Right);
+    let bids = input
+        .bids_with(env, BidColumns::NUMBERS.with_extra())
+        .map(Row::Right);
     auctions
         .union(&[bids])
         .key_by(|r: &Row| match r {
