@@ -2,7 +2,7 @@
 # scripts/test.sh : every check a change must pass, as CI runs it: formatting, clippy with
 # warnings as errors, then the whole test suite (unit, integration, end-to-end and doc tests).
 # Needs a Rust toolchain; the network-namespace test needs root and iproute2 (installed here
-# when missing) and the cluster tests pgrep (procps).
+# when missing), the cluster tests pgrep (procps), the Kafka tests tansu (installed here).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 missing=()
@@ -11,6 +11,9 @@ command -v pgrep >/dev/null || missing+=(procps)
 if [ ${#missing[@]} -gt 0 ]; then
   apt-get update -qq && apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
+# The Kafka tests' broker (tansu), built once per machine under /var/tmp (16 minutes the first
+# time), before the tests so that no test waits on it.
+"$(dirname "$0")/install-tansu.sh" >/dev/null
 cargo fmt --all -- --check
 cargo clippy --all-targets -- -D warnings
 cargo test --all-targets

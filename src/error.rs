@@ -54,6 +54,14 @@ pub enum HummerError {
         #[source]
         source: std::io::Error,
     },
+    /// A Kafka broker could not be reached, refused a request, or sent what cannot be read.
+    #[error("kafka {target}: {reason}")]
+    Kafka {
+        /// What was being read or written: the brokers, a topic, a partition, an offset.
+        target: String,
+        /// What went wrong.
+        reason: String,
+    },
     /// The job graph is not valid (detected at `execute()` or `explain()`).
     #[error("invalid job graph: {0}")]
     InvalidGraph(String),

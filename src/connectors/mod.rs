@@ -9,15 +9,17 @@
 //! | [`text_file`]: `read_text_file` (a file or a directory, split at line boundaries) | yes | yes |
 //! | [`socket`]: `socket_text_stream` | no | no |
 //! | [`generator`]: `generate` (optionally rate-limited) | if given a count | yes |
+//! | [`kafka`]: `KafkaSource` (topics or a pattern; per-partition watermarks) | if asked to stop at the latest offsets | yes |
 //!
 //! Sinks: [`print`], [`text_file_sink`] (a part file per subtask), [`collect`] (results
-//! returned in the `JobResult`).
+//! returned in the `JobResult`), [`kafka`] (`KafkaSink`: at-least-once or exactly-once).
 //!
 //! Layer 7 of 15: above `operators` (sinks are operators), below `channels` and `runtime` (see `crate::types`).
 
 pub mod collect;
 pub mod collection;
 pub mod generator;
+pub mod kafka;
 pub mod print;
 pub mod socket;
 pub mod text_file;
@@ -101,6 +103,45 @@ pub trait SourceReader<T>: Send {
     /// records, say). `false` by default.
     fn is_idle(&self) -> bool {
         false
+    }
+
+    /// Like [`SourceReader::poll_next`], and appends each record's own timestamp to `stamps`
+    /// (a Kafka record's timestamp, say; `NO_TIMESTAMP` for none). The watermark strategy's
+    /// timestamp assigner gets it as the previous timestamp; without an assigner it is the
+    /// record's timestamp. The default has none.
+    fn poll_next_stamped(
+        &mut self,
+        out: &mut Vec<T>,
+        stamps: &mut Vec<Timestamp>,
+        max: usize,
+    ) -> Result<SourceStatus> {
+        let before = out.len();
+        let status = self.poll_next(out, max)?;
+        stamps.resize(
+            stamps.len() + (out.len() - before),
+            crate::types::NO_TIMESTAMP,
+        );
+        Ok(status)
+    }
+
+    /// Offers the reader the source's watermark strategy, to apply per partition of its
+    /// input as Flink's split-aware sources do: each partition's records stamped and its own
+    /// watermark and idleness tracked, the reader's watermark the minimum over its partitions
+    /// that are not idle. A reader that takes it returns `true`, then stamps its records in
+    /// [`SourceReader::poll_next_stamped`] and answers `current_watermark` and `is_idle`
+    /// from the partitions. By default it does not, and the strategy applies to all the
+    /// reader's records together.
+    fn use_watermark_strategy(
+        &mut self,
+        strategy: &crate::operators::WatermarkStrategy<T>,
+    ) -> bool {
+        let _ = strategy;
+        false
+    }
+
+    /// The periodic call of the watermark strategy, for a reader that took it.
+    fn on_periodic_watermark(&mut self, now: Timestamp) {
+        let _ = now;
     }
 
     /// Continues from a position `snapshot_position` returned.

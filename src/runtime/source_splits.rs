@@ -12,31 +12,66 @@ use crate::operators::watermark_strategy::WatermarkTracker;
 use crate::state::task_state::{RestoredState, SourceSplit};
 use crate::types::{AlignmentMember, MAX_WATERMARK, NO_TIMESTAMP, Timestamp};
 
+/// Who applies the source's watermark strategy (`from_source`) to a split.
+enum Stamping<T> {
+    /// Nobody: the source has no strategy, its records no timestamps.
+    None,
+    /// The split, to all its records together: their timestamps, its watermark, its
+    /// idleness.
+    Split(WatermarkTracker<T>),
+    /// The reader, per partition of its input (see
+    /// [`SourceReader::use_watermark_strategy`]).
+    Reader,
+}
+
 struct Split<T> {
     subtask: usize,
     parallelism: usize,
     reader: Box<dyn SourceReader<T>>,
     finished: bool,
-    /// The source's watermark strategy applied to this split alone (`from_source`): its
-    /// records' timestamps, its watermark, its idleness.
-    tracker: Option<WatermarkTracker<T>>,
+    stamping: Stamping<T>,
+    /// The timestamps the reader gives its records (scratch of `poll`).
+    native: Vec<Timestamp>,
+}
+
+impl<T: 'static> Split<T> {
+    fn new(
+        subtask: usize,
+        parallelism: usize,
+        mut reader: Box<dyn SourceReader<T>>,
+        strategy: Option<&WatermarkStrategy<T>>,
+    ) -> Self {
+        let stamping = match strategy {
+            None => Stamping::None,
+            Some(s) if reader.use_watermark_strategy(s) => Stamping::Reader,
+            Some(s) => Stamping::Split(s.tracker()),
+        };
+        Split {
+            subtask,
+            parallelism,
+            reader,
+            finished: false,
+            stamping,
+            native: Vec::new(),
+        }
+    }
 }
 
 impl<T> Split<T> {
     /// The split's watermark: its strategy's, held back by the reader's own when it has one
-    /// (a reader of several files or partitions knows which of them lags).
+    /// (a reader of several files knows which of them lags).
     fn watermark(&self) -> Option<Timestamp> {
-        match (&self.tracker, self.reader.current_watermark()) {
-            (Some(t), Some(own)) => t.watermark().map(|w| w.min(own)),
-            (Some(t), None) => t.watermark(),
-            (None, own) => own,
+        match (&self.stamping, self.reader.current_watermark()) {
+            (Stamping::Split(t), Some(own)) => t.watermark().map(|w| w.min(own)),
+            (Stamping::Split(t), None) => t.watermark(),
+            (_, own) => own,
         }
     }
 
     fn is_idle(&self) -> bool {
-        match &self.tracker {
-            Some(t) => t.is_idle(),
-            None => self.reader.is_idle(),
+        match &self.stamping {
+            Stamping::Split(t) => t.is_idle(),
+            _ => self.reader.is_idle(),
         }
     }
 
@@ -48,16 +83,25 @@ impl<T> Split<T> {
         max: usize,
     ) -> Result<SourceStatus> {
         let before = out.len();
-        let status = self.reader.poll_next(out, max)?;
-        if let Some(tracker) = &mut self.tracker {
-            stamps.resize(before, NO_TIMESTAMP);
-            stamps.extend(
-                out[before..]
-                    .iter()
-                    .map(|r| tracker.on_record(r, NO_TIMESTAMP).0),
-            );
+        match &mut self.stamping {
+            Stamping::None => self.reader.poll_next(out, max),
+            Stamping::Reader => {
+                stamps.resize(before, NO_TIMESTAMP);
+                self.reader.poll_next_stamped(out, stamps, max)
+            }
+            Stamping::Split(tracker) => {
+                self.native.clear();
+                let status = self.reader.poll_next_stamped(out, &mut self.native, max)?;
+                stamps.resize(before, NO_TIMESTAMP);
+                stamps.extend(
+                    out[before..]
+                        .iter()
+                        .zip(self.native.iter().chain(std::iter::repeat(&NO_TIMESTAMP)))
+                        .map(|(r, &native)| tracker.on_record(r, native).0),
+                );
+                Ok(status)
+            }
         }
-        Ok(status)
     }
 }
 
@@ -80,17 +124,15 @@ impl<T: 'static> SourceSplits<T> {
         restored: Option<&RestoredState>,
         strategy: Option<&WatermarkStrategy<T>>,
     ) -> Result<Self> {
-        let tracker = || strategy.map(WatermarkStrategy::tracker);
         let assigned = restored.and_then(|r| r.splits(node, ctx.subtask, ctx.parallelism));
         let mut splits = Vec::new();
         match assigned {
-            None => splits.push(Split {
-                subtask: ctx.subtask,
-                parallelism: ctx.parallelism,
-                reader: source.create_reader(ctx)?,
-                finished: false,
-                tracker: tracker(),
-            }),
+            None => splits.push(Split::new(
+                ctx.subtask,
+                ctx.parallelism,
+                source.create_reader(ctx)?,
+                strategy,
+            )),
             Some(assigned) => {
                 for SourceSplit {
                     subtask,
@@ -105,13 +147,7 @@ impl<T: 'static> SourceSplits<T> {
                     };
                     let mut reader = source.create_reader(&split_ctx)?;
                     reader.restore_position(&position)?;
-                    splits.push(Split {
-                        subtask,
-                        parallelism,
-                        reader,
-                        finished: false,
-                        tracker: tracker(),
-                    });
+                    splits.push(Split::new(subtask, parallelism, reader, strategy));
                 }
             }
         }
@@ -130,14 +166,20 @@ impl<T> SourceSplits<T> {
     /// Whether the splits stamp their records and make watermarks with a strategy (and so
     /// need the periodic call).
     pub(crate) fn has_strategy(&self) -> bool {
-        self.splits.iter().any(|s| s.tracker.is_some())
+        self.splits
+            .iter()
+            .any(|s| !matches!(s.stamping, Stamping::None))
     }
 
     /// The periodic call of every split's watermark strategy.
     pub(crate) fn on_periodic(&mut self, now: Timestamp) {
         for split in &mut self.splits {
-            if let Some(t) = &mut split.tracker {
-                t.on_periodic(now);
+            match &mut split.stamping {
+                Stamping::Split(t) => {
+                    t.on_periodic(now);
+                }
+                Stamping::Reader => split.reader.on_periodic_watermark(now),
+                Stamping::None => {}
             }
         }
     }

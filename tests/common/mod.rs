@@ -7,6 +7,7 @@ use std::path::Path;
 
 use hummer::jobs::corpus;
 
+pub mod kafka;
 pub mod netns;
 
 /// Writes `lines` lines of the generated corpus into `path`.

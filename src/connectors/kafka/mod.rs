@@ -1,0 +1,33 @@
+//! Kafka: a source ([`KafkaSource`]) and a sink ([`KafkaSink`]), exactly-once with the rest
+//! of the engine.
+//!
+//! The client is [`rskafka`], a pure-Rust Kafka client, rather than `rdkafka` (librdkafka):
+//! the engine assigns partitions itself and keeps offsets in its checkpoints, so it needs a
+//! client of partitions (fetch from an offset, produce, list offsets), which is exactly what
+//! rskafka is, without librdkafka's consumer-group machinery; it has no C build, so
+//! `hummer image build` keeps making a small static binary; and it runs on the tokio the
+//! engine already has. What it lacks (consumer groups, transactions) the engine does not
+//! use: the exactly-once sink works without broker transactions (see [`sink`]).
+//!
+//! Layer 7 of 15, with the other connectors.
+
+pub mod client;
+pub mod deserializer;
+pub mod serializer;
+pub mod sink;
+pub mod source;
+
+pub use client::KafkaConfig;
+pub use deserializer::{
+    BytesDeserializer, JsonDeserializer, KafkaDeserializer, KafkaRecord, StringDeserializer,
+};
+pub use serializer::{
+    JsonSerializer, KafkaSerializer, Partitioner, ProducerRecord, StringSerializer,
+};
+pub use sink::{DeliveryGuarantee, KafkaSink, KafkaSinkBuilder};
+pub use source::{BadRecords, KafkaSource, KafkaSourceBuilder, StartingOffsets, Topics};
+
+/// Administration a job's set-up needs: creating a topic.
+pub fn create_topic(config: &KafkaConfig, topic: &str, partitions: i32) -> crate::Result<()> {
+    client::Cluster::connect(config)?.create_topic(topic, partitions)
+}

@@ -1,0 +1,421 @@
+//! The Kafka source and sink against a real Kafka-protocol broker (tansu, started per test on
+//! a free loopback port; see `common/kafka.rs`).
+//!
+//! Every failure trial prints its seed; `HUMMER_TRIAL_SEED=<seed>` replays one trial.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use hummer::checkpoint::coordinator::CheckpointConfig;
+use hummer::connectors::kafka::{
+    DeliveryGuarantee, KafkaConfig, KafkaSink, KafkaSource, Partitioner, StartingOffsets,
+    StringDeserializer, StringSerializer, create_topic,
+};
+use hummer::execution::restart_strategy::RestartStrategy;
+use hummer::prelude::*;
+
+mod common;
+use common::kafka::Broker;
+use common::{Rng, trial_seeds};
+
+fn config(broker: &Broker) -> KafkaConfig {
+    KafkaConfig::new(&broker.address)
+}
+
+/// Writes `lines` into `topic` (spread over its partitions) with an at-least-once job.
+fn produce(broker: &Broker, topic: &str, lines: Vec<String>) {
+    let env = StreamExecutionEnvironment::local();
+    env.set_parallelism(2);
+    env.from_collection(lines).add_sink(
+        KafkaSink::builder()
+            .bootstrap_servers(&broker.address)
+            .topic(topic)
+            .serializer(StringSerializer)
+            .partitioner(Partitioner::RoundRobin)
+            .build::<String>()
+            .unwrap(),
+    );
+    env.execute("produce").unwrap();
+}
+
+/// Everything in `topic`, read with a bounded source at `parallelism`.
+fn read_all(broker: &Broker, topic: &str, parallelism: usize) -> Vec<String> {
+    let env = StreamExecutionEnvironment::local();
+    env.set_parallelism(parallelism);
+    let out = env
+        .add_source(
+            KafkaSource::builder()
+                .bootstrap_servers(&broker.address)
+                .topics([topic])
+                .bounded()
+                .deserializer(StringDeserializer)
+                .build()
+                .unwrap(),
+        )
+        .collect();
+    let mut result = env.execute("read back").unwrap();
+    result.collected(&out).unwrap()
+}
+
+#[test]
+fn a_bounded_source_reads_every_record_once_at_any_parallelism() {
+    let broker = Broker::start();
+    create_topic(&config(&broker), "numbers", 4).unwrap();
+    let lines: Vec<String> = (0..20_000).map(|i| format!("record {i}")).collect();
+    produce(&broker, "numbers", lines.clone());
+    let mut want = lines;
+    want.sort();
+    for parallelism in [1, 3, 6] {
+        let mut got = read_all(&broker, "numbers", parallelism);
+        got.sort();
+        assert_eq!(got.len(), want.len(), "parallelism {parallelism}");
+        assert!(got == want, "parallelism {parallelism}: records differ");
+    }
+}
+
+#[test]
+fn starting_offsets_latest_and_by_timestamp_skip_what_came_before() {
+    let broker = Broker::start();
+    create_topic(&config(&broker), "log", 2).unwrap();
+    produce(
+        &broker,
+        "log",
+        (0..100).map(|i| format!("old {i}")).collect(),
+    );
+    std::thread::sleep(Duration::from_millis(50));
+    let cut = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    std::thread::sleep(Duration::from_millis(50));
+    produce(
+        &broker,
+        "log",
+        (0..50).map(|i| format!("new {i}")).collect(),
+    );
+    let read = |start: StartingOffsets| {
+        let env = StreamExecutionEnvironment::local();
+        env.set_parallelism(2);
+        let out = env
+            .add_source(
+                KafkaSource::builder()
+                    .bootstrap_servers(&broker.address)
+                    .topics(["log"])
+                    .starting_offsets(start)
+                    .bounded()
+                    .deserializer(StringDeserializer)
+                    .build()
+                    .unwrap(),
+            )
+            .collect();
+        let mut result = env.execute("read").unwrap();
+        result.collected(&out).unwrap()
+    };
+    assert!(read(StartingOffsets::Latest).is_empty());
+    let since = read(StartingOffsets::Timestamp(cut));
+    assert_eq!(since.len(), 50, "{since:?}");
+    assert!(since.iter().all(|l| l.starts_with("new ")));
+    assert_eq!(read(StartingOffsets::Earliest).len(), 150);
+}
+
+#[test]
+fn bad_input_gets_errors_that_name_it() {
+    let broker = Broker::start();
+    // An unknown topic fails the job before it starts, naming the topic.
+    let env = StreamExecutionEnvironment::local();
+    env.add_source(
+        KafkaSource::builder()
+            .bootstrap_servers(&broker.address)
+            .topics(["no-such-topic"])
+            .bounded()
+            .deserializer(StringDeserializer)
+            .build()
+            .unwrap(),
+    )
+    .collect();
+    let e = env
+        .execute("unknown topic")
+        .err()
+        .expect("the job fails")
+        .to_string();
+    assert!(
+        e.contains("no-such-topic") && e.contains("no such topic"),
+        "{e}"
+    );
+
+    // A broker that does not answer: an error naming it, within the request timeout.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = silent.local_addr().unwrap().to_string();
+    let started = Instant::now();
+    let env = StreamExecutionEnvironment::local();
+    env.add_source(
+        KafkaSource::builder()
+            .bootstrap_servers(&address)
+            .topics(["t"])
+            .property("request.timeout.ms", "1500")
+            .deserializer(StringDeserializer)
+            .build()
+            .unwrap(),
+    )
+    .collect();
+    let e = env
+        .execute("silent broker")
+        .err()
+        .expect("the job fails")
+        .to_string();
+    assert!(e.contains(&address), "{e}");
+    assert!(started.elapsed() < Duration::from_secs(15), "{e}");
+
+    // Records the deserializer rejects: the job fails naming topic, partition and offset,
+    // or skips them when asked to.
+    create_topic(&config(&broker), "mixed", 1).unwrap();
+    produce(
+        &broker,
+        "mixed",
+        vec!["1".into(), "2".into(), "x".into(), "4".into()],
+    );
+    let run = |skip: bool| {
+        let env = StreamExecutionEnvironment::local();
+        let mut builder = KafkaSource::builder()
+            .bootstrap_servers(&broker.address)
+            .topics(["mixed"])
+            .bounded();
+        if skip {
+            builder = builder.skip_bad_records();
+        }
+        let source = builder
+            .deserializer(|r: &hummer::connectors::kafka::KafkaRecord<'_>| {
+                let text =
+                    std::str::from_utf8(r.value.unwrap_or_default()).map_err(|e| e.to_string())?;
+                text.parse::<u64>()
+                    .map_err(|_| format!("'{text}' is not a number"))
+            })
+            .build()
+            .unwrap();
+        let out = env.add_source(source).collect();
+        env.execute("bad records").map(|mut r| {
+            let mut v = r.collected(&out).unwrap();
+            v.sort();
+            v
+        })
+    };
+    let e = run(false).unwrap_err().to_string();
+    assert!(
+        e.contains("topic 'mixed' partition 0 offset") && e.contains("'x' is not a number"),
+        "{e}"
+    );
+    assert_eq!(run(true).unwrap(), vec![1, 2, 4]);
+
+    // Settings.
+    let no_topic = KafkaSource::builder()
+        .bootstrap_servers(&broker.address)
+        .deserializer(StringDeserializer)
+        .build();
+    assert!(no_topic.is_err());
+    let bad_server = KafkaSource::builder()
+        .bootstrap_servers("nohost")
+        .topics(["t"])
+        .deserializer(StringDeserializer)
+        .build();
+    assert!(bad_server.is_err_and(|e| e.to_string().contains("nohost")));
+}
+
+/// Source → keyed count → exactly-once sink, `events` numbered events over `keys` keys; the
+/// counter panics once at each of `fail_at`.
+fn counting_job(
+    env: &StreamExecutionEnvironment,
+    broker: &Broker,
+    input: &str,
+    output: &str,
+    keys: u64,
+    fail_at: Vec<u64>,
+) {
+    let fired: Arc<Vec<AtomicBool>> =
+        Arc::new(fail_at.iter().map(|_| AtomicBool::new(false)).collect());
+    env.add_source(
+        KafkaSource::builder()
+            .bootstrap_servers(&broker.address)
+            .topics([input])
+            .bounded()
+            .deserializer(StringDeserializer)
+            .build()
+            .unwrap(),
+    )
+    .map(|s: String| s.parse::<u64>().unwrap_or(u64::MAX))
+    .key_by(move |e: &u64| e % keys)
+    .process(
+        move |key: &u64, e: u64, count: &mut ValueState<u64>, out: &mut Collector<String>| {
+            if let Some(i) = fail_at.iter().position(|f| *f == e)
+                && !fired[i].swap(true, Ordering::SeqCst)
+            {
+                panic!("injected failure at event {e}");
+            }
+            let n = count.get_or_insert_with(|| 0);
+            *n += 1;
+            out.collect(format!("{e} {key} {n}"));
+        },
+    )
+    .name("counter")
+    .add_sink(
+        KafkaSink::builder()
+            .bootstrap_servers(&broker.address)
+            .topic(output)
+            .serializer(StringSerializer)
+            .delivery_guarantee(DeliveryGuarantee::ExactlyOnce)
+            .transactional_id_prefix("count")
+            .build::<String>()
+            .unwrap(),
+    );
+}
+
+/// Every event once in `lines`, and per key the counts 1..=n.
+fn assert_exactly_once(lines: &[String], events: u64, keys: u64, label: &str) {
+    let mut seen = vec![0u32; events as usize];
+    let mut counts: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
+    for line in lines {
+        let f: Vec<u64> = line.split(' ').filter_map(|x| x.parse().ok()).collect();
+        let [e, key, n] = f[..] else {
+            panic!("{label}: bad line {line:?}")
+        };
+        assert!(e < events && key == e % keys, "{label}: bad line {line:?}");
+        seen[e as usize] += 1;
+        counts.entry(key).or_default().push(n);
+    }
+    let lost: Vec<u64> = (0..events)
+        .filter(|&e| seen[e as usize] == 0)
+        .take(5)
+        .collect();
+    let twice: Vec<u64> = (0..events)
+        .filter(|&e| seen[e as usize] > 1)
+        .take(5)
+        .collect();
+    assert!(
+        lost.is_empty() && twice.is_empty(),
+        "{label}: lost {lost:?}, duplicated {twice:?}"
+    );
+    for (key, mut ns) in counts {
+        ns.sort_unstable();
+        assert!(
+            ns.iter().copied().eq(1..=ns.len() as u64),
+            "{label}: counts of key {key}"
+        );
+    }
+}
+
+#[test]
+fn randomized_failures_keep_the_output_topic_exactly_once() {
+    let broker = Broker::start();
+    let root = tempfile::tempdir().unwrap();
+    for seed in trial_seeds(10, 104_729) {
+        let mut rng = Rng::new(seed);
+        let events = 3_000 + rng.below(7_000);
+        let keys = 1 + rng.below(30);
+        let parallelism = 1 + rng.below(3) as usize;
+        let partitions = 1 + rng.below(4) as i32;
+        let failures: Vec<u64> = (0..1 + rng.below(3)).map(|_| rng.below(events)).collect();
+        let label = format!(
+            "trial seed {seed}: {events} events, {keys} keys, p={parallelism}, {partitions} partitions, failures at {failures:?}"
+        );
+        eprintln!("{label}");
+        let (input, output) = (format!("in-{seed}"), format!("out-{seed}"));
+        create_topic(&config(&broker), &input, partitions).unwrap();
+        create_topic(&config(&broker), &output, 1 + rng.below(3) as i32).unwrap();
+        produce(
+            &broker,
+            &input,
+            (0..events).map(|e| e.to_string()).collect(),
+        );
+
+        let env = StreamExecutionEnvironment::local();
+        let mut checkpoints =
+            CheckpointConfig::new(Duration::from_millis(30), root.path().join(&input));
+        checkpoints.retain = 2;
+        env.set_parallelism(parallelism)
+            .set_runtime_mode(RuntimeMode::Streaming)
+            .set_checkpoint_config(checkpoints)
+            .set_restart_strategy(RestartStrategy::FixedDelay {
+                attempts: 10,
+                delay: Duration::from_millis(5),
+            });
+        counting_job(&env, &broker, &input, &output, keys, failures);
+        let result = env
+            .execute("kafka exactly-once trial")
+            .unwrap_or_else(|e| panic!("{label}: {e}"));
+        assert!(result.restarts >= 1, "{label}: no restart");
+        let lines = read_all(&broker, &output, 2);
+        assert_exactly_once(&lines, events, keys, &label);
+    }
+}
+
+#[test]
+fn a_broker_unreachable_for_seconds_fails_over_and_the_output_stays_exactly_once() {
+    let broker = Broker::start();
+    let root = tempfile::tempdir().unwrap();
+    let events = 20_000;
+    let keys = 7;
+    create_topic(&config(&broker), "in", 3).unwrap();
+    create_topic(&config(&broker), "out", 2).unwrap();
+    produce(&broker, "in", (0..events).map(|e| e.to_string()).collect());
+
+    let address = broker.address.clone();
+    let checkpoint_dir = root.path().join("checkpoints");
+    let job = std::thread::spawn(move || {
+        let env = StreamExecutionEnvironment::local();
+        env.set_parallelism(2)
+            .set_runtime_mode(RuntimeMode::Streaming)
+            .set_checkpoint_config(CheckpointConfig::new(
+                Duration::from_millis(50),
+                checkpoint_dir,
+            ))
+            .set_restart_strategy(RestartStrategy::FixedDelay {
+                attempts: 20,
+                delay: Duration::from_millis(500),
+            });
+        // Slow enough to be running when the broker goes away.
+        let source = KafkaSource::builder()
+            .bootstrap_servers(&address)
+            .topics(["in"])
+            .bounded()
+            .property("request.timeout.ms", "1500")
+            .property("fetch.max.bytes", "2000")
+            .deserializer(StringDeserializer)
+            .build()
+            .unwrap();
+        let sink = KafkaSink::builder()
+            .bootstrap_servers(&address)
+            .topic("out")
+            .property("request.timeout.ms", "1500")
+            .serializer(StringSerializer)
+            .delivery_guarantee(DeliveryGuarantee::ExactlyOnce)
+            .build::<String>()
+            .unwrap();
+        env.add_source(source)
+            .map(|s: String| {
+                std::thread::sleep(Duration::from_micros(200));
+                s.parse::<u64>().unwrap_or(u64::MAX)
+            })
+            .key_by(move |e: &u64| e % keys)
+            .process(
+                move |key: &u64,
+                      e: u64,
+                      count: &mut ValueState<u64>,
+                      out: &mut Collector<String>| {
+                    let n = count.get_or_insert_with(|| 0);
+                    *n += 1;
+                    out.collect(format!("{e} {key} {n}"));
+                },
+            )
+            .add_sink(sink);
+        env.execute("broker outage")
+    });
+    std::thread::sleep(Duration::from_millis(800));
+    broker.pause();
+    std::thread::sleep(Duration::from_secs(4));
+    broker.resume();
+    let result = job.join().unwrap().unwrap();
+    assert!(result.restarts >= 1, "the outage failed the job over");
+    let lines = read_all(&broker, "out", 2);
+    assert_exactly_once(&lines, events, keys, "broker outage");
+}
