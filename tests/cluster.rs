@@ -894,11 +894,57 @@ fn windows_and_timers_stay_exactly_once_through_a_killed_taskmanager_and_a_panic
     }
 }
 
+/// The same trials through Kafka (a real broker, tansu): KafkaCount reads the events from a
+/// topic and writes its counts through the exactly-once Kafka sink; a TaskManager is killed
+/// and a panic injected at random moments; the output topic, read back, holds every event
+/// exactly once.
+#[test]
+fn kafka_jobs_stay_exactly_once_through_a_killed_taskmanager_and_a_panic() {
+    let broker = common::kafka::Broker::start();
+    for seed in common::trial_seeds(3, 15_485_863) {
+        let topic = format!("events-{seed}");
+        let mut rng = common::Rng::new(seed);
+        let events = 40_000 + rng.below(40_000);
+        let partitions = 1 + rng.below(6);
+        let produced = Command::new(BIN)
+            .args(["kafka", "produce", "--brokers", &broker.address])
+            .args(["--topic", &topic, "--events", &events.to_string()])
+            .args(["--partitions", &partitions.to_string()])
+            .output()
+            .unwrap();
+        assert!(
+            produced.status.success(),
+            "{}",
+            String::from_utf8_lossy(&produced.stderr)
+        );
+        let output = format!("counts-{seed}");
+        cluster_trial_with(
+            seed,
+            "kafka-count",
+            events,
+            &[
+                "--brokers",
+                &broker.address,
+                "--input-topic",
+                &topic,
+                "--output-topic",
+                &output,
+                "--bounded",
+            ],
+        );
+    }
+}
+
 fn cluster_trial(seed: u64, job: &str) {
+    let events = 40_000 + common::Rng::new(seed).below(40_000);
+    cluster_trial_with(seed, job, events, &[]);
+}
+
+fn cluster_trial_with(seed: u64, job: &str, events: u64, extra: &[&str]) {
     // The trial's parameters and failure moments follow from the seed.
     let mut rng = common::Rng::new(seed);
     let mut next = move |n: u64| rng.below(n);
-    let events = 40_000 + next(40_000);
+    next(40_000);
     let keys = 1 + next(50);
     let rate = 25_000;
     let fail_at = next(events);
@@ -929,6 +975,7 @@ fn cluster_trial(seed: u64, job: &str) {
             "--restart",
             "fixed-delay:5:200ms",
         ])
+        .args(extra)
         .arg("--fail-marker")
         .arg(&marker)
         .arg("--checkpoint-dir")

@@ -169,6 +169,13 @@ impl StreamExecutionEnvironment {
         self
     }
 
+    /// Runs the job in this process even when `HUMMER_JOBMANAGER` names a cluster (a small
+    /// helper job of a tool, such as reading a topic back).
+    pub fn run_locally(&self) -> &Self {
+        self.state.borrow_mut().jobmanager = Some(String::new());
+        self
+    }
+
     /// In cluster mode, runs the job's shuffles over the named data network: every worker
     /// listens on, and connects from, its TaskManager's address on that network
     /// (`hummer taskmanager --data-net NAME=ADDR`), so two jobs can use different NICs.

@@ -45,25 +45,30 @@ impl EventCount {
         if let Some(rate) = self.rate {
             source = source.with_rate(rate);
         }
-        env.add_source(source)
-            .name("Events")
-            .key_by(move |e: &u64| e % keys)
-            .process(
-                move |key: &u64,
-                      e: u64,
-                      count: &mut ValueState<u64>,
-                      out: &mut Collector<String>| {
-                    failures.at(e);
-                    let n = count.get_or_insert_with(|| 0);
-                    *n += 1;
-                    out.collect(format!("{e} {key} {n}"));
-                },
-            )
+        let events = env.add_source(source).name("Events");
+        count_events(&events, keys, failures)
             .name("Count")
             .write_text_file(&self.out)
             .name("Exactly-once file sink");
         Ok(())
     }
+}
+
+/// The counter of the job (shared with the Kafka variant, `kafka_count`): per key `e % keys`
+/// a count in keyed state, and a line `event key count` per event.
+pub(crate) fn count_events(
+    events: &crate::api::DataStream<u64>,
+    keys: u64,
+    failures: InjectedFailures,
+) -> crate::api::DataStream<String> {
+    events.key_by(move |e: &u64| e % keys).process(
+        move |key: &u64, e: u64, count: &mut ValueState<u64>, out: &mut Collector<String>| {
+            failures.at(e);
+            let n = count.get_or_insert_with(|| 0);
+            *n += 1;
+            out.collect(format!("{e} {key} {n}"));
+        },
+    )
 }
 
 /// Panics injected into a job at chosen events, each once: per `marker` file across
@@ -163,33 +168,67 @@ pub(crate) fn committed_rows(
 
 /// Reads the committed part files of `out` and checks them against `events` and `keys`.
 pub fn verify(out: &Path, events: u64, keys: u64) -> Result<Verdict> {
-    let mut seen = vec![0u32; events as usize];
-    let mut counts: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
-    let mut verdict = Verdict::default();
+    let mut tally = Tally::new(events, keys);
     committed_rows(out, "event key count", |[e, key, count], bad| {
-        let parse = |x: &str| x.parse::<u64>().map_err(|_| bad());
-        let (e, key, count) = (parse(e)?, parse(key)?, parse(count)?);
-        if e >= events || key != e % keys.max(1) {
-            return Err(bad());
-        }
-        seen[e as usize] += 1;
-        counts.entry(key).or_default().push(count);
-        verdict.lines += 1;
-        Ok(())
+        tally.add(e, key, count).map_err(|_| bad())
     })?;
-    verdict.lost = (0..events)
-        .filter(|&e| seen[e as usize] == 0)
-        .take(10)
-        .collect();
-    verdict.duplicated = (0..events)
-        .filter(|&e| seen[e as usize] > 1)
-        .take(10)
-        .collect();
-    for (key, mut ns) in counts {
-        ns.sort_unstable();
-        if !ns.iter().copied().eq(1..=ns.len() as u64) {
-            verdict.bad_counts.push(key);
+    Ok(tally.verdict())
+}
+
+/// Checks `event key count` rows as they are read (from files or a topic).
+pub struct Tally {
+    events: u64,
+    keys: u64,
+    seen: Vec<u32>,
+    counts: BTreeMap<u64, Vec<u64>>,
+    lines: u64,
+}
+
+impl Tally {
+    /// A tally of the output of `events` events over `keys` keys.
+    pub fn new(events: u64, keys: u64) -> Tally {
+        Tally {
+            events,
+            keys: keys.max(1),
+            seen: vec![0; events as usize],
+            counts: BTreeMap::new(),
+            lines: 0,
         }
     }
-    Ok(verdict)
+
+    /// Adds a row; `Err` if it is not one of the job's rows.
+    pub fn add(&mut self, e: &str, key: &str, count: &str) -> std::result::Result<(), ()> {
+        let parse = |x: &str| x.parse::<u64>().map_err(|_| ());
+        let (e, key, count) = (parse(e)?, parse(key)?, parse(count)?);
+        if e >= self.events || key != e % self.keys {
+            return Err(());
+        }
+        self.seen[e as usize] += 1;
+        self.counts.entry(key).or_default().push(count);
+        self.lines += 1;
+        Ok(())
+    }
+
+    /// What the rows added hold.
+    pub fn verdict(self) -> Verdict {
+        let mut verdict = Verdict {
+            lines: self.lines,
+            ..Verdict::default()
+        };
+        verdict.lost = (0..self.events)
+            .filter(|&e| self.seen[e as usize] == 0)
+            .take(10)
+            .collect();
+        verdict.duplicated = (0..self.events)
+            .filter(|&e| self.seen[e as usize] > 1)
+            .take(10)
+            .collect();
+        for (key, mut ns) in self.counts {
+            ns.sort_unstable();
+            if !ns.iter().copied().eq(1..=ns.len() as u64) {
+                verdict.bad_counts.push(key);
+            }
+        }
+        verdict
+    }
 }

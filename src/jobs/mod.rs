@@ -5,6 +5,7 @@
 
 pub mod corpus;
 pub mod event_count;
+pub mod kafka_count;
 pub mod latency;
 pub mod nexmark;
 pub mod window_count;

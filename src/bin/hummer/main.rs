@@ -2,6 +2,7 @@
 
 mod cluster;
 mod image;
+mod kafka;
 mod nexmark;
 mod run;
 mod wordcount;
@@ -34,7 +35,8 @@ enum Command {
     Status(cluster::JobArgs),
     /// Cancel a job.
     Cancel(cluster::JobArgs),
-    /// Run a built-in job with checkpoints, restarts and savepoints (`event-count`).
+    /// Run a built-in job with checkpoints, restarts and savepoints (`event-count`,
+    /// `kafka-count`, ...).
     Run(run::Args),
     /// Take a savepoint of a running cluster job.
     Savepoint(cluster::SavepointArgs),
@@ -44,6 +46,8 @@ enum Command {
     Image(image::Args),
     /// Run a Nexmark query on the generator or on the harness's CSV files.
     Nexmark(nexmark::Args),
+    /// Create, fill or check Kafka topics of the Kafka jobs.
+    Kafka(kafka::Args),
 }
 
 fn main() -> ExitCode {
@@ -72,6 +76,7 @@ fn main() -> ExitCode {
         Command::Stop(args) => cluster::stop(args),
         Command::Image(args) => image::run(args),
         Command::Nexmark(args) => nexmark::run(args),
+        Command::Kafka(args) => kafka::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,7 +1,9 @@
 //! `hummer run JOB`: runs a built-in job, locally or on a cluster: `event-count` (the
 //! exactly-once reference job, with checkpoints, restarts and savepoints), `window-count` and
 //! `timer-count` (the same with event time: tumbling windows counted by the window operator or
-//! by timers), or `latency` (the per-record latency job, which prints percentiles).
+//! by timers), `kafka-count` (EventCount from a Kafka topic into another through the
+//! exactly-once Kafka sink), or `latency` (the per-record latency job, which prints
+//! percentiles).
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -16,7 +18,7 @@ use hummer::prelude::*;
 #[derive(clap::Args)]
 pub struct Args {
     /// The job to run.
-    #[arg(value_parser = ["event-count", "window-count", "timer-count", "latency"])]
+    #[arg(value_parser = ["event-count", "window-count", "timer-count", "kafka-count", "latency"])]
     job: String,
     /// Events to generate.
     #[arg(long, default_value_t = 1_000_000)]
@@ -54,6 +56,18 @@ pub struct Args {
     /// Files `<marker>.<event>` remember that a failure was injected (across processes).
     #[arg(long)]
     fail_marker: Option<PathBuf>,
+    /// Kafka bootstrap servers (kafka-count).
+    #[arg(long, default_value = "127.0.0.1:9092")]
+    brokers: String,
+    /// Topic of the events (kafka-count; fill it with `hummer kafka produce`).
+    #[arg(long, default_value = "events")]
+    input_topic: String,
+    /// Topic of the counts (kafka-count).
+    #[arg(long, default_value = "counts")]
+    output_topic: String,
+    /// Stop at the end of the input topic as it is when the job starts (kafka-count).
+    #[arg(long)]
+    bounded: bool,
     /// Submit to this JobManager instead of running locally.
     #[arg(long, env = "HUMMER_JOBMANAGER")]
     jobmanager: Option<String>,
@@ -104,6 +118,29 @@ pub fn run(args: Args) -> Result<()> {
             .build(&env)?;
             "EventCount"
         }
+        "kafka-count" => {
+            // The output topic, if missing, with as many partitions as the input.
+            let config = hummer::connectors::kafka::KafkaConfig::new(&args.brokers);
+            let partitions =
+                hummer::connectors::kafka::partitions_of(&config, &args.input_topic)?.len();
+            hummer::connectors::kafka::create_topic(
+                &config,
+                &args.output_topic,
+                partitions as i32,
+            )?;
+            hummer::jobs::kafka_count::KafkaCount {
+                brokers: args.brokers.clone(),
+                input: args.input_topic.clone(),
+                output: args.output_topic.clone(),
+                keys: args.keys,
+                bounded: args.bounded,
+                rate: args.rate,
+                fail_at: args.fail_at.clone(),
+                fail_marker: args.fail_marker.clone(),
+            }
+            .build(&env)?;
+            "KafkaCount"
+        }
         job => {
             let variant = if job == "timer-count" {
                 Variant::Timers
@@ -153,6 +190,14 @@ pub fn run(args: Args) -> Result<()> {
     if args.verify {
         let (exactly_once, lines, report) = if args.job == "event-count" {
             let v = hummer::jobs::event_count::verify(&args.out, args.events, args.keys)?;
+            (v.is_exactly_once(), v.lines, format!("{v:?}"))
+        } else if args.job == "kafka-count" {
+            let v = hummer::jobs::kafka_count::verify(
+                &args.brokers,
+                &args.output_topic,
+                args.events,
+                args.keys,
+            )?;
             (v.is_exactly_once(), v.lines, format!("{v:?}"))
         } else {
             let v = hummer::jobs::window_count::verify(&args.out, args.events, args.keys)?;

@@ -27,7 +27,12 @@ pub use serializer::{
 pub use sink::{DeliveryGuarantee, KafkaSink, KafkaSinkBuilder};
 pub use source::{BadRecords, KafkaSource, KafkaSourceBuilder, StartingOffsets, Topics};
 
-/// Administration a job's set-up needs: creating a topic.
+/// Creates a topic (replication factor 1) unless it exists: the set-up a job may need.
 pub fn create_topic(config: &KafkaConfig, topic: &str, partitions: i32) -> crate::Result<()> {
     client::Cluster::connect(config)?.create_topic(topic, partitions)
+}
+
+/// The partitions of a topic; an error naming it if there is no such topic.
+pub fn partitions_of(config: &KafkaConfig, topic: &str) -> crate::Result<Vec<i32>> {
+    client::Cluster::connect(config)?.partitions(topic)
 }

@@ -92,6 +92,7 @@ pub struct KafkaSource<T> {
     bounded: bool,
     bad_records: BadRecords,
     discovery_interval: Duration,
+    rate: Option<f64>,
     deserializer: Arc<dyn KafkaDeserializer<T>>,
 }
 
@@ -103,6 +104,7 @@ pub struct KafkaSourceBuilder<T> {
     starting: StartingOffsets,
     bounded: bool,
     bad_records: BadRecords,
+    rate: Option<f64>,
     deserializer: Option<Arc<dyn KafkaDeserializer<T>>>,
 }
 
@@ -116,6 +118,7 @@ impl KafkaSource<()> {
             starting: StartingOffsets::Earliest,
             bounded: false,
             bad_records: BadRecords::Fail,
+            rate: None,
             deserializer: None,
         }
     }
@@ -170,6 +173,13 @@ impl<T> KafkaSourceBuilder<T> {
         self
     }
 
+    /// Reads at most `records_per_second` in all (split over the subtasks): a backfill that
+    /// must not swamp what it feeds.
+    pub fn rate_limit(mut self, records_per_second: f64) -> Self {
+        self.rate = Some(records_per_second);
+        self
+    }
+
     /// How records are made of Kafka records.
     pub fn deserializer<U, D: KafkaDeserializer<U>>(
         self,
@@ -182,6 +192,7 @@ impl<T> KafkaSourceBuilder<T> {
             starting: self.starting,
             bounded: self.bounded,
             bad_records: self.bad_records,
+            rate: self.rate,
             deserializer: Some(Arc::new(deserializer)),
         }
     }
@@ -205,6 +216,13 @@ impl<T> KafkaSourceBuilder<T> {
         let deserializer = self
             .deserializer
             .ok_or_else(|| HummerError::Config("kafka source: no deserializer given".into()))?;
+        if let Some(r) = self.rate
+            && !(r.is_finite() && r > 0.0)
+        {
+            return Err(HummerError::Config(format!(
+                "kafka source: the rate limit must be a positive number of records per second, got {r}"
+            )));
+        }
         let discovery_interval = Duration::from_millis(
             self.config
                 .number("partition.discovery.interval.ms", 10_000)?,
@@ -216,6 +234,7 @@ impl<T> KafkaSourceBuilder<T> {
             bounded: self.bounded,
             bad_records: self.bad_records,
             discovery_interval,
+            rate: self.rate,
             deserializer,
         })
     }
@@ -277,6 +296,7 @@ impl<T: Data> Source<T> for KafkaSource<T> {
                 bounded: self.bounded,
                 bad_records: self.bad_records,
                 discovery_interval: self.discovery_interval,
+                rate: self.rate,
                 deserializer: self.deserializer.clone(),
             },
             subtask: ctx.subtask,
@@ -288,6 +308,8 @@ impl<T: Data> Source<T> for KafkaSource<T> {
             next: 0,
             strategy: None,
             skipped: 0,
+            started: Instant::now(),
+            emitted: 0,
             _types: PhantomData,
         }))
     }
@@ -398,6 +420,9 @@ struct KafkaReader<T> {
     next: usize,
     strategy: Option<WatermarkStrategy<T>>,
     skipped: u64,
+    /// For the rate limit: when the reader started, records it has handed on.
+    started: Instant,
+    emitted: u64,
     _types: PhantomData<fn() -> T>,
 }
 
@@ -608,6 +633,15 @@ impl<T: Data> KafkaReader<T> {
         max: usize,
     ) -> Result<SourceStatus> {
         self.discover()?;
+        let mut max = max;
+        if let Some(rate) = self.source.rate {
+            let own = rate / self.parallelism as f64;
+            let due = (self.started.elapsed().as_secs_f64() * own) as u64;
+            max = max.min(due.saturating_sub(self.emitted) as usize);
+            if max == 0 {
+                return Ok(SourceStatus::Idle(Duration::from_millis(1)));
+            }
+        }
         let n = self.partitions.len();
         let mut got = 0;
         for step in 0..n {
@@ -620,6 +654,7 @@ impl<T: Data> KafkaReader<T> {
         if n > 0 {
             self.next = (self.next + 1) % n;
         }
+        self.emitted += got as u64;
         Ok(
             if self.source.bounded && self.partitions.iter().all(PartitionReader::finished) {
                 SourceStatus::Finished
