@@ -231,6 +231,25 @@ pub(crate) fn offset_of(
     )
 }
 
+/// Where a partition starts: the offset of its first record still kept. Checked with a
+/// fetch from 0 too, as some brokers (tansu) answer `ListOffsets(earliest)` at times with a
+/// later batch's start.
+pub(crate) fn earliest_offset(partition: &Arc<PartitionClient>, timeout: Duration) -> Result<i64> {
+    let listed = offset_of(partition, OffsetAt::Earliest, timeout)?;
+    if listed <= 0 {
+        return Ok(0);
+    }
+    let target = partition_target(partition.topic(), partition.partition());
+    let client = partition.clone();
+    // Below the log's start a broker refuses the fetch: then what it listed stands.
+    match block_on_within(timeout, &target, async move {
+        client.fetch_records(0, 1..2, 0).await
+    }) {
+        Ok((records, _)) => Ok(records.first().map_or(listed, |r| r.offset.min(listed))),
+        Err(_) => Ok(listed),
+    }
+}
+
 /// Where a partition ends: the offset its next record gets (its high watermark). Asked of a
 /// fetch too, whose answer carries it, as some brokers answer `ListOffsets(latest)` with the
 /// last batch's start rather than its end (tansu does for batches of several records).

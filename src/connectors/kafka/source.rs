@@ -33,7 +33,8 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
 use crate::connectors::kafka::client::{
-    Cluster, KafkaConfig, end_offset, fetch_from, kafka_error, offset_of, partition_target, runtime,
+    Cluster, KafkaConfig, earliest_offset, end_offset, fetch_from, kafka_error, offset_of,
+    partition_target, runtime,
 };
 use crate::connectors::kafka::deserializer::{KafkaDeserializer, KafkaRecord};
 use crate::connectors::{Source, SourceContext, SourceReader, SourceStatus};
@@ -674,7 +675,7 @@ fn start_offset(
     timeout: Duration,
 ) -> Result<i64> {
     match start {
-        StartingOffsets::Earliest => offset_of(client, OffsetAt::Earliest, timeout),
+        StartingOffsets::Earliest => earliest_offset(client, timeout),
         StartingOffsets::Latest => end_offset(client, timeout),
         StartingOffsets::Timestamp(ms) => {
             let at = chrono::DateTime::from_timestamp_millis(*ms).ok_or_else(|| {
