@@ -419,3 +419,153 @@ fn a_broker_unreachable_for_seconds_fails_over_and_the_output_stays_exactly_once
     let lines = read_all(&broker, "out", 2);
     assert_exactly_once(&lines, events, keys, "broker outage");
 }
+
+#[test]
+fn completed_checkpoints_commit_offsets_to_the_group_and_a_job_can_start_from_them() {
+    let broker = Broker::start();
+    let root = tempfile::tempdir().unwrap();
+    create_topic(&config(&broker), "clicks", 3).unwrap();
+    produce(
+        &broker,
+        "clicks",
+        (0..1_000).map(|i| format!("a{i}")).collect(),
+    );
+    let run = |n: usize| {
+        let env = StreamExecutionEnvironment::local();
+        env.set_parallelism(2)
+            .set_runtime_mode(RuntimeMode::Streaming)
+            .set_checkpoint_config(CheckpointConfig::new(
+                Duration::from_millis(20),
+                root.path().join(format!("checkpoints-{n}")),
+            ));
+        let out = env
+            .add_source(
+                KafkaSource::builder()
+                    .bootstrap_servers(&broker.address)
+                    .topics(["clicks"])
+                    .starting_offsets(StartingOffsets::Committed)
+                    .property("group.id", "dashboard")
+                    .bounded()
+                    .deserializer(StringDeserializer)
+                    .build()
+                    .unwrap(),
+            )
+            .collect();
+        let mut result = env.execute("committed").unwrap();
+        let mut got = result.collected(&out).unwrap();
+        got.sort();
+        got
+    };
+    // No offsets committed yet: from the earliest.
+    assert_eq!(run(1).len(), 1_000);
+    // The final checkpoint committed the ends: nothing new.
+    assert!(run(2).is_empty());
+    produce(
+        &broker,
+        "clicks",
+        (0..50).map(|i| format!("b{i}")).collect(),
+    );
+    let third = run(3);
+    assert_eq!(third.len(), 50, "{third:?}");
+    assert!(third.iter().all(|l| l.starts_with('b')));
+    // Committed offsets need a group.
+    assert!(
+        KafkaSource::builder()
+            .bootstrap_servers(&broker.address)
+            .topics(["clicks"])
+            .starting_offsets(StartingOffsets::Committed)
+            .deserializer(StringDeserializer)
+            .build()
+            .is_err_and(|e| e.to_string().contains("group.id"))
+    );
+}
+
+/// Collects into a shared vector (for a job that runs until cancelled).
+#[derive(Clone, Default)]
+struct Shared(Arc<std::sync::Mutex<Vec<String>>>);
+
+impl Sink<String> for Shared {
+    fn name(&self) -> String {
+        "shared".into()
+    }
+    fn create_writer(
+        &self,
+        _: &hummer::operators::OperatorContext,
+    ) -> hummer::Result<Box<dyn SinkWriter<String>>> {
+        Ok(Box::new(self.clone()))
+    }
+}
+
+impl SinkWriter<String> for Shared {
+    fn write_batch(&mut self, batch: &mut Vec<String>) -> hummer::Result<()> {
+        self.0.lock().unwrap().append(batch);
+        Ok(())
+    }
+    fn finish(&mut self) -> hummer::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn a_running_source_finds_new_topics_of_its_pattern() {
+    let broker = Broker::start();
+    create_topic(&config(&broker), "feed-a", 2).unwrap();
+    produce(
+        &broker,
+        "feed-a",
+        (0..100).map(|i| format!("a{i}")).collect(),
+    );
+    let seen = Shared::default();
+    let env = StreamExecutionEnvironment::local();
+    env.set_parallelism(2)
+        .set_runtime_mode(RuntimeMode::Streaming);
+    env.add_source(
+        KafkaSource::builder()
+            .bootstrap_servers(&broker.address)
+            .topic_pattern("feed-.*")
+            .property("partition.discovery.interval.ms", "200")
+            .deserializer(StringDeserializer)
+            .build()
+            .unwrap(),
+    )
+    .add_sink(seen.clone());
+    let job = env.execute_async("discovery").unwrap();
+    let wait_for = |n: usize| {
+        let started = Instant::now();
+        while seen.0.lock().unwrap().len() < n {
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "{} of {n} records",
+                seen.0.lock().unwrap().len()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    wait_for(100);
+    // A topic created while the job runs, and more records in the first.
+    create_topic(&config(&broker), "feed-b", 3).unwrap();
+    produce(
+        &broker,
+        "feed-b",
+        (0..70).map(|i| format!("b{i}")).collect(),
+    );
+    produce(
+        &broker,
+        "feed-a",
+        (100..130).map(|i| format!("a{i}")).collect(),
+    );
+    create_topic(&config(&broker), "other", 1).unwrap();
+    produce(&broker, "other", vec!["x".into()]);
+    wait_for(200);
+    std::thread::sleep(Duration::from_millis(500));
+    job.cancel();
+    let _ = job.wait();
+    let mut got = seen.0.lock().unwrap().clone();
+    got.sort();
+    let mut want: Vec<String> = (0..130)
+        .map(|i| format!("a{i}"))
+        .chain((0..70).map(|i| format!("b{i}")))
+        .collect();
+    want.sort();
+    assert_eq!(got, want);
+}

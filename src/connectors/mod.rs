@@ -144,6 +144,12 @@ pub trait SourceReader<T>: Send {
         let _ = now;
     }
 
+    /// Checkpoint `id` has completed everywhere (a Kafka reader commits its offsets to the
+    /// broker then, for monitoring). Nothing by default; it cannot fail the job.
+    fn notify_checkpoint_complete(&mut self, id: crate::types::CheckpointId) {
+        let _ = id;
+    }
+
     /// Continues from a position `snapshot_position` returned.
     fn restore_position(&mut self, position: &[u8]) -> Result<()> {
         let _ = position;

@@ -286,6 +286,13 @@ impl<T> SourceSplits<T> {
             .is_some_and(|member| member.must_pause(self.progress))
     }
 
+    /// Checkpoint `id` completed: tells every split's reader.
+    pub(crate) fn checkpoint_complete(&mut self, id: crate::types::CheckpointId) {
+        for split in &mut self.splits {
+            split.reader.notify_checkpoint_complete(id);
+        }
+    }
+
     /// The positions of every split, or `None` if one of them cannot be replayed.
     pub(crate) fn snapshot(&self) -> Option<Vec<SourceSplit>> {
         self.splits

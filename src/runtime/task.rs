@@ -473,10 +473,16 @@ impl<T: Send + 'static> TaskBody for SourceTask<T> {
                     timer.flushed();
                     if exhausted && hub.is_final(id) {
                         head.finish()?;
-                        return checkpoints.finish(|c| head.checkpoint_complete(c));
+                        return checkpoints.finish(|c| {
+                            splits.checkpoint_complete(c);
+                            head.checkpoint_complete(c)
+                        });
                     }
                 }
-                checkpoints.notify(|c| head.checkpoint_complete(c))?;
+                checkpoints.notify(|c| {
+                    splits.checkpoint_complete(c);
+                    head.checkpoint_complete(c)
+                })?;
                 if exhausted {
                     idle(rt, || head.flush(), &mut timer, PARK_SAFETY_TIMEOUT)?;
                     continue;

@@ -26,6 +26,8 @@ use crate::error::{HummerError, Result};
 /// | `fetch.max.wait.ms` | `100` | how long the broker may hold a fetch that has no records |
 /// | `compression.type` | `none` | `none`, `gzip` or `snappy` for what the sink produces |
 /// | `batch.size` | `262144` | bytes the sink gathers per partition before it produces |
+/// | `group.id` | none | the consumer group the source commits its checkpointed offsets to (for lag monitoring), and starts from with `StartingOffsets::Committed` |
+/// | `partition.discovery.interval.ms` | `10000` | how often an unbounded source looks for new partitions and topics |
 ///
 /// Other properties are accepted and kept (a client of another library would use them) but
 /// have no effect here; an unparsable value of a known one is a configuration error.

@@ -13,6 +13,7 @@
 
 pub mod client;
 pub mod deserializer;
+mod group_offsets;
 pub mod serializer;
 pub mod sink;
 pub mod source;

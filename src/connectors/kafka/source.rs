@@ -37,6 +37,7 @@ use crate::connectors::kafka::client::{
     partition_target, runtime,
 };
 use crate::connectors::kafka::deserializer::{KafkaDeserializer, KafkaRecord};
+use crate::connectors::kafka::group_offsets;
 use crate::connectors::{Source, SourceContext, SourceReader, SourceStatus};
 use crate::error::{HummerError, Result};
 use crate::operators::WatermarkStrategy;
@@ -53,6 +54,9 @@ pub enum StartingOffsets {
     /// The first record whose timestamp is at or after this (epoch milliseconds); the end
     /// if there is none.
     Timestamp(Timestamp),
+    /// The offset the consumer group (`group.id`) committed; the earliest where it has
+    /// none.
+    Committed,
 }
 
 /// Which topics a source reads.
@@ -214,6 +218,11 @@ impl<T> KafkaSourceBuilder<T> {
                 "kafka source: a topic name is empty".into(),
             ));
         }
+        if self.starting == StartingOffsets::Committed && group_id(&self.config).is_none() {
+            return Err(HummerError::Config(
+                "kafka source: starting from committed offsets needs the group.id property".into(),
+            ));
+        }
         let deserializer = self
             .deserializer
             .ok_or_else(|| HummerError::Config("kafka source: no deserializer given".into()))?;
@@ -239,6 +248,14 @@ impl<T> KafkaSourceBuilder<T> {
             deserializer,
         })
     }
+}
+
+fn group_id(config: &KafkaConfig) -> Option<&str> {
+    config
+        .properties
+        .get("group.id")
+        .map(String::as_str)
+        .filter(|g| !g.is_empty())
 }
 
 /// Java's `String.hashCode`, for Flink's assignment rule.
@@ -311,6 +328,7 @@ impl<T: Data> Source<T> for KafkaSource<T> {
             skipped: 0,
             started: Instant::now(),
             emitted: 0,
+            snapshotted: std::sync::Mutex::new(Vec::new()),
             _types: PhantomData,
         }))
     }
@@ -424,6 +442,8 @@ struct KafkaReader<T> {
     /// For the rate limit: when the reader started, records it has handed on.
     started: Instant,
     emitted: u64,
+    /// The positions of the last snapshot, committed to the group when it completes.
+    snapshotted: std::sync::Mutex<Vec<PartitionPosition>>,
     _types: PhantomData<fn() -> T>,
 }
 
@@ -455,6 +475,23 @@ impl<T: Data> KafkaReader<T> {
         let timeout = cluster.timeout();
         let found = self.source.discover(&cluster)?;
         let restored = self.restored.take();
+        let committed = match (&self.source.starting, group_id(&self.source.config)) {
+            (StartingOffsets::Committed, Some(group)) if first => {
+                let mine: std::collections::BTreeMap<String, Vec<i32>> = found
+                    .iter()
+                    .map(|(t, ps)| {
+                        let own = ps
+                            .iter()
+                            .copied()
+                            .filter(|&p| owner_of(t, p, self.parallelism) == self.subtask)
+                            .collect();
+                        (t.clone(), own)
+                    })
+                    .collect();
+                group_offsets::fetch(&self.source.config, group, &mine)?
+            }
+            _ => Default::default(),
+        };
         for (topic, partitions) in found {
             for p in partitions {
                 if owner_of(&topic, p, self.parallelism) != self.subtask
@@ -477,7 +514,10 @@ impl<T: Data> KafkaReader<T> {
                         } else {
                             StartingOffsets::Earliest
                         };
-                        let next = start_offset(&client, &start, timeout)?;
+                        let next = match committed.get(&topic).and_then(|c| c.get(&p)) {
+                            Some(&offset) => offset,
+                            None => start_offset(&client, &start, timeout)?,
+                        };
                         let stop = if self.source.bounded {
                             Some(end_offset(&client, timeout)?)
                         } else {
@@ -675,7 +715,8 @@ fn start_offset(
     timeout: Duration,
 ) -> Result<i64> {
     match start {
-        StartingOffsets::Earliest => earliest_offset(client, timeout),
+        // Committed: for a partition the group has no offset for.
+        StartingOffsets::Earliest | StartingOffsets::Committed => earliest_offset(client, timeout),
         StartingOffsets::Latest => end_offset(client, timeout),
         StartingOffsets::Timestamp(ms) => {
             let at = chrono::DateTime::from_timestamp_millis(*ms).ok_or_else(|| {
@@ -751,6 +792,31 @@ impl<T: Data> SourceReader<T> for KafkaReader<T> {
                 .all(|p| p.tracker.as_ref().is_some_and(WatermarkTracker::is_idle))
     }
 
+    /// Commits the offsets of the last snapshot to the consumer group (`group.id`), for
+    /// lag monitoring; a failure is logged, not fatal (the job's position is its checkpoint).
+    fn notify_checkpoint_complete(&mut self, id: crate::types::CheckpointId) {
+        let Some(group) = group_id(&self.source.config) else {
+            return;
+        };
+        let positions = match self.snapshotted.lock() {
+            Ok(mut s) => std::mem::take(&mut *s),
+            Err(_) => return,
+        };
+        if positions.is_empty() {
+            return;
+        }
+        let mut offsets = group_offsets::Offsets::new();
+        for p in positions {
+            offsets
+                .entry(p.topic)
+                .or_default()
+                .insert(p.partition, p.next);
+        }
+        if let Err(e) = group_offsets::commit(&self.source.config, group, &offsets) {
+            tracing::warn!("kafka source: offsets of checkpoint {id} not committed: {e}");
+        }
+    }
+
     fn snapshot_position(&self) -> Option<Vec<u8>> {
         let mut positions: Vec<PartitionPosition> = self
             .partitions
@@ -765,6 +831,9 @@ impl<T: Data> SourceReader<T> for KafkaReader<T> {
         // Not opened yet: what was restored stands.
         if let Some(restored) = &self.restored {
             positions.extend(restored.iter().cloned());
+        }
+        if let Ok(mut s) = self.snapshotted.lock() {
+            *s = positions.clone();
         }
         postcard::to_stdvec(&positions).ok()
     }
