@@ -1227,3 +1227,84 @@ fn subtask_watermarks_are_visible_in_rest_and_prometheus() {
     let cancel = cluster.hummer(&["cancel", &running]);
     assert!(cancel.status.success());
 }
+
+/// A running Kafka job's partitions in REST and Prometheus: per subtask and partition the
+/// records consumed, the offset and the lag, while the job runs.
+#[test]
+fn kafka_partition_lag_and_consumption_reach_rest_and_prometheus() {
+    let broker = common::kafka::Broker::start();
+    let cluster = Cluster::start(1, 2, 5_000);
+    let produced = Command::new(BIN)
+        .args(["kafka", "produce", "--brokers", &broker.address])
+        .args([
+            "--topic",
+            "metered",
+            "--events",
+            "50000",
+            "--partitions",
+            "3",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        produced.status.success(),
+        "{}",
+        String::from_utf8_lossy(&produced.stderr)
+    );
+    let out = cluster.hummer_ok(&[
+        "run",
+        "kafka-count",
+        "--brokers",
+        &broker.address,
+        "--input-topic",
+        "metered",
+        "--output-topic",
+        "metered-counts",
+        "--rate",
+        "5000",
+        "--parallelism",
+        "2",
+        "--checkpoint-interval-ms",
+        "200",
+        "--checkpoint-dir",
+        cluster.dir.path().join("checkpoints").to_str().unwrap(),
+    ]);
+    let id = submitted_id(&out);
+    cluster.wait_for_status(&id, "Running", Duration::from_secs(30));
+    let started = Instant::now();
+    let rows = loop {
+        let (_, rows) = http_get(&cluster.rest, &format!("/jobs/{id}/vertices/0/partitions"));
+        let rows = rows.as_array().cloned().unwrap_or_default();
+        let consumed: u64 = rows
+            .iter()
+            .map(|r| r["records-consumed"].as_u64().unwrap_or(0))
+            .sum();
+        if rows.len() == 3 && consumed > 0 {
+            break rows;
+        }
+        assert!(started.elapsed() < Duration::from_secs(20), "{rows:?}");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    for r in &rows {
+        assert_eq!(r["topic"], "metered");
+        let (offset, end, lag) = (
+            r["offset"].as_i64().unwrap(),
+            r["end-offset"].as_i64().unwrap(),
+            r["lag"].as_i64().unwrap(),
+        );
+        assert!(offset >= 0 && end >= offset && lag == end - offset, "{r}");
+    }
+    // Rate-limited: most of the input is still ahead of the job.
+    let lag: i64 = rows.iter().map(|r| r["lag"].as_i64().unwrap()).sum();
+    assert!(lag > 10_000, "{rows:?}");
+    let metrics = http_text(&cluster.rest, "/metrics");
+    assert!(
+        metrics
+            .lines()
+            .any(|l| l.starts_with("hummer_source_partition_lag{")
+                && l.contains("topic=\"metered\"")),
+        "{metrics}"
+    );
+    assert!(metrics.contains("hummer_source_partition_records_consumed{"));
+    cluster.hummer_ok(&["cancel", &id]);
+}

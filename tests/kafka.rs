@@ -42,6 +42,18 @@ fn produce(broker: &Broker, topic: &str, lines: Vec<String>) {
 
 /// Everything in `topic`, read with a bounded source at `parallelism`.
 fn read_all(broker: &Broker, topic: &str, parallelism: usize) -> Vec<String> {
+    read_all_with_metrics(broker, topic, parallelism).0
+}
+
+/// `read_all`, and the partitions the source reports in its metrics.
+fn read_all_with_metrics(
+    broker: &Broker,
+    topic: &str,
+    parallelism: usize,
+) -> (
+    Vec<String>,
+    Vec<(usize, hummer::types::metrics::PartitionMetrics)>,
+) {
     let env = StreamExecutionEnvironment::local();
     env.set_parallelism(parallelism);
     let out = env
@@ -56,7 +68,12 @@ fn read_all(broker: &Broker, topic: &str, parallelism: usize) -> Vec<String> {
         )
         .collect();
     let mut result = env.execute("read back").unwrap();
-    result.collected(&out).unwrap()
+    let partitions = result
+        .vertices
+        .iter()
+        .flat_map(|v| v.partitions.clone())
+        .collect();
+    (result.collected(&out).unwrap(), partitions)
 }
 
 #[test]
@@ -68,10 +85,23 @@ fn a_bounded_source_reads_every_record_once_at_any_parallelism() {
     let mut want = lines;
     want.sort();
     for parallelism in [1, 3, 6] {
-        let mut got = read_all(&broker, "numbers", parallelism);
+        let (mut got, partitions) = read_all_with_metrics(&broker, "numbers", parallelism);
         got.sort();
         assert_eq!(got.len(), want.len(), "parallelism {parallelism}");
         assert!(got == want, "parallelism {parallelism}: records differ");
+        // Each partition read by one subtask, all of it, nothing left behind.
+        assert_eq!(partitions.len(), 4, "{partitions:?}");
+        assert_eq!(
+            partitions.iter().map(|(_, p)| p.consumed).sum::<u64>(),
+            20_000
+        );
+        assert!(
+            partitions
+                .iter()
+                .all(|(_, p)| p.lag() == 0 && p.next_offset == p.end_offset)
+        );
+        assert!(partitions.iter().all(|(s, p)| *s
+            == hummer::connectors::kafka::source::owner_of("numbers", p.partition, parallelism)));
     }
 }
 

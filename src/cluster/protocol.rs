@@ -474,6 +474,16 @@ mod tests {
                 vertices: vec![VertexMetrics {
                     watermarks: vec![(0, 7)],
                     late_records: vec![(0, 2)],
+                    partitions: vec![(
+                        1,
+                        crate::types::metrics::PartitionMetrics {
+                            topic: "t".into(),
+                            partition: 3,
+                            consumed: 10,
+                            next_offset: 11,
+                            end_offset: 20,
+                        },
+                    )],
                     name: "v".into(),
                     parallelism: 2,
                     records_in: 3,

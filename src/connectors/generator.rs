@@ -155,6 +155,7 @@ mod tests {
             subtask: 1,
             parallelism: 2,
             progress: Arc::new(JobProgress::default()),
+            metrics: Default::default(),
         };
         let mut reader = source.create_reader(&ctx).unwrap();
         let mut first = Vec::new();

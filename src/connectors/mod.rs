@@ -41,6 +41,8 @@ pub struct SourceContext {
     pub parallelism: usize,
     /// Progress counters of the job (bytes of bounded input).
     pub progress: Arc<JobProgress>,
+    /// The subtask's counters (a partitioned source reports its partitions there).
+    pub metrics: Arc<crate::types::metrics::SubtaskMetrics>,
 }
 
 /// What a poll of a source reader found.

@@ -406,6 +406,7 @@ mod tests {
                 subtask,
                 parallelism,
                 progress: Arc::new(JobProgress::default()),
+                metrics: Default::default(),
             };
             let mut reader = source.create_reader(&ctx).unwrap();
             loop {
@@ -455,6 +456,7 @@ mod tests {
             subtask: 1,
             parallelism: 3,
             progress: Arc::new(JobProgress::default()),
+            metrics: Default::default(),
         };
         let source = TextFileSource::new(&path);
         let mut all = Vec::new();
@@ -532,6 +534,7 @@ mod tests {
             subtask: 0,
             parallelism: 1,
             progress: Arc::new(JobProgress::default()),
+            metrics: Default::default(),
         };
         let mut reader = source.create_reader(&ctx).unwrap();
         let mut out = Vec::new();

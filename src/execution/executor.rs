@@ -104,6 +104,7 @@ impl JobCounters {
                 backpressured_ns: 0,
                 watermarks: Vec::new(),
                 late_records: Vec::new(),
+                partitions: Vec::new(),
             })
             .collect();
         for (m, place) in self.counters.iter() {
@@ -116,6 +117,10 @@ impl JobCounters {
                 t.backpressured_ns += m.backpressured_ns.load(Relaxed);
                 t.watermarks.push((subtask, m.watermark.load(Relaxed)));
                 t.late_records.push((subtask, m.late_records.load(Relaxed)));
+                if let Ok(partitions) = m.partitions.lock() {
+                    t.partitions
+                        .extend(partitions.iter().map(|p| (subtask, p.clone())));
+                }
             }
         }
         for t in &mut totals {
@@ -521,6 +526,7 @@ impl TaskBuilder<'_> {
                         subtask: index,
                         parallelism: ctx.parallelism,
                         progress: progress.clone(),
+                        metrics: ctx.metrics.clone(),
                     };
                     return f.create_task(&ctx, &source_ctx, out, restored);
                 }

@@ -144,6 +144,7 @@ impl<T: 'static> SourceSplits<T> {
                         subtask,
                         parallelism,
                         progress: ctx.progress.clone(),
+                        metrics: ctx.metrics.clone(),
                     };
                     let mut reader = source.create_reader(&split_ctx)?;
                     reader.restore_position(&position)?;

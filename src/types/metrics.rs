@@ -18,6 +18,31 @@ pub struct SubtaskMetrics {
     /// Records that came too late for every window they belong to (later than the watermark
     /// plus the allowed lateness) and were dropped, or sent to a late-data side output.
     pub late_records: AtomicU64,
+    /// A partitioned source's partitions (a Kafka reader's): where it is in each and how far
+    /// behind the end. Updated by the reader a few times a second.
+    pub partitions: std::sync::Mutex<Vec<PartitionMetrics>>,
+}
+
+/// Where a source subtask is in one partition it reads.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct PartitionMetrics {
+    /// The topic.
+    pub topic: String,
+    /// The partition.
+    pub partition: i32,
+    /// Records read from it and handed on.
+    pub consumed: u64,
+    /// The next offset to read.
+    pub next_offset: i64,
+    /// The partition's end when last fetched (its high watermark).
+    pub end_offset: i64,
+}
+
+impl PartitionMetrics {
+    /// Records in the partition not read yet.
+    pub fn lag(&self) -> i64 {
+        (self.end_offset - self.next_offset).max(0)
+    }
 }
 
 impl Default for SubtaskMetrics {
@@ -28,6 +53,7 @@ impl Default for SubtaskMetrics {
             backpressured_ns: AtomicU64::new(0),
             watermark: AtomicI64::new(MIN_WATERMARK),
             late_records: AtomicU64::new(0),
+            partitions: std::sync::Mutex::new(Vec::new()),
         }
     }
 }
@@ -69,6 +95,10 @@ pub struct VertexMetrics {
     /// `(subtask, late records dropped or sent to a side output)` of each of its subtasks.
     #[serde(default)]
     pub late_records: Vec<(usize, u64)>,
+    /// `(subtask, partition)` of every partition a partitioned source's subtasks read
+    /// (records consumed, offset, lag).
+    #[serde(default)]
+    pub partitions: Vec<(usize, PartitionMetrics)>,
 }
 
 impl VertexMetrics {
@@ -81,6 +111,10 @@ impl VertexMetrics {
         self.watermarks.sort_unstable();
         self.late_records.extend_from_slice(&other.late_records);
         self.late_records.sort_unstable();
+        self.partitions.extend_from_slice(&other.partitions);
+        self.partitions.sort_by(|a, b| {
+            (a.0, &a.1.topic, a.1.partition).cmp(&(b.0, &b.1.topic, b.1.partition))
+        });
     }
 }
 

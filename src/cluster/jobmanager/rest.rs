@@ -22,6 +22,7 @@ pub fn router(shared: Shared) -> Router {
         .route("/jobs/{id}/plan", get(plan))
         .route("/jobs/{id}/checkpoints", get(checkpoints))
         .route("/jobs/{id}/vertices/{vertex}/watermarks", get(watermarks))
+        .route("/jobs/{id}/vertices/{vertex}/partitions", get(partitions))
         .route("/taskmanagers/{id}/monitor", get(monitor_history))
         .route("/metrics", get(prometheus))
         .with_state(shared)
@@ -229,6 +230,41 @@ async fn watermarks(
     (StatusCode::OK, Json(Value::Array(rows)))
 }
 
+/// The partitions a source vertex reads (a Kafka source's): per subtask and partition the
+/// records consumed, the next offset, the partition's end and the lag.
+async fn partitions(
+    State(shared): State<Shared>,
+    Path((id, vertex)): Path<(String, usize)>,
+) -> Reply {
+    let state = lock(&shared);
+    let Some(j) = state.jobs.get(&id) else {
+        return not_found(&id);
+    };
+    let totals = j.vertex_totals();
+    let Some(v) = totals.get(vertex) else {
+        return (
+            StatusCode::NOT_FOUND,
+            Json(json!({"errors": [format!("job {id} has no vertex {vertex}")]})),
+        );
+    };
+    let rows: Vec<Value> = v
+        .partitions
+        .iter()
+        .map(|(subtask, p)| {
+            json!({
+                "subtask": subtask,
+                "topic": p.topic,
+                "partition": p.partition,
+                "records-consumed": p.consumed,
+                "offset": p.next_offset,
+                "end-offset": p.end_offset,
+                "lag": p.lag(),
+            })
+        })
+        .collect();
+    (StatusCode::OK, Json(Value::Array(rows)))
+}
+
 async fn plan(State(shared): State<Shared>, Path(id): Path<String>) -> Reply {
     let state = lock(&shared);
     let Some(j) = state.jobs.get(&id) else {
@@ -321,6 +357,7 @@ async fn prometheus(
             .collect(),
     );
     let (mut watermarks, mut late) = (Vec::new(), Vec::new());
+    let (mut lag, mut consumed) = (Vec::new(), Vec::new());
     for j in state.jobs.values().filter(|j| !j.is_terminal()) {
         for (v, totals) in j.vertex_totals().iter().enumerate() {
             let labels =
@@ -330,6 +367,14 @@ async fn prometheus(
             }
             for (subtask, n) in &totals.late_records {
                 late.push((labels(*subtask), *n as f64));
+            }
+            for (subtask, p) in &totals.partitions {
+                let labels = format!(
+                    "{{job=\"{}\",vertex=\"{v}\",subtask=\"{subtask}\",topic=\"{}\",partition=\"{}\"}}",
+                    j.id, p.topic, p.partition
+                );
+                lag.push((labels.clone(), p.lag() as f64));
+                consumed.push((labels, p.consumed as f64));
             }
         }
     }
@@ -343,6 +388,16 @@ async fn prometheus(
         "Records of each subtask of a running job that came later than the watermark plus the \
          allowed lateness (dropped, or sent to a late-data side output).",
         late,
+    );
+    gauge(
+        "hummer_source_partition_lag",
+        "Records of a source partition (a Kafka topic's) that its subtask has not read yet.",
+        lag,
+    );
+    gauge(
+        "hummer_source_partition_records_consumed",
+        "Records a source subtask has read from one of its partitions.",
+        consumed,
     );
     gauge(
         "hummer_monitor_reports_rejected",

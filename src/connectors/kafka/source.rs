@@ -42,6 +42,7 @@ use crate::connectors::{Source, SourceContext, SourceReader, SourceStatus};
 use crate::error::{HummerError, Result};
 use crate::operators::WatermarkStrategy;
 use crate::operators::watermark_strategy::WatermarkTracker;
+use crate::types::metrics::{PartitionMetrics, SubtaskMetrics};
 use crate::types::{Data, MIN_WATERMARK, Timestamp};
 
 /// Where reading a partition starts when the job has no checkpointed offset for it.
@@ -319,6 +320,8 @@ impl<T: Data> Source<T> for KafkaSource<T> {
             },
             subtask: ctx.subtask,
             parallelism: ctx.parallelism.max(1),
+            metrics: ctx.metrics.clone(),
+            reported_at: None,
             cluster: None,
             partitions: Vec::new(),
             restored: None,
@@ -430,6 +433,10 @@ struct KafkaReader<T> {
     source: KafkaSource<T>,
     subtask: usize,
     parallelism: usize,
+    /// Where the partitions' consumed records, offsets and lag are reported (REST,
+    /// Prometheus), at most every [`REPORT_INTERVAL`].
+    metrics: Arc<SubtaskMetrics>,
+    reported_at: Option<Instant>,
     cluster: Option<Cluster>,
     partitions: Vec<PartitionReader<T>>,
     /// Positions of a checkpoint, applied when the partitions are opened.
@@ -447,7 +454,38 @@ struct KafkaReader<T> {
     _types: PhantomData<fn() -> T>,
 }
 
+/// How often a reader reports its partitions' metrics.
+const REPORT_INTERVAL: Duration = Duration::from_millis(200);
+
 impl<T: Data> KafkaReader<T> {
+    /// Reports the partitions' metrics (see `metrics`).
+    fn report(&mut self) {
+        if self
+            .reported_at
+            .is_some_and(|t| t.elapsed() < REPORT_INTERVAL)
+        {
+            return;
+        }
+        self.reported_at = Some(Instant::now());
+        let Ok(mut all) = self.metrics.partitions.lock() else {
+            return;
+        };
+        // Other splits of the subtask (after a rescale) report their own partitions.
+        let mine = |topic: &str, partition: i32| {
+            self.partitions
+                .iter()
+                .any(|p| *p.topic == *topic && p.partition == partition)
+        };
+        all.retain(|m| !mine(&m.topic, m.partition));
+        all.extend(self.partitions.iter().map(|p| PartitionMetrics {
+            topic: p.topic.to_string(),
+            partition: p.partition,
+            consumed: p.consumed,
+            next_offset: p.next,
+            end_offset: p.high_watermark.max(p.next),
+        }));
+    }
+
     fn cluster(&mut self) -> Result<Cluster> {
         if self.cluster.is_none() {
             self.cluster = Some(Cluster::connect(&self.source.config)?);
@@ -696,15 +734,19 @@ impl<T: Data> KafkaReader<T> {
             self.next = (self.next + 1) % n;
         }
         self.emitted += got as u64;
-        Ok(
-            if self.source.bounded && self.partitions.iter().all(PartitionReader::finished) {
-                SourceStatus::Finished
-            } else if got > 0 {
-                SourceStatus::MoreAvailable
-            } else {
-                SourceStatus::Idle(Duration::from_millis(2))
-            },
-        )
+        let finished = self.source.bounded && self.partitions.iter().all(PartitionReader::finished);
+        if finished {
+            // The last report is the final state.
+            self.reported_at = None;
+        }
+        self.report();
+        Ok(if finished {
+            SourceStatus::Finished
+        } else if got > 0 {
+            SourceStatus::MoreAvailable
+        } else {
+            SourceStatus::Idle(Duration::from_millis(2))
+        })
     }
 }
 

@@ -281,6 +281,7 @@ mod tests {
                 subtask: s,
                 parallelism,
                 progress: Default::default(),
+                metrics: Default::default(),
             };
             let mut reader = source.create_reader(&ctx).unwrap();
             let mut rows = Vec::new();
