@@ -81,6 +81,28 @@ pub trait Source<T>: Send + Sync + 'static {
     fn create_reader(&self, ctx: &SourceContext) -> Result<Box<dyn SourceReader<T>>>;
 }
 
+/// A shared source is a source (one built once and used by several jobs or streams).
+impl<T, S: Source<T> + ?Sized> Source<T> for Arc<S> {
+    fn name(&self) -> String {
+        (**self).name()
+    }
+    fn is_bounded(&self) -> bool {
+        (**self).is_bounded()
+    }
+    fn max_parallelism(&self) -> Option<usize> {
+        (**self).max_parallelism()
+    }
+    fn is_replayable(&self) -> bool {
+        (**self).is_replayable()
+    }
+    fn validate(&self) -> Result<()> {
+        (**self).validate()
+    }
+    fn create_reader(&self, ctx: &SourceContext) -> Result<Box<dyn SourceReader<T>>> {
+        (**self).create_reader(ctx)
+    }
+}
+
 /// Reads the records of one source subtask.
 pub trait SourceReader<T>: Send {
     /// Appends at most `max` records to `out` and says what comes next.

@@ -13,16 +13,26 @@ use hummer::operators::OperatorContext;
 use hummer::prelude::*;
 
 #[derive(clap::Args)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct Args {
+    #[command(subcommand)]
+    action: Option<Action>,
     /// The query: q0, q1, ... (`list`: the queries this build has).
     #[arg(long)]
-    query: String,
+    query: Option<String>,
     /// Events to generate (over all three tables), unless --input is given.
     #[arg(long, default_value_t = 10_000_000)]
     events: u64,
     /// Read the harness's CSV files from this directory (persons/, auctions/, bids/).
     #[arg(long, conflicts_with = "events")]
     input: Option<PathBuf>,
+    /// Read the events from Kafka (bootstrap servers), as `hummer nexmark produce` wrote
+    /// them into --topic.
+    #[arg(long, conflicts_with_all = ["events", "input"], requires = "topic")]
+    kafka: Option<String>,
+    /// The events' topic (with --kafka).
+    #[arg(long)]
+    topic: Option<String>,
     /// Events per second of the generator (default: as fast as it goes).
     #[arg(long)]
     rate: Option<f64>,
@@ -53,6 +63,26 @@ pub struct Args {
     jobmanager: Option<String>,
 }
 
+#[derive(clap::Subcommand)]
+enum Action {
+    /// Write the generator's events into a Kafka topic as JSON (one object per event:
+    /// `event_type` and its person, auction or bid).
+    Produce {
+        /// Bootstrap servers.
+        #[arg(long, default_value = "127.0.0.1:9092")]
+        brokers: String,
+        /// The topic (created if missing).
+        #[arg(long, default_value = "nexmark")]
+        topic: String,
+        /// Events.
+        #[arg(long, default_value_t = 10_000_000)]
+        events: u64,
+        /// Partitions of the topic if it is created.
+        #[arg(long, default_value_t = 4)]
+        partitions: i32,
+    },
+}
+
 /// Counts the result rows (when they are not written).
 #[derive(Clone, Default)]
 struct CountRows(Arc<AtomicU64>);
@@ -78,7 +108,25 @@ impl SinkWriter<String> for CountRows {
 }
 
 pub fn run(args: Args) -> Result<()> {
-    if args.query == "list" {
+    if let Some(Action::Produce {
+        brokers,
+        topic,
+        events,
+        partitions,
+    }) = &args.action
+    {
+        let started = std::time::Instant::now();
+        nexmark::kafka::produce(brokers, topic, *events, *partitions)?;
+        println!(
+            "produced {events} Nexmark events into {topic} in {:.3} s",
+            started.elapsed().as_secs_f64()
+        );
+        return Ok(());
+    }
+    let Some(query) = args.query.clone() else {
+        bail!("--query is required (or the subcommand `produce`)");
+    };
+    if query == "list" {
         println!("{}", nexmark::QUERIES.join(" "));
         return Ok(());
     }
@@ -101,27 +149,32 @@ pub fn run(args: Args) -> Result<()> {
             &args.checkpoint_dir,
         ));
     }
-    let input = match &args.input {
-        Some(dir) => {
-            for table in ["persons", "auctions", "bids"] {
-                if !dir.join(table).is_dir() {
-                    bail!(
-                        "--input {}: no {table}/ directory (the harness's layout: persons/, auctions/, bids/)",
-                        dir.display()
-                    );
+    let input = match (&args.input, &args.kafka, &args.topic) {
+        (None, Some(brokers), Some(topic)) => NexmarkInput::Kafka(std::sync::Arc::new(
+            nexmark::kafka::KafkaTables::new(brokers, topic)?,
+        )),
+        _ => match &args.input {
+            Some(dir) => {
+                for table in ["persons", "auctions", "bids"] {
+                    if !dir.join(table).is_dir() {
+                        bail!(
+                            "--input {}: no {table}/ directory (the harness's layout: persons/, auctions/, bids/)",
+                            dir.display()
+                        );
+                    }
                 }
+                NexmarkInput::Csv(dir.clone())
             }
-            NexmarkInput::Csv(dir.clone())
-        }
-        None => NexmarkInput::Generator {
-            events: args.events,
-            rate: args.rate,
+            None => NexmarkInput::Generator {
+                events: args.events,
+                rate: args.rate,
+            },
         },
     };
     let rows = if args.updates {
-        nexmark::build_updates(&args.query, &env, &input)?
+        nexmark::build_updates(&query, &env, &input)?
     } else {
-        nexmark::build(&args.query, &env, &input)?
+        nexmark::build(&query, &env, &input)?
     };
     let counter = CountRows::default();
     match &args.output {
@@ -132,14 +185,14 @@ pub fn run(args: Args) -> Result<()> {
             rows.add_sink(counter.clone());
         }
     }
-    let name = format!("Nexmark {}", args.query);
+    let name = format!("Nexmark {}", query);
     let result = env
         .execute(&name)
         .with_context(|| format!("{name} failed"))?;
     let secs = result.duration.as_secs_f64();
     let events = match input {
         NexmarkInput::Generator { events, .. } => events,
-        NexmarkInput::Csv(_) => result.source_records,
+        NexmarkInput::Csv(_) | NexmarkInput::Kafka(_) => result.source_records,
     };
     let rows = match &args.output {
         Some(_) => "written".to_string(),

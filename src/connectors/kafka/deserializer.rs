@@ -34,6 +34,13 @@ pub struct KafkaRecord<'a> {
 pub trait KafkaDeserializer<T>: Send + Sync + 'static {
     /// The stream record of `record`.
     fn deserialize(&self, record: &KafkaRecord<'_>) -> Result<T, String>;
+
+    /// The stream record of `record`, or `None` for a record that is not for this stream at
+    /// all (a topic that holds several kinds of records, each read by its own source):
+    /// skipped without being counted as bad. By default every record is.
+    fn deserialize_optional(&self, record: &KafkaRecord<'_>) -> Result<Option<T>, String> {
+        self.deserialize(record).map(Some)
+    }
 }
 
 impl<T, F> KafkaDeserializer<T> for F

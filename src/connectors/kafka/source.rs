@@ -663,8 +663,9 @@ impl<T: Data> KafkaReader<T> {
                 headers: &r.record.headers,
             };
             part.next = r.offset + 1;
-            match deserializer.deserialize(&record) {
-                Ok(value) => {
+            match deserializer.deserialize_optional(&record) {
+                Ok(None) => {}
+                Ok(Some(value)) => {
                     if let Some(stamps) = stamps.as_deref_mut() {
                         let ts = match &mut part.tracker {
                             Some(t) => t.on_record(&value, timestamp).0,

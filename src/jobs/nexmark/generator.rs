@@ -44,7 +44,8 @@ pub fn config() -> NexmarkConfig {
 /// A Nexmark table: how its rows come out of the generator.
 pub trait Table: crate::types::Data {
     /// The generator's event type of this table.
-    const TYPE: EventType;
+    /// The generator's event type of this table (`None`: every event).
+    const TYPE: Option<EventType>;
     /// The table's name.
     const NAME: &'static str;
     /// The row, if `event` is of this table.
@@ -62,6 +63,17 @@ pub trait Table: crate::types::Data {
     fn prune(&mut self, columns: Self::Columns);
 }
 
+/// The generator of table `T`'s rows `offset, offset + step, ...`.
+fn generator<T: Table>(offset: u64, step: u64) -> EventGenerator {
+    let all = EventGenerator::new(config());
+    match T::TYPE {
+        Some(t) => all.with_type_filter(t),
+        None => all,
+    }
+    .with_offset(offset)
+    .with_step(step)
+}
+
 fn share(events: u64, before: u64, own: u64) -> u64 {
     let (full, rem) = (events / 50, events % 50);
     full * own + rem.saturating_sub(before).min(own)
@@ -71,7 +83,7 @@ impl Table for Person {
     type Columns = ();
     const ALL_COLUMNS: () = ();
     fn prune(&mut self, _: ()) {}
-    const TYPE: EventType = EventType::Person;
+    const TYPE: Option<EventType> = Some(EventType::Person);
     const NAME: &'static str = "persons";
     fn from_event(event: Event) -> Option<Self> {
         match event {
@@ -91,7 +103,7 @@ impl Table for Auction {
     type Columns = ();
     const ALL_COLUMNS: () = ();
     fn prune(&mut self, _: ()) {}
-    const TYPE: EventType = EventType::Auction;
+    const TYPE: Option<EventType> = Some(EventType::Auction);
     const NAME: &'static str = "auctions";
     fn from_event(event: Event) -> Option<Self> {
         match event {
@@ -113,7 +125,7 @@ impl Table for Bid {
     fn prune(&mut self, columns: BidColumns) {
         Bid::prune(self, columns)
     }
-    const TYPE: EventType = EventType::Bid;
+    const TYPE: Option<EventType> = Some(EventType::Bid);
     const NAME: &'static str = "bids";
     fn from_event(event: Event) -> Option<Self> {
         match event {
@@ -195,10 +207,7 @@ impl<T: Table> Source<T> for NexmarkSource<T> {
             .rate
             .map(|r| r * T::rows_in(1_000_000) as f64 / 1_000_000.0 / p as f64);
         Ok(Box::new(NexmarkReader::<T> {
-            generator: EventGenerator::new(config())
-                .with_type_filter(T::TYPE)
-                .with_offset(s)
-                .with_step(p),
+            generator: generator::<T>(s, p),
             next: s,
             step: p,
             end,
@@ -247,10 +256,7 @@ impl<T: Table> SourceReader<T> for NexmarkReader<T> {
             reason: format!("{} bytes, expected 8", position.len()),
         })?;
         self.next = u64::from_be_bytes(bytes);
-        self.generator = EventGenerator::new(config())
-            .with_type_filter(T::TYPE)
-            .with_offset(self.next)
-            .with_step(self.step);
+        self.generator = generator::<T>(self.next, self.step);
         Ok(())
     }
 }

@@ -3,12 +3,14 @@
 //! watermark, `dateTime - 4 s`.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::api::{DataStream, StreamExecutionEnvironment};
 use crate::jobs::nexmark::csv;
 use crate::jobs::nexmark::csv_source::{CsvTable, CsvTableSource};
 use crate::jobs::nexmark::generator::NexmarkSource;
+use crate::jobs::nexmark::kafka::{KafkaTable, KafkaTables};
 use crate::jobs::nexmark::model::{Auction, Bid, BidColumns, Person};
 use crate::operators::WatermarkStrategy;
 
@@ -34,6 +36,9 @@ pub enum NexmarkInput {
     },
     /// The harness's CSV files: `DIR/{persons,auctions,bids}/part-*.csv`.
     Csv(PathBuf),
+    /// The events as JSON in a Kafka topic (see [`crate::jobs::nexmark::kafka`]), read to its
+    /// end as it is when the job starts.
+    Kafka(Arc<KafkaTables>),
 }
 
 impl CsvTable for Person {
@@ -55,7 +60,7 @@ impl CsvTable for Bid {
 }
 
 impl NexmarkInput {
-    fn table<T: CsvTable>(
+    fn table<T: CsvTable + KafkaTable>(
         &self,
         env: &StreamExecutionEnvironment,
         columns: T::Columns,
@@ -68,6 +73,9 @@ impl NexmarkInput {
                 NexmarkSource::<T>::new(*events, *rate).with_columns(columns),
                 strategy,
             ),
+            // Each table's rows with per-partition watermarks; a JSON row is read whole (its
+            // columns are not pruned).
+            NexmarkInput::Kafka(tables) => env.from_source(T::source(tables), strategy),
             NexmarkInput::Csv(dir) => env.from_source(
                 CsvTableSource::<T>::new(dir.join(T::NAME), WATERMARK_DELAY.as_millis() as i64)
                     .with_columns(columns),

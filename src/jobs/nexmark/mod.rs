@@ -9,6 +9,7 @@ pub mod csv_source;
 pub mod format;
 pub mod generator;
 pub mod input;
+pub mod kafka;
 pub mod model;
 pub mod queries;
 

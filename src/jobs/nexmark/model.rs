@@ -7,6 +7,7 @@ use crate::types::Timestamp;
 /// A person (`persons` table): id, name, emailAddress, creditCard, city, state, dateTime,
 /// extra.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Person {
     /// Person id.
     pub id: u64,
@@ -29,6 +30,7 @@ pub struct Person {
 /// An auction (`auctions` table): id, itemName, description, initialBid, reserve, dateTime,
 /// expires, seller, category, extra.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Auction {
     /// Auction id.
     pub id: u64,
@@ -54,6 +56,7 @@ pub struct Auction {
 
 /// A bid (`bids` table): auction, bidder, price, channel, url, dateTime, extra.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Bid {
     /// Auction id.
     pub auction: u64,
