@@ -79,14 +79,21 @@ impl KafkaCount {
     }
 }
 
-/// Writes the events `0..events` (decimal text) into `topic`, created with `partitions`
-/// partitions if it does not exist, spread over them in turn.
-pub fn produce_events(brokers: &str, topic: &str, events: u64, partitions: i32) -> Result<()> {
+/// Writes the events `0..events` (decimal text, zero-padded to `record_bytes` if that is
+/// longer) into `topic`, created with `partitions` partitions if it does not exist, spread
+/// over them in turn.
+pub fn produce_events(
+    brokers: &str,
+    topic: &str,
+    events: u64,
+    partitions: i32,
+    record_bytes: usize,
+) -> Result<()> {
     create_topic(&KafkaConfig::new(brokers), topic, partitions)?;
     let env = StreamExecutionEnvironment::local();
     env.set_parallelism(2).run_locally();
     env.from_iter(0..events)
-        .map(|e: u64| e.to_string())
+        .map(move |e: u64| format!("{e:0>record_bytes$}"))
         .add_sink(
             KafkaSink::builder()
                 .bootstrap_servers(brokers)
