@@ -85,7 +85,7 @@ impl KafkaDeserializer<Vec<u8>> for BytesDeserializer {
 ///
 /// ```
 /// use hummer::connectors::kafka::{JsonDeserializer, KafkaDeserializer, KafkaRecord};
-/// #[derive(serde::Deserialize, Debug, PartialEq)]
+/// #[derive(serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq)]
 /// struct Bid { auction: u64, price: u64 }
 /// let headers = Default::default();
 /// let record = KafkaRecord { topic: "bids", partition: 0, offset: 7, timestamp: 0, key: None,
