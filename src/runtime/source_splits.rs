@@ -278,6 +278,13 @@ impl<T> SourceSplits<T> {
         }
     }
 
+    /// Before pausing: asks the alignment group to wake this thread when it advances.
+    pub(crate) fn wake_when_aligned(&self) {
+        if let Some(member) = &self.alignment {
+            member.wake_me_when_the_group_advances();
+        }
+    }
+
     /// Whether the subtask must not read now: it is ahead of its alignment group by more than
     /// the maximum drift.
     #[inline]

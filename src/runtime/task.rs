@@ -505,8 +505,12 @@ impl<T: Send + 'static> TaskBody for SourceTask<T> {
                 splits.publish_alignment(watermark.filter(|_| !idle), false);
             }
             if splits.must_pause() {
-                // Ahead of its watermark alignment group: wait for the slowest to catch up.
-                idle(rt, || head.flush(), &mut timer, ALIGNMENT_PAUSE)?;
+                // Ahead of its watermark alignment group: wait for the slowest to catch up
+                // (woken when the group advances; the pause bounds the wait).
+                splits.wake_when_aligned();
+                if splits.must_pause() {
+                    idle(rt, || head.flush(), &mut timer, ALIGNMENT_PAUSE)?;
+                }
                 continue;
             }
             let status = guarded(&ctx, || {

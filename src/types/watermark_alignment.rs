@@ -27,6 +27,9 @@ pub struct AlignmentGroup {
     next_id: AtomicI64,
     /// The smallest watermark over the members that have one (`Timestamp::MAX`: none has).
     min: AtomicI64,
+    /// Threads of members that paused, woken when the group's minimum advances (rather than
+    /// after a fixed sleep: a source of a small table pauses hundreds of times per replay).
+    waiting: Mutex<Vec<std::thread::Thread>>,
 }
 
 impl AlignmentGroup {
@@ -38,6 +41,7 @@ impl AlignmentGroup {
             members: Mutex::new(Vec::new()),
             next_id: AtomicI64::new(0),
             min: AtomicI64::new(Timestamp::MAX),
+            waiting: Mutex::new(Vec::new()),
         })
     }
 
@@ -79,7 +83,15 @@ impl AlignmentGroup {
             .filter_map(|m| m.1)
             .min()
             .unwrap_or(Timestamp::MAX);
-        self.min.store(min, Ordering::Release);
+        let old = self.min.swap(min, Ordering::AcqRel);
+        drop(members);
+        if min > old {
+            let waiting =
+                std::mem::take(&mut *self.waiting.lock().unwrap_or_else(|e| e.into_inner()));
+            for thread in waiting {
+                thread.unpark();
+            }
+        }
     }
 }
 
@@ -113,6 +125,18 @@ impl AlignmentMember {
         progress
             .or(self.watermark)
             .is_some_and(|p| p > min.saturating_add(self.group.max_drift))
+    }
+}
+
+impl AlignmentMember {
+    /// Asks to be woken (the calling thread unparked) when the group's minimum advances; the
+    /// caller then parks, with a timeout.
+    pub fn wake_me_when_the_group_advances(&self) {
+        let mut waiting = self.group.waiting.lock().unwrap_or_else(|e| e.into_inner());
+        let me = std::thread::current();
+        if !waiting.iter().any(|t| t.id() == me.id()) {
+            waiting.push(me);
+        }
     }
 }
 
@@ -153,5 +177,28 @@ mod tests {
             !fast.must_pause(None),
             "a member that left holds nobody back"
         );
+    }
+
+    #[test]
+    fn a_paused_member_is_woken_as_soon_as_the_group_advances() {
+        let group = AlignmentGroup::new("g", Duration::from_millis(10));
+        let (mut fast, mut slow) = (group.join(), group.join());
+        slow.publish(Some(0));
+        fast.publish(Some(100));
+        let waiter = std::thread::spawn(move || {
+            let started = std::time::Instant::now();
+            while fast.must_pause(None) {
+                fast.wake_me_when_the_group_advances();
+                if fast.must_pause(None) {
+                    // Without the wake-up this would sleep the whole 30 s.
+                    std::thread::park_timeout(Duration::from_secs(30));
+                }
+            }
+            started.elapsed()
+        });
+        std::thread::sleep(Duration::from_millis(50));
+        slow.publish(Some(95));
+        let waited = waiter.join().unwrap();
+        assert!(waited < Duration::from_secs(10), "{waited:?}");
     }
 }

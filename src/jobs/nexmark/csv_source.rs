@@ -78,7 +78,8 @@ struct CsvTableReader<T: CsvTable> {
     files: Vec<PartFile>,
     next: usize,
     delay_ms: i64,
-    buf: String,
+    /// A line that spans the end of the reader's buffer.
+    buf: Vec<u8>,
     columns: T::Columns,
 }
 
@@ -119,10 +120,29 @@ impl<T: CsvTable> Source<T> for CsvTableSource<T> {
             files,
             next: 0,
             delay_ms: self.delay_ms,
-            buf: String::new(),
+            buf: Vec::new(),
             columns: self.columns,
         }))
     }
+}
+
+/// One row of a part file (`None` for an empty line); a bad one is named with file and line.
+fn parse_line<T: CsvTable>(
+    line: &[u8],
+    columns: T::Columns,
+    path: &Path,
+    number: u64,
+) -> Result<Option<T>> {
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    if line.is_empty() {
+        return Ok(None);
+    }
+    let bad = |reason: String| HummerError::BadInput {
+        input: format!("{} line {number}", path.display()),
+        reason,
+    };
+    let text = std::str::from_utf8(line).map_err(|e| bad(format!("not UTF-8 text: {e}")))?;
+    T::parse(text, columns).map(Some).map_err(bad)
 }
 
 impl<T: CsvTable> SourceReader<T> for CsvTableReader<T> {
@@ -141,25 +161,40 @@ impl<T: CsvTable> SourceReader<T> for CsvTableReader<T> {
                 continue;
             }
             for _ in 0..per_file {
-                self.buf.clear();
-                let n = f
+                // A line is parsed where it lies in the reader's buffer; only one that spans
+                // the buffer's end is copied out first.
+                let available = f
                     .reader
-                    .read_line(&mut self.buf)
+                    .fill_buf()
                     .map_err(|e| HummerError::io("cannot read", &f.path, e))?;
-                if n == 0 {
+                if available.is_empty() {
                     f.done = true;
                     break;
                 }
-                f.offset += n as u64;
+                let found = memchr::memchr(b'\n', available);
                 f.line += 1;
-                let line = self.buf.trim_end_matches(['\n', '\r']);
-                if line.is_empty() {
+                let parsed = match found {
+                    Some(end) => {
+                        let line = &f.reader.buffer()[..end];
+                        let parsed = parse_line::<T>(line, self.columns, &f.path, f.line)?;
+                        f.reader.consume(end + 1);
+                        f.offset += end as u64 + 1;
+                        parsed
+                    }
+                    None => {
+                        self.buf.clear();
+                        let n = f
+                            .reader
+                            .read_until(b'\n', &mut self.buf)
+                            .map_err(|e| HummerError::io("cannot read", &f.path, e))?;
+                        f.offset += n as u64;
+                        let line = self.buf.strip_suffix(b"\n").unwrap_or(&self.buf);
+                        parse_line::<T>(line, self.columns, &f.path, f.line)?
+                    }
+                };
+                let Some(row) = parsed else {
                     continue;
-                }
-                let row = T::parse(line, self.columns).map_err(|why| HummerError::BadInput {
-                    input: format!("{} line {}", f.path.display(), f.line),
-                    reason: why,
-                })?;
+                };
                 let t = row.time();
                 f.max_time = Some(f.max_time.map_or(t, |m| m.max(t)));
                 out.push(row);
