@@ -46,6 +46,7 @@ for q in "${queries[@]}"; do
   if [[ $no_reference == *" $q "* ]]; then
     awk -v q="$q" -v s="$secs" -v e="$EVENTS" -v p="$P" -v r="$rss" \
       'BEGIN { printf "| %s | %.2f | %.0f | %.0f | %d | - | - | - | no reference |\n", q, s, e / s, e / s / p, r }'
+    [ "${KEEP_OUTPUT:-0}" = 1 ] || rm -rf "$out/$q" "$out/$q.csv"
     continue
   fi
   ref=$T/nexmark/ref/$EVENTS/$q.csv; mkdir -p "$(dirname "$ref")"
@@ -63,4 +64,6 @@ for q in "${queries[@]}"; do
   awk -v q="$q" -v s="$secs" -v e="$EVENTS" -v p="$P" -v r="$rss" -v f="${flink:--}$src" -v x="$ratio" \
       -v d="$duck" -v v="$verdict" \
     'BEGIN { printf "| %s | %.2f | %.0f | %.0f | %d | %s | %s | %s | %s |\n", q, s, e / s, e / s / p, r, f, x, d, v }'
+  # The outputs are gigabytes per query at 10 M events: keep them only when asked.
+  [ "${KEEP_OUTPUT:-0}" = 1 ] || rm -rf "$out/$q" "$out/$q.csv" "$out/flink-$q"
 done
