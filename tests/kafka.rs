@@ -599,3 +599,161 @@ fn a_running_source_finds_new_topics_of_its_pattern() {
     want.sort();
     assert_eq!(got, want);
 }
+
+/// Collects window counts into a shared vector while the job runs.
+#[derive(Clone, Default)]
+struct SharedCounts(Arc<std::sync::Mutex<Vec<(u8, i64, u64)>>>);
+
+impl Sink<(u8, TimeWindow, u64)> for SharedCounts {
+    fn name(&self) -> String {
+        "shared counts".into()
+    }
+    fn create_writer(
+        &self,
+        _: &hummer::operators::OperatorContext,
+    ) -> hummer::Result<Box<dyn SinkWriter<(u8, TimeWindow, u64)>>> {
+        Ok(Box::new(self.clone()))
+    }
+}
+
+impl SinkWriter<(u8, TimeWindow, u64)> for SharedCounts {
+    fn write_batch(&mut self, batch: &mut Vec<(u8, TimeWindow, u64)>) -> hummer::Result<()> {
+        self.0
+            .lock()
+            .unwrap()
+            .extend(batch.drain(..).map(|(k, w, n)| (k, w.start, n)));
+        Ok(())
+    }
+    fn finish(&mut self) -> hummer::Result<()> {
+        Ok(())
+    }
+}
+
+/// Per-partition watermarks: a topic whose second partition gets no records. Each partition
+/// has its own copy of the strategy; the empty one turns idle and stops holding the
+/// subtask's watermark back, so the windows of the first close while the job runs (a single
+/// watermark over both would never pass the empty partition's nothing).
+#[test]
+fn an_idle_partition_does_not_hold_back_the_windows_of_the_others() {
+    let broker = Broker::start();
+    create_topic(&config(&broker), "ticks", 2).unwrap();
+    // Event times 0..10 s, every 10 ms, all into partition 0 (one writer, fixed partitioner).
+    let env = StreamExecutionEnvironment::local();
+    env.set_parallelism(1);
+    env.from_collection((0..1_000i64).map(|i| (i * 10).to_string()).collect())
+        .add_sink(
+            KafkaSink::builder()
+                .bootstrap_servers(&broker.address)
+                .topic("ticks")
+                .serializer(StringSerializer)
+                .partitioner(Partitioner::Fixed)
+                .build::<String>()
+                .unwrap(),
+        );
+    env.execute("ticks").unwrap();
+
+    let counts = SharedCounts::default();
+    let env = StreamExecutionEnvironment::local();
+    env.set_parallelism(1)
+        .set_runtime_mode(RuntimeMode::Streaming)
+        .set_auto_watermark_interval(Duration::from_millis(20));
+    let strategy = WatermarkStrategy::for_bounded_out_of_orderness(Duration::ZERO)
+        .with_timestamp_assigner(|s: &String, _| s.parse().unwrap_or(0))
+        .with_idleness(Duration::from_millis(300));
+    env.from_source(
+        KafkaSource::builder()
+            .bootstrap_servers(&broker.address)
+            .topics(["ticks"])
+            .deserializer(StringDeserializer)
+            .build()
+            .unwrap(),
+        strategy,
+    )
+    .key_by(|_: &String| 0u8)
+    .window(TumblingEventTimeWindows::of(Duration::from_secs(1)))
+    .aggregate(CountAggregate)
+    .add_sink(counts.clone());
+    let job = env.execute_async("idle partition").unwrap();
+    let started = Instant::now();
+    // Windows [0, 1 s) .. [8 s, 9 s) close on the watermark of 9.99 s; the last stays open.
+    while counts.0.lock().unwrap().len() < 9 && started.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    job.cancel();
+    let _ = job.wait();
+    let mut got = counts.0.lock().unwrap().clone();
+    got.sort();
+    let want: Vec<(u8, i64, u64)> = (0..9).map(|w| (0, w * 1_000, 100)).collect();
+    assert_eq!(got, want);
+}
+
+/// Per-partition watermarks: a partition behind the other holds the subtask's watermark
+/// back (its minimum), where one watermark over the subtask's interleaved records would run
+/// ahead with the faster partition and drop the slow one's records as late.
+#[test]
+fn a_slow_partition_holds_back_the_watermark_of_its_subtask() {
+    let broker = Broker::start();
+    create_topic(&config(&broker), "two-speeds", 2).unwrap();
+    // A key for each partition (Kafka's murmur2 of the key picks it).
+    let key_for = |p: usize| {
+        (0..100)
+            .map(|i| format!("k{i}"))
+            .find(|k| Partitioner::KeyHash.partition(Some(k.as_bytes()), 2, 0, 0) == p)
+            .unwrap()
+    };
+    let (fast, slow) = (key_for(0), key_for(1));
+    // Partition 0: event times 0..10 s; partition 1: 0..2 s.
+    let mut lines: Vec<(String, i64)> = (0..1_000i64).map(|i| (fast.clone(), i * 10)).collect();
+    lines.extend((0..200i64).map(|i| (slow.clone(), i * 10)));
+    let env = StreamExecutionEnvironment::local();
+    env.set_parallelism(1);
+    env.from_collection(lines).add_sink(
+        KafkaSink::builder()
+            .bootstrap_servers(&broker.address)
+            .topic("two-speeds")
+            .serializer(
+                |(k, t): &(String, i64)| hummer::connectors::kafka::ProducerRecord {
+                    key: Some(k.clone().into_bytes()),
+                    value: t.to_string().into_bytes(),
+                },
+            )
+            .build::<(String, i64)>()
+            .unwrap(),
+    );
+    env.execute("two speeds").unwrap();
+
+    let counts = SharedCounts::default();
+    let env = StreamExecutionEnvironment::local();
+    env.set_parallelism(1)
+        .set_runtime_mode(RuntimeMode::Streaming)
+        .set_auto_watermark_interval(Duration::from_millis(20));
+    let strategy = WatermarkStrategy::for_bounded_out_of_orderness(Duration::ZERO)
+        .with_timestamp_assigner(|s: &String, _| s.parse().unwrap_or(0));
+    env.from_source(
+        KafkaSource::builder()
+            .bootstrap_servers(&broker.address)
+            .topics(["two-speeds"])
+            .deserializer(StringDeserializer)
+            .build()
+            .unwrap(),
+        strategy,
+    )
+    .key_by(|_: &String| 0u8)
+    .window(TumblingEventTimeWindows::of(Duration::from_secs(1)))
+    .aggregate(CountAggregate)
+    .add_sink(counts.clone());
+    let job = env.execute_async("slow partition").unwrap();
+    let started = Instant::now();
+    while counts.0.lock().unwrap().is_empty() && started.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Everything is read within moments; give the watermark time to run ahead if it would.
+    std::thread::sleep(Duration::from_millis(1_500));
+    job.cancel();
+    let _ = job.wait();
+    let mut got = counts.0.lock().unwrap().clone();
+    got.sort();
+    // The watermark is the slow partition's, 1.99 s: only [0, 1 s) has closed, with the
+    // records of both partitions.
+    assert_eq!(got, vec![(0, 0, 200)]);
+}
