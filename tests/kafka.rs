@@ -3,9 +3,7 @@
 //!
 //! Every failure trial prints its seed; `HUMMER_TRIAL_SEED=<seed>` replays one trial.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use hummer::checkpoint::coordinator::CheckpointConfig;
@@ -14,6 +12,7 @@ use hummer::connectors::kafka::{
     StringDeserializer, StringSerializer, create_topic,
 };
 use hummer::execution::restart_strategy::RestartStrategy;
+use hummer::jobs::kafka_count::KafkaCount;
 use hummer::prelude::*;
 
 mod common;
@@ -40,13 +39,9 @@ fn produce(broker: &Broker, topic: &str, lines: Vec<String>) {
     env.execute("produce").unwrap();
 }
 
-/// Everything in `topic`, read with a bounded source at `parallelism`.
-fn read_all(broker: &Broker, topic: &str, parallelism: usize) -> Vec<String> {
-    read_all_with_metrics(broker, topic, parallelism).0
-}
-
-/// `read_all`, and the partitions the source reports in its metrics.
-fn read_all_with_metrics(
+/// Everything in `topic`, read with a bounded source at `parallelism`, and the partitions
+/// the source reports in its metrics.
+fn read_all(
     broker: &Broker,
     topic: &str,
     parallelism: usize,
@@ -85,7 +80,7 @@ fn a_bounded_source_reads_every_record_once_at_any_parallelism() {
     let mut want = lines;
     want.sort();
     for parallelism in [1, 3, 6] {
-        let (mut got, partitions) = read_all_with_metrics(&broker, "numbers", parallelism);
+        let (mut got, partitions) = read_all(&broker, "numbers", parallelism);
         got.sort();
         assert_eq!(got.len(), want.len(), "parallelism {parallelism}");
         assert!(got == want, "parallelism {parallelism}: records differ");
@@ -252,86 +247,12 @@ fn bad_input_gets_errors_that_name_it() {
     assert!(bad_server.is_err_and(|e| e.to_string().contains("nohost")));
 }
 
-/// Source → keyed count → exactly-once sink, `events` numbered events over `keys` keys; the
-/// counter panics once at each of `fail_at`.
-fn counting_job(
-    env: &StreamExecutionEnvironment,
-    broker: &Broker,
-    input: &str,
-    output: &str,
-    keys: u64,
-    fail_at: Vec<u64>,
-) {
-    let fired: Arc<Vec<AtomicBool>> =
-        Arc::new(fail_at.iter().map(|_| AtomicBool::new(false)).collect());
-    env.add_source(
-        KafkaSource::builder()
-            .bootstrap_servers(&broker.address)
-            .topics([input])
-            .bounded()
-            .deserializer(StringDeserializer)
-            .build()
-            .unwrap(),
-    )
-    .map(|s: String| s.parse::<u64>().unwrap_or(u64::MAX))
-    .key_by(move |e: &u64| e % keys)
-    .process(
-        move |key: &u64, e: u64, count: &mut ValueState<u64>, out: &mut Collector<String>| {
-            if let Some(i) = fail_at.iter().position(|f| *f == e)
-                && !fired[i].swap(true, Ordering::SeqCst)
-            {
-                panic!("injected failure at event {e}");
-            }
-            let n = count.get_or_insert_with(|| 0);
-            *n += 1;
-            out.collect(format!("{e} {key} {n}"));
-        },
-    )
-    .name("counter")
-    .add_sink(
-        KafkaSink::builder()
-            .bootstrap_servers(&broker.address)
-            .topic(output)
-            .serializer(StringSerializer)
-            .delivery_guarantee(DeliveryGuarantee::ExactlyOnce)
-            .transactional_id_prefix("count")
-            .build::<String>()
-            .unwrap(),
-    );
-}
-
-/// Every event once in `lines`, and per key the counts 1..=n.
-fn assert_exactly_once(lines: &[String], events: u64, keys: u64, label: &str) {
-    let mut seen = vec![0u32; events as usize];
-    let mut counts: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
-    for line in lines {
-        let f: Vec<u64> = line.split(' ').filter_map(|x| x.parse().ok()).collect();
-        let [e, key, n] = f[..] else {
-            panic!("{label}: bad line {line:?}")
-        };
-        assert!(e < events && key == e % keys, "{label}: bad line {line:?}");
-        seen[e as usize] += 1;
-        counts.entry(key).or_default().push(n);
-    }
-    let lost: Vec<u64> = (0..events)
-        .filter(|&e| seen[e as usize] == 0)
-        .take(5)
-        .collect();
-    let twice: Vec<u64> = (0..events)
-        .filter(|&e| seen[e as usize] > 1)
-        .take(5)
-        .collect();
-    assert!(
-        lost.is_empty() && twice.is_empty(),
-        "{label}: lost {lost:?}, duplicated {twice:?}"
-    );
-    for (key, mut ns) in counts {
-        ns.sort_unstable();
-        assert!(
-            ns.iter().copied().eq(1..=ns.len() as u64),
-            "{label}: counts of key {key}"
-        );
-    }
+/// The output topic holds every event once, and per key the counts 1..=n (KafkaCount's own
+/// check, reading the topic back).
+fn assert_exactly_once(broker: &Broker, topic: &str, events: u64, keys: u64, label: &str) {
+    let verdict = hummer::jobs::kafka_count::verify(&broker.address, topic, events, keys)
+        .unwrap_or_else(|e| panic!("{label}: {e}"));
+    assert!(verdict.is_exactly_once(), "{label}: {verdict:?}");
 }
 
 #[test]
@@ -369,13 +290,23 @@ fn randomized_failures_keep_the_output_topic_exactly_once() {
                 attempts: 10,
                 delay: Duration::from_millis(5),
             });
-        counting_job(&env, &broker, &input, &output, keys, failures);
+        KafkaCount {
+            brokers: broker.address.clone(),
+            input: input.clone(),
+            output: output.clone(),
+            keys,
+            bounded: true,
+            rate: None,
+            fail_at: failures,
+            fail_marker: None,
+        }
+        .build(&env)
+        .unwrap();
         let result = env
             .execute("kafka exactly-once trial")
             .unwrap_or_else(|e| panic!("{label}: {e}"));
         assert!(result.restarts >= 1, "{label}: no restart");
-        let lines = read_all(&broker, &output, 2);
-        assert_exactly_once(&lines, events, keys, &label);
+        assert_exactly_once(&broker, &output, events, keys, &label);
     }
 }
 
@@ -446,8 +377,7 @@ fn a_broker_unreachable_for_seconds_fails_over_and_the_output_stays_exactly_once
     broker.resume();
     let result = job.join().unwrap().unwrap();
     assert!(result.restarts >= 1, "the outage failed the job over");
-    let lines = read_all(&broker, "out", 2);
-    assert_exactly_once(&lines, events, keys, "broker outage");
+    assert_exactly_once(&broker, "out", events, keys, "broker outage");
 }
 
 #[test]
@@ -511,29 +441,51 @@ fn completed_checkpoints_commit_offsets_to_the_group_and_a_job_can_start_from_th
 }
 
 /// Collects into a shared vector (for a job that runs until cancelled).
-#[derive(Clone, Default)]
-struct Shared(Arc<std::sync::Mutex<Vec<String>>>);
+struct Shared<T>(Arc<std::sync::Mutex<Vec<T>>>);
 
-impl Sink<String> for Shared {
+impl<T> Clone for Shared<T> {
+    fn clone(&self) -> Self {
+        Shared(self.0.clone())
+    }
+}
+
+impl<T> Default for Shared<T> {
+    fn default() -> Self {
+        Shared(Arc::default())
+    }
+}
+
+impl<T: Send + 'static> Sink<T> for Shared<T> {
     fn name(&self) -> String {
         "shared".into()
     }
     fn create_writer(
         &self,
         _: &hummer::operators::OperatorContext,
-    ) -> hummer::Result<Box<dyn SinkWriter<String>>> {
+    ) -> hummer::Result<Box<dyn SinkWriter<T>>> {
         Ok(Box::new(self.clone()))
     }
 }
 
-impl SinkWriter<String> for Shared {
-    fn write_batch(&mut self, batch: &mut Vec<String>) -> hummer::Result<()> {
+impl<T: Send + 'static> SinkWriter<T> for Shared<T> {
+    fn write_batch(&mut self, batch: &mut Vec<T>) -> hummer::Result<()> {
         self.0.lock().unwrap().append(batch);
         Ok(())
     }
     fn finish(&mut self) -> hummer::Result<()> {
         Ok(())
     }
+}
+
+/// The window counts collected so far, as `(key, window start, count)`.
+fn window_counts(counts: &Shared<(u8, TimeWindow, u64)>) -> Vec<(u8, i64, u64)> {
+    counts
+        .0
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(k, w, n)| (*k, w.start, *n))
+        .collect()
 }
 
 #[test]
@@ -545,7 +497,7 @@ fn a_running_source_finds_new_topics_of_its_pattern() {
         "feed-a",
         (0..100).map(|i| format!("a{i}")).collect(),
     );
-    let seen = Shared::default();
+    let seen = Shared::<String>::default();
     let env = StreamExecutionEnvironment::local();
     env.set_parallelism(2)
         .set_runtime_mode(RuntimeMode::Streaming);
@@ -600,35 +552,6 @@ fn a_running_source_finds_new_topics_of_its_pattern() {
     assert_eq!(got, want);
 }
 
-/// Collects window counts into a shared vector while the job runs.
-#[derive(Clone, Default)]
-struct SharedCounts(Arc<std::sync::Mutex<Vec<(u8, i64, u64)>>>);
-
-impl Sink<(u8, TimeWindow, u64)> for SharedCounts {
-    fn name(&self) -> String {
-        "shared counts".into()
-    }
-    fn create_writer(
-        &self,
-        _: &hummer::operators::OperatorContext,
-    ) -> hummer::Result<Box<dyn SinkWriter<(u8, TimeWindow, u64)>>> {
-        Ok(Box::new(self.clone()))
-    }
-}
-
-impl SinkWriter<(u8, TimeWindow, u64)> for SharedCounts {
-    fn write_batch(&mut self, batch: &mut Vec<(u8, TimeWindow, u64)>) -> hummer::Result<()> {
-        self.0
-            .lock()
-            .unwrap()
-            .extend(batch.drain(..).map(|(k, w, n)| (k, w.start, n)));
-        Ok(())
-    }
-    fn finish(&mut self) -> hummer::Result<()> {
-        Ok(())
-    }
-}
-
 /// Per-partition watermarks: a topic whose second partition gets no records. Each partition
 /// has its own copy of the strategy; the empty one turns idle and stops holding the
 /// subtask's watermark back, so the windows of the first close while the job runs (a single
@@ -652,7 +575,7 @@ fn an_idle_partition_does_not_hold_back_the_windows_of_the_others() {
         );
     env.execute("ticks").unwrap();
 
-    let counts = SharedCounts::default();
+    let counts = Shared::<(u8, TimeWindow, u64)>::default();
     let env = StreamExecutionEnvironment::local();
     env.set_parallelism(1)
         .set_runtime_mode(RuntimeMode::Streaming)
@@ -676,12 +599,12 @@ fn an_idle_partition_does_not_hold_back_the_windows_of_the_others() {
     let job = env.execute_async("idle partition").unwrap();
     let started = Instant::now();
     // Windows [0, 1 s) .. [8 s, 9 s) close on the watermark of 9.99 s; the last stays open.
-    while counts.0.lock().unwrap().len() < 9 && started.elapsed() < Duration::from_secs(20) {
+    while window_counts(&counts).len() < 9 && started.elapsed() < Duration::from_secs(20) {
         std::thread::sleep(Duration::from_millis(50));
     }
     job.cancel();
     let _ = job.wait();
-    let mut got = counts.0.lock().unwrap().clone();
+    let mut got = window_counts(&counts);
     got.sort();
     let want: Vec<(u8, i64, u64)> = (0..9).map(|w| (0, w * 1_000, 100)).collect();
     assert_eq!(got, want);
@@ -722,7 +645,7 @@ fn a_slow_partition_holds_back_the_watermark_of_its_subtask() {
     );
     env.execute("two speeds").unwrap();
 
-    let counts = SharedCounts::default();
+    let counts = Shared::<(u8, TimeWindow, u64)>::default();
     let env = StreamExecutionEnvironment::local();
     env.set_parallelism(1)
         .set_runtime_mode(RuntimeMode::Streaming)
@@ -744,14 +667,14 @@ fn a_slow_partition_holds_back_the_watermark_of_its_subtask() {
     .add_sink(counts.clone());
     let job = env.execute_async("slow partition").unwrap();
     let started = Instant::now();
-    while counts.0.lock().unwrap().is_empty() && started.elapsed() < Duration::from_secs(20) {
+    while window_counts(&counts).is_empty() && started.elapsed() < Duration::from_secs(20) {
         std::thread::sleep(Duration::from_millis(50));
     }
     // Everything is read within moments; give the watermark time to run ahead if it would.
     std::thread::sleep(Duration::from_millis(1_500));
     job.cancel();
     let _ = job.wait();
-    let mut got = counts.0.lock().unwrap().clone();
+    let mut got = window_counts(&counts);
     got.sort();
     // The watermark is the slow partition's, 1.99 s: only [0, 1 s) has closed, with the
     // records of both partitions.

@@ -129,10 +129,11 @@ pub trait SourceReader<T>: Send {
         false
     }
 
-    /// Like [`SourceReader::poll_next`], and appends each record's own timestamp to `stamps`
-    /// (a Kafka record's timestamp, say; `NO_TIMESTAMP` for none). The watermark strategy's
-    /// timestamp assigner gets it as the previous timestamp; without an assigner it is the
-    /// record's timestamp. The default has none.
+    /// Like [`SourceReader::poll_next`], and appends each record's timestamp to `stamps`:
+    /// called instead of `poll_next` on a reader that took the watermark strategy
+    /// ([`SourceReader::use_watermark_strategy`]), which stamps its records with it (a Kafka
+    /// reader gives the assigner the record's Kafka timestamp as the previous one). The
+    /// default stamps none (`NO_TIMESTAMP`).
     fn poll_next_stamped(
         &mut self,
         out: &mut Vec<T>,

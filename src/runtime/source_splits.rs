@@ -30,8 +30,6 @@ struct Split<T> {
     reader: Box<dyn SourceReader<T>>,
     finished: bool,
     stamping: Stamping<T>,
-    /// The timestamps the reader gives its records (scratch of `poll`).
-    native: Vec<Timestamp>,
 }
 
 impl<T: 'static> Split<T> {
@@ -52,7 +50,6 @@ impl<T: 'static> Split<T> {
             reader,
             finished: false,
             stamping,
-            native: Vec::new(),
         }
     }
 }
@@ -89,15 +86,15 @@ impl<T> Split<T> {
                 stamps.resize(before, NO_TIMESTAMP);
                 self.reader.poll_next_stamped(out, stamps, max)
             }
+            // Readers with timestamps of their own (Kafka's) take the strategy and stamp
+            // their records themselves (`Stamping::Reader`); here records have none.
             Stamping::Split(tracker) => {
-                self.native.clear();
-                let status = self.reader.poll_next_stamped(out, &mut self.native, max)?;
+                let status = self.reader.poll_next(out, max)?;
                 stamps.resize(before, NO_TIMESTAMP);
                 stamps.extend(
                     out[before..]
                         .iter()
-                        .zip(self.native.iter().chain(std::iter::repeat(&NO_TIMESTAMP)))
-                        .map(|(r, &native)| tracker.on_record(r, native).0),
+                        .map(|r| tracker.on_record(r, NO_TIMESTAMP).0),
                 );
                 Ok(status)
             }

@@ -199,6 +199,22 @@ async fn checkpoints(State(shared): State<Shared>, Path(id): Path<String>) -> Re
     )
 }
 
+/// The metrics of vertex `vertex` of job `id`, or the 404 that says which is missing.
+fn vertex_metrics(
+    shared: &Shared,
+    id: &str,
+    vertex: usize,
+) -> Result<crate::types::metrics::VertexMetrics, Reply> {
+    let state = lock(shared);
+    let j = state.jobs.get(id).ok_or_else(|| not_found(id))?;
+    j.vertex_totals().into_iter().nth(vertex).ok_or_else(|| {
+        (
+            StatusCode::NOT_FOUND,
+            Json(json!({"errors": [format!("job {id} has no vertex {vertex}")]})),
+        )
+    })
+}
+
 /// The current watermark of every subtask of a job vertex, in Flink's shape:
 /// `[{"id": "<subtask>.currentInputWatermark", "value": "<ms>"}]` (`-9223372036854775808` before
 /// the first watermark, `9223372036854775807` after the end of the input), followed by the
@@ -208,16 +224,9 @@ async fn watermarks(
     State(shared): State<Shared>,
     Path((id, vertex)): Path<(String, usize)>,
 ) -> Reply {
-    let state = lock(&shared);
-    let Some(j) = state.jobs.get(&id) else {
-        return not_found(&id);
-    };
-    let totals = j.vertex_totals();
-    let Some(v) = totals.get(vertex) else {
-        return (
-            StatusCode::NOT_FOUND,
-            Json(json!({"errors": [format!("job {id} has no vertex {vertex}")]})),
-        );
+    let v = match vertex_metrics(&shared, &id, vertex) {
+        Ok(v) => v,
+        Err(reply) => return reply,
     };
     let rows: Vec<Value> = v
         .watermarks
@@ -236,16 +245,9 @@ async fn partitions(
     State(shared): State<Shared>,
     Path((id, vertex)): Path<(String, usize)>,
 ) -> Reply {
-    let state = lock(&shared);
-    let Some(j) = state.jobs.get(&id) else {
-        return not_found(&id);
-    };
-    let totals = j.vertex_totals();
-    let Some(v) = totals.get(vertex) else {
-        return (
-            StatusCode::NOT_FOUND,
-            Json(json!({"errors": [format!("job {id} has no vertex {vertex}")]})),
-        );
+    let v = match vertex_metrics(&shared, &id, vertex) {
+        Ok(v) => v,
+        Err(reply) => return reply,
     };
     let rows: Vec<Value> = v
         .partitions

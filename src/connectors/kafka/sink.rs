@@ -22,7 +22,6 @@
 //! Without checkpoints an exactly-once writer publishes everything at the end of its input.
 
 use std::collections::BTreeMap;
-use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -195,6 +194,7 @@ impl<T: Send + 'static> Sink<T> for KafkaSink<T> {
             .into_iter()
             .map(|p| cluster.partition(&self.topic, p))
             .collect::<Result<Vec<_>>>()?;
+        let n = partitions.len();
         Ok(Box::new(KafkaWriter {
             serializer: self.serializer.clone(),
             partitioner: self.partitioner,
@@ -207,13 +207,12 @@ impl<T: Send + 'static> Sink<T> for KafkaSink<T> {
             compression: self.config.compression()?,
             batch_bytes: self.config.number("batch.size", 1 << 18)?.max(1) as usize,
             partitions,
-            buffers: Vec::new(),
-            buffered: Vec::new(),
+            buffers: vec![Vec::new(); n],
+            buffered: vec![0; n],
             in_flight: Vec::new(),
             open: Vec::new(),
             pending: BTreeMap::new(),
             counter: 0,
-            _types: PhantomData,
         }))
     }
 }
@@ -257,7 +256,6 @@ struct KafkaWriter<T> {
     /// Exactly-once: pre-committed transactions not yet published.
     pending: BTreeMap<CheckpointId, Transaction>,
     counter: u64,
-    _types: PhantomData<fn(T)>,
 }
 
 fn now() -> chrono::DateTime<chrono::Utc> {
@@ -463,10 +461,6 @@ fn wait(task: Produced) -> Result<()> {
 
 impl<T: Send + 'static> SinkWriter<T> for KafkaWriter<T> {
     fn write_batch(&mut self, batch: &mut Vec<T>) -> Result<()> {
-        if self.buffers.len() != self.partitions.len() {
-            self.buffers = vec![Vec::new(); self.partitions.len()];
-            self.buffered = vec![0; self.partitions.len()];
-        }
         for record in batch.drain(..) {
             let r = self.serializer.serialize(&record);
             let p = self.partition_of(&r);

@@ -22,7 +22,6 @@
 //! idle, as in Flink's per-split watermarks.
 
 use std::collections::VecDeque;
-use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -100,6 +99,22 @@ pub struct KafkaSource<T> {
     discovery_interval: Duration,
     rate: Option<f64>,
     deserializer: Arc<dyn KafkaDeserializer<T>>,
+}
+
+// Not derived: `T` itself need not be `Clone`.
+impl<T> Clone for KafkaSource<T> {
+    fn clone(&self) -> Self {
+        KafkaSource {
+            config: self.config.clone(),
+            topics: self.topics.clone(),
+            starting: self.starting.clone(),
+            bounded: self.bounded,
+            bad_records: self.bad_records,
+            discovery_interval: self.discovery_interval,
+            rate: self.rate,
+            deserializer: self.deserializer.clone(),
+        }
+    }
 }
 
 /// Builds a [`KafkaSource`].
@@ -308,16 +323,7 @@ impl<T: Data> Source<T> for KafkaSource<T> {
     }
     fn create_reader(&self, ctx: &SourceContext) -> Result<Box<dyn SourceReader<T>>> {
         Ok(Box::new(KafkaReader {
-            source: KafkaSource {
-                config: self.config.clone(),
-                topics: self.topics.clone(),
-                starting: self.starting.clone(),
-                bounded: self.bounded,
-                bad_records: self.bad_records,
-                discovery_interval: self.discovery_interval,
-                rate: self.rate,
-                deserializer: self.deserializer.clone(),
-            },
+            source: self.clone(),
             subtask: ctx.subtask,
             parallelism: ctx.parallelism.max(1),
             metrics: ctx.metrics.clone(),
@@ -332,7 +338,6 @@ impl<T: Data> Source<T> for KafkaSource<T> {
             started: Instant::now(),
             emitted: 0,
             snapshotted: std::sync::Mutex::new(Vec::new()),
-            _types: PhantomData,
         }))
     }
 }
@@ -451,7 +456,6 @@ struct KafkaReader<T> {
     emitted: u64,
     /// The positions of the last snapshot, committed to the group when it completes.
     snapshotted: std::sync::Mutex<Vec<PartitionPosition>>,
-    _types: PhantomData<fn() -> T>,
 }
 
 /// How often a reader reports its partitions' metrics.
