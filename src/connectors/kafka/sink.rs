@@ -230,6 +230,19 @@ struct Transaction {
     ends: Vec<(u32, i64)>,
 }
 
+impl Transaction {
+    /// The start of its records' `hummer.txn` header (the sequence number follows): what
+    /// publishing writes and recovery looks for.
+    fn tag(&self, prefix: &str) -> String {
+        format!("{prefix}/{}/{}/", self.subtask, self.checkpoint)
+    }
+}
+
+/// About the bytes a record takes in a produce request (for the batch size).
+fn record_size(key: &Option<Vec<u8>>, value: &[u8]) -> usize {
+    key.as_ref().map_or(0, Vec::len) + value.len() + 32
+}
+
 type Produced = tokio::task::JoinHandle<Result<()>>;
 
 /// A record held by the exactly-once writer: `(partition, key, value)`.
@@ -301,34 +314,32 @@ impl<T> KafkaWriter<T> {
 
     /// Publishes a transaction's records, skipping those whose sequence number is in `done`
     /// per partition (published before a failure), and waits for them to be acknowledged.
-    fn publish(&mut self, txn: &Transaction, done: &BTreeMap<u32, u64>) -> Result<()> {
-        let mut per_partition: BTreeMap<u32, Vec<Record>> = BTreeMap::new();
-        let mut bytes: BTreeMap<u32, usize> = BTreeMap::new();
-        let tag = format!("{}/{}/{}/", self.prefix, txn.subtask, txn.checkpoint);
-        for (seq, (p, key, value)) in txn.records.iter().enumerate() {
+    fn publish(&mut self, txn: Transaction, done: &BTreeMap<u32, u64>) -> Result<()> {
+        // Per partition: the records not yet produced and their bytes.
+        let mut per_partition: BTreeMap<u32, (Vec<Record>, usize)> = BTreeMap::new();
+        let tag = txn.tag(&self.prefix);
+        for (seq, (p, key, value)) in txn.records.into_iter().enumerate() {
             let seq = seq as u64;
-            if done.get(p).is_some_and(|&last| seq <= last) {
+            if done.get(&p).is_some_and(|&last| seq <= last) {
                 continue;
             }
             let mut headers = BTreeMap::new();
             headers.insert(TXN_HEADER.to_string(), format!("{tag}{seq}").into_bytes());
-            let size = key.as_ref().map_or(0, Vec::len) + value.len() + 64;
-            let batch = per_partition.entry(*p).or_default();
+            let (batch, bytes) = per_partition.entry(p).or_default();
+            *bytes += record_size(&key, &value);
             batch.push(Record {
-                key: key.clone(),
-                value: Some(value.clone()),
+                key,
+                value: Some(value),
                 headers,
                 timestamp: now(),
             });
-            let b = bytes.entry(*p).or_default();
-            *b += size;
-            if *b >= self.batch_bytes {
+            if *bytes >= self.batch_bytes {
                 // In order within a partition: each batch acknowledged before the next, so
                 // what a failure leaves published is a prefix of the partition's records.
                 let records = std::mem::take(batch);
-                *b = 0;
+                *bytes = 0;
                 wait(produce(
-                    self.partition(*p)?,
+                    self.partition(p)?,
                     records,
                     self.compression,
                     self.timeout,
@@ -337,8 +348,8 @@ impl<T> KafkaWriter<T> {
         }
         let tasks: Vec<Produced> = per_partition
             .into_iter()
-            .filter(|(_, r)| !r.is_empty())
-            .map(|(p, records)| {
+            .filter(|(_, (r, _))| !r.is_empty())
+            .map(|(p, (records, _))| {
                 Ok(produce(
                     self.partition(p)?,
                     records,
@@ -373,7 +384,7 @@ impl<T> KafkaWriter<T> {
 
     /// The largest sequence number per partition of `txn`'s records already in the topic.
     fn published(&self, txn: &Transaction) -> Result<BTreeMap<u32, u64>> {
-        let tag = format!("{}/{}/{}/", self.prefix, txn.subtask, txn.checkpoint);
+        let tag = txn.tag(&self.prefix);
         let mut done = BTreeMap::new();
         for &(p, from) in &txn.ends {
             let client = self.partition(p)?.clone();
@@ -416,7 +427,7 @@ impl<T> KafkaWriter<T> {
         let ids: Vec<CheckpointId> = self.pending.range(..=upto).map(|(id, _)| *id).collect();
         for id in ids {
             if let Some(txn) = self.pending.remove(&id) {
-                self.publish(&txn, &BTreeMap::new())?;
+                self.publish(txn, &BTreeMap::new())?;
             }
         }
         Ok(())
@@ -468,7 +479,7 @@ impl<T: Send + 'static> SinkWriter<T> for KafkaWriter<T> {
                 DeliveryGuarantee::ExactlyOnce => self.open.push((p, r.key, r.value)),
                 _ => {
                     let p = p as usize;
-                    self.buffered[p] += r.key.as_ref().map_or(0, Vec::len) + r.value.len() + 32;
+                    self.buffered[p] += record_size(&r.key, &r.value);
                     self.buffers[p].push(Record {
                         key: r.key,
                         value: Some(r.value),
@@ -507,7 +518,7 @@ impl<T: Send + 'static> SinkWriter<T> for KafkaWriter<T> {
                         records: std::mem::take(&mut self.open),
                         ends: Vec::new(),
                     };
-                    self.publish(&txn, &BTreeMap::new())
+                    self.publish(txn, &BTreeMap::new())
                 }
             }
             _ => self.flush(),
@@ -563,7 +574,7 @@ impl<T: Send + 'static> SinkWriter<T> for KafkaWriter<T> {
         let (me, parallelism) = (self.subtask, self.parallelism);
         for txn in txns.into_iter().filter(|t| t.subtask % parallelism == me) {
             let done = self.published(&txn)?;
-            self.publish(&txn, &done)?;
+            self.publish(txn, &done)?;
         }
         Ok(())
     }

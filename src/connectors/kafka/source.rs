@@ -648,12 +648,11 @@ impl<T: Data> KafkaReader<T> {
             let Some(r) = part.pending.pop_front() else {
                 break;
             };
-            // A compressed batch may start before the offset asked for.
-            if r.offset < part.next {
-                continue;
-            }
-            if part.stop.is_some_and(|s| r.offset >= s) {
-                part.next = part.stop.unwrap_or(part.next);
+            // (Fetches give no record before the offset asked for: see `fetch_from`.)
+            if let Some(stop) = part.stop
+                && r.offset >= stop
+            {
+                part.next = stop;
                 break;
             }
             let timestamp = r.record.timestamp.timestamp_millis();
