@@ -96,7 +96,8 @@ fn copy(
 ) -> Result<()> {
     use hummer::checkpoint::coordinator::CheckpointConfig;
     use hummer::connectors::kafka::{
-        BytesDeserializer, DeliveryGuarantee, KafkaSink, KafkaSource, ProducerRecord, partitions_of,
+        BytesDeserializer, DeliveryGuarantee, KafkaSink, KafkaSource, ProducerRecord,
+        create_topic_like,
     };
     use hummer::prelude::*;
     let guarantee = match guarantee {
@@ -108,9 +109,7 @@ fn copy(
     if parallelism == 0 {
         bail!("--parallelism must be at least 1");
     }
-    let config = KafkaConfig::new(brokers);
-    let partitions = partitions_of(&config, input)?.len() as i32;
-    create_topic(&config, output, partitions)?;
+    create_topic_like(&KafkaConfig::new(brokers), output, input)?;
     let env = StreamExecutionEnvironment::local();
     env.set_parallelism(parallelism)
         .set_runtime_mode(RuntimeMode::Streaming);

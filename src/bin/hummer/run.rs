@@ -119,14 +119,10 @@ pub fn run(args: Args) -> Result<()> {
             "EventCount"
         }
         "kafka-count" => {
-            // The output topic, if missing, with as many partitions as the input.
-            let config = hummer::connectors::kafka::KafkaConfig::new(&args.brokers);
-            let partitions =
-                hummer::connectors::kafka::partitions_of(&config, &args.input_topic)?.len();
-            hummer::connectors::kafka::create_topic(
-                &config,
+            hummer::connectors::kafka::create_topic_like(
+                &hummer::connectors::kafka::KafkaConfig::new(&args.brokers),
                 &args.output_topic,
-                partitions as i32,
+                &args.input_topic,
             )?;
             hummer::jobs::kafka_count::KafkaCount {
                 brokers: args.brokers.clone(),

@@ -33,7 +33,10 @@ pub fn create_topic(config: &KafkaConfig, topic: &str, partitions: i32) -> crate
     client::Cluster::connect(config)?.create_topic(topic, partitions)
 }
 
-/// The partitions of a topic; an error naming it if there is no such topic.
-pub fn partitions_of(config: &KafkaConfig, topic: &str) -> crate::Result<Vec<i32>> {
-    client::Cluster::connect(config)?.partitions(topic)
+/// Creates `topic` with as many partitions as `like` unless it exists (a job's output beside
+/// its input); an error names `like` if there is no such topic.
+pub fn create_topic_like(config: &KafkaConfig, topic: &str, like: &str) -> crate::Result<()> {
+    let cluster = client::Cluster::connect(config)?;
+    let partitions = cluster.partitions(like)?.len();
+    cluster.create_topic(topic, partitions as i32)
 }
