@@ -167,6 +167,24 @@ impl Storage {
         }
     }
 
+    /// Writes file `name` from `parts`, one after the other (a local file is written part by
+    /// part, without joining them in memory first).
+    pub fn write_parts(&self, name: &str, parts: &[&[u8]]) -> Result<()> {
+        match self {
+            Storage::Local(dir) => {
+                use std::io::Write;
+                let path = dir.join(name);
+                let fail = |e| HummerError::io("cannot write checkpoint file", &path, e);
+                let mut file = std::fs::File::create(&path).map_err(fail)?;
+                for part in parts {
+                    file.write_all(part).map_err(fail)?;
+                }
+                Ok(())
+            }
+            Storage::Object { .. } => self.write(name, &parts.concat()),
+        }
+    }
+
     /// Reads file `name`.
     pub fn read(&self, name: &str) -> Result<Vec<u8>> {
         match self {

@@ -357,11 +357,11 @@ impl CheckpointCoordinator {
                 .map_err(|e| internal!("checkpoint graph: {e}"))?;
             files.write(GRAPH_FILE, &graph)?;
             for (task, ack) in &pending.acks {
-                let bytes = postcard::to_stdvec(&ack.snapshot)
-                    .map_err(|e| internal!("task snapshot: {e}"))?;
-                size += bytes.len() as u64;
+                let parts = ack.snapshot.encoded_parts()?;
+                let parts: Vec<&[u8]> = parts.iter().map(|p| p.as_ref()).collect();
+                size += parts.iter().map(|p| p.len() as u64).sum::<u64>();
                 alignment = alignment.max(ack.alignment);
-                files.write(&format!("task-{task}"), &bytes)?;
+                files.write_parts(&format!("task-{task}"), &parts)?;
             }
             self.store.complete(files)
         })();

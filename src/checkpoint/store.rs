@@ -30,6 +30,35 @@ pub struct CheckpointMetadata {
     pub completed_at_ms: u64,
     /// Every file: name -> (length, checksum).
     pub files: BTreeMap<String, (u64, u64)>,
+    /// How the checksums were computed (checkpoints of earlier builds: foldhash).
+    #[serde(default)]
+    pub checksum: ChecksumKind,
+}
+
+/// The checksum of the files of a checkpoint.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ChecksumKind {
+    /// foldhash of the whole file, as earlier builds wrote (it cannot be computed part by part).
+    #[default]
+    Foldhash,
+    /// CRC-32 (IEEE), computed as the parts are written.
+    Crc32,
+}
+
+impl ChecksumKind {
+    /// The checksum of a file made of `parts`.
+    fn of(self, parts: &[&[u8]]) -> u64 {
+        match self {
+            ChecksumKind::Foldhash => foldhash::fast::FixedState::with_seed(0x6368_6b70_7466_696c)
+                .hash_one(parts.concat().as_slice()),
+            ChecksumKind::Crc32 => {
+                let mut h = crc32fast::Hasher::new();
+                parts.iter().for_each(|p| h.update(p));
+                u64::from(h.finalize())
+            }
+        }
+    }
 }
 
 /// A complete, verified checkpoint.
@@ -47,10 +76,6 @@ impl CompletedCheckpoint {
     pub fn read(&self, name: &str) -> Result<Vec<u8>> {
         self.storage.read(name)
     }
-}
-
-fn checksum(bytes: &[u8]) -> u64 {
-    foldhash::fast::FixedState::with_seed(0x6368_6b70_7466_696c).hash_one(bytes)
 }
 
 /// The checkpoints of one job.
@@ -106,6 +131,7 @@ impl CheckpointStore {
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_millis() as u64),
             files: pending.files,
+            checksum: ChecksumKind::Crc32,
         };
         let json = serde_json::to_vec_pretty(&metadata)
             .map_err(|e| internal!("checkpoint metadata: {e}"))?;
@@ -215,7 +241,7 @@ fn verify(storage: Storage, id: u64) -> std::result::Result<CompletedCheckpoint,
                 expected: *len,
             });
         }
-        if checksum(&bytes) != *sum {
+        if metadata.checksum.of(&[&bytes]) != *sum {
             return Err(Damage::BadChecksum(name.clone()));
         }
     }
@@ -229,12 +255,18 @@ fn verify(storage: Storage, id: u64) -> std::result::Result<CompletedCheckpoint,
 impl PendingCheckpoint {
     /// Writes one snapshot file of the checkpoint.
     pub fn write(&mut self, name: &str, bytes: &[u8]) -> Result<()> {
+        self.write_parts(name, &[bytes])
+    }
+
+    /// Writes one snapshot file of the checkpoint made of `parts`, one after the other.
+    pub fn write_parts(&mut self, name: &str, parts: &[&[u8]]) -> Result<()> {
         if name.is_empty() || name.contains('/') || name.starts_with('_') {
             return Err(internal!("bad checkpoint file name '{name}'"));
         }
-        self.storage.write(name, bytes)?;
+        self.storage.write_parts(name, parts)?;
+        let len = parts.iter().map(|p| p.len() as u64).sum();
         self.files
-            .insert(name.to_string(), (bytes.len() as u64, checksum(bytes)));
+            .insert(name.to_string(), (len, ChecksumKind::Crc32.of(parts)));
         Ok(())
     }
 

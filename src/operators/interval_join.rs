@@ -16,7 +16,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{HummerError, Result};
 use crate::operators::{Collector, OperatorContext, TwoInputOperator};
-use crate::state::snapshot::{OperatorWatermark, read_with_watermark, write_with_watermark};
+use crate::state::snapshot::{
+    OperatorWatermark, SnapshotBuffer, read_with_watermark, write_with_watermark,
+};
 use crate::state::timer_queue::TimerQueue;
 use crate::types::metrics::SubtaskMetrics;
 use crate::types::{CheckpointId, Data, Key, NO_TIMESTAMP, Timestamp};
@@ -55,6 +57,7 @@ pub struct IntervalJoin<L, R, K, O, KL, KR, F> {
     keys: HashMap<K, Buffers<L, R>, foldhash::fast::RandomState>,
     cleanup: TimerQueue<(K, Side)>,
     watermark: OperatorWatermark,
+    snapshot_buffer: SnapshotBuffer,
     metrics: Arc<SubtaskMetrics>,
     _types: std::marker::PhantomData<fn() -> O>,
 }
@@ -80,6 +83,7 @@ impl<L, R, K: Key, O, KL, KR, F> IntervalJoin<L, R, K, O, KL, KR, F> {
             keys: HashMap::default(),
             cleanup: TimerQueue::default(),
             watermark: OperatorWatermark::default(),
+            snapshot_buffer: SnapshotBuffer::default(),
             metrics: ctx.metrics.clone(),
             _types: std::marker::PhantomData,
         }
@@ -263,7 +267,13 @@ where
         _checkpoint: CheckpointId,
         max_parallelism: usize,
     ) -> Result<Option<Vec<u8>>> {
-        write_with_watermark(&self.watermark, self.keys.iter(), max_parallelism).map(Some)
+        write_with_watermark(
+            &self.watermark,
+            self.keys.iter(),
+            max_parallelism,
+            &mut self.snapshot_buffer,
+        )
+        .map(Some)
     }
 
     fn restore_state(&mut self, snapshot: &[u8], key_groups: std::ops::Range<usize>) -> Result<()> {

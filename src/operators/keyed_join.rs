@@ -4,9 +4,13 @@
 use std::collections::HashMap;
 use std::marker::PhantomData;
 
-use crate::error::{Result, internal};
+use crate::error::Result;
 use crate::operators::{Collector, TwoInputOperator};
-use crate::types::Key;
+use crate::state::snapshot::{
+    SnapshotBuffer, append_snapshot, decode_checkpointed, is_snapshot, read_snapshot,
+    read_snapshots,
+};
+use crate::types::{Key, MIN_WATERMARK};
 
 type Table<K, V> = HashMap<K, Vec<V>, foldhash::fast::RandomState>;
 
@@ -25,6 +29,7 @@ pub struct KeyedJoin<L, R, K, O, KL, KR, F> {
     right: Table<K, R>,
     /// The right side's key is unique: a left record is kept only until its match arrives.
     unique_right: bool,
+    snapshot_buffer: SnapshotBuffer,
     _types: PhantomData<fn() -> O>,
 }
 
@@ -38,6 +43,7 @@ impl<L, R, K: Key, O, KL, KR, F> KeyedJoin<L, R, K, O, KL, KR, F> {
             left: HashMap::default(),
             right: HashMap::default(),
             unique_right: false,
+            snapshot_buffer: SnapshotBuffer::default(),
             _types: PhantomData,
         }
     }
@@ -98,39 +104,39 @@ where
         Ok(())
     }
 
-    /// Both sides' records, as `(left table snapshot, right table snapshot)`.
+    /// Both sides' records: the left table's snapshot, then the right's, in one buffer.
     fn snapshot_state(
         &mut self,
         _checkpoint: crate::types::CheckpointId,
         max_parallelism: usize,
     ) -> Result<Option<Vec<u8>>> {
-        let left = crate::state::snapshot::write_snapshot(self.left.iter(), max_parallelism)?;
-        let right = crate::state::snapshot::write_snapshot(self.right.iter(), max_parallelism)?;
-        postcard::to_stdvec(&(left, right))
-            .map(Some)
-            .map_err(|e| internal!("join state: {e}"))
+        let mut out = self.snapshot_buffer.start();
+        append_snapshot(&mut out, self.left.iter(), max_parallelism, MIN_WATERMARK)?;
+        append_snapshot(&mut out, self.right.iter(), max_parallelism, MIN_WATERMARK)?;
+        Ok(Some(self.snapshot_buffer.finish(out)))
     }
 
     fn restore_state(&mut self, snapshot: &[u8], key_groups: std::ops::Range<usize>) -> Result<()> {
-        let (left, right): (Vec<u8>, Vec<u8>) =
-            crate::state::snapshot::decode_checkpointed("keyed join state", snapshot)?;
+        const WHAT: &str = "keyed join state";
         let (l, r) = (&mut self.left, &mut self.right);
-        crate::state::snapshot::read_snapshot(
-            &left,
-            key_groups.clone(),
-            "keyed join state",
-            |k, v: Vec<L>| {
-                l.entry(k).or_default().extend(v);
-            },
-        )?;
-        crate::state::snapshot::read_snapshot(
-            &right,
-            key_groups,
-            "keyed join state",
-            |k, v: Vec<R>| {
-                r.entry(k).or_default().extend(v);
-            },
-        )
+        let add_left = |k, v: Vec<L>| l.entry(k).or_default().extend(v);
+        let add_right = |k, v: Vec<R>| r.entry(k).or_default().extend(v);
+        if !is_snapshot(snapshot) {
+            // Earlier builds wrote the two sides as a postcard pair.
+            let (left, right): (Vec<u8>, Vec<u8>) = decode_checkpointed(WHAT, snapshot)?;
+            read_snapshot(&left, key_groups.clone(), WHAT, add_left)?;
+            return read_snapshot(&right, key_groups, WHAT, add_right);
+        }
+        match read_snapshots(snapshot, WHAT)?.as_slice() {
+            [left, right] => {
+                left.entries(&key_groups, WHAT, add_left)?;
+                right.entries(&key_groups, WHAT, add_right)
+            }
+            tables => Err(crate::error::HummerError::BadInput {
+                input: WHAT.into(),
+                reason: format!("{} tables where two were expected", tables.len()),
+            }),
+        }
     }
 }
 

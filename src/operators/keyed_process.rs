@@ -16,6 +16,7 @@ pub struct KeyedProcess<T, K, S, O, KS, F> {
     key_of: KS,
     f: F,
     state: HashMap<K, S, foldhash::fast::RandomState>,
+    snapshot_buffer: crate::state::snapshot::SnapshotBuffer,
     _types: PhantomData<fn(T) -> O>,
 }
 
@@ -26,6 +27,7 @@ impl<T, K: Key, S, O, KS, F> KeyedProcess<T, K, S, O, KS, F> {
             key_of,
             f,
             state: HashMap::default(),
+            snapshot_buffer: Default::default(),
             _types: PhantomData,
         }
     }
@@ -60,7 +62,14 @@ where
         _checkpoint: crate::types::CheckpointId,
         max_parallelism: usize,
     ) -> Result<Option<Vec<u8>>> {
-        crate::state::snapshot::write_snapshot(self.state.iter(), max_parallelism).map(Some)
+        let mut out = self.snapshot_buffer.start();
+        crate::state::snapshot::append_snapshot(
+            &mut out,
+            self.state.iter(),
+            max_parallelism,
+            crate::types::MIN_WATERMARK,
+        )?;
+        Ok(Some(self.snapshot_buffer.finish(out)))
     }
 
     fn restore_state(&mut self, snapshot: &[u8], key_groups: std::ops::Range<usize>) -> Result<()> {

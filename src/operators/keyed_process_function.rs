@@ -16,7 +16,9 @@ use crate::error::Result;
 use crate::operators::keyed_timers::{KeyedTimers, TimeDomain, TimerChange, TimerList};
 use crate::operators::{Collector, OneInputOperator, OperatorContext};
 use crate::state::ValueState;
-use crate::state::snapshot::{OperatorWatermark, read_with_watermark, write_with_watermark};
+use crate::state::snapshot::{
+    OperatorWatermark, SnapshotBuffer, read_with_watermark, write_with_watermark,
+};
 use crate::types::{CheckpointId, Data, Key, NO_TIMESTAMP, Timestamp};
 
 /// A function over a keyed stream with a value per key and timers (Flink's
@@ -172,6 +174,7 @@ pub struct KeyedProcessOperator<T, K, KS, F: KeyedProcessFunction<K, T>> {
     keys: HashMap<K, KeyState<F::State>, foldhash::fast::RandomState>,
     timers: KeyedTimers<K>,
     watermark: OperatorWatermark,
+    snapshot_buffer: SnapshotBuffer,
     changes: Vec<TimerChange>,
     _types: std::marker::PhantomData<fn(T)>,
 }
@@ -188,6 +191,7 @@ impl<T: 'static, K: Key, KS: Fn(&T) -> K + Send + 'static, F: KeyedProcessFuncti
             keys: HashMap::default(),
             timers: KeyedTimers::new(ctx.time.clone()),
             watermark: OperatorWatermark::default(),
+            snapshot_buffer: SnapshotBuffer::default(),
             changes: Vec::new(),
             _types: std::marker::PhantomData,
         }
@@ -317,7 +321,13 @@ where
         _checkpoint: CheckpointId,
         max_parallelism: usize,
     ) -> Result<Option<Vec<u8>>> {
-        write_with_watermark(&self.watermark, self.keys.iter(), max_parallelism).map(Some)
+        write_with_watermark(
+            &self.watermark,
+            self.keys.iter(),
+            max_parallelism,
+            &mut self.snapshot_buffer,
+        )
+        .map(Some)
     }
 
     fn restore_state(&mut self, snapshot: &[u8], key_groups: std::ops::Range<usize>) -> Result<()> {

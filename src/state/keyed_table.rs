@@ -14,6 +14,7 @@ use hashbrown::HashTable;
 pub struct KeyedTable<K, V> {
     table: HashTable<(K, V)>,
     hasher: foldhash::fast::RandomState,
+    pub(crate) snapshot_buffer: crate::state::snapshot::SnapshotBuffer,
 }
 
 impl<K: Hash + Eq, V> Default for KeyedTable<K, V> {
@@ -21,6 +22,7 @@ impl<K: Hash + Eq, V> Default for KeyedTable<K, V> {
         KeyedTable {
             table: HashTable::new(),
             hasher: foldhash::fast::RandomState::default(),
+            snapshot_buffer: Default::default(),
         }
     }
 }
@@ -46,7 +48,7 @@ impl<K: Hash + Eq, V> KeyedTable<K, V> {
         key_of: impl Fn(&T) -> K,
         mut step: impl FnMut(&K, Option<&mut V>, T) -> Option<V>,
     ) {
-        let KeyedTable { table, hasher } = self;
+        let KeyedTable { table, hasher, .. } = self;
         for record in batch.drain(..) {
             let key = key_of(&record);
             let hash = hasher.hash_one(&key);
@@ -70,7 +72,7 @@ impl<K: Hash + Eq, V> KeyedTable<K, V> {
 
     /// Sets the state of a key (replacing what it had).
     pub fn insert(&mut self, key: K, value: V) {
-        let KeyedTable { table, hasher } = self;
+        let KeyedTable { table, hasher, .. } = self;
         let hash = hasher.hash_one(&key);
         match table.find_mut(hash, |(k, _)| *k == key) {
             Some(entry) => entry.1 = value,

@@ -1,14 +1,21 @@
-//! The snapshot format of keyed state: versioned, checksummed, grouped by key group.
+//! The snapshot format of keyed state: versioned, checksummed, every entry tagged with its key
+//! group.
 //!
-//! A snapshot holds the entries of one keyed-state table, grouped by the key group of each
-//! key, so that a restore can take exactly the key groups a subtask owns at the *new*
-//! parallelism: state moves between subtasks in whole key groups and no key is split or lost.
+//! A snapshot holds the entries of one keyed-state table, each with the key group of its key,
+//! so that a restore can take exactly the key groups a subtask owns at the *new* parallelism:
+//! state moves between subtasks in whole key groups and no key is split or lost.
 //!
-//! Layout: `b"HMRS"`, format version (`u16`, big-endian), number of key groups used to group
-//! (`u32`), a 64-bit checksum of those two fields and the body, then the body: postcard of
-//! `Vec<(key_group: u32, Vec<(K, V)>)>`. A snapshot that is truncated, has another magic or
-//! version, or fails its checksum is refused with a clear error; nothing of it is loaded.
-//! (The exactly-once issue builds checkpoints out of these.)
+//! Layout (version 2): `b"HMRS"`, format version (`u16`), number of key groups (`u32`), the
+//! operator's watermark (`i64`), body length (`u64`), a checksum (`u64`) of the fields after
+//! the magic and of the body, then the body: one postcard `(key group, key, value)` after the
+//! other, in table order. All integers of the header are big-endian. A snapshot knows its
+//! length, so an operator with several tables (a join's two sides) writes them one after the
+//! other into one buffer. Writing is one pass over the table into a buffer sized from the
+//! previous snapshot ([`SnapshotBuffer`]): no grouping, no intermediate copy.
+//!
+//! A snapshot that is truncated, has another magic or version, or fails its checksum is
+//! refused with a clear error; nothing of it is loaded. Version 1 (grouped entries, no length
+//! or watermark, written by earlier builds) is still read.
 
 use std::hash::{BuildHasher, Hash};
 use std::ops::Range;
@@ -19,6 +26,7 @@ use serde::de::DeserializeOwned;
 use crate::error::{HummerError, Result, internal};
 use crate::state::key_groups::{key_group_of_hash, key_hash};
 use crate::state::keyed_table::KeyedTable;
+use crate::types::{MIN_WATERMARK, Timestamp};
 
 /// Decodes checkpointed bytes (a source's position, an operator's state) written with
 /// postcard; the error names `what` was being restored.
@@ -31,10 +39,13 @@ pub(crate) fn decode_checkpointed<P: DeserializeOwned>(what: &str, bytes: &[u8])
 
 const MAGIC: &[u8; 4] = b"HMRS";
 /// Version of the format written by this build.
-pub const FORMAT_VERSION: u16 = 1;
-const HEADER: usize = 4 + 2 + 4 + 8;
+pub const FORMAT_VERSION: u16 = 2;
+/// The grouped format of earlier builds, still read.
+const VERSION_1: u16 = 1;
+const HEADER_V1: usize = 4 + 2 + 4 + 8;
+const HEADER: usize = 4 + 2 + 4 + 8 + 8 + 8;
 
-/// Checksum of the version and key-group fields and the body.
+/// Checksum of the header fields and the body.
 fn checksum(fields: &[u8], body: &[u8]) -> u64 {
     use std::hash::Hasher;
     let mut h = foldhash::fast::FixedState::with_seed(0x736e_6170_7368_6f74).build_hasher();
@@ -50,7 +61,89 @@ fn corrupt(what: &str, reason: String) -> HummerError {
     }
 }
 
-/// Writes `entries`, grouped by key group (out of `max_parallelism`), in the snapshot format.
+/// Whether `bytes` start like a snapshot of this module (rather than an operator's own
+/// encoding of earlier builds).
+pub fn is_snapshot(bytes: &[u8]) -> bool {
+    bytes.starts_with(MAGIC)
+}
+
+/// Remembers how long an operator's last snapshot was, so that the next one is written into a
+/// buffer of about the right size at once: a snapshot of gigabytes grown by doubling would be
+/// copied and its fresh pages zeroed several times over.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct SnapshotBuffer {
+    last_len: usize,
+}
+
+impl SnapshotBuffer {
+    /// An empty buffer with room for a snapshot a little larger than the last.
+    pub fn start(&self) -> Vec<u8> {
+        Vec::with_capacity(self.last_len + self.last_len / 8 + 64)
+    }
+
+    /// Records the length of a finished snapshot.
+    pub fn finish(&mut self, bytes: Vec<u8>) -> Vec<u8> {
+        self.last_len = bytes.len();
+        bytes
+    }
+}
+
+/// A postcard output that appends to a buffer in place.
+struct AppendTo<'a>(&'a mut Vec<u8>);
+
+impl postcard::ser_flavors::Flavor for AppendTo<'_> {
+    type Output = ();
+
+    #[inline(always)]
+    fn try_extend(&mut self, data: &[u8]) -> postcard::Result<()> {
+        self.0.extend_from_slice(data);
+        Ok(())
+    }
+
+    #[inline(always)]
+    fn try_push(&mut self, data: u8) -> postcard::Result<()> {
+        self.0.push(data);
+        Ok(())
+    }
+
+    fn finalize(self) -> postcard::Result<()> {
+        Ok(())
+    }
+}
+
+/// Appends one snapshot of `entries` (key groups out of `max_parallelism`) with `watermark`
+/// to `out`.
+pub fn append_snapshot<'a, K, V>(
+    out: &mut Vec<u8>,
+    entries: impl Iterator<Item = (&'a K, &'a V)>,
+    max_parallelism: usize,
+    watermark: Timestamp,
+) -> Result<()>
+where
+    K: Hash + Serialize + 'a,
+    V: Serialize + 'a,
+{
+    let start = out.len();
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&FORMAT_VERSION.to_be_bytes());
+    out.extend_from_slice(&(max_parallelism as u32).to_be_bytes());
+    out.extend_from_slice(&watermark.to_be_bytes());
+    out.extend_from_slice(&[0; 16]); // body length and checksum, once known
+    for (k, v) in entries {
+        let g = key_group_of_hash(key_hash(k), max_parallelism) as u32;
+        postcard::serialize_with_flavor(&(g, k, v), AppendTo(out))
+            .map_err(|e| internal!("cannot encode a state snapshot: {e}"))?;
+    }
+    let body_len = (out.len() - start - HEADER) as u64;
+    out[start + 18..start + 26].copy_from_slice(&body_len.to_be_bytes());
+    let (head, body) = out[start..].split_at(HEADER);
+    let sum = checksum(&head[4..26], body);
+    out[start + 26..start + 34].copy_from_slice(&sum.to_be_bytes());
+    Ok(())
+}
+
+/// Writes `entries`, each tagged with its key group (out of `max_parallelism`), in the snapshot
+/// format.
 pub fn write_snapshot<'a, K, V>(
     entries: impl Iterator<Item = (&'a K, &'a V)>,
     max_parallelism: usize,
@@ -59,81 +152,164 @@ where
     K: Hash + Serialize + 'a,
     V: Serialize + 'a,
 {
-    let mut by_group: std::collections::BTreeMap<u32, Vec<(&K, &V)>> = Default::default();
-    for (k, v) in entries {
-        let g = key_group_of_hash(key_hash(k), max_parallelism) as u32;
-        by_group.entry(g).or_default().push((k, v));
-    }
-    let groups: Vec<(u32, Vec<(&K, &V)>)> = by_group.into_iter().collect();
-    let body = postcard::to_stdvec(&groups)
-        .map_err(|e| internal!("cannot encode a state snapshot: {e}"))?;
-    let mut out = Vec::with_capacity(HEADER + body.len());
-    out.extend_from_slice(MAGIC);
-    out.extend_from_slice(&FORMAT_VERSION.to_be_bytes());
-    out.extend_from_slice(&(max_parallelism as u32).to_be_bytes());
-    let sum = checksum(&out[4..10], &body);
-    out.extend_from_slice(&sum.to_be_bytes());
-    out.extend_from_slice(&body);
+    let mut out = Vec::new();
+    append_snapshot(&mut out, entries, max_parallelism, MIN_WATERMARK)?;
     Ok(out)
 }
 
-/// Reads a snapshot, calling `keep` for every entry whose key group is in `key_groups`; `what`
-/// names the snapshot in errors. A bad snapshot is refused before any entry is handed out.
-pub fn read_snapshot<K: DeserializeOwned, V: DeserializeOwned>(
-    snapshot: &[u8],
-    key_groups: Range<usize>,
-    what: &str,
-    mut keep: impl FnMut(K, V),
-) -> Result<()> {
-    if snapshot.len() < HEADER {
-        return Err(corrupt(
-            what,
-            format!(
-                "truncated: {} bytes, the header alone has {HEADER}",
-                snapshot.len()
-            ),
-        ));
+/// One verified snapshot within a buffer of snapshots.
+#[derive(Debug, Clone, Copy)]
+pub struct TableSnapshot<'a> {
+    version: u16,
+    /// The watermark written with it (`MIN_WATERMARK` when none was).
+    pub watermark: Timestamp,
+    body: &'a [u8],
+}
+
+impl TableSnapshot<'_> {
+    /// Hands every entry whose key group is in `key_groups` to `keep`; `what` names the
+    /// snapshot in errors.
+    pub fn entries<K: DeserializeOwned, V: DeserializeOwned>(
+        &self,
+        key_groups: &Range<usize>,
+        what: &str,
+        mut keep: impl FnMut(K, V),
+    ) -> Result<()> {
+        let undecodable = |e: postcard::Error| corrupt(what, format!("undecodable body: {e}"));
+        if self.version == VERSION_1 {
+            let groups: Vec<(u32, Vec<(K, V)>)> =
+                postcard::from_bytes(self.body).map_err(undecodable)?;
+            for (group, entries) in groups {
+                if key_groups.contains(&(group as usize)) {
+                    entries.into_iter().for_each(|(k, v)| keep(k, v));
+                }
+            }
+            return Ok(());
+        }
+        let mut rest = self.body;
+        while !rest.is_empty() {
+            let ((group, k, v), tail): ((u32, K, V), &[u8]) =
+                postcard::take_from_bytes(rest).map_err(undecodable)?;
+            if key_groups.contains(&(group as usize)) {
+                keep(k, v);
+            }
+            rest = tail;
+        }
+        Ok(())
     }
-    if &snapshot[..4] != MAGIC {
+}
+
+/// Splits a buffer into its snapshots, verifying every one before any entry is read: a buffer
+/// with one bad snapshot is refused whole.
+pub fn read_snapshots<'a>(bytes: &'a [u8], what: &str) -> Result<Vec<TableSnapshot<'a>>> {
+    let mut tables = Vec::new();
+    let mut rest = bytes;
+    while !rest.is_empty() || tables.is_empty() {
+        let (table, tail) = read_one(rest, what)?;
+        tables.push(table);
+        rest = tail;
+    }
+    Ok(tables)
+}
+
+fn read_one<'a>(bytes: &'a [u8], what: &str) -> Result<(TableSnapshot<'a>, &'a [u8])> {
+    let truncated = |need: usize| {
+        corrupt(
+            what,
+            format!("truncated: {} bytes, {need} expected", bytes.len()),
+        )
+    };
+    if bytes.len() < HEADER_V1 {
+        return Err(truncated(HEADER_V1));
+    }
+    if &bytes[..4] != MAGIC {
         return Err(corrupt(
             what,
             "not a Hummer state snapshot (bad magic)".into(),
         ));
     }
-    let version = u16::from_be_bytes([snapshot[4], snapshot[5]]);
-    if version != FORMAT_VERSION {
-        return Err(corrupt(
-            what,
-            format!("format version {version}; this build reads version {FORMAT_VERSION}"),
-        ));
-    }
-    let mut sum = [0u8; 8];
-    sum.copy_from_slice(&snapshot[10..18]);
-    let body = &snapshot[HEADER..];
-    if checksum(&snapshot[4..10], body) != u64::from_be_bytes(sum) {
-        return Err(corrupt(
-            what,
-            "checksum mismatch: the snapshot is damaged".into(),
-        ));
-    }
-    let groups: Vec<(u32, Vec<(K, V)>)> =
-        postcard::from_bytes(body).map_err(|e| corrupt(what, format!("undecodable body: {e}")))?;
-    for (group, entries) in groups {
-        if key_groups.contains(&(group as usize)) {
-            for (k, v) in entries {
-                keep(k, v);
+    let version = u16::from_be_bytes([bytes[4], bytes[5]]);
+    let be_u64 = |at: usize| {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&bytes[at..at + 8]);
+        u64::from_be_bytes(b)
+    };
+    match version {
+        VERSION_1 => {
+            let body = &bytes[HEADER_V1..];
+            if checksum(&bytes[4..10], body) != be_u64(10) {
+                return Err(corrupt(
+                    what,
+                    "checksum mismatch: the snapshot is damaged".into(),
+                ));
             }
+            let table = TableSnapshot {
+                version,
+                watermark: MIN_WATERMARK,
+                body,
+            };
+            Ok((table, &[]))
         }
+        FORMAT_VERSION => {
+            if bytes.len() < HEADER {
+                return Err(truncated(HEADER));
+            }
+            let body_len = be_u64(18);
+            let end = usize::try_from(body_len)
+                .ok()
+                .and_then(|l| l.checked_add(HEADER))
+                .filter(|&end| end <= bytes.len())
+                .ok_or_else(|| truncated(HEADER.saturating_add(body_len as usize)))?;
+            let body = &bytes[HEADER..end];
+            if checksum(&bytes[4..26], body) != be_u64(26) {
+                return Err(corrupt(
+                    what,
+                    "checksum mismatch: the snapshot is damaged".into(),
+                ));
+            }
+            let table = TableSnapshot {
+                version,
+                watermark: be_u64(10) as i64,
+                body,
+            };
+            Ok((table, &bytes[end..]))
+        }
+        other => Err(corrupt(
+            what,
+            format!(
+                "format version {other}; this build reads versions {VERSION_1} and {FORMAT_VERSION}"
+            ),
+        )),
     }
-    Ok(())
+}
+
+/// Reads a buffer of one snapshot, calling `keep` for every entry whose key group is in
+/// `key_groups`; `what` names the snapshot in errors. A bad snapshot is refused before any
+/// entry is handed out.
+pub fn read_snapshot<K: DeserializeOwned, V: DeserializeOwned>(
+    snapshot: &[u8],
+    key_groups: Range<usize>,
+    what: &str,
+    keep: impl FnMut(K, V),
+) -> Result<()> {
+    match read_snapshots(snapshot, what)?.as_slice() {
+        [table] => table.entries(&key_groups, what, keep),
+        tables => Err(corrupt(
+            what,
+            format!("{} snapshots where one was expected", tables.len()),
+        )),
+    }
 }
 
 impl<K: Hash + Eq + Serialize + DeserializeOwned, V: Serialize + DeserializeOwned>
     KeyedTable<K, V>
 {
-    /// Writes every entry, grouped by key group (out of `max_parallelism`).
-    pub fn snapshot(&self, max_parallelism: usize) -> Result<Vec<u8>> {
-        write_snapshot(self.iter(), max_parallelism)
+    /// Writes every entry, tagged with its key group (out of `max_parallelism`), into a buffer
+    /// sized by the last snapshot.
+    pub fn snapshot(&mut self, max_parallelism: usize) -> Result<Vec<u8>> {
+        let mut out = self.snapshot_buffer.start();
+        append_snapshot(&mut out, self.iter(), max_parallelism, MIN_WATERMARK)?;
+        Ok(self.snapshot_buffer.finish(out))
     }
 
     /// Loads the entries of the key groups in `key_groups` from a snapshot; `what` names the
@@ -214,6 +390,62 @@ mod tests {
         }
     }
 
+    /// Snapshots of earlier builds (version 1: entries grouped by key group; the watermark as
+    /// a postcard pair around it) are still read.
+    #[test]
+    fn reads_version_1_and_the_old_watermark_pair() {
+        let entries = HashMap::from([("a".to_string(), 1u64), ("b".to_string(), 2)]);
+        let mut groups: std::collections::BTreeMap<u32, Vec<(&String, &u64)>> = Default::default();
+        for (k, v) in &entries {
+            let g = key_group_of_hash(key_hash(k), 128) as u32;
+            groups.entry(g).or_default().push((k, v));
+        }
+        let groups: Vec<_> = groups.into_iter().collect();
+        let body = postcard::to_stdvec(&groups).unwrap();
+        let mut v1 = b"HMRS".to_vec();
+        v1.extend_from_slice(&1u16.to_be_bytes());
+        v1.extend_from_slice(&128u32.to_be_bytes());
+        let sum = checksum(&v1[4..10], &body);
+        v1.extend_from_slice(&sum.to_be_bytes());
+        v1.extend_from_slice(&body);
+        let mut t = KeyedTable::<String, u64>::default();
+        t.restore(&v1, 0..128, "v1").unwrap();
+        assert_eq!(contents(&mut t), entries);
+
+        let pair = postcard::to_stdvec(&(77i64, v1)).unwrap();
+        let mut w = OperatorWatermark::default();
+        let mut got = HashMap::new();
+        read_with_watermark(&pair, 0..128, "pair", &mut w, |k: String, v: u64| {
+            got.insert(k, v);
+        })
+        .unwrap();
+        assert_eq!((got, w.get()), (entries, 77));
+    }
+
+    /// Several tables in one buffer come back apart, each with its watermark.
+    #[test]
+    fn tables_in_one_buffer_come_back_apart() {
+        let (left, right) = (
+            HashMap::from([(1u32, 10u64)]),
+            HashMap::from([(2u32, 20u64), (3, 30)]),
+        );
+        let mut out = Vec::new();
+        append_snapshot(&mut out, left.iter(), 128, 5).unwrap();
+        append_snapshot(&mut out, right.iter(), 128, 6).unwrap();
+        let tables = read_snapshots(&out, "two").unwrap();
+        assert_eq!(tables.len(), 2);
+        let mut got = vec![HashMap::new(), HashMap::new()];
+        for (i, t) in tables.iter().enumerate() {
+            t.entries(&(0..128), "two", |k: u32, v: u64| {
+                got[i].insert(k, v);
+            })
+            .unwrap();
+        }
+        assert_eq!(got, vec![left, right]);
+        assert_eq!((tables[0].watermark, tables[1].watermark), (5, 6));
+        assert!(read_snapshots(&out[..out.len() - 1], "cut").is_err());
+    }
+
     #[test]
     fn errors_name_the_snapshot_and_the_problem() {
         let mut t = KeyedTable::<String, u64>::default();
@@ -221,12 +453,12 @@ mod tests {
             .restore(b"HMRS\x00\x09rest-of-it", 0..128, "chk-7/op-3")
             .unwrap_err();
         assert!(err.to_string().contains("chk-7/op-3"), "{err}");
-        let mut v2 = table(&HashMap::from([("a".to_string(), 1)]))
+        let mut v9 = table(&HashMap::from([("a".to_string(), 1)]))
             .snapshot(128)
             .unwrap();
-        v2[5] = 2;
-        let err = t.restore(&v2, 0..128, "old").unwrap_err();
-        assert!(err.to_string().contains("format version 2"), "{err}");
+        v9[5] = 9;
+        let err = t.restore(&v9, 0..128, "old").unwrap_err();
+        assert!(err.to_string().contains("format version 9"), "{err}");
     }
 }
 
@@ -234,14 +466,14 @@ mod tests {
 /// keyed state so that a restored job neither fires early nor drops as late what was on time.
 #[derive(Debug, Clone, Copy)]
 pub struct OperatorWatermark {
-    current: crate::types::Timestamp,
+    current: Timestamp,
     restored: bool,
 }
 
 impl Default for OperatorWatermark {
     fn default() -> Self {
         OperatorWatermark {
-            current: crate::types::MIN_WATERMARK,
+            current: MIN_WATERMARK,
             restored: false,
         }
     }
@@ -250,19 +482,19 @@ impl Default for OperatorWatermark {
 impl OperatorWatermark {
     /// The current watermark.
     #[inline]
-    pub fn get(&self) -> crate::types::Timestamp {
+    pub fn get(&self) -> Timestamp {
         self.current
     }
 
     /// Moves to `watermark` if it is ahead; never goes back.
-    pub fn advance(&mut self, watermark: crate::types::Timestamp) {
+    pub fn advance(&mut self, watermark: Timestamp) {
         self.current = self.current.max(watermark);
     }
 
     /// Takes a restored subtask's watermark: after a restore the operator starts at the
     /// minimum over the old subtasks whose state it took (at a new parallelism a subtask may
     /// hold keys of several), which every record it now sees was judged against before.
-    pub fn restore(&mut self, watermark: crate::types::Timestamp) {
+    pub fn restore(&mut self, watermark: Timestamp) {
         self.current = if self.restored {
             self.current.min(watermark)
         } else {
@@ -272,23 +504,26 @@ impl OperatorWatermark {
     }
 }
 
-/// Writes keyed state (as [`write_snapshot`]) with the operator's watermark.
+/// Writes keyed state (as [`write_snapshot`]) with the operator's watermark, into a buffer
+/// sized by `buffer`.
 pub fn write_with_watermark<'a, K, V>(
     watermark: &OperatorWatermark,
     entries: impl Iterator<Item = (&'a K, &'a V)>,
     max_parallelism: usize,
+    buffer: &mut SnapshotBuffer,
 ) -> Result<Vec<u8>>
 where
     K: Hash + Serialize + 'a,
     V: Serialize + 'a,
 {
-    let keyed = write_snapshot(entries, max_parallelism)?;
-    postcard::to_stdvec(&(watermark.get(), keyed))
-        .map_err(|e| internal!("cannot encode a state snapshot: {e}"))
+    let mut out = buffer.start();
+    append_snapshot(&mut out, entries, max_parallelism, watermark.get())?;
+    Ok(buffer.finish(out))
 }
 
 /// Reads what [`write_with_watermark`] wrote: restores the watermark into `watermark` and
-/// hands the entries of `key_groups` to `keep`.
+/// hands the entries of `key_groups` to `keep`. (Earlier builds wrote the watermark and a
+/// version-1 snapshot as a postcard pair; that is read too.)
 pub fn read_with_watermark<K: DeserializeOwned, V: DeserializeOwned>(
     snapshot: &[u8],
     key_groups: Range<usize>,
@@ -296,8 +531,20 @@ pub fn read_with_watermark<K: DeserializeOwned, V: DeserializeOwned>(
     watermark: &mut OperatorWatermark,
     keep: impl FnMut(K, V),
 ) -> Result<()> {
-    let (w, keyed): (crate::types::Timestamp, Vec<u8>) = decode_checkpointed(what, snapshot)?;
-    read_snapshot(&keyed, key_groups, what, keep)?;
-    watermark.restore(w);
+    if !is_snapshot(snapshot) {
+        let (w, keyed): (Timestamp, Vec<u8>) = decode_checkpointed(what, snapshot)?;
+        read_snapshot(&keyed, key_groups, what, keep)?;
+        watermark.restore(w);
+        return Ok(());
+    }
+    let tables = read_snapshots(snapshot, what)?;
+    let [table] = tables.as_slice() else {
+        return Err(corrupt(
+            what,
+            format!("{} snapshots where one was expected", tables.len()),
+        ));
+    };
+    table.entries(&key_groups, what, keep)?;
+    watermark.restore(table.watermark);
     Ok(())
 }

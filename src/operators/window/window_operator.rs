@@ -22,7 +22,9 @@ use crate::operators::window::functions::{WindowFunction, WindowOutput};
 use crate::operators::window::triggers::{Trigger, TriggerContext, TriggerResult};
 use crate::operators::window::{TimeWindow, WindowAssigner};
 use crate::operators::{Collector, OneInputOperator, OperatorContext};
-use crate::state::snapshot::{OperatorWatermark, read_with_watermark, write_with_watermark};
+use crate::state::snapshot::{
+    OperatorWatermark, SnapshotBuffer, read_with_watermark, write_with_watermark,
+};
 use crate::types::metrics::SubtaskMetrics;
 use crate::types::{CheckpointId, Key, NO_TIMESTAMP, Timestamp};
 
@@ -68,6 +70,7 @@ struct Core<T, K, A, F: WindowFunction<K, T>> {
     name: String,
     timers: KeyedTimers<(K, TimeWindow)>,
     watermark: OperatorWatermark,
+    snapshot_buffer: SnapshotBuffer,
     metrics: Arc<SubtaskMetrics>,
     requests: Vec<TimerChange>,
     /// What the window function emits when a window fires, before it is wrapped.
@@ -105,6 +108,7 @@ where
                 name: ctx.name.clone(),
                 timers: KeyedTimers::new(ctx.time.clone()),
                 watermark: OperatorWatermark::default(),
+                snapshot_buffer: SnapshotBuffer::default(),
                 metrics: ctx.metrics.clone(),
                 requests: Vec::new(),
                 fired: Gather::new(),
@@ -534,7 +538,13 @@ where
         _checkpoint: CheckpointId,
         max_parallelism: usize,
     ) -> Result<Option<Vec<u8>>> {
-        write_with_watermark(&self.core.watermark, self.windows.iter(), max_parallelism).map(Some)
+        write_with_watermark(
+            &self.core.watermark,
+            self.windows.iter(),
+            max_parallelism,
+            &mut self.core.snapshot_buffer,
+        )
+        .map(Some)
     }
 
     fn restore_state(&mut self, snapshot: &[u8], key_groups: std::ops::Range<usize>) -> Result<()> {
