@@ -98,11 +98,12 @@ async fn simulate(
             memory_bytes: 1 << 30,
             data_host: "127.0.0.1".into(),
             data_networks: Vec::new(),
+            running: Vec::new(),
         }),
     };
     async_io::write(&mut writer, &hello).await?;
     match async_io::read(&mut reader).await? {
-        Message::Welcome => {}
+        Message::Registered(_) => {}
         other => anyhow::bail!("registration answered with {other:?}"),
     }
     registered.fetch_add(1, Ordering::Relaxed);

@@ -656,6 +656,7 @@ fn monitor_samples_reach_rest_and_prometheus_and_survive_a_restart() {
         memory_bytes: 1,
         data_host: "127.0.0.1".into(),
         data_networks: vec![],
+        running: vec![],
     };
     protocol::sync_io::write(
         &mut fake,
@@ -667,7 +668,7 @@ fn monitor_samples_reach_rest_and_prometheus_and_survive_a_restart() {
     .unwrap();
     assert!(matches!(
         protocol::sync_io::read(&mut fake).unwrap(),
-        Message::Welcome
+        Message::Registered(0)
     ));
     let mut bad = protocol::Resources {
         seq: 1,
@@ -728,6 +729,7 @@ fn fake_loaded_taskmanager(rpc: &str, id: &str) {
         memory_bytes: 8 << 30,
         data_host: "127.0.0.9".into(),
         data_networks: vec![],
+        running: vec![],
     };
     protocol::sync_io::write(
         &mut conn,
@@ -739,7 +741,7 @@ fn fake_loaded_taskmanager(rpc: &str, id: &str) {
     .unwrap();
     assert!(matches!(
         protocol::sync_io::read(&mut conn).unwrap(),
-        Message::Welcome
+        Message::Registered(0)
     ));
     let mut reader = conn.try_clone().unwrap();
     std::thread::spawn(move || while protocol::sync_io::read(&mut reader).is_ok() {});

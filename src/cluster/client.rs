@@ -18,8 +18,10 @@ pub struct ClusterClient {
 }
 
 impl ClusterClient {
-    /// Connects and says hello.
+    /// Connects and says hello; `ha:DIR` connects to the leader of the HA directory DIR.
     pub fn connect(address: &str) -> Result<Self> {
+        let resolved = crate::cluster::ha::resolve(address)?;
+        let address = resolved.as_str();
         let net = |source| HummerError::Network {
             endpoint: address.to_string(),
             source,
@@ -83,6 +85,31 @@ impl ClusterClient {
         }
     }
 
+    /// Waits until a job ends, as [`Self::wait`]; with an HA address (`ha:DIR`) it follows the
+    /// leader: when the JobManager goes, it asks the next leader, for up to
+    /// [`FOLLOW_LEADER_FOR`] without one.
+    pub fn wait_following(address: &str, job: &str) -> Result<(JobSummary, Collected)> {
+        let mut last_success = std::time::Instant::now();
+        loop {
+            let result = ClusterClient::connect(address).and_then(|mut c| {
+                last_success = std::time::Instant::now();
+                c.wait(job)
+            });
+            match result {
+                Err(e)
+                    if crate::cluster::ha::is_ha_address(address)
+                        && last_success.elapsed() < FOLLOW_LEADER_FOR =>
+                {
+                    tracing::info!(
+                        "lost the JobManager while waiting for job {job} ({e}); following the leader"
+                    );
+                    std::thread::sleep(Duration::from_millis(300));
+                }
+                other => return other,
+            }
+        }
+    }
+
     /// All jobs.
     pub fn list(&mut self) -> Result<Vec<JobSummary>> {
         match self.request(&Message::ListJobs)? {
@@ -132,6 +159,9 @@ impl ClusterClient {
         }
     }
 }
+
+/// How long a client waiting for a job looks for a new leader before it gives up.
+pub const FOLLOW_LEADER_FOR: Duration = Duration::from_secs(60);
 
 fn unexpected(m: &Message) -> HummerError {
     HummerError::Cluster(format!("unexpected answer from the JobManager: {m:?}"))

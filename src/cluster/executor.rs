@@ -133,7 +133,7 @@ impl JobHandle for RemoteJob {
     }
 
     fn wait(self: Box<Self>) -> Result<JobOutcome> {
-        let (summary, collected) = ClusterClient::connect(&self.address)?.wait(&self.id)?;
+        let (summary, collected) = ClusterClient::wait_following(&self.address, &self.id)?;
         match summary.state {
             JobState::Finished => {}
             JobState::Cancelled => return Err(HummerError::Cancelled),

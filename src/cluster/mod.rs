@@ -8,6 +8,7 @@
 //!   sha256) and starts them as worker processes.
 //! * [`worker`]: a job binary started by a TaskManager rebuilds its graph, checks its
 //!   fingerprint and runs the subtasks placed on it, with remote channels to its peers.
+//! * [`ha`]: high availability of the JobManager: leader election and the job store.
 //! * [`client`]: submission of the running binary as a job, and job queries.
 //! * [`executor`]: the executors of a client (submit to a JobManager) and of a worker.
 //!
@@ -18,6 +19,7 @@
 
 pub mod client;
 pub mod executor;
+pub mod ha;
 pub mod jobmanager;
 pub mod protocol;
 pub mod taskmanager;

@@ -15,7 +15,7 @@ use crate::scheduler::rfts::NodeSample;
 use crate::types::metrics::VertexMetrics;
 
 /// Version of this protocol; peers must match exactly.
-pub const PROTOCOL_VERSION: u32 = 2;
+pub const PROTOCOL_VERSION: u32 = 3;
 
 /// Largest frame accepted (artifacts travel in one frame).
 pub const MAX_FRAME: usize = 512 << 20;
@@ -59,6 +59,9 @@ pub struct TaskManagerInfo {
     pub data_host: String,
     /// Further data networks: (name, this TaskManager's address on it).
     pub data_networks: Vec<(String, String)>,
+    /// Workers it runs, as (job, attempt): a TaskManager registering with a new leader
+    /// reports those it kept running, and the leader keeps or cancels them.
+    pub running: Vec<(JobId, u32)>,
 }
 
 /// The latest monitor sample, sent with every heartbeat.
@@ -159,6 +162,9 @@ pub struct DeploySpec {
     pub attempt: u32,
     /// The checkpoint to restore (a `chk-<id>` directory), if any.
     pub restore: Option<std::path::PathBuf>,
+    /// The fencing token of the JobManager that deployed it (0 without high availability):
+    /// a TaskManager refuses a deploy from a leader older than one it has seen.
+    pub leader_token: u64,
 }
 
 /// A worker's data-plane address, as announced to its peers.
@@ -232,6 +238,9 @@ pub enum Message {
     },
     /// The JobManager accepted the hello.
     Welcome,
+    /// The JobManager accepted a TaskManager's registration; its fencing token (0 without
+    /// high availability).
+    Registered(u64),
     /// A request failed; the text says why.
     Error(String),
     /// Generic success.
@@ -463,6 +472,7 @@ mod tests {
                     memory_bytes: 1 << 30,
                     data_host: "127.0.0.2".into(),
                     data_networks: vec![("fast".into(), "10.0.0.2".into())],
+                    running: vec![],
                 }),
             },
             Message::Heartbeat(Resources::default()),

@@ -46,62 +46,24 @@ pub struct TaskManagerConfig {
     /// under); its monitor then reports these cores and its own processes' CPU use against
     /// them, so TaskManagers sharing a host look like the different nodes they emulate.
     pub cpu_quota: Option<f64>,
+    /// How long it keeps trying to register again after losing its JobManager.
+    pub reconnect_timeout: Duration,
 }
 
 /// The workers of this TaskManager by job and attempt: a kill switch once started, `None` while the job's
 /// binary is still being fetched (a cancel then stops the start).
 type Workers = Arc<Mutex<HashMap<(String, u32), Option<oneshot::Sender<()>>>>>;
 
-/// Runs a TaskManager until its JobManager connection ends.
+/// Runs a TaskManager. When its JobManager goes (the connection ends, or with an HA address
+/// another leader takes the lease) it keeps its workers running and registers again, with the
+/// same id, slots and the workers it runs, with the JobManager it finds then (the same
+/// address, or the new leader of the HA directory), which keeps or cancels those workers. It
+/// gives up, stopping its workers, when no JobManager takes it for `reconnect_timeout`
+/// (10 s before the first registration).
 pub async fn run(config: TaskManagerConfig) -> Result<()> {
     let id = format!("{}-{}", config.data_host, std::process::id());
-    let net = |source| HummerError::Network {
-        endpoint: config.jobmanager.clone(),
-        source,
-    };
-    let stream = connect_with_retry(&config.jobmanager).await.map_err(net)?;
-    let _ = stream.set_nodelay(true);
-    let (mut reader, mut writer) = stream.into_split();
-    let info = TaskManagerInfo {
-        id: id.clone(),
-        slots: config.slots,
-        cores: config.cpu_quota.map_or_else(
-            || std::thread::available_parallelism().map_or(1, |n| n.get()),
-            |q| q.ceil() as usize,
-        ),
-        memory_bytes: memory_total(),
-        data_host: config.data_host.clone(),
-        data_networks: config.data_networks.clone(),
-    };
-    let cluster = |e: crate::cluster::protocol::FrameError| HummerError::Cluster(e.to_string());
-    async_io::write(
-        &mut writer,
-        &Message::Hello {
-            version: PROTOCOL_VERSION,
-            role: Role::TaskManager(info),
-        },
-    )
-    .await
-    .map_err(cluster)?;
-    match async_io::read(&mut reader).await.map_err(cluster)? {
-        Message::Welcome => {}
-        Message::Error(e) => {
-            return Err(HummerError::Cluster(format!("registration refused: {e}")));
-        }
-        other => return Err(HummerError::Cluster(format!("unexpected {other:?}"))),
-    }
-    println!("taskmanager {id} registered with {}", config.jobmanager);
     std::fs::create_dir_all(&config.cache_dir)
         .map_err(|e| HummerError::io("cannot create artifact cache", &config.cache_dir, e))?;
-
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Message>();
-    tokio::spawn(async move {
-        while let Some(m) = rx.recv().await {
-            if async_io::write(&mut writer, &m).await.is_err() {
-                break;
-            }
-        }
-    });
     if let Some(quota) = config.cpu_quota {
         limit_cpu(quota)?;
     }
@@ -133,69 +95,216 @@ pub async fn run(config: TaskManagerConfig) -> Result<()> {
             }
         }
     });
-    let heartbeat = tx.clone();
-    let interval = config.heartbeat_interval;
-    tokio::spawn(async move {
-        let mut tick = tokio::time::interval(interval);
-        loop {
-            tick.tick().await;
-            let resources = latest.lock().map(|l| l.clone()).unwrap_or_default();
-            if heartbeat.send(Message::Heartbeat(resources)).is_err() {
-                break;
-            }
-        }
-    });
-
-    let workers: Workers = Arc::default();
+    let mut node = Node {
+        id,
+        config,
+        latest,
+        workers: Arc::default(),
+        worker_pids,
+        highest_token: 0,
+    };
+    let mut registered_once = false;
+    let mut alone_since = Instant::now();
     loop {
-        match async_io::read(&mut reader).await {
-            Ok(Message::Deploy(spec)) => {
-                if let Ok(mut w) = workers.lock() {
-                    w.insert((spec.job.clone(), spec.attempt), None);
-                }
-                let (config, tx, workers) = (config.clone(), tx.clone(), workers.clone());
-                let pids = worker_pids.clone();
-                tokio::spawn(async move { deploy(spec, config, tx, workers, pids).await });
-            }
-            Ok(Message::CancelJob(job)) => {
-                // A started worker is killed; one still starting is not started.
-                let kills: Vec<_> = workers
-                    .lock()
-                    .map(|mut w| {
-                        let attempts: Vec<_> =
-                            w.keys().filter(|(j, _)| *j == job).cloned().collect();
-                        attempts.iter().filter_map(|k| w.remove(k)).collect()
-                    })
-                    .unwrap_or_default();
-                for kill in kills.into_iter().flatten() {
-                    let _ = kill.send(());
-                }
-            }
-            Ok(Message::Error(e)) => tracing::warn!("JobManager: {e}"),
-            Ok(other) => tracing::warn!("unexpected message from the JobManager: {other:?}"),
-            Err(e) => {
-                // Without its JobManager a TaskManager has nothing to do: stop the workers.
-                if let Ok(mut w) = workers.lock() {
-                    for kill in w.drain().filter_map(|(_, k)| k) {
-                        let _ = kill.send(());
-                    }
-                }
-                return Err(HummerError::Cluster(format!("lost the JobManager: {e}")));
-            }
+        match node.session(&mut registered_once).await {
+            Ok(()) => alone_since = Instant::now(),
+            Err(e) => tracing::debug!("no JobManager session: {e}"),
         }
+        let limit = if registered_once {
+            node.config.reconnect_timeout
+        } else {
+            FIRST_REGISTRATION_TIMEOUT
+        };
+        if alone_since.elapsed() >= limit {
+            node.stop_workers();
+            return Err(HummerError::Cluster(format!(
+                "no JobManager at {} took this TaskManager for {limit:?}",
+                node.config.jobmanager
+            )));
+        }
+        tokio::time::sleep(RECONNECT_PAUSE).await;
     }
 }
 
-async fn connect_with_retry(address: &str) -> std::io::Result<TcpStream> {
-    let mut last = None;
-    for _ in 0..50 {
-        match TcpStream::connect(address).await {
-            Ok(s) => return Ok(s),
-            Err(e) => last = Some(e),
+/// How long a TaskManager tries to register the first time.
+const FIRST_REGISTRATION_TIMEOUT: Duration = Duration::from_secs(10);
+/// The pause between two attempts to reach a JobManager.
+const RECONNECT_PAUSE: Duration = Duration::from_millis(200);
+/// How often a TaskManager with an HA address looks for a new leader in the lease.
+const LEASE_WATCH: Duration = Duration::from_millis(250);
+
+/// What a TaskManager keeps across its JobManager sessions.
+struct Node {
+    id: String,
+    config: TaskManagerConfig,
+    latest: Arc<Mutex<Resources>>,
+    workers: Workers,
+    worker_pids: WorkerPids,
+    /// The highest leader token seen: deploys of older leaders are refused.
+    highest_token: u64,
+}
+
+impl Node {
+    fn stop_workers(&self) {
+        if let Ok(mut w) = self.workers.lock() {
+            for kill in w.drain().filter_map(|(_, k)| k) {
+                let _ = kill.send(());
+            }
         }
-        tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    Err(last.unwrap_or_else(|| std::io::Error::other("no attempt")))
+
+    /// One registration with a JobManager, until it is lost. `Ok` once it was registered.
+    async fn session(&mut self, registered_once: &mut bool) -> Result<()> {
+        let address = crate::cluster::ha::resolve(&self.config.jobmanager)?;
+        let net = |source| HummerError::Network {
+            endpoint: address.clone(),
+            source,
+        };
+        let stream = TcpStream::connect(&address).await.map_err(net)?;
+        let _ = stream.set_nodelay(true);
+        let (mut reader, mut writer) = stream.into_split();
+        let running: Vec<(String, u32)> = self
+            .workers
+            .lock()
+            .map(|w| w.keys().cloned().collect())
+            .unwrap_or_default();
+        let info = TaskManagerInfo {
+            id: self.id.clone(),
+            slots: self.config.slots,
+            cores: self.config.cpu_quota.map_or_else(
+                || std::thread::available_parallelism().map_or(1, |n| n.get()),
+                |q| q.ceil() as usize,
+            ),
+            memory_bytes: memory_total(),
+            data_host: self.config.data_host.clone(),
+            data_networks: self.config.data_networks.clone(),
+            running,
+        };
+        let cluster = |e: crate::cluster::protocol::FrameError| HummerError::Cluster(e.to_string());
+        async_io::write(
+            &mut writer,
+            &Message::Hello {
+                version: PROTOCOL_VERSION,
+                role: Role::TaskManager(info),
+            },
+        )
+        .await
+        .map_err(cluster)?;
+        let token = match async_io::read(&mut reader).await.map_err(cluster)? {
+            Message::Registered(token) => token,
+            Message::Welcome => 0,
+            Message::Error(e) => {
+                return Err(HummerError::Cluster(format!("registration refused: {e}")));
+            }
+            other => return Err(HummerError::Cluster(format!("unexpected {other:?}"))),
+        };
+        if token < self.highest_token {
+            return Err(HummerError::Cluster(format!(
+                "JobManager {address} leads with token {token}, older than {} seen before",
+                self.highest_token
+            )));
+        }
+        self.highest_token = token;
+        *registered_once = true;
+        println!("taskmanager {} registered with {address}", self.id);
+
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Message>();
+        let writing = tokio::spawn(async move {
+            while let Some(m) = rx.recv().await {
+                if async_io::write(&mut writer, &m).await.is_err() {
+                    break;
+                }
+            }
+        });
+        let (heartbeat, interval, latest) = (
+            tx.clone(),
+            self.config.heartbeat_interval,
+            self.latest.clone(),
+        );
+        let heartbeating = tokio::spawn(async move {
+            let mut tick = tokio::time::interval(interval);
+            loop {
+                tick.tick().await;
+                let resources = latest.lock().map(|l| l.clone()).unwrap_or_default();
+                if heartbeat.send(Message::Heartbeat(resources)).is_err() {
+                    break;
+                }
+            }
+        });
+        // Its workers reach the JobManager this TaskManager registered with.
+        let session_config = TaskManagerConfig {
+            jobmanager: address.clone(),
+            ..self.config.clone()
+        };
+        let watch_lease = crate::cluster::ha::is_ha_address(&self.config.jobmanager);
+        let mut lease_tick = tokio::time::interval(LEASE_WATCH);
+        let end = loop {
+            let message = tokio::select! {
+                m = async_io::read(&mut reader) => m,
+                _ = lease_tick.tick(), if watch_lease => {
+                    if let Some(newer) = self.newer_leader(token) {
+                        break format!("a new leader took the lease (token {newer})");
+                    }
+                    continue;
+                }
+            };
+            match message {
+                Ok(Message::Deploy(spec)) if spec.leader_token < self.highest_token => {
+                    tracing::warn!(
+                        job = %spec.job,
+                        "refusing a deploy of an old leader (token {} < {})",
+                        spec.leader_token,
+                        self.highest_token
+                    );
+                }
+                Ok(Message::Deploy(spec)) => {
+                    if let Ok(mut w) = self.workers.lock() {
+                        w.insert((spec.job.clone(), spec.attempt), None);
+                    }
+                    let (config, tx, workers) =
+                        (session_config.clone(), tx.clone(), self.workers.clone());
+                    let pids = self.worker_pids.clone();
+                    tokio::spawn(async move { deploy(spec, config, tx, workers, pids).await });
+                }
+                Ok(Message::CancelJob(job)) => {
+                    // A started worker is killed; one still starting is not started.
+                    let kills: Vec<_> = self
+                        .workers
+                        .lock()
+                        .map(|mut w| {
+                            let attempts: Vec<_> =
+                                w.keys().filter(|(j, _)| *j == job).cloned().collect();
+                            attempts.iter().filter_map(|k| w.remove(k)).collect()
+                        })
+                        .unwrap_or_default();
+                    for kill in kills.into_iter().flatten() {
+                        let _ = kill.send(());
+                    }
+                }
+                Ok(Message::Error(e)) => tracing::warn!("JobManager: {e}"),
+                Ok(other) => tracing::warn!("unexpected message from the JobManager: {other:?}"),
+                Err(e) => break e.to_string(),
+            }
+        };
+        heartbeating.abort();
+        writing.abort();
+        eprintln!(
+            "taskmanager {}: lost the JobManager at {address} ({end}); its workers keep \
+             running while it registers again",
+            self.id
+        );
+        Ok(())
+    }
+
+    /// The token of a leader newer than `token` in the lease of the HA address, if any.
+    fn newer_leader(&self, token: u64) -> Option<u64> {
+        let dir = self
+            .config
+            .jobmanager
+            .strip_prefix(crate::cluster::ha::HA_ADDRESS_PREFIX)?;
+        let lease = crate::cluster::ha::lease::read_lease(std::path::Path::new(dir)).ok()??;
+        (lease.token > token).then_some(lease.token)
+    }
 }
 
 /// Bytes of a worker's stderr kept for the failure report.

@@ -39,11 +39,20 @@ pub struct JobManagerArgs {
     /// Where savepoints go when `hummer savepoint` names no directory.
     #[arg(long)]
     savepoint_dir: Option<PathBuf>,
+    /// High availability: a directory on shared storage holding the leader's lease and the
+    /// job store. JobManagers started with the same one elect a leader; the others stand by
+    /// and take over its jobs when its lease lapses. TaskManagers and clients then use
+    /// `--jobmanager ha:DIR`.
+    #[arg(long)]
+    ha_dir: Option<PathBuf>,
+    /// Milliseconds a leader's lease lasts unless renewed (renewed every third of it).
+    #[arg(long, default_value_t = 5000)]
+    lease_ms: u64,
 }
 
 #[derive(clap::Args)]
 pub struct TaskManagerArgs {
-    /// The JobManager's RPC address.
+    /// The JobManager's RPC address, or `ha:DIR` for the leader of the HA directory DIR.
     #[arg(long, env = "HUMMER_JOBMANAGER")]
     jobmanager: String,
     /// Task slots (default: CPU cores).
@@ -68,11 +77,15 @@ pub struct TaskManagerArgs {
     /// and report CPU against it: emulates a smaller node on a shared host.
     #[arg(long)]
     cpu_quota: Option<f64>,
+    /// Milliseconds it keeps trying to register again after losing its JobManager (its
+    /// workers keep running meanwhile).
+    #[arg(long, default_value_t = 300_000)]
+    reconnect_timeout_ms: u64,
 }
 
 #[derive(clap::Args)]
 pub struct ClientArgs {
-    /// The JobManager's RPC address.
+    /// The JobManager's RPC address, or `ha:DIR` for the leader of the HA directory DIR.
     #[arg(long, env = "HUMMER_JOBMANAGER", default_value = "127.0.0.1:6123")]
     jobmanager: String,
 }
@@ -130,6 +143,8 @@ pub fn jobmanager(args: JobManagerArgs) -> Result<()> {
         scheduler: args.scheduler,
         rebalance_interval: Duration::from_millis(args.rebalance_interval_ms),
         savepoint_dir: args.savepoint_dir,
+        ha_dir: args.ha_dir,
+        lease: Duration::from_millis(args.lease_ms.max(100)),
     };
     runtime()?.block_on(jobmanager::run(config))?;
     Ok(())
@@ -164,6 +179,7 @@ pub fn taskmanager(args: TaskManagerArgs) -> Result<()> {
         heartbeat_interval: Duration::from_millis(args.heartbeat_interval_ms.max(10)),
         monitor_interval: Duration::from_millis(args.monitor_interval_ms.max(100)),
         cpu_quota: args.cpu_quota,
+        reconnect_timeout: Duration::from_millis(args.reconnect_timeout_ms),
     };
     runtime()?.block_on(taskmanager::run(config))?;
     Ok(())

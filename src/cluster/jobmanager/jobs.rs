@@ -123,6 +123,14 @@ impl JobEntry {
         }
     }
 
+    /// A job taken over from another leader (see `JobManagerState::take_over`): its first
+    /// attempt here is `attempt`.
+    pub fn resumed(id: JobId, request: SubmitRequest, attempt: u32) -> Self {
+        let mut entry = JobEntry::new(id, request);
+        entry.controller = JobController::resumed(entry.controller.policy().clone(), attempt);
+        entry
+    }
+
     /// The job's state as clients see it: a created job waits for slots.
     pub fn state(&self) -> JobState {
         match self.controller.status() {

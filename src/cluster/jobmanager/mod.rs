@@ -2,6 +2,11 @@
 //! ([`state::JobManagerState`]: the cluster of [`cluster_state`], the jobs of [`jobs`], each
 //! driven by its job controller), and serves REST ([`rest`]).
 //!
+//! With an HA directory (`--ha-dir`, see `crate::cluster::ha`) the JobManager first campaigns
+//! for the lease: a standby waits, bound but not serving, until the leader's lease lapses,
+//! then takes over the jobs of the job store. A leader checks its lease before every action
+//! ([`lock`]) and stops if it was deposed.
+//!
 //! Every connection is served by its own task, with a mailbox (an unbounded channel) drained by
 //! a writer task, so a slow peer delays only itself. A connection that sends a bad frame, a
 //! wrong first message or another protocol version gets an error message and is closed; the
@@ -49,13 +54,25 @@ pub struct JobManagerConfig {
     pub rebalance_interval: Duration,
     /// Where savepoints go when a request names no directory.
     pub savepoint_dir: Option<std::path::PathBuf>,
+    /// The HA directory: with one, JobManagers elect a leader and a new leader takes over
+    /// the jobs.
+    pub ha_dir: Option<std::path::PathBuf>,
+    /// How long a leader's lease lasts unless renewed.
+    pub lease: Duration,
 }
 
 /// How long a new connection may take to say hello.
 const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// The JobManager's state, to act on: with high availability, only while this JobManager
+/// still leads (a deposed leader stops here, before it acts; see
+/// `crate::cluster::ha::lease::Leadership::ensure`).
 fn lock(shared: &Shared) -> std::sync::MutexGuard<'_, JobManagerState> {
-    shared.lock().unwrap_or_else(|p| p.into_inner())
+    let state = shared.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(leadership) = &state.leadership {
+        leadership.ensure();
+    }
+    state
 }
 
 /// Runs a JobManager until the process ends. Prints `jobmanager listening on ADDR` once the
@@ -71,15 +88,52 @@ pub async fn run(config: JobManagerConfig) -> Result<()> {
         .await
         .map_err(net(config.rpc))?;
     let rpc = listener.local_addr().map_err(net(config.rpc))?;
+    let rest_listener = match config.rest {
+        Some(rest_addr) => {
+            let l = TcpListener::bind(rest_addr).await.map_err(net(rest_addr))?;
+            let bound = l.local_addr().map_err(net(rest_addr))?;
+            Some((l, bound))
+        }
+        None => None,
+    };
     let monitor = monitor::MonitorStore::open(config.data_dir.as_deref())?;
     let scheduler = crate::scheduler::by_name(&config.scheduler)?;
     let cluster = ClusterState::new(scheduler, config.heartbeat_timeout, monitor);
-    let state = JobManagerState::new(rpc.to_string(), cluster, config.savepoint_dir.clone());
+    let mut state = JobManagerState::new(rpc.to_string(), cluster, config.savepoint_dir.clone());
+    if let Some(dir) = &config.ha_dir {
+        let candidate = crate::cluster::ha::lease::Candidate::new(
+            dir,
+            format!("jobmanager-{}-{rpc}", std::process::id()),
+            rpc.to_string(),
+            rest_listener.as_ref().map(|(_, a)| a.to_string()),
+            config.lease,
+        )?;
+        let leadership = Arc::new(candidate.campaign().await);
+        let store = crate::cluster::ha::HaStore::open(dir)?;
+        let resumed = state.take_over(store, leadership.clone())?;
+        println!(
+            "jobmanager leads (token {}), resuming {resumed} job(s)",
+            leadership.token()
+        );
+        // Renewed from a thread of its own: a busy runtime (artifacts of hundreds of MB
+        // being encoded) must not delay it past the lease.
+        std::thread::Builder::new()
+            .name("lease-renewal".into())
+            .spawn(move || {
+                loop {
+                    std::thread::sleep(leadership.renew_interval());
+                    match leadership.renew() {
+                        Ok(true) => {}
+                        Ok(false) => leadership.step_down("another JobManager took the lease"),
+                        Err(e) => tracing::warn!("cannot renew the lease: {e}"),
+                    }
+                }
+            })
+            .map_err(|e| crate::error::internal!("cannot start the lease renewal: {e}"))?;
+    }
 
     let shared: Shared = Arc::new(Mutex::new(state));
-    if let Some(rest_addr) = config.rest {
-        let rest_listener = TcpListener::bind(rest_addr).await.map_err(net(rest_addr))?;
-        let bound = rest_listener.local_addr().map_err(net(rest_addr))?;
+    if let Some((rest_listener, bound)) = rest_listener {
         println!("jobmanager rest on {bound}");
         let app = rest::router(shared.clone());
         tokio::spawn(async move {
@@ -201,6 +255,7 @@ async fn serve_task_manager(
     info: crate::cluster::protocol::TaskManagerInfo,
 ) -> Result<()> {
     let id = info.id.clone();
+    let running = info.running.clone();
     {
         let mut state = lock(&shared);
         if state.cluster.task_managers.contains_key(&id) {
@@ -220,7 +275,22 @@ async fn serve_task_manager(
             },
         );
     }
-    let _ = mailbox.send(Message::Welcome);
+    {
+        let state = lock(&shared);
+        let _ = mailbox.send(Message::Registered(state.leader_token()));
+        // Reconciliation: the workers it kept running are kept only if they are of a job's
+        // current attempt placed there; every other one (an attempt of an earlier leader, or
+        // one restarted while the TaskManager was away) is cancelled.
+        for (job, attempt) in &running {
+            let current = state.jobs.get(job).is_some_and(|j| {
+                !j.is_terminal() && j.is_current(*attempt) && j.workers.contains_key(&id)
+            });
+            if !current {
+                tracing::info!(task_manager = %id, job = %job, attempt, "cancelling a worker of an earlier attempt");
+                let _ = mailbox.send(Message::CancelJob(job.clone()));
+            }
+        }
+    }
     // Under the pull policy a new TaskManager takes waiting jobs at once.
     lock(&shared).start_waiting(&id);
     let result = loop {
@@ -348,6 +418,13 @@ fn store_artifact(shared: &Shared, sha256: String, bytes: Vec<u8>) -> Message {
         return Message::Error(format!(
             "artifact hash mismatch: announced {sha256}, the bytes hash to {actual}"
         ));
+    }
+    // With high availability the binary is kept where a new leader finds it.
+    let ha = lock(shared).ha_store().cloned();
+    if let Some(ha) = ha
+        && let Err(e) = ha.save_artifact(&sha256, &bytes)
+    {
+        return Message::Error(format!("cannot keep the artifact: {e}"));
     }
     lock(shared).artifacts.insert(sha256, Arc::new(bytes));
     Message::Ok

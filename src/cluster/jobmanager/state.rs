@@ -11,6 +11,10 @@
 //! is deployed on the slots there are then, restoring the newest whole checkpoint) or fails.
 //! Reports of an older attempt are dropped.
 //!
+//! With high availability (an HA directory), every change of a job that a new leader needs
+//! (submitted, deployed as attempt N, ended) is written to the job store before it takes
+//! effect, and a new leader resumes the jobs it finds there ([`JobManagerState::take_over`]).
+//!
 //! Savepoints are checkpoints taken on request and copied out of the job's checkpoint
 //! directory, so that retention never removes them.
 
@@ -25,6 +29,8 @@ use super::jobs::{JobEntry, JobTable, PendingSavepoint, WorkerEntry, data_host_o
 use super::refusal::Refusal;
 use crate::checkpoint::hub::HubEvent;
 use crate::checkpoint::store::{copy_checkpoint, find_checkpoint};
+use crate::cluster::ha::lease::Leadership;
+use crate::cluster::ha::{HaStore, JobRecord};
 use crate::cluster::protocol::{
     Collected, DeploySpec, JobId, JobState, Message, PeerAddress, SubmitRequest,
 };
@@ -39,6 +45,17 @@ pub const DEFERRAL: Duration = Duration::from_millis(3000);
 
 /// How often the JobManager drives checkpoints and restarts.
 pub const RECOVERY_TICK: Duration = Duration::from_millis(10);
+
+/// How long a job taken over from another leader waits for its TaskManagers to come back
+/// (as many free slots as its last attempt used) before it resumes on the slots there are.
+pub const RESUME_GRACE: Duration = Duration::from_secs(10);
+
+/// A job taken over from another leader, waiting to resume.
+struct Resuming {
+    since: Instant,
+    /// Slots its last attempt used.
+    slots: usize,
+}
 
 /// A failure waiting for a better explanation.
 struct DeferredFailure {
@@ -78,6 +95,12 @@ pub struct JobManagerState {
     /// [`DEFERRAL`] unless a report with the root cause ends the job first.
     deferred: Vec<DeferredFailure>,
     next_job: u64,
+    /// The job store, with high availability.
+    ha: Option<HaStore>,
+    /// This JobManager's leadership, with high availability: checked before every action.
+    pub leadership: Option<std::sync::Arc<Leadership>>,
+    /// Jobs taken over from another leader, not yet resumed.
+    resuming: BTreeMap<JobId, Resuming>,
 }
 
 impl JobManagerState {
@@ -91,6 +114,101 @@ impl JobManagerState {
             savepoint_dir,
             deferred: Vec::new(),
             next_job: 0,
+            ha: None,
+            leadership: None,
+            resuming: BTreeMap::new(),
+        }
+    }
+
+    /// Leads with the job store `ha` under `leadership`: resumes every job the store holds
+    /// that had not ended, from its newest whole checkpoint, once its TaskManagers are back
+    /// (or after [`RESUME_GRACE`]). Returns how many jobs it resumes.
+    pub fn take_over(
+        &mut self,
+        ha: HaStore,
+        leadership: std::sync::Arc<Leadership>,
+    ) -> crate::error::Result<usize> {
+        let mut resumed = 0;
+        for record in ha.load_jobs()? {
+            if record.ended.is_some() {
+                continue;
+            }
+            if let Some(bytes) = ha.load_artifact(&record.request.artifact)? {
+                self.artifacts
+                    .insert(record.request.artifact.clone(), std::sync::Arc::new(bytes));
+            }
+            let slots = record.parallelism.iter().copied().max().unwrap_or(1);
+            let entry = JobEntry::resumed(record.id.clone(), record.request, record.attempt + 1);
+            tracing::info!(job = %record.id, attempt = record.attempt + 1, "job taken over");
+            self.resuming.insert(
+                record.id.clone(),
+                Resuming {
+                    since: Instant::now(),
+                    slots,
+                },
+            );
+            self.jobs.insert(entry);
+            resumed += 1;
+        }
+        self.ha = Some(ha);
+        self.leadership = Some(leadership);
+        Ok(resumed)
+    }
+
+    /// The job store, with high availability.
+    pub fn ha_store(&self) -> Option<&HaStore> {
+        self.ha.as_ref()
+    }
+
+    /// The fencing token this JobManager leads with (0 without high availability).
+    pub fn leader_token(&self) -> u64 {
+        self.leadership.as_ref().map_or(0, |l| l.token())
+    }
+
+    /// Writes what the job store keeps of `entry` (with high availability).
+    fn persist(&self, record: JobRecord) -> crate::error::Result<()> {
+        match &self.ha {
+            Some(ha) => ha.save_job(&record),
+            None => Ok(()),
+        }
+    }
+
+    /// Resumes the jobs taken over whose TaskManagers are back, or that waited long enough.
+    fn resume_taken_over(&mut self, now: Instant) {
+        if self.resuming.is_empty() {
+            return;
+        }
+        let offers = self.cluster.offers(None);
+        let free: usize = offers.iter().map(|o| o.free).sum();
+        let due: Vec<JobId> = self
+            .resuming
+            .iter()
+            .filter(|(_, r)| free >= r.slots || now.duration_since(r.since) >= RESUME_GRACE)
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in due {
+            let offers = self.cluster.offers(None);
+            let Some(mut entry) = self.jobs.take(&id) else {
+                self.resuming.remove(&id);
+                continue;
+            };
+            let Ok(placement) = self.place(&entry, &offers) else {
+                // No slots at all yet: keep waiting.
+                self.jobs.put_back(entry);
+                continue;
+            };
+            self.resuming.remove(&id);
+            let error = match entry.controller.start() {
+                Ok(start) => {
+                    self.deploy(&mut entry, placement, start);
+                    None
+                }
+                Err(e) => Some(Refusal::CannotStart(e.to_string()).to_string()),
+            };
+            self.jobs.put_back(entry);
+            if let Some(error) = error {
+                self.end_job(&id, JobState::Failed, Some(error));
+            }
         }
     }
 
@@ -122,9 +240,23 @@ impl JobManagerState {
                 });
             }
         }
-        self.next_job += 1;
+        self.next_job = match &self.ha {
+            Some(ha) => ha
+                .next_job_number()
+                .map_err(|e| Refusal::CannotStart(e.to_string()))?,
+            None => self.next_job + 1,
+        };
         let id = format!("{:08x}{:08x}", std::process::id(), self.next_job);
         let mut entry = JobEntry::new(id.clone(), request);
+        self.persist(JobRecord {
+            id: id.clone(),
+            request: entry.request.clone(),
+            attempt: 0,
+            parallelism: Vec::new(),
+            ended: None,
+            error: None,
+        })
+        .map_err(|e| Refusal::CannotStart(format!("cannot record the job: {e}")))?;
         let offers = self.cluster.offers(None);
         match self.place(&entry, &offers) {
             Ok(placement) => {
@@ -189,6 +321,20 @@ impl JobManagerState {
             mut workers,
         } = placement;
         let restore = start.restore.map(|c| c.dir);
+        let record = JobRecord {
+            id: entry.id.clone(),
+            request: entry.request.clone(),
+            attempt: start.attempt,
+            parallelism: parallelism.clone(),
+            ended: None,
+            error: None,
+        };
+        if let Err(e) = self.persist(record) {
+            // A new leader would not know this attempt: it resumes the job at an attempt
+            // number above the one recorded, which stays above this one.
+            tracing::error!(job = %entry.id, "cannot record the attempt: {e}");
+        }
+        let leader_token = self.leader_token();
         let request = &entry.request;
         for (tm, w) in workers.iter_mut() {
             let Some(tm_entry) = self.cluster.task_managers.get_mut(tm) else {
@@ -207,6 +353,7 @@ impl JobManagerState {
                 placement: subtasks.clone(),
                 attempt: start.attempt,
                 restore: restore.clone(),
+                leader_token,
             };
             let _ = tm_entry.mailbox.send(Message::Deploy(spec));
         }
@@ -424,6 +571,21 @@ impl JobManagerState {
         entry.error = error;
         entry.ended = Some(Instant::now());
         entry.queued_on = None;
+        let record = JobRecord {
+            id: entry.id.clone(),
+            request: entry.request.clone(),
+            attempt: entry.controller.attempt(),
+            parallelism: entry.parallelism.clone(),
+            ended: Some(state),
+            error: entry.error.clone(),
+        };
+        self.resuming.remove(job);
+        if let Err(e) = self.persist(record) {
+            tracing::error!(job = %job, "cannot record the end of the job: {e}");
+        }
+        let Some(entry) = self.jobs.get_mut(job) else {
+            return;
+        };
         if let Some(sp) = entry.savepoint.take() {
             let _ = sp
                 .reply
@@ -582,6 +744,7 @@ impl JobManagerState {
     /// Drives the checkpoints of running jobs and deploys due restarts.
     pub fn tick(&mut self) {
         let now = Instant::now();
+        self.resume_taken_over(now);
         for id in self.jobs.ids_where(|j| !j.is_terminal()) {
             let Some(entry) = self.jobs.get_mut(&id) else {
                 continue;

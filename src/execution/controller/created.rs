@@ -20,11 +20,21 @@ impl JobController {
         }
     }
 
+    /// A job taken over from another JobManager, not deployed yet: its first attempt here is
+    /// `attempt` (above every attempt the other one deployed, whose reports are then ignored),
+    /// restoring the job's newest whole checkpoint.
+    pub fn resumed(policy: RecoveryPolicy, attempt: u32) -> Self {
+        JobController {
+            attempt,
+            ..JobController::new(policy)
+        }
+    }
+
     /// Deploys the first attempt (`Created -> Deploying`), from the checkpoint or savepoint
     /// the job was started from, if any. An error (a missing restore point) leaves the job
     /// `Created`.
     pub fn start(&mut self) -> Result<AttemptStart> {
         self.expect(&[JobStatus::Created], "start")?;
-        self.begin_attempt(0)
+        self.begin_attempt(self.attempt)
     }
 }

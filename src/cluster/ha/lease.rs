@@ -1,0 +1,302 @@
+//! Leader election by a lease in the HA directory, with a fencing token.
+//!
+//! The lease is a small JSON file, `leader.json`: the fencing token (one more at every change
+//! of leader), the holder, its RPC and REST addresses and when the lease expires (wall-clock
+//! milliseconds; the JobManagers' clocks must agree to well within a lease). Every
+//! read-modify-write of it happens under an exclusive `flock` of `leader.lock`, and the file
+//! is replaced by a rename, so readers without the lock (TaskManagers, clients) always see a
+//! whole lease.
+//!
+//! A leader renews its lease every third of its duration. It also keeps the monotonic instant
+//! until which its lease is surely valid ([`Leadership::is_valid`]): a leader that was paused
+//! (SIGSTOP, a long GC-like stall) past that instant knows it, before it acts, the moment it
+//! resumes; it then re-checks the lease, and if another JobManager took over (a higher token)
+//! it stops. Messages a leader sends TaskManagers carry its token, and a TaskManager refuses
+//! a token lower than the highest it has seen.
+
+use std::fs::File;
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+
+use crate::cluster::ha::write_atomically;
+use crate::error::{HummerError, Result};
+
+/// The lease file.
+const LEASE: &str = "leader.json";
+/// The lock guarding changes of the lease.
+const LOCK: &str = "leader.lock";
+
+/// Who leads, until when.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Lease {
+    /// The fencing token: one more at every change of leader.
+    pub token: u64,
+    /// The holder (a unique name of the JobManager process).
+    pub holder: String,
+    /// The holder's RPC address.
+    pub rpc: String,
+    /// The holder's REST address, if it serves REST.
+    pub rest: Option<String>,
+    /// When the lease lapses unless renewed (milliseconds since the Unix epoch).
+    pub expires_at_ms: u64,
+}
+
+impl Lease {
+    /// Whether the lease has lapsed at `now_ms`.
+    pub fn lapsed(&self, now_ms: u64) -> bool {
+        now_ms >= self.expires_at_ms
+    }
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// Reads the current lease of the HA directory `dir` (`None` if nobody ever led).
+pub fn read_lease(dir: &Path) -> Result<Option<Lease>> {
+    let path = dir.join(LEASE);
+    match std::fs::read(&path) {
+        Ok(bytes) => serde_json::from_slice(&bytes)
+            .map(Some)
+            .map_err(|e| HummerError::BadInput {
+                input: path.display().to_string(),
+                reason: format!("unreadable lease: {e}"),
+            }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(HummerError::io("cannot read the lease", &path, e)),
+    }
+}
+
+/// An exclusive lock of the lease, released when dropped.
+struct LeaseLock(File);
+
+impl LeaseLock {
+    fn take(dir: &Path) -> Result<LeaseLock> {
+        let path = dir.join(LOCK);
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(|e| HummerError::io("cannot open the lease lock", &path, e))?;
+        // SAFETY: flock on a file descriptor this function owns; no memory is involved.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
+            return Err(HummerError::io(
+                "cannot lock the lease",
+                &path,
+                std::io::Error::last_os_error(),
+            ));
+        }
+        Ok(LeaseLock(file))
+    }
+}
+
+impl Drop for LeaseLock {
+    fn drop(&mut self) {
+        // SAFETY: as in `take`.
+        unsafe { libc::flock(self.0.as_raw_fd(), libc::LOCK_UN) };
+    }
+}
+
+/// One JobManager's part in the election.
+pub struct Candidate {
+    dir: PathBuf,
+    holder: String,
+    rpc: String,
+    rest: Option<String>,
+    duration: Duration,
+}
+
+/// A won election: the token, and until when the lease is surely held.
+pub struct Leadership {
+    candidate: Candidate,
+    token: u64,
+    valid_until: Mutex<Instant>,
+}
+
+impl Candidate {
+    /// A candidate named `holder` (unique per process) in the HA directory `dir`, leading with
+    /// leases of `duration`.
+    pub fn new(
+        dir: &Path,
+        holder: String,
+        rpc: String,
+        rest: Option<String>,
+        duration: Duration,
+    ) -> Result<Candidate> {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| HummerError::io("cannot create the HA directory", dir, e))?;
+        Ok(Candidate {
+            dir: dir.to_path_buf(),
+            holder,
+            rpc,
+            rest,
+            duration,
+        })
+    }
+
+    /// Takes the lease if nobody holds it (it lapsed, or never existed); returns the new
+    /// token, above every earlier one (`None` while another JobManager holds the lease).
+    pub fn try_acquire(&self) -> Result<Option<u64>> {
+        let _lock = LeaseLock::take(&self.dir)?;
+        let current = read_lease(&self.dir)?;
+        let now = now_ms();
+        if current.as_ref().is_some_and(|l| !l.lapsed(now)) {
+            return Ok(None);
+        }
+        let token = current.map_or(1, |l| l.token + 1);
+        self.write(token, now)?;
+        Ok(Some(token))
+    }
+
+    /// The leadership of a lease just acquired with `token`.
+    fn lead(self, token: u64) -> Leadership {
+        let valid_until = Mutex::new(Instant::now() + self.safe_duration());
+        Leadership {
+            candidate: self,
+            token,
+            valid_until,
+        }
+    }
+
+    /// Waits, trying every third of a lease, until this candidate leads.
+    pub async fn campaign(self) -> Leadership {
+        let mut announced = false;
+        loop {
+            match self.try_acquire() {
+                Ok(Some(token)) => return self.lead(token),
+                Ok(None) if !announced => {
+                    println!("jobmanager standby (another JobManager leads)");
+                    announced = true;
+                }
+                Ok(None) => {}
+                Err(e) => tracing::warn!("leader election: {e}"),
+            }
+            tokio::time::sleep(self.duration / 3).await;
+        }
+    }
+
+    fn write(&self, token: u64, now: u64) -> Result<()> {
+        let lease = Lease {
+            token,
+            holder: self.holder.clone(),
+            rpc: self.rpc.clone(),
+            rest: self.rest.clone(),
+            expires_at_ms: now + self.duration.as_millis() as u64,
+        };
+        let json =
+            serde_json::to_vec_pretty(&lease).map_err(|e| crate::error::internal!("lease: {e}"))?;
+        write_atomically(&self.dir.join(LEASE), &json, false)
+    }
+
+    /// How long after a renewal the lease is surely still ours, allowing for the clock
+    /// differences between hosts and the time the renewal took to write.
+    fn safe_duration(&self) -> Duration {
+        self.duration.mul_f64(0.8)
+    }
+}
+
+impl Leadership {
+    /// The fencing token.
+    pub fn token(&self) -> u64 {
+        self.token
+    }
+
+    /// How often the lease is renewed.
+    pub fn renew_interval(&self) -> Duration {
+        self.candidate.duration / 3
+    }
+
+    /// Whether the lease is surely still held: renewed recently enough (monotonic time, so a
+    /// process that was paused sees that it may have lost it).
+    pub fn is_valid(&self) -> bool {
+        Instant::now() < *self.valid_until.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Renews the lease; `false` if another JobManager holds it now (this one is deposed).
+    pub fn renew(&self) -> Result<bool> {
+        let started = Instant::now();
+        let _lock = LeaseLock::take(&self.candidate.dir)?;
+        match read_lease(&self.candidate.dir)? {
+            Some(l) if l.token == self.token && l.holder == self.candidate.holder => {}
+            _ => return Ok(false),
+        }
+        self.candidate.write(self.token, now_ms())?;
+        *self.valid_until.lock().unwrap_or_else(|p| p.into_inner()) =
+            started + self.candidate.safe_duration();
+        Ok(true)
+    }
+
+    /// Makes sure this JobManager still leads before it acts: renews the lease if its
+    /// validity ran out (after a pause). Ends the process if it was deposed: a leader that
+    /// lost its lease must not act again.
+    pub fn ensure(&self) {
+        if self.is_valid() {
+            return;
+        }
+        match self.renew() {
+            Ok(true) => {}
+            Ok(false) => self.step_down("another JobManager took the lease"),
+            Err(e) => self.step_down(&format!("cannot renew the lease: {e}")),
+        }
+    }
+
+    /// Ends the process: it no longer leads.
+    pub fn step_down(&self, why: &str) -> ! {
+        tracing::error!(token = self.token, "leadership lost ({why}): stopping");
+        eprintln!("jobmanager: leadership lost ({why}); stopping");
+        std::process::exit(3)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn candidate(dir: &Path, name: &str, ms: u64) -> Candidate {
+        Candidate::new(
+            dir,
+            name.into(),
+            format!("{name}:1"),
+            None,
+            Duration::from_millis(ms),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn one_leader_at_a_time_and_tokens_grow_at_every_change() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = candidate(dir.path(), "a", 300);
+        let token = a.try_acquire().unwrap().unwrap();
+        let a = a.lead(token);
+        assert_eq!(a.token(), 1);
+        let b = candidate(dir.path(), "b", 300);
+        assert_eq!(b.try_acquire().unwrap(), None, "b took a held lease");
+        assert!(a.renew().unwrap());
+        std::thread::sleep(Duration::from_millis(350));
+        // a's lease lapsed: b takes it with a higher token, and a is deposed.
+        assert_eq!(b.try_acquire().unwrap(), Some(2));
+        assert!(!a.renew().unwrap());
+        assert!(!a.is_valid());
+        let lease = read_lease(dir.path()).unwrap().unwrap();
+        assert_eq!((lease.holder.as_str(), lease.token), ("b", 2));
+    }
+
+    #[test]
+    fn a_damaged_lease_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(LEASE), b"{not json").unwrap();
+        let err = read_lease(dir.path()).unwrap_err().to_string();
+        assert!(
+            err.contains("leader.json") && err.contains("unreadable lease"),
+            "{err}"
+        );
+    }
+}
