@@ -166,6 +166,9 @@ impl VmConfig {
                 ip,
                 "--cache-dir".into(),
                 "/tmp/cache".into(),
+                // A VM serves one JobManager: when it goes, the VM powers off.
+                "--reconnect-timeout-ms".into(),
+                "0".into(),
             ],
         }
     }
