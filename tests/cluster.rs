@@ -143,11 +143,7 @@ impl Cluster {
     }
 
     fn hummer(&self, args: &[&str]) -> Output {
-        Command::new(BIN)
-            .args(args)
-            .env("HUMMER_JOBMANAGER", &self.rpc)
-            .output()
-            .unwrap()
+        common::cli::hummer(&self.rpc, args)
     }
 
     /// Runs `hummer ARGS...` against this cluster and asserts that it succeeded, showing its
@@ -183,7 +179,7 @@ impl Cluster {
     }
 
     fn status(&self, id: &str) -> String {
-        String::from_utf8_lossy(&self.hummer(&["status", id]).stdout).to_string()
+        common::cli::job_status(&self.rpc, id)
     }
 
     /// Submits a streaming WordCount over an endless generated corpus (`rate` lines a second)
@@ -208,17 +204,7 @@ impl Cluster {
     }
 
     fn wait_for_status(&self, id: &str, state: &str, timeout: Duration) -> Duration {
-        let started = Instant::now();
-        while started.elapsed() < timeout {
-            if self.status(id).contains(state) {
-                return started.elapsed();
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        panic!(
-            "job {id} not {state} after {timeout:?}: {}",
-            self.status(id)
-        );
+        common::cli::wait_for_job_status(&self.rpc, id, state, timeout, String::new)
     }
 
     /// Worker processes (started from the artifact cache) still running.
@@ -911,17 +897,7 @@ fn kafka_jobs_stay_exactly_once_through_a_killed_taskmanager_and_a_panic() {
         let mut rng = common::Rng::new(seed);
         let events = 40_000 + rng.below(40_000);
         let partitions = 1 + rng.below(6);
-        let produced = Command::new(BIN)
-            .args(["kafka", "produce", "--brokers", &broker.address])
-            .args(["--topic", &topic, "--events", &events.to_string()])
-            .args(["--partitions", &partitions.to_string()])
-            .output()
-            .unwrap();
-        assert!(
-            produced.status.success(),
-            "{}",
-            String::from_utf8_lossy(&produced.stderr)
-        );
+        produce_events(&broker, &topic, events, partitions);
         let output = format!("counts-{seed}");
         cluster_trial_with(
             seed,
@@ -938,6 +914,22 @@ fn kafka_jobs_stay_exactly_once_through_a_killed_taskmanager_and_a_panic() {
             ],
         );
     }
+}
+
+/// Fills `topic` (created with `partitions`) with `events` numbered events for kafka-count,
+/// with `hummer kafka produce`.
+fn produce_events(broker: &common::kafka::Broker, topic: &str, events: u64, partitions: u64) {
+    let produced = Command::new(BIN)
+        .args(["kafka", "produce", "--brokers", &broker.address])
+        .args(["--topic", topic, "--events", &events.to_string()])
+        .args(["--partitions", &partitions.to_string()])
+        .output()
+        .unwrap();
+    assert!(
+        produced.status.success(),
+        "{}",
+        String::from_utf8_lossy(&produced.stderr)
+    );
 }
 
 fn cluster_trial(seed: u64, job: &str) {
@@ -1239,23 +1231,7 @@ fn subtask_watermarks_are_visible_in_rest_and_prometheus() {
 fn kafka_partition_lag_and_consumption_reach_rest_and_prometheus() {
     let broker = common::kafka::Broker::start();
     let cluster = Cluster::start(1, 2, 5_000);
-    let produced = Command::new(BIN)
-        .args(["kafka", "produce", "--brokers", &broker.address])
-        .args([
-            "--topic",
-            "metered",
-            "--events",
-            "50000",
-            "--partitions",
-            "3",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        produced.status.success(),
-        "{}",
-        String::from_utf8_lossy(&produced.stderr)
-    );
+    produce_events(&broker, "metered", 50_000, 3);
     let out = cluster.hummer_ok(&[
         "run",
         "kafka-count",

@@ -7,12 +7,12 @@ mod common;
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::PathBuf;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use hummer::cluster::ha::lease::{Lease, read_lease};
 
-const BIN: &str = env!("CARGO_BIN_EXE_hummer");
+use common::cli::BIN;
 /// The leader's lease in these tests (the figure is for a 2 s lease).
 const LEASE_MS: u64 = 1000;
 
@@ -127,31 +127,12 @@ impl HaCluster {
         })
     }
 
-    fn hummer(&self, args: &[&str]) -> Output {
-        Command::new(BIN)
-            .args(args)
-            .env("HUMMER_JOBMANAGER", self.address())
-            .output()
-            .unwrap()
-    }
-
     fn status(&self, id: &str) -> String {
-        String::from_utf8_lossy(&self.hummer(&["status", id]).stdout).to_string()
+        common::cli::job_status(&self.address(), id)
     }
 
     fn wait_for_status(&self, id: &str, state: &str, timeout: Duration) -> Duration {
-        let started = Instant::now();
-        while started.elapsed() < timeout {
-            if self.status(id).contains(state) {
-                return started.elapsed();
-            }
-            std::thread::sleep(Duration::from_millis(25));
-        }
-        panic!(
-            "job {id} not {state} after {timeout:?}: {}\n{}",
-            self.status(id),
-            self.logs()
-        );
+        common::cli::wait_for_job_status(&self.address(), id, state, timeout, || self.logs())
     }
 
     /// The last lines of every process's log, for a failure's message.

@@ -478,6 +478,34 @@ impl<T: Send + 'static> SinkWriter<T> for Shared<T> {
 }
 
 /// The window counts collected so far, as `(key, window start, count)`.
+/// Starts a streaming job at parallelism 1 counting the records of `topic` (event times as
+/// their text) in one-second event-time windows into `counts`, with `strategy` per partition.
+fn count_one_second_windows(
+    broker: &Broker,
+    topic: &str,
+    strategy: WatermarkStrategy<String>,
+    counts: &Shared<(u8, TimeWindow, u64)>,
+) -> JobClient {
+    let env = StreamExecutionEnvironment::local();
+    env.set_parallelism(1)
+        .set_runtime_mode(RuntimeMode::Streaming)
+        .set_auto_watermark_interval(Duration::from_millis(20));
+    env.from_source(
+        KafkaSource::builder()
+            .bootstrap_servers(&broker.address)
+            .topics([topic])
+            .deserializer(StringDeserializer)
+            .build()
+            .unwrap(),
+        strategy,
+    )
+    .key_by(|_: &String| 0u8)
+    .window(TumblingEventTimeWindows::of(Duration::from_secs(1)))
+    .aggregate(CountAggregate)
+    .add_sink(counts.clone());
+    env.execute_async(&format!("windows of {topic}")).unwrap()
+}
+
 fn window_counts(counts: &Shared<(u8, TimeWindow, u64)>) -> Vec<(u8, i64, u64)> {
     counts
         .0
@@ -576,27 +604,10 @@ fn an_idle_partition_does_not_hold_back_the_windows_of_the_others() {
     env.execute("ticks").unwrap();
 
     let counts = Shared::<(u8, TimeWindow, u64)>::default();
-    let env = StreamExecutionEnvironment::local();
-    env.set_parallelism(1)
-        .set_runtime_mode(RuntimeMode::Streaming)
-        .set_auto_watermark_interval(Duration::from_millis(20));
     let strategy = WatermarkStrategy::for_bounded_out_of_orderness(Duration::ZERO)
         .with_timestamp_assigner(|s: &String, _| s.parse().unwrap_or(0))
         .with_idleness(Duration::from_millis(300));
-    env.from_source(
-        KafkaSource::builder()
-            .bootstrap_servers(&broker.address)
-            .topics(["ticks"])
-            .deserializer(StringDeserializer)
-            .build()
-            .unwrap(),
-        strategy,
-    )
-    .key_by(|_: &String| 0u8)
-    .window(TumblingEventTimeWindows::of(Duration::from_secs(1)))
-    .aggregate(CountAggregate)
-    .add_sink(counts.clone());
-    let job = env.execute_async("idle partition").unwrap();
+    let job = count_one_second_windows(&broker, "ticks", strategy, &counts);
     let started = Instant::now();
     // Windows [0, 1 s) .. [8 s, 9 s) close on the watermark of 9.99 s; the last stays open.
     while window_counts(&counts).len() < 9 && started.elapsed() < Duration::from_secs(20) {
@@ -646,26 +657,9 @@ fn a_slow_partition_holds_back_the_watermark_of_its_subtask() {
     env.execute("two speeds").unwrap();
 
     let counts = Shared::<(u8, TimeWindow, u64)>::default();
-    let env = StreamExecutionEnvironment::local();
-    env.set_parallelism(1)
-        .set_runtime_mode(RuntimeMode::Streaming)
-        .set_auto_watermark_interval(Duration::from_millis(20));
     let strategy = WatermarkStrategy::for_bounded_out_of_orderness(Duration::ZERO)
         .with_timestamp_assigner(|s: &String, _| s.parse().unwrap_or(0));
-    env.from_source(
-        KafkaSource::builder()
-            .bootstrap_servers(&broker.address)
-            .topics(["two-speeds"])
-            .deserializer(StringDeserializer)
-            .build()
-            .unwrap(),
-        strategy,
-    )
-    .key_by(|_: &String| 0u8)
-    .window(TumblingEventTimeWindows::of(Duration::from_secs(1)))
-    .aggregate(CountAggregate)
-    .add_sink(counts.clone());
-    let job = env.execute_async("slow partition").unwrap();
+    let job = count_one_second_windows(&broker, "two-speeds", strategy, &counts);
     let started = Instant::now();
     while window_counts(&counts).is_empty() && started.elapsed() < Duration::from_secs(20) {
         std::thread::sleep(Duration::from_millis(50));

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 use object_store::path::Path as ObjectPath;
-use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
+use object_store::{ObjectStore, ObjectStoreExt, PutPayloadMut};
 
 use crate::error::{HummerError, Result, internal};
 
@@ -151,20 +151,7 @@ impl Storage {
 
     /// Writes file `name`.
     pub fn write(&self, name: &str, bytes: &[u8]) -> Result<()> {
-        match self {
-            Storage::Local(dir) => {
-                let path = dir.join(name);
-                std::fs::write(&path, bytes)
-                    .map_err(|e| HummerError::io("cannot write checkpoint file", &path, e))
-            }
-            Storage::Object { store, prefix, .. } => {
-                let path = prefix.clone().join(name);
-                let payload = PutPayload::from(bytes.to_vec());
-                block_on(store.put(&path, payload))?
-                    .map(|_| ())
-                    .map_err(|e| self.io_error("cannot write checkpoint file", name, e))
-            }
-        }
+        self.write_parts(name, &[bytes])
     }
 
     /// Writes file `name` from `parts`, one after the other (a local file is written part by
@@ -181,7 +168,14 @@ impl Storage {
                 }
                 Ok(())
             }
-            Storage::Object { .. } => self.write(name, &parts.concat()),
+            Storage::Object { store, prefix, .. } => {
+                let path = prefix.clone().join(name);
+                let mut payload = PutPayloadMut::new();
+                parts.iter().for_each(|p| payload.extend_from_slice(p));
+                block_on(store.put(&path, payload.freeze()))?
+                    .map(|_| ())
+                    .map_err(|e| self.io_error("cannot write checkpoint file", name, e))
+            }
         }
     }
 

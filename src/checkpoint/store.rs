@@ -47,18 +47,22 @@ pub enum ChecksumKind {
 }
 
 impl ChecksumKind {
-    /// The checksum of a file made of `parts`.
-    fn of(self, parts: &[&[u8]]) -> u64 {
+    /// The checksum of a whole file.
+    fn of(self, bytes: &[u8]) -> u64 {
         match self {
-            ChecksumKind::Foldhash => foldhash::fast::FixedState::with_seed(0x6368_6b70_7466_696c)
-                .hash_one(parts.concat().as_slice()),
-            ChecksumKind::Crc32 => {
-                let mut h = crc32fast::Hasher::new();
-                parts.iter().for_each(|p| h.update(p));
-                u64::from(h.finalize())
+            ChecksumKind::Foldhash => {
+                foldhash::fast::FixedState::with_seed(0x6368_6b70_7466_696c).hash_one(bytes)
             }
+            ChecksumKind::Crc32 => crc32_of(&[bytes]),
         }
     }
+}
+
+/// The CRC-32 of a file made of `parts` (what this build writes).
+fn crc32_of(parts: &[&[u8]]) -> u64 {
+    let mut h = crc32fast::Hasher::new();
+    parts.iter().for_each(|p| h.update(p));
+    u64::from(h.finalize())
 }
 
 /// A complete, verified checkpoint.
@@ -241,7 +245,7 @@ fn verify(storage: Storage, id: u64) -> std::result::Result<CompletedCheckpoint,
                 expected: *len,
             });
         }
-        if metadata.checksum.of(&[&bytes]) != *sum {
+        if metadata.checksum.of(&bytes) != *sum {
             return Err(Damage::BadChecksum(name.clone()));
         }
     }
@@ -265,8 +269,7 @@ impl PendingCheckpoint {
         }
         self.storage.write_parts(name, parts)?;
         let len = parts.iter().map(|p| p.len() as u64).sum();
-        self.files
-            .insert(name.to_string(), (len, ChecksumKind::Crc32.of(parts)));
+        self.files.insert(name.to_string(), (len, crc32_of(parts)));
         Ok(())
     }
 

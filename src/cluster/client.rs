@@ -97,7 +97,7 @@ impl ClusterClient {
             });
             match result {
                 Err(e)
-                    if crate::cluster::ha::is_ha_address(address)
+                    if crate::cluster::ha::ha_dir(address).is_some()
                         && last_success.elapsed() < FOLLOW_LEADER_FOR =>
                 {
                     tracing::info!(

@@ -236,7 +236,7 @@ impl Node {
             jobmanager: address.clone(),
             ..self.config.clone()
         };
-        let watch_lease = crate::cluster::ha::is_ha_address(&self.config.jobmanager);
+        let watch_lease = crate::cluster::ha::ha_dir(&self.config.jobmanager).is_some();
         let mut lease_tick = tokio::time::interval(LEASE_WATCH);
         let end = loop {
             let message = tokio::select! {
@@ -298,11 +298,8 @@ impl Node {
 
     /// The token of a leader newer than `token` in the lease of the HA address, if any.
     fn newer_leader(&self, token: u64) -> Option<u64> {
-        let dir = self
-            .config
-            .jobmanager
-            .strip_prefix(crate::cluster::ha::HA_ADDRESS_PREFIX)?;
-        let lease = crate::cluster::ha::lease::read_lease(std::path::Path::new(dir)).ok()??;
+        let dir = crate::cluster::ha::ha_dir(&self.config.jobmanager)?;
+        let lease = crate::cluster::ha::lease::read_lease(dir).ok()??;
         (lease.token > token).then_some(lease.token)
     }
 }

@@ -7,8 +7,7 @@ use std::marker::PhantomData;
 use crate::error::Result;
 use crate::operators::{Collector, TwoInputOperator};
 use crate::state::snapshot::{
-    SnapshotBuffer, append_snapshot, decode_checkpointed, is_snapshot, read_snapshot,
-    read_snapshots,
+    SnapshotBuffer, append_snapshot, decode_checkpointed, is_snapshot, read_snapshot, read_tables,
 };
 use crate::types::{Key, MIN_WATERMARK};
 
@@ -110,10 +109,13 @@ where
         _checkpoint: crate::types::CheckpointId,
         max_parallelism: usize,
     ) -> Result<Option<Vec<u8>>> {
-        let mut out = self.snapshot_buffer.start();
-        append_snapshot(&mut out, self.left.iter(), max_parallelism, MIN_WATERMARK)?;
-        append_snapshot(&mut out, self.right.iter(), max_parallelism, MIN_WATERMARK)?;
-        Ok(Some(self.snapshot_buffer.finish(out)))
+        let (left, right) = (&self.left, &self.right);
+        self.snapshot_buffer
+            .write(|out| {
+                append_snapshot(out, left.iter(), max_parallelism, MIN_WATERMARK)?;
+                append_snapshot(out, right.iter(), max_parallelism, MIN_WATERMARK)
+            })
+            .map(Some)
     }
 
     fn restore_state(&mut self, snapshot: &[u8], key_groups: std::ops::Range<usize>) -> Result<()> {
@@ -127,16 +129,9 @@ where
             read_snapshot(&left, key_groups.clone(), WHAT, add_left)?;
             return read_snapshot(&right, key_groups, WHAT, add_right);
         }
-        match read_snapshots(snapshot, WHAT)?.as_slice() {
-            [left, right] => {
-                left.entries(&key_groups, WHAT, add_left)?;
-                right.entries(&key_groups, WHAT, add_right)
-            }
-            tables => Err(crate::error::HummerError::BadInput {
-                input: WHAT.into(),
-                reason: format!("{} tables where two were expected", tables.len()),
-            }),
-        }
+        let [left, right] = read_tables(snapshot, WHAT)?;
+        left.entries(&key_groups, WHAT, add_left)?;
+        right.entries(&key_groups, WHAT, add_right)
     }
 }
 

@@ -62,14 +62,17 @@ where
         _checkpoint: crate::types::CheckpointId,
         max_parallelism: usize,
     ) -> Result<Option<Vec<u8>>> {
-        let mut out = self.snapshot_buffer.start();
-        crate::state::snapshot::append_snapshot(
-            &mut out,
-            self.state.iter(),
-            max_parallelism,
-            crate::types::MIN_WATERMARK,
-        )?;
-        Ok(Some(self.snapshot_buffer.finish(out)))
+        let state = &self.state;
+        self.snapshot_buffer
+            .write(|out| {
+                crate::state::snapshot::append_snapshot(
+                    out,
+                    state.iter(),
+                    max_parallelism,
+                    crate::types::MIN_WATERMARK,
+                )
+            })
+            .map(Some)
     }
 
     fn restore_state(&mut self, snapshot: &[u8], key_groups: std::ops::Range<usize>) -> Result<()> {

@@ -76,15 +76,13 @@ pub struct SnapshotBuffer {
 }
 
 impl SnapshotBuffer {
-    /// An empty buffer with room for a snapshot a little larger than the last.
-    pub fn start(&self) -> Vec<u8> {
-        Vec::with_capacity(self.last_len + self.last_len / 8 + 64)
-    }
-
-    /// Records the length of a finished snapshot.
-    pub fn finish(&mut self, bytes: Vec<u8>) -> Vec<u8> {
-        self.last_len = bytes.len();
-        bytes
+    /// Runs `fill` on a buffer with room for a snapshot a little larger than the last, and
+    /// remembers the length of what it wrote.
+    pub fn write(&mut self, fill: impl FnOnce(&mut Vec<u8>) -> Result<()>) -> Result<Vec<u8>> {
+        let mut out = Vec::with_capacity(self.last_len + self.last_len / 8 + 64);
+        fill(&mut out)?;
+        self.last_len = out.len();
+        Ok(out)
     }
 }
 
@@ -212,6 +210,18 @@ pub fn read_snapshots<'a>(bytes: &'a [u8], what: &str) -> Result<Vec<TableSnapsh
     Ok(tables)
 }
 
+/// The `N` snapshots of a buffer (as [`read_snapshots`]); another number is refused.
+pub fn read_tables<'a, const N: usize>(
+    bytes: &'a [u8],
+    what: &str,
+) -> Result<[TableSnapshot<'a>; N]> {
+    let tables = read_snapshots(bytes, what)?;
+    let found = tables.len();
+    tables
+        .try_into()
+        .map_err(|_| corrupt(what, format!("{found} snapshots where {N} were expected")))
+}
+
 fn read_one<'a>(bytes: &'a [u8], what: &str) -> Result<(TableSnapshot<'a>, &'a [u8])> {
     let truncated = |need: usize| {
         corrupt(
@@ -234,22 +244,10 @@ fn read_one<'a>(bytes: &'a [u8], what: &str) -> Result<(TableSnapshot<'a>, &'a [
         b.copy_from_slice(&bytes[at..at + 8]);
         u64::from_be_bytes(b)
     };
-    match version {
-        VERSION_1 => {
-            let body = &bytes[HEADER_V1..];
-            if checksum(&bytes[4..10], body) != be_u64(10) {
-                return Err(corrupt(
-                    what,
-                    "checksum mismatch: the snapshot is damaged".into(),
-                ));
-            }
-            let table = TableSnapshot {
-                version,
-                watermark: MIN_WATERMARK,
-                body,
-            };
-            Ok((table, &[]))
-        }
+    // Per version: the end of the checksummed header fields, where the checksum is, the
+    // body's range and the watermark.
+    let (fields_end, sum_at, header, end, watermark) = match version {
+        VERSION_1 => (10, 10, HEADER_V1, bytes.len(), MIN_WATERMARK),
         FORMAT_VERSION => {
             if bytes.len() < HEADER {
                 return Err(truncated(HEADER));
@@ -260,27 +258,30 @@ fn read_one<'a>(bytes: &'a [u8], what: &str) -> Result<(TableSnapshot<'a>, &'a [
                 .and_then(|l| l.checked_add(HEADER))
                 .filter(|&end| end <= bytes.len())
                 .ok_or_else(|| truncated(HEADER.saturating_add(body_len as usize)))?;
-            let body = &bytes[HEADER..end];
-            if checksum(&bytes[4..26], body) != be_u64(26) {
-                return Err(corrupt(
-                    what,
-                    "checksum mismatch: the snapshot is damaged".into(),
-                ));
-            }
-            let table = TableSnapshot {
-                version,
-                watermark: be_u64(10) as i64,
-                body,
-            };
-            Ok((table, &bytes[end..]))
+            (26, 26, HEADER, end, be_u64(10) as i64)
         }
-        other => Err(corrupt(
+        other => {
+            return Err(corrupt(
+                what,
+                format!(
+                    "format version {other}; this build reads versions {VERSION_1} and {FORMAT_VERSION}"
+                ),
+            ));
+        }
+    };
+    let body = &bytes[header..end];
+    if checksum(&bytes[4..fields_end], body) != be_u64(sum_at) {
+        return Err(corrupt(
             what,
-            format!(
-                "format version {other}; this build reads versions {VERSION_1} and {FORMAT_VERSION}"
-            ),
-        )),
+            "checksum mismatch: the snapshot is damaged".into(),
+        ));
     }
+    let table = TableSnapshot {
+        version,
+        watermark,
+        body,
+    };
+    Ok((table, &bytes[end..]))
 }
 
 /// Reads a buffer of one snapshot, calling `keep` for every entry whose key group is in
@@ -292,13 +293,8 @@ pub fn read_snapshot<K: DeserializeOwned, V: DeserializeOwned>(
     what: &str,
     keep: impl FnMut(K, V),
 ) -> Result<()> {
-    match read_snapshots(snapshot, what)?.as_slice() {
-        [table] => table.entries(&key_groups, what, keep),
-        tables => Err(corrupt(
-            what,
-            format!("{} snapshots where one was expected", tables.len()),
-        )),
-    }
+    let [table] = read_tables(snapshot, what)?;
+    table.entries(&key_groups, what, keep)
 }
 
 impl<K: Hash + Eq + Serialize + DeserializeOwned, V: Serialize + DeserializeOwned>
@@ -307,9 +303,11 @@ impl<K: Hash + Eq + Serialize + DeserializeOwned, V: Serialize + DeserializeOwne
     /// Writes every entry, tagged with its key group (out of `max_parallelism`), into a buffer
     /// sized by the last snapshot.
     pub fn snapshot(&mut self, max_parallelism: usize) -> Result<Vec<u8>> {
-        let mut out = self.snapshot_buffer.start();
-        append_snapshot(&mut out, self.iter(), max_parallelism, MIN_WATERMARK)?;
-        Ok(self.snapshot_buffer.finish(out))
+        let mut buffer = self.snapshot_buffer;
+        let bytes =
+            buffer.write(|out| append_snapshot(out, self.iter(), max_parallelism, MIN_WATERMARK));
+        self.snapshot_buffer = buffer;
+        bytes
     }
 
     /// Loads the entries of the key groups in `key_groups` from a snapshot; `what` names the
@@ -516,9 +514,7 @@ where
     K: Hash + Serialize + 'a,
     V: Serialize + 'a,
 {
-    let mut out = buffer.start();
-    append_snapshot(&mut out, entries, max_parallelism, watermark.get())?;
-    Ok(buffer.finish(out))
+    buffer.write(|out| append_snapshot(out, entries, max_parallelism, watermark.get()))
 }
 
 /// Reads what [`write_with_watermark`] wrote: restores the watermark into `watermark` and
@@ -537,13 +533,7 @@ pub fn read_with_watermark<K: DeserializeOwned, V: DeserializeOwned>(
         watermark.restore(w);
         return Ok(());
     }
-    let tables = read_snapshots(snapshot, what)?;
-    let [table] = tables.as_slice() else {
-        return Err(corrupt(
-            what,
-            format!("{} snapshots where one was expected", tables.len()),
-        ));
-    };
+    let [table] = read_tables(snapshot, what)?;
     table.entries(&key_groups, what, keep)?;
     watermark.restore(table.watermark);
     Ok(())

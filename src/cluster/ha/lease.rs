@@ -250,7 +250,6 @@ impl Leadership {
     /// Ends the process: it no longer leads.
     pub fn step_down(&self, why: &str) -> ! {
         tracing::error!(token = self.token, "leadership lost ({why}): stopping");
-        eprintln!("jobmanager: leadership lost ({why}); stopping");
         std::process::exit(3)
     }
 }

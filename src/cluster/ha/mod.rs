@@ -24,26 +24,25 @@ use serde::{Deserialize, Serialize};
 use crate::cluster::protocol::{JobId, JobState, SubmitRequest};
 use crate::error::{HummerError, Result};
 
-/// The prefix of an address that names an HA directory rather than a JobManager.
-pub const HA_ADDRESS_PREFIX: &str = "ha:";
+/// The HA directory an address names (`ha:DIR`), if it names one rather than a JobManager:
+/// then the leader may change, and a connection lost is made again to the next one.
+pub fn ha_dir(address: &str) -> Option<&Path> {
+    address.strip_prefix("ha:").map(Path::new)
+}
 
 /// The RPC address a client or TaskManager should connect to: `address` itself, or for
 /// `ha:DIR` the current leader's (an error naming the directory if nobody leads).
 pub fn resolve(address: &str) -> Result<String> {
-    let Some(dir) = address.strip_prefix(HA_ADDRESS_PREFIX) else {
+    let Some(dir) = ha_dir(address) else {
         return Ok(address.to_string());
     };
-    match lease::read_lease(Path::new(dir))? {
+    match lease::read_lease(dir)? {
         Some(lease) => Ok(lease.rpc),
         None => Err(HummerError::Cluster(format!(
-            "no JobManager leads the HA directory {dir} (no lease yet)"
+            "no JobManager leads the HA directory {} (no lease yet)",
+            dir.display()
         ))),
     }
-}
-
-/// Whether `address` names an HA directory (the leader may change: reconnect on loss).
-pub fn is_ha_address(address: &str) -> bool {
-    address.starts_with(HA_ADDRESS_PREFIX)
 }
 
 /// Writes `bytes` to `path` so that a crash leaves the old file or the new one: written to a

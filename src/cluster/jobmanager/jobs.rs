@@ -131,6 +131,18 @@ impl JobEntry {
         entry
     }
 
+    /// What the job store keeps of the job, as it is now (`ended`: how it ended, if it did).
+    pub fn record(&self, ended: Option<JobState>) -> crate::cluster::ha::JobRecord {
+        crate::cluster::ha::JobRecord {
+            id: self.id.clone(),
+            request: self.request.clone(),
+            attempt: self.controller.attempt(),
+            parallelism: self.parallelism.clone(),
+            ended,
+            error: self.error.clone(),
+        }
+    }
+
     /// The job's state as clients see it: a created job waits for slots.
     pub fn state(&self) -> JobState {
         match self.controller.status() {

@@ -199,20 +199,28 @@ async fn checkpoints(State(shared): State<Shared>, Path(id): Path<String>) -> Re
     )
 }
 
-/// The metrics of vertex `vertex` of job `id`, or the 404 that says which is missing.
-fn vertex_metrics(
+/// The rows `rows` makes of the metrics of vertex `vertex` of job `id`, as a JSON array; or
+/// the 404 that says which is missing.
+fn vertex_rows(
     shared: &Shared,
     id: &str,
     vertex: usize,
-) -> Result<crate::types::metrics::VertexMetrics, Reply> {
-    let state = lock(shared);
-    let j = state.jobs.get(id).ok_or_else(|| not_found(id))?;
-    j.vertex_totals().into_iter().nth(vertex).ok_or_else(|| {
-        (
+    rows: impl FnOnce(&crate::types::metrics::VertexMetrics) -> Vec<Value>,
+) -> Reply {
+    let metrics = {
+        let state = lock(shared);
+        let Some(j) = state.jobs.get(id) else {
+            return not_found(id);
+        };
+        j.vertex_totals().into_iter().nth(vertex)
+    };
+    match metrics {
+        Some(v) => (StatusCode::OK, Json(Value::Array(rows(&v)))),
+        None => (
             StatusCode::NOT_FOUND,
             Json(json!({"errors": [format!("job {id} has no vertex {vertex}")]})),
-        )
-    })
+        ),
+    }
 }
 
 /// The current watermark of every subtask of a job vertex, in Flink's shape:
@@ -224,19 +232,15 @@ async fn watermarks(
     State(shared): State<Shared>,
     Path((id, vertex)): Path<(String, usize)>,
 ) -> Reply {
-    let v = match vertex_metrics(&shared, &id, vertex) {
-        Ok(v) => v,
-        Err(reply) => return reply,
-    };
-    let rows: Vec<Value> = v
-        .watermarks
-        .iter()
-        .map(|(subtask, w)| json!({"id": format!("{subtask}.currentInputWatermark"), "value": w.to_string()}))
-        .chain(v.late_records.iter().map(|(subtask, n)| {
-            json!({"id": format!("{subtask}.numLateRecordsDropped"), "value": n.to_string()})
-        }))
-        .collect();
-    (StatusCode::OK, Json(Value::Array(rows)))
+    vertex_rows(&shared, &id, vertex, |v| {
+        v.watermarks
+            .iter()
+            .map(|(subtask, w)| json!({"id": format!("{subtask}.currentInputWatermark"), "value": w.to_string()}))
+            .chain(v.late_records.iter().map(|(subtask, n)| {
+                json!({"id": format!("{subtask}.numLateRecordsDropped"), "value": n.to_string()})
+            }))
+            .collect()
+    })
 }
 
 /// The partitions a source vertex reads (a Kafka source's): per subtask and partition the
@@ -245,26 +249,22 @@ async fn partitions(
     State(shared): State<Shared>,
     Path((id, vertex)): Path<(String, usize)>,
 ) -> Reply {
-    let v = match vertex_metrics(&shared, &id, vertex) {
-        Ok(v) => v,
-        Err(reply) => return reply,
-    };
-    let rows: Vec<Value> = v
-        .partitions
-        .iter()
-        .map(|(subtask, p)| {
-            json!({
-                "subtask": subtask,
-                "topic": p.topic,
-                "partition": p.partition,
-                "records-consumed": p.consumed,
-                "offset": p.next_offset,
-                "end-offset": p.end_offset,
-                "lag": p.lag(),
+    vertex_rows(&shared, &id, vertex, |v| {
+        v.partitions
+            .iter()
+            .map(|(subtask, p)| {
+                json!({
+                    "subtask": subtask,
+                    "topic": p.topic,
+                    "partition": p.partition,
+                    "records-consumed": p.consumed,
+                    "offset": p.next_offset,
+                    "end-offset": p.end_offset,
+                    "lag": p.lag(),
+                })
             })
-        })
-        .collect();
-    (StatusCode::OK, Json(Value::Array(rows)))
+            .collect()
+    })
 }
 
 async fn plan(State(shared): State<Shared>, Path(id): Path<String>) -> Reply {

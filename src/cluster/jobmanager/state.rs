@@ -188,28 +188,36 @@ impl JobManagerState {
             .collect();
         for id in due {
             let offers = self.cluster.offers(None);
-            let Some(mut entry) = self.jobs.take(&id) else {
+            // Without any slot yet it keeps waiting.
+            if self.start_on(&id, &offers) {
                 self.resuming.remove(&id);
-                continue;
-            };
-            let Ok(placement) = self.place(&entry, &offers) else {
-                // No slots at all yet: keep waiting.
-                self.jobs.put_back(entry);
-                continue;
-            };
-            self.resuming.remove(&id);
-            let error = match entry.controller.start() {
-                Ok(start) => {
-                    self.deploy(&mut entry, placement, start);
-                    None
-                }
-                Err(e) => Some(Refusal::CannotStart(e.to_string()).to_string()),
-            };
-            self.jobs.put_back(entry);
-            if let Some(error) = error {
-                self.end_job(&id, JobState::Failed, Some(error));
             }
         }
+    }
+
+    /// Places a job that has not run yet on `offers` and deploys its first attempt (a job
+    /// whose controller cannot start it fails). `false` if it does not fit: it stays as it
+    /// was.
+    fn start_on(&mut self, id: &str, offers: &[SlotOffer]) -> bool {
+        let Some(mut entry) = self.jobs.take(id) else {
+            return false;
+        };
+        let Ok(placement) = self.place(&entry, offers) else {
+            self.jobs.put_back(entry);
+            return false;
+        };
+        let error = match entry.controller.start() {
+            Ok(start) => {
+                self.deploy(&mut entry, placement, start);
+                None
+            }
+            Err(e) => Some(Refusal::CannotStart(e.to_string()).to_string()),
+        };
+        self.jobs.put_back(entry);
+        if let Some(error) = error {
+            self.end_job(id, JobState::Failed, Some(error));
+        }
+        true
     }
 
     /// Accepts a job: deploys it, or with `queue` set and no room, puts it in the queue the
@@ -248,15 +256,8 @@ impl JobManagerState {
         };
         let id = format!("{:08x}{:08x}", std::process::id(), self.next_job);
         let mut entry = JobEntry::new(id.clone(), request);
-        self.persist(JobRecord {
-            id: id.clone(),
-            request: entry.request.clone(),
-            attempt: 0,
-            parallelism: Vec::new(),
-            ended: None,
-            error: None,
-        })
-        .map_err(|e| Refusal::CannotStart(format!("cannot record the job: {e}")))?;
+        self.persist(entry.record(None))
+            .map_err(|e| Refusal::CannotStart(format!("cannot record the job: {e}")))?;
         let offers = self.cluster.offers(None);
         match self.place(&entry, &offers) {
             Ok(placement) => {
@@ -321,17 +322,11 @@ impl JobManagerState {
             mut workers,
         } = placement;
         let restore = start.restore.map(|c| c.dir);
-        let record = JobRecord {
-            id: entry.id.clone(),
-            request: entry.request.clone(),
-            attempt: start.attempt,
-            parallelism: parallelism.clone(),
-            ended: None,
-            error: None,
-        };
-        if let Err(e) = self.persist(record) {
-            // A new leader would not know this attempt: it resumes the job at an attempt
-            // number above the one recorded, which stays above this one.
+        entry.parallelism = parallelism;
+        if let Err(e) = self.persist(entry.record(None)) {
+            // A new leader would resume the job at an attempt it may share with this one;
+            // this attempt's workers are still cancelled when their TaskManagers register
+            // with it (they run no worker of its jobs yet).
             tracing::error!(job = %entry.id, "cannot record the attempt: {e}");
         }
         let leader_token = self.leader_token();
@@ -349,7 +344,7 @@ impl JobManagerState {
                 task_manager: tm.clone(),
                 jobmanager: self.rpc_address.clone(),
                 data_host,
-                vertex_parallelism: parallelism.clone(),
+                vertex_parallelism: entry.parallelism.clone(),
                 placement: subtasks.clone(),
                 attempt: start.attempt,
                 restore: restore.clone(),
@@ -365,7 +360,6 @@ impl JobManagerState {
             restore = ?restore,
             "job deployed"
         );
-        entry.parallelism = parallelism;
         entry.placement = subtasks;
         entry.workers = workers;
         entry.queued_on = None;
@@ -409,26 +403,11 @@ impl JobManagerState {
             if offers.iter().map(|o| o.free).sum::<usize>() == 0 {
                 return;
             }
-            let Some(mut entry) = self.jobs.take(&id) else {
+            if !self.start_on(&id, &offers) {
                 return;
-            };
-            let Ok(placement) = self.place(&entry, &offers) else {
-                self.jobs.put_back(entry);
-                return;
-            };
-            let error = match entry.controller.start() {
-                Ok(start) => {
-                    self.deploy(&mut entry, placement, start);
-                    None
-                }
-                Err(e) => Some(Refusal::CannotStart(e.to_string()).to_string()),
-            };
-            self.jobs.put_back(entry);
+            }
             if let Some(q) = self.cluster.queues.get_mut(tm) {
                 q.retain(|j| *j != id);
-            }
-            if let Some(error) = error {
-                self.end_job(&id, JobState::Failed, Some(error));
             }
         }
     }
@@ -571,14 +550,7 @@ impl JobManagerState {
         entry.error = error;
         entry.ended = Some(Instant::now());
         entry.queued_on = None;
-        let record = JobRecord {
-            id: entry.id.clone(),
-            request: entry.request.clone(),
-            attempt: entry.controller.attempt(),
-            parallelism: entry.parallelism.clone(),
-            ended: Some(state),
-            error: entry.error.clone(),
-        };
+        let record = entry.record(Some(state));
         self.resuming.remove(job);
         if let Err(e) = self.persist(record) {
             tracing::error!(job = %job, "cannot record the end of the job: {e}");

@@ -53,6 +53,11 @@ impl KafkaConfig {
         }
     }
 
+    /// Sets a client property (see the table).
+    pub fn set_property(&mut self, name: &str, value: &str) {
+        self.properties.insert(name.to_string(), value.to_string());
+    }
+
     /// The brokers as one string, for messages.
     pub fn brokers(&self) -> String {
         self.bootstrap_servers.join(",")

@@ -134,9 +134,7 @@ impl<S> KafkaSinkBuilder<S> {
 
     /// A client property (see [`KafkaConfig`]), e.g. `compression.type`.
     pub fn property(mut self, name: &str, value: &str) -> Self {
-        self.config
-            .properties
-            .insert(name.to_string(), value.to_string());
+        self.config.set_property(name, value);
         self
     }
 

@@ -188,9 +188,7 @@ impl<T> KafkaSourceBuilder<T> {
 
     /// A client property (see [`KafkaConfig`]), e.g. `request.timeout.ms`.
     pub fn property(mut self, name: &str, value: &str) -> Self {
-        self.config
-            .properties
-            .insert(name.to_string(), value.to_string());
+        self.config.set_property(name, value);
         self
     }
 
@@ -462,6 +460,13 @@ struct KafkaReader<T> {
 const REPORT_INTERVAL: Duration = Duration::from_millis(200);
 
 impl<T: Data> KafkaReader<T> {
+    /// Whether this reader has partition `partition` of `topic` open.
+    fn has_partition(&self, topic: &str, partition: i32) -> bool {
+        self.partitions
+            .iter()
+            .any(|r| *r.topic == *topic && r.partition == partition)
+    }
+
     /// Reports the partitions' metrics (see `metrics`).
     fn report(&mut self) {
         if self
@@ -475,12 +480,7 @@ impl<T: Data> KafkaReader<T> {
             return;
         };
         // Other splits of the subtask (after a rescale) report their own partitions.
-        let mine = |topic: &str, partition: i32| {
-            self.partitions
-                .iter()
-                .any(|p| *p.topic == *topic && p.partition == partition)
-        };
-        all.retain(|m| !mine(&m.topic, m.partition));
+        all.retain(|m| !self.has_partition(&m.topic, m.partition));
         all.extend(self.partitions.iter().map(|p| PartitionMetrics {
             topic: p.topic.to_string(),
             partition: p.partition,
@@ -537,10 +537,7 @@ impl<T: Data> KafkaReader<T> {
         for (topic, partitions) in found {
             for p in partitions {
                 if owner_of(&topic, p, self.parallelism) != self.subtask
-                    || self
-                        .partitions
-                        .iter()
-                        .any(|r| *r.topic == *topic && r.partition == p)
+                    || self.has_partition(&topic, p)
                 {
                     continue;
                 }
@@ -596,11 +593,7 @@ impl<T: Data> KafkaReader<T> {
         // so that nothing of it is lost if it comes back.
         if let Some(restored) = restored {
             for pos in restored {
-                if !self
-                    .partitions
-                    .iter()
-                    .any(|r| *r.topic == *pos.topic && r.partition == pos.partition)
-                {
+                if !self.has_partition(&pos.topic, pos.partition) {
                     tracing::warn!(
                         "kafka source: checkpointed topic '{}' partition {} is not in the cluster any more",
                         pos.topic,
