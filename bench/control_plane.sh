@@ -11,7 +11,7 @@ ulimit -n "$(ulimit -Hn)"  # each process holds N sockets
 cargo build -q --release --manifest-path "$here/Cargo.toml" --bin hummer --example control_plane_load
 bin=${CARGO_TARGET_DIR:-$here/target}/release
 work=$(mktemp -d)
-"$bin/hummer" jobmanager --rpc 127.0.0.1:0 --rest 127.0.0.1:0 --heartbeat-timeout-ms 5000 \
+"$bin/hummer" jobmanager --insecure --rpc 127.0.0.1:0 --rest 127.0.0.1:0 --heartbeat-timeout-ms 5000 \
   > "$work/jm.log" 2>&1 &
 jm_pid=$!
 trap 'kill $jm_pid 2>/dev/null || true; rm -rf "$work"' EXIT

@@ -32,7 +32,7 @@ ip -n "$ns" link add "$br" type bridge; ip -n "$ns" addr add "$sub.1/24" dev "$b
 ip -n "$ns" link set "$br" up
 ip -n "$ns" tuntap add "$tap" mode tap; ip -n "$ns" link set "$tap" master "$br"
 ip -n "$ns" link set "$tap" up
-inns "$hummer" jobmanager --rpc "$sub.1:6123" --rest "$sub.1:8081" >/dev/null 2>&1 &
+inns "$hummer" jobmanager --insecure --rpc "$sub.1:6123" --rest "$sub.1:8081" >/dev/null 2>&1 &
 sleep 0.5
 export HUMMER_JOBMANAGER=$sub.1:6123
 log=$(mktemp)
@@ -64,7 +64,7 @@ boot 2 >/dev/null
 vm_s=$(wc); echo "WordCount $lines lines in a 2-vCPU VM (TCG): $vm_s s"
 echo "in the VM: $(lat)"
 stop_vm; sleep 5
-inns "$img/hummer" taskmanager --jobmanager "$sub.1:6123" --slots 2 --data-addr "$sub.1" >/dev/null 2>&1 &
+inns "$img/hummer" taskmanager --insecure --jobmanager "$sub.1:6123" --slots 2 --data-addr "$sub.1" >/dev/null 2>&1 &
 sleep 1
 proc_s=$(wc); echo "WordCount $lines lines as a plain process: $proc_s s"
 echo "as a process: $(lat)"

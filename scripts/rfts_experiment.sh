@@ -47,7 +47,7 @@ trap 'stop; rm -rf "$work"' EXIT
 start_cluster() { # strategy
   local args=(--rpc 127.0.0.1:0 --rest 127.0.0.1:0 --heartbeat-timeout-ms 10000
     --scheduler "$1" --rebalance-interval-ms 500)
-  "$hummer" jobmanager "${args[@]}" > "$work/jm.log" 2>&1 &
+  "$hummer" jobmanager --insecure "${args[@]}" > "$work/jm.log" 2>&1 &
   pids+=($!)
   for _ in $(seq 100); do grep -q "listening on" "$work/jm.log" && break; sleep 0.1; done
   jm=$(awk '/listening on/ {print $4}' "$work/jm.log")
@@ -55,7 +55,7 @@ start_cluster() { # strategy
   local i=0
   for quota in 1.0 0.5 0.2; do
     i=$((i + 1))
-    "$hummer" taskmanager --jobmanager "$jm" --slots 2 --cpu-quota "$quota" \
+    "$hummer" taskmanager --insecure --jobmanager "$jm" --slots 2 --cpu-quota "$quota" \
       --monitor-interval-ms 500 --data-addr "127.0.0.$((i + 1))" \
       --cache-dir "$work/cache-$i" > "$work/tm-$i.log" 2>&1 &
     pids+=($!)

@@ -63,6 +63,7 @@ fn start_jobmanager_with(
     let mut jobmanager = Command::new(BIN)
         .args([
             "jobmanager",
+            "--insecure",
             "--rpc",
             "127.0.0.1:0",
             "--rest",
@@ -117,6 +118,7 @@ impl Cluster {
         let mut tm = Command::new(BIN)
             .args([
                 "taskmanager",
+                "--insecure",
                 "--jobmanager",
                 &self.rpc,
                 "--slots",
@@ -143,7 +145,7 @@ impl Cluster {
     }
 
     fn hummer(&self, args: &[&str]) -> Output {
-        common::cli::hummer(&self.rpc, args)
+        common::cli::Client::plaintext(&self.rpc).hummer(args)
     }
 
     /// Runs `hummer ARGS...` against this cluster and asserts that it succeeded, showing its
@@ -179,7 +181,7 @@ impl Cluster {
     }
 
     fn status(&self, id: &str) -> String {
-        common::cli::job_status(&self.rpc, id)
+        common::cli::Client::plaintext(&self.rpc).job_status(id)
     }
 
     /// Submits a streaming WordCount over an endless generated corpus (`rate` lines a second)
@@ -204,7 +206,12 @@ impl Cluster {
     }
 
     fn wait_for_status(&self, id: &str, state: &str, timeout: Duration) -> Duration {
-        common::cli::wait_for_job_status(&self.rpc, id, state, timeout, String::new)
+        common::cli::Client::plaintext(&self.rpc).wait_for_job_status(
+            id,
+            state,
+            timeout,
+            String::new,
+        )
     }
 
     /// Worker processes (started from the artifact cache) still running.

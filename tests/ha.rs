@@ -1,7 +1,9 @@
 //! JobManager high availability with real processes: JobManagers (a leader and standbys) and
 //! TaskManagers of the `hummer` binary sharing an HA directory on loopback; exactly-once jobs
 //! through `kill -9` of the leader at random moments, with and without a standby, with a
-//! TaskManager killed at the same time, and a leader paused past its lease (split brain).
+//! TaskManager killed at the same time, and a leader paused past its lease (split brain). The
+//! cluster runs with mutual TLS (its certificates made by `hummer cluster certs`), so the
+//! trials also carry the job's control and data connections over TLS.
 
 mod common;
 
@@ -30,6 +32,12 @@ impl HaCluster {
             jobmanagers: Vec::new(),
             taskmanagers: Vec::new(),
         };
+        let certs = Command::new(BIN)
+            .args(["cluster", "certs", "--dir"])
+            .arg(cluster.tls_dir())
+            .output()
+            .unwrap();
+        assert!(certs.status.success(), "{certs:?}");
         for _ in 0..jobmanagers {
             cluster.add_jobmanager();
         }
@@ -44,9 +52,21 @@ impl HaCluster {
         self.dir.path().join("ha")
     }
 
+    fn tls_dir(&self) -> PathBuf {
+        self.dir.path().join("tls")
+    }
+
     /// The address clients and TaskManagers use: the leader of the HA directory.
     fn address(&self) -> String {
         format!("ha:{}", self.ha_dir().display())
+    }
+
+    /// A client of the cluster (through the HA address, with its certificates).
+    fn client(&self) -> common::cli::Client {
+        common::cli::Client {
+            jobmanager: self.address(),
+            tls_dir: Some(self.tls_dir()),
+        }
     }
 
     fn add_jobmanager(&mut self) {
@@ -61,6 +81,8 @@ impl HaCluster {
             ])
             .arg("--ha-dir")
             .arg(self.ha_dir())
+            .arg("--tls-dir")
+            .arg(self.tls_dir())
             .args(["--lease-ms", &LEASE_MS.to_string()])
             .args(["--heartbeat-timeout-ms", "5000"])
             .arg("--data-dir")
@@ -82,6 +104,8 @@ impl HaCluster {
                 "--slots",
                 "2",
             ])
+            .arg("--tls-dir")
+            .arg(self.tls_dir())
             .args(["--data-addr", &format!("127.0.0.{}", i + 2)])
             .args([
                 "--heartbeat-interval-ms",
@@ -128,11 +152,12 @@ impl HaCluster {
     }
 
     fn status(&self, id: &str) -> String {
-        common::cli::job_status(&self.address(), id)
+        self.client().job_status(id)
     }
 
     fn wait_for_status(&self, id: &str, state: &str, timeout: Duration) -> Duration {
-        common::cli::wait_for_job_status(&self.address(), id, state, timeout, || self.logs())
+        self.client()
+            .wait_for_job_status(id, state, timeout, || self.logs())
     }
 
     /// The last lines of every process's log, for a failure's message.
@@ -213,7 +238,9 @@ fn signal(child: &Child, sig: &str) {
 /// An exactly-once EventCount job submitted through the HA address; returns the client (which
 /// waits and verifies) and the job's id.
 fn submit_event_count(cluster: &HaCluster, events: u64, keys: u64) -> (Child, String) {
-    let mut client = Command::new(BIN)
+    let mut client = cluster
+        .client()
+        .command(&[])
         .args([
             "run",
             "event-count",
@@ -229,7 +256,6 @@ fn submit_event_count(cluster: &HaCluster, events: u64, keys: u64) -> (Child, St
         .arg(cluster.dir.path().join("checkpoints"))
         .arg("--out")
         .arg(cluster.dir.path().join("out"))
-        .env("HUMMER_JOBMANAGER", cluster.address())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

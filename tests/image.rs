@@ -156,7 +156,7 @@ fn a_bad_kernel_command_line_is_reported_and_powers_the_vm_off() {
 fn start_jobmanager(ns: &Netns, host: &str) -> (Child, String) {
     let mut jobmanager = ns
         .command(BIN)
-        .args(["jobmanager", "--rpc", &format!("{host}:0")])
+        .args(["jobmanager", "--insecure", "--rpc", &format!("{host}:0")])
         .args(["--rest", &format!("{host}:0")])
         .stdout(Stdio::piped())
         .spawn()

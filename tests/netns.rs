@@ -142,6 +142,7 @@ fn taskmanagers_in_two_namespaces_exchange_data_on_the_chosen_network() {
         &a,
         &[
             "jobmanager",
+            "--insecure",
             "--rpc",
             "10.201.0.1:0",
             "--rest",
@@ -160,6 +161,7 @@ fn taskmanagers_in_two_namespaces_exchange_data_on_the_chosen_network() {
             ns,
             &[
                 "taskmanager",
+                "--insecure",
                 "--jobmanager",
                 &rpc,
                 "--slots",

@@ -9,11 +9,15 @@
 //!   gets an [`Outbox`] to [`Push`] into and a [`ChannelReceiver`] to read from, whether the
 //!   peer runs in this process or in another worker (as timely's `Allocate`/`Push`/`Pull`).
 //!
+//! * [`secure`]: mutual TLS (or, when asked, plaintext) for every TCP connection of a
+//!   cluster.
+//!
 //! Layer 8 of 15: above `operators` and `connectors`, below `runtime` (see `crate::types`).
 
 pub mod allocator;
 pub mod local;
 pub mod network;
+pub mod secure;
 
 pub use allocator::{ChannelAllocator, ChannelSpec, Endpoints, NetworkTaskSlot, Placement};
 pub use local::{ChannelReceiver, ChannelSender};

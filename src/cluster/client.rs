@@ -2,6 +2,8 @@
 //! for it, listing, querying and cancelling jobs.
 
 use std::net::TcpStream;
+
+use crate::channels::secure::{Security, Stream};
 use std::time::Duration;
 
 use sha2::{Digest, Sha256};
@@ -13,13 +15,19 @@ use crate::error::{HummerError, Result};
 
 /// A client connection to a JobManager.
 pub struct ClusterClient {
-    stream: TcpStream,
+    stream: Stream,
     address: String,
 }
 
 impl ClusterClient {
-    /// Connects and says hello; `ha:DIR` connects to the leader of the HA directory DIR.
+    /// Connects and says hello; `ha:DIR` connects to the leader of the HA directory DIR. The
+    /// connection is secured as the process's environment says ([`Security::of_process`]).
     pub fn connect(address: &str) -> Result<Self> {
+        Self::connect_with(address, &Security::of_process()?)
+    }
+
+    /// [`Self::connect`] with `security`.
+    pub fn connect_with(address: &str, security: &Security) -> Result<Self> {
         let resolved = crate::cluster::ha::resolve(address)?;
         let address = resolved.as_str();
         let net = |source| HummerError::Network {
@@ -28,6 +36,7 @@ impl ClusterClient {
         };
         let stream = TcpStream::connect(address).map_err(net)?;
         stream.set_nodelay(true).map_err(net)?;
+        let stream = security.connect(stream).map_err(net)?;
         let mut client = ClusterClient {
             stream,
             address: address.to_string(),
@@ -77,6 +86,7 @@ impl ClusterClient {
     /// Waits until a job ends; returns its summary and its collected records.
     pub fn wait(&mut self, job: &str) -> Result<(JobSummary, Collected)> {
         self.stream
+            .tcp()
             .set_read_timeout(None)
             .map_err(|e| HummerError::Cluster(e.to_string()))?;
         match self.request(&Message::WaitJob(job.to_string()))? {
@@ -151,6 +161,7 @@ impl ClusterClient {
     /// Fetches an artifact's bytes (TaskManagers use this).
     pub fn fetch_artifact(&mut self, sha256: &str) -> Result<Vec<u8>> {
         self.stream
+            .tcp()
             .set_read_timeout(Some(Duration::from_secs(120)))
             .map_err(|e| HummerError::Cluster(e.to_string()))?;
         match self.request(&Message::FetchArtifact(sha256.to_string()))? {

@@ -48,6 +48,8 @@ pub struct TaskManagerConfig {
     pub cpu_quota: Option<f64>,
     /// How long it keeps trying to register again after losing its JobManager.
     pub reconnect_timeout: Duration,
+    /// Mutual TLS on every connection, or plaintext; its workers get the same.
+    pub security: crate::channels::secure::Security,
 }
 
 /// The workers of this TaskManager by job and attempt: a kill switch once started, `None` while the job's
@@ -162,7 +164,13 @@ impl Node {
         };
         let stream = TcpStream::connect(&address).await.map_err(net)?;
         let _ = stream.set_nodelay(true);
-        let (mut reader, mut writer) = stream.into_split();
+        let stream = self
+            .config
+            .security
+            .connect_async(stream)
+            .await
+            .map_err(net)?;
+        let (mut reader, mut writer) = tokio::io::split(stream);
         let running: Vec<(String, u32)> = self
             .workers
             .lock()
@@ -348,6 +356,7 @@ async fn deploy(
         .args(&spec.request.args)
         .envs(spec.request.env.iter().map(|(k, v)| (k, v)))
         .env(crate::cluster::WORKER_ENV, spec_json)
+        .envs(config.security.env())
         // As the client saw it: a program that branches on it builds the same graph.
         .env(crate::cluster::JOBMANAGER_ENV, &spec.jobmanager)
         .stdin(Stdio::null())
@@ -422,11 +431,16 @@ async fn ensure_artifact(sha256: &str, config: &TaskManagerConfig) -> Result<Pat
     if path.exists() {
         return Ok(path);
     }
-    let (jm, sha) = (config.jobmanager.clone(), sha256.to_string());
-    let bytes =
-        tokio::task::spawn_blocking(move || ClusterClient::connect(&jm)?.fetch_artifact(&sha))
-            .await
-            .map_err(|e| internal!("{e}"))??;
+    let (jm, sha, security) = (
+        config.jobmanager.clone(),
+        sha256.to_string(),
+        config.security.clone(),
+    );
+    let bytes = tokio::task::spawn_blocking(move || {
+        ClusterClient::connect_with(&jm, &security)?.fetch_artifact(&sha)
+    })
+    .await
+    .map_err(|e| internal!("{e}"))??;
     let (dir, sha, target) = (config.cache_dir.clone(), sha256.to_string(), path.clone());
     tokio::task::spawn_blocking(move || store_artifact(&dir, &sha, &target, &bytes))
         .await

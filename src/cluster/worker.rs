@@ -14,6 +14,8 @@
 //! any task starts.
 
 use std::net::TcpStream;
+
+use crate::channels::secure::{Security, Stream};
 use std::sync::{Arc, Mutex};
 
 use crate::checkpoint::hub::CheckpointHub;
@@ -97,11 +99,13 @@ pub(crate) fn run(spec: DeploySpec, job: WorkerJob<'_>) -> ! {
     }
 }
 
-fn connect(spec: &DeploySpec) -> Result<TcpStream> {
-    let mut jm = TcpStream::connect(&spec.jobmanager).map_err(|source| HummerError::Network {
+fn connect(spec: &DeploySpec) -> Result<Stream> {
+    let net = |source| HummerError::Network {
         endpoint: spec.jobmanager.clone(),
         source,
-    })?;
+    };
+    let tcp = TcpStream::connect(&spec.jobmanager).map_err(net)?;
+    let mut jm = Security::of_process()?.connect(tcp).map_err(net)?;
     let hello = Message::Hello {
         version: PROTOCOL_VERSION,
         role: Role::Worker {
@@ -115,7 +119,7 @@ fn connect(spec: &DeploySpec) -> Result<TcpStream> {
 }
 
 fn exchange(
-    jm: &mut TcpStream,
+    jm: &mut Stream,
     message: &Message,
     expect: impl Fn(&Message) -> bool,
 ) -> Result<Message> {
@@ -131,7 +135,7 @@ fn exchange(
 /// Writes one message to the JobManager; the connection is shared by the worker's threads,
 /// so that their frames never interleave.
 fn send(
-    writer: &Mutex<TcpStream>,
+    writer: &Mutex<Stream>,
     message: &Message,
 ) -> std::result::Result<(), crate::cluster::protocol::FrameError> {
     let mut stream = writer.lock().unwrap_or_else(|p| p.into_inner());
@@ -140,7 +144,7 @@ fn send(
 
 /// Forwards the tasks' checkpoint reports to the JobManager.
 fn forward_checkpoint_reports(
-    writer: Arc<Mutex<TcpStream>>,
+    writer: Arc<Mutex<Stream>>,
     reports: std::sync::mpsc::Receiver<crate::checkpoint::hub::HubEvent>,
     attempt: u32,
 ) -> Result<()> {
@@ -171,7 +175,7 @@ impl ProgressReporter {
 }
 
 fn report_progress(
-    writer: Arc<Mutex<TcpStream>>,
+    writer: Arc<Mutex<Stream>>,
     counters: crate::execution::executor::JobCounters,
 ) -> Result<ProgressReporter> {
     let (done, stop) = std::sync::mpsc::channel::<()>();
@@ -191,7 +195,7 @@ fn report_progress(
 /// Ends this process when the JobManager cancels the job or goes away: a worker never
 /// outlives its job, even if its TaskManager was killed. Passes checkpoint triggers and
 /// completions to the tasks' hub.
-fn watch_jobmanager(jm: &TcpStream, job: &str, hub: Option<Arc<CheckpointHub>>) -> Result<()> {
+fn watch_jobmanager(jm: &Stream, job: &str, hub: Option<Arc<CheckpointHub>>) -> Result<()> {
     let mut reader = jm
         .try_clone()
         .map_err(|e| internal!("cannot watch the JobManager: {e}"))?;
@@ -231,7 +235,7 @@ fn watch_jobmanager(jm: &TcpStream, job: &str, hub: Option<Arc<CheckpointHub>>) 
 fn checkpoint_setup(
     spec: &DeploySpec,
     graph: &JobGraph,
-    writer: &Arc<Mutex<TcpStream>>,
+    writer: &Arc<Mutex<Stream>>,
 ) -> Result<Option<CheckpointSetup>> {
     let Some(recovery) = &spec.request.recovery else {
         return Ok(None);
@@ -257,8 +261,8 @@ fn checkpoint_setup(
 fn run_subtasks(
     spec: &DeploySpec,
     job: &WorkerJob<'_>,
-    jm: &mut TcpStream,
-    writer: &Arc<Mutex<TcpStream>>,
+    jm: &mut Stream,
+    writer: &Arc<Mutex<Stream>>,
 ) -> Result<Message> {
     let built = fingerprint(job.plan_json);
     if built != spec.request.fingerprint {

@@ -149,12 +149,14 @@ impl VmConfig {
     pub fn role_args(&self) -> Vec<String> {
         let ip = self.ip.0.to_string();
         match self.role {
+            // A VM cluster runs on its own bridge, without the certificates in its image.
             Role::JobManager => vec![
                 "jobmanager".into(),
                 "--rpc".into(),
                 format!("{ip}:6123"),
                 "--rest".into(),
                 format!("{ip}:8081"),
+                "--insecure".into(),
             ],
             Role::TaskManager => vec![
                 "taskmanager".into(),
@@ -169,6 +171,7 @@ impl VmConfig {
                 // A VM serves one JobManager: when it goes, the VM powers off.
                 "--reconnect-timeout-ms".into(),
                 "0".into(),
+                "--insecure".into(),
             ],
         }
     }

@@ -8,7 +8,9 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
+use hummer::channels::secure::{REST_TOKEN, Security, make_cluster_certificates};
 use hummer::cluster::client::ClusterClient;
+use hummer::cluster::jobmanager::rest_security::RestAuth;
 use hummer::cluster::jobmanager::{self, JobManagerConfig};
 use hummer::cluster::protocol::JobSummary;
 use hummer::cluster::taskmanager::{self, TaskManagerConfig};
@@ -48,6 +50,46 @@ pub struct JobManagerArgs {
     /// Milliseconds a leader's lease lasts unless renewed (renewed every third of it).
     #[arg(long, default_value_t = 5000)]
     lease_ms: u64,
+    #[command(flatten)]
+    security: SecurityArgs,
+    /// A file holding the REST API's bearer token (default with `--tls-dir`: its
+    /// `rest-token`). Every REST call that changes something needs it.
+    #[arg(long)]
+    rest_token_file: Option<PathBuf>,
+    /// Reads of the REST API need the token too.
+    #[arg(long)]
+    rest_token_for_reads: bool,
+}
+
+/// How a cluster process secures its connections: one of the two is required.
+#[derive(clap::Args)]
+pub struct SecurityArgs {
+    /// The cluster's TLS directory (`hummer cluster certs --dir DIR`): mutual TLS on the
+    /// control, data and artifact connections, HTTPS for REST.
+    #[arg(long, conflicts_with = "insecure")]
+    tls_dir: Option<PathBuf>,
+    /// Plaintext connections without authentication (for a trusted network only).
+    #[arg(long)]
+    insecure: bool,
+}
+
+impl SecurityArgs {
+    fn security(&self, role: &str) -> Result<Security> {
+        match (&self.tls_dir, self.insecure) {
+            (Some(dir), _) => Ok(Security::load(dir)?),
+            (None, true) => {
+                tracing::warn!(
+                    "{role}: --insecure: connections are plaintext and unauthenticated; anyone \
+                     who reaches its ports can run code on the cluster"
+                );
+                Ok(Security::Plaintext)
+            }
+            (None, false) => bail!(
+                "the {role} needs --tls-dir DIR (mutual TLS; `hummer cluster certs --dir DIR` \
+                 makes one) or --insecure (plaintext, unauthenticated)"
+            ),
+        }
+    }
 }
 
 #[derive(clap::Args)]
@@ -81,6 +123,8 @@ pub struct TaskManagerArgs {
     /// workers keep running meanwhile).
     #[arg(long, default_value_t = 300_000)]
     reconnect_timeout_ms: u64,
+    #[command(flatten)]
+    security: SecurityArgs,
 }
 
 #[derive(clap::Args)]
@@ -108,6 +152,9 @@ pub struct ClusterArgs {
 enum ClusterAction {
     /// Start a JobManager and N TaskManagers (on 127.0.0.2, 127.0.0.3, ...) in the background.
     Start {
+        /// Plaintext without authentication instead of mutual TLS.
+        #[arg(long)]
+        insecure: bool,
         /// Number of TaskManagers.
         #[arg(long, default_value_t = 3)]
         taskmanagers: usize,
@@ -117,6 +164,17 @@ enum ClusterAction {
         /// Directory for logs, pids and the cluster's addresses.
         #[arg(long, default_value = "hummer-cluster")]
         dir: PathBuf,
+    },
+    /// Make a cluster CA, a node certificate and a REST token in DIR, for `--tls-dir DIR` on
+    /// every JobManager, TaskManager and client (`HUMMER_TLS_DIR=DIR`).
+    Certs {
+        /// The directory (it must not hold a CA yet).
+        #[arg(long)]
+        dir: PathBuf,
+        /// Further host names or IP addresses the node certificate is valid for (HTTPS
+        /// clients of REST check it; `hummer.cluster`, `localhost` and `127.0.0.1` always).
+        #[arg(long = "host")]
+        hosts: Vec<String>,
     },
     /// Stop the cluster started in DIR.
     Stop {
@@ -145,9 +203,30 @@ pub fn jobmanager(args: JobManagerArgs) -> Result<()> {
         savepoint_dir: args.savepoint_dir,
         ha_dir: args.ha_dir,
         lease: Duration::from_millis(args.lease_ms.max(100)),
+        rest_auth: RestAuth {
+            token: rest_token(&args.rest_token_file, &args.security.tls_dir)?,
+            for_reads: args.rest_token_for_reads,
+        },
+        security: args.security.security("jobmanager")?,
     };
     runtime()?.block_on(jobmanager::run(config))?;
     Ok(())
+}
+
+/// The REST token: from `file`, else the `rest-token` of the TLS directory if it has one.
+fn rest_token(file: &Option<PathBuf>, tls_dir: &Option<PathBuf>) -> Result<Option<String>> {
+    let path = match (file, tls_dir) {
+        (Some(f), _) => f.clone(),
+        (None, Some(dir)) if dir.join(REST_TOKEN).exists() => dir.join(REST_TOKEN),
+        _ => return Ok(None),
+    };
+    let token = std::fs::read_to_string(&path)
+        .with_context(|| format!("cannot read the REST token {}", path.display()))?;
+    let token = token.trim();
+    if token.is_empty() {
+        bail!("the REST token file {} is empty", path.display());
+    }
+    Ok(Some(token.to_string()))
 }
 
 pub fn taskmanager(args: TaskManagerArgs) -> Result<()> {
@@ -180,6 +259,7 @@ pub fn taskmanager(args: TaskManagerArgs) -> Result<()> {
         monitor_interval: Duration::from_millis(args.monitor_interval_ms.max(100)),
         cpu_quota: args.cpu_quota,
         reconnect_timeout: Duration::from_millis(args.reconnect_timeout_ms),
+        security: args.security.security("taskmanager")?,
     };
     runtime()?.block_on(taskmanager::run(config))?;
     Ok(())
@@ -308,10 +388,20 @@ pub fn cancel(args: JobArgs) -> Result<()> {
 pub fn local_cluster(args: ClusterArgs) -> Result<()> {
     match args.action {
         ClusterAction::Start {
+            insecure,
             taskmanagers,
             slots,
             dir,
-        } => start_cluster(taskmanagers, slots, &dir),
+        } => start_cluster(taskmanagers, slots, &dir, insecure),
+        ClusterAction::Certs { dir, hosts } => {
+            make_cluster_certificates(&dir, &hosts)?;
+            println!(
+                "cluster certificates in {0}: use --tls-dir {0} on JobManagers and TaskManagers, \
+                 HUMMER_TLS_DIR={0} for clients; the REST token is {0}/{REST_TOKEN}",
+                dir.display()
+            );
+            Ok(())
+        }
         ClusterAction::Stop { dir } => stop_cluster(&dir),
     }
 }
@@ -347,24 +437,34 @@ fn spawn_logged(args: &[String], log: &Path) -> Result<u32> {
     Ok(child.id())
 }
 
-fn start_cluster(taskmanagers: usize, slots: usize, dir: &Path) -> Result<()> {
+fn start_cluster(taskmanagers: usize, slots: usize, dir: &Path, insecure: bool) -> Result<()> {
     if taskmanagers == 0 || taskmanagers > 250 {
         bail!("--taskmanagers must be between 1 and 250");
     }
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    // Mutual TLS unless asked otherwise: the cluster's certificates in DIR/tls, made once.
+    let tls = dir.join("tls");
+    let security: Vec<String> = if insecure {
+        vec!["--insecure".into()]
+    } else {
+        if !tls.join(hummer::channels::secure::CA_CERT).exists() {
+            make_cluster_certificates(&tls, &[])?;
+        }
+        vec!["--tls-dir".into(), tls.display().to_string()]
+    };
     let mut pids = Vec::new();
     let jm_log = dir.join("jobmanager.log");
-    pids.push(spawn_logged(
-        &[
-            "jobmanager",
-            "--rpc",
-            "127.0.0.1:0",
-            "--rest",
-            "127.0.0.1:0",
-        ]
-        .map(String::from),
-        &jm_log,
-    )?);
+    let mut jm_args: Vec<String> = [
+        "jobmanager",
+        "--rpc",
+        "127.0.0.1:0",
+        "--rest",
+        "127.0.0.1:0",
+    ]
+    .map(String::from)
+    .to_vec();
+    jm_args.extend(security.iter().cloned());
+    pids.push(spawn_logged(&jm_args, &jm_log)?);
     let rpc = wait_for_line(&jm_log, "jobmanager listening on ", Duration::from_secs(10))?;
     let rest = wait_for_line(&jm_log, "jobmanager rest on ", Duration::from_secs(10))?;
     for i in 0..taskmanagers {
@@ -381,7 +481,10 @@ fn start_cluster(taskmanagers: usize, slots: usize, dir: &Path) -> Result<()> {
                 host,
                 "--cache-dir".into(),
                 dir.join(format!("cache-{i}")).display().to_string(),
-            ],
+            ]
+            .into_iter()
+            .chain(security.iter().cloned())
+            .collect::<Vec<_>>(),
             &log,
         )?);
         wait_for_line(&log, "taskmanager ", Duration::from_secs(15))?;
@@ -389,7 +492,18 @@ fn start_cluster(taskmanagers: usize, slots: usize, dir: &Path) -> Result<()> {
     let pid_list: Vec<String> = pids.iter().map(|p| p.to_string()).collect();
     std::fs::write(dir.join("pids"), pid_list.join("\n"))?;
     std::fs::write(dir.join("jobmanager"), &rpc)?;
-    println!("cluster started: jobmanager {rpc}, rest http://{rest}, {taskmanagers} taskmanagers");
+    if insecure {
+        println!(
+            "cluster started (plaintext): jobmanager {rpc}, rest http://{rest}, {taskmanagers} taskmanagers"
+        );
+    } else {
+        println!(
+            "cluster started (mutual TLS): jobmanager {rpc}, rest https://{rest} (CA {0}/ca.pem, \
+             token {0}/{REST_TOKEN}), {taskmanagers} taskmanagers",
+            tls.display()
+        );
+        println!("export HUMMER_TLS_DIR={}", tls.display());
+    }
     println!("export HUMMER_JOBMANAGER={rpc}");
     Ok(())
 }

@@ -8,13 +8,14 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::channels::network::frames::{KIND_HEADER, READ_POLL};
+use crate::channels::secure::{Security, Stream};
 use crate::error::{HummerError, Result, internal};
 use crate::types::CancelToken;
 
 /// Per channel: a receiver waiting for its connection, or a connection that came first.
 enum Slot {
-    Waiting(Sender<TcpStream>),
-    Arrived(TcpStream),
+    Waiting(Sender<Stream>),
+    Arrived(Stream),
 }
 
 type Waiting = Arc<Mutex<HashMap<usize, Slot>>>;
@@ -61,7 +62,7 @@ impl DataListener {
     }
 
     /// Registers interest in a channel; the connection arrives on the returned receiver.
-    pub fn register_channel(&self, channel: usize) -> Receiver<TcpStream> {
+    pub fn register_channel(&self, channel: usize) -> Receiver<Stream> {
         let (tx, rx) = channel_pair();
         if let Ok(mut w) = self.waiting.lock() {
             match w.remove(&channel) {
@@ -82,7 +83,7 @@ impl DataListener {
     }
 }
 
-fn channel_pair() -> (Sender<TcpStream>, Receiver<TcpStream>) {
+fn channel_pair() -> (Sender<Stream>, Receiver<Stream>) {
     channel()
 }
 
@@ -128,6 +129,10 @@ fn route(stream: TcpStream, job: &str, waiting: &Waiting, cancel: &CancelToken) 
         input: format!("data connection from {peer}"),
         reason,
     };
+    // A peer without the cluster's certificate is refused here, before any frame is read.
+    let stream = Security::of_process()?
+        .accept(stream)
+        .map_err(|e| bad(format!("refused: {e}")))?;
     // The header is small: read it byte-exact so no data frame is consumed here.
     let mut len = [0u8; 4];
     read_exact_timeout(&stream, &mut len, cancel).map_err(|e| bad(e.to_string()))?;
@@ -167,7 +172,7 @@ fn route(stream: TcpStream, job: &str, waiting: &Waiting, cancel: &CancelToken) 
 }
 
 fn read_exact_timeout(
-    mut stream: &TcpStream,
+    mut stream: &Stream,
     buf: &mut [u8],
     cancel: &CancelToken,
 ) -> std::io::Result<()> {

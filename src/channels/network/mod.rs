@@ -87,7 +87,7 @@ mod tests {
         let stream = good
             .recv_timeout(Duration::from_secs(5))
             .expect("the good connection");
-        assert!(stream.peer_addr().is_ok());
+        assert!(stream.tcp().peer_addr().is_ok());
         cancel.cancel();
     }
 

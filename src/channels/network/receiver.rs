@@ -1,8 +1,8 @@
 //! The receiving end of a remote channel: a task of its own that decodes batches into a
 //! memory channel to the consuming subtask.
 
+use crate::channels::secure::Stream;
 use std::io::Write;
-use std::net::TcpStream;
 use std::sync::mpsc::Receiver;
 use std::time::Duration;
 
@@ -25,7 +25,7 @@ const CONNECT_WAIT: Duration = Duration::from_secs(30);
 /// Receives one remote channel.
 pub struct ReceiverTask<T> {
     channel: usize,
-    connection: Receiver<TcpStream>,
+    connection: Receiver<Stream>,
     output: ChannelSender<T>,
     /// Credits granted at the start: the capacity of `output`.
     capacity: usize,
@@ -35,7 +35,7 @@ impl<T> ReceiverTask<T> {
     /// A receiver for `channel`, whose connection arrives on `connection`.
     pub(crate) fn new(
         channel: usize,
-        connection: Receiver<TcpStream>,
+        connection: Receiver<Stream>,
         output: ChannelSender<T>,
         capacity: usize,
     ) -> Self {
@@ -79,6 +79,7 @@ impl<T: DeserializeOwned + Send + 'static> NetworkTask for ReceiverTask<T> {
             }
         };
         let peer = stream
+            .tcp()
             .peer_addr()
             .map(|a| a.to_string())
             .unwrap_or_else(|_| "?".into());
@@ -86,7 +87,7 @@ impl<T: DeserializeOwned + Send + 'static> NetworkTask for ReceiverTask<T> {
             endpoint: peer.clone(),
             source,
         })?;
-        let grant = |credits: &mut TcpStream, n: u32| {
+        let grant = |credits: &mut Stream, n: u32| {
             credits
                 .write_all(&frame(KIND_CREDIT, &n.to_be_bytes()))
                 .map_err(|source| HummerError::Network {

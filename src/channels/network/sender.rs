@@ -9,6 +9,8 @@
 use std::io::Write;
 use std::marker::PhantomData;
 use std::net::TcpStream;
+
+use crate::channels::secure::{Security, Stream};
 use std::time::Duration;
 
 use serde::Serialize;
@@ -23,8 +25,8 @@ use crate::types::{StreamEvent, Timestamp, WatermarkStatus};
 
 /// Writes a channel's batches into its TCP connection.
 pub struct RemoteSender<T> {
-    stream: TcpStream,
-    credits_in: FrameReader<TcpStream>,
+    stream: Stream,
+    credits_in: FrameReader<Stream>,
     credits: u64,
     endpoint: String,
     _types: PhantomData<fn(T)>,
@@ -50,10 +52,14 @@ impl<T: Serialize> RemoteSender<T> {
         };
         stream.set_nodelay(true).map_err(net)?;
         stream.set_write_timeout(Some(WRITE_POLL)).map_err(net)?;
+        let stream = Security::of_process()?.connect(stream).map_err(net)?;
         let header =
             postcard::to_stdvec(&(job, channel as u64)).map_err(|e| internal!("header: {e}"))?;
         let reverse = stream.try_clone().map_err(net)?;
-        reverse.set_read_timeout(Some(READ_POLL)).map_err(net)?;
+        reverse
+            .tcp()
+            .set_read_timeout(Some(READ_POLL))
+            .map_err(net)?;
         let mut sender = RemoteSender {
             stream,
             credits_in: FrameReader::new(reverse, endpoint.to_string()),
@@ -195,9 +201,22 @@ impl<T: Serialize> RemoteSender<T> {
     /// everything, closes. Closing with unread credits in the socket would make the kernel
     /// reset the connection and drop data still queued for the receiver.
     fn close(&mut self, cancel: &CancelToken) -> Result<()> {
-        self.stream
-            .shutdown(std::net::Shutdown::Write)
-            .map_err(|e| self.net_error(e))?;
+        match self.stream.shutdown_write(CLOSE_WAIT) {
+            Ok(()) => {}
+            // The receiver read the end of input and closed first (over TLS the close_notify
+            // that follows the end can meet a closed socket): nothing is lost.
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::NotConnected
+                        | std::io::ErrorKind::ConnectionReset
+                        | std::io::ErrorKind::BrokenPipe
+                ) =>
+            {
+                return Ok(());
+            }
+            Err(e) => return Err(self.net_error(e)),
+        }
         let deadline = std::time::Instant::now() + CLOSE_WAIT;
         loop {
             match self.credits_in.next(cancel) {

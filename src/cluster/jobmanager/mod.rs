@@ -17,6 +17,7 @@ pub mod jobs;
 pub mod monitor;
 pub mod refusal;
 pub mod rest;
+pub mod rest_security;
 pub mod state;
 
 use std::net::SocketAddr;
@@ -28,6 +29,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
 
+use crate::channels::secure::Security;
 use crate::cluster::protocol::{Message, PROTOCOL_VERSION, Role, async_io};
 use crate::error::{HummerError, Result};
 use cluster_state::{ClusterState, TaskManagerEntry};
@@ -59,6 +61,10 @@ pub struct JobManagerConfig {
     pub ha_dir: Option<std::path::PathBuf>,
     /// How long a leader's lease lasts unless renewed.
     pub lease: Duration,
+    /// Mutual TLS on every connection, or plaintext (then REST is plain HTTP too).
+    pub security: Security,
+    /// Who may call the REST API.
+    pub rest_auth: rest_security::RestAuth,
 }
 
 /// How long a new connection may take to say hello.
@@ -135,9 +141,19 @@ pub async fn run(config: JobManagerConfig) -> Result<()> {
     let shared: Shared = Arc::new(Mutex::new(state));
     if let Some((rest_listener, bound)) = rest_listener {
         println!("jobmanager rest on {bound}");
-        let app = rest::router(shared.clone());
+        let app = rest::router(shared.clone()).layer(axum::middleware::from_fn_with_state(
+            Arc::new(config.rest_auth.clone()),
+            rest_security::check_token,
+        ));
+        let served = match config.security.tls() {
+            Some(tls) => {
+                let https = rest_security::TlsListener::new(rest_listener, bound, tls);
+                tokio::spawn(async move { axum::serve(https, app).await })
+            }
+            None => tokio::spawn(async move { axum::serve(rest_listener, app).await }),
+        };
         tokio::spawn(async move {
-            if let Err(e) = axum::serve(rest_listener, app).await {
+            if let Ok(Err(e)) = served.await {
                 tracing::error!("REST server stopped: {e}");
             }
         });
@@ -168,9 +184,9 @@ pub async fn run(config: JobManagerConfig) -> Result<()> {
                 continue;
             }
         };
-        let shared = shared.clone();
+        let (shared, security) = (shared.clone(), config.security.clone());
         tokio::spawn(async move {
-            if let Err(e) = serve_connection(stream, shared).await {
+            if let Err(e) = serve_connection(stream, &security, shared).await {
                 tracing::warn!(%peer, "connection closed: {e}");
             }
         });
@@ -205,9 +221,14 @@ fn spawn_writer(mut writer: impl AsyncWrite + Unpin + Send + 'static) -> Unbound
     tx
 }
 
-async fn serve_connection(stream: TcpStream, shared: Shared) -> Result<()> {
+async fn serve_connection(stream: TcpStream, security: &Security, shared: Shared) -> Result<()> {
     let _ = stream.set_nodelay(true);
-    let (mut reader, writer) = stream.into_split();
+    // A peer without the cluster's certificate is refused here, before any frame is read.
+    let stream = security
+        .accept_async(stream)
+        .await
+        .map_err(|e| HummerError::Cluster(format!("TLS handshake refused: {e}")))?;
+    let (mut reader, writer) = tokio::io::split(stream);
     let mailbox = spawn_writer(writer);
     let hello = tokio::time::timeout(HELLO_TIMEOUT, async_io::read(&mut reader))
         .await
