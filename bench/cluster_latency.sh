@@ -10,4 +10,4 @@ bin=${CARGO_TARGET_DIR:-$here/target}/release
 work=$(mktemp -d)
 trap '"$bin/hummer" cluster stop --dir "$work" >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
 "$bin/hummer" cluster start --taskmanagers 2 --slots 1 --dir "$work" >/dev/null
-HUMMER_JOBMANAGER=$(cat "$work/jobmanager") "$bin/examples/streaming_latency" "${1:-100000}" "${2:-10}" 2
+HUMMER_TLS_DIR=$work/tls HUMMER_JOBMANAGER=$(cat "$work/jobmanager") "$bin/examples/streaming_latency" "${1:-100000}" "${2:-10}" 2

@@ -15,6 +15,7 @@ work=$(mktemp -d)
 trap '"$hummer" cluster stop --dir "$work/cluster" >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
 "$hummer" cluster start --taskmanagers 3 --slots 2 --dir "$work/cluster" >/dev/null
 jm=$(cat "$work/cluster/jobmanager")
+export HUMMER_TLS_DIR=$work/cluster/tls
 cat "$corpus" > /dev/null
 
 run() { # name args... : appends the wall time to $work/name.times

@@ -73,7 +73,7 @@ impl std::fmt::Debug for Security {
 }
 
 fn provider() -> Arc<CryptoProvider> {
-    Arc::new(rustls::crypto::aws_lc_rs::default_provider())
+    Arc::new(rustls::crypto::ring::default_provider())
 }
 
 fn bad(path: &Path, reason: impl std::fmt::Display) -> HummerError {
@@ -107,12 +107,15 @@ impl Security {
         let verifier = WebPkiClientVerifier::builder_with_provider(roots.clone(), provider())
             .build()
             .map_err(|e| bad(&ca_path, e))?;
-        let server = ServerConfig::builder_with_provider(provider())
+        let mut server = ServerConfig::builder_with_provider(provider())
             .with_safe_default_protocol_versions()
             .map_err(|e| bad(dir, e))?
             .with_client_cert_verifier(verifier)
             .with_single_cert(chain.clone(), key.clone_key())
             .map_err(|e| bad(&cert_path, e))?;
+        // Connections are long-lived and never resumed: no session tickets (one flight less
+        // after every handshake).
+        server.send_tls13_tickets = 0;
         let rest_server = ServerConfig::builder_with_provider(provider())
             .with_safe_default_protocol_versions()
             .map_err(|e| bad(dir, e))?

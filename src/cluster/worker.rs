@@ -105,6 +105,7 @@ fn connect(spec: &DeploySpec) -> Result<Stream> {
         source,
     };
     let tcp = TcpStream::connect(&spec.jobmanager).map_err(net)?;
+    tcp.set_nodelay(true).map_err(net)?;
     let mut jm = Security::of_process()?.connect(tcp).map_err(net)?;
     let hello = Message::Hello {
         version: PROTOCOL_VERSION,

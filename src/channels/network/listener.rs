@@ -120,6 +120,7 @@ fn route(stream: TcpStream, job: &str, waiting: &Waiting, cancel: &CancelToken) 
         .unwrap_or_else(|_| "?".into());
     stream
         .set_nonblocking(false)
+        .and_then(|_| stream.set_nodelay(true))
         .and_then(|_| stream.set_read_timeout(Some(READ_POLL)))
         .map_err(|source| HummerError::Network {
             endpoint: peer.clone(),
