@@ -22,34 +22,6 @@ struct Cluster {
     rest: String,
 }
 
-/// Reads the child's stdout until a line starting with each prefix was seen; returns the rest
-/// of those lines, in the order of `prefixes`, and keeps draining the pipe in the background.
-fn read_lines(child: &mut Child, prefixes: &[&str]) -> Vec<String> {
-    let out = child.stdout.take().expect("piped stdout");
-    let mut reader = BufReader::new(out);
-    let mut found: Vec<Option<String>> = vec![None; prefixes.len()];
-    let mut line = String::new();
-    while found.iter().any(Option::is_none) {
-        line.clear();
-        assert!(
-            reader.read_line(&mut line).unwrap() > 0,
-            "process ended before {prefixes:?}"
-        );
-        for (i, p) in prefixes.iter().enumerate() {
-            if let Some(rest) = line.trim().strip_prefix(p) {
-                found[i] = Some(rest.to_string());
-            }
-        }
-    }
-    std::thread::spawn(move || {
-        let mut sink = String::new();
-        while reader.read_line(&mut sink).map(|n| n > 0).unwrap_or(false) {
-            sink.clear();
-        }
-    });
-    found.into_iter().flatten().collect()
-}
-
 /// Starts a JobManager keeping its data in `data_dir`; returns it, its REST and RPC addresses.
 fn start_jobmanager(data_dir: &Path, heartbeat_timeout_ms: u64) -> (Child, String, String) {
     start_jobmanager_with(data_dir, heartbeat_timeout_ms, &[])
@@ -77,7 +49,7 @@ fn start_jobmanager_with(
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    let lines = read_lines(
+    let lines = common::cli::read_lines(
         &mut jobmanager,
         &["jobmanager rest on ", "jobmanager listening on "],
     );
@@ -136,7 +108,7 @@ impl Cluster {
             .stdout(Stdio::piped())
             .spawn()
             .unwrap();
-        read_lines(&mut tm, &["taskmanager "]);
+        common::cli::read_lines(&mut tm, &["taskmanager "]);
         self.taskmanagers.push(tm);
     }
 

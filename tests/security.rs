@@ -6,7 +6,7 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -34,32 +34,6 @@ fn certs(dir: &Path) {
     assert!(out.status.success(), "{out:?}");
 }
 
-/// Reads lines until one starts with each prefix; returns the rest of those lines.
-fn lines(child: &mut Child, prefixes: &[&str]) -> Vec<String> {
-    let mut reader = BufReader::new(child.stdout.take().unwrap());
-    let mut found = vec![String::new(); prefixes.len()];
-    let mut line = String::new();
-    while found.iter().any(String::is_empty) {
-        line.clear();
-        assert!(
-            reader.read_line(&mut line).unwrap() > 0,
-            "ended before {prefixes:?}"
-        );
-        for (i, p) in prefixes.iter().enumerate() {
-            if let Some(rest) = line.trim().strip_prefix(p) {
-                found[i] = rest.to_string();
-            }
-        }
-    }
-    std::thread::spawn(move || {
-        let mut sink = String::new();
-        while reader.read_line(&mut sink).map(|n| n > 0).unwrap_or(false) {
-            sink.clear();
-        }
-    });
-    found
-}
-
 impl SecureCluster {
     fn start() -> SecureCluster {
         let dir = tempfile::tempdir().unwrap();
@@ -81,7 +55,7 @@ impl SecureCluster {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        let found = lines(
+        let found = common::cli::read_lines(
             &mut jobmanager,
             &["jobmanager rest on ", "jobmanager listening on "],
         );
@@ -96,7 +70,7 @@ impl SecureCluster {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        lines(&mut taskmanager, &["taskmanager "]);
+        common::cli::read_lines(&mut taskmanager, &["taskmanager "]);
         SecureCluster {
             dir,
             jobmanager,

@@ -1,8 +1,9 @@
 //! The `hummer` binary run as a client of a JobManager (an address, or `ha:DIR` for the
 //! leader of an HA directory), with the cluster's TLS directory if it has one.
 
+use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output};
 use std::time::{Duration, Instant};
 
 /// The binary under test.
@@ -68,4 +69,32 @@ impl Client {
             details()
         );
     }
+}
+
+/// Reads the child's stdout until a line starting with each prefix was seen; returns the rest
+/// of those lines, in the order of `prefixes`, and keeps draining the pipe in the background.
+pub fn read_lines(child: &mut Child, prefixes: &[&str]) -> Vec<String> {
+    let out = child.stdout.take().expect("piped stdout");
+    let mut reader = BufReader::new(out);
+    let mut found: Vec<Option<String>> = vec![None; prefixes.len()];
+    let mut line = String::new();
+    while found.iter().any(Option::is_none) {
+        line.clear();
+        assert!(
+            reader.read_line(&mut line).unwrap() > 0,
+            "process ended before {prefixes:?}"
+        );
+        for (i, p) in prefixes.iter().enumerate() {
+            if let Some(rest) = line.trim().strip_prefix(p) {
+                found[i] = Some(rest.to_string());
+            }
+        }
+    }
+    std::thread::spawn(move || {
+        let mut sink = String::new();
+        while reader.read_line(&mut sink).map(|n| n > 0).unwrap_or(false) {
+            sink.clear();
+        }
+    });
+    found.into_iter().flatten().collect()
 }
