@@ -440,6 +440,31 @@ fn a_leader_paused_past_its_lease_is_fenced_off() {
     );
 }
 
+/// A job that ended before the leader went is listed by the next leader as it ended (and is
+/// not run again).
+#[test]
+fn a_new_leader_lists_the_jobs_that_ended_before_it() {
+    let mut cluster = HaCluster::start(2, 3);
+    let (client, id) = submit_event_count(&cluster, 2_000, 5);
+    assert_exactly_once(client, "a short job");
+    assert!(cluster.status(&id).contains("Finished"));
+    let lease = cluster.wait_for_leader(Duration::from_secs(5));
+    let mut old = cluster
+        .jobmanagers
+        .remove(cluster.leader_index(&lease).unwrap());
+    signal(&old, "-9");
+    let _ = old.wait();
+    let new = cluster.wait_for_leader(Duration::from_secs(20));
+    assert!(new.token > lease.token);
+    let status = cluster.status(&id);
+    assert!(status.contains("Finished"), "{status}");
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        cluster.status(&id).contains("Finished"),
+        "the job ran again"
+    );
+}
+
 /// Without a JobManager at all (none leads), clients get a clear error naming the directory.
 #[test]
 fn a_client_without_a_leader_is_told_so() {

@@ -122,7 +122,9 @@ impl JobManagerState {
 
     /// Leads with the job store `ha` under `leadership`: resumes every job the store holds
     /// that had not ended, from its newest whole checkpoint, once its TaskManagers are back
-    /// (or after [`RESUME_GRACE`]). Returns how many jobs it resumes.
+    /// (or after [`RESUME_GRACE`]), and lists the ended ones as they ended (their collected
+    /// records and checkpoint history stayed with the old leader). Returns how many jobs it
+    /// resumes.
     pub fn take_over(
         &mut self,
         ha: HaStore,
@@ -130,7 +132,20 @@ impl JobManagerState {
     ) -> crate::error::Result<usize> {
         let mut resumed = 0;
         for record in ha.load_jobs()? {
-            if record.ended.is_some() {
+            if let Some(state) = record.ended {
+                let mut entry =
+                    JobEntry::resumed(record.id.clone(), record.request, record.attempt);
+                match state {
+                    JobState::Finished => entry.controller.finish(),
+                    JobState::Cancelled => {
+                        entry.controller.cancel();
+                    }
+                    _ => entry.controller.fail(),
+                }
+                entry.parallelism = record.parallelism;
+                entry.error = record.error;
+                entry.ended = Some(Instant::now());
+                self.jobs.insert(entry);
                 continue;
             }
             if let Some(bytes) = ha.load_artifact(&record.request.artifact)? {
