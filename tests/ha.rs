@@ -202,6 +202,7 @@ impl Drop for HaCluster {
         {
             let _ = Command::new("kill")
                 .args(["-CONT", &c.id().to_string()])
+                .stderr(Stdio::null())
                 .status();
             let _ = c.kill();
             let _ = c.wait();

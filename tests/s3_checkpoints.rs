@@ -163,3 +163,141 @@ fn a_bad_object_store_location_is_refused_with_its_name() {
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert!(stderr.contains("nosuchstore://bucket/x"), "{stderr}");
 }
+
+/// JobManager high availability with the HA storage in S3: the lease is taken and renewed by
+/// conditional puts, the job store is objects. Two JobManagers and two TaskManagers; the
+/// leader is killed while an exactly-once job runs; the standby takes over and the job
+/// finishes exactly once.
+#[test]
+fn a_standby_takes_over_with_the_ha_storage_in_s3() {
+    let (_server, port) = start_s3();
+    assert_eq!(http(port, "PUT", "/hummer-ha").0, 200);
+    let dir = tempfile::tempdir().unwrap();
+    let ha = "s3://hummer-ha/cluster";
+    let address = format!("ha:{ha}");
+    let aws = [
+        ("AWS_ACCESS_KEY_ID", "test".to_string()),
+        ("AWS_SECRET_ACCESS_KEY", "test".to_string()),
+        ("AWS_REGION", "us-east-1".to_string()),
+        ("AWS_ENDPOINT", format!("http://127.0.0.1:{port}")),
+        ("AWS_ALLOW_HTTP", "true".to_string()),
+    ];
+    let command = |args: &[&str]| {
+        let mut c = Command::new(BIN);
+        c.args(args)
+            .envs(aws.iter().map(|(k, v)| (*k, v.as_str())))
+            .stderr(Stdio::null());
+        c
+    };
+    // The JobManagers say on stdout when they lead ("jobmanager leads (token N)").
+    let (leads_tx, leads) = std::sync::mpsc::channel::<(u32, String)>();
+    let mut processes: Vec<Child> = Vec::new();
+    for j in 0..2 {
+        let data = dir.path().join(format!("jm-{j}"));
+        let mut jm = command(&[
+            "jobmanager",
+            "--insecure",
+            "--rpc",
+            "127.0.0.1:0",
+            "--rest",
+            "127.0.0.1:0",
+            "--ha-dir",
+            ha,
+            "--lease-ms",
+            "1000",
+            "--data-dir",
+            data.to_str().unwrap(),
+        ])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+        let (out, pid, tx) = (jm.stdout.take().unwrap(), jm.id(), leads_tx.clone());
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(out).lines().map_while(|l| l.ok()) {
+                if line.starts_with("jobmanager leads") {
+                    let _ = tx.send((pid, line));
+                }
+            }
+        });
+        processes.push(jm);
+    }
+    let (leader, first) = leads
+        .recv_timeout(Duration::from_secs(30))
+        .expect("no leader");
+    assert!(first.contains("token 1"), "{first}");
+    for i in 0..2 {
+        let cache = dir.path().join(format!("cache-{i}"));
+        let tm = command(&[
+            "taskmanager",
+            "--insecure",
+            "--jobmanager",
+            &address,
+            "--slots",
+            "2",
+            "--data-addr",
+            &format!("127.0.0.{}", i + 2),
+            "--cache-dir",
+            cache.to_str().unwrap(),
+        ])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+        processes.push(tm);
+    }
+    std::thread::sleep(Duration::from_millis(1500));
+    let client = command(&["run", "event-count", "--events", "60000", "--keys", "13"])
+        .args([
+            "--parallelism",
+            "4",
+            "--rate",
+            "20000",
+            "--wait",
+            "--verify",
+        ])
+        .args([
+            "--checkpoint-interval-ms",
+            "100",
+            "--restart",
+            "fixed-delay:10:200ms",
+        ])
+        .arg("--checkpoint-dir")
+        .arg(dir.path().join("checkpoints"))
+        .arg("--out")
+        .arg(dir.path().join("out"))
+        .env("HUMMER_JOBMANAGER", &address)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Once the job is submitted (its binary in the HA storage), and has run a while.
+    let mut client = client;
+    let mut stdout = std::io::BufReader::new(client.stdout.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut stdout, &mut line).unwrap();
+    assert!(line.starts_with("submitted job "), "{line}");
+    std::thread::sleep(Duration::from_millis(1000));
+    Command::new("kill")
+        .args(["-9", &leader.to_string()])
+        .status()
+        .unwrap();
+    let (standby, second) = leads
+        .recv_timeout(Duration::from_secs(30))
+        .expect("the standby did not take over");
+    assert_ne!(standby, leader);
+    assert!(second.contains("token 2"), "{second}");
+    let mut rest = String::new();
+    stdout.read_to_string(&mut rest).unwrap();
+    let output = client.wait_with_output().unwrap();
+    assert!(
+        output.status.success() && rest.contains("every event exactly once"),
+        "{rest}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    for mut p in processes {
+        let alive = p.id() == leader || p.try_wait().unwrap().is_none();
+        let _ = p.kill();
+        let _ = p.wait();
+        assert!(alive, "a process other than the killed leader exited");
+    }
+}

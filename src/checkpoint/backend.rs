@@ -17,7 +17,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 use object_store::path::Path as ObjectPath;
-use object_store::{ObjectStore, ObjectStoreExt, PutPayloadMut};
+use object_store::{
+    ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, PutPayloadMut, UpdateVersion,
+};
 
 use crate::error::{HummerError, Result, internal};
 
@@ -199,6 +201,72 @@ impl Storage {
         }
     }
 
+    /// Writes file `name` whole or not at all, and durably: a local file is written aside,
+    /// synced and renamed into place (an object store's put is atomic by itself).
+    pub fn write_durably(&self, name: &str, bytes: &[u8]) -> Result<()> {
+        match self {
+            Storage::Local(dir) => write_atomically(&dir.join(name), bytes, true),
+            Storage::Object { .. } => self.write(name, bytes),
+        }
+    }
+
+    /// Reads file `name` of an object store with its version (ETag), for a conditional write
+    /// back ([`Storage::put_if`]); `None` if there is no such file.
+    pub fn read_versioned(&self, name: &str) -> Result<Option<(Vec<u8>, Option<String>)>> {
+        let Storage::Object { store, prefix, .. } = self else {
+            return match std::fs::read(self.location().join(name)) {
+                Ok(bytes) => Ok(Some((bytes, None))),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+                Err(e) => Err(HummerError::io(
+                    "cannot read",
+                    self.location().join(name),
+                    e,
+                )),
+            };
+        };
+        let path = prefix.clone().join(name);
+        let got = block_on(async {
+            let got = store.get(&path).await?;
+            let e_tag = got.meta.e_tag.clone();
+            Ok::<_, object_store::Error>((got.bytes().await?.to_vec(), e_tag))
+        })?;
+        match got {
+            Ok(found) => Ok(Some(found)),
+            Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(e) => Err(self.io_error("cannot read", name, e)),
+        }
+    }
+
+    /// Writes file `name` of an object store only if it is still as read: the version
+    /// `e_tag`, or absent for `None` (a conditional put). `false` if another writer changed
+    /// it first. (A local directory has no conditional write: its users lock instead.)
+    pub fn put_if(&self, name: &str, bytes: &[u8], e_tag: Option<String>) -> Result<bool> {
+        let Storage::Object { store, prefix, .. } = self else {
+            return Err(internal!("conditional writes need an object store"));
+        };
+        let path = prefix.clone().join(name);
+        let mode = match e_tag {
+            Some(e_tag) => PutMode::Update(UpdateVersion {
+                e_tag: Some(e_tag),
+                version: None,
+            }),
+            None => PutMode::Create,
+        };
+        let options = PutOptions {
+            mode,
+            ..PutOptions::default()
+        };
+        let payload = PutPayload::from(bytes.to_vec());
+        match block_on(store.put_opts(&path, payload, options))? {
+            Ok(_) => Ok(true),
+            Err(
+                object_store::Error::AlreadyExists { .. }
+                | object_store::Error::Precondition { .. },
+            ) => Ok(false),
+            Err(e) => Err(self.io_error("cannot write", name, e)),
+        }
+    }
+
     /// Names of the sub-locations ("directories") directly below this one.
     pub fn list_dirs(&self) -> Result<Vec<String>> {
         match self {
@@ -286,6 +354,28 @@ impl Storage {
     pub fn renames(&self) -> bool {
         matches!(self, Storage::Local(_))
     }
+}
+
+/// Writes `bytes` to `path` so that a crash leaves the old file or the new one: written to a
+/// temporary file beside it, renamed over it; with `durable`, the file and the directory are
+/// synced too (a lease is not: a sync can wait seconds behind a large write, longer than a
+/// lease, and a lease lost in a host crash just lapses).
+pub fn write_atomically(path: &Path, bytes: &[u8], durable: bool) -> Result<()> {
+    use std::io::Write;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
+    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    let fail = |e| HummerError::io("cannot write", path, e);
+    let mut file = std::fs::File::create(&tmp).map_err(fail)?;
+    file.write_all(bytes).map_err(fail)?;
+    if durable {
+        file.sync_all().map_err(fail)?;
+    }
+    std::fs::rename(&tmp, path).map_err(fail)?;
+    if durable && let Ok(d) = std::fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
 }
 
 #[cfg(test)]

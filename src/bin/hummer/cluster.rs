@@ -132,6 +132,21 @@ pub struct ClientArgs {
     /// The JobManager's RPC address, or `ha:DIR` for the leader of the HA directory DIR.
     #[arg(long, env = "HUMMER_JOBMANAGER", default_value = "127.0.0.1:6123")]
     jobmanager: String,
+    /// The cluster's TLS directory (its certificates), for a cluster with mutual TLS
+    /// (default: `HUMMER_TLS_DIR`).
+    #[arg(long)]
+    tls_dir: Option<PathBuf>,
+}
+
+impl ClientArgs {
+    /// A connection to the JobManager, secured as `--tls-dir` or the environment says.
+    fn connect(&self) -> Result<ClusterClient> {
+        let security = match &self.tls_dir {
+            Some(dir) => Security::load(dir)?,
+            None => Security::of_process()?,
+        };
+        Ok(ClusterClient::connect_with(&self.jobmanager, &security)?)
+    }
 }
 
 #[derive(clap::Args)]
@@ -282,13 +297,13 @@ fn print_jobs(jobs: &[JobSummary]) {
 }
 
 pub fn list(args: ClientArgs) -> Result<()> {
-    let jobs = ClusterClient::connect(&args.jobmanager)?.list()?;
+    let jobs = args.connect()?.list()?;
     print_jobs(&jobs);
     Ok(())
 }
 
 pub fn status(args: JobArgs) -> Result<()> {
-    let job = ClusterClient::connect(&args.client.jobmanager)?.status(&args.id)?;
+    let job = args.client.connect()?.status(&args.id)?;
     print_jobs(std::slice::from_ref(&job));
     for v in &job.vertices {
         println!(
@@ -360,14 +375,14 @@ pub struct StopArgs {
 /// `hummer savepoint ID`: prints the savepoint's path.
 pub fn savepoint(args: SavepointArgs) -> Result<()> {
     let dir = args.dir.map(std::path::absolute).transpose()?;
-    let path = ClusterClient::connect(&args.client.jobmanager)?.savepoint(&args.id, dir, false)?;
+    let path = args.client.connect()?.savepoint(&args.id, dir, false)?;
     println!("savepoint {}", path.display());
     Ok(())
 }
 
 /// `hummer stop ID [--savepoint]`.
 pub fn stop(args: StopArgs) -> Result<()> {
-    let mut client = ClusterClient::connect(&args.client.jobmanager)?;
+    let mut client = args.client.connect()?;
     if args.savepoint {
         let dir = args.dir.map(std::path::absolute).transpose()?;
         let path = client.savepoint(&args.id, dir, true)?;
@@ -380,7 +395,7 @@ pub fn stop(args: StopArgs) -> Result<()> {
 }
 
 pub fn cancel(args: JobArgs) -> Result<()> {
-    ClusterClient::connect(&args.client.jobmanager)?.cancel(&args.id)?;
+    args.client.connect()?.cancel(&args.id)?;
     println!("cancelled {}", args.id);
     Ok(())
 }

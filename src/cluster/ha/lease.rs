@@ -3,9 +3,10 @@
 //! The lease is a small JSON file, `leader.json`: the fencing token (one more at every change
 //! of leader), the holder, its RPC and REST addresses and when the lease expires (wall-clock
 //! milliseconds; the JobManagers' clocks must agree to well within a lease). Every
-//! read-modify-write of it happens under an exclusive `flock` of `leader.lock`, and the file
-//! is replaced by a rename, so readers without the lock (TaskManagers, clients) always see a
-//! whole lease.
+//! read-modify-write of it is atomic against the other JobManagers: in a directory under an
+//! exclusive `flock` of `leader.lock`, the file replaced by a rename; in an object store by a
+//! conditional put on the version read. Readers (TaskManagers, clients) always see a whole
+//! lease.
 //!
 //! A leader renews its lease every third of its duration. It also keeps the monotonic instant
 //! until which its lease is surely valid ([`Leadership::is_valid`]): a leader that was paused
@@ -22,7 +23,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
-use crate::cluster::ha::write_atomically;
+use crate::checkpoint::backend::{Storage, is_url, write_atomically};
 use crate::error::{HummerError, Result};
 
 /// The lease file.
@@ -58,19 +59,97 @@ fn now_ms() -> u64 {
         .map_or(0, |d| d.as_millis() as u64)
 }
 
-/// Reads the current lease of the HA directory `dir` (`None` if nobody ever led).
-pub fn read_lease(dir: &Path) -> Result<Option<Lease>> {
-    let path = dir.join(LEASE);
-    match std::fs::read(&path) {
-        Ok(bytes) => serde_json::from_slice(&bytes)
-            .map(Some)
-            .map_err(|e| HummerError::BadInput {
-                input: path.display().to_string(),
-                reason: format!("unreadable lease: {e}"),
-            }),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(HummerError::io("cannot read the lease", &path, e)),
+/// Where the lease lives: a directory, or a prefix in an object store.
+enum LeaseStore {
+    Dir(PathBuf),
+    Object(Storage),
+}
+
+impl LeaseStore {
+    fn open(location: &Path) -> Result<LeaseStore> {
+        if is_url(location) {
+            Ok(LeaseStore::Object(Storage::open(location)?))
+        } else {
+            Ok(LeaseStore::Dir(location.to_path_buf()))
+        }
     }
+
+    fn parse(&self, bytes: &[u8]) -> Result<Lease> {
+        serde_json::from_slice(bytes).map_err(|e| HummerError::BadInput {
+            input: self.describe(),
+            reason: format!("unreadable lease: {e}"),
+        })
+    }
+
+    fn describe(&self) -> String {
+        match self {
+            LeaseStore::Dir(dir) => dir.join(LEASE).display().to_string(),
+            LeaseStore::Object(s) => format!("{}/{LEASE}", s.location().display()),
+        }
+    }
+
+    /// The current lease (`None` if nobody ever led).
+    fn read(&self) -> Result<Option<Lease>> {
+        let bytes = match self {
+            LeaseStore::Dir(dir) => match std::fs::read(dir.join(LEASE)) {
+                Ok(bytes) => bytes,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+                Err(e) => {
+                    return Err(HummerError::io("cannot read the lease", dir.join(LEASE), e));
+                }
+            },
+            LeaseStore::Object(s) => match s.read_versioned(LEASE)? {
+                Some((bytes, _)) => bytes,
+                None => return Ok(None),
+            },
+        };
+        self.parse(&bytes).map(Some)
+    }
+
+    /// Writes the lease `decide` makes of the current one, atomically against every other
+    /// writer; `None` when `decide` declines or another writer changed the lease first.
+    fn update(
+        &self,
+        decide: impl FnOnce(Option<&Lease>) -> Option<Lease>,
+    ) -> Result<Option<Lease>> {
+        let encode = |lease: &Lease| {
+            serde_json::to_vec_pretty(lease).map_err(|e| crate::error::internal!("lease: {e}"))
+        };
+        match self {
+            LeaseStore::Dir(dir) => {
+                std::fs::create_dir_all(dir)
+                    .map_err(|e| HummerError::io("cannot create the HA directory", dir, e))?;
+                let _lock = LeaseLock::take(dir)?;
+                let Some(next) = decide(self.read()?.as_ref()) else {
+                    return Ok(None);
+                };
+                write_atomically(&dir.join(LEASE), &encode(&next)?, false)?;
+                Ok(Some(next))
+            }
+            LeaseStore::Object(s) => {
+                let (current, version) = match s.read_versioned(LEASE)? {
+                    Some((bytes, version)) => (Some(self.parse(&bytes)?), version),
+                    None => (None, None),
+                };
+                if current.is_some() && version.is_none() {
+                    return Err(HummerError::BadInput {
+                        input: self.describe(),
+                        reason: "the object store gives no version (ETag) for a conditional put"
+                            .into(),
+                    });
+                }
+                let Some(next) = decide(current.as_ref()) else {
+                    return Ok(None);
+                };
+                Ok(s.put_if(LEASE, &encode(&next)?, version)?.then_some(next))
+            }
+        }
+    }
+}
+
+/// Reads the current lease of the HA storage at `location` (`None` if nobody ever led).
+pub fn read_lease(location: &Path) -> Result<Option<Lease>> {
+    LeaseStore::open(location)?.read()
 }
 
 /// An exclusive lock of the lease, released when dropped.
@@ -106,7 +185,7 @@ impl Drop for LeaseLock {
 
 /// One JobManager's part in the election.
 pub struct Candidate {
-    dir: PathBuf,
+    store: LeaseStore,
     holder: String,
     rpc: String,
     rest: Option<String>,
@@ -121,19 +200,17 @@ pub struct Leadership {
 }
 
 impl Candidate {
-    /// A candidate named `holder` (unique per process) in the HA directory `dir`, leading with
-    /// leases of `duration`.
+    /// A candidate named `holder` (unique per process) in the HA storage at `location`,
+    /// leading with leases of `duration`.
     pub fn new(
-        dir: &Path,
+        location: &Path,
         holder: String,
         rpc: String,
         rest: Option<String>,
         duration: Duration,
     ) -> Result<Candidate> {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| HummerError::io("cannot create the HA directory", dir, e))?;
         Ok(Candidate {
-            dir: dir.to_path_buf(),
+            store: LeaseStore::open(location)?,
             holder,
             rpc,
             rest,
@@ -144,15 +221,14 @@ impl Candidate {
     /// Takes the lease if nobody holds it (it lapsed, or never existed); returns the new
     /// token, above every earlier one (`None` while another JobManager holds the lease).
     pub fn try_acquire(&self) -> Result<Option<u64>> {
-        let _lock = LeaseLock::take(&self.dir)?;
-        let current = read_lease(&self.dir)?;
-        let now = now_ms();
-        if current.as_ref().is_some_and(|l| !l.lapsed(now)) {
-            return Ok(None);
-        }
-        let token = current.map_or(1, |l| l.token + 1);
-        self.write(token, now)?;
-        Ok(Some(token))
+        let won = self.store.update(|current| {
+            let now = now_ms();
+            if current.is_some_and(|l| !l.lapsed(now)) {
+                return None;
+            }
+            Some(self.lease(current.map_or(1, |l| l.token + 1), now))
+        })?;
+        Ok(won.map(|l| l.token))
     }
 
     /// The leadership of a lease just acquired with `token`.
@@ -182,17 +258,15 @@ impl Candidate {
         }
     }
 
-    fn write(&self, token: u64, now: u64) -> Result<()> {
-        let lease = Lease {
+    /// This candidate's lease with `token`, from `now` on.
+    fn lease(&self, token: u64, now: u64) -> Lease {
+        Lease {
             token,
             holder: self.holder.clone(),
             rpc: self.rpc.clone(),
             rest: self.rest.clone(),
             expires_at_ms: now + self.duration.as_millis() as u64,
-        };
-        let json =
-            serde_json::to_vec_pretty(&lease).map_err(|e| crate::error::internal!("lease: {e}"))?;
-        write_atomically(&self.dir.join(LEASE), &json, false)
+        }
     }
 
     /// How long after a renewal the lease is surely still ours, allowing for the clock
@@ -222,12 +296,14 @@ impl Leadership {
     /// Renews the lease; `false` if another JobManager holds it now (this one is deposed).
     pub fn renew(&self) -> Result<bool> {
         let started = Instant::now();
-        let _lock = LeaseLock::take(&self.candidate.dir)?;
-        match read_lease(&self.candidate.dir)? {
-            Some(l) if l.token == self.token && l.holder == self.candidate.holder => {}
-            _ => return Ok(false),
+        let renewed = self.candidate.store.update(|current| {
+            current
+                .filter(|l| l.token == self.token && l.holder == self.candidate.holder)
+                .map(|_| self.candidate.lease(self.token, now_ms()))
+        })?;
+        if renewed.is_none() {
+            return Ok(false);
         }
-        self.candidate.write(self.token, now_ms())?;
         *self.valid_until.lock().unwrap_or_else(|p| p.into_inner()) =
             started + self.candidate.safe_duration();
         Ok(true)

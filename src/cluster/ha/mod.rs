@@ -1,11 +1,13 @@
-//! High availability of the JobManager: what a new leader needs to take over, kept in a
-//! directory on shared storage (the HA directory, `--ha-dir`).
+//! High availability of the JobManager: what a new leader needs to take over, kept in the HA
+//! storage (`--ha-dir`): a directory on shared storage, or a prefix in an object store
+//! (`s3://bucket/ha`, through `object_store`).
 //!
 //! * [`lease`]: leader election by a lease with a fencing token.
 //! * [`HaStore`]: the job store. One JSON record per job (its submission, the attempt last
-//!   deployed, its end once it ended), the job binaries by sha256 and the counter of job ids.
-//!   Every file is written aside, synced and renamed into place, so a crash at any moment
-//!   leaves either the old or the new version, never a mix. The latest completed checkpoint of
+//!   deployed, its end once it ended) and the job binaries by sha256. Every file is written
+//!   whole or not at all (aside, synced and renamed in a directory; a put in an object store),
+//!   so a crash at any moment leaves either the old or the new version. Job ids start with the
+//!   leader's fencing token, so leaders never hand out the same id. The latest completed checkpoint of
 //!   a job is found in its own checkpoint directory, whose newest whole checkpoint is the
 //!   restore point (written last, verified on load: see `crate::checkpoint::store`).
 //!
@@ -17,10 +19,11 @@
 
 pub mod lease;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use crate::checkpoint::backend::Storage;
 use crate::cluster::protocol::{JobId, JobState, SubmitRequest};
 use crate::error::{HummerError, Result};
 
@@ -45,28 +48,6 @@ pub fn resolve(address: &str) -> Result<String> {
     }
 }
 
-/// Writes `bytes` to `path` so that a crash leaves the old file or the new one: written to a
-/// temporary file beside it, renamed over it; with `durable`, the file and the directory are
-/// synced too (a lease is not: a sync can wait seconds behind a large write, longer than a
-/// lease, and a lease lost in a host crash just lapses).
-pub fn write_atomically(path: &Path, bytes: &[u8], durable: bool) -> Result<()> {
-    use std::io::Write;
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
-    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-    let fail = |e| HummerError::io("cannot write", path, e);
-    let mut file = std::fs::File::create(&tmp).map_err(fail)?;
-    file.write_all(bytes).map_err(fail)?;
-    if durable {
-        file.sync_all().map_err(fail)?;
-    }
-    std::fs::rename(&tmp, path).map_err(fail)?;
-    if durable && let Ok(d) = std::fs::File::open(dir) {
-        let _ = d.sync_all();
-    }
-    Ok(())
-}
-
 /// What the job store keeps of a job.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct JobRecord {
@@ -85,58 +66,46 @@ pub struct JobRecord {
     pub error: Option<String>,
 }
 
-/// The job store of an HA directory.
+/// The job store of an HA storage.
 #[derive(Clone, Debug)]
 pub struct HaStore {
-    dir: PathBuf,
+    jobs: Storage,
+    artifacts: Storage,
 }
 
 impl HaStore {
-    /// The store in `dir` (created if missing).
-    pub fn open(dir: &Path) -> Result<HaStore> {
-        for sub in ["jobs", "artifacts"] {
-            let d = dir.join(sub);
-            std::fs::create_dir_all(&d)
-                .map_err(|e| HummerError::io("cannot create the HA directory", &d, e))?;
-        }
-        Ok(HaStore {
-            dir: dir.to_path_buf(),
-        })
-    }
-
-    /// The directory.
-    pub fn dir(&self) -> &Path {
-        &self.dir
+    /// The store at `location` (a directory, created if missing, or an object store URL).
+    pub fn open(location: &Path) -> Result<HaStore> {
+        let root = Storage::open(location)?;
+        let (jobs, artifacts) = (root.child("jobs"), root.child("artifacts"));
+        jobs.create()?;
+        artifacts.create()?;
+        Ok(HaStore { jobs, artifacts })
     }
 
     /// Saves a job's record (replacing the one before).
     pub fn save_job(&self, record: &JobRecord) -> Result<()> {
         let json = serde_json::to_vec_pretty(record)
             .map_err(|e| crate::error::internal!("job record: {e}"))?;
-        write_atomically(&self.job_path(&record.id), &json, true)
-    }
-
-    fn job_path(&self, id: &str) -> PathBuf {
-        self.dir.join("jobs").join(format!("{id}.json"))
+        self.jobs
+            .write_durably(&format!("{}.json", record.id), &json)
     }
 
     /// Every job record; an unreadable one is skipped with a log line naming it.
     pub fn load_jobs(&self) -> Result<Vec<JobRecord>> {
-        let dir = self.dir.join("jobs");
-        let entries =
-            std::fs::read_dir(&dir).map_err(|e| HummerError::io("cannot list jobs", &dir, e))?;
         let mut jobs = Vec::new();
-        for entry in entries.flatten() {
-            let path = entry.path();
-            if path.extension().is_none_or(|e| e != "json") {
+        for name in self.jobs.list_files()? {
+            if !name.ends_with(".json") {
                 continue;
             }
-            match std::fs::read(&path)
+            match self
+                .jobs
+                .read(&name)
                 .map_err(|e| e.to_string())
                 .and_then(|b| serde_json::from_slice::<JobRecord>(&b).map_err(|e| e.to_string()))
             {
                 Ok(record) => jobs.push(record),
-                Err(e) => tracing::warn!("skipping job record {}: {e}", path.display()),
+                Err(e) => tracing::warn!("skipping job record {name}: {e}"),
             }
         }
         jobs.sort_by(|a, b| a.id.cmp(&b.id));
@@ -145,48 +114,29 @@ impl HaStore {
 
     /// Saves a job binary under its sha256 (once).
     pub fn save_artifact(&self, sha256: &str, bytes: &[u8]) -> Result<()> {
-        let path = self.artifact_path(sha256)?;
-        if path.exists() {
+        check_sha256(sha256)?;
+        if self.artifacts.read_versioned(sha256)?.is_some() {
             return Ok(());
         }
-        write_atomically(&path, bytes, true)
+        self.artifacts.write_durably(sha256, bytes)
     }
 
     /// A saved job binary.
     pub fn load_artifact(&self, sha256: &str) -> Result<Option<Vec<u8>>> {
-        let path = self.artifact_path(sha256)?;
-        match std::fs::read(&path) {
-            Ok(bytes) => Ok(Some(bytes)),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(HummerError::io("cannot read artifact", &path, e)),
-        }
+        check_sha256(sha256)?;
+        Ok(self
+            .artifacts
+            .read_versioned(sha256)?
+            .map(|(bytes, _)| bytes))
     }
+}
 
-    fn artifact_path(&self, sha256: &str) -> Result<PathBuf> {
-        if sha256.is_empty() || !sha256.chars().all(|c| c.is_ascii_hexdigit()) {
-            return Err(HummerError::BadInput {
-                input: sha256.to_string(),
-                reason: "not a sha256 in hex".into(),
-            });
-        }
-        Ok(self.dir.join("artifacts").join(sha256))
+fn check_sha256(sha256: &str) -> Result<()> {
+    if sha256.is_empty() || !sha256.chars().all(|c| c.is_ascii_hexdigit()) {
+        return Err(HummerError::BadInput {
+            input: sha256.to_string(),
+            reason: "not a sha256 in hex".into(),
+        });
     }
-
-    /// Takes the next job number (the counter survives leaders).
-    pub fn next_job_number(&self) -> Result<u64> {
-        let path = self.dir.join("next-job");
-        let current = match std::fs::read_to_string(&path) {
-            Ok(text) => text
-                .trim()
-                .parse::<u64>()
-                .map_err(|e| HummerError::BadInput {
-                    input: path.display().to_string(),
-                    reason: format!("not a number: {e}"),
-                })?,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => 0,
-            Err(e) => return Err(HummerError::io("cannot read", &path, e)),
-        };
-        write_atomically(&path, (current + 1).to_string().as_bytes(), true)?;
-        Ok(current + 1)
-    }
+    Ok(())
 }

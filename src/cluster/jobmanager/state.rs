@@ -263,13 +263,13 @@ impl JobManagerState {
                 });
             }
         }
-        self.next_job = match &self.ha {
-            Some(ha) => ha
-                .next_job_number()
-                .map_err(|e| Refusal::CannotStart(e.to_string()))?,
-            None => self.next_job + 1,
+        self.next_job += 1;
+        // Ids of a leader start with its fencing token, so no two leaders give the same one.
+        let prefix = match self.leadership.as_ref() {
+            Some(l) => l.token(),
+            None => u64::from(std::process::id()),
         };
-        let id = format!("{:08x}{:08x}", std::process::id(), self.next_job);
+        let id = format!("{prefix:08x}{:08x}", self.next_job);
         let mut entry = JobEntry::new(id.clone(), request);
         self.persist(entry.record(None))
             .map_err(|e| Refusal::CannotStart(format!("cannot record the job: {e}")))?;
