@@ -93,7 +93,9 @@ done
 for ((r = 0; r <= ROUNDS; r++)); do
   for v in before after; do
     rm -rf "$out/cl-out-$v"
-    timed "cl-$v" "$out/$v-hummer" wordcount "$corpus" --parallelism 6 --top 0 \
+    # A cluster started with mutual TLS (the default since it exists) has its certificates in tls/.
+    tls=""; [ -d "$out/cluster-$v/tls" ] && tls=$out/cluster-$v/tls
+    HUMMER_TLS_DIR=$tls timed "cl-$v" "$out/$v-hummer" wordcount "$corpus" --parallelism 6 --top 0 \
       --output "$out/cl-out-$v" --jobmanager "$(cat "$out/cluster-$v/jobmanager")"
   done
   if [ "$r" -eq 0 ]; then : > "$out/cl-before.times"; : > "$out/cl-after.times"; fi
