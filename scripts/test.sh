@@ -2,12 +2,16 @@
 # scripts/test.sh : every check a change must pass, as CI runs it: formatting, clippy with
 # warnings as errors, then the whole test suite (unit, integration, end-to-end and doc tests).
 # Needs a Rust toolchain; the network-namespace test needs root and iproute2 (installed here
-# when missing), the cluster tests pgrep (procps), the Kafka tests tansu (installed here).
+# when missing), the cluster tests pgrep (procps), the dashboard's browser tests Chromium and
+# ChromeDriver (Debian's chromium and chromium-driver, installed here when missing), the
+# Kafka tests tansu (installed here).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 missing=()
 command -v ip >/dev/null || missing+=(iproute2)
 command -v pgrep >/dev/null || missing+=(procps)
+[ -x /usr/bin/chromium ] || missing+=(chromium)
+[ -x /usr/bin/chromedriver ] || missing+=(chromium-driver)
 if [ ${#missing[@]} -gt 0 ]; then
   apt-get update -qq && apt-get install -y -qq "${missing[@]}" >/dev/null
 fi

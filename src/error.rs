@@ -74,6 +74,15 @@ pub enum HummerError {
     /// A failure reported by another process (a worker, the JobManager), as its text.
     #[error("{0}")]
     Remote(String),
+    /// A worker of a cluster job failed: where it ran, and its failure.
+    #[error("worker on TaskManager {task_manager}: {cause}")]
+    Worker {
+        /// The TaskManager the worker ran on.
+        task_manager: String,
+        /// What the worker reported.
+        #[source]
+        cause: Box<HummerError>,
+    },
     /// The job failed and its restart strategy allows no more restarts.
     #[error("job failed and will not be restarted ({reason}); last failure: {cause}")]
     JobFailed {
@@ -108,6 +117,39 @@ impl HummerError {
     pub fn root_cause(&self) -> &HummerError {
         match self {
             HummerError::Operator { cause, .. } => cause.root_cause(),
+            other => other,
+        }
+    }
+
+    /// The operator and subtask the error is attributed to, if it is, however deep (under
+    /// the worker or the restart strategy that reported it).
+    pub fn failing_operator(&self) -> Option<(&str, usize)> {
+        match self {
+            HummerError::Operator {
+                operator, subtask, ..
+            } => Some((operator, *subtask)),
+            HummerError::Worker { cause, .. } | HummerError::JobFailed { cause, .. } => {
+                cause.failing_operator()
+            }
+            _ => None,
+        }
+    }
+
+    /// The TaskManager whose worker reported the error, if one did.
+    pub fn failing_task_manager(&self) -> Option<&str> {
+        match self {
+            HummerError::Worker { task_manager, .. } => Some(task_manager),
+            HummerError::JobFailed { cause, .. } => cause.failing_task_manager(),
+            _ => None,
+        }
+    }
+
+    /// What went wrong at the bottom: the error under every attribution and report.
+    pub fn innermost(&self) -> &HummerError {
+        match self {
+            HummerError::Operator { cause, .. }
+            | HummerError::Worker { cause, .. }
+            | HummerError::JobFailed { cause, .. } => cause.innermost(),
             other => other,
         }
     }

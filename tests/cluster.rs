@@ -495,6 +495,7 @@ fn bad_requests_get_clear_errors_and_the_jobmanager_keeps_serving() {
             priority: 0,
             env: vec![],
             recovery: None,
+            topology: Default::default(),
         })
         .unwrap_err();
     assert!(
@@ -546,6 +547,7 @@ fn worker_failures_fail_the_job_not_the_taskmanager() {
             priority: 0,
             env: vec![],
             recovery: None,
+            topology: Default::default(),
         })
         .unwrap();
     let (summary, _) = client.wait(&id).unwrap();
@@ -582,6 +584,7 @@ fn worker_failures_fail_the_job_not_the_taskmanager() {
             priority: 0,
             env: vec![],
             recovery: None,
+            topology: Default::default(),
         })
         .unwrap_err();
     assert!(err.to_string().contains("is unknown"), "{err}");

@@ -218,11 +218,7 @@ pub struct CheckpointCoordinator {
     history: Vec<CheckpointStats>,
 }
 
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
-}
+use crate::types::epoch_ms as now_ms;
 
 impl CheckpointCoordinator {
     /// A coordinator for a job of `tasks` tasks, `sources` of them sources, whose attempt

@@ -57,6 +57,7 @@ impl Executor for ClusterExecutor {
             priority: self.priority,
             env: self.worker_env.clone(),
             recovery: recovery_request(&s, &s.job)?,
+            topology: s.job.topology(),
         })?;
         Ok(Box::new(RemoteJob {
             address: self.address.clone(),

@@ -15,7 +15,7 @@ use crate::scheduler::rfts::NodeSample;
 use crate::types::metrics::VertexMetrics;
 
 /// Version of this protocol; peers must match exactly.
-pub const PROTOCOL_VERSION: u32 = 3;
+pub const PROTOCOL_VERSION: u32 = 4;
 
 /// Largest frame accepted (artifacts travel in one frame).
 pub const MAX_FRAME: usize = 512 << 20;
@@ -121,6 +121,9 @@ pub struct SubmitRequest {
     /// Checkpoints and restarts, if the job takes checkpoints or may restart.
     #[serde(default)]
     pub recovery: Option<RecoveryRequest>,
+    /// The job's chains and edges, for monitoring.
+    #[serde(default)]
+    pub topology: crate::types::JobTopology,
 }
 
 /// How a submitted job takes checkpoints and recovers from failures.
@@ -354,8 +357,10 @@ pub enum Message {
     Savepoint(std::path::PathBuf),
     /// A subtask of the worker failed.
     WorkerFailed {
-        /// What happened.
+        /// What happened: the root cause, under `operator`'s attribution if there is one.
         error: String,
+        /// The operator and subtask that failed, if the failure is attributed to one.
+        operator: Option<(String, usize)>,
         /// True when it is likely a consequence of another worker's failure (a data
         /// connection broke).
         secondary: bool,
@@ -499,6 +504,16 @@ mod tests {
                     records_in: 3,
                     records_out: 4,
                     backpressured_ns: 5,
+                    subtasks: vec![crate::types::metrics::SubtaskRow {
+                        subtask: 1,
+                        task_manager: "tm".into(),
+                        records_in: 3,
+                        records_out: 4,
+                        busy_ns: 6,
+                        idle_ns: 7,
+                        backpressured_ns: 5,
+                        watermark: 7,
+                    }],
                 }],
                 collected: vec![(3, vec![9, 9])],
             },

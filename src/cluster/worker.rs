@@ -78,7 +78,13 @@ pub(crate) fn run(spec: DeploySpec, job: WorkerJob<'_>) -> ! {
     let report = match &outcome {
         Ok(message) => message.clone(),
         Err(e) => Message::WorkerFailed {
-            error: e.to_string(),
+            error: e.root_cause().to_string(),
+            operator: match &e {
+                HummerError::Operator {
+                    operator, subtask, ..
+                } => Some((operator.clone(), *subtask)),
+                _ => None,
+            },
             secondary: matches!(e.root_cause(), HummerError::Network { .. }),
         },
     };

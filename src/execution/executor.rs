@@ -105,6 +105,7 @@ impl JobCounters {
                 watermarks: Vec::new(),
                 late_records: Vec::new(),
                 partitions: Vec::new(),
+                subtasks: Vec::new(),
             })
             .collect();
         for (m, place) in self.counters.iter() {
@@ -117,6 +118,7 @@ impl JobCounters {
                 t.backpressured_ns += m.backpressured_ns.load(Relaxed);
                 t.watermarks.push((subtask, m.watermark.load(Relaxed)));
                 t.late_records.push((subtask, m.late_records.load(Relaxed)));
+                t.subtasks.push(m.row(subtask));
                 if let Ok(partitions) = m.partitions.lock() {
                     t.partitions
                         .extend(partitions.iter().map(|p| (subtask, p.clone())));
@@ -126,6 +128,7 @@ impl JobCounters {
         for t in &mut totals {
             t.watermarks.sort_unstable();
             t.late_records.sort_unstable();
+            t.subtasks.sort_by_key(|r| r.subtask);
         }
         totals
     }

@@ -166,6 +166,31 @@ impl JobGraph {
             .collect()
     }
 
+    /// The chains with their operators' names and the edges between them, for monitoring.
+    pub fn topology(&self) -> crate::types::JobTopology {
+        crate::types::JobTopology {
+            vertices: self
+                .vertices
+                .iter()
+                .map(|v| {
+                    v.nodes
+                        .iter()
+                        .map(|&n| self.stream.nodes[n].name.clone())
+                        .collect()
+                })
+                .collect(),
+            edges: self
+                .edges
+                .iter()
+                .map(|e| crate::types::TopologyEdge {
+                    source: e.source,
+                    target: e.target,
+                    partitioning: e.partitioning.name().to_string(),
+                })
+                .collect(),
+        }
+    }
+
     /// Sets the parallelism of every vertex (as a cluster's scheduler chose it): forward edges
     /// between vertices that now differ become rebalance edges.
     pub fn with_vertex_parallelism(mut self, parallelism: &[usize]) -> Result<JobGraph> {
@@ -190,7 +215,10 @@ impl JobGraph {
         }
         for e in &mut self.edges {
             if matches!(e.partitioning, Partitioning::Forward)
-                && self.vertices[e.source].parallelism != self.vertices[e.target].parallelism
+                && !Partitioning::forward_possible(
+                    self.vertices[e.source].parallelism,
+                    self.vertices[e.target].parallelism,
+                )
             {
                 e.partitioning = Partitioning::Rebalance;
                 self.stream.edges[e.stream_edge].partitioning = Partitioning::Rebalance;

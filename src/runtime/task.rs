@@ -403,7 +403,9 @@ fn idle(
     if rt.cancel.is_cancelled() {
         return Err(HummerError::Cancelled);
     }
+    let parked = std::time::Instant::now();
     std::thread::park_timeout(rt.park_time(wait.min(PARK_SAFETY_TIMEOUT)));
+    rt.metrics.add_idle(parked.elapsed());
     Ok(())
 }
 

@@ -154,6 +154,13 @@ pub trait Scheduler: Send + Sync {
         round_robin::next_queue(task_managers)
     }
 
+    /// How the scheduler sees the TaskManagers now (their loads and regions, in the order
+    /// given), for monitoring. Default: nothing to show.
+    fn assess(&self, task_managers: &[TaskManagerLoad]) -> Option<rfts::Assessment> {
+        let _ = task_managers;
+        None
+    }
+
     /// Moves of waiting jobs between queues, `(job, to TaskManager)`, decided at every
     /// rebalancing interval (round `round`). Default: none.
     fn rebalance(&self, task_managers: &[TaskManagerLoad], round: u64) -> Vec<(String, String)> {

@@ -16,15 +16,21 @@ pub trait Clock: Send + Sync + fmt::Debug {
     fn now(&self) -> Timestamp;
 }
 
+/// Milliseconds since the Unix epoch on the system's wall clock (0 before 1970): the time
+/// stamps of records kept for people (checkpoints, monitor samples, leases, exceptions).
+pub fn epoch_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
 /// The system's wall clock.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct SystemClock;
 
 impl Clock for SystemClock {
     fn now(&self) -> Timestamp {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as Timestamp)
+        epoch_ms() as Timestamp
     }
 }
 

@@ -13,6 +13,11 @@ pub struct SubtaskMetrics {
     pub records_out: AtomicU64,
     /// Nanoseconds spent waiting for space in a full output channel (backpressure).
     pub backpressured_ns: AtomicU64,
+    /// Nanoseconds spent parked with no input to work on (idle).
+    pub idle_ns: AtomicU64,
+    /// When the subtask started: its busy time is the rest of its life after idle and
+    /// backpressured time.
+    pub started: std::time::Instant,
     /// The subtask's current watermark (its inputs' minimum; a source's own).
     pub watermark: AtomicI64,
     /// Records that came too late for every window they belong to (later than the watermark
@@ -51,6 +56,8 @@ impl Default for SubtaskMetrics {
             records_in: AtomicU64::new(0),
             records_out: AtomicU64::new(0),
             backpressured_ns: AtomicU64::new(0),
+            idle_ns: AtomicU64::new(0),
+            started: std::time::Instant::now(),
             watermark: AtomicI64::new(MIN_WATERMARK),
             late_records: AtomicU64::new(0),
             partitions: std::sync::Mutex::new(Vec::new()),
@@ -72,6 +79,63 @@ impl SubtaskMetrics {
     #[inline]
     pub(crate) fn add_out(&self, n: usize) {
         self.records_out.fetch_add(n as u64, Ordering::Relaxed);
+    }
+
+    /// Counts `waited` as idle time.
+    #[inline]
+    pub(crate) fn add_idle(&self, waited: std::time::Duration) {
+        self.idle_ns
+            .fetch_add(waited.as_nanos() as u64, Ordering::Relaxed);
+    }
+
+    /// The subtask's counters as they are now, as subtask `subtask` of its vertex.
+    pub fn row(&self, subtask: usize) -> SubtaskRow {
+        let backpressured_ns = self.backpressured_ns.load(Ordering::Relaxed);
+        let idle_ns = self.idle_ns.load(Ordering::Relaxed);
+        let alive = self.started.elapsed().as_nanos() as u64;
+        SubtaskRow {
+            subtask,
+            task_manager: String::new(),
+            records_in: self.records_in.load(Ordering::Relaxed),
+            records_out: self.records_out.load(Ordering::Relaxed),
+            busy_ns: alive.saturating_sub(idle_ns + backpressured_ns),
+            idle_ns,
+            backpressured_ns,
+            watermark: self.watermark.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// The counters of one subtask, as reported (per vertex, in [`VertexMetrics::subtasks`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct SubtaskRow {
+    /// Its index in the vertex.
+    pub subtask: usize,
+    /// The TaskManager it runs on (set by the JobManager; empty in a local job).
+    pub task_manager: String,
+    /// Records read.
+    pub records_in: u64,
+    /// Records written into shuffles.
+    pub records_out: u64,
+    /// Nanoseconds spent working: neither idle nor backpressured.
+    pub busy_ns: u64,
+    /// Nanoseconds spent waiting for input.
+    pub idle_ns: u64,
+    /// Nanoseconds spent waiting for space in full output channels.
+    pub backpressured_ns: u64,
+    /// Its current watermark.
+    pub watermark: Timestamp,
+}
+
+impl SubtaskRow {
+    /// Share of `busy_ns`, `idle_ns` and `backpressured_ns` that `part` is, in `0..=1`.
+    pub fn share(&self, part: u64) -> f64 {
+        let total = self.busy_ns + self.idle_ns + self.backpressured_ns;
+        if total == 0 {
+            0.0
+        } else {
+            (part as f64 / total as f64).min(1.0)
+        }
     }
 }
 
@@ -99,6 +163,9 @@ pub struct VertexMetrics {
     /// (records consumed, offset, lag).
     #[serde(default)]
     pub partitions: Vec<(usize, PartitionMetrics)>,
+    /// Every subtask's own counters, by subtask.
+    #[serde(default)]
+    pub subtasks: Vec<SubtaskRow>,
 }
 
 impl VertexMetrics {
@@ -115,6 +182,15 @@ impl VertexMetrics {
         self.partitions.sort_by(|a, b| {
             (a.0, &a.1.topic, a.1.partition).cmp(&(b.0, &b.1.topic, b.1.partition))
         });
+        self.subtasks.extend_from_slice(&other.subtasks);
+        self.subtasks.sort_by_key(|r| r.subtask);
+    }
+
+    /// Nanoseconds of all subtasks `(busy, idle, backpressured)`.
+    pub fn time_split(&self) -> (u64, u64, u64) {
+        self.subtasks.iter().fold((0, 0, 0), |(b, i, p), r| {
+            (b + r.busy_ns, i + r.idle_ns, p + r.backpressured_ns)
+        })
     }
 }
 

@@ -34,6 +34,13 @@ impl Partitioning {
         }
     }
 
+    /// Whether a forward edge can stay forward between a producer of parallelism `source` and
+    /// a consumer of parallelism `target` (subtask *i* feeds subtask *i*); if not, it
+    /// rebalances.
+    pub fn forward_possible(source: usize, target: usize) -> bool {
+        source == target
+    }
+
     /// A hash partitioning from a typed router.
     pub(crate) fn hash<T: 'static>(router: BatchRouter<T>) -> Self {
         Partitioning::Hash {

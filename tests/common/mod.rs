@@ -7,6 +7,7 @@ use std::path::Path;
 
 use hummer::jobs::corpus;
 
+pub mod browser;
 pub mod cli;
 pub mod kafka;
 pub mod netns;

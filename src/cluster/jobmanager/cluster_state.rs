@@ -41,6 +41,8 @@ pub struct ClusterState {
     pub scheduler_time: Duration,
     /// Rebalancing rounds so far.
     pub rebalance_round: u64,
+    /// The scheduler's migrations and rounds, for monitoring.
+    pub scheduling: super::scheduling_log::SchedulingLog,
 }
 
 impl ClusterState {
@@ -59,6 +61,7 @@ impl ClusterState {
             shared_queue: Vec::new(),
             scheduler_time: Duration::ZERO,
             rebalance_round: 0,
+            scheduling: Default::default(),
         }
     }
 

@@ -67,6 +67,8 @@ pub struct JobEntry {
     pub controller: JobController,
     /// Submission time.
     pub submitted: Instant,
+    /// When it was submitted, in milliseconds since the Unix epoch.
+    pub submitted_at_ms: u64,
     /// End time.
     pub ended: Option<Instant>,
     /// Parallelism of every vertex, as decided.
@@ -111,6 +113,7 @@ impl JobEntry {
             request,
             controller: JobController::new(policy),
             submitted: Instant::now(),
+            submitted_at_ms: crate::types::epoch_ms(),
             ended: None,
             parallelism: Vec::new(),
             placement: Vec::new(),
@@ -190,12 +193,11 @@ impl JobEntry {
 
     /// The job as listed.
     pub fn summary(&self) -> JobSummary {
-        let end = self.ended.unwrap_or_else(Instant::now);
         JobSummary {
             id: self.id.clone(),
             name: self.request.name.clone(),
             state: self.state(),
-            duration_ms: end.duration_since(self.submitted).as_millis() as u64,
+            duration_ms: self.duration_ms(),
             error: self.error.clone(),
             vertices: self.vertex_totals(),
             restarts: self.controller.restarts(),
@@ -203,19 +205,36 @@ impl JobEntry {
         }
     }
 
-    /// Counters per vertex, summed over the workers' latest reports.
+    /// Counters per vertex, summed over the workers' latest reports; each subtask's row names
+    /// the TaskManager it runs on.
     pub fn vertex_totals(&self) -> Vec<VertexMetrics> {
         let mut totals: Vec<VertexMetrics> = Vec::new();
-        for w in self.workers.values() {
+        for (tm, w) in &self.workers {
+            let mut metrics = w.metrics.clone();
+            for row in metrics.iter_mut().flat_map(|v| v.subtasks.iter_mut()) {
+                row.task_manager.clone_from(tm);
+            }
             if totals.is_empty() {
-                totals = w.metrics.clone();
+                totals = metrics;
                 continue;
             }
-            for (t, m) in totals.iter_mut().zip(&w.metrics) {
+            for (t, m) in totals.iter_mut().zip(&metrics) {
                 t.merge(m);
             }
         }
         totals
+    }
+
+    /// Milliseconds it has run (until now, or until it ended).
+    pub fn duration_ms(&self) -> u64 {
+        let end = self.ended.unwrap_or_else(Instant::now);
+        end.duration_since(self.submitted).as_millis() as u64
+    }
+
+    /// When it ended, in milliseconds since the Unix epoch.
+    pub fn ended_at_ms(&self) -> Option<u64> {
+        self.ended
+            .map(|_| self.submitted_at_ms + self.duration_ms())
     }
 }
 

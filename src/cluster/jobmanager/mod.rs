@@ -13,11 +13,13 @@
 //! JobManager goes on serving the others.
 
 pub mod cluster_state;
+pub mod dashboard;
 pub mod jobs;
 pub mod monitor;
 pub mod refusal;
 pub mod rest;
 pub mod rest_security;
+pub mod scheduling_log;
 pub mod state;
 
 use std::net::SocketAddr;
@@ -141,10 +143,12 @@ pub async fn run(config: JobManagerConfig) -> Result<()> {
     let shared: Shared = Arc::new(Mutex::new(state));
     if let Some((rest_listener, bound)) = rest_listener {
         println!("jobmanager rest on {bound}");
-        let app = rest::router(shared.clone()).layer(axum::middleware::from_fn_with_state(
-            Arc::new(config.rest_auth.clone()),
-            rest_security::check_token,
-        ));
+        let app = rest::router(shared.clone())
+            .layer(axum::middleware::from_fn_with_state(
+                Arc::new(config.rest_auth.clone()),
+                rest_security::check_token,
+            ))
+            .merge(dashboard::router());
         let served = match config.security.tls() {
             Some(tls) => {
                 let https = rest_security::TlsListener::new(rest_listener, bound, tls);
@@ -364,10 +368,13 @@ async fn serve_task_manager(
                         &job,
                         Some(&id),
                         attempt,
-                        format!(
-                            "the worker on TaskManager {id} ended ({why}) without reporting: {}",
-                            stderr_tail.trim()
-                        ),
+                        HummerError::Worker {
+                            task_manager: id.clone(),
+                            cause: Box::new(HummerError::Remote(format!(
+                                "the worker ended ({why}) without reporting: {}",
+                                stderr_tail.trim()
+                            ))),
+                        },
                     );
                 }
             }
@@ -506,6 +513,20 @@ fn handle_client_request(
     })
 }
 
+/// A worker's failure as it reported it: its root cause, under the operator and subtask it
+/// named (so that the JobManager's exception history finds both).
+fn worker_error(root_cause: String, operator: Option<(String, usize)>) -> HummerError {
+    let cause = HummerError::Remote(root_cause);
+    match operator {
+        Some((operator, subtask)) => HummerError::Operator {
+            operator,
+            subtask,
+            cause: Box::new(cause),
+        },
+        None => cause,
+    }
+}
+
 async fn serve_worker(
     mut reader: impl AsyncRead + Unpin,
     mailbox: UnboundedSender<Message>,
@@ -559,8 +580,15 @@ async fn serve_worker(
                 vertices,
                 collected,
             } => state.worker_finished(&job, &tm, vertices, collected),
-            Message::WorkerFailed { error, secondary } => {
-                let error = format!("worker on TaskManager {tm}: {error}");
+            Message::WorkerFailed {
+                error,
+                secondary,
+                operator,
+            } => {
+                let error = HummerError::Worker {
+                    task_manager: tm.clone(),
+                    cause: Box::new(worker_error(error, operator)),
+                };
                 if secondary {
                     // Lost a peer: the peer's own report usually names the cause.
                     state.defer_failure(&job, None, attempt, error);

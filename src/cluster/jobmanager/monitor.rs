@@ -42,11 +42,7 @@ pub struct MonitorStore {
     file: Option<(PathBuf, File)>,
 }
 
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
-}
+use crate::types::epoch_ms as now_ms;
 
 impl MonitorStore {
     /// A store persisted in `dir` (created if missing) and loaded from it, or in memory only.

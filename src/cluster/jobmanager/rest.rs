@@ -1,16 +1,18 @@
 //! REST API with JSON, shaped after Flink's: `GET /overview`, `/taskmanagers`, `/jobs`,
-//! `/jobs/{id}`, `/jobs/{id}/plan`, `/jobs/{id}/checkpoints`, and `PATCH /jobs/{id}` to
-//! cancel.
+//! `/jobs/{id}`, `/jobs/{id}/plan`, `/jobs/{id}/checkpoints`, `/jobs/{id}/exceptions`,
+//! `/scheduling`; `PATCH /jobs/{id}` to cancel, `POST /jobs/{id}/savepoints` and
+//! `POST /jobs/{id}/stop`. The dashboard ([`super::dashboard`]) reads only these.
 
 use axum::Json;
 use axum::Router;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::routing::get;
+use axum::routing::{get, post};
 use serde_json::{Value, json};
 
 use crate::cluster::jobmanager::{Shared, lock};
 use crate::cluster::protocol::JobState;
+use crate::types::metrics::SubtaskRow;
 
 /// The REST routes over the JobManager's state.
 pub fn router(shared: Shared) -> Router {
@@ -21,6 +23,10 @@ pub fn router(shared: Shared) -> Router {
         .route("/jobs/{id}", get(job).patch(cancel))
         .route("/jobs/{id}/plan", get(plan))
         .route("/jobs/{id}/checkpoints", get(checkpoints))
+        .route("/jobs/{id}/exceptions", get(exceptions))
+        .route("/jobs/{id}/savepoints", post(savepoint))
+        .route("/jobs/{id}/stop", post(stop))
+        .route("/scheduling", get(scheduling))
         .route("/jobs/{id}/vertices/{vertex}/watermarks", get(watermarks))
         .route("/jobs/{id}/vertices/{vertex}/partitions", get(partitions))
         .route("/taskmanagers/{id}/monitor", get(monitor_history))
@@ -52,27 +58,59 @@ async fn overview(State(shared): State<Shared>) -> Json<Value> {
         .map(|t| t.used_slots)
         .sum();
     let count = |s: JobState| state.jobs.values().filter(|j| j.state() == s).count();
+    // The cluster's utilisation: the TaskManagers' latest samples weighted by their cores
+    // (CPU) and their memory.
+    let samples: Vec<_> = state
+        .cluster
+        .task_managers
+        .keys()
+        .filter_map(|tm| state.cluster.monitor.latest(tm))
+        .map(|r| &r.sample)
+        .collect();
+    let cores: f64 = samples.iter().map(|s| s.cores).sum();
+    let memory: f64 = samples.iter().map(|s| s.total_memory).sum();
+    let weighted = |part: f64, whole: f64| (whole > 0.0).then(|| part / whole);
+    let cpu = weighted(samples.iter().map(|s| s.cpu * s.cores).sum(), cores);
+    let memory_used: f64 = samples.iter().map(|s| s.memory * s.total_memory).sum();
     Json(json!({
         "taskmanagers": state.cluster.task_managers.len(),
         "slots-total": slots,
         "slots-available": slots - used.min(slots),
         "jobs-running": count(JobState::Running) + count(JobState::Deploying),
         "jobs-waiting": count(JobState::Waiting),
+        "jobs-restarting": count(JobState::Restarting),
         "jobs-finished": count(JobState::Finished),
         "jobs-cancelled": count(JobState::Cancelled),
         "jobs-failed": count(JobState::Failed),
         "scheduler": state.cluster.scheduler.name(),
         "scheduler-time-ms": state.cluster.scheduler_time.as_secs_f64() * 1e3,
+        "cpu": cpu,
+        "memory": weighted(memory_used, memory),
+        "cores-total": cores,
+        "memory-bytes-total": memory,
+        "now": crate::types::epoch_ms(),
     }))
 }
 
 async fn task_managers(State(shared): State<Shared>) -> Json<Value> {
     let state = lock(&shared);
+    let loads = state.cluster.loads(|j| state.jobs.priority(j));
+    let assessment = state.cluster.scheduler.assess(&loads);
     let tms: Vec<Value> = state
         .cluster
         .task_managers
         .values()
-        .map(|t| {
+        .enumerate()
+        .map(|(i, t)| {
+            let workers: Vec<Value> = state
+                .jobs
+                .values()
+                .filter(|j| !j.is_terminal())
+                .filter_map(|j| {
+                    let w = j.workers.get(&t.info.id)?;
+                    Some(json!({"job": j.id, "name": j.request.name, "subtasks": w.slots}))
+                })
+                .collect();
             json!({
                 "id": t.info.id,
                 "slotsNumber": t.info.slots,
@@ -84,6 +122,9 @@ async fn task_managers(State(shared): State<Shared>) -> Json<Value> {
                 "memoryLoad": t.resources.sample.memory,
                 "timeSinceLastHeartbeatMs": t.last_heartbeat.elapsed().as_millis() as u64,
                 "waitingJobs": state.cluster.queues.get(&t.info.id).map_or(0, Vec::len),
+                "region": assessment.as_ref().and_then(|a| a.region.get(i)).map(|r| r.name()),
+                "load": assessment.as_ref().and_then(|a| a.load.get(i)),
+                "workers": workers,
             })
         })
         .collect();
@@ -95,7 +136,18 @@ async fn jobs(State(shared): State<Shared>) -> Json<Value> {
     let jobs: Vec<Value> = state
         .jobs
         .values()
-        .map(|j| json!({"id": j.id, "name": j.request.name, "status": j.state()}))
+        .map(|j| {
+            json!({
+                "id": j.id,
+                "name": j.request.name,
+                "status": j.state(),
+                "start-time": j.submitted_at_ms,
+                "end-time": j.ended_at_ms(),
+                "duration": j.duration_ms(),
+                "restarts": j.controller.restarts(),
+                "streaming": j.request.streaming,
+            })
+        })
         .collect();
     Json(json!({ "jobs": jobs }))
 }
@@ -105,7 +157,10 @@ async fn job(State(shared): State<Shared>, Path(id): Path<String>) -> Reply {
     let Some(j) = state.jobs.get(&id) else {
         return not_found(&id);
     };
-    let summary = j.summary();
+    let totals = j.vertex_totals();
+    let duration_ms = j.duration_ms();
+    let topology = &j.request.topology;
+    let watermark = |w: crate::types::Timestamp| (w != crate::types::MIN_WATERMARK).then_some(w);
     let vertices: Vec<Value> = j
         .request
         .vertices
@@ -113,21 +168,62 @@ async fn job(State(shared): State<Shared>, Path(id): Path<String>) -> Reply {
         .zip(&j.parallelism)
         .enumerate()
         .map(|(i, (v, p))| {
-            let name = &v.name;
-            let m = summary.vertices.get(i);
+            let m = totals.get(i);
             // Share of its subtasks' time spent waiting on full output channels.
-            let elapsed_ns = (summary.duration_ms as f64 * 1e6 * *p as f64).max(1.0);
+            let elapsed_ns = (duration_ms as f64 * 1e6 * *p as f64).max(1.0);
             let ratio = m.map_or(0.0, |m| (m.backpressured_ns as f64 / elapsed_ns).min(1.0));
+            let (busy, idle, backpressured) = m.map_or((0, 0, 0), |m| m.time_split());
+            let all = SubtaskRow {
+                busy_ns: busy,
+                idle_ns: idle,
+                backpressured_ns: backpressured,
+                ..SubtaskRow::default()
+            };
+            let subtasks: Vec<Value> = m
+                .map(|m| m.subtasks.as_slice())
+                .unwrap_or_default()
+                .iter()
+                .map(|r| {
+                    json!({
+                        "subtask": r.subtask,
+                        "taskmanager": r.task_manager,
+                        "read-records": r.records_in,
+                        "write-records": r.records_out,
+                        "busy-ns": r.busy_ns,
+                        "idle-ns": r.idle_ns,
+                        "backpressured-ns": r.backpressured_ns,
+                        "watermark": watermark(r.watermark),
+                    })
+                })
+                .collect();
             json!({
                 "id": i,
-                "name": name,
+                "name": v.name,
+                "operators": topology.vertices.get(i).cloned().unwrap_or_else(|| vec![v.name.clone()]),
                 "parallelism": p,
                 "status": j.state(),
                 "metrics": {
                     "read-records": m.map_or(0, |m| m.records_in),
                     "write-records": m.map_or(0, |m| m.records_out),
                     "backpressure-ratio": ratio,
+                    "busy-ratio": all.share(busy),
+                    "busy-ns": busy,
+                    "idle-ns": idle,
+                    "backpressured-ns": backpressured,
                 },
+                "watermark": m.and_then(|m| m.watermarks.iter().map(|(_, w)| *w).min()).and_then(watermark),
+                "subtasks": subtasks,
+            })
+        })
+        .collect();
+    let edges: Vec<Value> = topology
+        .edges
+        .iter()
+        .map(|e| {
+            json!({
+                "source": e.source,
+                "target": e.target,
+                "partitioning": topology.partitioning_with(e, &j.parallelism),
             })
         })
         .collect();
@@ -137,15 +233,183 @@ async fn job(State(shared): State<Shared>, Path(id): Path<String>) -> Reply {
             "jid": j.id,
             "name": j.request.name,
             "state": j.state(),
-            "duration": summary.duration_ms,
-            "error": summary.error,
+            "start-time": j.submitted_at_ms,
+            "end-time": j.ended_at_ms(),
+            "duration": duration_ms,
+            "now": crate::types::epoch_ms(),
+            "error": j.error,
+            "streaming": j.request.streaming,
+            "attempt": j.controller.attempt(),
             "vertices": vertices,
+            "edges": edges,
             "placement": j.placement,
             "queuedOn": j.queued_on,
             "priority": j.request.priority,
-            "restarts": summary.restarts,
+            "restarts": j.controller.restarts(),
         })),
     )
+}
+
+/// A job's failures, after Flink's `/jobs/:jobid/exceptions`: the latest root cause, and the
+/// history (newest first), each with its root cause, operator, subtask and TaskManager.
+async fn exceptions(State(shared): State<Shared>, Path(id): Path<String>) -> Reply {
+    let state = lock(&shared);
+    let Some(j) = state.jobs.get(&id) else {
+        return not_found(&id);
+    };
+    let history = j.controller.exceptions();
+    let latest = history.last();
+    let rows: Vec<Value> = history
+        .iter()
+        .rev()
+        .map(|e| {
+            json!({
+                "timestamp": e.at_ms,
+                "attempt": e.attempt,
+                "root-cause": e.root_cause,
+                "exception": e.error,
+                "operator": e.operator,
+                "subtask": e.subtask,
+                "taskmanager": e.task_manager,
+                "outcome": if e.restarted { "RESTARTED" } else { "FAILED" },
+            })
+        })
+        .collect();
+    (
+        StatusCode::OK,
+        Json(json!({
+            "root-exception": latest.map(|e| &e.root_cause),
+            "timestamp": latest.map(|e| e.at_ms),
+            "history": rows,
+        })),
+    )
+}
+
+/// What a savepoint request may say.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(default)]
+struct SavepointBody {
+    /// Where the savepoint goes (the JobManager's savepoint directory if absent).
+    #[serde(rename = "target-directory")]
+    target_directory: Option<std::path::PathBuf>,
+    /// Cancel the job once the savepoint is taken.
+    #[serde(rename = "cancel-job")]
+    cancel_job: bool,
+}
+
+/// How long a REST call waits for a savepoint to complete.
+const SAVEPOINT_WAIT: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// `POST /jobs/{id}/savepoints`: takes a savepoint (and with `cancel-job`, stops the job after
+/// it); answers with its location once it is complete.
+async fn savepoint(
+    State(shared): State<Shared>,
+    Path(id): Path<String>,
+    body: Option<Json<SavepointBody>>,
+) -> Reply {
+    let body = body.map(|Json(b)| b).unwrap_or_default();
+    take_savepoint(&shared, &id, body.target_directory, body.cancel_job).await
+}
+
+/// `POST /jobs/{id}/stop`: a savepoint, then the job is cancelled.
+async fn stop(
+    State(shared): State<Shared>,
+    Path(id): Path<String>,
+    body: Option<Json<SavepointBody>>,
+) -> Reply {
+    let body = body.map(|Json(b)| b).unwrap_or_default();
+    take_savepoint(&shared, &id, body.target_directory, true).await
+}
+
+async fn take_savepoint(
+    shared: &Shared,
+    id: &str,
+    dir: Option<std::path::PathBuf>,
+    stop: bool,
+) -> Reply {
+    use crate::cluster::jobmanager::refusal::Refusal;
+    use crate::cluster::protocol::Message;
+    let (reply, mut answer) = tokio::sync::mpsc::unbounded_channel();
+    if let Err(refusal) = lock(shared).request_savepoint(id, dir, stop, reply) {
+        let status = match refusal {
+            Refusal::NoSuchJob(_) => StatusCode::NOT_FOUND,
+            _ => StatusCode::CONFLICT,
+        };
+        return (status, Json(json!({"errors": [refusal.to_string()]})));
+    }
+    match tokio::time::timeout(SAVEPOINT_WAIT, answer.recv()).await {
+        Ok(Some(Message::Savepoint(location))) => (
+            StatusCode::OK,
+            Json(json!({"location": location.display().to_string()})),
+        ),
+        Ok(Some(Message::Error(why))) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            Json(json!({"errors": [why]})),
+        ),
+        Ok(other) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            Json(
+                json!({"errors": [format!("the savepoint of job {id} ended without an answer ({other:?})")]}),
+            ),
+        ),
+        Err(_) => (
+            StatusCode::GATEWAY_TIMEOUT,
+            Json(
+                json!({"errors": [format!("the savepoint of job {id} took longer than {SAVEPOINT_WAIT:?}; it may still complete")]}),
+            ),
+        ),
+    }
+}
+
+/// The scheduler's view: its name, the queues, and with RFTS every TaskManager's region and
+/// load, the migrations it made and its rounds over time.
+async fn scheduling(State(shared): State<Shared>) -> Json<Value> {
+    let state = lock(&shared);
+    let cluster = &state.cluster;
+    let loads = cluster.loads(|j| state.jobs.priority(j));
+    let assessment = cluster.scheduler.assess(&loads);
+    let tms: Vec<Value> = loads
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            json!({
+                "id": t.id,
+                "slots": t.slots,
+                "used": t.used,
+                "waiting": t.waiting.iter().map(|(job, _)| job).collect::<Vec<_>>(),
+                "region": assessment.as_ref().and_then(|a| a.region.get(i)).map(|r| r.name()),
+                "load": assessment.as_ref().and_then(|a| a.load.get(i)),
+            })
+        })
+        .collect();
+    let migrations: Vec<Value> = cluster
+        .scheduling
+        .migrations()
+        .rev()
+        .map(|m| json!({"at": m.at_ms, "round": m.round, "job": m.job, "from": m.from, "to": m.to}))
+        .collect();
+    let history: Vec<Value> = cluster
+        .scheduling
+        .rounds()
+        .map(|r| {
+            let tms: Vec<Value> = r
+                .task_managers
+                .iter()
+                .map(|t| json!({"id": t.id, "region": t.region.name(), "load": t.load, "waiting": t.waiting}))
+                .collect();
+            json!({"at": r.at_ms, "round": r.round, "cluster-load": r.cluster_load, "taskmanagers": tms})
+        })
+        .collect();
+    Json(json!({
+        "scheduler": cluster.scheduler.name(),
+        "rebalance-round": cluster.rebalance_round,
+        "scheduler-time-ms": cluster.scheduler_time.as_secs_f64() * 1e3,
+        "cluster-load": assessment.as_ref().map(|a| a.cluster_load),
+        "taskmanagers": tms,
+        "shared-queue": cluster.shared_queue,
+        "migrations": migrations,
+        "history": history,
+    }))
 }
 
 /// A job's checkpoint statistics, after Flink's `/jobs/:jobid/checkpoints`: counts, the latest

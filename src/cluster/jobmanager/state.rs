@@ -66,7 +66,7 @@ struct DeferredFailure {
     /// The job attempt it concerns: dropped once the job has moved on to another.
     attempt: u32,
     at: Instant,
-    error: String,
+    error: HummerError,
 }
 
 /// Where a job's attempt runs.
@@ -438,11 +438,12 @@ impl JobManagerState {
 
     fn rebalance_round(&mut self) -> usize {
         self.cluster.rebalance_round += 1;
+        let round = self.cluster.rebalance_round;
         let loads = self.cluster.loads(|j| self.jobs.priority(j));
-        let moves = self
-            .cluster
-            .scheduler
-            .rebalance(&loads, self.cluster.rebalance_round);
+        if let Some(assessment) = self.cluster.scheduler.assess(&loads) {
+            self.cluster.scheduling.round(round, &loads, &assessment);
+        }
+        let moves = self.cluster.scheduler.rebalance(&loads, round);
         let mut moved = 0;
         for (id, to) in moves {
             let Some(from) = self.jobs.get(&id).and_then(|j| j.queued_on.clone()) else {
@@ -463,6 +464,7 @@ impl JobManagerState {
                 j.queued_on = Some(to.clone());
             }
             tracing::info!(job = %id, from = %from, to = %to, "waiting job migrated");
+            self.cluster.scheduling.migration(round, &id, &from, &to);
             moved += 1;
         }
         let tms: Vec<String> = self.cluster.task_managers.keys().cloned().collect();
@@ -630,14 +632,11 @@ impl JobManagerState {
     }
 
     /// A job's attempt failed: its controller restarts it or fails it.
-    pub fn job_failed(&mut self, job: &str, error: String) {
+    pub fn job_failed(&mut self, job: &str, error: HummerError) {
         let Some(entry) = self.jobs.get_mut(job) else {
             return;
         };
-        match entry
-            .controller
-            .failed(HummerError::Remote(error), Instant::now())
-        {
+        match entry.controller.failed(error, Instant::now()) {
             FailureOutcome::Ignored => {}
             FailureOutcome::Failed(e) => self.end_job(job, JobState::Failed, Some(e.to_string())),
             FailureOutcome::Restart { .. } => {
@@ -685,7 +684,10 @@ impl JobManagerState {
             .jobs
             .ids_where(|j| !j.is_terminal() && j.workers.contains_key(tm));
         for job in affected {
-            self.job_failed(&job, format!("TaskManager {tm} was lost: {reason}"));
+            self.job_failed(
+                &job,
+                HummerError::Remote(format!("TaskManager {tm} was lost: {reason}")),
+            );
         }
     }
 
@@ -697,7 +699,7 @@ impl JobManagerState {
         job: &str,
         task_manager: Option<&str>,
         attempt: u32,
-        error: String,
+        error: HummerError,
     ) {
         self.deferred.push(DeferredFailure {
             job: job.to_string(),

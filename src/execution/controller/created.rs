@@ -17,6 +17,7 @@ impl JobController {
             history: Vec::new(),
             restart_at: None,
             last_failure: None,
+            exceptions: Vec::new(),
         }
     }
 

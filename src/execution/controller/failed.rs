@@ -7,7 +7,9 @@
 use std::time::{Duration, Instant};
 
 use crate::error::HummerError;
-use crate::execution::controller::{DEPLOY_RETRY_MIN, JobController, JobStatus};
+use crate::execution::controller::{
+    DEPLOY_RETRY_MIN, EXCEPTIONS_KEPT, ExceptionRecord, JobController, JobStatus,
+};
 use crate::execution::restart_strategy::{RestartDecision, RestartStrategy};
 
 /// What a failure leads to.
@@ -53,7 +55,14 @@ impl JobController {
         min_delay: Duration,
     ) -> FailureOutcome {
         self.retire_coordinator();
-        match self.tracker.on_failure(now) {
+        let decision = self.tracker.on_failure(now);
+        let restarted = matches!(decision, RestartDecision::RestartAfter(_));
+        if self.exceptions.len() == EXCEPTIONS_KEPT {
+            self.exceptions.remove(0);
+        }
+        self.exceptions
+            .push(ExceptionRecord::of(&error, self.attempt, restarted));
+        match decision {
             RestartDecision::GiveUp { reason } => {
                 let error = match self.tracker.strategy() {
                     RestartStrategy::None => error,

@@ -23,11 +23,13 @@
 //!   sooner than [`DEPLOY_RETRY_MIN`].
 //!
 //! One file per state, each holding the transitions into that state: [`created`],
-//! [`deploying`], [`running`], [`restarting`], [`finished`], [`failed`], [`cancelled`].
+//! [`deploying`], [`running`], [`restarting`], [`finished`], [`failed`], [`cancelled`]; and
+//! the record of the job's failures, [`exceptions`].
 
 mod cancelled;
 mod created;
 mod deploying;
+mod exceptions;
 mod failed;
 mod finished;
 mod restarting;
@@ -43,6 +45,7 @@ use crate::error::{Result, internal};
 use crate::execution::restart_strategy::{RestartStrategy, RestartTracker};
 use crate::types::CheckpointId;
 
+pub use exceptions::{EXCEPTIONS_KEPT, ExceptionRecord};
 pub use failed::FailureOutcome;
 
 /// The shortest wait before a deployment that could not start is tried again.
@@ -115,6 +118,8 @@ pub struct JobController {
     restart_at: Option<Instant>,
     /// The failure that caused the current restart.
     last_failure: Option<String>,
+    /// Every failure, oldest first (the last [`EXCEPTIONS_KEPT`]).
+    exceptions: Vec<ExceptionRecord>,
 }
 
 impl JobController {
@@ -146,6 +151,11 @@ impl JobController {
     /// The failure that caused the restart under way, if any.
     pub fn last_failure(&self) -> Option<&str> {
         self.last_failure.as_deref()
+    }
+
+    /// The job's failures, oldest first.
+    pub fn exceptions(&self) -> &[ExceptionRecord] {
+        &self.exceptions
     }
 
     /// When the next attempt is due, while restarting.

@@ -133,6 +133,18 @@ pub enum Region {
     Ds,
 }
 
+impl Region {
+    /// The paper's name of the region: `UP`, `LP`, `NS` or `DS`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Region::Up => "UP",
+            Region::Lp => "LP",
+            Region::Ns => "NS",
+            Region::Ds => "DS",
+        }
+    }
+}
+
 /// `Metric_j` of every node (see the module doc).
 pub fn metrics(nodes: &[NodeSample], cfg: &RftsConfig) -> Vec<f64> {
     let max_cores = nodes
@@ -215,6 +227,29 @@ pub fn regions(offsets: &[f64], h_threshold: f64, l_threshold: f64) -> Vec<Regio
         .collect()
 }
 
+/// The nodes as one RFTS round sees them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Assessment {
+    /// `Load_j` of every node.
+    pub load: Vec<f64>,
+    /// `C_Load`: the cluster's imbalance.
+    pub cluster_load: f64,
+    /// The region of every node.
+    pub region: Vec<Region>,
+}
+
+/// The loads, the cluster's load and the regions of nodes of metrics `metric` (from
+/// [`metrics`]) running `tasks[j]` tasks each.
+pub fn assess(metric: &[f64], tasks: &[usize], cfg: &RftsConfig) -> Assessment {
+    let load = loads(tasks, metric);
+    let offs = offsets(&load, cfg.beta);
+    Assessment {
+        cluster_load: cluster_load(&load),
+        region: regions(&offs, cfg.h_threshold, cfg.l_threshold),
+        load,
+    }
+}
+
 /// A task waiting for a slot on a node.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct WaitingTask {
@@ -256,12 +291,14 @@ pub fn plan_migrations(
     let mut moves = Vec::new();
     // Each move takes one waiting task: the loop ends.
     loop {
-        let load = loads(&tasks, &metric);
-        if cluster_load(&load) < cfg.beta {
+        let Assessment {
+            load,
+            cluster_load,
+            region,
+        } = assess(&metric, &tasks, cfg);
+        if cluster_load < cfg.beta {
             break;
         }
-        let offs = offsets(&load, cfg.beta);
-        let region = regions(&offs, cfg.h_threshold, cfg.l_threshold);
         let mut up: Vec<usize> = (0..nodes.len())
             .filter(|&j| region[j] == Region::Up && !waiting[j].is_empty())
             .collect();
@@ -441,9 +478,29 @@ pub struct Rfts {
     pub config: RftsConfig,
 }
 
+/// The TaskManagers' latest samples; `None` until every one has sent one (there is nothing
+/// to decide on before).
+fn samples_of(tms: &[crate::scheduler::TaskManagerLoad]) -> Option<Vec<NodeSample>> {
+    tms.iter().map(|t| t.sample.clone()).collect()
+}
+
+/// The tasks of every TaskManager as RFTS counts them: running and waiting.
+fn tasks_of(tms: &[crate::scheduler::TaskManagerLoad]) -> Vec<usize> {
+    tms.iter().map(|t| t.used + t.waiting.len()).collect()
+}
+
 impl crate::scheduler::Scheduler for Rfts {
     fn name(&self) -> &'static str {
         "rfts"
+    }
+
+    fn assess(&self, tms: &[crate::scheduler::TaskManagerLoad]) -> Option<Assessment> {
+        let samples = samples_of(tms)?;
+        Some(assess(
+            &metrics(&samples, &self.config),
+            &tasks_of(tms),
+            &self.config,
+        ))
     }
 
     fn rebalance(
@@ -451,12 +508,7 @@ impl crate::scheduler::Scheduler for Rfts {
         tms: &[crate::scheduler::TaskManagerLoad],
         round: u64,
     ) -> Vec<(String, String)> {
-        // Without a sample of every TaskManager there is nothing to decide on yet.
-        let Some(samples) = tms
-            .iter()
-            .map(|t| t.sample.clone())
-            .collect::<Option<Vec<_>>>()
-        else {
+        let Some(samples) = samples_of(tms) else {
             return Vec::new();
         };
         let mut ids: Vec<&String> = Vec::new();
@@ -475,8 +527,7 @@ impl crate::scheduler::Scheduler for Rfts {
                     .collect()
             })
             .collect();
-        let tasks: Vec<usize> = tms.iter().map(|t| t.used + t.waiting.len()).collect();
-        plan_migrations(&samples, &tasks, &waiting, &self.config, round)
+        plan_migrations(&samples, &tasks_of(tms), &waiting, &self.config, round)
             .into_iter()
             .map(|m| (ids[m.task].clone(), tms[m.to].id.clone()))
             .collect()
