@@ -26,13 +26,43 @@ struct Cluster {
     taskmanagers: Vec<Child>,
     rpc: String,
     rest: String,
+    /// The cluster's certificates and REST token, for a secured cluster.
+    tls: Option<PathBuf>,
 }
 
 impl Cluster {
+    /// A plaintext cluster.
     fn start(taskmanagers: usize, slots: usize) -> Cluster {
+        Cluster::start_with(taskmanagers, slots, false)
+    }
+
+    /// With `secure`, mutual TLS between the processes and HTTPS with a token for REST
+    /// mutations (`hummer cluster certs`).
+    fn start_with(taskmanagers: usize, slots: usize, secure: bool) -> Cluster {
         let dir = tempfile::tempdir().unwrap();
-        let mut jm = Command::new(BIN)
-            .args(["jobmanager", "--insecure", "--rpc", "127.0.0.1:0"])
+        let tls = secure.then(|| {
+            let tls = dir.path().join("tls");
+            let made = Command::new(BIN)
+                .args(["cluster", "certs", "--dir"])
+                .arg(&tls)
+                .output()
+                .unwrap();
+            assert!(made.status.success(), "{made:?}");
+            tls
+        });
+        let security = |c: &mut Command| match &tls {
+            Some(tls) => {
+                c.arg("--tls-dir").arg(tls);
+            }
+            None => {
+                c.arg("--insecure");
+            }
+        };
+        let mut jm = Command::new(BIN);
+        jm.arg("jobmanager");
+        security(&mut jm);
+        let mut jm = jm
+            .args(["--rpc", "127.0.0.1:0"])
             .args(["--rest", "127.0.0.1:0", "--scheduler", "rfts"])
             .args(["--rebalance-interval-ms", "300"])
             .arg("--savepoint-dir")
@@ -52,10 +82,14 @@ impl Cluster {
             rest: lines[0].clone(),
             rpc: lines[1].clone(),
             dir,
+            tls: tls.clone(),
         };
         for i in 0..taskmanagers {
-            let mut tm = Command::new(BIN)
-                .args(["taskmanager", "--insecure", "--jobmanager", &cluster.rpc])
+            let mut tm = Command::new(BIN);
+            tm.arg("taskmanager");
+            security(&mut tm);
+            let mut tm = tm
+                .args(["--jobmanager", &cluster.rpc])
                 .args(["--slots", &slots.to_string()])
                 .args(["--data-addr", &format!("127.0.0.{}", i + 2)])
                 .args([
@@ -94,6 +128,7 @@ impl Cluster {
             .arg("--out")
             .arg(self.dir.path().join("out"))
             .env("HUMMER_JOBMANAGER", &self.rpc)
+            .env("HUMMER_TLS_DIR", self.tls.clone().unwrap_or_default())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -479,4 +514,56 @@ async fn the_dashboard_shows_a_live_cluster_and_acts_on_it() {
         .js("return document.querySelectorAll('#job-graph g.vertex').length;")
         .await;
     assert_eq!(graph.as_u64(), Some(vertices as u64));
+}
+
+/// A secured cluster's REST API is HTTPS and needs its token to act: the dashboard reads
+/// without it, asks for it when a cancel is refused, and the cancel goes through once it is
+/// given.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_a_secured_cluster_the_dashboard_asks_for_the_token_before_acting() {
+    let cluster = Cluster::start_with(1, 2, true);
+    let tls = cluster.tls.clone().unwrap();
+    let job = cluster.submit_window_count();
+    let client = common::cli::Client {
+        jobmanager: cluster.rpc.clone(),
+        tls_dir: Some(tls.clone()),
+    };
+    client.wait_for_job_status(&job, "Running", WAIT, String::new);
+    // The cluster's CA is not in the browser's store.
+    let browser = Browser::start(&screenshots(), &["--ignore-certificate-errors"]).await;
+    browser
+        .goto(&format!("https://{}/#/jobs/{job}", cluster.rest))
+        .await;
+    browser
+        .until(
+            "the job's graph over HTTPS without a token",
+            WAIT,
+            "return document.querySelectorAll('#job-graph g.vertex').length >= 2;",
+        )
+        .await;
+    browser.click("#cancel-job").await;
+    browser
+        .until("the confirmation", WAIT, &visible("#confirm-dialog"))
+        .await;
+    browser.click("#confirm-ok").await;
+    browser
+        .until("the token dialog", WAIT, &visible("#token-dialog"))
+        .await;
+    browser.screenshot("token").await;
+    assert!(
+        client.job_status(&job).contains("Running"),
+        "a cancel without the token is refused: {}",
+        client.job_status(&job)
+    );
+    let token = std::fs::read_to_string(tls.join("rest-token")).unwrap();
+    browser.type_into("#token-input", token.trim()).await;
+    browser.click("#token-save").await;
+    client.wait_for_job_status(&job, "Cancelled", WAIT, String::new);
+    browser
+        .until(
+            "the job shown cancelled",
+            WAIT,
+            "return document.querySelector('#cancel-job').disabled;",
+        )
+        .await;
 }

@@ -108,7 +108,13 @@ async fn task_managers(State(shared): State<Shared>) -> Json<Value> {
                 .filter(|j| !j.is_terminal())
                 .filter_map(|j| {
                     let w = j.workers.get(&t.info.id)?;
-                    Some(json!({"job": j.id, "name": j.request.name, "subtasks": w.slots}))
+                    let subtasks = j.placement.iter().filter(|p| **p == t.info.id).count();
+                    Some(json!({
+                        "job": j.id,
+                        "name": j.request.name,
+                        "slots": w.slots,
+                        "subtasks": subtasks,
+                    }))
                 })
                 .collect();
             json!({
