@@ -3,7 +3,7 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -966,14 +966,8 @@ fn cluster_trial_with(seed: u64, job: &str, events: u64, extra: &[&str]) {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut stdout = BufReader::new(client.stdout.take().unwrap());
-    let mut line = String::new();
-    stdout.read_line(&mut line).unwrap();
-    let id = line
-        .trim()
-        .strip_prefix("submitted job ")
-        .unwrap_or_else(|| panic!("seed {seed}: no job id in {line:?}"))
-        .to_string();
+    let id = common::cli::submitted_job_id(&mut client);
+    let mut stdout = client.stdout.take().unwrap();
     cluster.wait_for_status(&id, "Running", Duration::from_secs(30));
     std::thread::sleep(kill_after);
     let mut victim = cluster.taskmanagers.remove(victim_index);

@@ -9,7 +9,7 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -109,11 +109,17 @@ impl Cluster {
         cluster
     }
 
-    /// Submits the windowed count: endless at `rate` events a second, checkpoints every
-    /// 300 ms, a panic at event 2,000 and restarts. Returns the job id.
-    fn submit_window_count(&self) -> String {
-        let mut client = Command::new(BIN)
-            .args(["run", "window-count", "--parallelism", "2"])
+    /// Submits the windowed count: endless at 2,000 events a second, checkpoints every
+    /// 300 ms, restarts, and with `fail_at` a panic at that event. Returns the job id.
+    fn submit_window_count(&self, fail_at: Option<u64>) -> String {
+        let mut client = Command::new(BIN);
+        client.args(["run", "window-count", "--parallelism", "2"]);
+        if let Some(event) = fail_at {
+            client
+                .args(["--fail-at", &event.to_string(), "--fail-marker"])
+                .arg(self.dir.path().join("failed"));
+        }
+        let mut client = client
             .args(["--events", "1000000000", "--keys", "50", "--rate", "2000"])
             .args([
                 "--checkpoint-interval-ms",
@@ -121,8 +127,6 @@ impl Cluster {
                 "--restart",
                 "fixed-delay:5:200ms",
             ])
-            .args(["--fail-at", "2000", "--fail-marker"])
-            .arg(self.dir.path().join("failed"))
             .arg("--checkpoint-dir")
             .arg(self.dir.path().join("checkpoints"))
             .arg("--out")
@@ -133,14 +137,7 @@ impl Cluster {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        let mut stdout = BufReader::new(client.stdout.take().unwrap());
-        let mut line = String::new();
-        stdout.read_line(&mut line).unwrap();
-        let id = line
-            .trim()
-            .strip_prefix("submitted job ")
-            .unwrap_or_else(|| panic!("no job id in {line:?}"))
-            .to_string();
+        let id = common::cli::submitted_job_id(&mut client);
         // The client waits for the job; it is not needed any more.
         let _ = client.kill();
         let _ = client.wait();
@@ -212,7 +209,7 @@ const WAIT: Duration = Duration::from_secs(30);
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_dashboard_shows_a_live_cluster_and_acts_on_it() {
     let mut cluster = Cluster::start(2, 2);
-    let job = cluster.submit_window_count();
+    let job = cluster.submit_window_count(Some(2_000));
     let browser = Browser::start(&screenshots(), &[]).await;
     let base = format!("http://{}/", cluster.rest);
 
@@ -523,7 +520,7 @@ async fn the_dashboard_shows_a_live_cluster_and_acts_on_it() {
 async fn on_a_secured_cluster_the_dashboard_asks_for_the_token_before_acting() {
     let cluster = Cluster::start_with(1, 2, true);
     let tls = cluster.tls.clone().unwrap();
-    let job = cluster.submit_window_count();
+    let job = cluster.submit_window_count(None);
     let client = common::cli::Client {
         jobmanager: cluster.rpc.clone(),
         tls_dir: Some(tls.clone()),
@@ -551,7 +548,7 @@ async fn on_a_secured_cluster_the_dashboard_asks_for_the_token_before_acting() {
         .await;
     browser.screenshot("token").await;
     assert!(
-        client.job_status(&job).contains("Running"),
+        !client.job_status(&job).contains("Cancelled"),
         "a cancel without the token is refused: {}",
         client.job_status(&job)
     );

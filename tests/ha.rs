@@ -261,15 +261,7 @@ fn submit_event_count(cluster: &HaCluster, events: u64, keys: u64) -> (Child, St
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut line = String::new();
-    let mut stdout = BufReader::new(client.stdout.take().unwrap());
-    stdout.read_line(&mut line).unwrap();
-    let id = line
-        .trim()
-        .strip_prefix("submitted job ")
-        .unwrap_or_else(|| panic!("no job id in {line:?}"))
-        .to_string();
-    client.stdout = Some(stdout.into_inner());
+    let id = common::cli::submitted_job_id(&mut client);
     (client, id)
 }
 

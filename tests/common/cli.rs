@@ -71,6 +71,24 @@ impl Client {
     }
 }
 
+/// The id of the job a client child process submitted: its first stdout line,
+/// `submitted job ID`. Reads byte by byte, so the rest of the child's stdout stays in its pipe
+/// for the caller.
+pub fn submitted_job_id(child: &mut Child) -> String {
+    use std::io::Read;
+    let out = child.stdout.as_mut().expect("piped stdout");
+    let mut line = Vec::new();
+    let mut byte = [0u8];
+    while out.read(&mut byte).unwrap_or(0) == 1 && byte[0] != b'\n' {
+        line.push(byte[0]);
+    }
+    let line = String::from_utf8_lossy(&line).to_string();
+    line.trim()
+        .strip_prefix("submitted job ")
+        .unwrap_or_else(|| panic!("no job id in the client's first line {line:?}"))
+        .to_string()
+}
+
 /// Reads the child's stdout until a line starting with each prefix was seen; returns the rest
 /// of those lines, in the order of `prefixes`, and keeps draining the pipe in the background.
 pub fn read_lines(child: &mut Child, prefixes: &[&str]) -> Vec<String> {
