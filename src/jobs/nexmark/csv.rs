@@ -70,7 +70,12 @@ fn columns<'a, const N: usize>(line: &'a str, table: &str) -> Result<[Cow<'a, st
         match b {
             b',' => {
                 if found == N - 1 {
-                    return Err(count_error(line.split(',').count()));
+                    // Too many columns: count them as the field reader does (a quoted
+                    // field further on may hold commas).
+                    return Err(match fields(line) {
+                        Ok(f) => count_error(f.len()),
+                        Err(e) => e,
+                    });
                 }
                 ends[found] = i;
                 found += 1;
