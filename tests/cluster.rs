@@ -675,15 +675,7 @@ fn monitor_samples_reach_rest_and_prometheus_and_survive_a_restart() {
 }
 
 fn http_text(address: &str, path: &str) -> String {
-    let mut s = TcpStream::connect(address).unwrap();
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut response = String::new();
-    s.read_to_string(&mut response).unwrap();
-    response.split("\r\n\r\n").nth(1).unwrap_or("").to_string()
+    common::cli::http_get_text(address, path)
 }
 
 /// A TaskManager that registers and heartbeats but reports itself saturated and never starts

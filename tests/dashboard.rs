@@ -9,8 +9,6 @@
 
 mod common;
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -167,18 +165,9 @@ impl Drop for Cluster {
     }
 }
 
-/// `GET path` on the REST API.
+/// `GET path` on the REST API, as JSON (`null` if it is not).
 fn rest(address: &str, path: &str) -> Value {
-    let mut s = TcpStream::connect(address).unwrap();
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut response = String::new();
-    s.read_to_string(&mut response).unwrap();
-    let body = response.split("\r\n\r\n").nth(1).unwrap_or("");
-    serde_json::from_str(body).unwrap_or(Value::Null)
+    serde_json::from_str(&common::cli::http_get_text(address, path)).unwrap_or(Value::Null)
 }
 
 fn screenshots() -> PathBuf {

@@ -318,9 +318,17 @@ impl CheckpointCoordinator {
                 self.sources_finished.insert(task);
                 Ok(None)
             }
-            HubEvent::Decline { task, checkpoint } => {
+            HubEvent::Decline {
+                task,
+                checkpoint,
+                reason,
+            } => {
                 if self.pending() == Some(checkpoint) {
-                    self.fail(checkpoint, format!("declined by task {task}"), now);
+                    let why = match reason {
+                        Some(reason) => format!("declined by task {task}: {reason}"),
+                        None => format!("declined by task {task}"),
+                    };
+                    self.fail(checkpoint, why, now);
                 }
                 Ok(None)
             }

@@ -30,12 +30,15 @@ use crate::types::{PARK_SAFETY_TIMEOUT, TaskWaker};
 pub enum HubEvent {
     /// A task took its snapshot of a checkpoint.
     Ack(TaskAck),
-    /// A task gave a checkpoint up (a newer barrier overtook it during alignment).
+    /// A task gave a checkpoint up (a newer barrier overtook it during alignment, or its
+    /// snapshot could not be sent).
     Decline {
         /// Global subtask index.
         task: usize,
         /// The checkpoint given up.
         checkpoint: CheckpointId,
+        /// Why, when it is not that a newer barrier overtook it.
+        reason: Option<String>,
     },
     /// A source subtask has read all its input and waits for the final checkpoint.
     SourceFinished {

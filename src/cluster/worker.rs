@@ -22,7 +22,7 @@ use crate::checkpoint::hub::CheckpointHub;
 
 use crate::channels::Placement;
 use crate::channels::network::DataListener;
-use crate::cluster::protocol::{DeploySpec, Message, PROTOCOL_VERSION, Role, sync_io};
+use crate::cluster::protocol::{DeploySpec, MAX_FRAME, Message, PROTOCOL_VERSION, Role, sync_io};
 use crate::connectors::collect::CollectSlot;
 use crate::error::{HummerError, Result, internal};
 use crate::execution::executor::{self, CheckpointSetup, RuntimeConfig};
@@ -149,6 +149,50 @@ fn send(
     sync_io::write(&mut *stream, message)
 }
 
+/// The message that carries a task's checkpoint report to the JobManager. A snapshot too
+/// large for one frame (`limit` bytes) is declined with the reason instead: sent, the frame
+/// would be refused and the worker's connection closed, failing the job at every checkpoint.
+fn checkpoint_report(
+    attempt: u32,
+    event: crate::checkpoint::hub::HubEvent,
+    limit: usize,
+) -> Message {
+    use crate::checkpoint::hub::HubEvent;
+    // The state bytes are nearly all of a report: only a large one is measured exactly.
+    let state_bytes: usize = match &event {
+        HubEvent::Ack(ack) => ack.snapshot.operators.iter().map(|(_, b)| b.len()).sum(),
+        _ => 0,
+    };
+    let message = Message::Checkpoint { attempt, event };
+    if state_bytes < limit / 2 {
+        return message;
+    }
+    let size = postcard::experimental::serialized_size(&message).unwrap_or(usize::MAX);
+    if size <= limit {
+        return message;
+    }
+    let Message::Checkpoint {
+        event: HubEvent::Ack(ack),
+        ..
+    } = message
+    else {
+        return message;
+    };
+    Message::Checkpoint {
+        attempt,
+        event: HubEvent::Decline {
+            task: ack.task,
+            checkpoint: ack.snapshot.checkpoint,
+            reason: Some(format!(
+                "its snapshot is {} MiB and a worker sends at most {} MiB per task to the \
+                 JobManager",
+                size >> 20,
+                limit >> 20
+            )),
+        },
+    }
+}
+
 /// Forwards the tasks' checkpoint reports to the JobManager.
 fn forward_checkpoint_reports(
     writer: Arc<Mutex<Stream>>,
@@ -159,7 +203,8 @@ fn forward_checkpoint_reports(
         .name("checkpoint-reports".into())
         .spawn(move || {
             for event in reports {
-                if send(&writer, &Message::Checkpoint { attempt, event }).is_err() {
+                let report = checkpoint_report(attempt, event, MAX_FRAME);
+                if send(&writer, &report).is_err() {
                     return;
                 }
             }
@@ -352,4 +397,51 @@ fn run_subtasks(
         vertices,
         collected,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checkpoint::hub::HubEvent;
+    use crate::state::task_state::{TaskAck, TaskSnapshot};
+
+    fn ack(state_bytes: usize) -> HubEvent {
+        let mut snapshot = TaskSnapshot::new(7, 128);
+        snapshot.operators.push((3, vec![0u8; state_bytes]));
+        HubEvent::Ack(TaskAck {
+            task: 2,
+            snapshot,
+            alignment: std::time::Duration::ZERO,
+            sync: std::time::Duration::ZERO,
+        })
+    }
+
+    #[test]
+    fn a_snapshot_too_large_for_a_frame_is_declined_with_its_size() {
+        let small = checkpoint_report(1, ack(1000), 4 << 20);
+        assert!(matches!(
+            small,
+            Message::Checkpoint {
+                event: HubEvent::Ack(_),
+                ..
+            }
+        ));
+        let large = checkpoint_report(1, ack(5 << 20), 4 << 20);
+        let Message::Checkpoint {
+            attempt: 1,
+            event:
+                HubEvent::Decline {
+                    task: 2,
+                    checkpoint: 7,
+                    reason: Some(reason),
+                },
+        } = large
+        else {
+            panic!("not a decline: {large:?}");
+        };
+        assert!(
+            reason.contains("5 MiB") && reason.contains("at most 4 MiB"),
+            "{reason}"
+        );
+    }
 }

@@ -126,6 +126,7 @@ impl<'a> Checkpointing<'a> {
                     hub.report(HubEvent::Decline {
                         task: self.rt.task,
                         checkpoint: aborted,
+                        reason: None,
                     });
                 }
                 self.perform(*then, barrier)

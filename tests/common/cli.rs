@@ -116,3 +116,17 @@ pub fn read_lines(child: &mut Child, prefixes: &[&str]) -> Vec<String> {
     });
     found.into_iter().flatten().collect()
 }
+
+/// The body of `GET path` on a plain-HTTP REST address.
+pub fn http_get_text(address: &str, path: &str) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(address).unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    s.read_to_string(&mut response).unwrap();
+    response.split("\r\n\r\n").nth(1).unwrap_or("").to_string()
+}
