@@ -369,6 +369,12 @@ impl CheckpointCoordinator {
             }
             self.store.complete(files)
         })();
+        // The state bytes are written: their buffers serve the next snapshots.
+        for (_, ack) in pending.acks {
+            for (_, bytes) in ack.snapshot.operators {
+                crate::state::snapshot::recycle(bytes);
+            }
+        }
         self.last_end = Some(now);
         let stats = self.history.iter_mut().rev().find(|h| h.id == id);
         match written {

@@ -207,6 +207,16 @@ fn forward_checkpoint_reports(
                 if send(&writer, &report).is_err() {
                     return;
                 }
+                // Sent: the state's buffers serve the worker's next snapshots.
+                if let Message::Checkpoint {
+                    event: crate::checkpoint::hub::HubEvent::Ack(ack),
+                    ..
+                } = report
+                {
+                    for (_, bytes) in ack.snapshot.operators {
+                        crate::state::snapshot::recycle(bytes);
+                    }
+                }
             }
         })
         .map_err(|e| internal!("cannot forward checkpoint reports: {e}"))?;

@@ -68,22 +68,77 @@ pub fn is_snapshot(bytes: &[u8]) -> bool {
 }
 
 /// Remembers how long an operator's last snapshot was, so that the next one is written into a
-/// buffer of about the right size at once: a snapshot of gigabytes grown by doubling would be
-/// copied and its fresh pages zeroed several times over.
+/// buffer with room for it at once: a snapshot of gigabytes grown by doubling would be copied
+/// several times over. The buffer is one given back by an earlier checkpoint when there is one
+/// ([`recycle`]): its pages are resident already, where a fresh one's must each be faulted in
+/// and zeroed by the kernel (which, with the copies, cost more than the encoding itself).
 #[derive(Debug, Default, Clone, Copy)]
 pub struct SnapshotBuffer {
     last_len: usize,
 }
 
 impl SnapshotBuffer {
-    /// Runs `fill` on a buffer with room for a snapshot a little larger than the last, and
-    /// remembers the length of what it wrote.
+    /// Runs `fill` on an empty buffer with room for a snapshot half again as large as the last,
+    /// and remembers the length of what it wrote. (Room not written is only reserved: untouched
+    /// pages cost nothing.)
     pub fn write(&mut self, fill: impl FnOnce(&mut Vec<u8>) -> Result<()>) -> Result<Vec<u8>> {
-        let mut out = Vec::with_capacity(self.last_len + self.last_len / 8 + 64);
+        let mut out = take_buffer(self.last_len + self.last_len / 2 + 64);
         fill(&mut out)?;
         self.last_len = out.len();
         Ok(out)
     }
+}
+
+/// Buffers smaller than this are not worth keeping.
+const RECYCLE_MIN: usize = 1 << 20;
+
+/// Buffers kept at most. Each was a snapshot alive at the same time as the state it copied,
+/// so keeping them never holds more memory than the checkpoints that wrote them did.
+const RECYCLE_MAX: usize = 64;
+
+/// Snapshot buffers given back once their checkpoint was written, for the process's next
+/// snapshots.
+static RECYCLED: std::sync::Mutex<Vec<Vec<u8>>> = std::sync::Mutex::new(Vec::new());
+
+/// Gives a snapshot buffer back once its bytes are written (or sent), for a later snapshot.
+pub fn recycle(mut buffer: Vec<u8>) {
+    if buffer.capacity() < RECYCLE_MIN {
+        return;
+    }
+    buffer.clear();
+    let mut pool = RECYCLED.lock().unwrap_or_else(|p| p.into_inner());
+    if pool.len() < RECYCLE_MAX {
+        pool.push(buffer);
+    }
+}
+
+/// An empty buffer of at least `capacity`: for a large snapshot, the smallest recycled one
+/// that is large enough. Failing that, a new one with room to grow into (reserved, not
+/// touched), and the largest recycled buffer that was too small is let go: growing it would
+/// copy all it ever held, and keeping it would hold memory no snapshot uses.
+fn take_buffer(capacity: usize) -> Vec<u8> {
+    if capacity < RECYCLE_MIN / 2 {
+        return Vec::with_capacity(capacity);
+    }
+    let mut pool = RECYCLED.lock().unwrap_or_else(|p| p.into_inner());
+    let fits = pool
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| b.capacity() >= capacity)
+        .min_by_key(|(_, b)| b.capacity())
+        .map(|(i, _)| i);
+    if let Some(i) = fits {
+        return pool.swap_remove(i);
+    }
+    let outgrown = pool
+        .iter()
+        .enumerate()
+        .max_by_key(|(_, b)| b.capacity())
+        .map(|(i, _)| i);
+    if let Some(i) = outgrown {
+        drop(pool.swap_remove(i));
+    }
+    Vec::with_capacity(capacity.saturating_mul(2))
 }
 
 /// A postcard output that appends to a buffer in place.
@@ -320,6 +375,30 @@ impl<K: Hash + Eq + Serialize + DeserializeOwned, V: Serialize + DeserializeOwne
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_large_snapshot_reuses_a_buffer_given_back_empty() {
+        // An odd size that no other test's snapshot asks for.
+        let size = (3 << 20) + 12_345;
+        let mut given = Vec::with_capacity(size);
+        given.extend_from_slice(b"old bytes");
+        let address = given.as_ptr();
+        recycle(given);
+        let mut buffer = SnapshotBuffer { last_len: 0 };
+        buffer.last_len = size * 2 / 3 - 64;
+        let out = buffer
+            .write(|out| {
+                assert!(out.is_empty(), "a recycled buffer comes back empty");
+                assert_eq!(out.as_ptr(), address, "the given-back buffer is reused");
+                out.extend_from_slice(b"new");
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(out, b"new");
+        // Small buffers are not kept, and small snapshots take fresh ones.
+        recycle(Vec::with_capacity(1000));
+        assert!(take_buffer(100).capacity() < RECYCLE_MIN);
+    }
     use crate::state::key_groups::key_groups_of_subtask;
     use proptest::prelude::*;
     use std::collections::HashMap;
