@@ -113,10 +113,13 @@ impl HummerError {
         }
     }
 
-    /// The error under any operator attribution.
+    /// What went wrong at the bottom: the error under every operator attribution, worker
+    /// report and restart-strategy verdict.
     pub fn root_cause(&self) -> &HummerError {
         match self {
-            HummerError::Operator { cause, .. } => cause.root_cause(),
+            HummerError::Operator { cause, .. }
+            | HummerError::Worker { cause, .. }
+            | HummerError::JobFailed { cause, .. } => cause.root_cause(),
             other => other,
         }
     }
@@ -141,16 +144,6 @@ impl HummerError {
             HummerError::Worker { task_manager, .. } => Some(task_manager),
             HummerError::JobFailed { cause, .. } => cause.failing_task_manager(),
             _ => None,
-        }
-    }
-
-    /// What went wrong at the bottom: the error under every attribution and report.
-    pub fn innermost(&self) -> &HummerError {
-        match self {
-            HummerError::Operator { cause, .. }
-            | HummerError::Worker { cause, .. }
-            | HummerError::JobFailed { cause, .. } => cause.innermost(),
-            other => other,
         }
     }
 

@@ -193,6 +193,15 @@ fn visible(css: &str) -> String {
     )
 }
 
+/// Clicks the action button `css` and confirms it in the dialog it opens.
+async fn click_and_confirm(browser: &Browser, css: &str) {
+    browser.click(css).await;
+    browser
+        .until("the confirmation", WAIT, &visible("#confirm-dialog"))
+        .await;
+    browser.click("#confirm-ok").await;
+}
+
 const WAIT: Duration = Duration::from_secs(30);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -437,11 +446,7 @@ async fn the_dashboard_shows_a_live_cluster_and_acts_on_it() {
             "return document.querySelector('#savepoint-job') !== null;",
         )
         .await;
-    browser.click("#savepoint-job").await;
-    browser
-        .until("the confirmation", WAIT, &visible("#confirm-dialog"))
-        .await;
-    browser.click("#confirm-ok").await;
+    click_and_confirm(&browser, "#savepoint-job").await;
     let savepoints = cluster.dir.path().join("savepoints");
     let location = browser
         .until(
@@ -460,11 +465,7 @@ async fn the_dashboard_shows_a_live_cluster_and_acts_on_it() {
     );
 
     // Cancel through the button, checked through REST.
-    browser.click("#cancel-job").await;
-    browser
-        .until("the confirmation", WAIT, &visible("#confirm-dialog"))
-        .await;
-    browser.click("#confirm-ok").await;
+    click_and_confirm(&browser, "#cancel-job").await;
     let started = std::time::Instant::now();
     loop {
         let state = rest(&cluster.rest, &format!("/jobs/{job}"))["state"].clone();
@@ -527,11 +528,7 @@ async fn on_a_secured_cluster_the_dashboard_asks_for_the_token_before_acting() {
             "return document.querySelectorAll('#job-graph g.vertex').length >= 2;",
         )
         .await;
-    browser.click("#cancel-job").await;
-    browser
-        .until("the confirmation", WAIT, &visible("#confirm-dialog"))
-        .await;
-    browser.click("#confirm-ok").await;
+    click_and_confirm(&browser, "#cancel-job").await;
     browser
         .until("the token dialog", WAIT, &visible("#token-dialog"))
         .await;

@@ -512,7 +512,6 @@ mod tests {
                         busy_ns: 6,
                         idle_ns: 7,
                         backpressured_ns: 5,
-                        watermark: 7,
                     }],
                 }],
                 collected: vec![(3, vec![9, 9])],

@@ -79,12 +79,9 @@ pub(crate) fn run(spec: DeploySpec, job: WorkerJob<'_>) -> ! {
         Ok(message) => message.clone(),
         Err(e) => Message::WorkerFailed {
             error: e.root_cause().to_string(),
-            operator: match &e {
-                HummerError::Operator {
-                    operator, subtask, ..
-                } => Some((operator.clone(), *subtask)),
-                _ => None,
-            },
+            operator: e
+                .failing_operator()
+                .map(|(operator, subtask)| (operator.to_string(), subtask)),
             secondary: matches!(e.root_cause(), HummerError::Network { .. }),
         },
     };

@@ -101,7 +101,6 @@ impl SubtaskMetrics {
             busy_ns: alive.saturating_sub(idle_ns + backpressured_ns),
             idle_ns,
             backpressured_ns,
-            watermark: self.watermark.load(Ordering::Relaxed),
         }
     }
 }
@@ -123,20 +122,6 @@ pub struct SubtaskRow {
     pub idle_ns: u64,
     /// Nanoseconds spent waiting for space in full output channels.
     pub backpressured_ns: u64,
-    /// Its current watermark.
-    pub watermark: Timestamp,
-}
-
-impl SubtaskRow {
-    /// Share of `busy_ns`, `idle_ns` and `backpressured_ns` that `part` is, in `0..=1`.
-    pub fn share(&self, part: u64) -> f64 {
-        let total = self.busy_ns + self.idle_ns + self.backpressured_ns;
-        if total == 0 {
-            0.0
-        } else {
-            (part as f64 / total as f64).min(1.0)
-        }
-    }
 }
 
 /// Totals of one job vertex, reported in [`crate::api::JobResult`].
@@ -184,6 +169,14 @@ impl VertexMetrics {
         });
         self.subtasks.extend_from_slice(&other.subtasks);
         self.subtasks.sort_by_key(|r| r.subtask);
+    }
+
+    /// The current watermark of subtask `subtask`, if it reported one.
+    pub fn watermark_of(&self, subtask: usize) -> Option<Timestamp> {
+        self.watermarks
+            .iter()
+            .find(|(s, _)| *s == subtask)
+            .map(|(_, w)| *w)
     }
 
     /// Nanoseconds of all subtasks `(busy, idle, backpressured)`.

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use crate::cluster::jobmanager::{Shared, lock};
 use crate::cluster::protocol::JobState;
-use crate::types::metrics::SubtaskRow;
+use crate::scheduler::rfts::Assessment;
 
 /// The REST routes over the JobManager's state.
 pub fn router(shared: Shared) -> Router {
@@ -92,6 +92,16 @@ async fn overview(State(shared): State<Shared>) -> Json<Value> {
     }))
 }
 
+/// The RFTS region of the `i`-th TaskManager (in the order the scheduler assessed them).
+fn region(assessment: &Option<Assessment>, i: usize) -> Option<&'static str> {
+    assessment.as_ref()?.region.get(i).map(|r| r.name())
+}
+
+/// The RFTS load of the `i`-th TaskManager.
+fn load(assessment: &Option<Assessment>, i: usize) -> Option<f64> {
+    assessment.as_ref()?.load.get(i).copied()
+}
+
 async fn task_managers(State(shared): State<Shared>) -> Json<Value> {
     let state = lock(&shared);
     let loads = state.cluster.loads(|j| state.jobs.priority(j));
@@ -128,8 +138,8 @@ async fn task_managers(State(shared): State<Shared>) -> Json<Value> {
                 "memoryLoad": t.resources.sample.memory,
                 "timeSinceLastHeartbeatMs": t.last_heartbeat.elapsed().as_millis() as u64,
                 "waitingJobs": state.cluster.queues.get(&t.info.id).map_or(0, Vec::len),
-                "region": assessment.as_ref().and_then(|a| a.region.get(i)).map(|r| r.name()),
-                "load": assessment.as_ref().and_then(|a| a.load.get(i)),
+                "region": region(&assessment, i),
+                "load": load(&assessment, i),
                 "workers": workers,
             })
         })
@@ -179,12 +189,7 @@ async fn job(State(shared): State<Shared>, Path(id): Path<String>) -> Reply {
             let elapsed_ns = (duration_ms as f64 * 1e6 * *p as f64).max(1.0);
             let ratio = m.map_or(0.0, |m| (m.backpressured_ns as f64 / elapsed_ns).min(1.0));
             let (busy, idle, backpressured) = m.map_or((0, 0, 0), |m| m.time_split());
-            let all = SubtaskRow {
-                busy_ns: busy,
-                idle_ns: idle,
-                backpressured_ns: backpressured,
-                ..SubtaskRow::default()
-            };
+            let alive = (busy + idle + backpressured).max(1);
             let subtasks: Vec<Value> = m
                 .map(|m| m.subtasks.as_slice())
                 .unwrap_or_default()
@@ -198,7 +203,7 @@ async fn job(State(shared): State<Shared>, Path(id): Path<String>) -> Reply {
                         "busy-ns": r.busy_ns,
                         "idle-ns": r.idle_ns,
                         "backpressured-ns": r.backpressured_ns,
-                        "watermark": watermark(r.watermark),
+                        "watermark": m.and_then(|m| m.watermark_of(r.subtask)).and_then(watermark),
                     })
                 })
                 .collect();
@@ -212,7 +217,7 @@ async fn job(State(shared): State<Shared>, Path(id): Path<String>) -> Reply {
                     "read-records": m.map_or(0, |m| m.records_in),
                     "write-records": m.map_or(0, |m| m.records_out),
                     "backpressure-ratio": ratio,
-                    "busy-ratio": all.share(busy),
+                    "busy-ratio": busy as f64 / alive as f64,
                     "busy-ns": busy,
                     "idle-ns": idle,
                     "backpressured-ns": backpressured,
@@ -383,8 +388,8 @@ async fn scheduling(State(shared): State<Shared>) -> Json<Value> {
                 "slots": t.slots,
                 "used": t.used,
                 "waiting": t.waiting.iter().map(|(job, _)| job).collect::<Vec<_>>(),
-                "region": assessment.as_ref().and_then(|a| a.region.get(i)).map(|r| r.name()),
-                "load": assessment.as_ref().and_then(|a| a.load.get(i)),
+                "region": region(&assessment, i),
+                "load": load(&assessment, i),
             })
         })
         .collect();

@@ -36,7 +36,7 @@ impl ExceptionRecord {
         ExceptionRecord {
             at_ms: crate::types::epoch_ms(),
             attempt,
-            root_cause: error.innermost().to_string(),
+            root_cause: error.root_cause().to_string(),
             error: error.to_string(),
             operator: operator.map(|(o, _)| o.to_string()),
             subtask: operator.map(|(_, s)| s),
