@@ -92,6 +92,14 @@ pub enum HummerError {
         #[source]
         cause: Box<HummerError>,
     },
+    /// A checkpoint cannot be completed (the job goes on; a later checkpoint may complete).
+    #[error("checkpoint {checkpoint}: {reason}")]
+    Checkpoint {
+        /// The checkpoint.
+        checkpoint: u64,
+        /// Why it cannot be completed.
+        reason: String,
+    },
     /// The job was cancelled before it finished.
     #[error("job cancelled")]
     Cancelled,

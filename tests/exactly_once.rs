@@ -440,3 +440,149 @@ fn windows_and_timers_restored_at_another_parallelism_are_exactly_once() {
         assert!(verdict.is_exactly_once(), "{variant:?}: {verdict:?}");
     }
 }
+
+/// Builds a job whose keyed state is checkpointed incrementally: a running count per key over
+/// many keys (`.count()`, an update per event), so that between two checkpoints only a few of
+/// them change. `fail_at` events panic the map in front of it once each.
+fn incremental_counting_job(
+    env: &StreamExecutionEnvironment,
+    events: u64,
+    keys: u64,
+    fail_at: Vec<u64>,
+    out: &Path,
+) {
+    let fired: Arc<Vec<AtomicBool>> =
+        Arc::new(fail_at.iter().map(|_| AtomicBool::new(false)).collect());
+    env.add_source(
+        GeneratorSource::new(|i| i)
+            .with_count(events)
+            .with_rate(200_000.0),
+    )
+    .map(move |e: u64| {
+        if let Some(i) = fail_at.iter().position(|f| *f == e)
+            && !fired[i].swap(true, Ordering::SeqCst)
+        {
+            panic!("injected failure at event {e}");
+        }
+        e
+    })
+    .key_by(move |e: &u64| e % keys)
+    .count()
+    .name("many-key counter")
+    .map(|(k, n): (u64, u64)| format!("{k} {n}"))
+    .write_text_file(out);
+}
+
+/// Checks the committed `key count` updates: per key exactly the counts 1..=n, n being how
+/// many of the events have that key.
+fn verify_counts(out: &Path, events: u64, keys: u64, label: &str) {
+    let mut seen: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
+    let mut files: Vec<PathBuf> = Vec::new();
+    let mut dirs = vec![out.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            let path = entry.path();
+            let name = entry.file_name().to_string_lossy().to_string();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if !name.starts_with('.') && !name.starts_with('_') {
+                files.push(path);
+            }
+        }
+    }
+    for file in files {
+        for line in std::fs::read_to_string(&file).unwrap().lines() {
+            let (k, n) = line.split_once(' ').expect("a `key count` line");
+            seen.entry(k.parse().unwrap())
+                .or_default()
+                .push(n.parse().unwrap());
+        }
+    }
+    for k in 0..keys.min(events) {
+        let want = events / keys + u64::from(k < events % keys);
+        let mut got = seen.remove(&k).unwrap_or_default();
+        got.sort_unstable();
+        assert!(
+            got.iter().copied().eq(1..=want),
+            "{label}: key {k} has counts {got:?}, 1..={want} expected"
+        );
+    }
+    assert!(
+        seen.is_empty(),
+        "{label}: unexpected keys {:?}",
+        seen.keys()
+    );
+}
+
+/// Whether any checkpoint under `dir` builds on another (was written incrementally).
+fn some_checkpoint_is_incremental(dir: &Path) -> bool {
+    let mut dirs = vec![dir.to_path_buf()];
+    while let Some(d) = dirs.pop() {
+        for entry in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if entry.file_name() == "_metadata"
+                && std::fs::read_to_string(&path).is_ok_and(|m| m.contains("\"bases\""))
+            {
+                return true;
+            }
+        }
+    }
+    false
+}
+
+/// Incremental checkpoints under failures, and restored at another parallelism: a failure
+/// restores the chain of deltas its checkpoint builds on; the output stays exactly once.
+#[test]
+fn randomized_failures_keep_incrementally_checkpointed_state_exactly_once() {
+    let root = tempfile::tempdir().unwrap();
+    for seed in trial_seeds(6, 104_729) {
+        let mut rng = Rng::new(seed);
+        let events = 60_000 + rng.below(90_000);
+        let keys = 20_000 + rng.below(40_000);
+        let parallelism = 1 + rng.below(3) as usize;
+        let failures: Vec<u64> = (0..1 + rng.below(3))
+            .map(|_| events / 4 + rng.below(events / 2))
+            .collect();
+        let rescale_to = 1 + rng.below(3) as usize;
+        let label = format!(
+            "trial seed {seed}: {events} events, {keys} keys, parallelism {parallelism}, \
+             failures at {failures:?}, then restored at parallelism {rescale_to}"
+        );
+        eprintln!("{label}");
+        let dir = root.path().join(format!("trial-{seed}"));
+        let (out, checkpoints) = (dir.join("out"), dir.join("checkpoints"));
+
+        // Restarts from its own checkpoints until its last failure, which ends the run.
+        let env = StreamExecutionEnvironment::local();
+        env.set_parallelism(parallelism)
+            .set_runtime_mode(RuntimeMode::Streaming)
+            .set_checkpoint_config(checkpoint_config(&checkpoints))
+            .set_restart_strategy(RestartStrategy::FixedDelay {
+                attempts: failures.len() as u32 - 1,
+                delay: Duration::from_millis(5),
+            });
+        incremental_counting_job(&env, events, keys, failures.clone(), &out);
+        let first = env.execute("incremental, first run");
+        assert!(
+            first.is_err(),
+            "{label}: the last failure ends the first run"
+        );
+        assert!(
+            some_checkpoint_is_incremental(&checkpoints),
+            "{label}: no checkpoint was a delta"
+        );
+
+        // The same job, restored at another parallelism from the newest checkpoint.
+        let env = StreamExecutionEnvironment::local();
+        env.set_parallelism(rescale_to)
+            .set_runtime_mode(RuntimeMode::Streaming)
+            .set_checkpoint_config(checkpoint_config(&dir.join("checkpoints-2")))
+            .set_restore_from(Some(run_dir(&checkpoints)));
+        incremental_counting_job(&env, events, keys, vec![], &out);
+        env.execute("incremental, restored")
+            .unwrap_or_else(|e| panic!("{label}: {e}"));
+        verify_counts(&out, events, keys, &label);
+    }
+}

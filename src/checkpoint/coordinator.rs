@@ -22,9 +22,9 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use crate::checkpoint::hub::HubEvent;
-use crate::checkpoint::store::{CheckpointStore, CompletedCheckpoint};
+use crate::checkpoint::store::{CheckpointStore, CompletedCheckpoint, TASK_FILE_PREFIX};
 use crate::error::{HummerError, Result, internal};
-use crate::state::task_state::{RestoredState, TaskAck, TaskSnapshot};
+use crate::state::task_state::{RestoredState, TaskAck};
 use crate::types::CheckpointId;
 
 /// Checkpoint settings of a job (Flink's `CheckpointConfig`).
@@ -216,13 +216,18 @@ pub struct CheckpointCoordinator {
     /// Trigger at the next tick regardless of the interval (a savepoint was asked for).
     forced: bool,
     history: Vec<CheckpointStats>,
+    /// Checkpoints this coordinator completed that the store still keeps: their nonce and
+    /// the bases they build on, for the deltas of later checkpoints.
+    kept: BTreeMap<CheckpointId, (u64, BTreeMap<u64, u64>)>,
 }
 
 use crate::types::epoch_ms as now_ms;
 
 impl CheckpointCoordinator {
     /// A coordinator for a job of `tasks` tasks, `sources` of them sources, whose attempt
-    /// restarted from checkpoint `restored` (0: none); ids continue above it.
+    /// restarted from checkpoint `restored` (0: none); ids continue above it and above every
+    /// checkpoint in the directory, so that no checkpoint (a damaged one an earlier attempt
+    /// left, which a restore skipped) is ever written over.
     pub fn new(
         config: CheckpointConfig,
         graph: GraphInfo,
@@ -233,6 +238,7 @@ impl CheckpointCoordinator {
     ) -> Result<Self> {
         config.validate()?;
         let store = CheckpointStore::open(&config.dir, config.retain)?;
+        let newest = store.ids()?.first().copied().unwrap_or(0);
         Ok(CheckpointCoordinator {
             config,
             store,
@@ -240,13 +246,14 @@ impl CheckpointCoordinator {
             tasks,
             sources,
             sources_finished: HashSet::new(),
-            next_id: restored + 1,
+            next_id: restored.max(newest) + 1,
             pending: None,
             final_done: false,
             last_trigger: now,
             last_end: None,
             forced: false,
             history: Vec::new(),
+            kept: BTreeMap::new(),
         })
     }
 
@@ -355,8 +362,10 @@ impl CheckpointCoordinator {
         let id = pending.id;
         let mut size = 0u64;
         let mut alignment = Duration::ZERO;
-        let written = (|| {
+        let written = (|| -> Result<()> {
+            let bases = self.bases_of(&pending)?;
             let mut files = self.store.begin(id)?;
+            files.build_on(bases);
             let graph = serde_json::to_vec_pretty(&self.graph)
                 .map_err(|e| internal!("checkpoint graph: {e}"))?;
             files.write(GRAPH_FILE, &graph)?;
@@ -365,9 +374,13 @@ impl CheckpointCoordinator {
                 let parts: Vec<&[u8]> = parts.iter().map(|p| p.as_ref()).collect();
                 size += parts.iter().map(|p| p.len() as u64).sum::<u64>();
                 alignment = alignment.max(ack.alignment);
-                files.write_parts(&format!("task-{task}"), &parts)?;
+                files.write_parts(&format!("{TASK_FILE_PREFIX}{task}"), &parts)?;
             }
-            self.store.complete(files)
+            let metadata = self.store.complete(files)?;
+            let kept = self.store.ids()?;
+            self.kept.retain(|id, _| kept.contains(id));
+            self.kept.insert(id, (metadata.nonce, metadata.bases));
+            Ok(())
         })();
         // The state bytes are written: their buffers serve the next snapshots.
         for (_, ack) in pending.acks {
@@ -398,6 +411,33 @@ impl CheckpointCoordinator {
                 Err(e)
             }
         }
+    }
+
+    /// Every checkpoint the acknowledged state builds on (deltas' bases, transitively), with
+    /// its nonce. A delta on a checkpoint this coordinator did not complete, or that is no
+    /// longer kept, fails the checkpoint: its state could not be restored.
+    fn bases_of(&self, pending: &Pending) -> Result<BTreeMap<u64, u64>> {
+        let mut bases = BTreeMap::new();
+        for (task, ack) in &pending.acks {
+            for (node, bytes) in &ack.snapshot.operators {
+                let Some(base) = crate::state::snapshot::delta_base(bytes) else {
+                    continue;
+                };
+                let (nonce, below) =
+                    self.kept
+                        .get(&base)
+                        .ok_or_else(|| HummerError::Checkpoint {
+                            checkpoint: pending.id,
+                            reason: format!(
+                                "the state of operator {node} in task {task} is a delta on \
+                                 checkpoint {base}, which is not a kept checkpoint of this run"
+                            ),
+                        })?;
+                bases.insert(base, *nonce);
+                bases.extend(below.iter().map(|(id, nonce)| (*id, *nonce)));
+            }
+        }
+        Ok(bases)
     }
 
     fn fail(&mut self, id: CheckpointId, reason: String, now: Instant) {
@@ -441,16 +481,204 @@ pub fn load(checkpoint: &CompletedCheckpoint) -> Result<(GraphInfo, RestoredStat
         ..RestoredState::default()
     };
     for name in checkpoint.metadata.files.keys() {
-        if !name.starts_with("task-") {
+        if !name.starts_with(TASK_FILE_PREFIX) {
             continue;
         }
-        let bytes = checkpoint.read(name)?;
-        let snapshot: TaskSnapshot =
-            postcard::from_bytes(&bytes).map_err(|e| HummerError::BadInput {
-                input: checkpoint.dir.join(name).display().to_string(),
-                reason: format!("undecodable task snapshot: {e}"),
-            })?;
-        restored.add(snapshot);
+        restored.add(crate::checkpoint::chains::read_task(checkpoint, name)?);
     }
     Ok((graph, restored))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checkpoint::store::{copy_checkpoint, find_checkpoint};
+    use crate::state::keyed_table::KeyedTable;
+    use crate::state::snapshot::delta_base;
+    use crate::state::task_state::TaskSnapshot;
+    use std::collections::HashMap;
+
+    const NODE: usize = 5;
+
+    /// A coordinator of a one-task job (a source that never finishes) keeping `retain` checkpoints in `dir`,
+    /// its attempt restored from `restored`.
+    fn coordinator(dir: &std::path::Path, retain: usize, restored: u64) -> CheckpointCoordinator {
+        let mut config = CheckpointConfig::new(Duration::from_millis(10), dir);
+        config.retain = retain;
+        CheckpointCoordinator::new(config, GraphInfo::default(), 1, 1, restored, Instant::now())
+            .unwrap()
+    }
+
+    /// Triggers the next checkpoint and acknowledges it with `state` as the task's only
+    /// operator state; returns the checkpoint's id and what the coordinator said.
+    fn checkpoint(
+        c: &mut CheckpointCoordinator,
+        state: impl FnOnce(CheckpointId) -> Vec<u8>,
+    ) -> (CheckpointId, Result<Option<CheckpointId>>) {
+        let now = c.last_trigger + Duration::from_secs(1);
+        let trigger = c.tick(now).unwrap();
+        let mut snapshot = TaskSnapshot::new(trigger.id, 128);
+        snapshot.operators.push((NODE, state(trigger.id)));
+        let ack = TaskAck {
+            task: 0,
+            snapshot,
+            alignment: Duration::ZERO,
+            sync: Duration::ZERO,
+        };
+        (trigger.id, c.on_event(HubEvent::Ack(ack), now))
+    }
+
+    /// The table restored from `checkpoint` (every piece of the node, in order).
+    fn restored(checkpoint: &CompletedCheckpoint) -> HashMap<u32, u64> {
+        let (_, state) = load(checkpoint).unwrap();
+        let mut table = KeyedTable::<u32, u64>::default();
+        for piece in state.operator(NODE) {
+            table.restore(piece, 0..128, "test").unwrap();
+        }
+        table.drain().collect()
+    }
+
+    fn put(table: &mut KeyedTable<u32, u64>, keys: std::ops::Range<u32>, value: u64) {
+        keys.for_each(|k| table.insert(k, value));
+    }
+
+    #[test]
+    fn deltas_are_stored_with_their_bases_and_restore_whole() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("job");
+        let mut c = coordinator(&dir, 1, 0);
+        let mut table = KeyedTable::<u32, u64>::default();
+        put(&mut table, 0..1000, 1);
+        let (one, done) = checkpoint(&mut c, |id| table.snapshot_for(id, 128).unwrap());
+        assert_eq!(done.unwrap(), Some(one));
+        // Deltas on the last completed checkpoint, each completed before the next.
+        let mut stored = Vec::new();
+        for round in 0..3u64 {
+            table.checkpoint_complete(c.history().last().unwrap().id);
+            put(
+                &mut table,
+                10 * round as u32..10 * round as u32 + 10,
+                round + 2,
+            );
+            let (id, done) = checkpoint(&mut c, |id| {
+                let bytes = table.snapshot_for(id, 128).unwrap();
+                assert!(delta_base(&bytes).is_some(), "checkpoint {id} is a delta");
+                bytes
+            });
+            assert_eq!(done.unwrap(), Some(id));
+            stored.push(id);
+        }
+        let mut expected: HashMap<u32, u64> = (0..1000).map(|k| (k, 1)).collect();
+        (0..30).for_each(|k| {
+            expected.insert(k, u64::from(k / 10) + 2);
+        });
+        let store = CheckpointStore::open(&dir, 1).unwrap();
+        // Only the newest is retained, but everything it builds on is kept.
+        assert_eq!(store.ids().unwrap(), vec![4, 3, 2, 1]);
+        let latest = store.latest_valid().unwrap().unwrap();
+        assert_eq!(latest.metadata.id, 4);
+        assert_eq!(
+            latest.metadata.bases.keys().copied().collect::<Vec<_>>(),
+            vec![1, 2, 3]
+        );
+        assert_eq!(restored(&latest), expected);
+
+        // A savepoint holds the whole chain and needs nothing of the job's directory.
+        let savepoint = tmp.path().join("savepoint/chk-4");
+        copy_checkpoint(&latest, &savepoint).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        let found = find_checkpoint(&savepoint).unwrap();
+        assert!(found.metadata.bases.is_empty());
+        assert_eq!(restored(&found), expected);
+    }
+
+    #[test]
+    fn a_full_checkpoint_lets_the_chain_go_and_a_lost_base_fails_the_checkpoint() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("job");
+        let mut c = coordinator(&dir, 1, 0);
+        let mut table = KeyedTable::<u32, u64>::default();
+        put(&mut table, 0..100, 1);
+        checkpoint(&mut c, |id| table.snapshot_for(id, 128).unwrap())
+            .1
+            .unwrap();
+        table.checkpoint_complete(1);
+        put(&mut table, 0..1, 2);
+        checkpoint(&mut c, |id| table.snapshot_for(id, 128).unwrap())
+            .1
+            .unwrap();
+        // A full snapshot (most keys changed): the chain is no longer needed.
+        table.checkpoint_complete(2);
+        put(&mut table, 0..100, 3);
+        checkpoint(&mut c, |id| table.snapshot_for(id, 128).unwrap())
+            .1
+            .unwrap();
+        let store = CheckpointStore::open(&dir, 1).unwrap();
+        assert_eq!(store.ids().unwrap(), vec![3]);
+        // A delta on a checkpoint that is gone cannot complete, and says why.
+        table.checkpoint_complete(1);
+        let (id, done) = checkpoint(&mut c, |_| {
+            let mut stale = KeyedTable::<u32, u64>::default();
+            put(&mut stale, 0..100, 1);
+            stale.snapshot_for(1, 128).unwrap();
+            stale.checkpoint_complete(1);
+            stale.insert(7, 7);
+            stale.snapshot_for(4, 128).unwrap()
+        });
+        let err = done.unwrap_err().to_string();
+        assert!(
+            err.contains("delta on checkpoint 1, which is not a kept checkpoint"),
+            "{err}"
+        );
+        let last = c.history().last().unwrap();
+        assert_eq!(last.id, id);
+        assert!(matches!(&last.status, CheckpointStatus::Failed(r) if r.contains("not a kept")));
+        assert_eq!(store.latest_valid().unwrap().unwrap().metadata.id, 3);
+    }
+
+    #[test]
+    fn a_checkpoint_whose_base_is_damaged_or_replaced_is_skipped() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("job");
+        let mut c = coordinator(&dir, 3, 0);
+        let mut table = KeyedTable::<u32, u64>::default();
+        put(&mut table, 0..100, 1);
+        checkpoint(&mut c, |id| table.snapshot_for(id, 128).unwrap())
+            .1
+            .unwrap();
+        table.checkpoint_complete(1);
+        put(&mut table, 0..1, 2);
+        checkpoint(&mut c, |id| table.snapshot_for(id, 128).unwrap())
+            .1
+            .unwrap();
+        table.checkpoint_complete(2);
+        put(&mut table, 1..2, 2);
+        checkpoint(&mut c, |id| table.snapshot_for(id, 128).unwrap())
+            .1
+            .unwrap();
+        // Checkpoint 2 is damaged: 3, built on it, is skipped with it.
+        let metadata = dir.join("chk-2/_metadata");
+        let good = std::fs::read(&metadata).unwrap();
+        std::fs::write(&metadata, b"{").unwrap();
+        let store = CheckpointStore::open(&dir, 3).unwrap();
+        assert_eq!(store.latest_valid().unwrap().unwrap().metadata.id, 1);
+        let err = find_checkpoint(&dir.join("chk-3")).unwrap_err().to_string();
+        assert!(err.contains("checkpoint 2, which it builds on"), "{err}");
+        // A later attempt restored from 1 numbers its checkpoints above every one there.
+        let mut later = coordinator(&dir, 3, 1);
+        let mut fresh = KeyedTable::<u32, u64>::default();
+        put(&mut fresh, 0..100, 9);
+        let (id, done) = checkpoint(&mut later, |id| fresh.snapshot_for(id, 128).unwrap());
+        assert_eq!((id, done.unwrap()), (4, Some(4)));
+        let latest = store.latest_valid().unwrap().unwrap();
+        assert_eq!(latest.metadata.id, 4);
+        assert_eq!(restored(&latest), (0..100).map(|k| (k, 9)).collect());
+        // Another checkpoint 2 in place of the one 3 built on does not pass for it.
+        let mut other = serde_json::from_slice::<serde_json::Value>(&good).unwrap();
+        other["nonce"] = serde_json::json!(other["nonce"].as_u64().unwrap() ^ 1);
+        std::fs::write(&metadata, serde_json::to_vec(&other).unwrap()).unwrap();
+        assert!(find_checkpoint(&dir.join("chk-2")).is_ok());
+        let err = find_checkpoint(&dir.join("chk-3")).unwrap_err().to_string();
+        assert!(err.contains("replaced by a later checkpoint"), "{err}");
+    }
 }

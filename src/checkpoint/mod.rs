@@ -14,6 +14,7 @@
 
 pub mod backend;
 pub mod barrier_aligner;
+pub mod chains;
 pub mod coordinator;
 pub mod hub;
 pub mod store;

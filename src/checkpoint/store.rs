@@ -11,6 +11,13 @@
 //! half-written checkpoint that looks complete. Recovery takes the newest complete checkpoint
 //! whose files all match their metadata; a damaged one is skipped with a log line naming it and
 //! what is wrong, and the one before it is tried.
+//!
+//! **Incremental checkpoints.** A task's state may be a delta on an earlier checkpoint's
+//! (`crate::state::snapshot::delta_base`); its checkpoint then depends on the files of that
+//! earlier one. `_metadata` lists every checkpoint a checkpoint depends on (`bases`,
+//! transitively), and those are kept as long as any retained checkpoint names them, verified
+//! with it, and read through it ([`CompletedCheckpoint::base`]). A savepoint is a copy with
+//! every delta's bases copied into its own files ([`copy_checkpoint`]), so it stands alone.
 
 use std::collections::BTreeMap;
 use std::hash::BuildHasher;
@@ -33,6 +40,15 @@ pub struct CheckpointMetadata {
     /// How the checksums were computed (checkpoints of earlier builds: foldhash).
     #[serde(default)]
     pub checksum: ChecksumKind,
+    /// Earlier checkpoints whose files this one's deltas build on, transitively, each with
+    /// the nonce of the very checkpoint meant (empty: it stands alone).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub bases: BTreeMap<u64, u64>,
+    /// A random number telling this checkpoint from another of the same id (a later attempt
+    /// may write a checkpoint with the id of one an earlier attempt left unfinished or
+    /// damaged); bases are named by id and nonce.
+    #[serde(default)]
+    pub nonce: u64,
 }
 
 /// The checksum of the files of a checkpoint.
@@ -73,12 +89,19 @@ pub struct CompletedCheckpoint {
     /// Its location (a directory, or an object store URL).
     pub dir: PathBuf,
     storage: Storage,
+    /// The checkpoints its deltas build on (`metadata.bases`), verified with it.
+    bases: Vec<CompletedCheckpoint>,
 }
 
 impl CompletedCheckpoint {
     /// The bytes of one of its files (verified when the checkpoint was found).
     pub fn read(&self, name: &str) -> Result<Vec<u8>> {
         self.storage.read(name)
+    }
+
+    /// The earlier checkpoint `id` that this one builds on, if it names it as a base.
+    pub fn base(&self, id: u64) -> Option<&CompletedCheckpoint> {
+        self.bases.iter().find(|b| b.metadata.id == id)
     }
 }
 
@@ -93,6 +116,7 @@ pub struct PendingCheckpoint {
     id: u64,
     storage: Storage,
     files: BTreeMap<String, (u64, u64)>,
+    bases: BTreeMap<u64, u64>,
 }
 
 impl CheckpointStore {
@@ -123,6 +147,7 @@ impl CheckpointStore {
             id,
             storage,
             files: BTreeMap::new(),
+            bases: BTreeMap::new(),
         })
     }
 
@@ -136,6 +161,8 @@ impl CheckpointStore {
                 .map_or(0, |d| d.as_millis() as u64),
             files: pending.files,
             checksum: ChecksumKind::Crc32,
+            bases: pending.bases,
+            nonce: new_nonce(pending.id),
         };
         let json = serde_json::to_vec_pretty(&metadata)
             .map_err(|e| internal!("checkpoint metadata: {e}"))?;
@@ -158,17 +185,27 @@ impl CheckpointStore {
         Ok(ids)
     }
 
+    /// Removes the checkpoints beyond the newest `retain`, except those a retained one builds
+    /// on.
     fn prune(&self) -> Result<()> {
-        for id in self.ids()?.into_iter().skip(self.retain) {
+        let ids = self.ids()?;
+        let (retained, older) = ids.split_at(self.retain.min(ids.len()));
+        let needed: std::collections::BTreeSet<u64> = retained
+            .iter()
+            .filter_map(|id| read_metadata(&self.root.child(&format!("chk-{id}"))).ok())
+            .flat_map(|m| m.bases.into_keys())
+            .collect();
+        for id in older.iter().filter(|id| !needed.contains(id)) {
             self.root.child(&format!("chk-{id}")).remove_all()?;
         }
         Ok(())
     }
 
-    /// The newest checkpoint that is whole; damaged ones are skipped with a log line.
+    /// The newest checkpoint that is whole (with every checkpoint it builds on); damaged ones
+    /// are skipped with a log line.
     pub fn latest_valid(&self) -> Result<Option<CompletedCheckpoint>> {
         for id in self.ids()? {
-            match verify(self.root.child(&format!("chk-{id}")), id) {
+            match verify(&self.root, id) {
                 Ok(c) => return Ok(Some(c)),
                 Err(reason) => tracing::warn!(
                     "checkpoint {id} in {} is damaged ({reason}); falling back to the one before",
@@ -183,6 +220,14 @@ impl CheckpointStore {
     pub fn dir(&self) -> PathBuf {
         self.root.location()
     }
+}
+
+/// A random nonce for checkpoint `id`.
+fn new_nonce(id: u64) -> u64 {
+    let time = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    std::collections::hash_map::RandomState::new().hash_one((id, time))
 }
 
 /// Name of the metadata file, written last.
@@ -222,14 +267,45 @@ pub enum Damage {
     /// A file's bytes differ from what was written.
     #[error("file {0} fails its checksum")]
     BadChecksum(String),
+    /// The checkpoint of that id is another one than meant (written by a later attempt).
+    #[error("it was replaced by a later checkpoint of the same id")]
+    Replaced,
+    /// A checkpoint it builds on is missing or damaged.
+    #[error("checkpoint {id}, which it builds on: {damage}")]
+    Base {
+        /// The base checkpoint.
+        id: u64,
+        /// What is wrong with it.
+        damage: Box<Damage>,
+    },
 }
 
-/// Checks one checkpoint: its metadata parses and every file has its recorded length and
-/// checksum.
-fn verify(storage: Storage, id: u64) -> std::result::Result<CompletedCheckpoint, Damage> {
+fn read_metadata(storage: &Storage) -> std::result::Result<CheckpointMetadata, Damage> {
     let meta = storage.read(METADATA).map_err(Damage::NoMetadata)?;
-    let metadata: CheckpointMetadata =
-        serde_json::from_slice(&meta).map_err(Damage::UnreadableMetadata)?;
+    serde_json::from_slice(&meta).map_err(Damage::UnreadableMetadata)
+}
+
+/// Checks checkpoint `id` of the checkpoints at `root`, and every checkpoint it builds on.
+fn verify(root: &Storage, id: u64) -> std::result::Result<CompletedCheckpoint, Damage> {
+    let mut checkpoint = verify_files(root.child(&format!("chk-{id}")), id)?;
+    for (&base, &nonce) in &checkpoint.metadata.bases {
+        let damage = |damage| Damage::Base {
+            id: base,
+            damage: Box::new(damage),
+        };
+        let verified = verify_files(root.child(&format!("chk-{base}")), base).map_err(damage)?;
+        if verified.metadata.nonce != nonce {
+            return Err(damage(Damage::Replaced));
+        }
+        checkpoint.bases.push(verified);
+    }
+    Ok(checkpoint)
+}
+
+/// Checks one checkpoint's own files: its metadata parses and every file has its recorded
+/// length and checksum.
+fn verify_files(storage: Storage, id: u64) -> std::result::Result<CompletedCheckpoint, Damage> {
+    let metadata = read_metadata(&storage)?;
     if metadata.id != id {
         return Err(Damage::OtherCheckpoint(metadata.id));
     }
@@ -253,6 +329,7 @@ fn verify(storage: Storage, id: u64) -> std::result::Result<CompletedCheckpoint,
         metadata,
         dir: storage.location(),
         storage,
+        bases: Vec::new(),
     })
 }
 
@@ -277,6 +354,12 @@ impl PendingCheckpoint {
     pub fn id(&self) -> u64 {
         self.id
     }
+
+    /// Records earlier checkpoints this one's files build on, as (id, nonce); all of them,
+    /// transitively.
+    pub fn build_on(&mut self, bases: impl IntoIterator<Item = (u64, u64)>) {
+        self.bases.extend(bases);
+    }
 }
 
 /// The checkpoint (or savepoint) at `path`: either one checkpoint's directory (`.../chk-7`) or
@@ -297,7 +380,9 @@ pub fn find_checkpoint(path: &Path) -> Result<CompletedCheckpoint> {
             .and_then(|n| n.strip_prefix("chk-"))
             .and_then(|n| n.parse::<u64>().ok())
             .ok_or_else(|| bad("a checkpoint directory must be named chk-<id>".into()))?;
-        return verify(storage, id).map_err(|reason| bad(format!("damaged checkpoint: {reason}")));
+        // The checkpoints it builds on are its siblings.
+        let root = Storage::open(path.parent().unwrap_or(path))?;
+        return verify(&root, id).map_err(|reason| bad(format!("damaged checkpoint: {reason}")));
     }
     let store = CheckpointStore {
         root: storage,
@@ -309,19 +394,51 @@ pub fn find_checkpoint(path: &Path) -> Result<CompletedCheckpoint> {
 }
 
 /// Copies a complete checkpoint to `to` (a savepoint), across storages if need be; returns
-/// the copy.
+/// the copy. A checkpoint that builds on earlier ones is copied with their state resolved into
+/// its task files ([`crate::checkpoint::chains::read_task`]), so the copy stands alone.
 pub fn copy_checkpoint(from: &CompletedCheckpoint, to: &Path) -> Result<CompletedCheckpoint> {
     let target = Storage::open(to)?;
     target.create()?;
-    for name in from.metadata.files.keys() {
-        target.write(name, &from.read(name)?)?;
+    if from.metadata.bases.is_empty() {
+        for name in from.metadata.files.keys() {
+            target.write(name, &from.read(name)?)?;
+        }
+        target.write(METADATA, &from.read(METADATA)?)?;
+    } else {
+        let mut copy = PendingCheckpoint {
+            id: from.metadata.id,
+            storage: target.clone(),
+            files: BTreeMap::new(),
+            bases: BTreeMap::new(),
+        };
+        for name in from.metadata.files.keys() {
+            if name.starts_with(TASK_FILE_PREFIX) {
+                let task = crate::checkpoint::chains::read_task(from, name)?;
+                let parts = task.encoded_parts()?;
+                let parts: Vec<&[u8]> = parts.iter().map(|p| p.as_ref()).collect();
+                copy.write_parts(name, &parts)?;
+            } else {
+                copy.write(name, &from.read(name)?)?;
+            }
+        }
+        let metadata = CheckpointMetadata {
+            files: copy.files,
+            bases: BTreeMap::new(),
+            checksum: ChecksumKind::Crc32,
+            ..from.metadata.clone()
+        };
+        let json = serde_json::to_vec_pretty(&metadata)
+            .map_err(|e| internal!("checkpoint metadata: {e}"))?;
+        target.write(METADATA, &json)?;
     }
-    target.write(METADATA, &from.read(METADATA)?)?;
-    verify(target, from.metadata.id).map_err(|reason| HummerError::BadInput {
+    verify_files(target, from.metadata.id).map_err(|reason| HummerError::BadInput {
         input: to.display().to_string(),
         reason: format!("the copied checkpoint does not verify: {reason}"),
     })
 }
+
+/// Task files (`task-<index>`) hold a task's state; only they may build on other checkpoints.
+pub const TASK_FILE_PREFIX: &str = "task-";
 
 #[cfg(test)]
 mod tests {

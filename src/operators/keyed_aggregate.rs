@@ -286,10 +286,18 @@ where
 
     fn snapshot_state(
         &mut self,
-        _checkpoint: crate::types::CheckpointId,
+        checkpoint: crate::types::CheckpointId,
         max_parallelism: usize,
     ) -> Result<Option<Vec<u8>>> {
-        self.acc.state.snapshot(max_parallelism).map(Some)
+        self.acc
+            .state
+            .snapshot_for(checkpoint, max_parallelism)
+            .map(Some)
+    }
+
+    fn notify_checkpoint_complete(&mut self, id: crate::types::CheckpointId) -> Result<()> {
+        self.acc.state.checkpoint_complete(id);
+        Ok(())
     }
 
     fn restore_state(&mut self, snapshot: &[u8], key_groups: std::ops::Range<usize>) -> Result<()> {
@@ -408,10 +416,18 @@ where
 
     fn snapshot_state(
         &mut self,
-        _checkpoint: crate::types::CheckpointId,
+        checkpoint: crate::types::CheckpointId,
         max_parallelism: usize,
     ) -> Result<Option<Vec<u8>>> {
-        self.acc.state.snapshot(max_parallelism).map(Some)
+        self.acc
+            .state
+            .snapshot_for(checkpoint, max_parallelism)
+            .map(Some)
+    }
+
+    fn notify_checkpoint_complete(&mut self, id: crate::types::CheckpointId) -> Result<()> {
+        self.acc.state.checkpoint_complete(id);
+        Ok(())
     }
 
     fn restore_state(&mut self, snapshot: &[u8], key_groups: std::ops::Range<usize>) -> Result<()> {

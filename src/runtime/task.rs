@@ -465,6 +465,12 @@ impl<T: Send + 'static> TaskBody for SourceTask<T> {
                 return Err(HummerError::Cancelled);
             }
             if let Some(hub) = &rt.checkpoints {
+                // A completion is delivered before the next snapshot, so that state
+                // snapshotted incrementally builds on the newest completed checkpoint.
+                checkpoints.notify(|c| {
+                    splits.checkpoint_complete(c);
+                    head.checkpoint_complete(c)
+                })?;
                 if let Some(id) = hub.pending_trigger(injected) {
                     injected = id;
                     checkpoints.snapshot(
@@ -482,10 +488,6 @@ impl<T: Send + 'static> TaskBody for SourceTask<T> {
                         });
                     }
                 }
-                checkpoints.notify(|c| {
-                    splits.checkpoint_complete(c);
-                    head.checkpoint_complete(c)
-                })?;
                 if exhausted {
                     idle(rt, || head.flush(), &mut timer, PARK_SAFETY_TIMEOUT)?;
                     continue;
@@ -596,10 +598,11 @@ impl<T: Send + 'static> TaskBody for OneInputTask<T> {
                 }
             })?;
             hand_on(poll.change, rt, &mut head)?;
+            // A completion before the next snapshot (see the source loop).
+            checkpoints.notify(|c| head.checkpoint_complete(c))?;
             if let Some(control) = poll.control {
                 checkpoints.on_control(control, |s| head.barrier(s))?;
             }
-            checkpoints.notify(|c| head.checkpoint_complete(c))?;
             rt.fire_processing_time(|now| head.processing_time(now))?;
             if input.finished() {
                 head.finish()?;
@@ -647,6 +650,8 @@ where
             })?;
             hand_on(p1.change, rt, &mut head)?;
             if let Some(control) = p1.control {
+                // A completion before the next snapshot (see the source loop).
+                checkpoints.notify(|c| head.checkpoint_complete(c))?;
                 checkpoints.on_control(control, |s| head.barrier(s))?;
             }
             let p2 = input2.poll(
@@ -663,6 +668,8 @@ where
             )?;
             hand_on(p2.change, rt, &mut head)?;
             if let Some(control) = p2.control {
+                // A completion before the next snapshot (see the source loop).
+                checkpoints.notify(|c| head.checkpoint_complete(c))?;
                 checkpoints.on_control(control, |s| head.barrier(s))?;
             }
             checkpoints.notify(|c| head.checkpoint_complete(c))?;

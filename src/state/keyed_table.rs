@@ -5,6 +5,13 @@
 //! `hashbrown` table that stores key and state side by side, so a lookup touches one slot.
 //! (A two-pass variant that hashed the whole batch before probing was measured slower: the
 //! extra pass over a key buffer cost more than the overlap of probes it bought.)
+//!
+//! The table also knows which entries changed since a checkpoint, so that a checkpoint can
+//! write only those ([`KeyedTable::snapshot_for`], incremental checkpoints): every slot carries
+//! the *epoch* of its last change, and the epoch moves on at every snapshot. An entry changed
+//! after snapshot C has an epoch above the one C was taken in. Marking is one store into the
+//! slot the update touches anyway. Values change only through the table's own calls
+//! ([`KeyedTable::fold_batch`], [`KeyedTable::insert`]), so no change goes unmarked.
 
 use std::hash::{BuildHasher, Hash};
 
@@ -12,9 +19,82 @@ use hashbrown::HashTable;
 
 /// State per key, held by one subtask of a keyed operator.
 pub struct KeyedTable<K, V> {
-    table: HashTable<(K, V)>,
+    /// Key, state and the epoch of the state's last change.
+    table: HashTable<(K, V, Epoch)>,
     hasher: foldhash::fast::RandomState,
     pub(crate) snapshot_buffer: crate::state::snapshot::SnapshotBuffer,
+    pub(crate) changes: ChangeLog,
+}
+
+/// A snapshot counter: the epoch in force at a snapshot, and that of a slot's last change.
+pub(crate) type Epoch = u32;
+
+/// Which snapshots a table took and which one a delta may build on.
+#[derive(Debug, Default)]
+pub(crate) struct ChangeLog {
+    /// The epoch changes are marked with now.
+    pub(crate) epoch: Epoch,
+    /// Entries first changed in the current epoch (an entry counts once per epoch).
+    touched: u64,
+    /// Snapshots taken since the base, oldest first.
+    taken: std::collections::VecDeque<Taken>,
+    /// The newest completed snapshot this table took, if it may serve as a delta's base.
+    pub(crate) base: Option<Taken>,
+}
+
+/// One snapshot a table took.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Taken {
+    /// Its checkpoint.
+    pub(crate) checkpoint: crate::types::CheckpointId,
+    /// The epoch in force when it was taken: entries changed after it have a greater one.
+    pub(crate) epoch: Epoch,
+    /// Entries changed in its epoch (at most, counted once per epoch each).
+    touched: u64,
+    /// Deltas between it and the last full snapshot (0: it was full).
+    pub(crate) chain: u32,
+}
+
+impl ChangeLog {
+    /// Records that a snapshot of `checkpoint` was taken (`chain` deltas on a full one) and
+    /// starts a new epoch.
+    pub(crate) fn taken(&mut self, checkpoint: crate::types::CheckpointId, chain: u32) {
+        self.taken.push_back(Taken {
+            checkpoint,
+            epoch: self.epoch,
+            touched: self.touched,
+            chain,
+        });
+        self.epoch = self.epoch.wrapping_add(1);
+        self.touched = 0;
+    }
+
+    /// Checkpoint `id` completed: the newest snapshot at or before it becomes the base.
+    pub(crate) fn completed(&mut self, id: crate::types::CheckpointId) {
+        while let Some(t) = self.taken.front().copied() {
+            if t.checkpoint > id {
+                break;
+            }
+            self.taken.pop_front();
+            self.base = Some(t);
+        }
+    }
+
+    /// Forgets every snapshot: the next one is full (after a restore or a drain).
+    pub(crate) fn reset(&mut self) {
+        self.taken.clear();
+        self.base = None;
+    }
+
+    /// At most how many entries changed since the base (entries counted once per epoch).
+    pub(crate) fn changed_since_base(&self) -> u64 {
+        self.taken.iter().map(|t| t.touched).sum::<u64>() + self.touched
+    }
+
+    /// Snapshots taken since the base that have not completed (failed or still in flight).
+    pub(crate) fn pending(&self) -> usize {
+        self.taken.len()
+    }
 }
 
 impl<K: Hash + Eq, V> Default for KeyedTable<K, V> {
@@ -23,6 +103,7 @@ impl<K: Hash + Eq, V> Default for KeyedTable<K, V> {
             table: HashTable::new(),
             hasher: foldhash::fast::RandomState::default(),
             snapshot_buffer: Default::default(),
+            changes: ChangeLog::default(),
         }
     }
 }
@@ -48,43 +129,87 @@ impl<K: Hash + Eq, V> KeyedTable<K, V> {
         key_of: impl Fn(&T) -> K,
         mut step: impl FnMut(&K, Option<&mut V>, T) -> Option<V>,
     ) {
-        let KeyedTable { table, hasher, .. } = self;
+        let KeyedTable {
+            table,
+            hasher,
+            changes,
+            ..
+        } = self;
+        let epoch = changes.epoch;
+        let mut touched = 0u64;
         for record in batch.drain(..) {
             let key = key_of(&record);
             let hash = hasher.hash_one(&key);
-            match table.find_mut(hash, |(k, _)| *k == key) {
-                Some((k, v)) => {
+            match table.find_mut(hash, |(k, _, _)| *k == key) {
+                Some((k, v, e)) => {
+                    if *e != epoch {
+                        *e = epoch;
+                        touched += 1;
+                    }
                     step(k, Some(v), record);
                 }
                 None => {
                     if let Some(v) = step(&key, None, record) {
-                        table.insert_unique(hash, (key, v), |(k, _)| hasher.hash_one(k));
+                        touched += 1;
+                        table.insert_unique(hash, (key, v, epoch), |(k, _, _)| hasher.hash_one(k));
                     }
                 }
             }
         }
+        changes.touched += touched;
     }
 
     /// Every entry.
     pub fn iter(&self) -> impl Iterator<Item = (&K, &V)> + '_ {
-        self.table.iter().map(|(k, v)| (k, v))
+        self.table.iter().map(|(k, v, _)| (k, v))
+    }
+
+    /// The entries changed after epoch `after` (all of them for `None`).
+    pub(crate) fn changed_after(
+        &self,
+        after: Option<Epoch>,
+    ) -> impl Iterator<Item = (&K, &V)> + '_ {
+        self.table
+            .iter()
+            .filter(move |(_, _, e)| after.is_none_or(|a| *e > a))
+            .map(|(k, v, _)| (k, v))
     }
 
     /// Sets the state of a key (replacing what it had).
     pub fn insert(&mut self, key: K, value: V) {
-        let KeyedTable { table, hasher, .. } = self;
+        let KeyedTable {
+            table,
+            hasher,
+            changes,
+            ..
+        } = self;
+        let epoch = changes.epoch;
         let hash = hasher.hash_one(&key);
-        match table.find_mut(hash, |(k, _)| *k == key) {
-            Some(entry) => entry.1 = value,
+        match table.find_mut(hash, |(k, _, _)| *k == key) {
+            Some(entry) => {
+                if entry.2 != epoch {
+                    changes.touched += 1;
+                }
+                entry.1 = value;
+                entry.2 = epoch;
+            }
             None => {
-                table.insert_unique(hash, (key, value), |(k, _)| hasher.hash_one(k));
+                changes.touched += 1;
+                table.insert_unique(hash, (key, value, epoch), |(k, _, _)| hasher.hash_one(k));
             }
         }
     }
 
-    /// Removes and returns every entry.
+    /// Removes and returns every entry. The next snapshot is a full one.
     pub fn drain(&mut self) -> impl Iterator<Item = (K, V)> + '_ {
-        self.table.drain()
+        self.changes.reset();
+        self.table.drain().map(|(k, v, _)| (k, v))
+    }
+
+    /// Checkpoint `id` completed: a later snapshot may be a delta on the newest snapshot this
+    /// table took at or before it. (Operators call this from `notify_checkpoint_complete`.)
+    pub fn checkpoint_complete(&mut self, id: crate::types::CheckpointId) {
+        self.changes.completed(id);
     }
 }
 

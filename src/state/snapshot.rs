@@ -26,7 +26,33 @@ use serde::de::DeserializeOwned;
 use crate::error::{HummerError, Result, internal};
 use crate::state::key_groups::{key_group_of_hash, key_hash};
 use crate::state::keyed_table::KeyedTable;
-use crate::types::{MIN_WATERMARK, Timestamp};
+use crate::types::{CheckpointId, MIN_WATERMARK, Timestamp};
+
+/// When a table's checkpoint is a delta and when it must be full.
+///
+/// Restoring a delta needs every snapshot back to the last full one, so the chain is kept
+/// short, and a delta is only worth it when most entries did not change.
+pub mod incremental {
+    use crate::state::keyed_table::ChangeLog;
+
+    /// Deltas on one full snapshot, at most: a restore reads them all.
+    pub const MAX_CHAIN: u32 = 16;
+    /// Snapshots taken since the base without completing: past this, the base is taken to
+    /// be lost (its checkpoint may have been dropped) and a full snapshot starts afresh.
+    pub const MAX_PENDING: usize = 4;
+
+    /// Whether the next snapshot must be full: no completed base, a chain at its limit, too
+    /// many snapshots that never completed since the base, or at least half of the `live`
+    /// entries changed (a delta would be about as large as a full snapshot).
+    pub(crate) fn full_needed(changes: &ChangeLog, live: usize) -> bool {
+        let Some(base) = changes.base else {
+            return true;
+        };
+        base.chain + 1 > MAX_CHAIN
+            || changes.pending() >= MAX_PENDING
+            || changes.changed_since_base().saturating_mul(2) > live as u64
+    }
+}
 
 /// Decodes checkpointed bytes (a source's position, an operator's state) written with
 /// postcard; the error names `what` was being restored.
@@ -44,6 +70,10 @@ pub const FORMAT_VERSION: u16 = 2;
 const VERSION_1: u16 = 1;
 const HEADER_V1: usize = 4 + 2 + 4 + 8;
 const HEADER: usize = 4 + 2 + 4 + 8 + 8 + 8;
+/// A delta on an earlier snapshot: version 2's header with the base's checkpoint id after the
+/// watermark, and a body of the entries changed since the base (each replaces the key's entry).
+const DELTA_VERSION: u16 = 3;
+const HEADER_V3: usize = HEADER + 8;
 
 /// Checksum of the header fields and the body.
 fn checksum(fields: &[u8], body: &[u8]) -> u64 {
@@ -176,23 +206,63 @@ where
     K: Hash + Serialize + 'a,
     V: Serialize + 'a,
 {
+    append_table(out, entries, max_parallelism, watermark, None)
+}
+
+/// Appends one snapshot to `out`: a full one (version 2) or, with `base`, a delta on the
+/// snapshot of checkpoint `base` (version 3).
+fn append_table<'a, K, V>(
+    out: &mut Vec<u8>,
+    entries: impl Iterator<Item = (&'a K, &'a V)>,
+    max_parallelism: usize,
+    watermark: Timestamp,
+    base: Option<CheckpointId>,
+) -> Result<()>
+where
+    K: Hash + Serialize + 'a,
+    V: Serialize + 'a,
+{
     let start = out.len();
     out.extend_from_slice(MAGIC);
-    out.extend_from_slice(&FORMAT_VERSION.to_be_bytes());
+    let version = if base.is_some() {
+        DELTA_VERSION
+    } else {
+        FORMAT_VERSION
+    };
+    out.extend_from_slice(&version.to_be_bytes());
     out.extend_from_slice(&(max_parallelism as u32).to_be_bytes());
     out.extend_from_slice(&watermark.to_be_bytes());
+    if let Some(base) = base {
+        out.extend_from_slice(&base.to_be_bytes());
+    }
+    let len_at = out.len() - start;
     out.extend_from_slice(&[0; 16]); // body length and checksum, once known
+    let header = out.len() - start;
     for (k, v) in entries {
         let g = key_group_of_hash(key_hash(k), max_parallelism) as u32;
         postcard::serialize_with_flavor(&(g, k, v), AppendTo(out))
             .map_err(|e| internal!("cannot encode a state snapshot: {e}"))?;
     }
-    let body_len = (out.len() - start - HEADER) as u64;
-    out[start + 18..start + 26].copy_from_slice(&body_len.to_be_bytes());
-    let (head, body) = out[start..].split_at(HEADER);
-    let sum = checksum(&head[4..26], body);
-    out[start + 26..start + 34].copy_from_slice(&sum.to_be_bytes());
+    let body_len = (out.len() - start - header) as u64;
+    out[start + len_at..start + len_at + 8].copy_from_slice(&body_len.to_be_bytes());
+    let (head, body) = out[start..].split_at(header);
+    let sum = checksum(&head[4..len_at + 8], body);
+    out[start + len_at + 8..start + header].copy_from_slice(&sum.to_be_bytes());
     Ok(())
+}
+
+/// The checkpoint a snapshot is a delta on, read from its header (`None`: a full snapshot, or
+/// not a snapshot of this module). The bytes are not verified here; a restore verifies them.
+pub fn delta_base(bytes: &[u8]) -> Option<CheckpointId> {
+    if bytes.len() < HEADER_V3 || !is_snapshot(bytes) {
+        return None;
+    }
+    if u16::from_be_bytes([bytes[4], bytes[5]]) != DELTA_VERSION {
+        return None;
+    }
+    let mut b = [0u8; 8];
+    b.copy_from_slice(&bytes[18..26]);
+    Some(u64::from_be_bytes(b))
 }
 
 /// Writes `entries`, each tagged with its key group (out of `max_parallelism`), in the snapshot
@@ -315,11 +385,23 @@ fn read_one<'a>(bytes: &'a [u8], what: &str) -> Result<(TableSnapshot<'a>, &'a [
                 .ok_or_else(|| truncated(HEADER.saturating_add(body_len as usize)))?;
             (26, 26, HEADER, end, be_u64(10) as i64)
         }
+        DELTA_VERSION => {
+            if bytes.len() < HEADER_V3 {
+                return Err(truncated(HEADER_V3));
+            }
+            let body_len = be_u64(26);
+            let end = usize::try_from(body_len)
+                .ok()
+                .and_then(|l| l.checked_add(HEADER_V3))
+                .filter(|&end| end <= bytes.len())
+                .ok_or_else(|| truncated(HEADER_V3.saturating_add(body_len as usize)))?;
+            (34, 34, HEADER_V3, end, be_u64(10) as i64)
+        }
         other => {
             return Err(corrupt(
                 what,
                 format!(
-                    "format version {other}; this build reads versions {VERSION_1} and {FORMAT_VERSION}"
+                    "format version {other}; this build reads versions {VERSION_1} to {DELTA_VERSION}"
                 ),
             ));
         }
@@ -365,9 +447,41 @@ impl<K: Hash + Eq + Serialize + DeserializeOwned, V: Serialize + DeserializeOwne
         bytes
     }
 
+    /// The table's snapshot for checkpoint `checkpoint`: a delta holding only the entries
+    /// changed since the newest completed snapshot it took (see [`incremental`]), or every
+    /// entry when [`incremental::full_needed`] says so.
+    pub fn snapshot_for(
+        &mut self,
+        checkpoint: CheckpointId,
+        max_parallelism: usize,
+    ) -> Result<Vec<u8>> {
+        let base = self
+            .changes
+            .base
+            .filter(|_| !incremental::full_needed(&self.changes, self.len()));
+        let mut buffer = self.snapshot_buffer;
+        let bytes = buffer.write(|out| {
+            append_table(
+                out,
+                self.changed_after(base.map(|b| b.epoch)),
+                max_parallelism,
+                MIN_WATERMARK,
+                base.map(|b| b.checkpoint),
+            )
+        });
+        // Only a full snapshot sizes the next buffer: a delta's size says nothing of a full's.
+        if base.is_none() {
+            self.snapshot_buffer = buffer;
+        }
+        self.changes
+            .taken(checkpoint, base.map_or(0, |b| b.chain + 1));
+        bytes
+    }
+
     /// Loads the entries of the key groups in `key_groups` from a snapshot; `what` names the
     /// snapshot in errors. A bad snapshot is refused whole.
     pub fn restore(&mut self, snapshot: &[u8], key_groups: Range<usize>, what: &str) -> Result<()> {
+        self.changes.reset();
         read_snapshot(snapshot, key_groups, what, |k, v| self.insert(k, v))
     }
 }
@@ -413,6 +527,129 @@ mod tests {
 
     fn contents(t: &mut KeyedTable<String, u64>) -> HashMap<String, u64> {
         t.drain().collect()
+    }
+
+    /// Folds `(key, add)` pairs into a table of sums.
+    fn fold(t: &mut KeyedTable<u8, u64>, batch: &[(u8, u64)]) {
+        let mut b = batch.to_vec();
+        t.fold_batch(
+            &mut b,
+            |r| r.0,
+            |_, sum, r| match sum {
+                Some(sum) => {
+                    *sum += r.1;
+                    None
+                }
+                None => Some(r.1),
+            },
+        );
+    }
+
+    /// The chain a stored snapshot needs, oldest first, as a restore reads it.
+    fn chain_of(stored: &HashMap<CheckpointId, Vec<u8>>, id: CheckpointId) -> Vec<&[u8]> {
+        let mut chain = vec![stored[&id].as_slice()];
+        while let Some(base) = delta_base(chain[chain.len() - 1]) {
+            chain.push(stored[&base].as_slice());
+        }
+        chain.reverse();
+        chain
+    }
+
+    #[test]
+    fn after_a_completed_checkpoint_only_changed_entries_are_written() {
+        let mut t = KeyedTable::<u8, u64>::default();
+        fold(&mut t, &(0..200u8).map(|k| (k, 1)).collect::<Vec<_>>());
+        let full = t.snapshot_for(1, 128).unwrap();
+        assert_eq!(delta_base(&full), None, "the first snapshot is full");
+        // Not completed yet: the next one is full too.
+        fold(&mut t, &[(7, 5)]);
+        assert_eq!(delta_base(&t.snapshot_for(2, 128).unwrap()), None);
+        t.checkpoint_complete(2);
+        fold(&mut t, &[(7, 5), (9, 1), (7, 1)]);
+        let delta = t.snapshot_for(3, 128).unwrap();
+        assert_eq!(delta_base(&delta), Some(2));
+        let mut entries = Vec::new();
+        read_snapshot(&delta, 0..128, "test", |k: u8, v: u64| entries.push((k, v))).unwrap();
+        entries.sort_unstable();
+        assert_eq!(entries, vec![(7, 12), (9, 2)]);
+        assert!(
+            delta.len() * 10 < full.len(),
+            "{} vs {}",
+            delta.len(),
+            full.len()
+        );
+        // Half the table changed: a delta would be no smaller, so it is full again.
+        t.checkpoint_complete(3);
+        fold(&mut t, &(0..150u8).map(|k| (k, 1)).collect::<Vec<_>>());
+        assert_eq!(delta_base(&t.snapshot_for(4, 128).unwrap()), None);
+        // A restore starts afresh: full.
+        t.checkpoint_complete(4);
+        t.restore(&delta, 0..128, "test").unwrap();
+        assert_eq!(delta_base(&t.snapshot_for(5, 128).unwrap()), None);
+    }
+
+    #[test]
+    fn a_delta_is_damaged_or_whole_like_any_snapshot() {
+        let mut t = KeyedTable::<u8, u64>::default();
+        fold(&mut t, &(0..100u8).map(|k| (k, 1)).collect::<Vec<_>>());
+        t.snapshot_for(1, 128).unwrap();
+        t.checkpoint_complete(1);
+        fold(&mut t, &[(3, 1)]);
+        let mut delta = t.snapshot_for(2, 128).unwrap();
+        assert_eq!(delta_base(&delta), Some(1));
+        let last = delta.len() - 1;
+        delta[last] ^= 1;
+        let err = t.restore(&delta, 0..128, "the test delta").unwrap_err();
+        assert!(err.to_string().contains("checksum mismatch"), "{err}");
+        assert!(t.restore(&delta[..20], 0..128, "the test delta").is_err());
+    }
+
+    proptest! {
+        /// Whatever batches come between snapshots and whichever checkpoints complete, every
+        /// snapshot's chain (base, deltas, the snapshot) restores exactly the table as it was
+        /// at that snapshot, at any new parallelism.
+        #[test]
+        fn every_chain_restores_the_table_at_its_snapshot(
+            steps in proptest::collection::vec(
+                (proptest::collection::vec((0u8..60, 1u64..5), 0..40), any::<bool>()), 1..24),
+            new_p in 1usize..5,
+        ) {
+            let max = 128;
+            let mut t = KeyedTable::<u8, u64>::default();
+            let mut reference: HashMap<u8, u64> = HashMap::new();
+            let mut stored: HashMap<CheckpointId, Vec<u8>> = HashMap::new();
+            let mut expected: HashMap<CheckpointId, HashMap<u8, u64>> = HashMap::new();
+            for (i, (batch, complete)) in steps.iter().enumerate() {
+                for (k, v) in batch {
+                    *reference.entry(*k).or_default() += v;
+                }
+                fold(&mut t, batch);
+                let id = i as CheckpointId + 1;
+                let bytes = t.snapshot_for(id, max).unwrap();
+                if let Some(base) = delta_base(&bytes) {
+                    prop_assert!(base < id && stored.contains_key(&base));
+                }
+                stored.insert(id, bytes);
+                expected.insert(id, reference.clone());
+                if *complete {
+                    t.checkpoint_complete(id);
+                }
+            }
+            for (id, want) in &expected {
+                let chain = chain_of(&stored, *id);
+                let mut got: HashMap<u8, u64> = HashMap::new();
+                for s in 0..new_p {
+                    let mut r = KeyedTable::<u8, u64>::default();
+                    for piece in &chain {
+                        r.restore(piece, key_groups_of_subtask(s, max, new_p), "test").unwrap();
+                    }
+                    for (k, v) in r.drain() {
+                        prop_assert!(got.insert(k, v).is_none(), "a key restored twice");
+                    }
+                }
+                prop_assert_eq!(&got, want, "checkpoint {}", id);
+            }
+        }
     }
 
     proptest! {

@@ -78,10 +78,17 @@ where
 
     fn snapshot_state(
         &mut self,
-        _checkpoint: CheckpointId,
+        checkpoint: CheckpointId,
         max_parallelism: usize,
     ) -> Result<Option<Vec<u8>>> {
-        self.table.snapshot(max_parallelism).map(Some)
+        self.table
+            .snapshot_for(checkpoint, max_parallelism)
+            .map(Some)
+    }
+
+    fn notify_checkpoint_complete(&mut self, id: CheckpointId) -> Result<()> {
+        self.table.checkpoint_complete(id);
+        Ok(())
     }
 
     fn restore_state(&mut self, snapshot: &[u8], key_groups: std::ops::Range<usize>) -> Result<()> {
