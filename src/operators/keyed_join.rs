@@ -1,17 +1,18 @@
 //! Keyed two-input join: an unbounded symmetric hash join on equal keys (with a lighter form
 //! when one side's key is unique).
 
-use std::collections::HashMap;
 use std::marker::PhantomData;
 
 use crate::error::Result;
 use crate::operators::{Collector, TwoInputOperator};
+use crate::state::keyed_table::KeyedTable;
 use crate::state::snapshot::{
-    SnapshotBuffer, append_snapshot, decode_checkpointed, is_snapshot, read_snapshot, read_tables,
+    SnapshotBuffer, decode_checkpointed, incremental, is_snapshot, read_snapshot, read_tables,
 };
-use crate::types::{Key, MIN_WATERMARK};
+use crate::types::{CheckpointId, Key};
 
-type Table<K, V> = HashMap<K, Vec<V>, foldhash::fast::RandomState>;
+/// One side's records per key, checkpointed incrementally (see [`KeyedTable`]).
+type Table<K, V> = KeyedTable<K, Vec<V>>;
 
 /// Inner join of two keyed streams (a regular streaming join, as Flink SQL's).
 ///
@@ -39,8 +40,8 @@ impl<L, R, K: Key, O, KL, KR, F> KeyedJoin<L, R, K, O, KL, KR, F> {
             left_key,
             right_key,
             f,
-            left: HashMap::default(),
-            right: HashMap::default(),
+            left: KeyedTable::default(),
+            right: KeyedTable::default(),
             unique_right: false,
             snapshot_buffer: SnapshotBuffer::default(),
             _types: PhantomData,
@@ -80,7 +81,7 @@ where
                     continue; // no other right record can come for this key
                 }
             }
-            self.left.entry(key).or_default().push(l);
+            self.left.upsert(key, Vec::new).push(l);
         }
         Ok(())
     }
@@ -98,40 +99,50 @@ where
                     out.collect((self.f)(&key, l, &r));
                 }
             }
-            self.right.entry(key).or_default().push(r);
+            self.right.upsert(key, Vec::new).push(r);
         }
         Ok(())
     }
 
-    /// Both sides' records: the left table's snapshot, then the right's, in one buffer.
+    /// Both sides' records: the left table's snapshot, then the right's, in one buffer; both
+    /// deltas on the last completed checkpoint, or both whole.
     fn snapshot_state(
         &mut self,
-        _checkpoint: crate::types::CheckpointId,
+        checkpoint: CheckpointId,
         max_parallelism: usize,
     ) -> Result<Option<Vec<u8>>> {
-        let (left, right) = (&self.left, &self.right);
-        self.snapshot_buffer
-            .write(|out| {
-                append_snapshot(out, left.iter(), max_parallelism, MIN_WATERMARK)?;
-                append_snapshot(out, right.iter(), max_parallelism, MIN_WATERMARK)
-            })
-            .map(Some)
+        let delta =
+            incremental::delta_possible(&[self.left.change_summary(), self.right.change_summary()]);
+        let (left, right) = (&mut self.left, &mut self.right);
+        let mut buffer = self.snapshot_buffer;
+        let bytes = buffer.write(|out| {
+            left.append_for(out, checkpoint, max_parallelism, delta)?;
+            right.append_for(out, checkpoint, max_parallelism, delta)
+        })?;
+        if !delta {
+            self.snapshot_buffer = buffer;
+        }
+        Ok(Some(bytes))
+    }
+
+    fn notify_checkpoint_complete(&mut self, id: CheckpointId) -> Result<()> {
+        self.left.checkpoint_complete(id);
+        self.right.checkpoint_complete(id);
+        Ok(())
     }
 
     fn restore_state(&mut self, snapshot: &[u8], key_groups: std::ops::Range<usize>) -> Result<()> {
         const WHAT: &str = "keyed join state";
-        let (l, r) = (&mut self.left, &mut self.right);
-        let add_left = |k, v: Vec<L>| l.entry(k).or_default().extend(v);
-        let add_right = |k, v: Vec<R>| r.entry(k).or_default().extend(v);
         if !is_snapshot(snapshot) {
             // Earlier builds wrote the two sides as a postcard pair.
             let (left, right): (Vec<u8>, Vec<u8>) = decode_checkpointed(WHAT, snapshot)?;
-            read_snapshot(&left, key_groups.clone(), WHAT, add_left)?;
-            return read_snapshot(&right, key_groups, WHAT, add_right);
+            let (l, r) = (&mut self.left, &mut self.right);
+            read_snapshot(&left, key_groups.clone(), WHAT, |k, v| l.insert(k, v))?;
+            return read_snapshot(&right, key_groups, WHAT, |k, v| r.insert(k, v));
         }
         let [left, right] = read_tables(snapshot, WHAT)?;
-        left.entries(&key_groups, WHAT, add_left)?;
-        right.entries(&key_groups, WHAT, add_right)
+        self.left.restore_table(&left, key_groups.clone(), WHAT)?;
+        self.right.restore_table(&right, key_groups, WHAT)
     }
 }
 
@@ -184,7 +195,67 @@ mod tests {
         assert!(after.restore_state(b"garbage", 0..128).is_err());
     }
 
+    /// Both sides' contents, sorted.
+    fn contents(op: &Join) -> (Vec<(u32, Vec<(u32, u32)>)>, Vec<(u32, Vec<(u32, u32)>)>) {
+        let side = |t: &Table<u32, (u32, u32)>| {
+            let mut v: Vec<_> = t.iter().map(|(k, v)| (*k, v.clone())).collect();
+            v.sort();
+            v
+        };
+        (side(&op.left), side(&op.right))
+    }
+
     proptest::proptest! {
+        /// Snapshots taken anywhere in a run of both sides (a unique right key, so left records
+        /// also leave the state), with any checkpoints completing, each restore through their
+        /// chain of deltas to exactly the state at the snapshot.
+        #[test]
+        fn every_chain_of_join_snapshots_restores_the_state_at_its_snapshot(
+            steps in proptest::collection::vec(
+                (proptest::collection::vec((proptest::bool::ANY, 0u32..300, 0u32..9), 0..30),
+                 proptest::bool::ANY),
+                1..16),
+        ) {
+            let mut op = join().with_unique_right();
+            let mut stored = std::collections::HashMap::new();
+            let mut expected = Vec::new();
+            let mut out = Gather(Vec::new());
+            let (mut buf, mut stamps) = (Vec::new(), Vec::new());
+            let mut c = Collector::new(&mut buf, &mut stamps, &mut out, 64);
+            let mut next_right = 0u32;
+            for (i, (records, complete)) in steps.iter().enumerate() {
+                for (left, key, v) in records {
+                    if *left {
+                        op.process_batch1(&mut vec![(*key, *v)], &mut c).unwrap();
+                    } else if next_right < 300 {
+                        // Right keys are unique: 0, 1, 2, ... each once. Left records with a
+                        // higher key wait, and leave the state when their right comes.
+                        op.process_batch2(&mut vec![(next_right, *v)], &mut c).unwrap();
+                        next_right += 1;
+                    }
+                }
+                let id = i as u64 + 1;
+                let bytes = op.snapshot_state(id, 128).unwrap().unwrap();
+                stored.insert(id, bytes);
+                expected.push((id, contents(&op)));
+                if *complete {
+                    op.notify_checkpoint_complete(id).unwrap();
+                }
+            }
+            c.done().unwrap();
+            for (id, want) in expected {
+                let mut chain = vec![stored[&id].clone()];
+                while let Some(base) = crate::state::snapshot::delta_base(&chain[chain.len() - 1]) {
+                    chain.push(stored[&base].clone());
+                }
+                let mut restored = join().with_unique_right();
+                for piece in chain.iter().rev() {
+                    restored.restore_state(piece, 0..128).unwrap();
+                }
+                proptest::prop_assert_eq!(contents(&restored), want, "checkpoint {}", id);
+            }
+        }
+
         /// With a unique right key, any interleaving of the two sides gives the regular
         /// join's pairs, and no left record outlives the arrival of its match.
         #[test]
@@ -216,8 +287,8 @@ mod tests {
                 got[j].sort();
             }
             proptest::prop_assert_eq!(&got[0], &got[1]);
-            for key in unique.left.keys() {
-                proptest::prop_assert!(!unique.right.contains_key(key), "a matched left record was kept");
+            for (key, _) in unique.left.iter() {
+                proptest::prop_assert!(unique.right.get(key).is_none(), "a matched left record was kept");
             }
         }
     }

@@ -11,7 +11,9 @@
 //! the *epoch* of its last change, and the epoch moves on at every snapshot. An entry changed
 //! after snapshot C has an epoch above the one C was taken in. Marking is one store into the
 //! slot the update touches anyway. Values change only through the table's own calls
-//! ([`KeyedTable::fold_batch`], [`KeyedTable::insert`]), so no change goes unmarked.
+//! ([`KeyedTable::fold_batch`], [`KeyedTable::insert`], [`KeyedTable::get_mut`],
+//! [`KeyedTable::upsert`]), so no change goes unmarked; a removed key is remembered with its
+//! epoch (a tombstone) for as long as a delta may need to say it is gone.
 
 use std::hash::{BuildHasher, Hash};
 
@@ -24,6 +26,8 @@ pub struct KeyedTable<K, V> {
     hasher: foldhash::fast::RandomState,
     pub(crate) snapshot_buffer: crate::state::snapshot::SnapshotBuffer,
     pub(crate) changes: ChangeLog,
+    /// Keys removed, with the epoch they were removed in, while a delta may need them.
+    pub(crate) tombstones: Vec<(K, Epoch)>,
 }
 
 /// A snapshot counter: the epoch in force at a snapshot, and that of a slot's last change.
@@ -95,6 +99,12 @@ impl ChangeLog {
     pub(crate) fn pending(&self) -> usize {
         self.taken.len()
     }
+
+    /// Whether a later delta may build on a snapshot taken before now (so removals must be
+    /// remembered).
+    fn tracking(&self) -> bool {
+        self.base.is_some() || !self.taken.is_empty()
+    }
 }
 
 impl<K: Hash + Eq, V> Default for KeyedTable<K, V> {
@@ -104,6 +114,7 @@ impl<K: Hash + Eq, V> Default for KeyedTable<K, V> {
             hasher: foldhash::fast::RandomState::default(),
             snapshot_buffer: Default::default(),
             changes: ChangeLog::default(),
+            tombstones: Vec::new(),
         }
     }
 }
@@ -200,9 +211,86 @@ impl<K: Hash + Eq, V> KeyedTable<K, V> {
         }
     }
 
+    /// The state of `key`.
+    pub fn get(&self, key: &K) -> Option<&V> {
+        let hash = self.hasher.hash_one(key);
+        self.table
+            .find(hash, |(k, _, _)| k == key)
+            .map(|(_, v, _)| v)
+    }
+
+    /// The state of `key`, to change.
+    pub fn get_mut(&mut self, key: &K) -> Option<&mut V> {
+        let KeyedTable {
+            table,
+            hasher,
+            changes,
+            ..
+        } = self;
+        let hash = hasher.hash_one(key);
+        let (_, v, e) = table.find_mut(hash, |(k, _, _)| k == key)?;
+        if *e != changes.epoch {
+            *e = changes.epoch;
+            changes.touched += 1;
+        }
+        Some(v)
+    }
+
+    /// The state of `key` to change, made by `make` if the key has none.
+    pub fn upsert(&mut self, key: K, make: impl FnOnce() -> V) -> &mut V {
+        let KeyedTable {
+            table,
+            hasher,
+            changes,
+            ..
+        } = self;
+        let epoch = changes.epoch;
+        let hash = hasher.hash_one(&key);
+        let entry = table.entry(hash, |(k, _, _)| *k == key, |(k, _, _)| hasher.hash_one(k));
+        let slot = match entry {
+            hashbrown::hash_table::Entry::Occupied(e) => {
+                let slot = e.into_mut();
+                if slot.2 != epoch {
+                    slot.2 = epoch;
+                    changes.touched += 1;
+                }
+                slot
+            }
+            hashbrown::hash_table::Entry::Vacant(e) => {
+                changes.touched += 1;
+                e.insert((key, make(), epoch)).into_mut()
+            }
+        };
+        &mut slot.1
+    }
+
+    /// Removes the state of `key` and returns it.
+    pub fn remove(&mut self, key: &K) -> Option<V>
+    where
+        K: Clone,
+    {
+        let hash = self.hasher.hash_one(key);
+        let entry = self.table.find_entry(hash, |(k, _, _)| k == key).ok()?;
+        let ((k, v, _), _) = entry.remove();
+        if self.changes.tracking() {
+            self.tombstones.push((k, self.changes.epoch));
+            self.changes.touched += 1;
+        }
+        Some(v)
+    }
+
+    /// Keys removed after epoch `after` (for a delta on a snapshot taken in it).
+    pub(crate) fn removed_after(&self, after: Epoch) -> impl Iterator<Item = &K> + '_ {
+        self.tombstones
+            .iter()
+            .filter(move |(_, e)| *e > after)
+            .map(|(k, _)| k)
+    }
+
     /// Removes and returns every entry. The next snapshot is a full one.
     pub fn drain(&mut self) -> impl Iterator<Item = (K, V)> + '_ {
         self.changes.reset();
+        self.tombstones.clear();
         self.table.drain().map(|(k, v, _)| (k, v))
     }
 
@@ -210,6 +298,10 @@ impl<K: Hash + Eq, V> KeyedTable<K, V> {
     /// table took at or before it. (Operators call this from `notify_checkpoint_complete`.)
     pub fn checkpoint_complete(&mut self, id: crate::types::CheckpointId) {
         self.changes.completed(id);
+        // Removals before the base are in it already.
+        if let Some(base) = self.changes.base {
+            self.tombstones.retain(|(_, e)| *e > base.epoch);
+        }
     }
 }
 

@@ -25,7 +25,7 @@ use serde::de::DeserializeOwned;
 
 use crate::error::{HummerError, Result, internal};
 use crate::state::key_groups::{key_group_of_hash, key_hash};
-use crate::state::keyed_table::KeyedTable;
+use crate::state::keyed_table::{ChangeLog, KeyedTable};
 use crate::types::{CheckpointId, MIN_WATERMARK, Timestamp};
 
 /// When a table's checkpoint is a delta and when it must be full.
@@ -41,16 +41,28 @@ pub mod incremental {
     /// be lost (its checkpoint may have been dropped) and a full snapshot starts afresh.
     pub const MAX_PENDING: usize = 4;
 
-    /// Whether the next snapshot must be full: no completed base, a chain at its limit, too
-    /// many snapshots that never completed since the base, or at least half of the `live`
-    /// entries changed (a delta would be about as large as a full snapshot).
-    pub(crate) fn full_needed(changes: &ChangeLog, live: usize) -> bool {
-        let Some(base) = changes.base else {
-            return true;
-        };
-        base.chain + 1 > MAX_CHAIN
-            || changes.pending() >= MAX_PENDING
-            || changes.changed_since_base().saturating_mul(2) > live as u64
+    /// Whether the next snapshot of an operator's tables (each with its change log and
+    /// number of entries) may be a delta: every table has a completed base, all of the same
+    /// checkpoint; the chain is below its limit; fewer than [`MAX_PENDING`] snapshots since
+    /// the base went uncompleted; and at most half of the entries changed (else a delta would
+    /// be about as large as a full snapshot).
+    pub(crate) fn delta_possible(tables: &[(&ChangeLog, usize)]) -> bool {
+        let mut base = None;
+        let (mut changed, mut live) = (0u64, 0u64);
+        for (changes, len) in tables {
+            let Some(b) = changes.base else {
+                return false;
+            };
+            if *base.get_or_insert(b.checkpoint) != b.checkpoint
+                || b.chain + 1 > MAX_CHAIN
+                || changes.pending() >= MAX_PENDING
+            {
+                return false;
+            }
+            changed += changes.changed_since_base();
+            live += *len as u64;
+        }
+        base.is_some() && changed.saturating_mul(2) <= live
     }
 }
 
@@ -206,22 +218,77 @@ where
     K: Hash + Serialize + 'a,
     V: Serialize + 'a,
 {
-    append_table(out, entries, max_parallelism, watermark, None)
+    append_table(out, entries, max_parallelism, watermark)
 }
 
-/// Appends one snapshot to `out`: a full one (version 2) or, with `base`, a delta on the
-/// snapshot of checkpoint `base` (version 3).
+/// Appends one full snapshot (version 2) of `entries` to `out`.
 fn append_table<'a, K, V>(
     out: &mut Vec<u8>,
     entries: impl Iterator<Item = (&'a K, &'a V)>,
     max_parallelism: usize,
     watermark: Timestamp,
-    base: Option<CheckpointId>,
 ) -> Result<()>
 where
     K: Hash + Serialize + 'a,
     V: Serialize + 'a,
 {
+    let open = open_table(out, max_parallelism, watermark, None);
+    for (k, v) in entries {
+        let g = key_group_of_hash(key_hash(k), max_parallelism) as u32;
+        append_entry(out, &(g, k, v))?;
+    }
+    close_table(out, open);
+    Ok(())
+}
+
+/// Appends a delta (version 3) on the snapshot of checkpoint `base` to `out`: the keys
+/// `removed` since, then the entries `changed` since (so that a key removed and added again
+/// ends present).
+fn append_delta<'a, K, V>(
+    out: &mut Vec<u8>,
+    changed: impl Iterator<Item = (&'a K, &'a V)>,
+    removed: impl Iterator<Item = &'a K>,
+    max_parallelism: usize,
+    watermark: Timestamp,
+    base: CheckpointId,
+) -> Result<()>
+where
+    K: Hash + Serialize + 'a,
+    V: Serialize + 'a,
+{
+    let open = open_table(out, max_parallelism, watermark, Some(base));
+    for k in removed {
+        let g = key_group_of_hash(key_hash(k), max_parallelism) as u32;
+        append_entry(out, &(g, k, None::<&V>))?;
+    }
+    for (k, v) in changed {
+        let g = key_group_of_hash(key_hash(k), max_parallelism) as u32;
+        append_entry(out, &(g, k, Some(v)))?;
+    }
+    close_table(out, open);
+    Ok(())
+}
+
+#[inline]
+fn append_entry(out: &mut Vec<u8>, entry: &impl Serialize) -> Result<()> {
+    postcard::serialize_with_flavor(entry, AppendTo(out))
+        .map_err(|e| internal!("cannot encode a state snapshot: {e}"))
+}
+
+/// Where a table being written starts, where its body length goes, and its header's length.
+struct OpenTable {
+    start: usize,
+    len_at: usize,
+    header: usize,
+}
+
+/// Writes a table's header, its body length and checksum left to [`close_table`].
+fn open_table(
+    out: &mut Vec<u8>,
+    max_parallelism: usize,
+    watermark: Timestamp,
+    base: Option<CheckpointId>,
+) -> OpenTable {
     let start = out.len();
     out.extend_from_slice(MAGIC);
     let version = if base.is_some() {
@@ -237,32 +304,50 @@ where
     }
     let len_at = out.len() - start;
     out.extend_from_slice(&[0; 16]); // body length and checksum, once known
-    let header = out.len() - start;
-    for (k, v) in entries {
-        let g = key_group_of_hash(key_hash(k), max_parallelism) as u32;
-        postcard::serialize_with_flavor(&(g, k, v), AppendTo(out))
-            .map_err(|e| internal!("cannot encode a state snapshot: {e}"))?;
+    OpenTable {
+        start,
+        len_at,
+        header: out.len() - start,
     }
+}
+
+/// Fills in the body length and checksum of the table written since `open`.
+fn close_table(out: &mut [u8], open: OpenTable) {
+    let OpenTable {
+        start,
+        len_at,
+        header,
+    } = open;
     let body_len = (out.len() - start - header) as u64;
     out[start + len_at..start + len_at + 8].copy_from_slice(&body_len.to_be_bytes());
     let (head, body) = out[start..].split_at(header);
     let sum = checksum(&head[4..len_at + 8], body);
     out[start + len_at + 8..start + header].copy_from_slice(&sum.to_be_bytes());
-    Ok(())
 }
 
-/// The checkpoint a snapshot is a delta on, read from its header (`None`: a full snapshot, or
-/// not a snapshot of this module). The bytes are not verified here; a restore verifies them.
+/// The checkpoint a snapshot is a delta on (the first delta among the tables of a buffer,
+/// read from their headers; all deltas of one operator's snapshot build on the same
+/// checkpoint). `None`: every table is full, or the bytes are not snapshots of this module.
+/// The bytes are not verified here; a restore verifies them.
 pub fn delta_base(bytes: &[u8]) -> Option<CheckpointId> {
-    if bytes.len() < HEADER_V3 || !is_snapshot(bytes) {
-        return None;
+    let mut rest = bytes;
+    while rest.len() >= HEADER && is_snapshot(rest) {
+        let be_u64 = |at: usize| {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(&rest[at..at + 8]);
+            u64::from_be_bytes(b)
+        };
+        let (header, len_at) = match u16::from_be_bytes([rest[4], rest[5]]) {
+            FORMAT_VERSION => (HEADER, 18),
+            DELTA_VERSION if rest.len() >= HEADER_V3 => return Some(be_u64(18)),
+            _ => return None,
+        };
+        let next = usize::try_from(be_u64(len_at))
+            .ok()
+            .and_then(|l| l.checked_add(header))?;
+        rest = rest.get(next..)?;
     }
-    if u16::from_be_bytes([bytes[4], bytes[5]]) != DELTA_VERSION {
-        return None;
-    }
-    let mut b = [0u8; 8];
-    b.copy_from_slice(&bytes[18..26]);
-    Some(u64::from_be_bytes(b))
+    None
 }
 
 /// Writes `entries`, each tagged with its key group (out of `max_parallelism`), in the snapshot
@@ -309,14 +394,56 @@ impl TableSnapshot<'_> {
             }
             return Ok(());
         }
+        let mut removals = 0usize;
+        self.changes(key_groups, what, keep, |_: K| removals += 1)?;
+        if removals > 0 {
+            return Err(corrupt(
+                what,
+                format!("a delta removing {removals} keys where whole state was expected"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Whether it is a delta on an earlier snapshot (rather than whole state).
+    pub fn is_delta(&self) -> bool {
+        self.version == DELTA_VERSION
+    }
+
+    /// Hands every entry whose key group is in `key_groups` to `put` and, in a delta, every
+    /// key removed since its base to `remove` (removals come first); `what` names the snapshot
+    /// in errors.
+    pub fn changes<K: DeserializeOwned, V: DeserializeOwned>(
+        &self,
+        key_groups: &Range<usize>,
+        what: &str,
+        mut put: impl FnMut(K, V),
+        mut remove: impl FnMut(K),
+    ) -> Result<()> {
+        let undecodable = |e: postcard::Error| corrupt(what, format!("undecodable body: {e}"));
+        if self.version == VERSION_1 {
+            return self.entries(key_groups, what, put);
+        }
         let mut rest = self.body;
         while !rest.is_empty() {
-            let ((group, k, v), tail): ((u32, K, V), &[u8]) =
-                postcard::take_from_bytes(rest).map_err(undecodable)?;
-            if key_groups.contains(&(group as usize)) {
-                keep(k, v);
+            if self.version == DELTA_VERSION {
+                let ((group, k, v), tail): ((u32, K, Option<V>), &[u8]) =
+                    postcard::take_from_bytes(rest).map_err(undecodable)?;
+                if key_groups.contains(&(group as usize)) {
+                    match v {
+                        Some(v) => put(k, v),
+                        None => remove(k),
+                    }
+                }
+                rest = tail;
+            } else {
+                let ((group, k, v), tail): ((u32, K, V), &[u8]) =
+                    postcard::take_from_bytes(rest).map_err(undecodable)?;
+                if key_groups.contains(&(group as usize)) {
+                    put(k, v);
+                }
+                rest = tail;
             }
-            rest = tail;
         }
         Ok(())
     }
@@ -434,7 +561,7 @@ pub fn read_snapshot<K: DeserializeOwned, V: DeserializeOwned>(
     table.entries(&key_groups, what, keep)
 }
 
-impl<K: Hash + Eq + Serialize + DeserializeOwned, V: Serialize + DeserializeOwned>
+impl<K: Hash + Eq + Clone + Serialize + DeserializeOwned, V: Serialize + DeserializeOwned>
     KeyedTable<K, V>
 {
     /// Writes every entry, tagged with its key group (out of `max_parallelism`), into a buffer
@@ -447,42 +574,82 @@ impl<K: Hash + Eq + Serialize + DeserializeOwned, V: Serialize + DeserializeOwne
         bytes
     }
 
-    /// The table's snapshot for checkpoint `checkpoint`: a delta holding only the entries
-    /// changed since the newest completed snapshot it took (see [`incremental`]), or every
-    /// entry when [`incremental::full_needed`] says so.
+    /// The table's snapshot for checkpoint `checkpoint`: a delta holding only what changed
+    /// since the newest completed snapshot it took, or every entry when
+    /// [`incremental::delta_possible`] says no.
     pub fn snapshot_for(
         &mut self,
         checkpoint: CheckpointId,
         max_parallelism: usize,
     ) -> Result<Vec<u8>> {
-        let base = self
-            .changes
-            .base
-            .filter(|_| !incremental::full_needed(&self.changes, self.len()));
+        let delta = incremental::delta_possible(&[self.change_summary()]);
         let mut buffer = self.snapshot_buffer;
-        let bytes = buffer.write(|out| {
-            append_table(
-                out,
-                self.changed_after(base.map(|b| b.epoch)),
-                max_parallelism,
-                MIN_WATERMARK,
-                base.map(|b| b.checkpoint),
-            )
-        });
+        let bytes = buffer.write(|out| self.append_for(out, checkpoint, max_parallelism, delta));
         // Only a full snapshot sizes the next buffer: a delta's size says nothing of a full's.
-        if base.is_none() {
+        if !delta {
             self.snapshot_buffer = buffer;
         }
-        self.changes
-            .taken(checkpoint, base.map_or(0, |b| b.chain + 1));
         bytes
     }
 
-    /// Loads the entries of the key groups in `key_groups` from a snapshot; `what` names the
-    /// snapshot in errors. A bad snapshot is refused whole.
+    /// What [`incremental::delta_possible`] decides on: the table's change log and size.
+    pub(crate) fn change_summary(&self) -> (&ChangeLog, usize) {
+        (&self.changes, self.len())
+    }
+
+    /// Appends the table's snapshot for checkpoint `checkpoint` to `out`: a delta on its base
+    /// if `delta` (which [`incremental::delta_possible`] must have allowed), else whole.
+    /// Operators with several tables decide `delta` for all of them at once.
+    pub(crate) fn append_for(
+        &mut self,
+        out: &mut Vec<u8>,
+        checkpoint: CheckpointId,
+        max_parallelism: usize,
+        delta: bool,
+    ) -> Result<()> {
+        let base = self.changes.base.filter(|_| delta);
+        match base {
+            Some(base) => append_delta(
+                out,
+                self.changed_after(Some(base.epoch)),
+                self.removed_after(base.epoch),
+                max_parallelism,
+                MIN_WATERMARK,
+                base.checkpoint,
+            )?,
+            None => append_table(out, self.iter(), max_parallelism, MIN_WATERMARK)?,
+        }
+        self.changes
+            .taken(checkpoint, base.map_or(0, |b| b.chain + 1));
+        Ok(())
+    }
+
+    /// Loads the entries of the key groups in `key_groups` from a snapshot (whole state, or a
+    /// delta applied on what was restored before it); `what` names the snapshot in errors. A
+    /// bad snapshot is refused whole.
     pub fn restore(&mut self, snapshot: &[u8], key_groups: Range<usize>, what: &str) -> Result<()> {
+        let [table] = read_tables(snapshot, what)?;
+        self.restore_table(&table, key_groups, what)
+    }
+
+    /// Loads one verified table of a snapshot, as [`KeyedTable::restore`].
+    pub(crate) fn restore_table(
+        &mut self,
+        table: &TableSnapshot<'_>,
+        key_groups: Range<usize>,
+        what: &str,
+    ) -> Result<()> {
         self.changes.reset();
-        read_snapshot(snapshot, key_groups, what, |k, v| self.insert(k, v))
+        self.tombstones.clear();
+        let this = std::cell::RefCell::new(self);
+        table.changes(
+            &key_groups,
+            what,
+            |k, v| this.borrow_mut().insert(k, v),
+            |k| {
+                this.borrow_mut().remove(&k);
+            },
+        )
     }
 }
 
@@ -589,6 +756,31 @@ mod tests {
     }
 
     #[test]
+    fn a_delta_carries_removals_before_changes() {
+        let mut t = KeyedTable::<u8, u64>::default();
+        fold(&mut t, &(0..100u8).map(|k| (k, 1)).collect::<Vec<_>>());
+        let full = t.snapshot_for(1, 128).unwrap();
+        t.checkpoint_complete(1);
+        t.remove(&5);
+        t.remove(&6);
+        fold(&mut t, &[(6, 9)]);
+        let delta = t.snapshot_for(2, 128).unwrap();
+        assert_eq!(delta_base(&delta), Some(1));
+        let mut restored = KeyedTable::<u8, u64>::default();
+        restored.restore(&full, 0..128, "test").unwrap();
+        restored.restore(&delta, 0..128, "test").unwrap();
+        assert_eq!(restored.get(&5), None, "removed");
+        assert_eq!(restored.get(&6), Some(&9), "removed, then added again");
+        assert_eq!(restored.len(), 99);
+        // A delta with removals is not whole state.
+        let err = read_snapshot(&delta, 0..128, "the test delta", |_: u8, _: u64| {});
+        assert!(err.unwrap_err().to_string().contains("removing"));
+        // Once a later checkpoint completes, the removals are in its snapshot: forgotten.
+        t.checkpoint_complete(2);
+        assert!(t.tombstones.is_empty());
+    }
+
+    #[test]
     fn a_delta_is_damaged_or_whole_like_any_snapshot() {
         let mut t = KeyedTable::<u8, u64>::default();
         fold(&mut t, &(0..100u8).map(|k| (k, 1)).collect::<Vec<_>>());
@@ -605,9 +797,9 @@ mod tests {
     }
 
     proptest! {
-        /// Whatever batches come between snapshots and whichever checkpoints complete, every
-        /// snapshot's chain (base, deltas, the snapshot) restores exactly the table as it was
-        /// at that snapshot, at any new parallelism.
+        /// Whatever batches and removals come between snapshots and whichever checkpoints
+        /// complete, every snapshot's chain (base, deltas, the snapshot) restores exactly the
+        /// table as it was at that snapshot, at any new parallelism.
         #[test]
         fn every_chain_restores_the_table_at_its_snapshot(
             steps in proptest::collection::vec(
@@ -620,10 +812,18 @@ mod tests {
             let mut stored: HashMap<CheckpointId, Vec<u8>> = HashMap::new();
             let mut expected: HashMap<CheckpointId, HashMap<u8, u64>> = HashMap::new();
             for (i, (batch, complete)) in steps.iter().enumerate() {
+                // A record adding 1 removes its key instead (before the rest of the batch).
                 for (k, v) in batch {
+                    if *v == 1 {
+                        reference.remove(k);
+                        t.remove(k);
+                    }
+                }
+                let adds: Vec<(u8, u64)> = batch.iter().copied().filter(|(_, v)| *v != 1).collect();
+                for (k, v) in &adds {
                     *reference.entry(*k).or_default() += v;
                 }
-                fold(&mut t, batch);
+                fold(&mut t, &adds);
                 let id = i as CheckpointId + 1;
                 let bytes = t.snapshot_for(id, max).unwrap();
                 if let Some(base) = delta_base(&bytes) {
