@@ -195,8 +195,11 @@ mod tests {
         assert!(after.restore_state(b"garbage", 0..128).is_err());
     }
 
+    /// One side's records per key, sorted by key.
+    type Side = Vec<(u32, Vec<(u32, u32)>)>;
+
     /// Both sides' contents, sorted.
-    fn contents(op: &Join) -> (Vec<(u32, Vec<(u32, u32)>)>, Vec<(u32, Vec<(u32, u32)>)>) {
+    fn contents(op: &Join) -> (Side, Side) {
         let side = |t: &Table<u32, (u32, u32)>| {
             let mut v: Vec<_> = t.iter().map(|(k, v)| (*k, v.clone())).collect();
             v.sort();
