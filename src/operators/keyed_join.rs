@@ -9,7 +9,7 @@ use crate::state::keyed_table::KeyedTable;
 use crate::state::snapshot::{
     SnapshotBuffer, decode_checkpointed, incremental, is_snapshot, read_snapshot, read_tables,
 };
-use crate::types::{CheckpointId, Key};
+use crate::types::{CheckpointId, Key, MIN_WATERMARK};
 
 /// One side's records per key, checkpointed incrementally (see [`KeyedTable`]).
 type Table<K, V> = KeyedTable<K, Vec<V>>;
@@ -116,8 +116,8 @@ where
         let (left, right) = (&mut self.left, &mut self.right);
         let mut buffer = self.snapshot_buffer;
         let bytes = buffer.write(|out| {
-            left.append_for(out, checkpoint, max_parallelism, delta)?;
-            right.append_for(out, checkpoint, max_parallelism, delta)
+            left.append_for(out, checkpoint, max_parallelism, MIN_WATERMARK, delta)?;
+            right.append_for(out, checkpoint, max_parallelism, MIN_WATERMARK, delta)
         })?;
         if !delta {
             self.snapshot_buffer = buffer;

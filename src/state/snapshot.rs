@@ -584,7 +584,8 @@ impl<K: Hash + Eq + Clone + Serialize + DeserializeOwned, V: Serialize + Deseria
     ) -> Result<Vec<u8>> {
         let delta = incremental::delta_possible(&[self.change_summary()]);
         let mut buffer = self.snapshot_buffer;
-        let bytes = buffer.write(|out| self.append_for(out, checkpoint, max_parallelism, delta));
+        let bytes = buffer
+            .write(|out| self.append_for(out, checkpoint, max_parallelism, MIN_WATERMARK, delta));
         // Only a full snapshot sizes the next buffer: a delta's size says nothing of a full's.
         if !delta {
             self.snapshot_buffer = buffer;
@@ -597,14 +598,16 @@ impl<K: Hash + Eq + Clone + Serialize + DeserializeOwned, V: Serialize + Deseria
         (&self.changes, self.len())
     }
 
-    /// Appends the table's snapshot for checkpoint `checkpoint` to `out`: a delta on its base
-    /// if `delta` (which [`incremental::delta_possible`] must have allowed), else whole.
-    /// Operators with several tables decide `delta` for all of them at once.
+    /// Appends the table's snapshot for checkpoint `checkpoint`, with the operator's
+    /// `watermark`, to `out`: a delta on its base if `delta` (which
+    /// [`incremental::delta_possible`] must have allowed), else whole. Operators with several
+    /// tables decide `delta` for all of them at once.
     pub(crate) fn append_for(
         &mut self,
         out: &mut Vec<u8>,
         checkpoint: CheckpointId,
         max_parallelism: usize,
+        watermark: Timestamp,
         delta: bool,
     ) -> Result<()> {
         let base = self.changes.base.filter(|_| delta);
@@ -614,10 +617,10 @@ impl<K: Hash + Eq + Clone + Serialize + DeserializeOwned, V: Serialize + Deseria
                 self.changed_after(Some(base.epoch)),
                 self.removed_after(base.epoch),
                 max_parallelism,
-                MIN_WATERMARK,
+                watermark,
                 base.checkpoint,
             )?,
-            None => append_table(out, self.iter(), max_parallelism, MIN_WATERMARK)?,
+            None => append_table(out, self.iter(), max_parallelism, watermark)?,
         }
         self.changes
             .taken(checkpoint, base.map_or(0, |b| b.chain + 1));
@@ -639,13 +642,28 @@ impl<K: Hash + Eq + Clone + Serialize + DeserializeOwned, V: Serialize + Deseria
         key_groups: Range<usize>,
         what: &str,
     ) -> Result<()> {
+        self.restore_table_with(table, key_groups, what, |_, _| {})
+    }
+
+    /// Loads one verified table of a snapshot, as [`KeyedTable::restore`], showing every
+    /// entry to `seen` as it is loaded.
+    pub(crate) fn restore_table_with(
+        &mut self,
+        table: &TableSnapshot<'_>,
+        key_groups: Range<usize>,
+        what: &str,
+        mut seen: impl FnMut(&K, &V),
+    ) -> Result<()> {
         self.changes.reset();
         self.tombstones.clear();
         let this = std::cell::RefCell::new(self);
         table.changes(
             &key_groups,
             what,
-            |k, v| this.borrow_mut().insert(k, v),
+            |k, v| {
+                seen(&k, &v);
+                this.borrow_mut().insert(k, v);
+            },
             |k| {
                 this.borrow_mut().remove(&k);
             },
@@ -982,6 +1000,10 @@ mod tests {
 pub struct OperatorWatermark {
     current: Timestamp,
     restored: bool,
+    /// While restoring: the minimum over the old subtasks restored before the last one.
+    others: Timestamp,
+    /// While restoring: the last old subtask's watermark (its newest piece's).
+    last: Timestamp,
 }
 
 impl Default for OperatorWatermark {
@@ -989,6 +1011,8 @@ impl Default for OperatorWatermark {
         OperatorWatermark {
             current: MIN_WATERMARK,
             restored: false,
+            others: Timestamp::MAX,
+            last: Timestamp::MAX,
         }
     }
 }
@@ -1009,12 +1033,19 @@ impl OperatorWatermark {
     /// minimum over the old subtasks whose state it took (at a new parallelism a subtask may
     /// hold keys of several), which every record it now sees was judged against before.
     pub fn restore(&mut self, watermark: Timestamp) {
-        self.current = if self.restored {
-            self.current.min(watermark)
-        } else {
-            watermark
-        };
+        self.restore_piece(watermark, false);
+    }
+
+    /// Takes the watermark of one piece of a restored subtask's state: a whole snapshot starts
+    /// another old subtask; a delta, the next piece of the same one, replaces its watermark
+    /// (the state it completes was snapshotted at that later watermark).
+    pub fn restore_piece(&mut self, watermark: Timestamp, delta: bool) {
+        if !delta && self.restored {
+            self.others = self.others.min(self.last);
+        }
+        self.last = watermark;
         self.restored = true;
+        self.current = self.others.min(self.last);
     }
 }
 
