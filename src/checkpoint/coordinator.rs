@@ -582,6 +582,9 @@ mod tests {
             vec![1, 2, 3]
         );
         assert_eq!(restored(&latest), expected);
+        // Found by its own path (as a cluster's workers find it), its bases are its siblings.
+        let found = find_checkpoint(&dir.join("chk-4")).unwrap();
+        assert_eq!(restored(&found), expected);
 
         // A savepoint holds the whole chain and needs nothing of the job's directory.
         let savepoint = tmp.path().join("savepoint/chk-4");
