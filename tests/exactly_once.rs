@@ -52,6 +52,19 @@ fn checkpoint_config(dir: &Path) -> CheckpointConfig {
     c
 }
 
+/// Panics at each of the `fail_at` events, once each (shared by every subtask and attempt).
+fn fail_once_at(fail_at: Vec<u64>) -> impl Fn(u64) + Clone + Send + Sync + 'static {
+    let fired: Arc<Vec<AtomicBool>> =
+        Arc::new(fail_at.iter().map(|_| AtomicBool::new(false)).collect());
+    move |e| {
+        if let Some(i) = fail_at.iter().position(|f| *f == e)
+            && !fired[i].swap(true, Ordering::SeqCst)
+        {
+            panic!("injected failure at event {e}");
+        }
+    }
+}
+
 /// Builds the counting job; `fail_at` events panic the counter once each.
 fn counting_job(
     env: &StreamExecutionEnvironment,
@@ -60,8 +73,7 @@ fn counting_job(
     fail_at: Vec<u64>,
     out: &Path,
 ) {
-    let fired: Arc<Vec<AtomicBool>> =
-        Arc::new(fail_at.iter().map(|_| AtomicBool::new(false)).collect());
+    let fail = fail_once_at(fail_at);
     env.add_source(
         GeneratorSource::new(|i| i)
             .with_count(events)
@@ -70,11 +82,7 @@ fn counting_job(
     .key_by(move |e: &u64| e % keys)
     .process(
         move |key: &u64, e: u64, count: &mut ValueState<u64>, out: &mut Collector<String>| {
-            if let Some(i) = fail_at.iter().position(|f| *f == e)
-                && !fired[i].swap(true, Ordering::SeqCst)
-            {
-                panic!("injected failure at event {e}");
-            }
+            fail(e);
             let n = count.get_or_insert_with(|| 0);
             *n += 1;
             out.collect(format!("{e} {key} {n}"));
@@ -451,19 +459,14 @@ fn incremental_counting_job(
     fail_at: Vec<u64>,
     out: &Path,
 ) {
-    let fired: Arc<Vec<AtomicBool>> =
-        Arc::new(fail_at.iter().map(|_| AtomicBool::new(false)).collect());
+    let fail = fail_once_at(fail_at);
     env.add_source(
         GeneratorSource::new(|i| i)
             .with_count(events)
             .with_rate(200_000.0),
     )
     .map(move |e: u64| {
-        if let Some(i) = fail_at.iter().position(|f| *f == e)
-            && !fired[i].swap(true, Ordering::SeqCst)
-        {
-            panic!("injected failure at event {e}");
-        }
+        fail(e);
         e
     })
     .key_by(move |e: &u64| e % keys)

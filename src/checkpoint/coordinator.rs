@@ -542,31 +542,40 @@ mod tests {
         keys.for_each(|k| table.insert(k, value));
     }
 
+    /// One round of a running operator: the last checkpoint completes, `keys` get `value`,
+    /// and the next checkpoint stores the table's snapshot (a delta when it may be); its id.
+    fn step(
+        c: &mut CheckpointCoordinator,
+        table: &mut KeyedTable<u32, u64>,
+        keys: std::ops::Range<u32>,
+        value: u64,
+    ) -> CheckpointId {
+        if let Some(last) = c.history().last() {
+            table.checkpoint_complete(last.id);
+        }
+        put(table, keys, value);
+        let (id, done) = checkpoint(c, |id| table.snapshot_for(id, 128).unwrap());
+        assert_eq!(done.unwrap(), Some(id));
+        id
+    }
+
     #[test]
     fn deltas_are_stored_with_their_bases_and_restore_whole() {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("job");
         let mut c = coordinator(&dir, 1, 0);
         let mut table = KeyedTable::<u32, u64>::default();
-        put(&mut table, 0..1000, 1);
-        let (one, done) = checkpoint(&mut c, |id| table.snapshot_for(id, 128).unwrap());
-        assert_eq!(done.unwrap(), Some(one));
+        step(&mut c, &mut table, 0..1000, 1);
         // Deltas on the last completed checkpoint, each completed before the next.
-        let mut stored = Vec::new();
         for round in 0..3u64 {
-            table.checkpoint_complete(c.history().last().unwrap().id);
-            put(
-                &mut table,
-                10 * round as u32..10 * round as u32 + 10,
-                round + 2,
+            let keys = 10 * round as u32..10 * round as u32 + 10;
+            let id = step(&mut c, &mut table, keys, round + 2);
+            let stored = std::fs::read(dir.join(format!("chk-{id}/task-0"))).unwrap();
+            let stored: TaskSnapshot = postcard::from_bytes(&stored).unwrap();
+            assert!(
+                delta_base(&stored.operators[0].1).is_some(),
+                "{id} is a delta"
             );
-            let (id, done) = checkpoint(&mut c, |id| {
-                let bytes = table.snapshot_for(id, 128).unwrap();
-                assert!(delta_base(&bytes).is_some(), "checkpoint {id} is a delta");
-                bytes
-            });
-            assert_eq!(done.unwrap(), Some(id));
-            stored.push(id);
         }
         let mut expected: HashMap<u32, u64> = (0..1000).map(|k| (k, 1)).collect();
         (0..30).for_each(|k| {
@@ -601,21 +610,10 @@ mod tests {
         let dir = tmp.path().join("job");
         let mut c = coordinator(&dir, 1, 0);
         let mut table = KeyedTable::<u32, u64>::default();
-        put(&mut table, 0..100, 1);
-        checkpoint(&mut c, |id| table.snapshot_for(id, 128).unwrap())
-            .1
-            .unwrap();
-        table.checkpoint_complete(1);
-        put(&mut table, 0..1, 2);
-        checkpoint(&mut c, |id| table.snapshot_for(id, 128).unwrap())
-            .1
-            .unwrap();
+        step(&mut c, &mut table, 0..100, 1);
+        step(&mut c, &mut table, 0..1, 2);
         // A full snapshot (most keys changed): the chain is no longer needed.
-        table.checkpoint_complete(2);
-        put(&mut table, 0..100, 3);
-        checkpoint(&mut c, |id| table.snapshot_for(id, 128).unwrap())
-            .1
-            .unwrap();
+        step(&mut c, &mut table, 0..100, 3);
         let store = CheckpointStore::open(&dir, 1).unwrap();
         assert_eq!(store.ids().unwrap(), vec![3]);
         // A delta on a checkpoint that is gone cannot complete, and says why.
@@ -645,20 +643,9 @@ mod tests {
         let dir = tmp.path().join("job");
         let mut c = coordinator(&dir, 3, 0);
         let mut table = KeyedTable::<u32, u64>::default();
-        put(&mut table, 0..100, 1);
-        checkpoint(&mut c, |id| table.snapshot_for(id, 128).unwrap())
-            .1
-            .unwrap();
-        table.checkpoint_complete(1);
-        put(&mut table, 0..1, 2);
-        checkpoint(&mut c, |id| table.snapshot_for(id, 128).unwrap())
-            .1
-            .unwrap();
-        table.checkpoint_complete(2);
-        put(&mut table, 1..2, 2);
-        checkpoint(&mut c, |id| table.snapshot_for(id, 128).unwrap())
-            .1
-            .unwrap();
+        step(&mut c, &mut table, 0..100, 1);
+        step(&mut c, &mut table, 0..1, 2);
+        step(&mut c, &mut table, 1..2, 2);
         // Checkpoint 2 is damaged: 3, built on it, is skipped with it.
         let metadata = dir.join("chk-2/_metadata");
         let good = std::fs::read(&metadata).unwrap();
@@ -670,9 +657,7 @@ mod tests {
         // A later attempt restored from 1 numbers its checkpoints above every one there.
         let mut later = coordinator(&dir, 3, 1);
         let mut fresh = KeyedTable::<u32, u64>::default();
-        put(&mut fresh, 0..100, 9);
-        let (id, done) = checkpoint(&mut later, |id| fresh.snapshot_for(id, 128).unwrap());
-        assert_eq!((id, done.unwrap()), (4, Some(4)));
+        assert_eq!(step(&mut later, &mut fresh, 0..100, 9), 4);
         let latest = store.latest_valid().unwrap().unwrap();
         assert_eq!(latest.metadata.id, 4);
         assert_eq!(restored(&latest), (0..100).map(|k| (k, 9)).collect());

@@ -183,6 +183,38 @@ where
     }
 }
 
+/// The checkpoint hooks of a final aggregation operator, whose state is its `acc`'s table
+/// (checkpointed incrementally, see [`KeyedTable`]).
+macro_rules! accumulator_checkpoint_hooks {
+    () => {
+        fn snapshot_state(
+            &mut self,
+            checkpoint: crate::types::CheckpointId,
+            max_parallelism: usize,
+        ) -> Result<Option<Vec<u8>>> {
+            self.acc
+                .state
+                .snapshot_for(checkpoint, max_parallelism)
+                .map(Some)
+        }
+
+        fn notify_checkpoint_complete(&mut self, id: crate::types::CheckpointId) -> Result<()> {
+            self.acc.state.checkpoint_complete(id);
+            Ok(())
+        }
+
+        fn restore_state(
+            &mut self,
+            snapshot: &[u8],
+            key_groups: std::ops::Range<usize>,
+        ) -> Result<()> {
+            self.acc
+                .state
+                .restore(snapshot, key_groups, "keyed aggregation state")
+        }
+    };
+}
+
 /// Per-key accumulators and the emission policy of the final aggregation operators
 /// ([`KeyedAggregate`], [`MergeAggregate`]): an update per input in streaming mode, the final
 /// values at end of input in batch mode.
@@ -284,27 +316,7 @@ where
         Ok(())
     }
 
-    fn snapshot_state(
-        &mut self,
-        checkpoint: crate::types::CheckpointId,
-        max_parallelism: usize,
-    ) -> Result<Option<Vec<u8>>> {
-        self.acc
-            .state
-            .snapshot_for(checkpoint, max_parallelism)
-            .map(Some)
-    }
-
-    fn notify_checkpoint_complete(&mut self, id: crate::types::CheckpointId) -> Result<()> {
-        self.acc.state.checkpoint_complete(id);
-        Ok(())
-    }
-
-    fn restore_state(&mut self, snapshot: &[u8], key_groups: std::ops::Range<usize>) -> Result<()> {
-        self.acc
-            .state
-            .restore(snapshot, key_groups, "keyed aggregation state")
-    }
+    accumulator_checkpoint_hooks!();
 }
 
 /// The combiner: folds records into a local table before the shuffle and emits
@@ -414,27 +426,7 @@ where
         Ok(())
     }
 
-    fn snapshot_state(
-        &mut self,
-        checkpoint: crate::types::CheckpointId,
-        max_parallelism: usize,
-    ) -> Result<Option<Vec<u8>>> {
-        self.acc
-            .state
-            .snapshot_for(checkpoint, max_parallelism)
-            .map(Some)
-    }
-
-    fn notify_checkpoint_complete(&mut self, id: crate::types::CheckpointId) -> Result<()> {
-        self.acc.state.checkpoint_complete(id);
-        Ok(())
-    }
-
-    fn restore_state(&mut self, snapshot: &[u8], key_groups: std::ops::Range<usize>) -> Result<()> {
-        self.acc
-            .state
-            .restore(snapshot, key_groups, "keyed aggregation state")
-    }
+    accumulator_checkpoint_hooks!();
 }
 
 #[cfg(test)]

@@ -18,6 +18,7 @@
 use std::hash::{BuildHasher, Hash};
 
 use hashbrown::HashTable;
+use hashbrown::hash_table::Entry;
 
 /// State per key, held by one subtask of a keyed operator.
 pub struct KeyedTable<K, V> {
@@ -84,6 +85,15 @@ impl ChangeLog {
         }
     }
 
+    /// Marks a slot (its epoch `slot`) changed in the current epoch.
+    #[inline(always)]
+    fn mark(&mut self, slot: &mut Epoch) {
+        if *slot != self.epoch {
+            *slot = self.epoch;
+            self.touched += 1;
+        }
+    }
+
     /// Forgets every snapshot: the next one is full (after a restore or a drain).
     pub(crate) fn reset(&mut self) {
         self.taken.clear();
@@ -146,28 +156,24 @@ impl<K: Hash + Eq, V> KeyedTable<K, V> {
             changes,
             ..
         } = self;
-        let epoch = changes.epoch;
-        let mut touched = 0u64;
         for record in batch.drain(..) {
             let key = key_of(&record);
             let hash = hasher.hash_one(&key);
             match table.find_mut(hash, |(k, _, _)| *k == key) {
                 Some((k, v, e)) => {
-                    if *e != epoch {
-                        *e = epoch;
-                        touched += 1;
-                    }
+                    changes.mark(e);
                     step(k, Some(v), record);
                 }
                 None => {
                     if let Some(v) = step(&key, None, record) {
-                        touched += 1;
-                        table.insert_unique(hash, (key, v, epoch), |(k, _, _)| hasher.hash_one(k));
+                        changes.touched += 1;
+                        table.insert_unique(hash, (key, v, changes.epoch), |(k, _, _)| {
+                            hasher.hash_one(k)
+                        });
                     }
                 }
             }
         }
-        changes.touched += touched;
     }
 
     /// Every entry.
@@ -186,27 +192,30 @@ impl<K: Hash + Eq, V> KeyedTable<K, V> {
             .map(|(k, v, _)| (k, v))
     }
 
-    /// Sets the state of a key (replacing what it had).
-    pub fn insert(&mut self, key: K, value: V) {
+    /// The slot of `key`: an existing one is marked changed; a vacant one is counted as a
+    /// change, to be filled by the caller with the epoch returned.
+    fn marked_entry(&mut self, key: &K) -> (Entry<'_, (K, V, Epoch)>, Epoch) {
         let KeyedTable {
             table,
             hasher,
             changes,
             ..
         } = self;
-        let epoch = changes.epoch;
-        let hash = hasher.hash_one(&key);
-        match table.find_mut(hash, |(k, _, _)| *k == key) {
-            Some(entry) => {
-                if entry.2 != epoch {
-                    changes.touched += 1;
-                }
-                entry.1 = value;
-                entry.2 = epoch;
-            }
-            None => {
-                changes.touched += 1;
-                table.insert_unique(hash, (key, value, epoch), |(k, _, _)| hasher.hash_one(k));
+        let hash = hasher.hash_one(key);
+        let mut entry = table.entry(hash, |(k, _, _)| k == key, |(k, _, _)| hasher.hash_one(k));
+        match &mut entry {
+            Entry::Occupied(e) => changes.mark(&mut e.get_mut().2),
+            Entry::Vacant(_) => changes.touched += 1,
+        }
+        (entry, changes.epoch)
+    }
+
+    /// Sets the state of a key (replacing what it had).
+    pub fn insert(&mut self, key: K, value: V) {
+        match self.marked_entry(&key) {
+            (Entry::Occupied(e), _) => e.into_mut().1 = value,
+            (Entry::Vacant(e), epoch) => {
+                e.insert((key, value, epoch));
             }
         }
     }
@@ -229,39 +238,16 @@ impl<K: Hash + Eq, V> KeyedTable<K, V> {
         } = self;
         let hash = hasher.hash_one(key);
         let (_, v, e) = table.find_mut(hash, |(k, _, _)| k == key)?;
-        if *e != changes.epoch {
-            *e = changes.epoch;
-            changes.touched += 1;
-        }
+        changes.mark(e);
         Some(v)
     }
 
     /// The state of `key` to change, made by `make` if the key has none.
     pub fn upsert(&mut self, key: K, make: impl FnOnce() -> V) -> &mut V {
-        let KeyedTable {
-            table,
-            hasher,
-            changes,
-            ..
-        } = self;
-        let epoch = changes.epoch;
-        let hash = hasher.hash_one(&key);
-        let entry = table.entry(hash, |(k, _, _)| *k == key, |(k, _, _)| hasher.hash_one(k));
-        let slot = match entry {
-            hashbrown::hash_table::Entry::Occupied(e) => {
-                let slot = e.into_mut();
-                if slot.2 != epoch {
-                    slot.2 = epoch;
-                    changes.touched += 1;
-                }
-                slot
-            }
-            hashbrown::hash_table::Entry::Vacant(e) => {
-                changes.touched += 1;
-                e.insert((key, make(), epoch)).into_mut()
-            }
-        };
-        &mut slot.1
+        match self.marked_entry(&key) {
+            (Entry::Occupied(e), _) => &mut e.into_mut().1,
+            (Entry::Vacant(e), epoch) => &mut e.insert((key, make(), epoch)).into_mut().1,
+        }
     }
 
     /// Removes the state of `key` and returns it.

@@ -500,29 +500,23 @@ fn read_one<'a>(bytes: &'a [u8], what: &str) -> Result<(TableSnapshot<'a>, &'a [
     // body's range and the watermark.
     let (fields_end, sum_at, header, end, watermark) = match version {
         VERSION_1 => (10, 10, HEADER_V1, bytes.len(), MIN_WATERMARK),
-        FORMAT_VERSION => {
-            if bytes.len() < HEADER {
-                return Err(truncated(HEADER));
+        FORMAT_VERSION | DELTA_VERSION => {
+            // A delta's header has its base's checkpoint id before the body length.
+            let (header, len_at) = if version == DELTA_VERSION {
+                (HEADER_V3, 26)
+            } else {
+                (HEADER, 18)
+            };
+            if bytes.len() < header {
+                return Err(truncated(header));
             }
-            let body_len = be_u64(18);
+            let body_len = be_u64(len_at);
             let end = usize::try_from(body_len)
                 .ok()
-                .and_then(|l| l.checked_add(HEADER))
+                .and_then(|l| l.checked_add(header))
                 .filter(|&end| end <= bytes.len())
-                .ok_or_else(|| truncated(HEADER.saturating_add(body_len as usize)))?;
-            (26, 26, HEADER, end, be_u64(10) as i64)
-        }
-        DELTA_VERSION => {
-            if bytes.len() < HEADER_V3 {
-                return Err(truncated(HEADER_V3));
-            }
-            let body_len = be_u64(26);
-            let end = usize::try_from(body_len)
-                .ok()
-                .and_then(|l| l.checked_add(HEADER_V3))
-                .filter(|&end| end <= bytes.len())
-                .ok_or_else(|| truncated(HEADER_V3.saturating_add(body_len as usize)))?;
-            (34, 34, HEADER_V3, end, be_u64(10) as i64)
+                .ok_or_else(|| truncated(header.saturating_add(body_len as usize)))?;
+            (len_at + 8, len_at + 8, header, end, be_u64(10) as i64)
         }
         other => {
             return Err(corrupt(
