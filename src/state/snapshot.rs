@@ -206,23 +206,9 @@ impl postcard::ser_flavors::Flavor for AppendTo<'_> {
     }
 }
 
-/// Appends one snapshot of `entries` (key groups out of `max_parallelism`) with `watermark`
-/// to `out`.
+/// Appends one full snapshot (version 2) of `entries` (key groups out of `max_parallelism`)
+/// with `watermark` to `out`.
 pub fn append_snapshot<'a, K, V>(
-    out: &mut Vec<u8>,
-    entries: impl Iterator<Item = (&'a K, &'a V)>,
-    max_parallelism: usize,
-    watermark: Timestamp,
-) -> Result<()>
-where
-    K: Hash + Serialize + 'a,
-    V: Serialize + 'a,
-{
-    append_table(out, entries, max_parallelism, watermark)
-}
-
-/// Appends one full snapshot (version 2) of `entries` to `out`.
-fn append_table<'a, K, V>(
     out: &mut Vec<u8>,
     entries: impl Iterator<Item = (&'a K, &'a V)>,
     max_parallelism: usize,
@@ -614,7 +600,7 @@ impl<K: Hash + Eq + Clone + Serialize + DeserializeOwned, V: Serialize + Deseria
                 watermark,
                 base.checkpoint,
             )?,
-            None => append_table(out, self.iter(), max_parallelism, watermark)?,
+            None => append_snapshot(out, self.iter(), max_parallelism, watermark)?,
         }
         self.changes
             .taken(checkpoint, base.map_or(0, |b| b.chain + 1));
