@@ -156,17 +156,13 @@ impl CheckpointStore {
     pub fn complete(&self, pending: PendingCheckpoint) -> Result<CheckpointMetadata> {
         let metadata = CheckpointMetadata {
             id: pending.id,
-            completed_at_ms: std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_millis() as u64),
+            completed_at_ms: crate::types::epoch_ms(),
             files: pending.files,
             checksum: ChecksumKind::Crc32,
             bases: pending.bases,
             nonce: new_nonce(pending.id),
         };
-        let json = serde_json::to_vec_pretty(&metadata)
-            .map_err(|e| internal!("checkpoint metadata: {e}"))?;
-        pending.storage.write(METADATA, &json)?;
+        write_metadata(&pending.storage, &metadata)?;
         let done = self.root.child(&format!("chk-{}", pending.id));
         pending.storage.rename_to(&done)?;
         self.prune()?;
@@ -222,12 +218,16 @@ impl CheckpointStore {
     }
 }
 
-/// A random nonce for checkpoint `id`.
+/// A random nonce for checkpoint `id` (every `RandomState` has random keys).
 fn new_nonce(id: u64) -> u64 {
-    let time = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    std::collections::hash_map::RandomState::new().hash_one((id, time))
+    std::collections::hash_map::RandomState::new().hash_one(id)
+}
+
+/// Writes a checkpoint's `_metadata` (last: it marks the checkpoint complete).
+fn write_metadata(storage: &Storage, metadata: &CheckpointMetadata) -> Result<()> {
+    let json =
+        serde_json::to_vec_pretty(metadata).map_err(|e| internal!("checkpoint metadata: {e}"))?;
+    storage.write(METADATA, &json)
 }
 
 /// Name of the metadata file, written last.
@@ -427,9 +427,7 @@ pub fn copy_checkpoint(from: &CompletedCheckpoint, to: &Path) -> Result<Complete
             checksum: ChecksumKind::Crc32,
             ..from.metadata.clone()
         };
-        let json = serde_json::to_vec_pretty(&metadata)
-            .map_err(|e| internal!("checkpoint metadata: {e}"))?;
-        target.write(METADATA, &json)?;
+        write_metadata(&target, &metadata)?;
     }
     verify_files(target, from.metadata.id).map_err(|reason| HummerError::BadInput {
         input: to.display().to_string(),

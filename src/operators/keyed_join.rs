@@ -114,15 +114,12 @@ where
         let delta =
             incremental::delta_possible(&[self.left.change_summary(), self.right.change_summary()]);
         let (left, right) = (&mut self.left, &mut self.right);
-        let mut buffer = self.snapshot_buffer;
-        let bytes = buffer.write(|out| {
-            left.append_for(out, checkpoint, max_parallelism, MIN_WATERMARK, delta)?;
-            right.append_for(out, checkpoint, max_parallelism, MIN_WATERMARK, delta)
-        })?;
-        if !delta {
-            self.snapshot_buffer = buffer;
-        }
-        Ok(Some(bytes))
+        self.snapshot_buffer
+            .write_for(delta, |out| {
+                left.append_for(out, checkpoint, max_parallelism, MIN_WATERMARK, delta)?;
+                right.append_for(out, checkpoint, max_parallelism, MIN_WATERMARK, delta)
+            })
+            .map(Some)
     }
 
     fn notify_checkpoint_complete(&mut self, id: CheckpointId) -> Result<()> {

@@ -34,6 +34,14 @@ pub struct KeyedTable<K, V> {
 /// A snapshot counter: the epoch in force at a snapshot, and that of a slot's last change.
 pub(crate) type Epoch = u32;
 
+/// Marks a slot (its epoch `slot`) changed in `epoch`; 1 if this is its first change in it.
+#[inline(always)]
+fn mark(slot: &mut Epoch, epoch: Epoch) -> u64 {
+    let first = *slot != epoch;
+    *slot = epoch;
+    u64::from(first)
+}
+
 /// Which snapshots a table took and which one a delta may build on.
 #[derive(Debug, Default)]
 pub(crate) struct ChangeLog {
@@ -88,10 +96,7 @@ impl ChangeLog {
     /// Marks a slot (its epoch `slot`) changed in the current epoch.
     #[inline(always)]
     fn mark(&mut self, slot: &mut Epoch) {
-        if *slot != self.epoch {
-            *slot = self.epoch;
-            self.touched += 1;
-        }
+        self.touched += mark(slot, self.epoch);
     }
 
     /// Forgets every snapshot: the next one is full (after a restore or a drain).
@@ -156,24 +161,25 @@ impl<K: Hash + Eq, V> KeyedTable<K, V> {
             changes,
             ..
         } = self;
+        // Counted in a local, kept in a register across the loop.
+        let (epoch, mut touched) = (changes.epoch, 0);
         for record in batch.drain(..) {
             let key = key_of(&record);
             let hash = hasher.hash_one(&key);
             match table.find_mut(hash, |(k, _, _)| *k == key) {
                 Some((k, v, e)) => {
-                    changes.mark(e);
+                    touched += mark(e, epoch);
                     step(k, Some(v), record);
                 }
                 None => {
                     if let Some(v) = step(&key, None, record) {
-                        changes.touched += 1;
-                        table.insert_unique(hash, (key, v, changes.epoch), |(k, _, _)| {
-                            hasher.hash_one(k)
-                        });
+                        touched += 1;
+                        table.insert_unique(hash, (key, v, epoch), |(k, _, _)| hasher.hash_one(k));
                     }
                 }
             }
         }
+        changes.touched += touched;
     }
 
     /// Every entry.

@@ -87,6 +87,24 @@ const HEADER: usize = 4 + 2 + 4 + 8 + 8 + 8;
 const DELTA_VERSION: u16 = 3;
 const HEADER_V3: usize = HEADER + 8;
 
+/// Where a version-2 or -3 table's body length sits in its header, and the header's length
+/// (a delta's header has its base's checkpoint id before the body length). `None`: another
+/// version.
+fn layout(version: u16) -> Option<(usize, usize)> {
+    match version {
+        FORMAT_VERSION => Some((18, HEADER)),
+        DELTA_VERSION => Some((26, HEADER_V3)),
+        _ => None,
+    }
+}
+
+/// The big-endian `u64` at `at` (the caller has checked that 8 bytes are there).
+fn be_u64(bytes: &[u8], at: usize) -> u64 {
+    let mut b = [0u8; 8];
+    b.copy_from_slice(&bytes[at..at + 8]);
+    u64::from_be_bytes(b)
+}
+
 /// Checksum of the header fields and the body.
 fn checksum(fields: &[u8], body: &[u8]) -> u64 {
     use std::hash::Hasher;
@@ -120,6 +138,22 @@ pub struct SnapshotBuffer {
 }
 
 impl SnapshotBuffer {
+    /// Writes an incremental snapshot as [`SnapshotBuffer::write`] does; only a whole one
+    /// (`delta` false) sizes the next buffer, since a delta's size says nothing of a whole
+    /// snapshot's.
+    pub(crate) fn write_for(
+        &mut self,
+        delta: bool,
+        fill: impl FnOnce(&mut Vec<u8>) -> Result<()>,
+    ) -> Result<Vec<u8>> {
+        let mut sizing = *self;
+        let bytes = sizing.write(fill)?;
+        if !delta {
+            *self = sizing;
+        }
+        Ok(bytes)
+    }
+
     /// Runs `fill` on an empty buffer with room for a snapshot half again as large as the last,
     /// and remembers the length of what it wrote. (Room not written is only reserved: untouched
     /// pages cost nothing.)
@@ -318,17 +352,12 @@ fn close_table(out: &mut [u8], open: OpenTable) {
 pub fn delta_base(bytes: &[u8]) -> Option<CheckpointId> {
     let mut rest = bytes;
     while rest.len() >= HEADER && is_snapshot(rest) {
-        let be_u64 = |at: usize| {
-            let mut b = [0u8; 8];
-            b.copy_from_slice(&rest[at..at + 8]);
-            u64::from_be_bytes(b)
-        };
-        let (header, len_at) = match u16::from_be_bytes([rest[4], rest[5]]) {
-            FORMAT_VERSION => (HEADER, 18),
-            DELTA_VERSION if rest.len() >= HEADER_V3 => return Some(be_u64(18)),
-            _ => return None,
-        };
-        let next = usize::try_from(be_u64(len_at))
+        let version = u16::from_be_bytes([rest[4], rest[5]]);
+        let (len_at, header) = layout(version).filter(|(_, h)| rest.len() >= *h)?;
+        if version == DELTA_VERSION {
+            return Some(be_u64(rest, 18));
+        }
+        let next = usize::try_from(be_u64(rest, len_at))
             .ok()
             .and_then(|l| l.checked_add(header))?;
         rest = rest.get(next..)?;
@@ -369,19 +398,11 @@ impl TableSnapshot<'_> {
         what: &str,
         mut keep: impl FnMut(K, V),
     ) -> Result<()> {
-        let undecodable = |e: postcard::Error| corrupt(what, format!("undecodable body: {e}"));
-        if self.version == VERSION_1 {
-            let groups: Vec<(u32, Vec<(K, V)>)> =
-                postcard::from_bytes(self.body).map_err(undecodable)?;
-            for (group, entries) in groups {
-                if key_groups.contains(&(group as usize)) {
-                    entries.into_iter().for_each(|(k, v)| keep(k, v));
-                }
-            }
-            return Ok(());
-        }
         let mut removals = 0usize;
-        self.changes(key_groups, what, keep, |_: K| removals += 1)?;
+        self.changes(key_groups, what, |k, v| match v {
+            Some(v) => keep(k, v),
+            None => removals += 1,
+        })?;
         if removals > 0 {
             return Err(corrupt(
                 what,
@@ -396,40 +417,57 @@ impl TableSnapshot<'_> {
         self.version == DELTA_VERSION
     }
 
-    /// Hands every entry whose key group is in `key_groups` to `put` and, in a delta, every
-    /// key removed since its base to `remove` (removals come first); `what` names the snapshot
-    /// in errors.
+    /// Hands every entry whose key group is in `key_groups` to `apply`: `(key, Some(value))`
+    /// for a key's state, and in a delta `(key, None)` for a key removed since its base
+    /// (removals come first); `what` names the snapshot in errors.
     pub fn changes<K: DeserializeOwned, V: DeserializeOwned>(
         &self,
         key_groups: &Range<usize>,
         what: &str,
-        mut put: impl FnMut(K, V),
-        mut remove: impl FnMut(K),
+        mut apply: impl FnMut(K, Option<V>),
     ) -> Result<()> {
-        let undecodable = |e: postcard::Error| corrupt(what, format!("undecodable body: {e}"));
-        if self.version == VERSION_1 {
-            return self.entries(key_groups, what, put);
+        match self.version {
+            VERSION_1 => self.grouped_entries(key_groups, what, |k, v| apply(k, Some(v))),
+            DELTA_VERSION => {
+                self.each_entry(key_groups, what, |(k, v): (K, Option<V>)| apply(k, v))
+            }
+            _ => self.each_entry(key_groups, what, |(k, v): (K, V)| apply(k, Some(v))),
         }
+    }
+
+    /// The entries of a version-1 body (grouped by key group) of `key_groups`, to `keep`.
+    fn grouped_entries<K: DeserializeOwned, V: DeserializeOwned>(
+        &self,
+        key_groups: &Range<usize>,
+        what: &str,
+        mut keep: impl FnMut(K, V),
+    ) -> Result<()> {
+        let groups: Vec<(u32, Vec<(K, V)>)> = postcard::from_bytes(self.body)
+            .map_err(|e| corrupt(what, format!("undecodable body: {e}")))?;
+        for (group, entries) in groups {
+            if key_groups.contains(&(group as usize)) {
+                entries.into_iter().for_each(|(k, v)| keep(k, v));
+            }
+        }
+        Ok(())
+    }
+
+    /// Decodes the body's `(key group, E)` entries one after the other and hands those of
+    /// `key_groups` to `f`.
+    fn each_entry<E: DeserializeOwned>(
+        &self,
+        key_groups: &Range<usize>,
+        what: &str,
+        mut f: impl FnMut(E),
+    ) -> Result<()> {
         let mut rest = self.body;
         while !rest.is_empty() {
-            if self.version == DELTA_VERSION {
-                let ((group, k, v), tail): ((u32, K, Option<V>), &[u8]) =
-                    postcard::take_from_bytes(rest).map_err(undecodable)?;
-                if key_groups.contains(&(group as usize)) {
-                    match v {
-                        Some(v) => put(k, v),
-                        None => remove(k),
-                    }
-                }
-                rest = tail;
-            } else {
-                let ((group, k, v), tail): ((u32, K, V), &[u8]) =
-                    postcard::take_from_bytes(rest).map_err(undecodable)?;
-                if key_groups.contains(&(group as usize)) {
-                    put(k, v);
-                }
-                rest = tail;
+            let ((group, entry), tail): ((u32, E), &[u8]) = postcard::take_from_bytes(rest)
+                .map_err(|e| corrupt(what, format!("undecodable body: {e}")))?;
+            if key_groups.contains(&(group as usize)) {
+                f(entry);
             }
+            rest = tail;
         }
         Ok(())
     }
@@ -477,22 +515,12 @@ fn read_one<'a>(bytes: &'a [u8], what: &str) -> Result<(TableSnapshot<'a>, &'a [
         ));
     }
     let version = u16::from_be_bytes([bytes[4], bytes[5]]);
-    let be_u64 = |at: usize| {
-        let mut b = [0u8; 8];
-        b.copy_from_slice(&bytes[at..at + 8]);
-        u64::from_be_bytes(b)
-    };
+    let be_u64 = |at: usize| be_u64(bytes, at);
     // Per version: the end of the checksummed header fields, where the checksum is, the
     // body's range and the watermark.
-    let (fields_end, sum_at, header, end, watermark) = match version {
-        VERSION_1 => (10, 10, HEADER_V1, bytes.len(), MIN_WATERMARK),
-        FORMAT_VERSION | DELTA_VERSION => {
-            // A delta's header has its base's checkpoint id before the body length.
-            let (header, len_at) = if version == DELTA_VERSION {
-                (HEADER_V3, 26)
-            } else {
-                (HEADER, 18)
-            };
+    let (fields_end, sum_at, header, end, watermark) = match (version, layout(version)) {
+        (VERSION_1, _) => (10, 10, HEADER_V1, bytes.len(), MIN_WATERMARK),
+        (_, Some((len_at, header))) => {
             if bytes.len() < header {
                 return Err(truncated(header));
             }
@@ -504,7 +532,7 @@ fn read_one<'a>(bytes: &'a [u8], what: &str) -> Result<(TableSnapshot<'a>, &'a [
                 .ok_or_else(|| truncated(header.saturating_add(body_len as usize)))?;
             (len_at + 8, len_at + 8, header, end, be_u64(10) as i64)
         }
-        other => {
+        (other, None) => {
             return Err(corrupt(
                 what,
                 format!(
@@ -544,16 +572,6 @@ pub fn read_snapshot<K: DeserializeOwned, V: DeserializeOwned>(
 impl<K: Hash + Eq + Clone + Serialize + DeserializeOwned, V: Serialize + DeserializeOwned>
     KeyedTable<K, V>
 {
-    /// Writes every entry, tagged with its key group (out of `max_parallelism`), into a buffer
-    /// sized by the last snapshot.
-    pub fn snapshot(&mut self, max_parallelism: usize) -> Result<Vec<u8>> {
-        let mut buffer = self.snapshot_buffer;
-        let bytes =
-            buffer.write(|out| append_snapshot(out, self.iter(), max_parallelism, MIN_WATERMARK));
-        self.snapshot_buffer = buffer;
-        bytes
-    }
-
     /// The table's snapshot for checkpoint `checkpoint`: a delta holding only what changed
     /// since the newest completed snapshot it took, or every entry when
     /// [`incremental::delta_possible`] says no.
@@ -564,12 +582,10 @@ impl<K: Hash + Eq + Clone + Serialize + DeserializeOwned, V: Serialize + Deseria
     ) -> Result<Vec<u8>> {
         let delta = incremental::delta_possible(&[self.change_summary()]);
         let mut buffer = self.snapshot_buffer;
-        let bytes = buffer
-            .write(|out| self.append_for(out, checkpoint, max_parallelism, MIN_WATERMARK, delta));
-        // Only a full snapshot sizes the next buffer: a delta's size says nothing of a full's.
-        if !delta {
-            self.snapshot_buffer = buffer;
-        }
+        let bytes = buffer.write_for(delta, |out| {
+            self.append_for(out, checkpoint, max_parallelism, MIN_WATERMARK, delta)
+        });
+        self.snapshot_buffer = buffer;
         bytes
     }
 
@@ -636,18 +652,15 @@ impl<K: Hash + Eq + Clone + Serialize + DeserializeOwned, V: Serialize + Deseria
     ) -> Result<()> {
         self.changes.reset();
         self.tombstones.clear();
-        let this = std::cell::RefCell::new(self);
-        table.changes(
-            &key_groups,
-            what,
-            |k, v| {
+        table.changes(&key_groups, what, |k, v| match v {
+            Some(v) => {
                 seen(&k, &v);
-                this.borrow_mut().insert(k, v);
-            },
-            |k| {
-                this.borrow_mut().remove(&k);
-            },
-        )
+                self.insert(k, v);
+            }
+            None => {
+                self.remove(&k);
+            }
+        })
     }
 }
 
@@ -867,7 +880,7 @@ mod tests {
                     .filter(|(k, _)| range.contains(&key_group_of_hash(key_hash(*k), max)))
                     .map(|(k, v)| (k.clone(), *v))
                     .collect();
-                snapshots.push(table(&mine).snapshot(max).unwrap());
+                snapshots.push(table(&mine).snapshot_for(1, max).unwrap());
             }
             let mut restored: HashMap<String, u64> = HashMap::new();
             for s in 0..new_p {
@@ -889,7 +902,7 @@ mod tests {
             cut in any::<prop::sample::Index>(),
             flip in any::<prop::sample::Index>(),
         ) {
-            let snap = table(&entries).snapshot(128).unwrap();
+            let snap = table(&entries).snapshot_for(1, 128).unwrap();
             let cut = cut.index(snap.len());
             let mut t = KeyedTable::<String, u64>::default();
             prop_assert!(t.restore(&snap[..cut], 0..128, "cut").is_err());
@@ -966,7 +979,7 @@ mod tests {
             .unwrap_err();
         assert!(err.to_string().contains("chk-7/op-3"), "{err}");
         let mut v9 = table(&HashMap::from([("a".to_string(), 1)]))
-            .snapshot(128)
+            .snapshot_for(1, 128)
             .unwrap();
         v9[5] = 9;
         let err = t.restore(&v9, 0..128, "old").unwrap_err();

@@ -541,13 +541,12 @@ where
     ) -> Result<Option<Vec<u8>>> {
         let delta = incremental::delta_possible(&[self.windows.change_summary()]);
         let (windows, watermark) = (&mut self.windows, self.core.watermark.get());
-        let mut buffer = self.core.snapshot_buffer;
-        let bytes = buffer
-            .write(|out| windows.append_for(out, checkpoint, max_parallelism, watermark, delta))?;
-        if !delta {
-            self.core.snapshot_buffer = buffer;
-        }
-        Ok(Some(bytes))
+        self.core
+            .snapshot_buffer
+            .write_for(delta, |out| {
+                windows.append_for(out, checkpoint, max_parallelism, watermark, delta)
+            })
+            .map(Some)
     }
 
     fn notify_checkpoint_complete(&mut self, id: CheckpointId) -> Result<()> {
