@@ -632,11 +632,20 @@ fn an_unknown_query_is_named() {
     assert!(err.contains("q99"), "{err}");
 }
 
-/// A windowed query (q7: per-window maximum and the bids at it) under a failure: the job
-/// panics once after some results, restarts from its last checkpoint (window state and
-/// source positions restored) and its committed output equals an uninterrupted run's.
+/// Windowed queries under a failure: the job panics once after some results, restarts from
+/// its last checkpoint (window state and source positions restored) and its committed output
+/// equals an uninterrupted run's. q7 (per-window maximum and the bids at it) fires windows
+/// as it goes; q16 (distinct counts per channel and day, checkpointed as the ids its sets
+/// gained) and q19 (top ten per auction) fire at the end, after checkpoints whose deltas patch
+/// the windows of the one before.
 #[test]
-fn a_windowed_query_is_exactly_once_under_a_failure() {
+fn windowed_queries_are_exactly_once_under_a_failure() {
+    for query in ["q7", "q16", "q19"] {
+        windowed_query_is_exactly_once_under_a_failure(query);
+    }
+}
+
+fn windowed_query_is_exactly_once_under_a_failure(query: &str) {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
     use std::time::Duration;
@@ -649,7 +658,7 @@ fn a_windowed_query_is_exactly_once_under_a_failure() {
         events,
         rate: Some(600_000.0),
     };
-    let mut expected = run("q7", &NexmarkInput::Generator { events, rate: None }, 2);
+    let mut expected = run(query, &NexmarkInput::Generator { events, rate: None }, 2);
     expected.sort();
 
     let dir = tempfile::tempdir().unwrap();
@@ -668,7 +677,7 @@ fn a_windowed_query_is_exactly_once_under_a_failure() {
         Arc::new(AtomicU64::new(0)),
         Arc::new(AtomicBool::new(false)),
     );
-    nexmark::build("q7", &env, &input)
+    nexmark::build(query, &env, &input)
         .unwrap()
         .map(move |line: String| {
             if seen.fetch_add(1, Ordering::SeqCst) == 2 && !failed.swap(true, Ordering::SeqCst) {
@@ -677,10 +686,10 @@ fn a_windowed_query_is_exactly_once_under_a_failure() {
             line
         })
         .write_text_file(dir.path().join("out"));
-    let result = env.execute("q7 under a failure").unwrap();
+    let result = env.execute(&format!("{query} under a failure")).unwrap();
     assert_eq!(
         result.restarts, 1,
-        "the injected failure restarted the job once"
+        "{query}: the injected failure restarted the job once"
     );
     let mut committed = Vec::new();
     for entry in std::fs::read_dir(dir.path().join("out")).unwrap().flatten() {
@@ -690,10 +699,10 @@ fn a_windowed_query_is_exactly_once_under_a_failure() {
         }
     }
     committed.sort();
-    assert_eq!(committed.len(), expected.len());
+    assert_eq!(committed.len(), expected.len(), "{query}");
     assert!(
         committed == expected,
-        "the committed output differs from an uninterrupted run's"
+        "{query}: the committed output differs from an uninterrupted run's"
     );
 }
 

@@ -34,6 +34,24 @@ pub struct KeyedTable<K, V> {
 /// A snapshot counter: the epoch in force at a snapshot, and that of a slot's last change.
 pub(crate) type Epoch = u32;
 
+/// Which snapshot is being taken and which one it is a delta on, for state that writes its
+/// own changes within a value (a [`GrowSet`](crate::state::GrowSet), an accumulator through
+/// [`AggregateFunction::write_acc_changes`](crate::operators::window::AggregateFunction)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SnapshotEpochs {
+    /// The snapshot a delta builds on; `None` for a whole snapshot.
+    pub(crate) base: Option<Epoch>,
+    /// The snapshot being taken.
+    pub(crate) at: Epoch,
+}
+
+impl SnapshotEpochs {
+    /// Whether the snapshot is whole (a value must then be written whole).
+    pub fn is_whole(&self) -> bool {
+        self.base.is_none()
+    }
+}
+
 /// Marks a slot (its epoch `slot`) changed in `epoch`; 1 if this is its first change in it.
 #[inline(always)]
 fn mark(slot: &mut Epoch, epoch: Epoch) -> u64 {
@@ -49,6 +67,9 @@ pub(crate) struct ChangeLog {
     pub(crate) epoch: Epoch,
     /// Entries first changed in the current epoch (an entry counts once per epoch).
     touched: u64,
+    /// Of those, entries a delta must write whole, where the table's owner counts them
+    /// apart ([`ChangeLog::rewritten`]): an operator whose values write their own changes.
+    rewritten: u64,
     /// Snapshots taken since the base, oldest first.
     taken: std::collections::VecDeque<Taken>,
     /// The newest completed snapshot this table took, if it may serve as a delta's base.
@@ -64,6 +85,8 @@ pub(crate) struct Taken {
     pub(crate) epoch: Epoch,
     /// Entries changed in its epoch (at most, counted once per epoch each).
     touched: u64,
+    /// Entries its delta wrote whole, where counted.
+    rewritten: u64,
     /// Deltas between it and the last full snapshot (0: it was full).
     pub(crate) chain: u32,
 }
@@ -76,10 +99,24 @@ impl ChangeLog {
             checkpoint,
             epoch: self.epoch,
             touched: self.touched,
+            rewritten: self.rewritten,
             chain,
         });
         self.epoch = self.epoch.wrapping_add(1);
         self.touched = 0;
+        self.rewritten = 0;
+    }
+
+    /// Counts `n` entries changed in the current epoch that a delta must write whole (the
+    /// rest of the changed entries it writes as small patches).
+    pub(crate) fn rewritten(&mut self, n: u64) {
+        self.rewritten += n;
+    }
+
+    /// At most how many entries a delta would write whole since the base, as counted by
+    /// [`ChangeLog::rewritten`].
+    pub(crate) fn rewritten_since_base(&self) -> u64 {
+        self.taken.iter().map(|t| t.rewritten).sum::<u64>() + self.rewritten
     }
 
     /// Checkpoint `id` completed: the newest snapshot at or before it becomes the base.
@@ -196,6 +233,12 @@ impl<K: Hash + Eq, V> KeyedTable<K, V> {
             .iter()
             .filter(move |(_, _, e)| after.is_none_or(|a| *e > a))
             .map(|(k, v, _)| (k, v))
+    }
+
+    /// Every entry with the epoch of its last change, its state open to a snapshot that
+    /// records what it took (not a change: nothing is marked).
+    pub(crate) fn slots_for_snapshot(&mut self) -> impl Iterator<Item = (&K, &mut V, Epoch)> + '_ {
+        self.table.iter_mut().map(|(k, v, e)| (&*k, v, *e))
     }
 
     /// The slot of `key`: an existing one is marked changed; a vacant one is counted as a

@@ -5,6 +5,7 @@
 //!
 //! Layer 3 of 15: imports only `error` and `types` (see `crate::types`).
 
+mod grow_set;
 pub mod key_groups;
 pub mod keyed_table;
 mod list_state;
@@ -14,6 +15,8 @@ pub mod task_state;
 pub mod timer_queue;
 mod value_state;
 
+pub use grow_set::GrowSet;
+pub use keyed_table::SnapshotEpochs;
 pub use list_state::ListState;
 pub use map_state::MapState;
 pub use value_state::ValueState;

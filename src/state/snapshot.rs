@@ -25,7 +25,7 @@ use serde::de::DeserializeOwned;
 
 use crate::error::{HummerError, Result, internal};
 use crate::state::key_groups::{key_group_of_hash, key_hash};
-use crate::state::keyed_table::{ChangeLog, KeyedTable};
+use crate::state::keyed_table::{ChangeLog, KeyedTable, SnapshotEpochs};
 use crate::types::{CheckpointId, MIN_WATERMARK, Timestamp};
 
 /// When a table's checkpoint is a delta and when it must be full.
@@ -47,6 +47,16 @@ pub mod incremental {
     /// the base went uncompleted; and at most half of the entries changed (else a delta would
     /// be about as large as a full snapshot).
     pub(crate) fn delta_possible(tables: &[(&ChangeLog, usize)]) -> bool {
+        delta_possible_by(tables, ChangeLog::changed_since_base)
+    }
+
+    /// [`delta_possible`] with the entries a delta would write whole counted by `changed`
+    /// (for tables whose changed values are mostly written as small patches, the entries
+    /// that are not).
+    pub(crate) fn delta_possible_by(
+        tables: &[(&ChangeLog, usize)],
+        changed_of: fn(&ChangeLog) -> u64,
+    ) -> bool {
         let mut base = None;
         let (mut changed, mut live) = (0u64, 0u64);
         for (changes, len) in tables {
@@ -59,7 +69,7 @@ pub mod incremental {
             {
                 return false;
             }
-            changed += changes.changed_since_base();
+            changed += changed_of(changes);
             live += *len as u64;
         }
         base.is_some() && changed.saturating_mul(2) <= live
@@ -618,6 +628,53 @@ impl<K: Hash + Eq + Clone + Serialize + DeserializeOwned, V: Serialize + Deseria
             )?,
             None => append_snapshot(out, self.iter(), max_parallelism, watermark)?,
         }
+        self.changes
+            .taken(checkpoint, base.map_or(0, |b| b.chain + 1));
+        Ok(())
+    }
+
+    /// As [`KeyedTable::append_for`], for values that write their changes themselves: a
+    /// whole snapshot shows every value to `whole` (so that it can note that this snapshot
+    /// took it) and writes it as it is; a delta writes each changed value as `patch` encodes
+    /// it, a restore reading it as `Some(P)` for the patch type `P` of the operator.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn append_patched(
+        &mut self,
+        out: &mut Vec<u8>,
+        checkpoint: CheckpointId,
+        max_parallelism: usize,
+        watermark: Timestamp,
+        delta: bool,
+        mut whole: impl FnMut(&mut V, SnapshotEpochs) -> Result<()>,
+        mut patch: impl FnMut(&mut V, SnapshotEpochs, &mut Vec<u8>) -> Result<()>,
+    ) -> Result<()> {
+        let base = self.changes.base.filter(|_| delta);
+        let epochs = SnapshotEpochs {
+            base: base.map(|b| b.epoch),
+            at: self.changes.epoch,
+        };
+        let open = open_table(out, max_parallelism, watermark, base.map(|b| b.checkpoint));
+        let group = |k: &K| key_group_of_hash(key_hash(k), max_parallelism) as u32;
+        match base {
+            Some(base) => {
+                for k in self.removed_after(base.epoch) {
+                    append_entry(out, &(group(k), k, None::<()>))?;
+                }
+                for (k, v, e) in self.slots_for_snapshot() {
+                    if e > base.epoch {
+                        append_entry(out, &(group(k), k, Some(())))?;
+                        patch(v, epochs, out)?;
+                    }
+                }
+            }
+            None => {
+                for (k, v, _) in self.slots_for_snapshot() {
+                    whole(v, epochs)?;
+                    append_entry(out, &(group(k), k, &*v))?;
+                }
+            }
+        }
+        close_table(out, open);
         self.changes
             .taken(checkpoint, base.map_or(0, |b| b.chain + 1));
         Ok(())

@@ -6,9 +6,10 @@ use std::marker::PhantomData;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::Result;
+use crate::error::{Result, internal};
 use crate::operators::Collector;
 use crate::operators::window::TimeWindow;
+use crate::state::SnapshotEpochs;
 use crate::types::{Data, Key};
 
 /// An incremental aggregation with an accumulator (Flink's `AggregateFunction`).
@@ -45,6 +46,36 @@ pub trait AggregateFunction<T>: Clone + Send + Sync + 'static {
     fn get_result(&self, acc: &Self::Acc) -> Self::Out;
     /// Combines two accumulators (session windows that merge).
     fn merge(&self, a: Self::Acc, b: Self::Acc) -> Self::Acc;
+
+    /// Whether accumulators are checkpointed as their changes
+    /// ([`AggregateFunction::write_acc_changes`]) rather than whole. Worth it for an
+    /// accumulator that is large and grows a little per checkpoint interval, such as a set of
+    /// distinct values (a [`GrowSet`](crate::state::GrowSet)). Default: no.
+    fn writes_acc_changes(&self) -> bool {
+        false
+    }
+
+    /// A snapshot takes `acc` (only called when [`AggregateFunction::writes_acc_changes`]):
+    /// writes to `out` what changed since `epochs`' base snapshot and returns true, or returns
+    /// false to have the accumulator written whole. Called for every accumulator of every
+    /// snapshot, whole ones too (their result is not used), so that the accumulator can note
+    /// what each snapshot took.
+    fn write_acc_changes(
+        &self,
+        _acc: &mut Self::Acc,
+        _epochs: SnapshotEpochs,
+        _out: &mut Vec<u8>,
+    ) -> Result<bool> {
+        Ok(false)
+    }
+
+    /// On a restore, applies changes written by [`AggregateFunction::write_acc_changes`] to
+    /// the accumulator restored from the snapshots before them.
+    fn apply_acc_changes(&self, _acc: &mut Self::Acc, _changes: &[u8]) -> Result<()> {
+        Err(internal!(
+            "accumulator changes in a checkpoint, for an aggregation that writes none"
+        ))
+    }
 }
 
 /// Counts the records of a window.
@@ -99,6 +130,28 @@ pub trait WindowFunction<K, T>: Send + 'static {
         acc: &Self::Acc,
         out: &mut Collector<'_, Self::Out>,
     ) -> Result<()>;
+
+    /// As [`AggregateFunction::writes_acc_changes`].
+    fn writes_acc_changes(&self) -> bool {
+        false
+    }
+
+    /// As [`AggregateFunction::write_acc_changes`].
+    fn write_acc_changes(
+        &self,
+        _acc: &mut Self::Acc,
+        _epochs: SnapshotEpochs,
+        _out: &mut Vec<u8>,
+    ) -> Result<bool> {
+        Ok(false)
+    }
+
+    /// As [`AggregateFunction::apply_acc_changes`].
+    fn apply_acc_changes(&self, _acc: &mut Self::Acc, _changes: &[u8]) -> Result<()> {
+        Err(internal!(
+            "accumulator changes in a checkpoint, for a window function that writes none"
+        ))
+    }
 }
 
 /// `reduce`: one running value per window; results `(key, window, value)`.
@@ -169,6 +222,20 @@ impl<K: Key, T: 'static, A: AggregateFunction<T>> WindowFunction<K, T> for Aggre
     ) -> Result<()> {
         out.collect((key.clone(), *window, self.agg.get_result(acc)));
         Ok(())
+    }
+    fn writes_acc_changes(&self) -> bool {
+        self.agg.writes_acc_changes()
+    }
+    fn write_acc_changes(
+        &self,
+        acc: &mut A::Acc,
+        epochs: SnapshotEpochs,
+        out: &mut Vec<u8>,
+    ) -> Result<bool> {
+        self.agg.write_acc_changes(acc, epochs, out)
+    }
+    fn apply_acc_changes(&self, acc: &mut A::Acc, changes: &[u8]) -> Result<()> {
+        self.agg.apply_acc_changes(acc, changes)
     }
 }
 
@@ -247,5 +314,19 @@ where
             (self.f)(key, window, v, out);
         }
         Ok(())
+    }
+    fn writes_acc_changes(&self) -> bool {
+        self.inner.writes_acc_changes()
+    }
+    fn write_acc_changes(
+        &self,
+        acc: &mut W::Acc,
+        epochs: SnapshotEpochs,
+        out: &mut Vec<u8>,
+    ) -> Result<bool> {
+        self.inner.write_acc_changes(acc, epochs, out)
+    }
+    fn apply_acc_changes(&self, acc: &mut W::Acc, changes: &[u8]) -> Result<()> {
+        self.inner.apply_acc_changes(acc, changes)
     }
 }

@@ -21,9 +21,11 @@ use crate::operators::window::functions::{WindowFunction, WindowOutput};
 use crate::operators::window::triggers::{Trigger, TriggerContext, TriggerResult};
 use crate::operators::window::{TimeWindow, WindowAssigner};
 use crate::operators::{Collector, OneInputOperator, OperatorContext};
-use crate::state::keyed_table::KeyedTable;
+use crate::state::SnapshotEpochs;
+use crate::state::keyed_table::{ChangeLog, Epoch, KeyedTable};
 use crate::state::snapshot::{
-    OperatorWatermark, SnapshotBuffer, incremental, is_snapshot, read_tables, read_with_watermark,
+    OperatorWatermark, SnapshotBuffer, delta_base, incremental, is_snapshot, read_tables,
+    read_with_watermark,
 };
 use crate::types::metrics::SubtaskMetrics;
 use crate::types::{CheckpointId, Key, NO_TIMESTAMP, Timestamp};
@@ -38,6 +40,51 @@ struct WindowEntry<A> {
     elements: u64,
     trigger_state: u64,
     timers: TimerList,
+    /// The epoch of the accumulator's last change (see [`KeyedTable`]): a delta writes an
+    /// entry whose accumulator has not changed since its base as a patch of the rest.
+    #[serde(skip)]
+    acc_epoch: Epoch,
+}
+
+/// How a delta writes one window of a changed key: whole, or as a patch of the entry the
+/// restore has (its window found in the key's earlier entries) with the accumulator
+/// unchanged or changed as the window function wrote it. A window the base had and the
+/// key's list of changes does not name is gone.
+#[derive(Serialize)]
+enum EntryChangeRef<'a, A> {
+    Whole(&'a WindowEntry<A>),
+    Patch {
+        window: TimeWindow,
+        elements: u64,
+        trigger_state: u64,
+        timers: &'a TimerList,
+        acc: AccChangeRef<'a>,
+    },
+}
+
+/// [`EntryChangeRef`] as a restore reads it.
+#[derive(Deserialize)]
+enum EntryChange<A> {
+    Whole(WindowEntry<A>),
+    Patch {
+        window: TimeWindow,
+        elements: u64,
+        trigger_state: u64,
+        timers: TimerList,
+        acc: AccChange,
+    },
+}
+
+#[derive(Serialize)]
+enum AccChangeRef<'a> {
+    Unchanged,
+    Changes(#[serde(with = "serde_bytes")] &'a [u8]),
+}
+
+#[derive(Deserialize)]
+enum AccChange {
+    Unchanged,
+    Changes(#[serde(with = "serde_bytes")] Vec<u8>),
 }
 
 /// How the window operator is set up (by the API).
@@ -75,6 +122,10 @@ struct Core<T, K, A, F: WindowFunction<K, T>> {
     requests: Vec<TimerChange>,
     /// What the window function emits when a window fires, before it is wrapped.
     fired: Gather<F::Out>,
+    /// The epoch changes are marked with now (the windows table's).
+    epoch: Epoch,
+    /// Entries created or with accumulators changed in this epoch that a delta writes whole.
+    rewrites: u64,
 }
 
 /// Windows per key, a trigger, and a window function.
@@ -113,6 +164,8 @@ where
                 metrics: ctx.metrics.clone(),
                 requests: Vec::new(),
                 fired: Gather::new(),
+                epoch: 0,
+                rewrites: 0,
             },
             windows: KeyedTable::default(),
             assigned: Vec::new(),
@@ -210,6 +263,30 @@ where
         }
     }
 
+    /// A new window's entry, its accumulator fresh.
+    fn new_entry(&mut self, window: TimeWindow) -> WindowEntry<F::Acc> {
+        self.rewrites += 1;
+        WindowEntry {
+            window,
+            acc: self.function.create(),
+            elements: 0,
+            trigger_state: 0,
+            timers: Vec::new(),
+            acc_epoch: self.epoch,
+        }
+    }
+
+    /// Notes that an entry's accumulator changed (once per epoch).
+    #[inline]
+    fn acc_changed(&mut self, entry: &mut WindowEntry<F::Acc>) {
+        if entry.acc_epoch != self.epoch {
+            entry.acc_epoch = self.epoch;
+            if !self.function.writes_acc_changes() {
+                self.rewrites += 1;
+            }
+        }
+    }
+
     fn is_window_late(&self, window: &TimeWindow) -> bool {
         self.settings.assigner.is_event_time() && self.cleanup_time(window) <= self.watermark.get()
     }
@@ -298,6 +375,7 @@ where
         if result.purges() {
             entry.acc = self.function.create();
             entry.elements = 0;
+            self.acc_changed(entry);
         }
         Ok(())
     }
@@ -345,13 +423,7 @@ where
             let idx = match entries.iter().position(|e| e.window == *window) {
                 Some(i) => i,
                 None => {
-                    entries.push(WindowEntry {
-                        window: *window,
-                        acc: self.function.create(),
-                        elements: 0,
-                        trigger_state: 0,
-                        timers: Vec::new(),
-                    });
+                    entries.push(self.new_entry(*window));
                     entries.len() - 1
                 }
             };
@@ -371,6 +443,7 @@ where
             if let Some(v) = value {
                 self.function.add(&mut entry.acc, v);
             }
+            self.acc_changed(entry);
             entry.elements += 1;
             let cleanup = self.cleanup_time(window);
             self.register(key, entry, self.domain(), cleanup);
@@ -404,13 +477,7 @@ where
         if self.is_window_late(&merged) {
             return Ok(Some(record));
         }
-        let mut entry = WindowEntry {
-            window: merged,
-            acc: self.function.create(),
-            elements: 0,
-            trigger_state: 0,
-            timers: Vec::new(),
-        };
+        let mut entry = self.new_entry(merged);
         for &i in overlapping.iter().rev() {
             // The old window's queued timers go stale with it (skipped when they come up).
             let old = entries.swap_remove(i);
@@ -539,14 +606,41 @@ where
         checkpoint: CheckpointId,
         max_parallelism: usize,
     ) -> Result<Option<Vec<u8>>> {
-        let delta = incremental::delta_possible(&[self.windows.change_summary()]);
-        let (windows, watermark) = (&mut self.windows, self.core.watermark.get());
-        self.core
-            .snapshot_buffer
-            .write_for(delta, |out| {
-                windows.append_for(out, checkpoint, max_parallelism, watermark, delta)
-            })
-            .map(Some)
+        let Self { core, windows, .. } = self;
+        // A delta writes a changed key's windows as patches but for the ones counted here.
+        windows
+            .changes
+            .rewritten(std::mem::take(&mut core.rewrites));
+        let delta = incremental::delta_possible_by(
+            &[windows.change_summary()],
+            ChangeLog::rewritten_since_base,
+        );
+        let watermark = core.watermark.get();
+        let function = &core.function;
+        let (mut scratch, mut patch_scratch) = (Vec::new(), Vec::new());
+        let bytes = core.snapshot_buffer.write_for(delta, |out| {
+            windows.append_patched(
+                out,
+                checkpoint,
+                max_parallelism,
+                watermark,
+                delta,
+                |entries, epochs| {
+                    if function.writes_acc_changes() {
+                        for e in entries {
+                            scratch.clear();
+                            function.write_acc_changes(&mut e.acc, epochs, &mut scratch)?;
+                        }
+                    }
+                    Ok(())
+                },
+                |entries, epochs, out| {
+                    write_patch(function, entries, epochs, &mut patch_scratch, out)
+                },
+            )
+        })?;
+        core.epoch = windows.changes.epoch;
+        Ok(Some(bytes))
     }
 
     fn notify_checkpoint_complete(&mut self, id: CheckpointId) -> Result<()> {
@@ -557,7 +651,7 @@ where
     fn restore_state(&mut self, snapshot: &[u8], key_groups: std::ops::Range<usize>) -> Result<()> {
         let Self { core, windows, .. } = self;
         let what = format!("window operator '{}'", core.name);
-        let timers = &mut core.timers;
+        let (timers, function) = (&mut core.timers, &core.function);
         // Timers of every window loaded. A key that a later piece (a delta) changes or
         // removes leaves stale queue entries behind: they are skipped when they come up, as
         // any deleted timer is (a timer fires only while its window's list still has it).
@@ -566,7 +660,39 @@ where
                 timers.restore(&e.timers, || (key.clone(), e.window));
             }
         };
-        if is_snapshot(snapshot) {
+        if is_snapshot(snapshot) && delta_base(snapshot).is_some() {
+            let [table] = read_tables(snapshot, &what)?;
+            let mut register = register;
+            let mut failed = None;
+            windows.changes.reset();
+            table.changes(
+                &key_groups,
+                &what,
+                |key: K, changes: Option<Vec<EntryChange<F::Acc>>>| {
+                    let old = windows.remove(&key);
+                    let Some(changes) = changes else {
+                        return;
+                    };
+                    if failed.is_some() {
+                        return;
+                    }
+                    match apply_patch(function, old.unwrap_or_default(), changes) {
+                        Ok(entries) => {
+                            register(&key, &entries);
+                            windows.insert(key, entries);
+                        }
+                        Err(e) => failed = Some(e),
+                    }
+                },
+            )?;
+            if let Some(reason) = failed {
+                return Err(HummerError::BadInput {
+                    input: what,
+                    reason,
+                });
+            }
+            core.watermark.restore_piece(table.watermark, true);
+        } else if is_snapshot(snapshot) {
             let [table] = read_tables(snapshot, &what)?;
             windows.restore_table_with(&table, key_groups, &what, register)?;
             core.watermark
@@ -584,16 +710,105 @@ where
                 },
             )?;
         }
+        core.epoch = windows.changes.epoch;
         // Processing-time timers that fell due while the job was down fire right away.
         self.core.timers.request_processing_time();
         Ok(())
     }
 }
 
+/// Writes a changed key's windows into a delta on `epochs`' base: each window whole if it is
+/// new or its accumulator changed (and the function does not write its changes), else as a
+/// patch ([`EntryChangeRef`]).
+fn write_patch<K, T, F: WindowFunction<K, T>>(
+    function: &F,
+    entries: &mut [WindowEntry<F::Acc>],
+    epochs: SnapshotEpochs,
+    scratch: &mut Vec<u8>,
+    out: &mut Vec<u8>,
+) -> Result<()> {
+    let base = epochs
+        .base
+        .ok_or_else(|| internal!("a window patch without a base"))?;
+    append(out, &entries.len())?;
+    for e in entries.iter_mut() {
+        let acc = if e.acc_epoch <= base {
+            Some(AccChangeRef::Unchanged)
+        } else {
+            scratch.clear();
+            (function.writes_acc_changes()
+                && function.write_acc_changes(&mut e.acc, epochs, scratch)?)
+            .then_some(AccChangeRef::Changes(scratch))
+        };
+        match acc {
+            Some(acc) => {
+                let patch: EntryChangeRef<'_, F::Acc> = EntryChangeRef::Patch {
+                    window: e.window,
+                    elements: e.elements,
+                    trigger_state: e.trigger_state,
+                    timers: &e.timers,
+                    acc,
+                };
+                append(out, &patch)?
+            }
+            None => append(out, &EntryChangeRef::Whole(&*e))?,
+        }
+    }
+    Ok(())
+}
+
+/// A key's windows after a delta's `changes` on its windows before (`old`); an error names
+/// what does not fit.
+fn apply_patch<K, T, F: WindowFunction<K, T>>(
+    function: &F,
+    mut old: Vec<WindowEntry<F::Acc>>,
+    changes: Vec<EntryChange<F::Acc>>,
+) -> std::result::Result<Vec<WindowEntry<F::Acc>>, String> {
+    let mut entries = Vec::with_capacity(changes.len());
+    for change in changes {
+        match change {
+            EntryChange::Whole(e) => entries.push(e),
+            EntryChange::Patch {
+                window,
+                elements,
+                trigger_state,
+                timers,
+                acc,
+            } => {
+                let Some(i) = old.iter().position(|e| e.window == window) else {
+                    return Err(format!(
+                        "a delta patches window {window:?}, which its base does not have"
+                    ));
+                };
+                let mut e = old.swap_remove(i);
+                if let AccChange::Changes(bytes) = acc {
+                    function
+                        .apply_acc_changes(&mut e.acc, &bytes)
+                        .map_err(|err| err.to_string())?;
+                }
+                e.elements = elements;
+                e.trigger_state = trigger_state;
+                e.timers = timers;
+                entries.push(e);
+            }
+        }
+    }
+    Ok(entries)
+}
+
+/// Appends one postcard value to a snapshot being written.
+fn append(out: &mut Vec<u8>, value: &impl Serialize) -> Result<()> {
+    postcard::to_io(value, out)
+        .map(|_| ())
+        .map_err(|e| internal!("cannot encode a window snapshot: {e}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::operators::window::{AggregateWindow, CountAggregate, TumblingEventTimeWindows};
+    use crate::operators::window::{
+        AggregateFunction, AggregateWindow, CountAggregate, TumblingEventTimeWindows,
+    };
     use crate::operators::{Gather, test_context};
 
     type CountOp = WindowOperator<
@@ -604,9 +819,18 @@ mod tests {
         AggregateWindow<(u32, i64), CountAggregate>,
     >;
 
-    fn count_op(lateness: i64) -> CountOp {
+    type Op<A> = WindowOperator<
+        (u32, i64),
+        u32,
+        fn(&(u32, i64)) -> u32,
+        TumblingEventTimeWindows,
+        AggregateWindow<(u32, i64), A>,
+    >;
+
+    /// An operator of `agg` over tumbling windows of `size` ms.
+    fn op_of<A: AggregateFunction<(u32, i64)>>(agg: A, size: u64, lateness: i64) -> Op<A> {
         let ctx = test_context("count");
-        let assigner = TumblingEventTimeWindows::of(std::time::Duration::from_millis(50));
+        let assigner = TumblingEventTimeWindows::of(std::time::Duration::from_millis(size));
         let settings = WindowSettings {
             assigner,
             trigger: assigner.default_trigger::<(u32, i64)>(),
@@ -614,14 +838,70 @@ mod tests {
             emit_late: true,
         };
         let function = AggregateWindow {
-            agg: CountAggregate,
+            agg,
             _types: std::marker::PhantomData,
         };
         WindowOperator::new(|r: &(u32, i64)| r.0, settings, function, &ctx)
     }
 
+    fn count_op(lateness: i64) -> CountOp {
+        op_of(CountAggregate, 50, lateness)
+    }
+
+    /// The distinct timestamps of a window, in a [`GrowSet`](crate::state::GrowSet) that
+    /// checkpoints the ones added since the base.
+    #[derive(Clone)]
+    struct Distinct;
+
+    impl AggregateFunction<(u32, i64)> for Distinct {
+        type Acc = crate::state::GrowSet<i64>;
+        type Out = usize;
+        fn create_accumulator(&self) -> Self::Acc {
+            Default::default()
+        }
+        fn add(&self, r: &(u32, i64), acc: &mut Self::Acc) {
+            acc.insert(r.1);
+        }
+        fn get_result(&self, acc: &Self::Acc) -> usize {
+            acc.len()
+        }
+        fn merge(&self, mut a: Self::Acc, b: Self::Acc) -> Self::Acc {
+            a.extend(b.iter());
+            a
+        }
+        fn writes_acc_changes(&self) -> bool {
+            true
+        }
+        fn write_acc_changes(
+            &self,
+            acc: &mut Self::Acc,
+            epochs: SnapshotEpochs,
+            out: &mut Vec<u8>,
+        ) -> Result<bool> {
+            match acc.changes(epochs) {
+                Some(added) => {
+                    out.extend(postcard::to_allocvec(added).unwrap());
+                    Ok(true)
+                }
+                None => Ok(false),
+            }
+        }
+        fn apply_acc_changes(&self, acc: &mut Self::Acc, changes: &[u8]) -> Result<()> {
+            let added: Vec<i64> = postcard::from_bytes(changes).unwrap();
+            acc.extend(&added);
+            Ok(())
+        }
+    }
+
     /// Feeds `batch` then `watermark`; returns what came out, as sorted text.
-    fn feed(op: &mut CountOp, batch: &[(u32, i64)], watermark: Timestamp) -> Vec<String> {
+    fn feed<A: AggregateFunction<(u32, i64)>>(
+        op: &mut Op<A>,
+        batch: &[(u32, i64)],
+        watermark: Timestamp,
+    ) -> Vec<String>
+    where
+        A::Out: std::fmt::Debug,
+    {
         let mut sink = Gather(Vec::new());
         let (mut buf, mut stamps) = (Vec::new(), Vec::new());
         let mut out = Collector::new(&mut buf, &mut stamps, &mut sink, 1024);
@@ -667,13 +947,35 @@ mod tests {
         /// of deltas on one, whichever checkpoints completed) then fed the rest of the stream
         /// emits exactly what the operator that never stopped emitted after that checkpoint:
         /// the same windows, contents, timers and watermark (so the same late records).
+        /// The same with accumulators that write their changes (distinct sets): windows are
+        /// patched, their sets completed from the ids a delta lists.
         #[test]
         fn a_window_operator_restored_from_any_chain_goes_on_as_if_never_stopped(
             steps in proptest::collection::vec(
                 (proptest::collection::vec((0u32..300, 0i64..120), 0..30), proptest::bool::ANY),
                 1..14),
             lateness in 0i64..30,
+            distinct in proptest::bool::ANY,
         ) {
+            if distinct {
+                restored_chains_go_on(|| op_of(Distinct, 50, lateness), &steps)?;
+            } else {
+                restored_chains_go_on(|| count_op(lateness), &steps)?;
+            }
+        }
+    }
+
+    /// Runs `steps` through an operator from `make` with a snapshot after each (completed
+    /// if the step says so); then, from every snapshot's chain, a restored operator fed the
+    /// rest must emit what the first one emitted after it.
+    fn restored_chains_go_on<A: AggregateFunction<(u32, i64)>>(
+        make: impl Fn() -> Op<A>,
+        steps: &[(Vec<(u32, i64)>, bool)],
+    ) -> std::result::Result<(), proptest::test_runner::TestCaseError>
+    where
+        A::Out: std::fmt::Debug,
+    {
+        {
             // Step i: records stamped 20 * i - 80 to 20 * i + 40 (some late), then the
             // watermark 20 * i - 10.
             let inputs: Vec<(Vec<(u32, i64)>, Timestamp)> = steps
@@ -681,13 +983,16 @@ mod tests {
                 .enumerate()
                 .map(|(i, (records, _))| {
                     let base = 20 * i as i64;
-                    (records.iter().map(|(k, dt)| (*k, base + dt - 80)).collect(), base - 10)
+                    (
+                        records.iter().map(|(k, dt)| (*k, base + dt - 80)).collect(),
+                        base - 10,
+                    )
                 })
                 .collect();
-            let mut op = count_op(lateness);
+            let mut op = make();
             let mut emitted = Vec::new();
             let mut stored = std::collections::HashMap::new();
-            for (i, ((batch, watermark), (_, complete))) in inputs.iter().zip(&steps).enumerate() {
+            for (i, ((batch, watermark), (_, complete))) in inputs.iter().zip(steps).enumerate() {
                 emitted.push(feed(&mut op, batch, *watermark));
                 let id = i as u64 + 1;
                 stored.insert(id, op.snapshot_state(id, 128).unwrap().unwrap());
@@ -701,7 +1006,7 @@ mod tests {
                 while let Some(base) = crate::state::snapshot::delta_base(&chain[chain.len() - 1]) {
                     chain.push(stored[&base].clone());
                 }
-                let mut restored = count_op(lateness);
+                let mut restored = make();
                 for piece in chain.iter().rev() {
                     restored.restore_state(piece, 0..128).unwrap();
                 }
@@ -713,6 +1018,53 @@ mod tests {
                 proptest::prop_assert_eq!(&rest[..], &emitted[id as usize..], "checkpoint {}", id);
             }
         }
+        Ok(())
+    }
+
+    /// A thousand keys with large windows: once every window has fired (but stays, for its
+    /// allowed lateness), and once each gained one id, the delta holds patches, not the
+    /// windows' contents again; restored from the chain, the operator goes on the same.
+    #[test]
+    fn deltas_patch_windows_that_fired_or_grew_instead_of_writing_them_again() {
+        let mut op = op_of(Distinct, 1_000, 10_000);
+        let records: Vec<(u32, i64)> = (0..1000u32)
+            .flat_map(|k| (0..400).map(move |t| (k, t)))
+            .collect();
+        feed(&mut op, &records, 10);
+        let full = op.snapshot_state(1, 128).unwrap().unwrap();
+        op.notify_checkpoint_complete(1).unwrap();
+        // Every window [0, 1000) fires and stays (lateness), a change of its timers alone.
+        let fired = feed(&mut op, &[], 1_000);
+        assert_eq!(fired.len(), 1000);
+        let after_firing = op.snapshot_state(2, 128).unwrap().unwrap();
+        op.notify_checkpoint_complete(2).unwrap();
+        // Then every window gains one timestamp, a late record within the lateness.
+        let grown: Vec<(u32, i64)> = (0..1000u32).map(|k| (k, 450)).collect();
+        let refired = feed(&mut op, &grown, 1_000);
+        let after_growing = op.snapshot_state(3, 128).unwrap().unwrap();
+        for (id, delta) in [(1, &after_firing), (2, &after_growing)] {
+            assert_eq!(crate::state::snapshot::delta_base(delta), Some(id));
+            assert!(
+                delta.len() * 20 < full.len(),
+                "a delta of {} bytes beside {} whole",
+                delta.len(),
+                full.len()
+            );
+        }
+        let mut restored = op_of(Distinct, 1_000, 10_000);
+        for piece in [&full, &after_firing, &after_growing] {
+            restored.restore_state(piece, 0..128).unwrap();
+        }
+        let more: Vec<(u32, i64)> = (0..1000u32).map(|k| (k, 460)).collect();
+        assert_eq!(
+            feed(&mut restored, &more, 1_000),
+            feed(&mut op, &more, 1_000)
+        );
+        assert!(
+            refired.len() == 1000 && refired.iter().all(|r| r.ends_with(", 401))")),
+            "{:?}",
+            &refired[..2]
+        );
     }
 
     /// An endless stream over 10,000 keys: windows and their timers are dropped once the

@@ -3,13 +3,15 @@
 //! the day's end (on a bounded input, at its end): the final table of the queries' updating
 //! SQL aggregations, as append-only rows.
 
-use std::collections::HashSet;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::error::Result;
 use crate::jobs::nexmark::model::Bid;
 use crate::operators::window::AggregateFunction;
+use crate::state::snapshot::decode_checkpointed;
+use crate::state::{GrowSet, SnapshotEpochs};
 
 /// One day in milliseconds.
 pub const DAY: Duration = Duration::from_secs(86_400);
@@ -23,12 +25,15 @@ pub fn rank(price: u64) -> usize {
     }
 }
 
-/// Counts of bids, distinct bidders and distinct auctions, in all and per price rank.
+/// Counts of bids, distinct bidders and distinct auctions, in all and per price rank. The
+/// sets only grow, so a checkpoint writes the ids added since the last one (see
+/// [`GrowSet`]): every channel's sets change in every interval, and whole they are most of
+/// q16's state.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Counts {
     bids: [u64; 4],
-    bidders: [HashSet<u64>; 4],
-    auctions: [HashSet<u64>; 4],
+    bidders: [GrowSet<u64>; 4],
+    auctions: [GrowSet<u64>; 4],
     /// The latest time of day seen (q16's `max(DATE_FORMAT(dateTime, 'HH:mm'))`).
     pub latest: i64,
 }
@@ -91,5 +96,49 @@ impl AggregateFunction<Bid> for CountDistinct {
         }
         a.latest = a.latest.max(b.latest);
         a
+    }
+    fn writes_acc_changes(&self) -> bool {
+        true
+    }
+    /// The counters, and the ids each set gained since the base.
+    fn write_acc_changes(
+        &self,
+        acc: &mut Counts,
+        epochs: SnapshotEpochs,
+        out: &mut Vec<u8>,
+    ) -> Result<bool> {
+        let added: Vec<Option<&[u64]>> = acc
+            .bidders
+            .iter_mut()
+            .chain(acc.auctions.iter_mut())
+            .map(|set| set.changes(epochs))
+            .collect();
+        let Some(added) = added.into_iter().collect::<Option<Vec<&[u64]>>>() else {
+            return Ok(false);
+        };
+        postcard::to_io(&(acc.bids, acc.latest, added), out)
+            .map_err(|e| crate::error::internal!("cannot encode q16's distinct counts: {e}"))?;
+        Ok(true)
+    }
+    fn apply_acc_changes(&self, acc: &mut Counts, changes: &[u8]) -> Result<()> {
+        let (bids, latest, added): ([u64; 4], i64, Vec<Vec<u64>>) =
+            decode_checkpointed("the distinct counts of a day", changes)?;
+        if added.len() != 8 {
+            return Err(crate::error::HummerError::BadInput {
+                input: "checkpointed state of the distinct counts of a day".into(),
+                reason: format!("{} sets of ids where 8 were expected", added.len()),
+            });
+        }
+        acc.bids = bids;
+        acc.latest = latest;
+        for (set, ids) in acc
+            .bidders
+            .iter_mut()
+            .chain(acc.auctions.iter_mut())
+            .zip(&added)
+        {
+            set.extend(ids);
+        }
+        Ok(())
     }
 }
