@@ -157,18 +157,14 @@ impl Storage {
     }
 
     /// Writes file `name` from `parts`, one after the other (a local file is written part by
-    /// part, without joining them in memory first).
+    /// part, without joining them in memory first, and past the page cache when large: see
+    /// `direct_write`).
     pub fn write_parts(&self, name: &str, parts: &[&[u8]]) -> Result<()> {
         match self {
             Storage::Local(dir) => {
-                use std::io::Write;
                 let path = dir.join(name);
-                let fail = |e| HummerError::io("cannot write checkpoint file", &path, e);
-                let mut file = std::fs::File::create(&path).map_err(fail)?;
-                for part in parts {
-                    file.write_all(part).map_err(fail)?;
-                }
-                Ok(())
+                crate::checkpoint::direct_write::write_parts(&path, parts)
+                    .map_err(|e| HummerError::io("cannot write checkpoint file", &path, e))
             }
             Storage::Object { store, prefix, .. } => {
                 let path = prefix.clone().join(name);

@@ -16,5 +16,6 @@ pub mod backend;
 pub mod barrier_aligner;
 pub mod chains;
 pub mod coordinator;
+mod direct_write;
 pub mod hub;
 pub mod store;
