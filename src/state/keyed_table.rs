@@ -224,17 +224,6 @@ impl<K: Hash + Eq, V> KeyedTable<K, V> {
         self.table.iter().map(|(k, v, _)| (k, v))
     }
 
-    /// The entries changed after epoch `after` (all of them for `None`).
-    pub(crate) fn changed_after(
-        &self,
-        after: Option<Epoch>,
-    ) -> impl Iterator<Item = (&K, &V)> + '_ {
-        self.table
-            .iter()
-            .filter(move |(_, _, e)| after.is_none_or(|a| *e > a))
-            .map(|(k, v, _)| (k, v))
-    }
-
     /// Every entry with the epoch of its last change, its state open to a snapshot that
     /// records what it took (not a change: nothing is marked).
     pub(crate) fn slots_for_snapshot(&mut self) -> impl Iterator<Item = (&K, &mut V, Epoch)> + '_ {

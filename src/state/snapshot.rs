@@ -271,34 +271,6 @@ where
     Ok(())
 }
 
-/// Appends a delta (version 3) on the snapshot of checkpoint `base` to `out`: the keys
-/// `removed` since, then the entries `changed` since (so that a key removed and added again
-/// ends present).
-fn append_delta<'a, K, V>(
-    out: &mut Vec<u8>,
-    changed: impl Iterator<Item = (&'a K, &'a V)>,
-    removed: impl Iterator<Item = &'a K>,
-    max_parallelism: usize,
-    watermark: Timestamp,
-    base: CheckpointId,
-) -> Result<()>
-where
-    K: Hash + Serialize + 'a,
-    V: Serialize + 'a,
-{
-    let open = open_table(out, max_parallelism, watermark, Some(base));
-    for k in removed {
-        let g = key_group_of_hash(key_hash(k), max_parallelism) as u32;
-        append_entry(out, &(g, k, None::<&V>))?;
-    }
-    for (k, v) in changed {
-        let g = key_group_of_hash(key_hash(k), max_parallelism) as u32;
-        append_entry(out, &(g, k, Some(v)))?;
-    }
-    close_table(out, open);
-    Ok(())
-}
-
 #[inline]
 fn append_entry(out: &mut Vec<u8>, entry: &impl Serialize) -> Result<()> {
     postcard::serialize_with_flavor(entry, AppendTo(out))
@@ -616,27 +588,23 @@ impl<K: Hash + Eq + Clone + Serialize + DeserializeOwned, V: Serialize + Deseria
         watermark: Timestamp,
         delta: bool,
     ) -> Result<()> {
-        let base = self.changes.base.filter(|_| delta);
-        match base {
-            Some(base) => append_delta(
-                out,
-                self.changed_after(Some(base.epoch)),
-                self.removed_after(base.epoch),
-                max_parallelism,
-                watermark,
-                base.checkpoint,
-            )?,
-            None => append_snapshot(out, self.iter(), max_parallelism, watermark)?,
-        }
-        self.changes
-            .taken(checkpoint, base.map_or(0, |b| b.chain + 1));
-        Ok(())
+        self.append_patched(
+            out,
+            checkpoint,
+            max_parallelism,
+            watermark,
+            delta,
+            |_, _| Ok(()),
+            |v, _, out| append_entry(out, &*v),
+        )
     }
 
-    /// As [`KeyedTable::append_for`], for values that write their changes themselves: a
+    /// As [`KeyedTable::append_for`], for values that may write their changes themselves: a
     /// whole snapshot shows every value to `whole` (so that it can note that this snapshot
-    /// took it) and writes it as it is; a delta writes each changed value as `patch` encodes
-    /// it, a restore reading it as `Some(P)` for the patch type `P` of the operator.
+    /// took it) and writes it as it is; a delta (version 3: the keys removed since the base,
+    /// then the entries changed since, so that a key removed and added again ends present)
+    /// writes each changed value as `patch` encodes it, a restore reading it as `Some(P)` for
+    /// the patch type `P` of the operator (`V` itself for [`KeyedTable::append_for`]).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn append_patched(
         &mut self,
