@@ -137,41 +137,44 @@ pub fn is_snapshot(bytes: &[u8]) -> bool {
     bytes.starts_with(MAGIC)
 }
 
-/// Remembers how long an operator's last snapshot was, so that the next one is written into a
-/// buffer with room for it at once: a snapshot of gigabytes grown by doubling would be copied
-/// several times over. The buffer is one given back by an earlier checkpoint when there is one
-/// ([`recycle`]): its pages are resident already, where a fresh one's must each be faulted in
-/// and zeroed by the kernel (which, with the copies, cost more than the encoding itself).
+/// Remembers how long an operator's last snapshots were, so that the next one is written into
+/// a buffer with room for it at once: a snapshot of gigabytes grown by doubling would be copied
+/// several times over, into fresh pages each time. The buffer is one given back by an earlier
+/// checkpoint when there is one ([`recycle`]): its pages are resident already, where a fresh
+/// one's must each be faulted in and zeroed by the kernel (which, with the copies, cost more
+/// than the encoding itself). Whole snapshots and deltas are sized apart: a delta's size says
+/// nothing of a whole snapshot's, nor the other way round (a delta sized from the small whole
+/// snapshot a job started with grew by doubling at every checkpoint).
 #[derive(Debug, Default, Clone, Copy)]
 pub struct SnapshotBuffer {
     last_len: usize,
+    last_delta_len: usize,
 }
 
 impl SnapshotBuffer {
-    /// Writes an incremental snapshot as [`SnapshotBuffer::write`] does; only a whole one
-    /// (`delta` false) sizes the next buffer, since a delta's size says nothing of a whole
-    /// snapshot's.
+    /// Writes a whole snapshot (`delta` false) or a delta as [`SnapshotBuffer::write`] does,
+    /// each sized from the last one of its kind.
     pub(crate) fn write_for(
         &mut self,
         delta: bool,
         fill: impl FnOnce(&mut Vec<u8>) -> Result<()>,
     ) -> Result<Vec<u8>> {
-        let mut sizing = *self;
-        let bytes = sizing.write(fill)?;
-        if !delta {
-            *self = sizing;
-        }
-        Ok(bytes)
+        let last = if delta {
+            &mut self.last_delta_len
+        } else {
+            &mut self.last_len
+        };
+        let mut out = take_buffer(*last + *last / 2 + 64);
+        fill(&mut out)?;
+        *last = out.len();
+        Ok(out)
     }
 
     /// Runs `fill` on an empty buffer with room for a snapshot half again as large as the last,
     /// and remembers the length of what it wrote. (Room not written is only reserved: untouched
     /// pages cost nothing.)
     pub fn write(&mut self, fill: impl FnOnce(&mut Vec<u8>) -> Result<()>) -> Result<Vec<u8>> {
-        let mut out = take_buffer(self.last_len + self.last_len / 2 + 64);
-        fill(&mut out)?;
-        self.last_len = out.len();
-        Ok(out)
+        self.write_for(false, fill)
     }
 }
 
@@ -701,8 +704,10 @@ mod tests {
         given.extend_from_slice(b"old bytes");
         let address = given.as_ptr();
         recycle(given);
-        let mut buffer = SnapshotBuffer { last_len: 0 };
-        buffer.last_len = size * 2 / 3 - 64;
+        let mut buffer = SnapshotBuffer {
+            last_len: size * 2 / 3 - 64,
+            last_delta_len: 0,
+        };
         let out = buffer
             .write(|out| {
                 assert!(out.is_empty(), "a recycled buffer comes back empty");
@@ -715,6 +720,33 @@ mod tests {
         // Small buffers are not kept, and small snapshots take fresh ones.
         recycle(Vec::with_capacity(1000));
         assert!(take_buffer(100).capacity() < RECYCLE_MIN);
+    }
+
+    /// A delta after a large delta has room for it at once, whatever the size of the whole
+    /// snapshot before; a whole snapshot is still sized from the last whole one.
+    #[test]
+    fn deltas_and_whole_snapshots_are_sized_apart() {
+        let mut buffer = SnapshotBuffer::default();
+        let fill = |n: usize| {
+            move |out: &mut Vec<u8>| -> Result<()> {
+                out.resize(n, 1);
+                Ok(())
+            }
+        };
+        buffer.write_for(false, fill(100)).unwrap();
+        buffer.write_for(true, fill(5 << 20)).unwrap();
+        buffer
+            .write_for(true, |out| {
+                assert!(out.capacity() >= (5 << 20) * 3 / 2, "{}", out.capacity());
+                Ok(())
+            })
+            .unwrap();
+        buffer
+            .write_for(false, |out| {
+                assert!(out.capacity() < RECYCLE_MIN, "{}", out.capacity());
+                Ok(())
+            })
+            .unwrap();
     }
     use crate::state::key_groups::key_groups_of_subtask;
     use proptest::prelude::*;
