@@ -142,9 +142,10 @@ pub fn is_snapshot(bytes: &[u8]) -> bool {
 /// several times over, into fresh pages each time. The buffer is one given back by an earlier
 /// checkpoint when there is one ([`recycle`]): its pages are resident already, where a fresh
 /// one's must each be faulted in and zeroed by the kernel (which, with the copies, cost more
-/// than the encoding itself). Whole snapshots and deltas are sized apart: a delta's size says
-/// nothing of a whole snapshot's, nor the other way round (a delta sized from the small whole
-/// snapshot a job started with grew by doubling at every checkpoint).
+/// than the encoding itself). A whole snapshot is sized from the last whole one; a delta from
+/// the larger of the last delta and the last whole snapshot (a delta sized from a small whole
+/// snapshot taken early in the job grew by doubling at every checkpoint, and a first delta
+/// sized from no delta at all would too).
 #[derive(Debug, Default, Clone, Copy)]
 pub struct SnapshotBuffer {
     last_len: usize,
@@ -153,20 +154,27 @@ pub struct SnapshotBuffer {
 
 impl SnapshotBuffer {
     /// Writes a whole snapshot (`delta` false) or a delta as [`SnapshotBuffer::write`] does,
-    /// each sized from the last one of its kind.
+    /// sized as the type says.
     pub(crate) fn write_for(
         &mut self,
         delta: bool,
         fill: impl FnOnce(&mut Vec<u8>) -> Result<()>,
     ) -> Result<Vec<u8>> {
-        let last = if delta {
-            &mut self.last_delta_len
+        // Room reserved and not written costs nothing, so a delta gets room for the larger of
+        // the last delta and the last whole snapshot (its first delta after a whole one has
+        // no delta to go by).
+        let room = if delta {
+            self.last_delta_len.max(self.last_len)
         } else {
-            &mut self.last_len
+            self.last_len
         };
-        let mut out = take_buffer(*last + *last / 2 + 64);
+        let mut out = take_buffer(room + room / 2 + 64);
         fill(&mut out)?;
-        *last = out.len();
+        if delta {
+            self.last_delta_len = out.len();
+        } else {
+            self.last_len = out.len();
+        }
         Ok(out)
     }
 
