@@ -76,24 +76,10 @@ fn probe_kvm(kernel: &Path, initramfs: &Path) -> bool {
     {
         return false;
     }
-    let Ok(mut probe) = Command::new(qemu_binary())
-        .args(["-M", "microvm,x-option-roms=off,rtc=off,acpi=off"])
-        .args(["-accel", "kvm", "-cpu", "host", "-m", "256"])
-        .args([
-            "-nodefaults",
-            "-no-user-config",
-            "-display",
-            "none",
-            "-no-reboot",
-        ])
-        .arg("-kernel")
-        .arg(kernel)
-        .arg("-initrd")
-        .arg(initramfs)
-        .args([
-            "-append",
-            "console=ttyS0 reboot=t panic=-1 quiet 8250.nr_uarts=1 hummer.role=kvm-probe",
-        ])
+    let mut append: Vec<String> = BASE_CMDLINE.iter().map(|a| a.to_string()).collect();
+    append.push("hummer.role=kvm-probe".into());
+    let Ok(mut probe) = microvm(kernel, initramfs, true, &append)
+        .args(["-m", "256", "-display", "none"])
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
@@ -154,33 +140,15 @@ pub fn qemu_command(options: &VmOptions) -> Result<Command> {
         }
     }
     let kvm = kvm_usable(&kernel, &initramfs);
-    let mut append = vec![
-        "console=ttyS0".to_string(),
-        "reboot=t".into(),
-        "panic=-1".into(),
-        "quiet".into(),
-        "8250.nr_uarts=1".into(),
-    ];
+    let mut append: Vec<String> = BASE_CMDLINE.iter().map(|a| a.to_string()).collect();
     if !kvm && let Some(khz) = host_tsc_khz() {
         append.push(format!("tsc_early_khz={khz}"));
     }
     append.extend(options.cmdline.iter().cloned());
-    let mut cmd = Command::new(qemu_binary());
-    // No ACPI: qemu then lists the virtio-mmio devices on the kernel command line, which the
-    // small kernel (built without ACPI) needs. The PIT stays: that kernel calibrates its
-    // timers with it.
-    cmd.args(["-M", "microvm,x-option-roms=off,rtc=off,acpi=off"])
-        .args(["-accel", if kvm { "kvm" } else { "tcg" }])
-        .args(["-cpu", if kvm { "host" } else { "max" }])
-        .args(["-m", &options.memory_mb.to_string()])
+    let mut cmd = microvm(&kernel, &initramfs, kvm, &append);
+    cmd.args(["-m", &options.memory_mb.to_string()])
         .args(["-smp", &options.cpus.to_string()])
-        .args(["-nodefaults", "-no-user-config", "-nographic", "-no-reboot"])
-        .args(["-serial", "stdio"])
-        .arg("-kernel")
-        .arg(&kernel)
-        .arg("-initrd")
-        .arg(&initramfs)
-        .args(["-append", &append.join(" ")]);
+        .args(["-nographic", "-serial", "stdio"]);
     let netdev = match &options.net {
         VmNet::User => "user,id=n0".to_string(),
         VmNet::Tap(name) => format!("tap,id=n0,ifname={name},script=no,downscript=no"),
@@ -190,6 +158,35 @@ pub fn qemu_command(options: &VmOptions) -> Result<Command> {
         &format!("virtio-net-device,netdev=n0,mac={}", options.mac),
     ]);
     Ok(cmd)
+}
+
+/// The kernel command line every boot starts with: the serial console, power off instead of
+/// rebooting, no reboot on a panic, one UART.
+const BASE_CMDLINE: [&str; 5] = [
+    "console=ttyS0",
+    "reboot=t",
+    "panic=-1",
+    "quiet",
+    "8250.nr_uarts=1",
+];
+
+/// qemu booting `kernel` and `initramfs` on a `microvm` machine, under KVM or TCG, with the
+/// kernel command line `append`; the caller adds memory, CPUs and the console.
+fn microvm(kernel: &Path, initramfs: &Path, kvm: bool, append: &[String]) -> Command {
+    let mut cmd = Command::new(qemu_binary());
+    // No ACPI: qemu then lists the virtio-mmio devices on the kernel command line, which the
+    // small kernel (built without ACPI) needs. The PIT stays: that kernel calibrates its
+    // timers with it.
+    cmd.args(["-M", "microvm,x-option-roms=off,rtc=off,acpi=off"])
+        .args(["-accel", if kvm { "kvm" } else { "tcg" }])
+        .args(["-cpu", if kvm { "host" } else { "max" }])
+        .args(["-nodefaults", "-no-user-config", "-no-reboot"])
+        .arg("-kernel")
+        .arg(kernel)
+        .arg("-initrd")
+        .arg(initramfs)
+        .args(["-append", &append.join(" ")]);
+    cmd
 }
 
 fn qemu_binary() -> &'static str {

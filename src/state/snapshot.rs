@@ -686,17 +686,36 @@ impl<K: Hash + Eq + Clone + Serialize + DeserializeOwned, V: Serialize + Deseria
         what: &str,
         mut seen: impl FnMut(&K, &V),
     ) -> Result<()> {
+        self.restore_patched(table, key_groups, what, |k, _, v: V| {
+            seen(k, &v);
+            Ok(v)
+        })
+    }
+
+    /// Loads one verified table written by [`KeyedTable::append_patched`]: every entry of
+    /// `key_groups` is read as a `P` (a whole value, or in a delta the operator's patch) and
+    /// `apply(key, state restored before, P)` gives the key's state; a key a delta removes is
+    /// removed. An error of `apply` names what does not fit, and the snapshot is refused.
+    pub(crate) fn restore_patched<P: DeserializeOwned>(
+        &mut self,
+        table: &TableSnapshot<'_>,
+        key_groups: Range<usize>,
+        what: &str,
+        mut apply: impl FnMut(&K, Option<V>, P) -> std::result::Result<V, String>,
+    ) -> Result<()> {
         self.changes.reset();
         self.tombstones.clear();
-        table.changes(&key_groups, what, |k, v| match v {
-            Some(v) => {
-                seen(&k, &v);
-                self.insert(k, v);
+        let mut failed = None;
+        table.changes(&key_groups, what, |k, change: Option<P>| {
+            let before = self.remove(&k);
+            if let (Some(p), None) = (change, &failed) {
+                match apply(&k, before, p) {
+                    Ok(v) => self.insert(k, v),
+                    Err(reason) => failed = Some(reason),
+                }
             }
-            None => {
-                self.remove(&k);
-            }
-        })
+        })?;
+        failed.map_or(Ok(()), |reason| Err(corrupt(what, reason)))
     }
 }
 

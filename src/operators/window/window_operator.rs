@@ -24,8 +24,7 @@ use crate::operators::{Collector, OneInputOperator, OperatorContext};
 use crate::state::SnapshotEpochs;
 use crate::state::keyed_table::{ChangeLog, Epoch, KeyedTable};
 use crate::state::snapshot::{
-    OperatorWatermark, SnapshotBuffer, delta_base, incremental, is_snapshot, read_tables,
-    read_with_watermark,
+    OperatorWatermark, SnapshotBuffer, incremental, is_snapshot, read_tables, read_with_watermark,
 };
 use crate::types::metrics::SubtaskMetrics;
 use crate::types::{CheckpointId, Key, NO_TIMESTAMP, Timestamp};
@@ -660,41 +659,18 @@ where
                 timers.restore(&e.timers, || (key.clone(), e.window));
             }
         };
-        if is_snapshot(snapshot) && delta_base(snapshot).is_some() {
+        if is_snapshot(snapshot) {
             let [table] = read_tables(snapshot, &what)?;
-            let mut register = register;
-            let mut failed = None;
-            windows.changes.reset();
-            table.changes(
-                &key_groups,
-                &what,
-                |key: K, changes: Option<Vec<EntryChange<F::Acc>>>| {
-                    let old = windows.remove(&key);
-                    let Some(changes) = changes else {
-                        return;
-                    };
-                    if failed.is_some() {
-                        return;
-                    }
-                    match apply_patch(function, old.unwrap_or_default(), changes) {
-                        Ok(entries) => {
-                            register(&key, &entries);
-                            windows.insert(key, entries);
-                        }
-                        Err(e) => failed = Some(e),
-                    }
-                },
-            )?;
-            if let Some(reason) = failed {
-                return Err(HummerError::BadInput {
-                    input: what,
-                    reason,
-                });
+            if table.is_delta() {
+                let mut register = register;
+                windows.restore_patched(&table, key_groups, &what, |key, before, changes| {
+                    let entries = apply_patch(function, before.unwrap_or_default(), changes)?;
+                    register(key, &entries);
+                    Ok(entries)
+                })?;
+            } else {
+                windows.restore_table_with(&table, key_groups, &what, register)?;
             }
-            core.watermark.restore_piece(table.watermark, true);
-        } else if is_snapshot(snapshot) {
-            let [table] = read_tables(snapshot, &what)?;
-            windows.restore_table_with(&table, key_groups, &what, register)?;
             core.watermark
                 .restore_piece(table.watermark, table.is_delta());
         } else {
