@@ -173,6 +173,13 @@ pub struct CheckpointStats {
     pub size_bytes: u64,
     /// Longest barrier alignment of any task, milliseconds.
     pub alignment_ms: u64,
+    /// Longest synchronous part of any task's snapshot (the copy of its state while it
+    /// processes nothing), milliseconds.
+    #[serde(default)]
+    pub sync_ms: u64,
+    /// Writing the acknowledged state and the metadata to storage, milliseconds.
+    #[serde(default)]
+    pub write_ms: u64,
     /// Whether it is the job's final checkpoint.
     pub is_final: bool,
     /// Its status.
@@ -309,6 +316,8 @@ impl CheckpointCoordinator {
             duration_ms: 0,
             size_bytes: 0,
             alignment_ms: 0,
+            sync_ms: 0,
+            write_ms: 0,
             is_final: all_sources_done,
             status: CheckpointStatus::InProgress,
         });
@@ -361,7 +370,8 @@ impl CheckpointCoordinator {
     fn store_checkpoint(&mut self, pending: Pending, now: Instant) -> Result<CheckpointId> {
         let id = pending.id;
         let mut size = 0u64;
-        let mut alignment = Duration::ZERO;
+        let (mut alignment, mut sync) = (Duration::ZERO, Duration::ZERO);
+        let write_started = Instant::now();
         let written = (|| -> Result<()> {
             let bases = self.bases_of(&pending)?;
             let mut files = self.store.begin(id)?;
@@ -374,6 +384,7 @@ impl CheckpointCoordinator {
                 let parts: Vec<&[u8]> = parts.iter().map(|p| p.as_ref()).collect();
                 size += parts.iter().map(|p| p.len() as u64).sum::<u64>();
                 alignment = alignment.max(ack.alignment);
+                sync = sync.max(ack.sync);
                 files.write_parts(&format!("{TASK_FILE_PREFIX}{task}"), &parts)?;
             }
             let metadata = self.store.complete(files)?;
@@ -382,6 +393,7 @@ impl CheckpointCoordinator {
             self.kept.insert(id, (metadata.nonce, metadata.bases));
             Ok(())
         })();
+        let write = write_started.elapsed();
         // The state bytes are written: their buffers serve the next snapshots.
         for (_, ack) in pending.acks {
             for (_, bytes) in ack.snapshot.operators {
@@ -396,12 +408,22 @@ impl CheckpointCoordinator {
                     h.duration_ms = now.duration_since(pending.started).as_millis() as u64;
                     h.size_bytes = size;
                     h.alignment_ms = alignment.as_millis() as u64;
+                    h.sync_ms = sync.as_millis() as u64;
+                    h.write_ms = write.as_millis() as u64;
                     h.status = CheckpointStatus::Completed;
                 }
                 if pending.last {
                     self.final_done = true;
                 }
-                tracing::debug!(checkpoint = id, bytes = size, "checkpoint completed");
+                tracing::debug!(
+                    checkpoint = id,
+                    bytes = size,
+                    duration_ms = now.duration_since(pending.started).as_millis() as u64,
+                    alignment_ms = alignment.as_millis() as u64,
+                    sync_ms = sync.as_millis() as u64,
+                    write_ms = write.as_millis() as u64,
+                    "checkpoint completed"
+                );
                 Ok(id)
             }
             Err(e) => {

@@ -10,6 +10,7 @@ pub mod key_groups;
 pub mod keyed_table;
 mod list_state;
 mod map_state;
+mod prefetch;
 pub mod snapshot;
 pub mod task_state;
 pub mod timer_queue;

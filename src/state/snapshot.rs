@@ -26,6 +26,7 @@ use serde::de::DeserializeOwned;
 use crate::error::{HummerError, Result, internal};
 use crate::state::key_groups::{key_group_of_hash, key_hash};
 use crate::state::keyed_table::{ChangeLog, KeyedTable, SnapshotEpochs};
+use crate::state::prefetch::in_order_with_prefetch;
 use crate::types::{CheckpointId, MIN_WATERMARK, Timestamp};
 
 /// When a table's checkpoint is a delta and when it must be full.
@@ -574,6 +575,15 @@ impl<K: Hash + Eq + Clone + Serialize + DeserializeOwned, V: Serialize + Deseria
         max_parallelism: usize,
     ) -> Result<Vec<u8>> {
         let delta = incremental::delta_possible(&[self.change_summary()]);
+        tracing::debug!(
+            checkpoint,
+            delta,
+            changed = self.changes.changed_since_base(),
+            live = self.len(),
+            base = ?self.changes.base.map(|b| b.checkpoint),
+            pending = self.changes.pending(),
+            "keyed table snapshot"
+        );
         let mut buffer = self.snapshot_buffer;
         let bytes = buffer.write_for(delta, |out| {
             self.append_for(out, checkpoint, max_parallelism, MIN_WATERMARK, delta)
@@ -639,18 +649,27 @@ impl<K: Hash + Eq + Clone + Serialize + DeserializeOwned, V: Serialize + Deseria
                 for k in self.removed_after(base.epoch) {
                     append_entry(out, &(group(k), k, None::<()>))?;
                 }
-                for (k, v, e) in self.slots_for_snapshot() {
-                    if e > base.epoch {
+                let changed = self
+                    .slots_for_snapshot()
+                    .filter(|(_, _, e)| *e > base.epoch);
+                in_order_with_prefetch(
+                    changed,
+                    |(_, v, _)| &**v,
+                    |(k, v, _)| {
                         append_entry(out, &(group(k), k, Some(())))?;
-                        patch(v, epochs, out)?;
-                    }
-                }
+                        patch(v, epochs, out)
+                    },
+                )?;
             }
             None => {
-                for (k, v, _) in self.slots_for_snapshot() {
-                    whole(v, epochs)?;
-                    append_entry(out, &(group(k), k, &*v))?;
-                }
+                in_order_with_prefetch(
+                    self.slots_for_snapshot(),
+                    |(_, v, _)| &**v,
+                    |(k, v, _)| {
+                        whole(v, epochs)?;
+                        append_entry(out, &(group(k), k, &*v))
+                    },
+                )?;
             }
         }
         close_table(out, open);

@@ -317,18 +317,20 @@ pub fn status(args: JobArgs) -> Result<()> {
     if !job.checkpoints.is_empty() {
         println!("  checkpoints (newest last):");
         println!(
-            "    {:>6}  {:<24} {:>10} {:>12} {:>11}  status",
-            "id", "triggered (UTC)", "duration", "size", "alignment"
+            "    {:>6}  {:<24} {:>10} {:>12} {:>11} {:>9} {:>9}  status",
+            "id", "triggered (UTC)", "duration", "size", "alignment", "sync", "write"
         );
         let shown = job.checkpoints.len().saturating_sub(20);
         for c in &job.checkpoints[shown..] {
             println!(
-                "    {:>6}  {:<24} {:>8}ms {:>12} {:>9}ms  {}",
+                "    {:>6}  {:<24} {:>8}ms {:>12} {:>9}ms {:>7}ms {:>7}ms  {}",
                 c.id,
                 format_utc_ms(c.triggered_at_ms),
                 c.duration_ms,
                 format_bytes(c.size_bytes),
                 c.alignment_ms,
+                c.sync_ms,
+                c.write_ms,
                 match &c.status {
                     hummer::checkpoint::coordinator::CheckpointStatus::InProgress =>
                         "in progress".to_string(),

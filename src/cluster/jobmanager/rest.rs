@@ -446,6 +446,8 @@ async fn checkpoints(State(shared): State<Shared>, Path(id): Path<String>) -> Re
             "end_to_end_duration": c.duration_ms,
             "state_size": c.size_bytes,
             "alignment_duration": c.alignment_ms,
+            "sync_duration": c.sync_ms,
+            "write_duration": c.write_ms,
             "failure_message": failure,
         })
     };
