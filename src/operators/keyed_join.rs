@@ -115,7 +115,7 @@ where
             incremental::delta_possible(&[self.left.change_summary(), self.right.change_summary()]);
         let (left, right) = (&mut self.left, &mut self.right);
         self.snapshot_buffer
-            .write_for(delta, |out| {
+            .write_for(delta, left.inline_bytes() + right.inline_bytes(), |out| {
                 left.append_for(out, checkpoint, max_parallelism, MIN_WATERMARK, delta)?;
                 right.append_for(out, checkpoint, max_parallelism, MIN_WATERMARK, delta)
             })

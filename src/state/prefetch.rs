@@ -7,14 +7,16 @@
 //! auction, three strings per bid) spent four fifths of its snapshot time copying strings.
 //!
 //! [`prefetch`] walks a value as serde shows it and asks the CPU to fetch the first cache lines
-//! of what its strings and byte strings point to, and the first element of its sequences and
+//! of what its strings and byte strings point to, and of the elements of its sequences and
 //! maps, without reading any of it, so that it costs no wait itself. [`in_order_with_prefetch`]
-//! does that [`AHEAD`] entries before it hands an entry on to be encoded, so that the misses of
-//! several entries overlap instead of following one another.
+//! does that `2 * AHEAD` entries before it hands an entry on to be encoded, so that the misses
+//! of several entries overlap instead of following one another.
 //!
-//! The walk descends into structs, tuples, enums and options (which sit inside the entry) but
+//! That walk descends into structs, tuples, enums and options (which sit inside the entry) but
 //! not into the elements of sequences and maps: reading those would wait on the very misses the
-//! prefetch is meant to hide. It changes nothing that is written.
+//! prefetch is meant to hide. [`prefetch_deep`], run [`AHEAD`] entries before the encoding, when
+//! the elements should have arrived, walks each element the same way, so that a window's list
+//! of rows has the rows' strings fetched too. Neither changes anything that is written.
 
 use std::fmt;
 
@@ -26,6 +28,10 @@ pub(crate) const AHEAD: usize = 8;
 
 /// Cache lines prefetched of one string or byte string, at most.
 const LINES: usize = 4;
+/// Cache lines prefetched of a sequence's or map's elements, at most.
+const ELEMENT_LINES: usize = 16;
+/// Elements of one sequence or map the deep walk goes into, at most.
+const MAX_ELEMENTS: usize = 64;
 const LINE: usize = 64;
 
 /// Asks the CPU to fetch the cache line at `p` (a hint: it never faults, whatever `p` is).
@@ -54,11 +60,19 @@ fn fetch(bytes: &[u8]) {
 /// Asks the CPU to fetch the heap data `value` points to (see the module doc).
 #[inline]
 pub(crate) fn prefetch<T: Serialize + ?Sized>(value: &T) {
-    let _ = value.serialize(Prefetcher);
+    let _ = value.serialize(Prefetcher::<false>);
 }
 
-/// Calls `each` on every item of `items`, in order, after [`prefetch`] has run on the value
-/// (`value_of`) of the item [`AHEAD`] places further on. The first error ends it.
+/// As [`prefetch`], and for the elements of its sequences and maps (which a [`prefetch`] of
+/// it should have fetched a while before) what they point to.
+#[inline]
+pub(crate) fn prefetch_deep<T: Serialize + ?Sized>(value: &T) {
+    let _ = value.serialize(Prefetcher::<true>);
+}
+
+/// Calls `each` on every item of `items`, in order: [`prefetch`] runs on the value
+/// (`value_of`) of the item `2 * AHEAD` places further on, and [`prefetch_deep`] on that of
+/// the item [`AHEAD`] places further on. The first error ends it.
 pub(crate) fn in_order_with_prefetch<I, V, E>(
     items: impl Iterator<Item = I>,
     value_of: impl Fn(&I) -> &V,
@@ -67,17 +81,21 @@ pub(crate) fn in_order_with_prefetch<I, V, E>(
 where
     V: Serialize + ?Sized,
 {
-    let mut ring: [Option<I>; AHEAD] = std::array::from_fn(|_| None);
+    const RING: usize = 2 * AHEAD;
+    let mut ring: [Option<I>; RING] = std::array::from_fn(|_| None);
     let mut at = 0;
     for item in items {
         prefetch(value_of(&item));
+        if let Some(halfway) = &ring[(at + AHEAD) % RING] {
+            prefetch_deep(value_of(halfway));
+        }
         if let Some(due) = ring[at].replace(item) {
             each(due)?;
         }
-        at = (at + 1) % AHEAD;
+        at = (at + 1) % RING;
     }
-    for i in 0..AHEAD {
-        if let Some(due) = ring[(at + i) % AHEAD].take() {
+    for i in 0..RING {
+        if let Some(due) = ring[(at + i) % RING].take() {
             each(due)?;
         }
     }
@@ -104,32 +122,48 @@ impl ser::Error for Stop {
 
 /// The serde serializer that prefetches instead of writing.
 #[derive(Clone, Copy)]
-struct Prefetcher;
+struct Prefetcher<const DEEP: bool>;
 
-/// A sequence or map: its first element's address is prefetched, nothing is read.
-struct Elements {
-    first: bool,
+/// A sequence or map. The shallow walk prefetches the first lines of its elements (from the
+/// first element's address, as many as the length says they take) and reads none of them; the
+/// deep walk reads its elements (prefetched by a shallow walk earlier) and walks each
+/// shallowly.
+struct Elements<const DEEP: bool> {
+    len: Option<usize>,
+    seen: usize,
 }
 
-impl Elements {
+impl<const DEEP: bool> Elements<DEEP> {
     #[inline(always)]
-    fn element<T: ?Sized>(&mut self, value: &T) {
-        if std::mem::take(&mut self.first) {
-            fetch_line(value as *const T as *const u8);
+    fn element<T: ?Sized + Serialize>(&mut self, value: &T) {
+        self.seen += 1;
+        if DEEP {
+            if self.seen <= MAX_ELEMENTS {
+                let _ = value.serialize(Prefetcher::<false>);
+            }
+        } else if self.seen == 1 {
+            // Sequences and maps of serde's std impls that know their length keep their
+            // elements side by side (a `Vec`, a slice, an array); for others this fetches a
+            // little that is not needed.
+            let bytes = std::mem::size_of_val(value) * self.len.unwrap_or(1);
+            let first = value as *const T as *const u8;
+            for i in 0..bytes.div_ceil(LINE).min(ELEMENT_LINES) {
+                fetch_line(first.wrapping_add(i * LINE));
+            }
         }
     }
 }
 
-impl Serializer for Prefetcher {
+impl<const DEEP: bool> Serializer for Prefetcher<DEEP> {
     type Ok = ();
     type Error = Stop;
-    type SerializeSeq = Elements;
-    type SerializeTuple = Prefetcher;
-    type SerializeTupleStruct = Prefetcher;
-    type SerializeTupleVariant = Prefetcher;
-    type SerializeMap = Elements;
-    type SerializeStruct = Prefetcher;
-    type SerializeStructVariant = Prefetcher;
+    type SerializeSeq = Elements<DEEP>;
+    type SerializeTuple = Self;
+    type SerializeTupleStruct = Self;
+    type SerializeTupleVariant = Self;
+    type SerializeMap = Elements<DEEP>;
+    type SerializeStruct = Self;
+    type SerializeStructVariant = Self;
 
     fn serialize_bool(self, _: bool) -> Result<(), Stop> {
         Ok(())
@@ -214,13 +248,13 @@ impl Serializer for Prefetcher {
     ) -> Result<(), Stop> {
         value.serialize(self)
     }
-    fn serialize_seq(self, _: Option<usize>) -> Result<Elements, Stop> {
-        Ok(Elements { first: true })
+    fn serialize_seq(self, len: Option<usize>) -> Result<Elements<DEEP>, Stop> {
+        Ok(Elements { len, seen: 0 })
     }
-    fn serialize_tuple(self, _: usize) -> Result<Prefetcher, Stop> {
+    fn serialize_tuple(self, _: usize) -> Result<Self, Stop> {
         Ok(self)
     }
-    fn serialize_tuple_struct(self, _: &'static str, _: usize) -> Result<Prefetcher, Stop> {
+    fn serialize_tuple_struct(self, _: &'static str, _: usize) -> Result<Self, Stop> {
         Ok(self)
     }
     fn serialize_tuple_variant(
@@ -229,13 +263,13 @@ impl Serializer for Prefetcher {
         _: u32,
         _: &'static str,
         _: usize,
-    ) -> Result<Prefetcher, Stop> {
+    ) -> Result<Self, Stop> {
         Ok(self)
     }
-    fn serialize_map(self, _: Option<usize>) -> Result<Elements, Stop> {
-        Ok(Elements { first: true })
+    fn serialize_map(self, len: Option<usize>) -> Result<Elements<DEEP>, Stop> {
+        Ok(Elements { len, seen: 0 })
     }
-    fn serialize_struct(self, _: &'static str, _: usize) -> Result<Prefetcher, Stop> {
+    fn serialize_struct(self, _: &'static str, _: usize) -> Result<Self, Stop> {
         Ok(self)
     }
     fn serialize_struct_variant(
@@ -244,7 +278,7 @@ impl Serializer for Prefetcher {
         _: u32,
         _: &'static str,
         _: usize,
-    ) -> Result<Prefetcher, Stop> {
+    ) -> Result<Self, Stop> {
         Ok(self)
     }
     fn collect_str<T: ?Sized + fmt::Display>(self, _: &T) -> Result<(), Stop> {
@@ -253,7 +287,7 @@ impl Serializer for Prefetcher {
     }
 }
 
-impl ser::SerializeSeq for Elements {
+impl<const DEEP: bool> ser::SerializeSeq for Elements<DEEP> {
     type Ok = ();
     type Error = Stop;
     fn serialize_element<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<(), Stop> {
@@ -265,14 +299,17 @@ impl ser::SerializeSeq for Elements {
     }
 }
 
-impl ser::SerializeMap for Elements {
+impl<const DEEP: bool> ser::SerializeMap for Elements<DEEP> {
     type Ok = ();
     type Error = Stop;
     fn serialize_key<T: ?Sized + Serialize>(&mut self, key: &T) -> Result<(), Stop> {
         self.element(key);
         Ok(())
     }
-    fn serialize_value<T: ?Sized + Serialize>(&mut self, _: &T) -> Result<(), Stop> {
+    fn serialize_value<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<(), Stop> {
+        if DEEP && self.seen <= MAX_ELEMENTS {
+            let _ = value.serialize(Prefetcher::<false>);
+        }
         Ok(())
     }
     fn end(self) -> Result<(), Stop> {
@@ -280,7 +317,7 @@ impl ser::SerializeMap for Elements {
     }
 }
 
-impl ser::SerializeTuple for Prefetcher {
+impl<const DEEP: bool> ser::SerializeTuple for Prefetcher<DEEP> {
     type Ok = ();
     type Error = Stop;
     fn serialize_element<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<(), Stop> {
@@ -291,7 +328,7 @@ impl ser::SerializeTuple for Prefetcher {
     }
 }
 
-impl ser::SerializeTupleStruct for Prefetcher {
+impl<const DEEP: bool> ser::SerializeTupleStruct for Prefetcher<DEEP> {
     type Ok = ();
     type Error = Stop;
     fn serialize_field<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<(), Stop> {
@@ -302,7 +339,7 @@ impl ser::SerializeTupleStruct for Prefetcher {
     }
 }
 
-impl ser::SerializeTupleVariant for Prefetcher {
+impl<const DEEP: bool> ser::SerializeTupleVariant for Prefetcher<DEEP> {
     type Ok = ();
     type Error = Stop;
     fn serialize_field<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<(), Stop> {
@@ -313,7 +350,7 @@ impl ser::SerializeTupleVariant for Prefetcher {
     }
 }
 
-impl ser::SerializeStruct for Prefetcher {
+impl<const DEEP: bool> ser::SerializeStruct for Prefetcher<DEEP> {
     type Ok = ();
     type Error = Stop;
     fn serialize_field<T: ?Sized + Serialize>(
@@ -328,7 +365,7 @@ impl ser::SerializeStruct for Prefetcher {
     }
 }
 
-impl ser::SerializeStructVariant for Prefetcher {
+impl<const DEEP: bool> ser::SerializeStructVariant for Prefetcher<DEEP> {
     type Ok = ();
     type Error = Stop;
     fn serialize_field<T: ?Sized + Serialize>(
@@ -394,11 +431,23 @@ mod tests {
                 b: Some("z".into()),
             },
         ];
-        assert!(values.serialize(Prefetcher).is_ok());
-        let map = std::collections::BTreeMap::from([(1, "a"), (2, "b")]);
-        assert!(map.serialize(Prefetcher).is_ok());
-        let mixed = (1u64, 2.5f64, 'c', (), [7u8; 3], b"bytes".as_slice());
-        assert!(mixed.serialize(Prefetcher).is_ok());
-        assert!("".serialize(Prefetcher).is_ok());
+        fn walks<T: Serialize + ?Sized>(value: &T) -> bool {
+            value.serialize(Prefetcher::<false>).is_ok()
+                && value.serialize(Prefetcher::<true>).is_ok()
+        }
+        assert!(walks(&values));
+        assert!(walks(&std::collections::BTreeMap::from([
+            (1, "a"),
+            (2, "b")
+        ])));
+        assert!(walks(&(
+            1u64,
+            2.5f64,
+            'c',
+            (),
+            [7u8; 3],
+            b"bytes".as_slice()
+        )));
+        assert!(walks(""));
     }
 }

@@ -155,10 +155,13 @@ pub struct SnapshotBuffer {
 
 impl SnapshotBuffer {
     /// Writes a whole snapshot (`delta` false) or a delta as [`SnapshotBuffer::write`] does,
-    /// sized as the type says.
+    /// sized as the type says; the first one from `estimate`, the caller's guess at its
+    /// length (the state's size in memory), so that it does not grow from nothing by doubling,
+    /// copying what it holds into fresh pages each time.
     pub(crate) fn write_for(
         &mut self,
         delta: bool,
+        estimate: usize,
         fill: impl FnOnce(&mut Vec<u8>) -> Result<()>,
     ) -> Result<Vec<u8>> {
         // Room reserved and not written costs nothing, so a delta gets room for the larger of
@@ -169,6 +172,7 @@ impl SnapshotBuffer {
         } else {
             self.last_len
         };
+        let room = if room == 0 { estimate } else { room };
         let mut out = take_buffer(room + room / 2 + 64);
         fill(&mut out)?;
         if delta {
@@ -183,7 +187,7 @@ impl SnapshotBuffer {
     /// and remembers the length of what it wrote. (Room not written is only reserved: untouched
     /// pages cost nothing.)
     pub fn write(&mut self, fill: impl FnOnce(&mut Vec<u8>) -> Result<()>) -> Result<Vec<u8>> {
-        self.write_for(false, fill)
+        self.write_for(false, 0, fill)
     }
 }
 
@@ -236,8 +240,22 @@ fn take_buffer(capacity: usize) -> Vec<u8> {
     if let Some(i) = outgrown {
         drop(pool.swap_remove(i));
     }
-    Vec::with_capacity(capacity.saturating_mul(2))
+    drop(pool);
+    // Address space only: the pages a snapshot never writes are never touched. The headroom
+    // lets the buffer serve later, larger snapshots once recycled, whose pages up to its last
+    // length are then resident already; where the address space is refused, the room asked.
+    let mut buffer = Vec::new();
+    if buffer
+        .try_reserve_exact(capacity.saturating_mul(HEADROOM))
+        .is_err()
+    {
+        buffer.reserve_exact(capacity);
+    }
+    buffer
 }
+
+/// How many times the room a snapshot asked for a new large buffer reserves.
+const HEADROOM: usize = 4;
 
 /// A postcard output that appends to a buffer in place.
 struct AppendTo<'a>(&'a mut Vec<u8>);
@@ -585,7 +603,7 @@ impl<K: Hash + Eq + Clone + Serialize + DeserializeOwned, V: Serialize + Deseria
             "keyed table snapshot"
         );
         let mut buffer = self.snapshot_buffer;
-        let bytes = buffer.write_for(delta, |out| {
+        let bytes = buffer.write_for(delta, self.inline_bytes(), |out| {
             self.append_for(out, checkpoint, max_parallelism, MIN_WATERMARK, delta)
         });
         self.snapshot_buffer = buffer;
@@ -768,6 +786,27 @@ mod tests {
         assert!(take_buffer(100).capacity() < RECYCLE_MIN);
     }
 
+    /// A first snapshot has room for the caller's estimate at once (it does not grow from
+    /// nothing by doubling); later ones go by the snapshots before them.
+    #[test]
+    fn a_first_snapshot_has_room_for_its_estimate() {
+        let mut buffer = SnapshotBuffer::default();
+        let estimate = 3 << 20;
+        buffer
+            .write_for(false, estimate, |out| {
+                assert!(out.capacity() >= estimate, "{}", out.capacity());
+                out.resize(100, 1);
+                Ok(())
+            })
+            .unwrap();
+        buffer
+            .write_for(false, estimate, |out| {
+                assert!(out.capacity() < RECYCLE_MIN, "{}", out.capacity());
+                Ok(())
+            })
+            .unwrap();
+    }
+
     /// A delta after a large delta has room for it at once, whatever the size of the whole
     /// snapshot before; a whole snapshot is still sized from the last whole one.
     #[test]
@@ -779,16 +818,16 @@ mod tests {
                 Ok(())
             }
         };
-        buffer.write_for(false, fill(100)).unwrap();
-        buffer.write_for(true, fill(5 << 20)).unwrap();
+        buffer.write_for(false, 0, fill(100)).unwrap();
+        buffer.write_for(true, 0, fill(5 << 20)).unwrap();
         buffer
-            .write_for(true, |out| {
+            .write_for(true, 0, |out| {
                 assert!(out.capacity() >= (5 << 20) * 3 / 2, "{}", out.capacity());
                 Ok(())
             })
             .unwrap();
         buffer
-            .write_for(false, |out| {
+            .write_for(false, 0, |out| {
                 assert!(out.capacity() < RECYCLE_MIN, "{}", out.capacity());
                 Ok(())
             })
