@@ -182,12 +182,6 @@ impl<K: Hash + Eq, V> KeyedTable<K, V> {
         self.table.is_empty()
     }
 
-    /// The bytes the entries take in the table itself (not what they point to): a first guess
-    /// at the length of a snapshot.
-    pub(crate) fn inline_bytes(&self) -> usize {
-        self.table.len() * std::mem::size_of::<(K, V, Epoch)>()
-    }
-
     /// Folds a batch into the table, draining it: for every record, calls
     /// `step(key, state, record)` with the key's state (`None` for a new key); a `Some` returned
     /// for a new key becomes its state.

@@ -156,8 +156,8 @@ pub struct SnapshotBuffer {
 impl SnapshotBuffer {
     /// Writes a whole snapshot (`delta` false) or a delta as [`SnapshotBuffer::write`] does,
     /// sized as the type says; the first one from `estimate`, the caller's guess at its
-    /// length (the state's size in memory), so that it does not grow from nothing by doubling,
-    /// copying what it holds into fresh pages each time.
+    /// length ([`KeyedTable::estimated_snapshot_bytes`]), so that it does not grow from
+    /// nothing by doubling, copying what it holds into fresh pages each time.
     pub(crate) fn write_for(
         &mut self,
         delta: bool,
@@ -603,11 +603,27 @@ impl<K: Hash + Eq + Clone + Serialize + DeserializeOwned, V: Serialize + Deseria
             "keyed table snapshot"
         );
         let mut buffer = self.snapshot_buffer;
-        let bytes = buffer.write_for(delta, self.inline_bytes(), |out| {
+        let bytes = buffer.write_for(delta, self.estimated_snapshot_bytes(), |out| {
             self.append_for(out, checkpoint, max_parallelism, MIN_WATERMARK, delta)
         });
         self.snapshot_buffer = buffer;
         bytes
+    }
+
+    /// A guess at the length of a whole snapshot of the table, for a first snapshot's buffer:
+    /// the encoded length of a sample of its entries (the first in table order, which is hash
+    /// order) times their number.
+    pub(crate) fn estimated_snapshot_bytes(&self) -> usize {
+        const SAMPLE: usize = 64;
+        let mut scratch = Vec::new();
+        let mut sampled = 0usize;
+        for (k, v) in self.iter().take(SAMPLE) {
+            if append_entry(&mut scratch, &(0u32, k, v)).is_err() {
+                return 0;
+            }
+            sampled += 1;
+        }
+        (scratch.len() / sampled.max(1)).saturating_mul(self.len())
     }
 
     /// What [`incremental::delta_possible`] decides on: the table's change log and size.
@@ -784,6 +800,23 @@ mod tests {
         // Small buffers are not kept, and small snapshots take fresh ones.
         recycle(Vec::with_capacity(1000));
         assert!(take_buffer(100).capacity() < RECYCLE_MIN);
+    }
+
+    /// The estimate from a sample of entries is near the length of the whole snapshot, for
+    /// values whose length varies and lies mostly outside the table (strings).
+    #[test]
+    fn the_estimate_of_a_snapshot_is_near_its_length() {
+        let mut table: KeyedTable<u64, String> = KeyedTable::default();
+        assert_eq!(table.estimated_snapshot_bytes(), 0);
+        for k in 0..20_000u64 {
+            table.insert(k, "x".repeat(50 + (k % 100) as usize));
+        }
+        let estimate = table.estimated_snapshot_bytes() as f64;
+        let actual = table.snapshot_for(1, 128).unwrap().len() as f64;
+        assert!(
+            (estimate / actual - 1.0).abs() < 0.25,
+            "estimate {estimate}, actual {actual}"
+        );
     }
 
     /// A first snapshot has room for the caller's estimate at once (it does not grow from

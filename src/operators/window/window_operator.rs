@@ -617,29 +617,28 @@ where
         let watermark = core.watermark.get();
         let function = &core.function;
         let (mut scratch, mut patch_scratch) = (Vec::new(), Vec::new());
-        let bytes = core
-            .snapshot_buffer
-            .write_for(delta, windows.inline_bytes(), |out| {
-                windows.append_patched(
-                    out,
-                    checkpoint,
-                    max_parallelism,
-                    watermark,
-                    delta,
-                    |entries, epochs| {
-                        if function.writes_acc_changes() {
-                            for e in entries {
-                                scratch.clear();
-                                function.write_acc_changes(&mut e.acc, epochs, &mut scratch)?;
-                            }
+        let estimate = windows.estimated_snapshot_bytes();
+        let bytes = core.snapshot_buffer.write_for(delta, estimate, |out| {
+            windows.append_patched(
+                out,
+                checkpoint,
+                max_parallelism,
+                watermark,
+                delta,
+                |entries, epochs| {
+                    if function.writes_acc_changes() {
+                        for e in entries {
+                            scratch.clear();
+                            function.write_acc_changes(&mut e.acc, epochs, &mut scratch)?;
                         }
-                        Ok(())
-                    },
-                    |entries, epochs, out| {
-                        write_patch(function, entries, epochs, &mut patch_scratch, out)
-                    },
-                )
-            })?;
+                    }
+                    Ok(())
+                },
+                |entries, epochs, out| {
+                    write_patch(function, entries, epochs, &mut patch_scratch, out)
+                },
+            )
+        })?;
         core.epoch = windows.changes.epoch;
         Ok(Some(bytes))
     }
