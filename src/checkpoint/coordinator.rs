@@ -393,7 +393,9 @@ impl CheckpointCoordinator {
             self.kept.insert(id, (metadata.nonce, metadata.bases));
             Ok(())
         })();
-        let write = write_started.elapsed();
+        let write_ms = write_started.elapsed().as_millis() as u64;
+        let duration_ms = now.duration_since(pending.started).as_millis() as u64;
+        let (alignment_ms, sync_ms) = (alignment.as_millis() as u64, sync.as_millis() as u64);
         // The state bytes are written: their buffers serve the next snapshots.
         for (_, ack) in pending.acks {
             for (_, bytes) in ack.snapshot.operators {
@@ -405,11 +407,11 @@ impl CheckpointCoordinator {
         match written {
             Ok(_) => {
                 if let Some(h) = stats {
-                    h.duration_ms = now.duration_since(pending.started).as_millis() as u64;
+                    h.duration_ms = duration_ms;
                     h.size_bytes = size;
-                    h.alignment_ms = alignment.as_millis() as u64;
-                    h.sync_ms = sync.as_millis() as u64;
-                    h.write_ms = write.as_millis() as u64;
+                    h.alignment_ms = alignment_ms;
+                    h.sync_ms = sync_ms;
+                    h.write_ms = write_ms;
                     h.status = CheckpointStatus::Completed;
                 }
                 if pending.last {
@@ -418,10 +420,10 @@ impl CheckpointCoordinator {
                 tracing::debug!(
                     checkpoint = id,
                     bytes = size,
-                    duration_ms = now.duration_since(pending.started).as_millis() as u64,
-                    alignment_ms = alignment.as_millis() as u64,
-                    sync_ms = sync.as_millis() as u64,
-                    write_ms = write.as_millis() as u64,
+                    duration_ms,
+                    alignment_ms,
+                    sync_ms,
+                    write_ms,
                     "checkpoint completed"
                 );
                 Ok(id)

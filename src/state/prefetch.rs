@@ -102,7 +102,7 @@ where
     Ok(())
 }
 
-/// Ends a walk early; never seen outside this module.
+/// The walk's error: only a value's own `Serialize` can raise it, and it ends the walk.
 #[derive(Debug)]
 struct Stop;
 
@@ -118,6 +118,40 @@ impl ser::Error for Stop {
     fn custom<T: fmt::Display>(_: T) -> Self {
         Stop
     }
+}
+
+/// Serializer methods for values that point to nothing: they do nothing.
+macro_rules! nothing_behind {
+    ($($method:ident: $ty:ty),* $(,)?) => {
+        $(
+            fn $method(self, _: $ty) -> Result<(), Stop> {
+                Ok(())
+            }
+        )*
+    };
+}
+
+/// The compound serializers of kinds whose fields sit inside the value (after an optional
+/// field name): each field is walked by the same [`Prefetcher`].
+macro_rules! descend_fields {
+    ($($kind:ident :: $method:ident ($($name:ty)?)),* $(,)?) => {
+        $(
+            impl<const DEEP: bool> ser::$kind for Prefetcher<DEEP> {
+                type Ok = ();
+                type Error = Stop;
+                fn $method<T: ?Sized + Serialize>(
+                    &mut self,
+                    $(_: $name,)?
+                    value: &T,
+                ) -> Result<(), Stop> {
+                    value.serialize(*self)
+                }
+                fn end(self) -> Result<(), Stop> {
+                    Ok(())
+                }
+            }
+        )*
+    };
 }
 
 /// The serde serializer that prefetches instead of writing.
@@ -165,48 +199,22 @@ impl<const DEEP: bool> Serializer for Prefetcher<DEEP> {
     type SerializeStruct = Self;
     type SerializeStructVariant = Self;
 
-    fn serialize_bool(self, _: bool) -> Result<(), Stop> {
-        Ok(())
-    }
-    fn serialize_i8(self, _: i8) -> Result<(), Stop> {
-        Ok(())
-    }
-    fn serialize_i16(self, _: i16) -> Result<(), Stop> {
-        Ok(())
-    }
-    fn serialize_i32(self, _: i32) -> Result<(), Stop> {
-        Ok(())
-    }
-    fn serialize_i64(self, _: i64) -> Result<(), Stop> {
-        Ok(())
-    }
-    fn serialize_i128(self, _: i128) -> Result<(), Stop> {
-        Ok(())
-    }
-    fn serialize_u8(self, _: u8) -> Result<(), Stop> {
-        Ok(())
-    }
-    fn serialize_u16(self, _: u16) -> Result<(), Stop> {
-        Ok(())
-    }
-    fn serialize_u32(self, _: u32) -> Result<(), Stop> {
-        Ok(())
-    }
-    fn serialize_u64(self, _: u64) -> Result<(), Stop> {
-        Ok(())
-    }
-    fn serialize_u128(self, _: u128) -> Result<(), Stop> {
-        Ok(())
-    }
-    fn serialize_f32(self, _: f32) -> Result<(), Stop> {
-        Ok(())
-    }
-    fn serialize_f64(self, _: f64) -> Result<(), Stop> {
-        Ok(())
-    }
-    fn serialize_char(self, _: char) -> Result<(), Stop> {
-        Ok(())
-    }
+    nothing_behind!(
+        serialize_bool: bool,
+        serialize_i8: i8,
+        serialize_i16: i16,
+        serialize_i32: i32,
+        serialize_i64: i64,
+        serialize_i128: i128,
+        serialize_u8: u8,
+        serialize_u16: u16,
+        serialize_u32: u32,
+        serialize_u64: u64,
+        serialize_u128: u128,
+        serialize_f32: f32,
+        serialize_f64: f64,
+        serialize_char: char,
+    );
     #[inline(always)]
     fn serialize_str(self, v: &str) -> Result<(), Stop> {
         fetch(v.as_bytes());
@@ -317,68 +325,15 @@ impl<const DEEP: bool> ser::SerializeMap for Elements<DEEP> {
     }
 }
 
-impl<const DEEP: bool> ser::SerializeTuple for Prefetcher<DEEP> {
-    type Ok = ();
-    type Error = Stop;
-    fn serialize_element<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<(), Stop> {
-        value.serialize(*self)
-    }
-    fn end(self) -> Result<(), Stop> {
-        Ok(())
-    }
-}
-
-impl<const DEEP: bool> ser::SerializeTupleStruct for Prefetcher<DEEP> {
-    type Ok = ();
-    type Error = Stop;
-    fn serialize_field<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<(), Stop> {
-        value.serialize(*self)
-    }
-    fn end(self) -> Result<(), Stop> {
-        Ok(())
-    }
-}
-
-impl<const DEEP: bool> ser::SerializeTupleVariant for Prefetcher<DEEP> {
-    type Ok = ();
-    type Error = Stop;
-    fn serialize_field<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<(), Stop> {
-        value.serialize(*self)
-    }
-    fn end(self) -> Result<(), Stop> {
-        Ok(())
-    }
-}
-
-impl<const DEEP: bool> ser::SerializeStruct for Prefetcher<DEEP> {
-    type Ok = ();
-    type Error = Stop;
-    fn serialize_field<T: ?Sized + Serialize>(
-        &mut self,
-        _: &'static str,
-        value: &T,
-    ) -> Result<(), Stop> {
-        value.serialize(*self)
-    }
-    fn end(self) -> Result<(), Stop> {
-        Ok(())
-    }
-}
-
-impl<const DEEP: bool> ser::SerializeStructVariant for Prefetcher<DEEP> {
-    type Ok = ();
-    type Error = Stop;
-    fn serialize_field<T: ?Sized + Serialize>(
-        &mut self,
-        _: &'static str,
-        value: &T,
-    ) -> Result<(), Stop> {
-        value.serialize(*self)
-    }
-    fn end(self) -> Result<(), Stop> {
-        Ok(())
-    }
-}
+// Tuples, structs and their variants sit inside the value: their fields are walked with the
+// same depth.
+descend_fields!(
+    SerializeTuple::serialize_element(),
+    SerializeTupleStruct::serialize_field(),
+    SerializeTupleVariant::serialize_field(),
+    SerializeStruct::serialize_field(&'static str),
+    SerializeStructVariant::serialize_field(&'static str),
+);
 
 #[cfg(test)]
 mod tests {
