@@ -6,31 +6,39 @@
 //! entry waits on one cache miss per string: a profile of q18 (latest bid per bidder and
 //! auction, three strings per bid) spent four fifths of its snapshot time copying strings.
 //!
-//! [`prefetch`] walks a value as serde shows it and asks the CPU to fetch the first cache lines
-//! of what its strings and byte strings point to, and of the elements of its sequences and
-//! maps, without reading any of it, so that it costs no wait itself. [`in_order_with_prefetch`]
-//! does that `2 * AHEAD` entries before it hands an entry on to be encoded, so that the misses
-//! of several entries overlap instead of following one another.
+//! A walk of a value as serde shows it asks the CPU to fetch the first cache lines of what its
+//! strings and byte strings point to, and of the elements of its sequences and maps, without
+//! reading any of it, so that it costs no wait itself. Data behind data takes more than one
+//! walk: q19's entry is a key's list of windows, each window's top ten a list of bids, each
+//! bid's row a string, three pointers deep. So a walk has a depth: at depth 0 it reads what
+//! sits inside the value (structs, tuples, enums, options) and prefetches what it points to;
+//! at depth `d` it also reads the elements of its sequences and maps (which a walk one depth
+//! shallower fetched a while before) and walks each at depth `d - 1`.
+//! [`in_order_with_prefetch`] walks an entry at depth 0 [`STAGES`]` * `[`AHEAD`] entries
+//! before it encodes it, at depth 1 [`AHEAD`] entries later, and so on, so that every level
+//! has arrived by the time the next one reads it and the misses of several entries overlap
+//! instead of following one another.
 //!
-//! That walk descends into structs, tuples, enums and options (which sit inside the entry) but
-//! not into the elements of sequences and maps: reading those would wait on the very misses the
-//! prefetch is meant to hide. [`prefetch_deep`], run [`AHEAD`] entries before the encoding, when
-//! the elements should have arrived, walks each element the same way, so that a window's list
-//! of rows has the rows' strings fetched too. Neither changes anything that is written.
+//! A walk reads only the elements it goes into: the first of a sequence at depth 0 (for its
+//! address), at most [`MAX_ELEMENTS`] deeper, and then ends the sequence's iteration, so that a
+//! large set inside an entry (q16's sets of ids, written as deltas) is not iterated whole at
+//! every checkpoint. Nothing a walk does changes what is written.
 
 use std::fmt;
 
 use serde::Serialize;
 use serde::ser::{self, Serializer};
 
-/// Entries between the one prefetched and the one encoded.
+/// Entries between one walk of an entry and the next (or its encoding).
 pub(crate) const AHEAD: usize = 8;
+/// Walks per entry, of depths 0 to `STAGES - 1`.
+pub(crate) const STAGES: usize = 3;
 
 /// Cache lines prefetched of one string or byte string, at most.
-const LINES: usize = 4;
+const LINES: usize = 8;
 /// Cache lines prefetched of a sequence's or map's elements, at most.
 const ELEMENT_LINES: usize = 16;
-/// Elements of one sequence or map the deep walk goes into, at most.
+/// Elements of one sequence or map a walk goes into, at most.
 const MAX_ELEMENTS: usize = 64;
 const LINE: usize = 64;
 
@@ -48,31 +56,24 @@ fn fetch_line(p: *const u8) {
     let _ = p;
 }
 
-/// Prefetches the first lines of `bytes`.
+/// Prefetches `lines` lines from `p`.
 #[inline(always)]
-fn fetch(bytes: &[u8]) {
-    let lines = bytes.len().div_ceil(LINE).min(LINES);
+fn fetch_lines(p: *const u8, lines: usize) {
     for i in 0..lines {
-        fetch_line(bytes.as_ptr().wrapping_add(i * LINE));
+        fetch_line(p.wrapping_add(i * LINE));
     }
 }
 
-/// Asks the CPU to fetch the heap data `value` points to (see the module doc).
+/// Walks `value` at `depth` (see the module doc): prefetches what it points to, reading what
+/// `depth` earlier walks have fetched.
 #[inline]
-pub(crate) fn prefetch<T: Serialize + ?Sized>(value: &T) {
-    let _ = value.serialize(Prefetcher::<false>);
+pub(crate) fn prefetch<T: Serialize + ?Sized>(value: &T, depth: u8) {
+    let _ = value.serialize(Prefetcher { depth });
 }
 
-/// As [`prefetch`], and for the elements of its sequences and maps (which a [`prefetch`] of
-/// it should have fetched a while before) what they point to.
-#[inline]
-pub(crate) fn prefetch_deep<T: Serialize + ?Sized>(value: &T) {
-    let _ = value.serialize(Prefetcher::<true>);
-}
-
-/// Calls `each` on every item of `items`, in order: [`prefetch`] runs on the value
-/// (`value_of`) of the item `2 * AHEAD` places further on, and [`prefetch_deep`] on that of
-/// the item [`AHEAD`] places further on. The first error ends it.
+/// Calls `each` on every item of `items`, in order, after walking the value (`value_of`) of
+/// each at depths 0 to `STAGES - 1`, [`AHEAD`] items apart, the last walk [`AHEAD`] items
+/// before `each`. The first error ends it.
 pub(crate) fn in_order_with_prefetch<I, V, E>(
     items: impl Iterator<Item = I>,
     value_of: impl Fn(&I) -> &V,
@@ -81,13 +82,16 @@ pub(crate) fn in_order_with_prefetch<I, V, E>(
 where
     V: Serialize + ?Sized,
 {
-    const RING: usize = 2 * AHEAD;
+    const RING: usize = STAGES * AHEAD;
     let mut ring: [Option<I>; RING] = std::array::from_fn(|_| None);
     let mut at = 0;
     for item in items {
-        prefetch(value_of(&item));
-        if let Some(halfway) = &ring[(at + AHEAD) % RING] {
-            prefetch_deep(value_of(halfway));
+        prefetch(value_of(&item), 0);
+        // The item that came in `AHEAD * depth` items ago.
+        for depth in 1..STAGES {
+            if let Some(earlier) = &ring[(at + RING - AHEAD * depth) % RING] {
+                prefetch(value_of(earlier), depth as u8);
+            }
         }
         if let Some(due) = ring[at].replace(item) {
             each(due)?;
@@ -132,11 +136,12 @@ macro_rules! nothing_behind {
 }
 
 /// The compound serializers of kinds whose fields sit inside the value (after an optional
-/// field name): each field is walked by the same [`Prefetcher`].
+/// field name): each field is walked by the same [`Prefetcher`]. A field's walk that stopped
+/// (a sequence it ended early) does not stop its siblings'.
 macro_rules! descend_fields {
     ($($kind:ident :: $method:ident ($($name:ty)?)),* $(,)?) => {
         $(
-            impl<const DEEP: bool> ser::$kind for Prefetcher<DEEP> {
+            impl ser::$kind for Prefetcher {
                 type Ok = ();
                 type Error = Stop;
                 fn $method<T: ?Sized + Serialize>(
@@ -144,7 +149,8 @@ macro_rules! descend_fields {
                     $(_: $name,)?
                     value: &T,
                 ) -> Result<(), Stop> {
-                    value.serialize(*self)
+                    let _ = value.serialize(*self);
+                    Ok(())
                 }
                 fn end(self) -> Result<(), Stop> {
                     Ok(())
@@ -154,48 +160,62 @@ macro_rules! descend_fields {
     };
 }
 
-/// The serde serializer that prefetches instead of writing.
+/// The serde serializer that prefetches instead of writing, at a depth (see the module doc).
 #[derive(Clone, Copy)]
-struct Prefetcher<const DEEP: bool>;
+struct Prefetcher {
+    depth: u8,
+}
 
-/// A sequence or map. The shallow walk prefetches the first lines of its elements (from the
-/// first element's address, as many as the length says they take) and reads none of them; the
-/// deep walk reads its elements (prefetched by a shallow walk earlier) and walks each
-/// shallowly.
-struct Elements<const DEEP: bool> {
+impl Prefetcher {
+    /// The walk of what sits one level further down.
+    fn deeper(&self) -> Prefetcher {
+        Prefetcher {
+            depth: self.depth.saturating_sub(1),
+        }
+    }
+}
+
+/// A sequence or map. At depth 0 the walk prefetches the first lines of its elements (from the
+/// first element's address, as many as the length says they take) and reads none of them;
+/// deeper, it reads its first [`MAX_ELEMENTS`] elements (fetched by a shallower walk earlier)
+/// and walks each one depth shallower. Either way it then ends the iteration: the error it
+/// returns ends the sequence's `Serialize` and nothing else.
+struct Elements {
+    walk: Prefetcher,
     len: Option<usize>,
     seen: usize,
 }
 
-impl<const DEEP: bool> Elements<DEEP> {
+impl Elements {
     #[inline(always)]
-    fn element<T: ?Sized + Serialize>(&mut self, value: &T) {
+    fn element<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<(), Stop> {
         self.seen += 1;
-        if DEEP {
-            if self.seen <= MAX_ELEMENTS {
-                let _ = value.serialize(Prefetcher::<false>);
-            }
-        } else if self.seen == 1 {
+        if self.walk.depth == 0 {
             // Sequences and maps of serde's std impls that know their length keep their
             // elements side by side (a `Vec`, a slice, an array); for others this fetches a
             // little that is not needed.
             let bytes = std::mem::size_of_val(value) * self.len.unwrap_or(1);
             let first = value as *const T as *const u8;
-            for i in 0..bytes.div_ceil(LINE).min(ELEMENT_LINES) {
-                fetch_line(first.wrapping_add(i * LINE));
-            }
+            fetch_lines(first, bytes.div_ceil(LINE).min(ELEMENT_LINES));
+            return Err(Stop);
+        }
+        let _ = value.serialize(self.walk.deeper());
+        if self.seen < MAX_ELEMENTS {
+            Ok(())
+        } else {
+            Err(Stop)
         }
     }
 }
 
-impl<const DEEP: bool> Serializer for Prefetcher<DEEP> {
+impl Serializer for Prefetcher {
     type Ok = ();
     type Error = Stop;
-    type SerializeSeq = Elements<DEEP>;
+    type SerializeSeq = Elements;
     type SerializeTuple = Self;
     type SerializeTupleStruct = Self;
     type SerializeTupleVariant = Self;
-    type SerializeMap = Elements<DEEP>;
+    type SerializeMap = Elements;
     type SerializeStruct = Self;
     type SerializeStructVariant = Self;
 
@@ -217,12 +237,11 @@ impl<const DEEP: bool> Serializer for Prefetcher<DEEP> {
     );
     #[inline(always)]
     fn serialize_str(self, v: &str) -> Result<(), Stop> {
-        fetch(v.as_bytes());
-        Ok(())
+        self.serialize_bytes(v.as_bytes())
     }
     #[inline(always)]
     fn serialize_bytes(self, v: &[u8]) -> Result<(), Stop> {
-        fetch(v);
+        fetch_lines(v.as_ptr(), v.len().div_ceil(LINE).min(LINES));
         Ok(())
     }
     fn serialize_none(self) -> Result<(), Stop> {
@@ -256,8 +275,12 @@ impl<const DEEP: bool> Serializer for Prefetcher<DEEP> {
     ) -> Result<(), Stop> {
         value.serialize(self)
     }
-    fn serialize_seq(self, len: Option<usize>) -> Result<Elements<DEEP>, Stop> {
-        Ok(Elements { len, seen: 0 })
+    fn serialize_seq(self, len: Option<usize>) -> Result<Elements, Stop> {
+        Ok(Elements {
+            walk: self,
+            len,
+            seen: 0,
+        })
     }
     fn serialize_tuple(self, _: usize) -> Result<Self, Stop> {
         Ok(self)
@@ -274,8 +297,8 @@ impl<const DEEP: bool> Serializer for Prefetcher<DEEP> {
     ) -> Result<Self, Stop> {
         Ok(self)
     }
-    fn serialize_map(self, len: Option<usize>) -> Result<Elements<DEEP>, Stop> {
-        Ok(Elements { len, seen: 0 })
+    fn serialize_map(self, len: Option<usize>) -> Result<Elements, Stop> {
+        self.serialize_seq(len)
     }
     fn serialize_struct(self, _: &'static str, _: usize) -> Result<Self, Stop> {
         Ok(self)
@@ -295,30 +318,40 @@ impl<const DEEP: bool> Serializer for Prefetcher<DEEP> {
     }
 }
 
-impl<const DEEP: bool> ser::SerializeSeq for Elements<DEEP> {
+impl ser::SerializeSeq for Elements {
     type Ok = ();
     type Error = Stop;
     fn serialize_element<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<(), Stop> {
-        self.element(value);
-        Ok(())
+        self.element(value)
     }
     fn end(self) -> Result<(), Stop> {
         Ok(())
     }
 }
 
-impl<const DEEP: bool> ser::SerializeMap for Elements<DEEP> {
+/// A map's keys count as its elements; a value is walked (deeper than depth 0) beside its key.
+impl ser::SerializeMap for Elements {
     type Ok = ();
     type Error = Stop;
     fn serialize_key<T: ?Sized + Serialize>(&mut self, key: &T) -> Result<(), Stop> {
-        self.element(key);
+        if self.walk.depth == 0 {
+            return self.element(key);
+        }
+        // The key's walk; the stop after the last element comes with its value.
+        self.seen += 1;
+        let _ = key.serialize(self.walk.deeper());
         Ok(())
     }
     fn serialize_value<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<(), Stop> {
-        if DEEP && self.seen <= MAX_ELEMENTS {
-            let _ = value.serialize(Prefetcher::<false>);
+        if self.walk.depth == 0 {
+            return Err(Stop);
         }
-        Ok(())
+        let _ = value.serialize(self.walk.deeper());
+        if self.seen < MAX_ELEMENTS {
+            Ok(())
+        } else {
+            Err(Stop)
+        }
     }
     fn end(self) -> Result<(), Stop> {
         Ok(())
@@ -369,7 +402,7 @@ mod tests {
         }
     }
 
-    /// The walk goes through every shape serde has to its end, without reading elements.
+    /// The walk goes through every shape serde has, at every depth, without failing.
     #[test]
     fn the_walk_takes_any_shape() {
         #[derive(Serialize)]
@@ -386,23 +419,92 @@ mod tests {
                 b: Some("z".into()),
             },
         ];
-        fn walks<T: Serialize + ?Sized>(value: &T) -> bool {
-            value.serialize(Prefetcher::<false>).is_ok()
-                && value.serialize(Prefetcher::<true>).is_ok()
+        let map = std::collections::BTreeMap::from([(1, vec!["a"]), (2, vec!["b"])]);
+        let scalars = (1u64, 2.5f64, 'c', (), [7u8; 3], b"bytes".as_slice());
+        for depth in 0..=STAGES as u8 {
+            prefetch(&values, depth);
+            prefetch(&map, depth);
+            prefetch(&scalars, depth);
+            prefetch("", depth);
         }
-        assert!(walks(&values));
-        assert!(walks(&std::collections::BTreeMap::from([
-            (1, "a"),
-            (2, "b")
-        ])));
-        assert!(walks(&(
-            1u64,
-            2.5f64,
-            'c',
-            (),
-            [7u8; 3],
-            b"bytes".as_slice()
-        )));
-        assert!(walks(""));
+    }
+
+    /// A sequence whose iteration counts the elements it hands out.
+    struct Counted<'a> {
+        items: Vec<u64>,
+        iterated: &'a Cell<usize>,
+    }
+
+    impl Serialize for Counted<'_> {
+        fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            let count = || self.iterated.set(self.iterated.get() + 1);
+            s.collect_seq(self.items.iter().inspect(|_| count()))
+        }
+    }
+
+    /// A field that notes that it was walked.
+    struct Visited<'a>(&'a Cell<bool>);
+
+    impl Serialize for Visited<'_> {
+        fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            self.0.set(true);
+            s.serialize_unit()
+        }
+    }
+
+    #[derive(Serialize)]
+    struct Entry<'a> {
+        big: Counted<'a>,
+        after: Visited<'a>,
+        nested: Vec<Counted<'a>>,
+    }
+
+    use std::cell::Cell;
+
+    /// A walk iterates a sequence only as far as it goes into it (its first element at depth 0,
+    /// at most `MAX_ELEMENTS` deeper), goes one level further into nested sequences per
+    /// depth, and a sequence it cut short does not keep the fields after it from being walked.
+    #[test]
+    fn a_walk_iterates_only_the_elements_it_goes_into() {
+        for depth in 0..STAGES as u8 {
+            let big = Cell::new(0);
+            let after = Cell::new(false);
+            let inner: Vec<Cell<usize>> = (0..100).map(|_| Cell::new(0)).collect();
+            let entry = Entry {
+                big: Counted {
+                    items: (0..10_000).collect(),
+                    iterated: &big,
+                },
+                after: Visited(&after),
+                nested: inner
+                    .iter()
+                    .map(|iterated| Counted {
+                        items: (0..100).collect(),
+                        iterated,
+                    })
+                    .collect(),
+            };
+            prefetch(&entry, depth);
+            let walked = |cell: &Cell<usize>| cell.get();
+            assert!(after.get(), "depth {depth}: a field after a cut sequence");
+            match depth {
+                0 => {
+                    assert_eq!(big.get(), 1);
+                    assert!(inner.iter().all(|c| walked(c) == 0));
+                }
+                1 => {
+                    assert_eq!(big.get(), MAX_ELEMENTS);
+                    let (into, past) = inner.split_at(MAX_ELEMENTS);
+                    assert!(into.iter().all(|c| walked(c) == 1), "depth 1");
+                    assert!(past.iter().all(|c| walked(c) == 0), "depth 1");
+                }
+                _ => {
+                    assert_eq!(big.get(), MAX_ELEMENTS);
+                    let (into, past) = inner.split_at(MAX_ELEMENTS);
+                    assert!(into.iter().all(|c| walked(c) == MAX_ELEMENTS), "depth 2");
+                    assert!(past.iter().all(|c| walked(c) == 0), "depth 2");
+                }
+            }
+        }
     }
 }

@@ -25,15 +25,47 @@ pub fn string(out: &mut String, s: &str) {
 /// A bid's seven columns (`auction, bidder, price, channel, url, dateTime, extra`): the row of
 /// every query that outputs whole bids.
 pub fn bid_row(b: &crate::jobs::nexmark::model::Bid) -> String {
-    let mut line = format!("{},{},{},", b.auction, b.bidder, b.price);
-    string(&mut line, &b.channel);
-    line.push(',');
-    string(&mut line, &b.url);
-    line.push(',');
-    timestamp(&mut line, b.date_time);
-    line.push(',');
-    string(&mut line, &b.extra);
+    let mut line = String::with_capacity(
+        64 + b.channel.len() + b.url.len() + b.extra.len(), // numbers, time, commas
+    );
+    append_bid_row(&mut line, b);
     line
+}
+
+/// Appends a bid's row ([`bid_row`]) to `out`; returns where its last column, `extra`,
+/// starts in `out` (quoted if it needed to be, see [`unquote`]).
+pub fn append_bid_row(out: &mut String, b: &crate::jobs::nexmark::model::Bid) -> usize {
+    let mut digits = itoa::Buffer::new();
+    for n in [b.auction, b.bidder, b.price] {
+        out.push_str(digits.format(n));
+        out.push(',');
+    }
+    string(out, &b.channel);
+    out.push(',');
+    string(out, &b.url);
+    out.push(',');
+    timestamp(out, b.date_time);
+    out.push(',');
+    let extra_at = out.len();
+    string(out, &b.extra);
+    extra_at
+}
+
+/// A string field as [`string`] wrote it, back as it was.
+///
+/// ```
+/// use hummer::jobs::nexmark::format::{string, unquote};
+/// let mut s = String::new();
+/// string(&mut s, "say \"a, b\"");
+/// assert_eq!(s, "\"say \"\"a, b\"\"\"");
+/// assert_eq!(unquote(&s), "say \"a, b\"");
+/// assert_eq!(unquote("plain"), "plain");
+/// ```
+pub fn unquote(field: &str) -> std::borrow::Cow<'_, str> {
+    match field.strip_prefix('"').and_then(|f| f.strip_suffix('"')) {
+        Some(inner) => std::borrow::Cow::Owned(inner.replace("\"\"", "\"")),
+        None => std::borrow::Cow::Borrowed(field),
+    }
 }
 
 /// `key, count, start, end` of a count per key and window (q11's sessions, q12's windows).
