@@ -35,19 +35,53 @@ pub fn bid_row(b: &crate::jobs::nexmark::model::Bid) -> String {
 /// Appends a bid's row ([`bid_row`]) to `out`; returns where its last column, `extra`,
 /// starts in `out` (quoted if it needed to be, see [`unquote`]).
 pub fn append_bid_row(out: &mut String, b: &crate::jobs::nexmark::model::Bid) -> usize {
+    append_bid_fields(
+        out,
+        &BidFields {
+            auction: b.auction,
+            bidder: b.bidder,
+            price: b.price,
+            channel: &b.channel,
+            url: &b.url,
+            date_time: b.date_time,
+            extra: &b.extra,
+        },
+    )
+}
+
+/// A bid's columns, borrowed from wherever they are kept.
+pub struct BidFields<'a> {
+    /// Auction id.
+    pub auction: u64,
+    /// Bidding person's id.
+    pub bidder: u64,
+    /// Price.
+    pub price: u64,
+    /// Channel.
+    pub channel: &'a str,
+    /// URL.
+    pub url: &'a str,
+    /// Event time, epoch milliseconds.
+    pub date_time: Timestamp,
+    /// Extra.
+    pub extra: &'a str,
+}
+
+/// Appends the row of a bid's columns ([`bid_row`]); returns where `extra` starts.
+pub fn append_bid_fields(out: &mut String, b: &BidFields<'_>) -> usize {
     let mut digits = itoa::Buffer::new();
     for n in [b.auction, b.bidder, b.price] {
         out.push_str(digits.format(n));
         out.push(',');
     }
-    string(out, &b.channel);
+    string(out, b.channel);
     out.push(',');
-    string(out, &b.url);
+    string(out, b.url);
     out.push(',');
     timestamp(out, b.date_time);
     out.push(',');
     let extra_at = out.len();
-    string(out, &b.extra);
+    string(out, b.extra);
     extra_at
 }
 

@@ -10,19 +10,23 @@ use crate::operators::{Collector, OneInputOperator};
 use crate::state::keyed_table::KeyedTable;
 use crate::types::{CheckpointId, Data, Key, MAX_WATERMARK, Timestamp};
 
-/// Keeps, per key, the row that `better(new, kept)` prefers.
-pub struct BestPerKey<T, K, KS, B> {
+/// Keeps, per key, the row that `better(new, kept)` prefers, as `keep` stores it (`S`: a
+/// form that costs less memory, or the row itself).
+pub struct BestPerKey<T, S, K, KS, C, B> {
     key_of: KS,
+    keep: C,
     better: B,
-    table: KeyedTable<K, T>,
-    _types: PhantomData<fn(T)>,
+    table: KeyedTable<K, S>,
+    _types: PhantomData<fn(T) -> S>,
 }
 
-impl<T, K: Key, KS, B> BestPerKey<T, K, KS, B> {
-    /// Keys rows with `key_of`; `better(new, kept)` says whether `new` replaces `kept`.
-    pub fn new(key_of: KS, better: B) -> Self {
+impl<T, S, K: Key, KS, C, B> BestPerKey<T, S, K, KS, C, B> {
+    /// Keys rows with `key_of`; `better(new, kept)` says whether `new` replaces `kept`, and
+    /// `keep` makes what the table stores of a row that is kept.
+    pub fn new(key_of: KS, keep: C, better: B) -> Self {
         BestPerKey {
             key_of,
+            keep,
             better,
             table: KeyedTable::default(),
             _types: PhantomData,
@@ -30,27 +34,29 @@ impl<T, K: Key, KS, B> BestPerKey<T, K, KS, B> {
     }
 }
 
-impl<T, K, KS, B> OneInputOperator for BestPerKey<T, K, KS, B>
+impl<T, S, K, KS, C, B> OneInputOperator for BestPerKey<T, S, K, KS, C, B>
 where
     T: Data,
+    S: Data,
     K: Key,
     KS: Fn(&T) -> K + Send + 'static,
-    B: Fn(&T, &T) -> bool + Send + 'static,
+    C: Fn(T) -> S + Send + 'static,
+    B: Fn(&T, &S) -> bool + Send + 'static,
 {
     type In = T;
-    type Out = T;
+    type Out = S;
 
-    fn process_batch(&mut self, batch: &mut Vec<T>, _out: &mut Collector<'_, T>) -> Result<()> {
-        let better = &self.better;
+    fn process_batch(&mut self, batch: &mut Vec<T>, _out: &mut Collector<'_, S>) -> Result<()> {
+        let (better, keep) = (&self.better, &self.keep);
         self.table
             .fold_batch(batch, &self.key_of, |_, kept, row| match kept {
                 Some(kept) => {
                     if better(&row, kept) {
-                        *kept = row;
+                        *kept = keep(row);
                     }
                     None
                 }
-                None => Some(row),
+                None => Some(keep(row)),
             });
         Ok(())
     }
@@ -59,7 +65,7 @@ where
         &mut self,
         batch: &mut Vec<T>,
         timestamps: &mut Vec<Timestamp>,
-        out: &mut Collector<'_, T>,
+        out: &mut Collector<'_, S>,
     ) -> Result<()> {
         timestamps.clear();
         self.process_batch(batch, out)
@@ -68,7 +74,7 @@ where
     fn process_watermark(
         &mut self,
         watermark: Timestamp,
-        out: &mut Collector<'_, T>,
+        out: &mut Collector<'_, S>,
     ) -> Result<()> {
         if watermark == MAX_WATERMARK {
             out.collect_all(self.table.drain().map(|(_, row)| row));
