@@ -545,9 +545,16 @@ fn randomized_failures_keep_incrementally_checkpointed_state_exactly_once() {
         let events = 60_000 + rng.below(90_000);
         let keys = 20_000 + rng.below(40_000);
         let parallelism = 1 + rng.below(3) as usize;
-        let failures: Vec<u64> = (0..1 + rng.below(3))
-            .map(|_| events / 4 + rng.below(events / 2))
+        // Every failure at an event of the first source subtask (the generator deals events
+        // out by index modulo the parallelism), which meets them one after the other: each
+        // ends an attempt of its own (two subtasks failing in one attempt would leave a
+        // restart unused, and the first run would not end failed).
+        let p = parallelism as u64;
+        let mut failures: Vec<u64> = (0..1 + rng.below(3))
+            .map(|_| (events / 4 + rng.below(events / 2)) / p * p)
             .collect();
+        failures.sort_unstable();
+        failures.dedup();
         let rescale_to = 1 + rng.below(3) as usize;
         let label = format!(
             "trial seed {seed}: {events} events, {keys} keys, parallelism {parallelism}, \
