@@ -114,15 +114,14 @@ where
         let delta =
             incremental::delta_possible(&[self.left.change_summary(), self.right.change_summary()]);
         let (left, right) = (&mut self.left, &mut self.right);
+        let estimate = self.snapshot_buffer.guess_if_first(delta, || {
+            left.estimated_snapshot_bytes() + right.estimated_snapshot_bytes()
+        });
         self.snapshot_buffer
-            .write_for(
-                delta,
-                left.estimated_snapshot_bytes() + right.estimated_snapshot_bytes(),
-                |out| {
-                    left.append_for(out, checkpoint, max_parallelism, MIN_WATERMARK, delta)?;
-                    right.append_for(out, checkpoint, max_parallelism, MIN_WATERMARK, delta)
-                },
-            )
+            .write_for(delta, estimate, |out| {
+                left.append_for(out, checkpoint, max_parallelism, MIN_WATERMARK, delta)?;
+                right.append_for(out, checkpoint, max_parallelism, MIN_WATERMARK, delta)
+            })
             .map(Some)
     }
 

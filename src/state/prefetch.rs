@@ -199,6 +199,12 @@ impl Elements {
             fetch_lines(first, bytes.div_ceil(LINE).min(ELEMENT_LINES));
             return Err(Stop);
         }
+        self.walk_deeper(value)
+    }
+
+    /// Walks an element (or a map's value) one depth shallower; then ends the iteration if
+    /// it has gone into [`MAX_ELEMENTS`] elements.
+    fn walk_deeper<T: ?Sized + Serialize>(&self, value: &T) -> Result<(), Stop> {
         let _ = value.serialize(self.walk.deeper());
         if self.seen < MAX_ELEMENTS {
             Ok(())
@@ -346,12 +352,7 @@ impl ser::SerializeMap for Elements {
         if self.walk.depth == 0 {
             return Err(Stop);
         }
-        let _ = value.serialize(self.walk.deeper());
-        if self.seen < MAX_ELEMENTS {
-            Ok(())
-        } else {
-            Err(Stop)
-        }
+        self.walk_deeper(value)
     }
     fn end(self) -> Result<(), Stop> {
         Ok(())

@@ -154,25 +154,38 @@ pub struct SnapshotBuffer {
 }
 
 impl SnapshotBuffer {
+    /// The room a snapshot gets from the ones before it (0: there were none). Room reserved
+    /// and not written costs nothing, so a delta gets room for the larger of the last delta
+    /// and the last whole snapshot (its first delta after a whole one has no delta to go by).
+    fn room(&self, delta: bool) -> usize {
+        if delta {
+            self.last_delta_len.max(self.last_len)
+        } else {
+            self.last_len
+        }
+    }
+
+    /// `guess()` if the next snapshot (`delta` or whole) has none before it to be sized from,
+    /// else 0: an estimate for [`SnapshotBuffer::write_for`] costs only the first snapshot.
+    pub(crate) fn guess_if_first(&self, delta: bool, guess: impl FnOnce() -> usize) -> usize {
+        if self.room(delta) == 0 { guess() } else { 0 }
+    }
+
     /// Writes a whole snapshot (`delta` false) or a delta as [`SnapshotBuffer::write`] does,
     /// sized as the type says; the first one from `estimate`, the caller's guess at its
-    /// length ([`KeyedTable::estimated_snapshot_bytes`]), so that it does not grow from
-    /// nothing by doubling, copying what it holds into fresh pages each time.
+    /// length ([`SnapshotBuffer::guess_if_first`], [`KeyedTable::estimated_snapshot_bytes`]),
+    /// so that it does not grow from nothing by doubling, copying what it holds into fresh
+    /// pages each time.
     pub(crate) fn write_for(
         &mut self,
         delta: bool,
         estimate: usize,
         fill: impl FnOnce(&mut Vec<u8>) -> Result<()>,
     ) -> Result<Vec<u8>> {
-        // Room reserved and not written costs nothing, so a delta gets room for the larger of
-        // the last delta and the last whole snapshot (its first delta after a whole one has
-        // no delta to go by).
-        let room = if delta {
-            self.last_delta_len.max(self.last_len)
-        } else {
-            self.last_len
+        let room = match self.room(delta) {
+            0 => estimate,
+            room => room,
         };
-        let room = if room == 0 { estimate } else { room };
         let mut out = take_buffer(room + room / 2 + 64);
         fill(&mut out)?;
         if delta {
@@ -603,7 +616,8 @@ impl<K: Hash + Eq + Clone + Serialize + DeserializeOwned, V: Serialize + Deseria
             "keyed table snapshot"
         );
         let mut buffer = self.snapshot_buffer;
-        let bytes = buffer.write_for(delta, self.estimated_snapshot_bytes(), |out| {
+        let estimate = buffer.guess_if_first(delta, || self.estimated_snapshot_bytes());
+        let bytes = buffer.write_for(delta, estimate, |out| {
             self.append_for(out, checkpoint, max_parallelism, MIN_WATERMARK, delta)
         });
         self.snapshot_buffer = buffer;

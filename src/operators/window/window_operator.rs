@@ -617,7 +617,9 @@ where
         let watermark = core.watermark.get();
         let function = &core.function;
         let (mut scratch, mut patch_scratch) = (Vec::new(), Vec::new());
-        let estimate = windows.estimated_snapshot_bytes();
+        let estimate = core
+            .snapshot_buffer
+            .guess_if_first(delta, || windows.estimated_snapshot_bytes());
         let bytes = core.snapshot_buffer.write_for(delta, estimate, |out| {
             windows.append_patched(
                 out,

@@ -62,13 +62,18 @@ impl KeptBid {
         (
             s.get(..url_at).unwrap_or(""),
             s.get(url_at..extra_at).unwrap_or(""),
-            s.get(extra_at..).unwrap_or(""),
+            self.extra(),
         )
     }
 
-    /// Whether `b` is later than this bid by the query's order.
+    fn extra(&self) -> &str {
+        self.strings.get(self.extra_at as usize..).unwrap_or("")
+    }
+
+    /// Whether `b` is later than this bid by the query's order (asked for every bid of a
+    /// kept key: only `extra` is sliced).
     fn overtaken_by(&self, b: &Bid) -> bool {
-        order(b.date_time, b.price, &b.extra) > order(self.date_time, self.price, self.strings().2)
+        order(b.date_time, b.price, &b.extra) > order(self.date_time, self.price, self.extra())
     }
 
     /// The bid's row ([`format::bid_row`]).

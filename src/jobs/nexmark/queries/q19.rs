@@ -72,11 +72,9 @@ impl TopBids {
     }
 
     /// Offers a bid whose row is `row` (its `extra` from `extra_at`): it enters if it is
-    /// among the ten first, pushing out the last of a full ten.
+    /// among the ten first, pushing out the last of a full ten. (A bid [`TopBids::shut_out`]
+    /// is refused here too; callers ask that first to spare formatting its row.)
     fn offer_row(&mut self, price: u64, date_time: i64, bidder: u64, row: &str, extra_at: u32) {
-        if self.shut_out(price, date_time) {
-            return;
-        }
         let new: Order<'_> = (
             std::cmp::Reverse(price),
             date_time,
