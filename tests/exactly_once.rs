@@ -600,3 +600,49 @@ fn randomized_failures_keep_incrementally_checkpointed_state_exactly_once() {
         verify_counts(&out, events, keys, &label);
     }
 }
+
+/// Output that a bounded job makes at its end of input (here processing-time windows, which
+/// only the end fires) reaches an exactly-once sink once: operators end at the final
+/// checkpoint's barrier, before their snapshot, so that output is covered by the final
+/// checkpoint (before, it came after it and the sink refused it).
+#[test]
+fn output_made_at_the_end_of_input_reaches_an_exactly_once_sink_once() {
+    let root = tempfile::tempdir().unwrap();
+    let out = root.path().join("out");
+    let (events, keys) = (3000u64, 7u64);
+    let env = StreamExecutionEnvironment::local();
+    env.set_parallelism(2)
+        .set_runtime_mode(RuntimeMode::Streaming)
+        .set_checkpoint_config(checkpoint_config(&root.path().join("checkpoints")));
+    env.add_source(
+        GeneratorSource::new(|i| i)
+            .with_count(events)
+            .with_rate(60_000.0),
+    )
+    .key_by(move |e: &u64| e % keys)
+    // A year long: no window ends while the job runs.
+    .window(TumblingProcessingTimeWindows::of(Duration::from_secs(
+        365 * 24 * 3600,
+    )))
+    .aggregate(CountAggregate)
+    .map(|(key, _, n): (u64, TimeWindow, u64)| format!("{key}\t{n}"))
+    .write_text_file(&out);
+    let result = env.execute("ends at the final barrier").unwrap();
+    assert!(
+        result
+            .checkpoints
+            .iter()
+            .any(|c| c.is_final && c.status == CheckpointStatus::Completed),
+        "the final checkpoint completed"
+    );
+    let counts = common::read_counts(&out);
+    let expected: std::collections::HashMap<String, u64> = (0..keys)
+        .map(|k| {
+            (
+                k.to_string(),
+                (0..events).filter(|e| e % keys == k).count() as u64,
+            )
+        })
+        .collect();
+    assert_eq!(counts, expected);
+}

@@ -47,6 +47,9 @@ pub enum HubEvent {
     },
 }
 
+/// How long a task that got a barrier waits for the news of its trigger, at most.
+const TRIGGER_NEWS_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// Shared by every task of one job attempt in one process.
 pub struct CheckpointHub {
     /// Newest checkpoint the sources must inject.
@@ -117,6 +120,22 @@ impl CheckpointHub {
     /// Whether `id` is the final checkpoint.
     pub(crate) fn is_final(&self, id: CheckpointId) -> bool {
         id != 0 && self.final_id.load(Ordering::Acquire) == id
+    }
+
+    /// Whether `id`, whose barrier has reached a task, is the final checkpoint. In a cluster
+    /// the barrier may come over the network before this worker has heard of the trigger
+    /// (which says whether it is final): it waits for that, [`TRIGGER_NEWS_WAIT`] at most
+    /// (then the checkpoint is taken as not final: its operators end after it, as they
+    /// would without the news), or until the job is cancelled.
+    pub(crate) fn is_final_barrier(&self, id: CheckpointId, cancel: &CancelToken) -> bool {
+        let started = std::time::Instant::now();
+        while self.trigger.load(Ordering::Acquire) < id
+            && started.elapsed() < TRIGGER_NEWS_WAIT
+            && !cancel.is_cancelled()
+        {
+            std::thread::park_timeout(std::time::Duration::from_millis(1));
+        }
+        self.is_final(id)
     }
 
     /// The newest completed checkpoint.

@@ -208,7 +208,7 @@ impl<T: 'static, K: Key, KS: Fn(&T) -> K + Send + 'static, F: KeyedProcessFuncti
     ) {
         let mut entry = self.keys.remove(&key).unwrap_or(KeyState {
             value: None,
-            timers: Vec::new(),
+            timers: TimerList::new(),
         });
         let now = self.timers.now();
         {

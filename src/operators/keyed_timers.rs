@@ -27,8 +27,10 @@ pub(crate) enum TimerChange {
     Delete(TimeDomain, Timestamp),
 }
 
-/// One key's (or window's) timers: the authoritative list.
-pub type TimerList = Vec<(TimeDomain, Timestamp)>;
+/// One key's (or window's) timers: the authoritative list. Most owners have one timer (a
+/// window's end), held inline: no allocation of its own, and no cache miss to reach it when
+/// a record registers the timer it has already. Written as a sequence, as a `Vec` is.
+pub type TimerList = smallvec::SmallVec<[(TimeDomain, Timestamp); 1]>;
 
 /// A keyed operator's timer queues, with payload `P` naming the timer's owner.
 #[derive(Debug)]

@@ -89,9 +89,23 @@ pub trait OneInputOperator: Send + 'static {
     }
 
     /// Called once when every input has ended. Batch-mode aggregations emit here.
+    ///
+    /// With checkpoints, a bounded job ends with a final checkpoint, after whose barrier no
+    /// record comes: the operator ends when that barrier reaches it, before its snapshot (as
+    /// Flink finishes operators before their final checkpoint), so what it emits here is
+    /// covered by the final checkpoint and the state it drops here is not written. An
+    /// operator that has ended writes no state; restored from such a checkpoint, it is not
+    /// called again. (See [`OneInputOperator::ends_at_final_barrier`].)
     fn end_of_input(&mut self, out: &mut Collector<'_, Self::Out>) -> Result<()> {
         let _ = out;
         Ok(())
+    }
+
+    /// Whether the operator ends (its [`OneInputOperator::end_of_input`]) when the final
+    /// checkpoint's barrier reaches it, before its snapshot: true but for a transactional
+    /// sink, whose end of input must follow its pre-commit of the final checkpoint.
+    fn ends_at_final_barrier(&self) -> bool {
+        true
     }
 
     /// The operator's state for checkpoint `checkpoint` (`None`: it keeps none). Keyed state

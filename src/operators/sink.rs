@@ -86,6 +86,12 @@ impl<T: 'static> OneInputOperator for SinkOperator<T> {
         self.writer.finish()
     }
 
+    fn ends_at_final_barrier(&self) -> bool {
+        // Its finish comes after the final checkpoint's pre-commit, whose commit makes
+        // everything visible.
+        false
+    }
+
     fn snapshot_state(
         &mut self,
         checkpoint: CheckpointId,

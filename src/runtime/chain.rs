@@ -33,14 +33,14 @@ pub(crate) fn guarded<R>(ctx: &OperatorContext, f: impl FnOnce() -> Result<R>) -
 
 /// Loads the snapshots of every subtask of a restored run through `restore`, which keeps the
 /// key groups this subtask owns; guarded like every call into an operator.
-fn restore_guarded(
+fn restore_guarded<'a>(
     ctx: &OperatorContext,
-    snapshots: &[Vec<u8>],
+    snapshots: impl Iterator<Item = &'a [u8]>,
     mut restore: impl FnMut(&[u8], std::ops::Range<usize>) -> Result<()>,
 ) -> Result<()> {
     let groups = ctx.key_groups();
     snapshots
-        .iter()
+        .into_iter()
         .try_for_each(|s| guarded(ctx, || restore(s, groups.clone())))
 }
 
@@ -65,6 +65,7 @@ trait OperatorHooks: Send + 'static {
     fn process_watermark(&mut self, w: Timestamp, out: &mut Collector<'_, Self::Out>)
     -> Result<()>;
     fn generates_watermarks(&self) -> bool;
+    fn ends_at_final_barrier(&self) -> bool;
     fn on_processing_time(
         &mut self,
         now: Timestamp,
@@ -95,6 +96,9 @@ macro_rules! operator_hooks {
             }
             fn generates_watermarks(&self) -> bool {
                 generates_watermarks!($kind, self.0)
+            }
+            fn ends_at_final_barrier(&self) -> bool {
+                ends_at_final_barrier!($kind, self.0)
             }
             fn on_processing_time(
                 &mut self,
@@ -130,6 +134,22 @@ macro_rules! generates_watermarks {
     };
 }
 
+/// Whether an operator ends at the final checkpoint's barrier (two-input operators always
+/// do: no sink has two inputs).
+macro_rules! ends_at_final_barrier {
+    (OneInputOperator, $op:expr) => {
+        $op.ends_at_final_barrier()
+    };
+    (TwoInputOperator, $op:expr) => {
+        true
+    };
+}
+
+/// What an operator that has ended writes to a checkpoint instead of its state: restored,
+/// it is not called again (see [`OneInputOperator::end_of_input`]). No snapshot of this
+/// crate starts like it, and an operator's own bytes would have to be exactly these.
+const ENDED: &[u8] = b"HMR-ENDED-OPERATOR/1";
+
 operator_hooks!(OneInput, OneInputOperator);
 operator_hooks!(TwoInput, TwoInputOperator);
 
@@ -144,12 +164,17 @@ struct Link<H: OperatorHooks> {
     next: Box<dyn Output<H::Out>>,
     /// The operator makes its own watermarks: the input's are not handed on.
     generates_watermarks: bool,
+    /// Its end of input has been called (at the final checkpoint's barrier, at the end of
+    /// input, or before the checkpoint it was restored from): it is not called again, and
+    /// the operator gets no more timers.
+    ended: bool,
 }
 
 impl<H: OperatorHooks> Link<H> {
     fn new(op: H, ctx: OperatorContext, next: Box<dyn Output<H::Out>>) -> Self {
         Link {
             generates_watermarks: op.generates_watermarks(),
+            ended: false,
             op,
             ctx,
             buf: Vec::new(),
@@ -177,11 +202,24 @@ impl<H: OperatorHooks> Link<H> {
     }
 
     /// Loads the operator's state from the snapshots of every subtask of the restored run.
+    /// If every one of them had ended, so has this one.
     fn restore(&mut self, snapshots: &[Vec<u8>]) -> Result<()> {
+        if !snapshots.is_empty() && snapshots.iter().all(|s| s == ENDED) {
+            self.ended = true;
+            return Ok(());
+        }
+        let live = snapshots.iter().map(Vec::as_slice).filter(|s| *s != ENDED);
         let op = &mut self.op;
-        restore_guarded(&self.ctx, snapshots, |s, groups| {
-            op.restore_state(s, groups)
-        })
+        restore_guarded(&self.ctx, live, |s, groups| op.restore_state(s, groups))
+    }
+
+    /// Calls the operator's end of input, once.
+    fn end(&mut self) -> Result<()> {
+        if !self.ended {
+            self.call(|op, out| op.end_of_input(out))?;
+            self.ended = true;
+        }
+        Ok(())
     }
 
     fn flush(&mut self) -> Result<()> {
@@ -189,13 +227,22 @@ impl<H: OperatorHooks> Link<H> {
     }
 
     fn finish(&mut self) -> Result<()> {
-        self.call(|op, out| op.end_of_input(out))?;
+        self.end()?;
         self.next.finish()
     }
 
+    /// At the final checkpoint's barrier the operator ends first: what it emits then goes
+    /// ahead of the barrier, and it writes that it ended instead of its state.
     fn barrier(&mut self, snapshot: &mut TaskSnapshot) -> Result<()> {
-        let op = &mut self.op;
-        snapshot_guarded(&self.ctx, snapshot, |id, max| op.snapshot_state(id, max))?;
+        if snapshot.is_final && self.op.ends_at_final_barrier() {
+            self.end()?;
+        }
+        if self.ended {
+            snapshot.operators.push((self.ctx.node, ENDED.to_vec()));
+        } else {
+            let op = &mut self.op;
+            snapshot_guarded(&self.ctx, snapshot, |id, max| op.snapshot_state(id, max))?;
+        }
         self.next.barrier(snapshot)
     }
 
@@ -221,7 +268,9 @@ impl<H: OperatorHooks> Link<H> {
     }
 
     fn processing_time(&mut self, now: Timestamp) -> Result<()> {
-        self.call(|op, out| op.on_processing_time(now, out))?;
+        if !self.ended {
+            self.call(|op, out| op.on_processing_time(now, out))?;
+        }
         self.next.processing_time(now)
     }
 }
@@ -492,16 +541,19 @@ mod tests {
         }
     }
 
-    /// Downstream of the head: records pushed, and the completions that reached it.
+    /// Downstream of the head: records pushed, the completions that reached it, and each
+    /// barrier with the number of records that came before it.
     struct Downstream {
         records: Gather<u32>,
         completed: Vec<CheckpointId>,
+        barriers: Vec<(CheckpointId, usize)>,
     }
 
     fn downstream() -> std::sync::Arc<std::sync::Mutex<Downstream>> {
         std::sync::Arc::new(std::sync::Mutex::new(Downstream {
             records: Gather(Vec::new()),
             completed: Vec::new(),
+            barriers: Vec::new(),
         }))
     }
 
@@ -522,7 +574,10 @@ mod tests {
         fn finish(&mut self) -> Result<()> {
             Ok(())
         }
-        fn barrier(&mut self, _snapshot: &mut TaskSnapshot) -> Result<()> {
+        fn barrier(&mut self, snapshot: &mut TaskSnapshot) -> Result<()> {
+            let mut down = self.lock().unwrap();
+            let before = down.records.0.len();
+            down.barriers.push((snapshot.checkpoint, before));
             Ok(())
         }
         fn checkpoint_complete(&mut self, id: CheckpointId) -> Result<()> {
@@ -574,5 +629,138 @@ mod tests {
             "{err}"
         );
         assert!(down.lock().unwrap().completed.is_empty());
+    }
+
+    /// Sums its input into state and emits the sum at end of input, without clearing it (as
+    /// a user's operator may); counts its calls. `sink`: it ends only after its final
+    /// pre-commit, as a transactional sink does.
+    #[derive(Default)]
+    struct SumAtEnd {
+        sum: u32,
+        ends: u32,
+        timers: u32,
+        sink: bool,
+    }
+
+    impl OneInputOperator for SumAtEnd {
+        type In = u32;
+        type Out = u32;
+
+        fn process_batch(
+            &mut self,
+            batch: &mut Vec<u32>,
+            _: &mut Collector<'_, u32>,
+        ) -> Result<()> {
+            self.sum += batch.drain(..).sum::<u32>();
+            Ok(())
+        }
+
+        fn end_of_input(&mut self, out: &mut Collector<'_, u32>) -> Result<()> {
+            self.ends += 1;
+            out.collect(self.sum);
+            Ok(())
+        }
+
+        fn on_processing_time(&mut self, _: Timestamp, _: &mut Collector<'_, u32>) -> Result<()> {
+            self.timers += 1;
+            Ok(())
+        }
+
+        fn ends_at_final_barrier(&self) -> bool {
+            !self.sink
+        }
+
+        fn snapshot_state(&mut self, _: CheckpointId, _: usize) -> Result<Option<Vec<u8>>> {
+            Ok(Some(self.sum.to_be_bytes().to_vec()))
+        }
+
+        fn restore_state(&mut self, snapshot: &[u8], _: std::ops::Range<usize>) -> Result<()> {
+            let bytes: [u8; 4] = snapshot
+                .try_into()
+                .map_err(|_| crate::error::internal!("not a sum: {snapshot:?}"))?;
+            self.sum += u32::from_be_bytes(bytes);
+            Ok(())
+        }
+    }
+
+    fn barrier(link: &mut ChainLink<SumAtEnd>, id: CheckpointId, is_final: bool) -> TaskSnapshot {
+        let mut snapshot = TaskSnapshot::new(id, 128);
+        snapshot.is_final = is_final;
+        link.barrier(&mut snapshot).unwrap();
+        snapshot
+    }
+
+    #[test]
+    fn at_the_final_barrier_an_operator_ends_before_its_snapshot_and_only_once() {
+        let down = downstream();
+        let mut link = ChainLink::new(SumAtEnd::default(), ctx(), Box::new(down.clone()));
+        link.push(&mut vec![1, 2]).unwrap();
+        let regular = barrier(&mut link, 1, false);
+        assert_eq!(regular.operators, vec![(3, 3u32.to_be_bytes().to_vec())]);
+        link.push(&mut vec![4]).unwrap();
+        let last = barrier(&mut link, 2, true);
+        assert_eq!(
+            last.operators,
+            vec![(3, ENDED.to_vec())],
+            "an ended operator writes no state"
+        );
+        link.processing_time(5).unwrap();
+        link.finish().unwrap();
+        let op = &link.0.op.0;
+        assert_eq!(
+            (op.ends, op.timers),
+            (1, 0),
+            "ended once, no timer after it"
+        );
+        let down = down.lock().unwrap();
+        assert_eq!(down.records.0, vec![7]);
+        assert_eq!(
+            down.barriers,
+            vec![(1, 0), (2, 1)],
+            "the end's output precedes the barrier"
+        );
+    }
+
+    #[test]
+    fn a_sink_ends_after_its_final_snapshot() {
+        let down = downstream();
+        let op = SumAtEnd {
+            sink: true,
+            ..SumAtEnd::default()
+        };
+        let mut link = ChainLink::new(op, ctx(), Box::new(down.clone()));
+        link.push(&mut vec![5]).unwrap();
+        let last = barrier(&mut link, 1, true);
+        assert_eq!(last.operators, vec![(3, 5u32.to_be_bytes().to_vec())]);
+        assert_eq!(link.0.op.0.ends, 0);
+        link.finish().unwrap();
+        assert_eq!(link.0.op.0.ends, 1);
+        assert_eq!(down.lock().unwrap().barriers, vec![(1, 0)]);
+    }
+
+    #[test]
+    fn restored_from_ended_subtasks_an_operator_is_ended_unless_one_was_not() {
+        let ended = || {
+            let down = downstream();
+            let mut link = ChainLink::new(SumAtEnd::default(), ctx(), Box::new(down.clone()));
+            link.restore(&[ENDED.to_vec(), ENDED.to_vec()]).unwrap();
+            link.finish().unwrap();
+            (link.0.op.0.ends, down.lock().unwrap().records.0.clone())
+        };
+        assert_eq!(
+            ended(),
+            (0, vec![]),
+            "its end's output was in the checkpoint already"
+        );
+        let down = downstream();
+        let mut link = ChainLink::new(SumAtEnd::default(), ctx(), Box::new(down.clone()));
+        link.restore(&[ENDED.to_vec(), 6u32.to_be_bytes().to_vec()])
+            .unwrap();
+        link.finish().unwrap();
+        assert_eq!(
+            down.lock().unwrap().records.0,
+            vec![6],
+            "only the live state ends"
+        );
     }
 }

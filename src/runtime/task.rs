@@ -99,6 +99,8 @@ impl<'a> Checkpointing<'a> {
         let started = Instant::now();
         let mut snapshot = TaskSnapshot::new(id, self.rt.max_parallelism);
         snapshot.sources.extend(sources);
+        snapshot.is_final =
+            (self.rt.checkpoints.as_ref()).is_some_and(|h| h.is_final_barrier(id, &self.rt.cancel));
         barrier(&mut snapshot)?;
         if let Some(hub) = &self.rt.checkpoints {
             hub.report(HubEvent::Ack(TaskAck {

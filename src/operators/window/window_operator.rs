@@ -270,7 +270,7 @@ where
             acc: self.function.create(),
             elements: 0,
             trigger_state: 0,
-            timers: Vec::new(),
+            timers: TimerList::new(),
             acc_epoch: self.epoch,
         }
     }

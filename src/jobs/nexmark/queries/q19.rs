@@ -15,118 +15,236 @@ use std::borrow::Cow;
 
 const TOP: usize = 10;
 
-/// One bid of a top ten: the fields it is ordered by and where its row lies in the top ten's
-/// [`TopBids::rows`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// Bytes of one rank in [`TopBids`]: price, time and bidder (8 each), then where its row
+/// starts among the rows, its length and where its `extra` starts in it (4 each).
+const RANK: usize = 36;
+
+/// One bid of a top ten: the fields it is ordered by and where its row lies among the top
+/// ten's rows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Rank {
     price: u64,
     date_time: i64,
     bidder: u64,
-    /// The row's first byte in `rows`.
+    /// The row's first byte, from the first row's.
     at: u32,
     len: u32,
     /// Where the row's last column, `extra`, starts, from the row's first byte.
     extra_at: u32,
 }
 
-/// An auction's ten first bids by the query's order, best first, with their formatted rows
-/// side by side in one string (no gaps: a row pushed out of the ten is cut out of it). Two
-/// allocations per auction instead of one per bid: at 100 M events the final table holds
-/// some 44 M bids, and a checkpoint copies each auction's rows in one piece instead of
-/// chasing ten pointers to wherever each row was allocated.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-struct TopBids {
-    ranks: Vec<Rank>,
-    rows: String,
-}
-
-/// The query's order: the highest price first; ties to the earlier, then the lower bidder,
-/// then the smaller extra (as it was, not as its row quotes it).
-type Order<'a> = (std::cmp::Reverse<u64>, i64, u64, Cow<'a, str>);
-
-impl TopBids {
-    /// The row of `rank`.
-    fn row(&self, rank: &Rank) -> &str {
-        let at = rank.at as usize;
-        self.rows.get(at..at + rank.len as usize).unwrap_or("")
+impl Rank {
+    /// The rank encoded at the start of `b` (the caller has checked that [`RANK`] bytes are
+    /// there).
+    fn read(b: &[u8]) -> Rank {
+        let u64_at = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().unwrap_or_default());
+        let u32_at = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().unwrap_or_default());
+        Rank {
+            price: u64_at(0),
+            date_time: u64_at(8) as i64,
+            bidder: u64_at(16),
+            at: u32_at(24),
+            len: u32_at(28),
+            extra_at: u32_at(32),
+        }
     }
 
-    fn order<'a>(&'a self, rank: &Rank) -> Order<'a> {
-        let row = self.row(rank);
-        (
-            std::cmp::Reverse(rank.price),
-            rank.date_time,
-            rank.bidder,
-            extra_of(row, rank.extra_at),
-        )
+    fn bytes(&self) -> [u8; RANK] {
+        let mut b = [0u8; RANK];
+        b[0..8].copy_from_slice(&self.price.to_le_bytes());
+        b[8..16].copy_from_slice(&self.date_time.to_le_bytes());
+        b[16..24].copy_from_slice(&self.bidder.to_le_bytes());
+        b[24..28].copy_from_slice(&self.at.to_le_bytes());
+        b[28..32].copy_from_slice(&self.len.to_le_bytes());
+        b[32..36].copy_from_slice(&self.extra_at.to_le_bytes());
+        b
+    }
+
+    /// Whether this rank is ahead of a bid of `key` (the query's order but `extra`) whose
+    /// `extra` is `extra`, or level with it; `extra_of` gives this rank's, read only on a tie.
+    fn at_or_ahead_of<'a>(
+        &self,
+        key: (std::cmp::Reverse<u64>, i64, u64),
+        extra: &str,
+        extra_of: impl FnOnce(&Rank) -> Cow<'a, str>,
+    ) -> bool {
+        match (std::cmp::Reverse(self.price), self.date_time, self.bidder).cmp(&key) {
+            std::cmp::Ordering::Less => true,
+            std::cmp::Ordering::Greater => false,
+            std::cmp::Ordering::Equal => *extra_of(self) <= *extra,
+        }
+    }
+}
+
+/// An auction's ten first bids by the query's order (the highest price first; ties to the
+/// earlier, then the lower bidder, then the smaller extra as it was, not as its row quotes
+/// it), in one allocation: the number of ranks, the ranks best first, then their formatted
+/// rows side by side (no gaps: a row pushed out of the ten is cut out). At 100 M events the
+/// final table holds some 44 M bids; a checkpoint copies each auction in one piece, one
+/// cache miss away from the window that holds it, instead of chasing a pointer per bid (or
+/// one to the ranks and one to the rows).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct TopBids {
+    data: Vec<u8>,
+}
+
+impl TopBids {
+    /// How many bids it ranks.
+    fn len(&self) -> usize {
+        self.data.first().map_or(0, |n| *n as usize)
+    }
+
+    fn rank(&self, i: usize) -> Rank {
+        Rank::read(&self.data[1 + i * RANK..])
+    }
+
+    fn ranks(&self) -> impl Iterator<Item = Rank> + '_ {
+        (0..self.len()).map(|i| self.rank(i))
+    }
+
+    /// Where the rows start.
+    fn rows_at(&self) -> usize {
+        1 + self.len() * RANK
+    }
+
+    /// The row of `rank`.
+    fn row(&self, rank: &Rank) -> &str {
+        let at = self.rows_at() + rank.at as usize;
+        (self.data.get(at..at + rank.len as usize))
+            .and_then(|b| std::str::from_utf8(b).ok())
+            .unwrap_or("")
+    }
+
+    /// The `extra` of `rank`, as it was.
+    fn extra(&self, rank: &Rank) -> Cow<'_, str> {
+        let at = self.rows_at() + rank.at as usize;
+        let extra = (self
+            .data
+            .get(at + rank.extra_at as usize..at + rank.len as usize))
+        .and_then(|b| std::str::from_utf8(b).ok())
+        .unwrap_or("");
+        format::unquote(extra)
     }
 
     /// Whether a bid of `price` at `date_time` cannot enter: the ten are full and the last
     /// is ahead of it on price and time alone (most bids, decided before any formatting).
     fn shut_out(&self, price: u64, date_time: i64) -> bool {
-        self.ranks.len() == TOP
-            && self.ranks.last().is_some_and(|last| {
-                (std::cmp::Reverse(price), date_time)
-                    > (std::cmp::Reverse(last.price), last.date_time)
-            })
+        self.len() == TOP && {
+            let last = self.rank(TOP - 1);
+            (std::cmp::Reverse(price), date_time) > (std::cmp::Reverse(last.price), last.date_time)
+        }
     }
 
     /// Offers a bid whose row is `row` (its `extra` from `extra_at`): it enters if it is
     /// among the ten first, pushing out the last of a full ten. (A bid [`TopBids::shut_out`]
     /// is refused here too; callers ask that first to spare formatting its row.)
     fn offer_row(&mut self, price: u64, date_time: i64, bidder: u64, row: &str, extra_at: u32) {
-        let new: Order<'_> = (
-            std::cmp::Reverse(price),
-            date_time,
-            bidder,
-            extra_of(row, extra_at),
-        );
-        if self.ranks.len() == TOP
-            && self
-                .ranks
-                .last()
-                .is_some_and(|last| new >= self.order(last))
-        {
+        let key = (std::cmp::Reverse(price), date_time, bidder);
+        let extra = extra_of(row, extra_at);
+        let ahead = |top: &TopBids, r: &Rank| r.at_or_ahead_of(key, &extra, |r| top.extra(r));
+        let n = self.len();
+        if n == TOP && ahead(self, &self.rank(TOP - 1)) {
             return;
         }
-        let place = self.ranks.partition_point(|r| self.order(r) <= new);
-        if self.ranks.len() == TOP {
-            // Room first: growing past ten would double the vector's capacity for good.
-            if let Some(out) = self.ranks.pop() {
-                self.cut(&out);
-            }
-        } else if self.ranks.capacity() == 0 {
-            self.ranks.reserve_exact(TOP);
+        let place = (0..n)
+            .position(|i| !ahead(self, &self.rank(i)))
+            .unwrap_or(n);
+        if n == TOP {
+            self.remove_last();
         }
-        // Exactly the room the row takes: the rows of a finished auction stay as long as the
-        // job does.
-        self.rows.reserve_exact(row.len());
+        let n = self.len();
+        let rows_len = self.data.len().saturating_sub(self.rows_at());
         let rank = Rank {
             price,
             date_time,
             bidder,
-            at: self.rows.len() as u32,
+            at: rows_len as u32,
             len: row.len() as u32,
             extra_at,
         };
-        self.rows.push_str(row);
-        self.ranks.insert(place, rank);
+        // Exactly the room the bid takes: the top ten of a finished auction stays as long as
+        // the job does.
+        if self.data.is_empty() {
+            self.data.reserve_exact(1 + RANK + row.len());
+            self.data.push(0);
+        } else {
+            self.data.reserve_exact(RANK + row.len());
+        }
+        let at = 1 + place * RANK;
+        self.data.splice(at..at, rank.bytes());
+        self.data.extend_from_slice(row.as_bytes());
+        self.data[0] = (n + 1) as u8;
     }
 
-    /// Cuts the row of `out` (no longer ranked) out of `rows`, moving the rows after it.
-    fn cut(&mut self, out: &Rank) {
-        let (at, len) = (out.at as usize, out.len as usize);
-        self.rows.replace_range(at..at + len, "");
-        for r in &mut self.ranks {
+    /// Removes the last rank and cuts its row out, moving the rows after it.
+    fn remove_last(&mut self) {
+        let n = self.len();
+        let out = self.rank(n - 1);
+        let at = self.rows_at() + out.at as usize;
+        self.data.drain(at..at + out.len as usize);
+        for i in 0..n - 1 {
+            let mut r = self.rank(i);
             if r.at > out.at {
                 r.at -= out.len;
+                self.data[1 + i * RANK..1 + (i + 1) * RANK].copy_from_slice(&r.bytes());
             }
         }
+        self.data.drain(1 + (n - 1) * RANK..1 + n * RANK);
+        self.data[0] = (n - 1) as u8;
     }
 
     /// The ranked rows, best first.
     fn rows(&self) -> impl Iterator<Item = &str> + '_ {
-        self.ranks.iter().map(|r| self.row(r))
+        self.ranks().map(|r| self.row(&r))
+    }
+
+    /// Why `data` is not a top ten's layout, if it is not: at most ten ranks, each row within
+    /// the rows, the rows packed without gaps or overlaps and valid text.
+    fn check(data: &[u8]) -> std::result::Result<(), String> {
+        let top = TopBids {
+            data: data.to_vec(),
+        };
+        let n = top.len();
+        if data.is_empty() {
+            return Ok(());
+        }
+        if n > TOP || data.len() < top.rows_at() {
+            return Err(format!("{n} ranks in {} bytes", data.len()));
+        }
+        if let Some(r) = top.ranks().find(|r| r.extra_at > r.len) {
+            return Err(format!("rank {r:?} has its extra past its row"));
+        }
+        let mut spans: Vec<(u32, u32)> = top.ranks().map(|r| (r.at, r.len)).collect();
+        spans.sort_unstable();
+        let mut end = 0u64;
+        for (at, len) in spans {
+            if u64::from(at) != end {
+                return Err(format!("a row at {at} where one should start at {end}"));
+            }
+            end += u64::from(len);
+        }
+        if end as usize != data.len() - top.rows_at() {
+            return Err("rows left over".into());
+        }
+        if top.ranks().any(|r| top.row(&r).len() != r.len as usize) {
+            return Err("a row is not text".into());
+        }
+        Ok(())
+    }
+}
+
+impl Serialize for TopBids {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_bytes(&self.data)
+    }
+}
+
+impl<'de> Deserialize<'de> for TopBids {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let data = serde_bytes::ByteBuf::deserialize(d)?.into_vec();
+        TopBids::check(&data)
+            .map_err(|e| serde::de::Error::custom(format!("a q19 top ten: {e}")))?;
+        Ok(TopBids { data })
     }
 }
 
@@ -165,8 +283,8 @@ impl AggregateFunction<Bid> for TopTen {
         top.clone()
     }
     fn merge(&self, mut a: TopBids, b: TopBids) -> TopBids {
-        for r in &b.ranks {
-            a.offer_row(r.price, r.date_time, r.bidder, b.row(r), r.extra_at);
+        for r in b.ranks() {
+            a.offer_row(r.price, r.date_time, r.bidder, b.row(&r), r.extra_at);
         }
         a
     }
@@ -189,7 +307,7 @@ pub fn build_as(
              _: &TimeWindow,
              top: TopBids,
              out: &mut Collector<'_, (u64, Vec<String>)>| {
-                let mut lines = Vec::with_capacity(top.ranks.len());
+                let mut lines = Vec::with_capacity(top.len());
                 for (rank, row) in top.rows().enumerate() {
                     let mut line = String::with_capacity(row.len() + 3);
                     line.push_str(row);
@@ -259,13 +377,68 @@ mod tests {
             let rows: Vec<String> = top.rows().map(String::from).collect();
             // Equal rows may stand for different tied bids only if the rows are equal too.
             prop_assert_eq!(&rows, &reference(&both));
-            let packed: usize = top.ranks.iter().map(|r| r.len as usize).sum();
-            prop_assert_eq!(packed, top.rows.len());
+            let packed: usize = top.ranks().map(|r| r.len as usize).sum();
+            prop_assert_eq!(packed, top.data.len().saturating_sub(top.rows_at()));
+            prop_assert_eq!(TopBids::check(&top.data), Ok(()));
             let merged = TopTen.merge(top_of(&left), top_of(&right));
             let merged_rows: Vec<String> = merged.rows().map(String::from).collect();
             prop_assert_eq!(&merged_rows, &rows);
             let bytes = postcard::to_allocvec(&top).unwrap();
             prop_assert_eq!(postcard::from_bytes::<TopBids>(&bytes).unwrap(), top);
         }
+    }
+
+    proptest! {
+        /// Whatever a top ten's bytes are damaged into, reading them back either refuses them
+        /// or gives a top ten whose every row can be read (never a panic).
+        #[test]
+        fn damaged_bytes_are_refused_or_read_whole(
+            bids in bids(), at in any::<prop::sample::Index>(), byte in any::<u8>()
+        ) {
+            let top = top_of(&bids);
+            let mut bytes = postcard::to_allocvec(&top).unwrap();
+            if !bytes.is_empty() {
+                let i = at.index(bytes.len());
+                bytes[i] = byte;
+            }
+            if let Ok(read) = postcard::from_bytes::<TopBids>(&bytes) {
+                prop_assert_eq!(TopBids::check(&read.data), Ok(()));
+                prop_assert!(read.rows().count() <= TOP);
+            }
+        }
+    }
+
+    #[test]
+    fn a_top_ten_with_rows_that_overlap_is_refused() {
+        let mut top = top_of(&[
+            Bid {
+                auction: 7,
+                bidder: 1,
+                price: 5,
+                channel: "c".into(),
+                url: "u".into(),
+                date_time: 1,
+                extra: "x".into(),
+            },
+            Bid {
+                auction: 7,
+                bidder: 2,
+                price: 4,
+                channel: "c".into(),
+                url: "u".into(),
+                date_time: 1,
+                extra: "y".into(),
+            },
+        ]);
+        assert_eq!(TopBids::check(&top.data), Ok(()));
+        let mut second = top.rank(1);
+        second.at = 0;
+        top.data[1 + RANK..1 + 2 * RANK].copy_from_slice(&second.bytes());
+        let bytes = postcard::to_allocvec(&top).unwrap();
+        let err = postcard::from_bytes::<TopBids>(&bytes).unwrap_err();
+        assert!(matches!(err, postcard::Error::SerdeDeCustom), "{err:?}");
+        let mut many = top_of(&[]);
+        many.data = vec![11];
+        assert!(TopBids::check(&many.data).is_err(), "eleven ranks");
     }
 }
