@@ -35,13 +35,11 @@ pub(crate) fn guarded<R>(ctx: &OperatorContext, f: impl FnOnce() -> Result<R>) -
 /// key groups this subtask owns; guarded like every call into an operator.
 fn restore_guarded<'a>(
     ctx: &OperatorContext,
-    snapshots: impl Iterator<Item = &'a [u8]>,
+    mut snapshots: impl Iterator<Item = &'a [u8]>,
     mut restore: impl FnMut(&[u8], std::ops::Range<usize>) -> Result<()>,
 ) -> Result<()> {
     let groups = ctx.key_groups();
-    snapshots
-        .into_iter()
-        .try_for_each(|s| guarded(ctx, || restore(s, groups.clone())))
+    snapshots.try_for_each(|s| guarded(ctx, || restore(s, groups.clone())))
 }
 
 /// Adds the state `take` returns (if any) to a task's snapshot under the operator's node id;

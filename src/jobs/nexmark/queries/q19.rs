@@ -198,12 +198,10 @@ impl TopBids {
         self.ranks().map(|r| self.row(&r))
     }
 
-    /// Why `data` is not a top ten's layout, if it is not: at most ten ranks, each row within
+    /// Why its bytes are not a top ten's layout, if they are not: at most ten ranks, each row within
     /// the rows, the rows packed without gaps or overlaps and valid text.
-    fn check(data: &[u8]) -> std::result::Result<(), String> {
-        let top = TopBids {
-            data: data.to_vec(),
-        };
+    fn check(&self) -> std::result::Result<(), String> {
+        let (top, data) = (self, &self.data);
         let n = top.len();
         if data.is_empty() {
             return Ok(());
@@ -241,10 +239,12 @@ impl Serialize for TopBids {
 
 impl<'de> Deserialize<'de> for TopBids {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
-        let data = serde_bytes::ByteBuf::deserialize(d)?.into_vec();
-        TopBids::check(&data)
+        let top = TopBids {
+            data: serde_bytes::ByteBuf::deserialize(d)?.into_vec(),
+        };
+        top.check()
             .map_err(|e| serde::de::Error::custom(format!("a q19 top ten: {e}")))?;
-        Ok(TopBids { data })
+        Ok(top)
     }
 }
 
@@ -379,7 +379,7 @@ mod tests {
             prop_assert_eq!(&rows, &reference(&both));
             let packed: usize = top.ranks().map(|r| r.len as usize).sum();
             prop_assert_eq!(packed, top.data.len().saturating_sub(top.rows_at()));
-            prop_assert_eq!(TopBids::check(&top.data), Ok(()));
+            prop_assert_eq!(top.check(), Ok(()));
             let merged = TopTen.merge(top_of(&left), top_of(&right));
             let merged_rows: Vec<String> = merged.rows().map(String::from).collect();
             prop_assert_eq!(&merged_rows, &rows);
@@ -402,7 +402,7 @@ mod tests {
                 bytes[i] = byte;
             }
             if let Ok(read) = postcard::from_bytes::<TopBids>(&bytes) {
-                prop_assert_eq!(TopBids::check(&read.data), Ok(()));
+                prop_assert_eq!(read.check(), Ok(()));
                 prop_assert!(read.rows().count() <= TOP);
             }
         }
@@ -430,7 +430,7 @@ mod tests {
                 extra: "y".into(),
             },
         ]);
-        assert_eq!(TopBids::check(&top.data), Ok(()));
+        assert_eq!(top.check(), Ok(()));
         let mut second = top.rank(1);
         second.at = 0;
         top.data[1 + RANK..1 + 2 * RANK].copy_from_slice(&second.bytes());
@@ -439,6 +439,6 @@ mod tests {
         assert!(matches!(err, postcard::Error::SerdeDeCustom), "{err:?}");
         let mut many = top_of(&[]);
         many.data = vec![11];
-        assert!(TopBids::check(&many.data).is_err(), "eleven ranks");
+        assert!(many.check().is_err(), "eleven ranks");
     }
 }
