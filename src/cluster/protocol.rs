@@ -383,11 +383,12 @@ pub enum FrameError {
 
 /// Encodes a message as a frame.
 pub fn encode(message: &Message) -> Vec<u8> {
-    let mut frame = vec![0u8; 4];
-    // Serialising into a Vec cannot fail for these types.
-    let body = postcard::to_extend(message, Vec::new()).unwrap_or_default();
-    frame[..4].copy_from_slice(&(body.len() as u32).to_be_bytes());
-    frame.extend_from_slice(&body);
+    // Written through `io::Write`, so byte strings (artifacts of hundreds of MB) are copied as
+    // slices: postcard's `Extend` flavour pushes them byte by byte, which held a JobManager
+    // thread for seconds per artifact in an unoptimised build. Writing into a Vec cannot fail.
+    let mut frame = postcard::to_io(message, vec![0u8; 4]).unwrap_or_else(|_| vec![0u8; 4]);
+    let len = (frame.len() - 4) as u32;
+    frame[..4].copy_from_slice(&len.to_be_bytes());
     frame
 }
 

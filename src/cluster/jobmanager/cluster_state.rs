@@ -4,6 +4,8 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use super::liveness::{HeardClock, Watchdog};
+
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::cluster::protocol::{JobId, Message, Resources, TaskManagerInfo};
@@ -15,8 +17,8 @@ pub struct TaskManagerEntry {
     pub info: TaskManagerInfo,
     /// Its connection's mailbox.
     pub mailbox: UnboundedSender<Message>,
-    /// When it was last heard from.
-    pub last_heartbeat: Instant,
+    /// When its connection was last heard from (stamped by its reader, without the lock).
+    pub heard: HeardClock,
     /// Last resource sample.
     pub resources: Resources,
     /// Slots used by running jobs.
@@ -114,11 +116,11 @@ impl ClusterState {
         self.shared_queue.retain(|j| j != job);
     }
 
-    /// TaskManagers whose last heartbeat is older than the timeout.
-    pub fn expired_task_managers(&self) -> Vec<String> {
+    /// TaskManagers the watchdog finds lost at `now`.
+    pub fn expired_task_managers(&self, watchdog: &Watchdog, now: Instant) -> Vec<String> {
         self.task_managers
             .values()
-            .filter(|t| t.last_heartbeat.elapsed() > self.heartbeat_timeout)
+            .filter(|t| watchdog.is_lost(t.heard.last(), now))
             .map(|t| t.info.id.clone())
             .collect()
     }

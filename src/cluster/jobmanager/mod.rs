@@ -15,6 +15,7 @@
 pub mod cluster_state;
 pub mod dashboard;
 pub mod jobs;
+pub mod liveness;
 pub mod monitor;
 pub mod refusal;
 pub mod rest;
@@ -197,15 +198,22 @@ pub async fn run(config: JobManagerConfig) -> Result<()> {
     }
 }
 
-/// Declares TaskManagers lost when their heartbeats stop; fires deferred job failures.
+/// Declares TaskManagers lost when they fall silent (the rule: [`liveness::Watchdog`]); fires
+/// deferred job failures.
 async fn monitor_heartbeats(shared: Shared, timeout: Duration) {
-    let mut tick = tokio::time::interval(
-        (timeout / 4).clamp(Duration::from_millis(20), Duration::from_millis(100)),
-    );
+    let mut watchdog = liveness::Watchdog::new(timeout, Instant::now());
+    let mut tick = tokio::time::interval(watchdog.period());
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tick.tick().await;
         let mut state = lock(&shared);
-        for tm in state.cluster.expired_task_managers() {
+        let now = Instant::now();
+        if let Some(away) = watchdog.tick(now) {
+            tracing::warn!(
+                "the JobManager did not run for {away:?}: TaskManagers' silence counts from now"
+            );
+        }
+        for tm in state.cluster.expired_task_managers(&watchdog, now) {
             state.task_manager_lost(&tm, &format!("no heartbeat for {timeout:?}"));
         }
         state.fire_deferred_failures();
@@ -281,6 +289,7 @@ async fn serve_task_manager(
 ) -> Result<()> {
     let id = info.id.clone();
     let running = info.running.clone();
+    let heard = liveness::HeardClock::now();
     {
         let mut state = lock(&shared);
         if state.cluster.task_managers.contains_key(&id) {
@@ -294,7 +303,7 @@ async fn serve_task_manager(
             TaskManagerEntry {
                 info,
                 mailbox: mailbox.clone(),
-                last_heartbeat: Instant::now(),
+                heard: heard.clone(),
                 resources: Default::default(),
                 used_slots: 0,
             },
@@ -323,6 +332,8 @@ async fn serve_task_manager(
             Ok(m) => m,
             Err(e) => break Err(HummerError::Cluster(e.to_string())),
         };
+        // Heard now, however long the lock keeps this frame waiting.
+        heard.stamp();
         let mut state = lock(&shared);
         match message {
             Message::Heartbeat(_) if !state.cluster.task_managers.contains_key(&id) => {
@@ -339,11 +350,10 @@ async fn serve_task_manager(
                 // A rejected sample is logged by the store and kept from the scheduler; the
                 // heartbeat itself still counts.
                 let accepted = state.cluster.monitor.record(&id, &resources).is_ok();
-                if let Some(tm) = state.cluster.task_managers.get_mut(&id) {
-                    tm.last_heartbeat = Instant::now();
-                    if accepted {
-                        tm.resources = resources;
-                    }
+                if let Some(tm) = state.cluster.task_managers.get_mut(&id)
+                    && accepted
+                {
+                    tm.resources = resources;
                 }
             }
             Message::WorkerExited {

@@ -6,7 +6,9 @@
 //! NaN, no cores, no memory) is rejected with a logged reason and never reaches a scheduler.
 //! Accepted samples are kept per TaskManager (the last [`HISTORY`]) and, with a data directory,
 //! appended to `monitor.jsonl` there, which a restarted JobManager reads back. (The paper keeps
-//! them in MongoDB; an append-only local file is the embedded store here.)
+//! them in MongoDB; an append-only local file is the embedded store here.) The appends are made
+//! by a thread of their own: a sample is recorded under the JobManager's state lock, and a
+//! write that the kernel holds back (writeback under a busy disk) must not stall heartbeats.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::fs::{File, OpenOptions};
@@ -39,7 +41,51 @@ pub struct MonitorStore {
     history: BTreeMap<String, VecDeque<MonitorRecord>>,
     last_seq: HashMap<String, u64>,
     rejected: u64,
-    file: Option<(PathBuf, File)>,
+    file: Option<Appender>,
+}
+
+/// Appends lines to a file from a thread of its own; dropping it writes what was sent first.
+struct Appender {
+    lines: Option<std::sync::mpsc::Sender<String>>,
+    writer: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Appender {
+    fn start(path: PathBuf, mut file: File) -> Result<Appender> {
+        let (lines, received) = std::sync::mpsc::channel::<String>();
+        let writer = std::thread::Builder::new()
+            .name("monitor-store".into())
+            .spawn(move || {
+                for line in received {
+                    if let Err(e) = writeln!(file, "{line}") {
+                        tracing::warn!(
+                            "cannot persist a monitor sample to {}: {e}",
+                            path.display()
+                        );
+                    }
+                }
+            })
+            .map_err(|e| crate::error::internal!("cannot start the monitor store's writer: {e}"))?;
+        Ok(Appender {
+            lines: Some(lines),
+            writer: Some(writer),
+        })
+    }
+
+    fn append(&self, line: String) {
+        if let Some(lines) = &self.lines {
+            let _ = lines.send(line);
+        }
+    }
+}
+
+impl Drop for Appender {
+    fn drop(&mut self) {
+        drop(self.lines.take());
+        if let Some(writer) = self.writer.take() {
+            let _ = writer.join();
+        }
+    }
 }
 
 use crate::types::epoch_ms as now_ms;
@@ -76,7 +122,7 @@ impl MonitorStore {
         if !ends_cleanly {
             writeln!(file).map_err(|e| HummerError::io("cannot write", &path, e))?;
         }
-        store.file = Some((path, file));
+        store.file = Some(Appender::start(path, file)?);
         Ok(store)
     }
 
@@ -111,11 +157,10 @@ impl MonitorStore {
             at_ms: now_ms(),
             sample: resources.sample.clone(),
         };
-        if let Some((path, file)) = &mut self.file {
-            let line = serde_json::to_string(&record).unwrap_or_default();
-            if let Err(e) = writeln!(file, "{line}") {
-                tracing::warn!("cannot persist a monitor sample to {}: {e}", path.display());
-            }
+        if let Some(file) = &self.file
+            && let Ok(line) = serde_json::to_string(&record)
+        {
+            file.append(line);
         }
         self.keep(record);
         Ok(())

@@ -136,7 +136,7 @@ async fn task_managers(State(shared): State<Shared>) -> Json<Value> {
                 "dataHost": t.info.data_host,
                 "cpuLoad": t.resources.sample.cpu,
                 "memoryLoad": t.resources.sample.memory,
-                "timeSinceLastHeartbeatMs": t.last_heartbeat.elapsed().as_millis() as u64,
+                "timeSinceLastHeartbeatMs": t.heard.elapsed().as_millis() as u64,
                 "waitingJobs": state.cluster.queues.get(&t.info.id).map_or(0, Vec::len),
                 "region": region(&assessment, i),
                 "load": load(&assessment, i),
