@@ -45,6 +45,12 @@ struct WindowEntry<A> {
     acc_epoch: Epoch,
 }
 
+/// A key's windows. Most keys have one window at a time (tumbling and global windows, and
+/// sessions between merges), held in the table's slot itself: a record and a snapshot reach
+/// its window without a second cache miss. More spill to the heap. Encoded as a sequence,
+/// like a `Vec`.
+type Windows<A> = smallvec::SmallVec<[WindowEntry<A>; 1]>;
+
 /// How a delta writes one window of a changed key: whole, or as a patch of the entry the
 /// restore has (its window found in the key's earlier entries) with the accumulator
 /// unchanged or changed as the window function wrote it. A window the base had and the
@@ -132,7 +138,7 @@ pub struct WindowOperator<T, K, KS, A, F: WindowFunction<K, T>> {
     key_of: KS,
     core: Core<T, K, A, F>,
     /// Checkpointed incrementally: only keys whose windows changed (see [`KeyedTable`]).
-    windows: KeyedTable<K, Vec<WindowEntry<F::Acc>>>,
+    windows: KeyedTable<K, Windows<F::Acc>>,
     assigned: Vec<TimeWindow>,
 }
 
@@ -210,7 +216,7 @@ where
                 unplaced
             }
             None => {
-                let mut entries = Vec::new();
+                let mut entries = Windows::new();
                 let unplaced =
                     core.place(&key, &mut entries, assigned, record, timestamp, now, out)?;
                 if !entries.is_empty() {
@@ -384,7 +390,7 @@ where
     fn place(
         &mut self,
         key: &K,
-        entries: &mut Vec<WindowEntry<F::Acc>>,
+        entries: &mut Windows<F::Acc>,
         windows: &[TimeWindow],
         record: T,
         timestamp: Timestamp,
@@ -403,7 +409,7 @@ where
     fn add(
         &mut self,
         key: &K,
-        entries: &mut Vec<WindowEntry<F::Acc>>,
+        entries: &mut Windows<F::Acc>,
         windows: &[TimeWindow],
         record: T,
         timestamp: Timestamp,
@@ -457,7 +463,7 @@ where
     fn add_merging(
         &mut self,
         key: &K,
-        entries: &mut Vec<WindowEntry<F::Acc>>,
+        entries: &mut Windows<F::Acc>,
         windows: &[TimeWindow],
         record: T,
         timestamp: Timestamp,
@@ -506,7 +512,7 @@ where
     fn on_timer(
         &mut self,
         key: &K,
-        entries: &mut Vec<WindowEntry<F::Acc>>,
+        entries: &mut Windows<F::Acc>,
         window: TimeWindow,
         domain: TimeDomain,
         time: Timestamp,
@@ -657,7 +663,7 @@ where
         // Timers of every window loaded. A key that a later piece (a delta) changes or
         // removes leaves stale queue entries behind: they are skipped when they come up, as
         // any deleted timer is (a timer fires only while its window's list still has it).
-        let register = |key: &K, entries: &Vec<WindowEntry<F::Acc>>| {
+        let register = |key: &K, entries: &Windows<F::Acc>| {
             for e in entries {
                 timers.restore(&e.timers, || (key.clone(), e.window));
             }
@@ -683,7 +689,7 @@ where
                 key_groups,
                 &what,
                 &mut core.watermark,
-                |key: K, entries: Vec<WindowEntry<F::Acc>>| {
+                |key: K, entries: Windows<F::Acc>| {
                     register(&key, &entries);
                     windows.insert(key, entries);
                 },
@@ -740,10 +746,10 @@ fn write_patch<K, T, F: WindowFunction<K, T>>(
 /// what does not fit.
 fn apply_patch<K, T, F: WindowFunction<K, T>>(
     function: &F,
-    mut old: Vec<WindowEntry<F::Acc>>,
+    mut old: Windows<F::Acc>,
     changes: Vec<EntryChange<F::Acc>>,
-) -> std::result::Result<Vec<WindowEntry<F::Acc>>, String> {
-    let mut entries = Vec::with_capacity(changes.len());
+) -> std::result::Result<Windows<F::Acc>, String> {
+    let mut entries = Windows::with_capacity(changes.len());
     for change in changes {
         match change {
             EntryChange::Whole(e) => entries.push(e),
