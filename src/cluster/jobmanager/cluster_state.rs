@@ -31,8 +31,6 @@ pub struct ClusterState {
     pub task_managers: BTreeMap<String, TaskManagerEntry>,
     /// Placement strategy.
     pub scheduler: Box<dyn Scheduler>,
-    /// Heartbeat timeout.
-    pub heartbeat_timeout: Duration,
     /// Monitor samples of every TaskManager.
     pub monitor: super::monitor::MonitorStore,
     /// Jobs waiting for free slots, per TaskManager.
@@ -49,15 +47,10 @@ pub struct ClusterState {
 
 impl ClusterState {
     /// A cluster without TaskManagers.
-    pub fn new(
-        scheduler: Box<dyn Scheduler>,
-        heartbeat_timeout: Duration,
-        monitor: super::monitor::MonitorStore,
-    ) -> Self {
+    pub fn new(scheduler: Box<dyn Scheduler>, monitor: super::monitor::MonitorStore) -> Self {
         ClusterState {
             task_managers: BTreeMap::new(),
             scheduler,
-            heartbeat_timeout,
             monitor,
             queues: BTreeMap::new(),
             shared_queue: Vec::new(),

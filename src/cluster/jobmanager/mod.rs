@@ -107,7 +107,7 @@ pub async fn run(config: JobManagerConfig) -> Result<()> {
     };
     let monitor = monitor::MonitorStore::open(config.data_dir.as_deref())?;
     let scheduler = crate::scheduler::by_name(&config.scheduler)?;
-    let cluster = ClusterState::new(scheduler, config.heartbeat_timeout, monitor);
+    let cluster = ClusterState::new(scheduler, monitor);
     let mut state = JobManagerState::new(rpc.to_string(), cluster, config.savepoint_dir.clone());
     if let Some(dir) = &config.ha_dir {
         let candidate = crate::cluster::ha::lease::Candidate::new(
