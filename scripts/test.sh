@@ -18,6 +18,14 @@ fi
 # The Kafka tests' broker (tansu), built once per machine under /var/tmp (16 minutes the first
 # time), before the tests so that no test waits on it.
 "$(dirname "$0")/install-tansu.sh" >/dev/null
+# The S3 tests' server (moto, from PyPI), in a virtualenv of its own outside the clone.
+moto=/var/tmp/hummer-moto
+if [ ! -x $moto/bin/moto_server ]; then
+  rm -rf $moto && python3 -m venv $moto && $moto/bin/pip install -q 'moto[server]==5.1.*'
+fi
+# The heavy tier (broker, browser, qemu, root, S3 server) runs here; plain `cargo test` skips
+# it (tests/common/heavy.rs).
+export HUMMER_HEAVY_TESTS=1
 cargo fmt --all -- --check
 cargo clippy --all-targets -- -D warnings
 cargo test --all-targets

@@ -867,6 +867,7 @@ fn windows_and_timers_stay_exactly_once_through_a_killed_taskmanager_and_a_panic
 /// exactly once.
 #[test]
 fn kafka_jobs_stay_exactly_once_through_a_killed_taskmanager_and_a_panic() {
+    crate::require_heavy!("a Kafka broker (tansu)");
     let broker = common::kafka::Broker::start();
     for seed in common::trial_seeds(3, 15_485_863) {
         let topic = format!("events-{seed}");
@@ -1199,6 +1200,7 @@ fn subtask_watermarks_are_visible_in_rest_and_prometheus() {
 /// records consumed, the offset and the lag, while the job runs.
 #[test]
 fn kafka_partition_lag_and_consumption_reach_rest_and_prometheus() {
+    crate::require_heavy!("a Kafka broker (tansu)");
     let broker = common::kafka::Broker::start();
     let cluster = Cluster::start(1, 2, 5_000);
     produce_events(&broker, "metered", 50_000, 3);

@@ -206,6 +206,7 @@ const WAIT: Duration = Duration::from_secs(30);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_dashboard_shows_a_live_cluster_and_acts_on_it() {
+    crate::require_heavy!("Chromium and ChromeDriver");
     let mut cluster = Cluster::start(2, 2);
     let job = cluster.submit_window_count(Some(2_000));
     let browser = Browser::start(&screenshots(), &[]).await;
@@ -508,6 +509,7 @@ async fn the_dashboard_shows_a_live_cluster_and_acts_on_it() {
 /// given.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_a_secured_cluster_the_dashboard_asks_for_the_token_before_acting() {
+    crate::require_heavy!("Chromium and ChromeDriver");
     let cluster = Cluster::start_with(1, 2, true);
     let tls = cluster.tls.clone().unwrap();
     let job = cluster.submit_window_count(None);

@@ -133,6 +133,7 @@ impl Drop for Vm {
 
 #[test]
 fn a_bad_kernel_command_line_is_reported_and_powers_the_vm_off() {
+    crate::require_heavy!("root, iproute2, qemu and a kernel build");
     for (args, expected) in [
         (vec!["--role", "worker"], "unknown role hummer.role=worker"),
         (
@@ -209,6 +210,7 @@ fn ranking(stdout: &str) -> Vec<(String, u64)> {
 
 #[test]
 fn a_vm_registers_as_a_taskmanager_runs_a_job_and_powers_off() {
+    crate::require_heavy!("root, iproute2, qemu and a kernel build");
     let ns = Netns::new("hmrvm");
     let (mut jobmanager, rpc) = start_jobmanager(&ns, "127.0.0.1");
     let port = rpc.rsplit(':').next().unwrap().to_string();
@@ -284,6 +286,7 @@ impl Bridge {
 
 #[test]
 fn a_jobmanager_and_two_taskmanager_vms_run_a_distributed_wordcount() {
+    crate::require_heavy!("root, iproute2, qemu and a kernel build");
     let net = Bridge::new();
     let host = format!("{}.1", net.subnet);
     let (mut jobmanager, rpc) = start_jobmanager(&net.ns, &host);

@@ -73,6 +73,7 @@ fn read_all(
 
 #[test]
 fn a_bounded_source_reads_every_record_once_at_any_parallelism() {
+    crate::require_heavy!("a Kafka broker (tansu)");
     let broker = Broker::start();
     create_topic(&config(&broker), "numbers", 4).unwrap();
     let lines: Vec<String> = (0..20_000).map(|i| format!("record {i}")).collect();
@@ -102,6 +103,7 @@ fn a_bounded_source_reads_every_record_once_at_any_parallelism() {
 
 #[test]
 fn starting_offsets_latest_and_by_timestamp_skip_what_came_before() {
+    crate::require_heavy!("a Kafka broker (tansu)");
     let broker = Broker::start();
     create_topic(&config(&broker), "log", 2).unwrap();
     produce(
@@ -147,6 +149,7 @@ fn starting_offsets_latest_and_by_timestamp_skip_what_came_before() {
 
 #[test]
 fn bad_input_gets_errors_that_name_it() {
+    crate::require_heavy!("a Kafka broker (tansu)");
     let broker = Broker::start();
     // An unknown topic fails the job before it starts, naming the topic.
     let env = StreamExecutionEnvironment::local();
@@ -257,6 +260,7 @@ fn assert_exactly_once(broker: &Broker, topic: &str, events: u64, keys: u64, lab
 
 #[test]
 fn randomized_failures_keep_the_output_topic_exactly_once() {
+    crate::require_heavy!("a Kafka broker (tansu)");
     let broker = Broker::start();
     let root = tempfile::tempdir().unwrap();
     for seed in trial_seeds(10, 104_729) {
@@ -312,6 +316,7 @@ fn randomized_failures_keep_the_output_topic_exactly_once() {
 
 #[test]
 fn a_broker_unreachable_for_seconds_fails_over_and_the_output_stays_exactly_once() {
+    crate::require_heavy!("a Kafka broker (tansu)");
     let broker = Broker::start();
     let root = tempfile::tempdir().unwrap();
     let events = 20_000;
@@ -382,6 +387,7 @@ fn a_broker_unreachable_for_seconds_fails_over_and_the_output_stays_exactly_once
 
 #[test]
 fn completed_checkpoints_commit_offsets_to_the_group_and_a_job_can_start_from_them() {
+    crate::require_heavy!("a Kafka broker (tansu)");
     let broker = Broker::start();
     let root = tempfile::tempdir().unwrap();
     create_topic(&config(&broker), "clicks", 3).unwrap();
@@ -518,6 +524,7 @@ fn window_counts(counts: &Shared<(u8, TimeWindow, u64)>) -> Vec<(u8, i64, u64)> 
 
 #[test]
 fn a_running_source_finds_new_topics_of_its_pattern() {
+    crate::require_heavy!("a Kafka broker (tansu)");
     let broker = Broker::start();
     create_topic(&config(&broker), "feed-a", 2).unwrap();
     produce(
@@ -586,6 +593,7 @@ fn a_running_source_finds_new_topics_of_its_pattern() {
 /// watermark over both would never pass the empty partition's nothing).
 #[test]
 fn an_idle_partition_does_not_hold_back_the_windows_of_the_others() {
+    crate::require_heavy!("a Kafka broker (tansu)");
     let broker = Broker::start();
     create_topic(&config(&broker), "ticks", 2).unwrap();
     // Event times 0..10 s, every 10 ms, all into partition 0 (one writer, fixed partitioner).
@@ -626,6 +634,7 @@ fn an_idle_partition_does_not_hold_back_the_windows_of_the_others() {
 /// ahead with the faster partition and drop the slow one's records as late.
 #[test]
 fn a_slow_partition_holds_back_the_watermark_of_its_subtask() {
+    crate::require_heavy!("a Kafka broker (tansu)");
     let broker = Broker::start();
     create_topic(&config(&broker), "two-speeds", 2).unwrap();
     // A key for each partition (Kafka's murmur2 of the key picks it).

@@ -135,6 +135,7 @@ fn check(out: &Output) {
 
 #[test]
 fn taskmanagers_in_two_namespaces_exchange_data_on_the_chosen_network() {
+    crate::require_heavy!("root and iproute2 (network namespaces)");
     let mut hosts = Hosts::create();
     let dir = tempfile::tempdir().unwrap();
     let (a, b) = (hosts.a.name.clone(), hosts.b.name.clone());

@@ -877,6 +877,7 @@ mod common;
 /// one topic, per-partition watermarks) equals the reference.
 #[test]
 fn every_query_read_from_kafka_equals_the_reference() {
+    crate::require_heavy!("a Kafka broker (tansu)");
     let broker = common::kafka::Broker::start();
     nexmark::kafka::produce(&broker.address, "nexmark", EVENTS, 3).unwrap();
     let input = NexmarkInput::Kafka(std::sync::Arc::new(

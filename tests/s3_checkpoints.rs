@@ -1,5 +1,5 @@
 //! Checkpoints in an S3-compatible object store: a real S3 server (moto, installed into
-//! `/var/tmp/hummer-moto` on first use from PyPI) holds the checkpoints of an EventCount job
+//! `/var/tmp/hummer-moto` from PyPI by `scripts/test.sh`) holds the checkpoints of an EventCount job
 //! that fails once and recovers from them, exactly once.
 
 use std::io::{Read, Write};
@@ -8,43 +8,20 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+mod common;
+
 const BIN: &str = env!("CARGO_BIN_EXE_hummer");
 
-/// The moto S3 server, installed in a virtualenv of its own if missing.
+/// The moto S3 server, which `scripts/test.sh` installs (from PyPI, into a virtualenv under
+/// /var/tmp) before the heavy tier runs.
 fn moto_server() -> PathBuf {
-    let venv = PathBuf::from("/var/tmp/hummer-moto");
-    let server = venv.join("bin/moto_server");
-    if !server.exists() {
-        let lock = std::fs::File::create("/var/tmp/hummer-moto.lock").unwrap();
-        // Two test processes must not install at once.
-        let _guard = fs_lock(&lock);
-        if !server.exists() {
-            let ok = Command::new("python3")
-                .args(["-m", "venv"])
-                .arg(&venv)
-                .status()
-                .unwrap()
-                .success()
-                && Command::new(venv.join("bin/pip"))
-                    .args(["install", "-q", "moto[server]==5.1.*"])
-                    .status()
-                    .unwrap()
-                    .success();
-            assert!(ok, "cannot install the moto S3 server from PyPI");
-        }
-    }
+    let server = PathBuf::from("/var/tmp/hummer-moto/bin/moto_server");
+    assert!(
+        server.exists(),
+        "{} is missing: scripts/test.sh installs it",
+        server.display()
+    );
     server
-}
-
-fn fs_lock(file: &std::fs::File) -> impl Drop + '_ {
-    struct Unlock<'a>(&'a std::fs::File);
-    impl Drop for Unlock<'_> {
-        fn drop(&mut self) {
-            let _ = self.0.unlock();
-        }
-    }
-    file.lock().unwrap();
-    Unlock(file)
 }
 
 struct Server(Child);
@@ -124,6 +101,7 @@ fn run_event_count(port: u16, out: &Path, extra: &[&str]) -> String {
 
 #[test]
 fn a_job_recovers_from_checkpoints_in_an_s3_compatible_store() {
+    crate::require_heavy!("an S3 server (moto, from PyPI)");
     let (_server, port) = start_s3();
     assert_eq!(http(port, "PUT", "/checkpoints").0, 200);
     let dir = tempfile::tempdir().unwrap();
@@ -170,6 +148,7 @@ fn a_bad_object_store_location_is_refused_with_its_name() {
 /// finishes exactly once.
 #[test]
 fn a_standby_takes_over_with_the_ha_storage_in_s3() {
+    crate::require_heavy!("an S3 server (moto, from PyPI)");
     let (_server, port) = start_s3();
     assert_eq!(http(port, "PUT", "/hummer-ha").0, 200);
     let dir = tempfile::tempdir().unwrap();

@@ -18,11 +18,12 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use crate::types::crypto::provider;
+use rustls::ServerConnection;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use rustls::server::WebPkiClientVerifier;
 use rustls::{ClientConfig, ClientConnection, Connection, RootCertStore, ServerConfig};
-use rustls::{ServerConnection, crypto::CryptoProvider};
 
 use crate::error::{HummerError, Result};
 
@@ -70,10 +71,6 @@ impl std::fmt::Debug for Security {
             Security::MutualTls(t) => write!(f, "mutual TLS ({})", t.dir.display()),
         }
     }
-}
-
-fn provider() -> Arc<CryptoProvider> {
-    Arc::new(rustls::crypto::ring::default_provider())
 }
 
 fn bad(path: &Path, reason: impl std::fmt::Display) -> HummerError {

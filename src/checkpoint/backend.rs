@@ -97,6 +97,7 @@ impl Storage {
             })
             .map(|(k, v)| (k.to_ascii_lowercase(), v))
             .collect();
+        crate::types::crypto::install_process_default();
         let (store, prefix) = object_store::parse_url_opts(&url, options)
             .map_err(|e| bad(format!("cannot open the object store: {e}")))?;
         Ok(Storage::Object {

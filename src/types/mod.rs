@@ -1,18 +1,22 @@
 //! Core types: what every layer of the engine speaks.
 //!
 //! Records ([`Data`], [`Key`]), identifiers ([`NodeId`], [`CheckpointId`]), event time
-//! ([`Timestamp`], watermarks), the [`RuntimeMode`], how an edge distributes records ([`Partitioning`]), what travels through a
+//! ([`Timestamp`], watermarks), processing time ([`Clock`], [`ProcessingTimeService`]), the
+//! [`RuntimeMode`], how an edge distributes records ([`Partitioning`]), what travels through a
 //! channel ([`StreamEvent`]), cancellation ([`CancelToken`]), the wake-ups of task threads
-//! ([`TaskWaker`]) and the counters tasks keep ([`metrics`]).
+//! ([`TaskWaker`]), watermark alignment groups ([`AlignmentGroup`]), a job's shape as
+//! monitoring shows it ([`JobTopology`]) and the counters tasks keep ([`metrics`]).
 //!
-//! Layer 2 of 15, the bottom one with `error`: it imports nothing of the crate but
-//! [`crate::error`]. The layers
-//! above it, each importing only from the ones before it (checked by `tests/layering.rs`):
-//! `error`, `types` → `state` → `checkpoint` → `scheduler` → `operators` → `connectors` →
-//! `channels` → `runtime` → `graph` → `execution` → `cluster` → `api` → `jobs` → `image`.
+//! Layer 2, with `scheduler` and `image`: it imports nothing of the crate but
+//! [`crate::error`]. The layers, lowest first; a module imports only from the layers before
+//! its own, and modules of one layer do not import each other (checked by
+//! `tests/layering.rs`): `error` → `types`, `scheduler`, `image` → `state`, `channels` →
+//! `checkpoint`, `operators` → `connectors` → `runtime` → `graph` → `execution` → `cluster` →
+//! `api` → `jobs`.
 
 mod cancel;
 mod clock;
+pub mod crypto;
 mod data;
 mod event;
 mod ids;

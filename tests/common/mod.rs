@@ -9,6 +9,7 @@ use hummer::jobs::corpus;
 
 pub mod browser;
 pub mod cli;
+pub mod heavy;
 pub mod kafka;
 pub mod netns;
 

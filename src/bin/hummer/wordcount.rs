@@ -92,7 +92,33 @@ pub fn run(args: Args) -> Result<()> {
         }
     }
 
-    let lines = match args.input.split_first() {
+    // With no input, a local bounded run reads the corpus from a file generated once (the
+    // figure printed is then the engine's, not the generator's); a cluster's TaskManagers may
+    // not see this machine's files, so there the corpus is generated where it is read.
+    let cluster = !args.jobmanager.as_deref().unwrap_or("").is_empty();
+    let cached = match (args.input.is_empty(), args.corpus_lines, args.corpus_rate) {
+        (true, n, None)
+            if n > 0 && !cluster && mode == RuntimeMode::Batch && !explaining(&args) =>
+        {
+            let dir = corpus_cache_dir();
+            let fresh = !dir.join(format!("corpus-{n}.txt")).is_file();
+            if fresh {
+                eprintln!(
+                    "generating the corpus once ({n} lines) into {}",
+                    dir.display()
+                );
+            }
+            Some(hummer::jobs::corpus::cached_file(&dir, n)?)
+        }
+        _ => None,
+    };
+    let input: Vec<PathBuf> = cached
+        .iter()
+        .cloned()
+        .chain(args.input.iter().cloned())
+        .collect();
+
+    let lines = match input.split_first() {
         None => {
             let corpus = match args.corpus_lines {
                 0 => GeneratedCorpus::unbounded(),
@@ -124,7 +150,7 @@ pub fn run(args: Args) -> Result<()> {
     // In streaming mode the ranking is updated with every count: keep only the latest.
     let top = (args.top > 0).then(|| top_words(&counts, args.top).collect_latest());
 
-    if args.explain || args.explain_format.is_some() {
+    if explaining(&args) {
         let plan = match args.explain_format.as_deref() {
             Some("json") => env.explain_json()?,
             Some("dot") => env.explain_dot()?,
@@ -154,7 +180,52 @@ pub fn run(args: Args) -> Result<()> {
         bar.stop();
     }
     let mut result = result.context("WordCount failed")?;
-    print_summary(&mut result, &progress, top.as_ref())
+    print_summary(&mut result, &progress, top.as_ref())?;
+    if args.input.is_empty() && !cluster {
+        print_next_steps(cached.as_deref());
+    }
+    Ok(())
+}
+
+fn explaining(args: &Args) -> bool {
+    args.explain || args.explain_format.is_some()
+}
+
+/// Where the demo's corpus is cached: `$HUMMER_CACHE_DIR`, else `$XDG_CACHE_HOME/hummer`,
+/// else `~/.cache/hummer`, else the system's temporary directory.
+fn corpus_cache_dir() -> PathBuf {
+    let var = |name: &str| {
+        std::env::var_os(name)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    var("HUMMER_CACHE_DIR")
+        .or_else(|| var("XDG_CACHE_HOME").map(|d| d.join("hummer")))
+        .or_else(|| var("HOME").map(|d| d.join(".cache/hummer")))
+        .unwrap_or_else(|| std::env::temp_dir().join("hummer"))
+}
+
+/// The demo's last lines: how to go on from here.
+fn print_next_steps(corpus: Option<&Path>) {
+    if let Some(path) = corpus {
+        println!(
+            "(input: the generated corpus, cached in {})",
+            path.display()
+        );
+    }
+    println!("Next:");
+    println!(
+        "  your own files:  hummer wordcount FILE_OR_DIR... [--output DIR] [--mode streaming]"
+    );
+    println!(
+        "  on a cluster:    hummer cluster start --taskmanagers 2 --dir /tmp/hc  (prints the exports),"
+    );
+    println!(
+        "                   then the same command with HUMMER_JOBMANAGER and HUMMER_TLS_DIR set"
+    );
+    println!(
+        "  dashboard:       the cluster's REST address in a browser (printed by cluster start as \"rest https://...\")"
+    );
 }
 
 /// Bytes of a file, or of the files of a directory (for the cluster-mode summary).
