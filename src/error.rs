@@ -4,7 +4,7 @@
 //! came from (user code, an input, the graph, the configuration) so that a user reading the
 //! message knows what to fix; binaries wrap them in `anyhow` at the edge.
 //!
-//! Layer 1 of 15 (see `crate::types`): imports nothing of the crate.
+//! Layer 1 of 11 (the layers are listed in `crate::types`): imports nothing of the crate.
 
 use std::path::PathBuf;
 

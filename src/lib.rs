@@ -22,10 +22,25 @@
 //! assert_eq!(counts[0], (Word::from("be"), 2));
 //! ```
 //!
-//! Layout: [`api`] (what programs use), [`graph`] (StreamGraph -> JobGraph -> ExecutionGraph),
-//! [`operators`] (one operator per file, fused by links of a chain),
-//! [`runtime`] (tasks, channels, shuffles, the local executor), [`connectors`] (sources and
-//! sinks), [`state`] (key groups and per-key state), [`jobs`] (built-in jobs such as WordCount).
+//! The modules, lowest layer first. A module imports only from lower layers; modules of one
+//! layer do not import each other (checked by `tests/layering.rs`). `docs/architecture.md` is
+//! a map of the code.
+//!
+//! * 1 [`error`]: [`HummerError`], the one error type of the crate.
+//! * 2 [`types`]: records, ids, event time, the events of a channel, cancellation, wake-ups.
+//! * 2 [`scheduler`]: placement of subtasks on TaskManager slots (round-robin, RFTS, ...).
+//! * 2 [`image`]: a job binary packed as a bootable VM image, and booted with qemu.
+//! * 3 [`state`]: key groups, keyed state tables and handles, timers, the snapshot format.
+//! * 3 [`channels`]: memory rings, network channels with credits, mutual TLS.
+//! * 4 [`checkpoint`]: the checkpoint coordinator, barrier alignment, checkpoint storage.
+//! * 4 [`operators`]: the operator contract and the built-in operators, windows included.
+//! * 5 [`connectors`]: sources and sinks (collections, files, sockets, generators, Kafka).
+//! * 6 [`runtime`]: what a subtask thread runs: task loops, fused chains, record writers.
+//! * 7 [`graph`]: StreamGraph -> JobGraph (fused chains) -> ExecutionGraph (subtasks).
+//! * 8 [`execution`]: executors (local, supervised) and the job controller's state machine.
+//! * 9 [`cluster`]: JobManager, TaskManager, worker processes, client, high availability.
+//! * 10 [`api`]: the DataStream API that job programs are written against.
+//! * 11 [`jobs`]: built-in jobs (WordCount, EventCount, Nexmark, ...) on the public API.
 
 #![warn(missing_docs)]
 

@@ -10,22 +10,47 @@ use std::path::{Path, PathBuf};
 
 /// The layers, lowest first. Modules in one entry are on the same level and must not import
 /// each other.
+///
+/// The entries follow the real imports between top-level modules (`crate::<module>` outside
+/// comments, as `imports` reads them), each module in the lowest entry its imports allow:
+///
+/// ```text
+/// error      -> (nothing)
+/// types      -> error
+/// scheduler  -> error
+/// image      -> error
+/// state      -> error, types
+/// channels   -> error, types
+/// checkpoint -> error, types, state
+/// operators  -> error, types, state
+/// connectors -> error, types, state, operators
+/// runtime    -> error, types, state, channels, checkpoint, operators, connectors
+/// graph      -> error, types, scheduler, channels, checkpoint, runtime
+/// execution  -> error, types, state, channels, checkpoint, operators, connectors, runtime,
+///               graph
+/// cluster    -> error, types, scheduler, state, channels, checkpoint, connectors, graph,
+///               execution
+/// api        -> error, types, state, channels, checkpoint, operators, connectors, runtime,
+///               graph, execution, cluster
+/// jobs       -> error, types, state, operators, connectors, api
+/// ```
+///
+/// The longest chain (`error` -> `types` -> `state` -> `operators` -> `connectors` ->
+/// `runtime` -> `graph` -> `execution` -> `cluster` -> `api` -> `jobs`) has eleven modules, so
+/// there are eleven entries; `scheduler` and `image` (which import only `error`), `channels`
+/// and `checkpoint` could sit higher without breaking the order.
 const LAYERS: &[&[&str]] = &[
     &["error"],
-    &["types"],
-    &["state"],
-    &["checkpoint"],
-    &["scheduler"],
-    &["operators"],
+    &["types", "scheduler", "image"],
+    &["state", "channels"],
+    &["checkpoint", "operators"],
     &["connectors"],
-    &["channels"],
     &["runtime"],
     &["graph"],
     &["execution"],
     &["cluster"],
     &["api"],
     &["jobs"],
-    &["image"],
 ];
 
 /// Items `lib.rs` re-exports at the crate root, and the module each comes from.

@@ -12,7 +12,8 @@
 //! * [`secure`]: mutual TLS (or, when asked, plaintext) for every TCP connection of a
 //!   cluster.
 //!
-//! Layer 8 of 15: above `operators` and `connectors`, below `runtime` (see `crate::types`).
+//! Layer 3 of 11, beside `state`: imports only `error` and `types`; below `runtime` (the
+//! layers are listed in `crate::types`).
 
 pub mod allocator;
 pub mod local;

@@ -9,8 +9,16 @@
 //! transactional sinks commit. Which checkpoint a restarted job restores, and whether it
 //! restarts at all, is the job controller's decision (`crate::execution::controller`).
 //!
-//! Layer 4 of 15: above `types` and `state`, below everything that runs tasks (see
-//! `crate::types`).
+//! * [`coordinator`]: when to trigger a checkpoint, when one is complete, its history.
+//! * [`hub`]: the tasks' side in one process (triggers, acknowledgements, completions).
+//! * [`barrier_aligner`]: when a task with several inputs may take its snapshot.
+//! * [`store`]: checkpoint directories: writing, completing, retention, verification.
+//! * [`backend`]: the storage under a store: a local directory or an object store.
+//! * [`chains`]: task files of incremental checkpoints, read with the deltas they build on.
+//! * `direct_write` (private): large checkpoint files written past the page cache.
+//!
+//! Layer 4 of 11, beside `operators`: imports only `error`, `types` and `state`; below
+//! everything that runs tasks (the layers are listed in `crate::types`).
 
 pub mod backend;
 pub mod barrier_aligner;

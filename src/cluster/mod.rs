@@ -13,9 +13,11 @@
 //! * [`executor`]: the executors of a client (submit to a JobManager) and of a worker.
 //!
 //! The control plane is async (tokio): one task per connection with a mailbox for outgoing
-//! messages. Data moves on dedicated TCP connections between workers (`crate::network`).
+//! messages. Data moves on dedicated TCP connections between workers
+//! ([`crate::channels::network`]).
 //!
-//! Layer 12 of 15: above `execution` (the JobManager drives each job through its job controller), below `api` (see `crate::types`).
+//! Layer 9 of 11: above `execution` (the JobManager drives each job through its job
+//! controller) and `scheduler`, below `api` (the layers are listed in `crate::types`).
 
 pub mod client;
 pub mod executor;

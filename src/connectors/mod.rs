@@ -8,13 +8,14 @@
 //! | [`collection`]: `from_collection`, `from_iter` | yes | no |
 //! | [`text_file`]: `read_text_file` (a file or a directory, split at line boundaries) | yes | yes |
 //! | [`socket`]: `socket_text_stream` | no | no |
-//! | [`generator`]: `generate` (optionally rate-limited) | if given a count | yes |
+//! | [`generator`]: `GeneratorSource` with `add_source` (optionally rate-limited) | if given a count | yes |
 //! | [`kafka`]: `KafkaSource` (topics or a pattern; per-partition watermarks) | if asked to stop at the latest offsets | yes |
 //!
 //! Sinks: [`print`], [`text_file_sink`] (a part file per subtask), [`collect`] (results
 //! returned in the `JobResult`), [`kafka`] (`KafkaSink`: at-least-once or exactly-once).
 //!
-//! Layer 7 of 15: above `operators` (sinks are operators), below `channels` and `runtime` (see `crate::types`).
+//! Layer 5 of 11: above `operators` (sinks are operators) and `state`, below `runtime` (the
+//! layers are listed in `crate::types`).
 
 pub mod collect;
 pub mod collection;

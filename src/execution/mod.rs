@@ -12,7 +12,8 @@
 //! * [`restart_strategy`]: whether, and after how long, a failed job restarts.
 //! * [`supervised`]: a local job that takes checkpoints and restarts after failures.
 //!
-//! Layer 11 of 15: above `graph`, below `cluster` and `api` (see `crate::types`).
+//! Layer 8 of 11: above `graph` and `runtime`, below `cluster` and `api` (the layers are
+//! listed in `crate::types`).
 
 pub mod controller;
 pub mod executor;

@@ -8,7 +8,8 @@
 //!   channels between them.
 //! * [`render`]: the three graphs as text, JSON and Graphviz DOT (`env.explain()`).
 //!
-//! Layer 10 of 15: above `runtime` (nodes carry the factories and typed glue that build tasks), below `execution` (see `crate::types`).
+//! Layer 7 of 11: above `runtime` (nodes carry the factories and typed glue that build tasks)
+//! and `scheduler`, below `execution` (the layers are listed in `crate::types`).
 
 pub mod execution_graph;
 pub mod job_graph;

@@ -5,9 +5,11 @@
 //! whole userland of a single-application VM: [`build`] packs it as `/init` of an initramfs
 //! beside a kernel, [`init`] is what that binary does as PID 1 (mounts, modules, network from
 //! the kernel command line, the role as a child, power-off at the end), and [`qemu`] boots an
-//! image with qemu's `microvm` machine.
+//! image with qemu's `microvm` machine; [`cpio`] writes the initramfs archive.
 //!
-//! Layer 15 of 15: the top; uses the cluster roles as a VM's PID 1 (see `crate::types`).
+//! Layer 2 of 11, beside `types` and `scheduler`: imports only `error`. The roles a VM runs
+//! (TaskManager, JobManager) are started as a child process of `/init`, so nothing of
+//! `cluster` is imported here (the layers are listed in `crate::types`).
 
 pub mod build;
 pub mod cpio;

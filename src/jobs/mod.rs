@@ -1,7 +1,8 @@
 //! Built-in jobs, written against the public API only. The `hummer` command line runs them;
 //! the programs under `examples/` call the same code.
 //!
-//! Layer 14 of 15: built on the public API only (see `crate::types`).
+//! Layer 11 of 11, the top: built on the public API only (`api`, and the public items of
+//! `connectors`, `operators`, `state` and `types`; the layers are listed in `crate::types`).
 
 pub mod corpus;
 pub mod event_count;

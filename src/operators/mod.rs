@@ -7,11 +7,12 @@
 //! this layer knows nothing of tasks, channels or graphs.
 //!
 //! One operator per file: [`map`], [`flat_map`], [`filter`], [`keyed_aggregate`],
-//! [`keyed_process`], [`keyed_join`], [`co_map`], [`union`], [`sink`], [`timestamps`] (with
-//! [`watermark_strategy`]).
+//! [`keyed_process`] (with [`keyed_process_function`] for timers), [`keyed_join`],
+//! [`interval_join`], [`co_map`], [`union`], [`sink`], [`timestamps`] (with
+//! [`watermark_strategy`]), and [`window`] (assigners, triggers, the window operator).
 //!
-//! Layer 6 of 15: imports only `error`, `types`, `state`, `checkpoint` and `scheduler` (see
-//! `crate::types`).
+//! Layer 4 of 11, beside `checkpoint`: imports only `error`, `types` and `state` (the layers
+//! are listed in `crate::types`).
 
 pub mod co_map;
 mod collector;

@@ -7,9 +7,11 @@
 //! * [`factory`]: how a graph node becomes a running operator instance.
 //! * [`type_ops`]: the typed glue that the type-erased graph uses to build all of the above.
 //! * [`watermark_valve`]: a task's watermark as the minimum over its input channels.
+//! * `source_splits`: the splits a source subtask reads, each with its own watermark.
 //!
-//! Layer 9 of 15: below `graph` and `execution`; imports `error`, `types`, `state`, `checkpoint`,
-//! `operators`, `connectors` and `channels` only (see `crate::types`).
+//! Layer 6 of 11: below `graph` and `execution`; imports `error`, `types`, `state`,
+//! `checkpoint`, `operators`, `connectors` and `channels` only (the layers are listed in
+//! `crate::types`).
 
 pub(crate) mod chain;
 pub(crate) mod factory;

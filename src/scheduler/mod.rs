@@ -8,7 +8,11 @@
 //! queues at every interval. The strategies: [`RoundRobin`] (Flink's default), [`Fair`],
 //! [`Pull`] (one shared queue, dynamic assignment), [`Genetic`], and [`Rfts`] (the paper).
 //!
-//! Layer 5 of 15: imports only `error` and `types` (see `crate::types`); pure placement decisions, no I/O.
+//! Also here: [`parallelism`] (each vertex's parallelism from its bounds and the free slots)
+//! and [`simulator`] (the strategies on simulated clusters).
+//!
+//! Layer 2 of 11, beside `types` and `image`: imports only `error` (the layers are listed in
+//! `crate::types`); pure placement decisions, no I/O.
 
 mod fair;
 pub(crate) mod genetic;

@@ -3,7 +3,20 @@
 //! and checkpointed with the job, so it is restored after a failure, also at another
 //! parallelism.
 //!
-//! Layer 3 of 15: imports only `error` and `types` (see `crate::types`).
+//! * [`key_groups`]: keys to key groups, key groups to subtasks.
+//! * [`keyed_table`]: the per-subtask table from key to state that keyed operators fold
+//!   batches into, snapshotted whole or as a delta.
+//! * [`snapshot`]: the snapshot format of keyed state (versioned, checksummed, every entry
+//!   tagged with its key group).
+//! * [`task_state`]: what a task hands the coordinator at a barrier, and what it gets back on a
+//!   restore.
+//! * [`timer_queue`]: timers of keyed operators, per time domain, earliest first.
+//! * The state handles of user functions: [`ValueState`], [`ListState`], [`MapState`]; and
+//!   [`GrowSet`], a set that only grows, checkpointed as what was added since.
+//! * `prefetch` (private): prefetching entries' heap data ahead of their encoding.
+//!
+//! Layer 3 of 11, beside `channels`: imports only `error` and `types` (the layers are listed
+//! in `crate::types`).
 
 mod grow_set;
 pub mod key_groups;

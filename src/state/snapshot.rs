@@ -5,13 +5,24 @@
 //! so that a restore can take exactly the key groups a subtask owns at the *new* parallelism:
 //! state moves between subtasks in whole key groups and no key is split or lost.
 //!
-//! Layout (version 2): `b"HMRS"`, format version (`u16`), number of key groups (`u32`), the
-//! operator's watermark (`i64`), body length (`u64`), a checksum (`u64`) of the fields after
-//! the magic and of the body, then the body: one postcard `(key group, key, value)` after the
-//! other, in table order. All integers of the header are big-endian. A snapshot knows its
-//! length, so an operator with several tables (a join's two sides) writes them one after the
-//! other into one buffer. Writing is one pass over the table into a buffer sized from the
-//! previous snapshot ([`SnapshotBuffer`]): no grouping, no intermediate copy.
+//! This build writes two versions:
+//!
+//! * **Version 2** ([`FORMAT_VERSION`]), a table's whole state: `b"HMRS"`, format version
+//!   (`u16`), number of key groups (`u32`), the operator's watermark (`i64`), body length
+//!   (`u64`), a checksum (`u64`) of the fields after the magic and of the body, then the body:
+//!   one postcard `(key group, key, value)` after the other, in table order.
+//! * **Version 3**, a delta for incremental checkpoints (see [`incremental`] for when one is
+//!   written): the same header with the checkpoint id its base was taken in (`u64`) after
+//!   the watermark ([`delta_base`] reads it), and a body of what changed since the base: first
+//!   `(key group, key, None)` for every key removed, then `(key group, key, Some(value))` for
+//!   every key changed or added (the value may be the operator's own patch of the key's
+//!   state, such as a window's counts and timers without its unchanged accumulator). A restore
+//!   reads a chain of deltas oldest first, each applied on what the ones before restored.
+//!
+//! All integers of the header are big-endian. A snapshot knows its length, so an operator
+//! with several tables (a join's two sides) writes them one after the other into one buffer.
+//! Writing is one pass over the table into a buffer sized from the previous snapshot
+//! ([`SnapshotBuffer`]): no grouping, no intermediate copy.
 //!
 //! A snapshot that is truncated, has another magic or version, or fails its checksum is
 //! refused with a clear error; nothing of it is loaded. Version 1 (grouped entries, no length

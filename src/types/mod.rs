@@ -5,9 +5,10 @@
 //! [`RuntimeMode`], how an edge distributes records ([`Partitioning`]), what travels through a
 //! channel ([`StreamEvent`]), cancellation ([`CancelToken`]), the wake-ups of task threads
 //! ([`TaskWaker`]), watermark alignment groups ([`AlignmentGroup`]), a job's shape as
-//! monitoring shows it ([`JobTopology`]) and the counters tasks keep ([`metrics`]).
+//! monitoring shows it ([`JobTopology`]), the counters tasks keep ([`metrics`]) and the
+//! process's one TLS crypto provider ([`crypto`]).
 //!
-//! Layer 2, with `scheduler` and `image`: it imports nothing of the crate but
+//! Layer 2 of 11, with `scheduler` and `image`: it imports nothing of the crate but
 //! [`crate::error`]. The layers, lowest first; a module imports only from the layers before
 //! its own, and modules of one layer do not import each other (checked by
 //! `tests/layering.rs`): `error` → `types`, `scheduler`, `image` → `state`, `channels` →

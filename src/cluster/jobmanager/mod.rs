@@ -1,6 +1,9 @@
 //! The JobManager process: accepts TaskManagers, clients and workers, keeps its state
 //! ([`state::JobManagerState`]: the cluster of [`cluster_state`], the jobs of [`jobs`], each
-//! driven by its job controller), and serves REST ([`rest`]).
+//! driven by its job controller), and serves REST ([`rest`], secured by [`rest_security`]) and
+//! the web dashboard ([`dashboard`]). Beside them: [`liveness`] (when a silent TaskManager
+//! counts as lost), [`monitor`] (the TaskManagers' resource samples), [`scheduling_log`] (what
+//! the scheduler decided, for the dashboard) and [`refusal`] (why a request is refused).
 //!
 //! With an HA directory (`--ha-dir`, see `crate::cluster::ha`) the JobManager first campaigns
 //! for the lease: a standby waits, bound but not serving, until the leader's lease lapses,

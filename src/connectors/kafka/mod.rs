@@ -9,7 +9,7 @@
 //! engine already has. What it lacks (consumer groups, transactions) the engine does not
 //! use: the exactly-once sink works without broker transactions (see [`sink`]).
 //!
-//! Layer 7 of 15, with the other connectors.
+//! In the `connectors` layer (5 of 11), with the other connectors.
 
 pub mod client;
 pub mod deserializer;
