@@ -458,6 +458,23 @@ impl StreamExecutionEnvironment {
         ))
     }
 
+    /// The JobManager `execute` submits to: the one set, else `HUMMER_JOBMANAGER`; `None` (or
+    /// an empty address) runs the job in this process.
+    fn jobmanager_address(&self) -> Option<String> {
+        self.state
+            .borrow()
+            .jobmanager
+            .clone()
+            .or_else(|| std::env::var(crate::cluster::JOBMANAGER_ENV).ok())
+            .filter(|a| !a.is_empty())
+    }
+
+    /// Whether `execute` runs the whole job in this process: not as a TaskManager's worker,
+    /// not on a cluster (see [`StreamExecutionEnvironment::executor`]).
+    pub fn runs_in_process(&self) -> bool {
+        WorkerExecutor::from_env().is_none() && self.jobmanager_address().is_none()
+    }
+
     /// Where `execute` runs the job: as a worker's share if a TaskManager started this
     /// process, in the cluster of the JobManager set (or named by `HUMMER_JOBMANAGER`), else
     /// in this process.
@@ -465,12 +482,8 @@ impl StreamExecutionEnvironment {
         if let Some(worker) = WorkerExecutor::from_env() {
             return Ok(Box::new(worker?));
         }
+        let address = self.jobmanager_address();
         let state = self.state.borrow();
-        let address = state
-            .jobmanager
-            .clone()
-            .or_else(|| std::env::var(crate::cluster::JOBMANAGER_ENV).ok())
-            .filter(|a| !a.is_empty());
         Ok(match address {
             Some(address) => Box::new(ClusterExecutor {
                 address,

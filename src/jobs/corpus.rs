@@ -96,31 +96,39 @@ pub fn line(i: u64) -> String {
     text
 }
 
+/// Writes the first `lines` lines of the corpus into `path`, a line each.
+pub fn write_file(path: &std::path::Path, lines: u64) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::BufWriter::with_capacity(1 << 20, std::fs::File::create(path)?);
+    for i in 0..lines {
+        out.write_all(line(i).as_bytes())?;
+        out.write_all(b"\n")?;
+    }
+    out.into_inner().map_err(|e| e.into_error())?.sync_all()
+}
+
+/// Where [`cached_file`] keeps the corpus of `lines` lines in `dir`.
+pub fn cached_path(dir: &std::path::Path, lines: u64) -> std::path::PathBuf {
+    dir.join(format!("corpus-{lines}.txt"))
+}
+
 /// The corpus of `lines` lines as a text file, generated once into `dir` and reused by every
 /// later call: the demo then measures the engine reading a file, not the generator. The file
 /// is written under a temporary name and renamed, so a run that is killed leaves no half file.
 pub fn cached_file(dir: &std::path::Path, lines: u64) -> Result<std::path::PathBuf> {
-    use std::io::Write;
-    let path = dir.join(format!("corpus-{lines}.txt"));
+    let path = cached_path(dir, lines);
     if path.is_file() {
         return Ok(path);
     }
     std::fs::create_dir_all(dir)
         .map_err(|e| crate::HummerError::io("cannot create the corpus cache", dir, e))?;
-    let partial = dir.join(format!("corpus-{lines}.txt.{}.partial", std::process::id()));
-    let write = || -> std::io::Result<()> {
-        let mut out = std::io::BufWriter::with_capacity(1 << 20, std::fs::File::create(&partial)?);
-        for i in 0..lines {
-            out.write_all(line(i).as_bytes())?;
-            out.write_all(b"\n")?;
-        }
-        out.into_inner().map_err(|e| e.into_error())?.sync_all()?;
-        std::fs::rename(&partial, &path)
-    };
-    write().map_err(|e| {
-        let _ = std::fs::remove_file(&partial);
-        crate::HummerError::io("cannot write the cached corpus", &path, e)
-    })?;
+    let partial = path.with_extension(format!("txt.{}.partial", std::process::id()));
+    write_file(&partial, lines)
+        .and_then(|()| std::fs::rename(&partial, &path))
+        .map_err(|e| {
+            let _ = std::fs::remove_file(&partial);
+            crate::HummerError::io("cannot write the cached corpus", &path, e)
+        })?;
     Ok(path)
 }
 

@@ -18,8 +18,6 @@ pub fn provider() -> Arc<CryptoProvider> {
 /// Installs [`provider`] as the process default, for libraries that build their own TLS
 /// configuration from it (the object-store client); a no-op when a default is installed.
 pub fn install_process_default() {
-    if CryptoProvider::get_default().is_none() {
-        // Another thread may install one between the check and here: either is ring.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    }
+    // Refused only when a default is installed already, which is then ring too.
+    let _ = rustls::crypto::ring::default_provider().install_default();
 }

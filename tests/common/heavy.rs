@@ -5,14 +5,9 @@
 
 use std::io::Write;
 
-/// Whether the heavy tier runs (`HUMMER_HEAVY_TESTS=1`).
-pub fn tier_enabled() -> bool {
-    std::env::var_os("HUMMER_HEAVY_TESTS").is_some_and(|v| v == "1")
-}
-
 /// Whether the calling test, which needs `needs`, runs; prints the one line of a skip.
 pub fn enabled(needs: &str) -> bool {
-    if tier_enabled() {
+    if std::env::var_os("HUMMER_HEAVY_TESTS").is_some_and(|v| v == "1") {
         return true;
     }
     // libtest names each test's thread after the test.

@@ -2,7 +2,6 @@
 #![allow(dead_code)]
 
 use std::collections::HashMap;
-use std::io::Write;
 use std::path::Path;
 
 use hummer::jobs::corpus;
@@ -15,11 +14,7 @@ pub mod netns;
 
 /// Writes `lines` lines of the generated corpus into `path`.
 pub fn write_corpus(path: &Path, lines: u64) {
-    let mut f = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
-    for i in 0..lines {
-        writeln!(f, "{}", corpus::line(i)).unwrap();
-    }
-    f.flush().unwrap();
+    corpus::write_file(path, lines).unwrap();
 }
 
 /// Word counts computed the plain way: lowercase, split on anything outside [a-z0-9].

@@ -9,7 +9,7 @@ use anyhow::{Context, Result, bail};
 use std::path::Path;
 
 use hummer::connectors::text_file::TextFileSource;
-use hummer::jobs::corpus::GeneratedCorpus;
+use hummer::jobs::corpus::{self, GeneratedCorpus};
 use hummer::jobs::wordcount::{CountLine, TopWords, Word, top_words, word_counts};
 use hummer::prelude::*;
 use hummer::types::metrics::JobProgress;
@@ -92,31 +92,27 @@ pub fn run(args: Args) -> Result<()> {
         }
     }
 
-    // With no input, a local bounded run reads the corpus from a file generated once (the
-    // figure printed is then the engine's, not the generator's); a cluster's TaskManagers may
-    // not see this machine's files, so there the corpus is generated where it is read.
-    let cluster = !args.jobmanager.as_deref().unwrap_or("").is_empty();
-    let cached = match (args.input.is_empty(), args.corpus_lines, args.corpus_rate) {
-        (true, n, None)
-            if n > 0 && !cluster && mode == RuntimeMode::Batch && !explaining(&args) =>
-        {
+    // With no input, a bounded run in this process reads the corpus from a file generated
+    // once (the figure printed is then the engine's, not the generator's); a cluster's
+    // TaskManagers may not see this machine's files, so there it is generated where it is read.
+    let demo = args.input.is_empty() && env.runs_in_process();
+    let cached = match (args.corpus_lines, args.corpus_rate) {
+        (n, None) if demo && n > 0 && mode == RuntimeMode::Batch && !explaining(&args) => {
             let dir = corpus_cache_dir();
-            let fresh = !dir.join(format!("corpus-{n}.txt")).is_file();
-            if fresh {
+            if !corpus::cached_path(&dir, n).is_file() {
                 eprintln!(
                     "generating the corpus once ({n} lines) into {}",
                     dir.display()
                 );
             }
-            Some(hummer::jobs::corpus::cached_file(&dir, n)?)
+            Some(corpus::cached_file(&dir, n)?)
         }
         _ => None,
     };
-    let input: Vec<PathBuf> = cached
-        .iter()
-        .cloned()
-        .chain(args.input.iter().cloned())
-        .collect();
+    let input = match &cached {
+        Some(path) => vec![path.clone()],
+        None => args.input.clone(),
+    };
 
     let lines = match input.split_first() {
         None => {
@@ -181,7 +177,7 @@ pub fn run(args: Args) -> Result<()> {
     }
     let mut result = result.context("WordCount failed")?;
     print_summary(&mut result, &progress, top.as_ref())?;
-    if args.input.is_empty() && !cluster {
+    if demo {
         print_next_steps(cached.as_deref());
     }
     Ok(())
@@ -354,7 +350,7 @@ fn run_tasks(args: &Args, n: usize) -> Result<()> {
     let mut running = Vec::new();
     for k in 0..n {
         let env = task_job(args, input, out, k, n);
-        if args.jobmanager.as_deref().unwrap_or("").is_empty() {
+        if env.runs_in_process() {
             records += env
                 .execute(&format!("WordCount task {k}/{n}"))?
                 .source_records;
