@@ -54,6 +54,18 @@ pub enum HummerError {
         #[source]
         source: std::io::Error,
     },
+    /// A connection to a peer (a JobManager, a TaskManager) could not be opened or secured;
+    /// `hint` says what a user can do about it.
+    #[error("cannot connect to {peer}: {source}; {hint}")]
+    Connect {
+        /// What was being connected to, with its address.
+        peer: String,
+        /// The operating system's or the TLS layer's error.
+        #[source]
+        source: std::io::Error,
+        /// What to check or do.
+        hint: &'static str,
+    },
     /// A Kafka broker could not be reached, refused a request, or sent what cannot be read.
     #[error("kafka {target}: {reason}")]
     Kafka {

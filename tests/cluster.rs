@@ -6,238 +6,72 @@ mod common;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use common::cli::BIN;
+use common::cluster::{TestCluster, TestClusterBuilder};
+use common::eventually;
 use hummer::cluster::protocol::{self, Message, Role};
 
-const BIN: &str = env!("CARGO_BIN_EXE_hummer");
-
-/// A JobManager and TaskManagers, killed when dropped.
-struct Cluster {
-    dir: tempfile::TempDir,
-    jobmanager: Child,
-    taskmanagers: Vec<Child>,
-    rpc: String,
-    rest: String,
-}
-
-/// Starts a JobManager keeping its data in `data_dir`; returns it, its REST and RPC addresses.
-fn start_jobmanager(data_dir: &Path, heartbeat_timeout_ms: u64) -> (Child, String, String) {
-    start_jobmanager_with(data_dir, heartbeat_timeout_ms, &[])
-}
-
-fn start_jobmanager_with(
-    data_dir: &Path,
-    heartbeat_timeout_ms: u64,
-    extra: &[&str],
-) -> (Child, String, String) {
-    let mut jobmanager = Command::new(BIN)
-        .args([
-            "jobmanager",
-            "--insecure",
-            "--rpc",
-            "127.0.0.1:0",
-            "--rest",
-            "127.0.0.1:0",
+/// A plaintext cluster of `taskmanagers` TaskManagers with `slots` slots each, whose
+/// JobManager declares a TaskManager lost after `heartbeat_timeout_ms` without a heartbeat.
+fn plaintext(taskmanagers: usize, slots: usize, heartbeat_timeout_ms: u64) -> TestClusterBuilder {
+    TestCluster::builder()
+        .taskmanagers(taskmanagers)
+        .slots(slots)
+        .jobmanager_args([
+            "--heartbeat-timeout-ms".to_string(),
+            heartbeat_timeout_ms.to_string(),
         ])
-        .arg("--heartbeat-timeout-ms")
-        .arg(heartbeat_timeout_ms.to_string())
-        .arg("--data-dir")
-        .arg(data_dir)
-        .args(extra)
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let lines = common::cli::read_lines(
-        &mut jobmanager,
-        &["jobmanager rest on ", "jobmanager listening on "],
+}
+
+/// Runs `hummer wordcount INPUT --output OUT ARGS...` on the cluster and checks its output
+/// against the plain reference count of INPUT.
+fn wordcount_matches_reference(cluster: &TestCluster, input: &Path, out: &Path, args: &[&str]) {
+    let mut all = vec![
+        "wordcount",
+        input.to_str().unwrap(),
+        "--output",
+        out.to_str().unwrap(),
+    ];
+    all.extend_from_slice(args);
+    let run = cluster.hummer(&all);
+    assert!(
+        run.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&run.stderr)
     );
-    (jobmanager, lines[0].clone(), lines[1].clone())
+    let expected = common::reference_counts(&std::fs::read_to_string(input).unwrap());
+    assert_eq!(common::read_counts(out), expected, "{args:?}");
 }
 
-impl Cluster {
-    fn start(taskmanagers: usize, slots: usize, heartbeat_timeout_ms: u64) -> Cluster {
-        Cluster::start_with(taskmanagers, slots, heartbeat_timeout_ms, &[])
-    }
-
-    fn start_with(
-        taskmanagers: usize,
-        slots: usize,
-        heartbeat_timeout_ms: u64,
-        jobmanager_args: &[&str],
-    ) -> Cluster {
-        let dir = tempfile::tempdir().unwrap();
-        let (jobmanager, rest, rpc) = start_jobmanager_with(
-            &dir.path().join("jm"),
-            heartbeat_timeout_ms,
-            jobmanager_args,
-        );
-        let mut cluster = Cluster {
-            dir,
-            jobmanager,
-            taskmanagers: Vec::new(),
-            rpc,
-            rest,
-        };
-        for i in 0..taskmanagers {
-            cluster.add_taskmanager(i, slots);
-        }
-        cluster
-    }
-
-    fn add_taskmanager(&mut self, i: usize, slots: usize) {
-        let mut tm = Command::new(BIN)
-            .args([
-                "taskmanager",
-                "--insecure",
-                "--jobmanager",
-                &self.rpc,
-                "--slots",
-                &slots.to_string(),
-            ])
-            .args(["--data-addr", &format!("127.0.0.{}", i + 2)])
-            .args([
-                "--heartbeat-interval-ms",
-                "200",
-                "--monitor-interval-ms",
-                "100",
-                "--cache-dir",
-            ])
-            .arg(self.cache_dir())
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        common::cli::read_lines(&mut tm, &["taskmanager "]);
-        self.taskmanagers.push(tm);
-    }
-
-    fn cache_dir(&self) -> PathBuf {
-        self.dir.path().join("cache")
-    }
-
-    fn hummer(&self, args: &[&str]) -> Output {
-        common::cli::Client::plaintext(&self.rpc).hummer(args)
-    }
-
-    /// Runs `hummer ARGS...` against this cluster and asserts that it succeeded, showing its
-    /// stderr if it did not.
-    fn hummer_ok(&self, args: &[&str]) -> Output {
-        let run = self.hummer(args);
-        assert!(
-            run.status.success(),
-            "{}",
-            String::from_utf8_lossy(&run.stderr)
-        );
-        run
-    }
-
-    /// Runs `hummer wordcount INPUT --output OUT ARGS...` on the cluster and checks its output
-    /// against the plain reference count of INPUT.
-    fn wordcount_matches_reference(&self, input: &Path, out: &Path, args: &[&str]) {
-        let mut all = vec![
-            "wordcount",
-            input.to_str().unwrap(),
-            "--output",
-            out.to_str().unwrap(),
-        ];
-        all.extend_from_slice(args);
-        let run = self.hummer(&all);
-        assert!(
-            run.status.success(),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&run.stderr)
-        );
-        let expected = common::reference_counts(&std::fs::read_to_string(input).unwrap());
-        assert_eq!(common::read_counts(out), expected, "{args:?}");
-    }
-
-    fn status(&self, id: &str) -> String {
-        common::cli::Client::plaintext(&self.rpc).job_status(id)
-    }
-
-    /// Submits a streaming WordCount over an endless generated corpus (`rate` lines a second)
-    /// writing to `out` under the cluster's directory; returns its id once it runs.
-    fn endless_wordcount(&self, rate: &str, parallelism: &str, out: &str) -> String {
-        let run = self.hummer(&[
-            "wordcount",
-            "--mode",
-            "streaming",
-            "--corpus-lines",
-            "0",
-            "--corpus-rate",
-            rate,
-            "--parallelism",
-            parallelism,
-            "--output",
-            self.dir.path().join(out).to_str().unwrap(),
-        ]);
-        let id = submitted_id(&run);
-        // Only the setup: on a loaded two-core machine (the other cluster tests run beside
-        // this one) deploying once took longer than 10 s.
-        self.wait_for_status(&id, "Running", Duration::from_secs(30));
-        id
-    }
-
-    fn wait_for_status(&self, id: &str, state: &str, timeout: Duration) -> Duration {
-        common::cli::Client::plaintext(&self.rpc).wait_for_job_status(
-            id,
-            state,
-            timeout,
-            String::new,
-        )
-    }
-
-    /// Worker processes (started from the artifact cache) still running.
-    fn workers_running(&self) -> usize {
-        // Workers run `<cache>/<sha256>`; TaskManagers only name `<cache>` in their arguments.
-        let out = Command::new("pgrep")
-            .arg("-f")
-            .arg(format!("{}/[0-9a-f]{{64}}", self.cache_dir().display()))
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&out.stdout).lines().count()
-    }
-}
-
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        for c in self
-            .taskmanagers
-            .iter_mut()
-            .chain(std::iter::once(&mut self.jobmanager))
-        {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-        let _ = Command::new("pkill")
-            .arg("-9")
-            .arg("-f")
-            .arg(self.cache_dir())
-            .status();
-    }
-}
-
-fn http_get(address: &str, path: &str) -> (u16, serde_json::Value) {
-    http(address, "GET", path)
-}
-
-fn http(address: &str, method: &str, path: &str) -> (u16, serde_json::Value) {
-    let mut s = TcpStream::connect(address).unwrap();
-    write!(s, "{method} {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n").unwrap();
-    let mut response = String::new();
-    s.read_to_string(&mut response).unwrap();
-    let status: u16 = response[9..12].parse().unwrap();
-    let body = response.split("\r\n\r\n").nth(1).unwrap_or("");
-    (
-        status,
-        serde_json::from_str(body).unwrap_or(serde_json::Value::Null),
-    )
+/// Submits a streaming WordCount over an endless generated corpus (`rate` lines a second)
+/// writing to `out` under the cluster's directory; returns its id once it runs.
+fn endless_wordcount(cluster: &TestCluster, rate: &str, parallelism: &str, out: &str) -> String {
+    let run = cluster.hummer(&[
+        "wordcount",
+        "--mode",
+        "streaming",
+        "--corpus-lines",
+        "0",
+        "--corpus-rate",
+        rate,
+        "--parallelism",
+        parallelism,
+        "--output",
+        cluster.dir().join(out).to_str().unwrap(),
+    ]);
+    let id = submitted_id(&run);
+    // Only the setup: on a loaded two-core machine (the other cluster tests run beside
+    // this one) deploying once took longer than 10 s.
+    cluster.wait_for_status(&id, "Running", Duration::from_secs(30));
+    id
 }
 
 /// How many jobs REST lists as finished, and the listing.
-fn finished_jobs(rest: &str) -> (usize, serde_json::Value) {
-    let (_, jobs) = http_get(rest, "/jobs");
+fn finished_jobs(cluster: &TestCluster) -> (usize, serde_json::Value) {
+    let (_, jobs) = cluster.http().get_json("/jobs");
     let finished = jobs["jobs"]
         .as_array()
         .unwrap()
@@ -270,9 +104,9 @@ fn corpus(dir: &Path, lines: u64) -> PathBuf {
 
 #[test]
 fn cluster_wordcount_equals_local_and_is_visible_in_rest() {
-    let cluster = Cluster::start(3, 2, 5_000);
-    let input = corpus(cluster.dir.path(), 20_000);
-    let (out_cluster, out_local) = (cluster.dir.path().join("oc"), cluster.dir.path().join("ol"));
+    let cluster = plaintext(3, 2, 5_000).start();
+    let input = corpus(cluster.dir(), 20_000);
+    let (out_cluster, out_local) = (cluster.dir().join("oc"), cluster.dir().join("ol"));
     let run = cluster.hummer_ok(&[
         "wordcount",
         input.to_str().unwrap(),
@@ -290,9 +124,10 @@ fn cluster_wordcount_equals_local_and_is_visible_in_rest() {
         "top words from the workers' collect sink: {stdout}"
     );
     // The same job with the network senders as tasks of their own.
-    cluster.wordcount_matches_reference(
+    wordcount_matches_reference(
+        &cluster,
         &input,
-        &cluster.dir.path().join("od"),
+        &cluster.dir().join("od"),
         &["--parallelism", "6", "--network-task", "dedicated"],
     );
     let local = Command::new(BIN)
@@ -313,14 +148,14 @@ fn cluster_wordcount_equals_local_and_is_visible_in_rest() {
     assert_eq!(common::read_counts(&out_local), expected);
     assert_eq!(std::fs::read_dir(&out_cluster).unwrap().count(), 6);
 
-    let (code, overview) = http_get(&cluster.rest, "/overview");
+    let (code, overview) = cluster.http().get_json("/overview");
     assert_eq!(code, 200);
     assert_eq!(overview["taskmanagers"], 3);
     assert_eq!(overview["slots-total"], 6);
     assert_eq!(overview["jobs-finished"], 2);
-    let (_, tms) = http_get(&cluster.rest, "/taskmanagers");
+    let (_, tms) = cluster.http().get_json("/taskmanagers");
     assert_eq!(tms["taskmanagers"].as_array().unwrap().len(), 3);
-    let (_, job) = http_get(&cluster.rest, &format!("/jobs/{id}"));
+    let (_, job) = cluster.http().get_json(&format!("/jobs/{id}"));
     assert_eq!(job["state"], "Finished");
     let vertices = job["vertices"].as_array().unwrap();
     assert!(vertices.iter().any(|v| v["parallelism"] == 6));
@@ -339,9 +174,9 @@ fn cluster_wordcount_equals_local_and_is_visible_in_rest() {
             .len(),
         3
     );
-    let (_, plan) = http_get(&cluster.rest, &format!("/jobs/{id}/plan"));
+    let (_, plan) = cluster.http().get_json(&format!("/jobs/{id}/plan"));
     assert!(plan["plan"]["nodes"].as_array().unwrap().len() >= 2);
-    let (code, _) = http_get(&cluster.rest, "/jobs/nope");
+    let (code, _) = cluster.http().get_json("/jobs/nope");
     assert_eq!(code, 404);
     let list = cluster.hummer(&["list"]);
     assert!(String::from_utf8_lossy(&list.stdout).contains(&id));
@@ -349,8 +184,8 @@ fn cluster_wordcount_equals_local_and_is_visible_in_rest() {
 
 #[test]
 fn cancelled_streaming_job_stops_all_its_workers() {
-    let cluster = Cluster::start(2, 2, 5_000);
-    let out = cluster.dir.path().join("out");
+    let cluster = plaintext(2, 2, 5_000).start();
+    let out = cluster.dir().join("out");
     let run = cluster.hummer_ok(&[
         "wordcount",
         "--mode",
@@ -368,30 +203,25 @@ fn cancelled_streaming_job_stops_all_its_workers() {
     cluster.wait_for_status(&id, "Running", Duration::from_secs(10));
     assert_eq!(cluster.workers_running(), 2);
     // Workers report their counters while they run.
-    let started = Instant::now();
-    loop {
-        let (_, job) = http_get(&cluster.rest, &format!("/jobs/{id}"));
+    eventually(Duration::from_secs(5), "live counters", || {
+        let (_, job) = cluster.http().get_json(&format!("/jobs/{id}"));
         let source = &job["vertices"][0]["metrics"];
-        if source["read-records"].as_u64().unwrap_or(0) > 0 {
-            assert!(source["backpressure-ratio"].as_f64().is_some(), "{job}");
-            break;
+        if source["read-records"].as_u64().unwrap_or(0) == 0 {
+            return Err(job);
         }
-        assert!(
-            started.elapsed() < Duration::from_secs(5),
-            "no live counters: {job}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+        assert!(source["backpressure-ratio"].as_f64().is_some(), "{job}");
+        Ok(())
+    });
     cluster.hummer_ok(&["cancel", &id]);
     cluster.wait_for_status(&id, "Cancelled", Duration::from_secs(5));
-    let started = Instant::now();
-    while cluster.workers_running() > 0 {
-        assert!(
-            started.elapsed() < Duration::from_secs(5),
-            "workers still running"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    eventually(
+        Duration::from_secs(5),
+        "no workers running",
+        || match cluster.workers_running() {
+            0 => Ok(()),
+            n => Err(format!("{n} workers still running")),
+        },
+    );
     let again = cluster.hummer(&["cancel", &id]);
     assert!(!again.status.success());
     assert!(String::from_utf8_lossy(&again.stderr).contains("already ended"));
@@ -403,14 +233,9 @@ fn killed_taskmanager_fails_its_job_and_the_cluster_stays_usable() {
     // be long enough that the loaded machine (the other cluster tests run beside this one)
     // does not lose a live TaskManager first (2 s did, once, in CI).
     let timeout_ms = 5_000;
-    let mut cluster = Cluster::start(3, 2, timeout_ms);
-    let id = cluster.endless_wordcount("2000", "3", "s");
-    let mut victim = cluster.taskmanagers.remove(1);
-    Command::new("kill")
-        .args(["-9", &victim.id().to_string()])
-        .status()
-        .unwrap();
-    let _ = victim.wait();
+    let mut cluster = plaintext(3, 2, timeout_ms).start();
+    let id = endless_wordcount(&cluster, "2000", "3", "s");
+    cluster.kill_taskmanager(1);
     let took = cluster.wait_for_status(&id, "Failed", Duration::from_millis(timeout_ms + 3_000));
     assert!(
         took < Duration::from_millis(timeout_ms + 2_000),
@@ -422,28 +247,28 @@ fn killed_taskmanager_fails_its_job_and_the_cluster_stays_usable() {
         cluster.status(&id)
     );
 
-    let input = corpus(cluster.dir.path(), 2_000);
-    let out = cluster.dir.path().join("after");
-    cluster.wordcount_matches_reference(&input, &out, &["--parallelism", "4"]);
+    let input = corpus(cluster.dir(), 2_000);
+    let out = cluster.dir().join("after");
+    wordcount_matches_reference(&cluster, &input, &out, &["--parallelism", "4"]);
 }
 
 #[test]
 fn bad_requests_get_clear_errors_and_the_jobmanager_keeps_serving() {
-    let cluster = Cluster::start(1, 2, 5_000);
+    let cluster = plaintext(1, 2, 5_000).start();
     // Garbage and truncated frames on the RPC and REST ports.
     for garbage in [
         &b"\xff\xff\xff\xffgarbage"[..],
         b"\x00\x00\x00\x10abc",
         b"GET / HTTP/1.1\r\n\r\n",
     ] {
-        let mut s = TcpStream::connect(&cluster.rpc).unwrap();
+        let mut s = TcpStream::connect(cluster.rpc()).unwrap();
         s.write_all(garbage).unwrap();
         drop(s);
-        let mut r = TcpStream::connect(&cluster.rest).unwrap();
+        let mut r = TcpStream::connect(cluster.rest()).unwrap();
         let _ = r.write_all(garbage);
     }
     // Another protocol version.
-    let mut s = TcpStream::connect(&cluster.rpc).unwrap();
+    let mut s = TcpStream::connect(cluster.rpc()).unwrap();
     protocol::sync_io::write(
         &mut s,
         &Message::Hello {
@@ -466,7 +291,9 @@ fn bad_requests_get_clear_errors_and_the_jobmanager_keeps_serving() {
     assert!(String::from_utf8_lossy(&status.stderr).contains("no job with id 0123456789abcdef"));
     // A job parallelism above the free slots runs at the free slots...
     let shrunk = cluster.hummer_ok(&["wordcount", "--corpus-lines", "500", "--parallelism", "5"]);
-    let (_, job) = http_get(&cluster.rest, &format!("/jobs/{}", submitted_id(&shrunk)));
+    let (_, job) = cluster
+        .http()
+        .get_json(&format!("/jobs/{}", submitted_id(&shrunk)));
     assert!(
         job["vertices"]
             .as_array()
@@ -476,7 +303,7 @@ fn bad_requests_get_clear_errors_and_the_jobmanager_keeps_serving() {
         "{job}"
     );
     // ...but an operator set to more slots than the cluster has is refused.
-    let mut client = hummer::cluster::client::ClusterClient::connect(&cluster.rpc).unwrap();
+    let mut client = hummer::cluster::client::ClusterClient::connect(&cluster.rpc()).unwrap();
     let artifact = client.upload_artifact(std::fs::read(BIN).unwrap()).unwrap();
     let err = client
         .submit(protocol::SubmitRequest {
@@ -512,9 +339,9 @@ fn bad_requests_get_clear_errors_and_the_jobmanager_keeps_serving() {
 
 #[test]
 fn worker_failures_fail_the_job_not_the_taskmanager() {
-    let cluster = Cluster::start(2, 2, 5_000);
+    let cluster = plaintext(2, 2, 5_000).start();
     // A user-visible error inside a worker: bad input on one split.
-    let bad = cluster.dir.path().join("bad.txt");
+    let bad = cluster.dir().join("bad.txt");
     std::fs::write(&bad, b"good line\nbad \xff line\n").unwrap();
     let run = cluster.hummer(&["wordcount", bad.to_str().unwrap(), "--parallelism", "2"]);
     assert!(!run.status.success());
@@ -525,7 +352,7 @@ fn worker_failures_fail_the_job_not_the_taskmanager() {
     );
 
     // A submission whose graph fingerprint does not match what the binary builds.
-    let mut client = hummer::cluster::client::ClusterClient::connect(&cluster.rpc).unwrap();
+    let mut client = hummer::cluster::client::ClusterClient::connect(&cluster.rpc()).unwrap();
     let artifact = client.upload_artifact(std::fs::read(BIN).unwrap()).unwrap();
     let id = client
         .submit(protocol::SubmitRequest {
@@ -592,33 +419,32 @@ fn worker_failures_fail_the_job_not_the_taskmanager() {
     assert!(err.to_string().contains("is unknown"), "{err}");
 
     // Both TaskManagers are still there and run the next job.
-    let (_, overview) = http_get(&cluster.rest, "/overview");
+    let (_, overview) = cluster.http().get_json("/overview");
     assert_eq!(overview["taskmanagers"], 2);
     cluster.hummer_ok(&["wordcount", "--corpus-lines", "1000", "--parallelism", "4"]);
 }
 
 #[test]
 fn monitor_samples_reach_rest_and_prometheus_and_survive_a_restart() {
-    let mut cluster = Cluster::start(1, 2, 5_000);
-    let (_, tms) = http_get(&cluster.rest, "/taskmanagers");
+    let mut cluster = plaintext(1, 2, 5_000).start();
+    let (_, tms) = cluster.http().get_json("/taskmanagers");
     let tm = tms["taskmanagers"][0]["id"].as_str().unwrap().to_string();
-    let started = Instant::now();
-    let samples = loop {
-        let (_, history) = http_get(&cluster.rest, &format!("/taskmanagers/{tm}/monitor"));
-        let samples = history["samples"].as_array().cloned().unwrap_or_default();
-        if samples.len() >= 3 {
-            break samples;
+    let samples = eventually(Duration::from_secs(5), "three monitor samples", || {
+        let (_, history) = cluster
+            .http()
+            .get_json(&format!("/taskmanagers/{tm}/monitor"));
+        match history["samples"].as_array() {
+            Some(samples) if samples.len() >= 3 => Ok(samples.clone()),
+            _ => Err(history),
         }
-        assert!(started.elapsed() < Duration::from_secs(5), "{history}");
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    });
     let s = &samples[0]["sample"];
     assert!(s["cores"].as_f64().unwrap() >= 1.0);
     assert!((0.0..=1.0).contains(&s["cpu"].as_f64().unwrap()));
     assert!(s["total_memory"].as_f64().unwrap() > 1e6);
 
     // A TaskManager reporting an impossible sample: rejected, counted, never stored.
-    let mut fake = TcpStream::connect(&cluster.rpc).unwrap();
+    let mut fake = TcpStream::connect(cluster.rpc()).unwrap();
     let info = protocol::TaskManagerInfo {
         id: "liar".into(),
         slots: 1,
@@ -646,38 +472,32 @@ fn monitor_samples_reach_rest_and_prometheus_and_survive_a_restart() {
     };
     bad.sample.cpu = f64::NAN;
     protocol::sync_io::write(&mut fake, &Message::Heartbeat(bad)).unwrap();
-    let started = Instant::now();
-    loop {
-        let metrics = http_text(&cluster.rest, "/metrics");
+    let metrics = eventually(Duration::from_secs(5), "a rejected monitor report", || {
+        let metrics = cluster.http().get("/metrics").body;
         if metrics.contains("hummer_monitor_reports_rejected 1") {
-            assert!(
-                metrics.contains(&format!(
-                    "hummer_taskmanager_cpu_utilisation{{taskmanager=\"{tm}\"}}"
-                )),
-                "{metrics}"
-            );
-            assert!(metrics.contains("hummer_taskmanagers 2"), "{metrics}");
-            break;
+            Ok(metrics)
+        } else {
+            Err(metrics)
         }
-        assert!(started.elapsed() < Duration::from_secs(5), "{metrics}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let (code, liar) = http_get(&cluster.rest, "/taskmanagers/liar/monitor");
+    });
+    assert!(
+        metrics.contains(&format!(
+            "hummer_taskmanager_cpu_utilisation{{taskmanager=\"{tm}\"}}"
+        )),
+        "{metrics}"
+    );
+    assert!(metrics.contains("hummer_taskmanagers 2"), "{metrics}");
+    let (code, liar) = cluster.http().get_json("/taskmanagers/liar/monitor");
     assert_eq!(code, 200);
     assert_eq!(liar["samples"].as_array().unwrap().len(), 0);
 
     // A restarted JobManager still has the history.
-    let _ = cluster.jobmanager.kill();
-    let _ = cluster.jobmanager.wait();
-    let (jm, rest, _) = start_jobmanager(&cluster.dir.path().join("jm"), 5_000);
-    cluster.jobmanager = jm;
-    let (code, history) = http_get(&rest, &format!("/taskmanagers/{tm}/monitor"));
+    cluster.restart_jobmanager(0);
+    let (code, history) = cluster
+        .http()
+        .get_json(&format!("/taskmanagers/{tm}/monitor"));
     assert_eq!(code, 200, "{history}");
     assert!(history["samples"].as_array().unwrap().len() >= samples.len());
-}
-
-fn http_text(address: &str, path: &str) -> String {
-    common::cli::http_get_text(address, path)
 }
 
 /// A TaskManager that registers and heartbeats but reports itself saturated and never starts
@@ -726,13 +546,10 @@ fn fake_loaded_taskmanager(rpc: &str, id: &str) {
 
 #[test]
 fn rfts_moves_a_waiting_job_from_a_loaded_taskmanager_to_an_idle_one() {
-    let cluster = Cluster::start_with(
-        1,
-        1,
-        5_000,
-        &["--scheduler", "rfts", "--rebalance-interval-ms", "200"],
-    );
-    fake_loaded_taskmanager(&cluster.rpc, "zz-loaded");
+    let cluster = plaintext(1, 1, 5_000)
+        .jobmanager_args(["--scheduler", "rfts", "--rebalance-interval-ms", "200"])
+        .start();
+    fake_loaded_taskmanager(&cluster.rpc(), "zz-loaded");
     // Job 1 takes the real TaskManager's slot (slots are dealt in id order), job 2 the
     // loaded one's, where it never starts.
     let endless = |n: &str| {
@@ -748,16 +565,18 @@ fn rfts_moves_a_waiting_job_from_a_loaded_taskmanager_to_an_idle_one() {
             "1",
             "--queue",
             "--output",
-            cluster.dir.path().join(n).to_str().unwrap(),
+            cluster.dir().join(n).to_str().unwrap(),
         ]);
         submitted_id(&out)
     };
     let first = endless("e1");
     let _stuck = endless("e2");
     // Two bounded jobs now wait: one in each TaskManager's queue.
-    let input = corpus(cluster.dir.path(), 3_000);
+    let input = corpus(cluster.dir(), 3_000);
     let batch = |n: &str, priority: &str| {
-        Command::new(BIN)
+        cluster
+            .client()
+            .command(&[])
             .args([
                 "wordcount",
                 input.to_str().unwrap(),
@@ -768,8 +587,7 @@ fn rfts_moves_a_waiting_job_from_a_loaded_taskmanager_to_an_idle_one() {
                 "0",
             ])
             .args(["--priority", priority, "--output"])
-            .arg(cluster.dir.path().join(n))
-            .env("HUMMER_JOBMANAGER", &cluster.rpc)
+            .arg(cluster.dir().join(n))
             .stdout(Stdio::piped())
             .spawn()
             .unwrap()
@@ -779,7 +597,7 @@ fn rfts_moves_a_waiting_job_from_a_loaded_taskmanager_to_an_idle_one() {
     let on_loaded = batch("b2", "5");
     // Both clients upload and submit (slow on a loaded machine): wait until both jobs queue.
     let waiting_jobs = || {
-        let (_, tms) = http_get(&cluster.rest, "/taskmanagers");
+        let (_, tms) = cluster.http().get_json("/taskmanagers");
         let waiting: u64 = tms["taskmanagers"]
             .as_array()
             .unwrap()
@@ -788,12 +606,14 @@ fn rfts_moves_a_waiting_job_from_a_loaded_taskmanager_to_an_idle_one() {
             .sum();
         (waiting, tms)
     };
-    let deadline = Instant::now() + Duration::from_secs(15);
-    let (mut waiting, mut tms) = waiting_jobs();
-    while waiting < 2 && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(100));
-        (waiting, tms) = waiting_jobs();
-    }
+    let (waiting, tms) = eventually(Duration::from_secs(15), "two waiting jobs", || {
+        let (waiting, tms) = waiting_jobs();
+        if waiting >= 2 {
+            Ok((waiting, tms))
+        } else {
+            Err(tms)
+        }
+    });
     assert_eq!(waiting, 2, "{tms}");
     // Free the real TaskManager: its queued job starts, and RFTS moves the other one over.
     assert!(cluster.hummer(&["cancel", &first]).status.success());
@@ -814,25 +634,22 @@ fn rfts_moves_a_waiting_job_from_a_loaded_taskmanager_to_an_idle_one() {
             "{}",
             String::from_utf8_lossy(&done.stderr)
         );
-        assert_eq!(common::read_counts(&cluster.dir.path().join(out)), expected);
+        assert_eq!(common::read_counts(&cluster.dir().join(out)), expected);
     }
-    let (finished, jobs) = finished_jobs(&cluster.rest);
+    let (finished, jobs) = finished_jobs(&cluster);
     assert_eq!(finished, 2, "{jobs}");
 }
 
 #[test]
 fn a_job_split_into_more_tasks_than_slots_runs_in_waves_under_every_scheduler() {
     for policy in ["round-robin", "fair", "pull", "genetic", "rfts"] {
-        let cluster = Cluster::start_with(
-            2,
-            1,
-            5_000,
-            &["--scheduler", policy, "--rebalance-interval-ms", "200"],
-        );
-        let input = corpus(cluster.dir.path(), 5_000);
-        let out = cluster.dir.path().join("tasks");
-        cluster.wordcount_matches_reference(&input, &out, &["--tasks", "5"]);
-        let (finished, jobs) = finished_jobs(&cluster.rest);
+        let cluster = plaintext(2, 1, 5_000)
+            .jobmanager_args(["--scheduler", policy, "--rebalance-interval-ms", "200"])
+            .start();
+        let input = corpus(cluster.dir(), 5_000);
+        let out = cluster.dir().join("tasks");
+        wordcount_matches_reference(&cluster, &input, &out, &["--tasks", "5"]);
+        let (finished, jobs) = finished_jobs(&cluster);
         assert_eq!(finished, 5, "{policy}: {jobs}");
     }
 }
@@ -930,12 +747,13 @@ fn cluster_trial_with(seed: u64, job: &str, events: u64, extra: &[&str]) {
     );
     // A killed TaskManager's connection closes at once; the heartbeat timeout only has to be
     // long enough that a loaded machine does not lose the others.
-    let mut cluster = Cluster::start(3, 2, 5_000);
-    let out = cluster.dir.path().join("out");
-    let checkpoints = cluster.dir.path().join("checkpoints");
-    let marker = cluster.dir.path().join("failed");
-    let mut client = Command::new(BIN)
-        .args(["run", job, "--parallelism", "6", "--wait", "--verify"])
+    let mut cluster = plaintext(3, 2, 5_000).start();
+    let out = cluster.dir().join("out");
+    let checkpoints = cluster.dir().join("checkpoints");
+    let marker = cluster.dir().join("failed");
+    let mut client = cluster
+        .client()
+        .command(&["run", job, "--parallelism", "6", "--wait", "--verify"])
         .args(["--events", &events.to_string(), "--keys", &keys.to_string()])
         .args([
             "--rate",
@@ -956,7 +774,6 @@ fn cluster_trial_with(seed: u64, job: &str, events: u64, extra: &[&str]) {
         .arg(&checkpoints)
         .arg("--out")
         .arg(&out)
-        .env("HUMMER_JOBMANAGER", &cluster.rpc)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -965,12 +782,7 @@ fn cluster_trial_with(seed: u64, job: &str, events: u64, extra: &[&str]) {
     let mut stdout = client.stdout.take().unwrap();
     cluster.wait_for_status(&id, "Running", Duration::from_secs(30));
     std::thread::sleep(kill_after);
-    let mut victim = cluster.taskmanagers.remove(victim_index);
-    Command::new("kill")
-        .args(["-9", &victim.id().to_string()])
-        .status()
-        .unwrap();
-    let _ = victim.wait();
+    cluster.kill_taskmanager(victim_index);
 
     let status = client.wait().unwrap();
     let mut rest = String::new();
@@ -1005,14 +817,11 @@ fn cluster_trial_with(seed: u64, job: &str, events: u64, extra: &[&str]) {
 #[test]
 fn stop_with_savepoint_and_resume_at_a_lower_parallelism_is_exactly_once() {
     let savepoints = tempfile::tempdir().unwrap();
-    let cluster = Cluster::start_with(
-        2,
-        2,
-        2_000,
-        &["--savepoint-dir", savepoints.path().to_str().unwrap()],
-    );
-    let out = cluster.dir.path().join("out");
-    let checkpoints = cluster.dir.path().join("checkpoints");
+    let cluster = plaintext(2, 2, 2_000)
+        .jobmanager_args(["--savepoint-dir", savepoints.path().to_str().unwrap()])
+        .start();
+    let out = cluster.dir().join("out");
+    let checkpoints = cluster.dir().join("checkpoints");
     let (events, keys) = ("60000", "13");
     let (checkpoint_dir, out_dir) = (
         checkpoints.to_str().unwrap().to_string(),
@@ -1048,7 +857,7 @@ fn stop_with_savepoint_and_resume_at_a_lower_parallelism_is_exactly_once() {
     let taken = cluster.hummer_ok(&["savepoint", &id]);
     let first = String::from_utf8_lossy(&taken.stdout).to_string();
     assert!(first.starts_with("savepoint "), "{first}");
-    let (code, history) = http_get(&cluster.rest, &format!("/jobs/{id}/checkpoints"));
+    let (code, history) = cluster.http().get_json(&format!("/jobs/{id}/checkpoints"));
     assert_eq!(code, 200);
     assert!(
         history["counts"]["completed"].as_u64().unwrap() >= 1,
@@ -1092,7 +901,7 @@ fn as_refs(args: &[String]) -> Vec<&str> {
 /// reason.
 #[test]
 fn a_restart_without_slots_fails_the_job_when_the_strategy_is_used_up() {
-    let mut cluster = Cluster::start(1, 2, 5_000);
+    let mut cluster = plaintext(1, 2, 5_000).start();
     let run = cluster.hummer_ok(&[
         "run",
         "event-count",
@@ -1105,18 +914,13 @@ fn a_restart_without_slots_fails_the_job_when_the_strategy_is_used_up() {
         "--restart",
         "fixed-delay:2:100ms",
         "--checkpoint-dir",
-        cluster.dir.path().join("chk").to_str().unwrap(),
+        cluster.dir().join("chk").to_str().unwrap(),
         "--out",
-        cluster.dir.path().join("out").to_str().unwrap(),
+        cluster.dir().join("out").to_str().unwrap(),
     ]);
     let id = submitted_id(&run);
     cluster.wait_for_status(&id, "Running", Duration::from_secs(30));
-    let mut only = cluster.taskmanagers.remove(0);
-    Command::new("kill")
-        .args(["-9", &only.id().to_string()])
-        .status()
-        .unwrap();
-    let _ = only.wait();
+    cluster.kill_taskmanager(0);
     cluster.wait_for_status(&id, "Failed", Duration::from_secs(10));
     let status = cluster.status(&id);
     assert!(
@@ -1130,21 +934,20 @@ fn a_restart_without_slots_fails_the_job_when_the_strategy_is_used_up() {
 /// watermark; a vertex that does not exist is a clear 404.
 #[test]
 fn subtask_watermarks_are_visible_in_rest_and_prometheus() {
-    let cluster = Cluster::start(2, 2, 5_000);
-    let input = corpus(cluster.dir.path(), 2_000);
+    let cluster = plaintext(2, 2, 5_000).start();
+    let input = corpus(cluster.dir(), 2_000);
     let run = cluster.hummer_ok(&[
         "wordcount",
         input.to_str().unwrap(),
         "--parallelism",
         "3",
         "--output",
-        cluster.dir.path().join("w").to_str().unwrap(),
+        cluster.dir().join("w").to_str().unwrap(),
     ]);
     let done = submitted_id(&run);
-    let (code, rows) = http_get(
-        &cluster.rest,
-        &format!("/jobs/{done}/vertices/0/watermarks"),
-    );
+    let (code, rows) = cluster
+        .http()
+        .get_json(&format!("/jobs/{done}/vertices/0/watermarks"));
     assert_eq!(code, 200);
     let rows = rows.as_array().expect("an array").clone();
     let ids: Vec<&str> = rows.iter().filter_map(|r| r["id"].as_str()).collect();
@@ -1168,26 +971,20 @@ fn subtask_watermarks_are_visible_in_rest_and_prometheus() {
         rows[3..].iter().all(|r| r["value"] == "0"),
         "WordCount has no event time, so no late records: {rows:?}"
     );
-    let (code, _) = http_get(
-        &cluster.rest,
-        &format!("/jobs/{done}/vertices/99/watermarks"),
-    );
+    let (code, _) = cluster
+        .http()
+        .get_json(&format!("/jobs/{done}/vertices/99/watermarks"));
     assert_eq!(code, 404);
 
-    let running = cluster.endless_wordcount("500", "2", "s");
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    let line = loop {
-        let metrics = http_text(&cluster.rest, "/metrics");
-        let line = metrics
+    let running = endless_wordcount(&cluster, "500", "2", "s");
+    let line = eventually(Duration::from_secs(10), "a watermark gauge", || {
+        let metrics = cluster.http().get("/metrics").body;
+        metrics
             .lines()
             .find(|l| l.starts_with(&format!("hummer_job_vertex_watermark{{job=\"{running}\"")))
-            .map(str::to_string);
-        match line {
-            Some(l) => break l,
-            None if std::time::Instant::now() > deadline => panic!("no watermark gauge: {metrics}"),
-            None => std::thread::sleep(Duration::from_millis(200)),
-        }
-    };
+            .map(str::to_string)
+            .ok_or(metrics)
+    });
     assert!(
         line.ends_with(&format!(" {}", i64::MIN as f64)),
         "an unbounded source without watermarks holds the minimum: {line}"
@@ -1202,7 +999,7 @@ fn subtask_watermarks_are_visible_in_rest_and_prometheus() {
 fn kafka_partition_lag_and_consumption_reach_rest_and_prometheus() {
     crate::require_heavy!("a Kafka broker (tansu)");
     let broker = common::kafka::Broker::start();
-    let cluster = Cluster::start(1, 2, 5_000);
+    let cluster = plaintext(1, 2, 5_000).start();
     produce_events(&broker, "metered", 50_000, 3);
     let out = cluster.hummer_ok(&[
         "run",
@@ -1220,24 +1017,25 @@ fn kafka_partition_lag_and_consumption_reach_rest_and_prometheus() {
         "--checkpoint-interval-ms",
         "200",
         "--checkpoint-dir",
-        cluster.dir.path().join("checkpoints").to_str().unwrap(),
+        cluster.dir().join("checkpoints").to_str().unwrap(),
     ]);
     let id = submitted_id(&out);
     cluster.wait_for_status(&id, "Running", Duration::from_secs(30));
-    let started = Instant::now();
-    let rows = loop {
-        let (_, rows) = http_get(&cluster.rest, &format!("/jobs/{id}/vertices/0/partitions"));
+    let rows = eventually(Duration::from_secs(20), "three consumed partitions", || {
+        let (_, rows) = cluster
+            .http()
+            .get_json(&format!("/jobs/{id}/vertices/0/partitions"));
         let rows = rows.as_array().cloned().unwrap_or_default();
         let consumed: u64 = rows
             .iter()
             .map(|r| r["records-consumed"].as_u64().unwrap_or(0))
             .sum();
         if rows.len() == 3 && consumed > 0 {
-            break rows;
+            Ok(rows)
+        } else {
+            Err(format!("{rows:?}"))
         }
-        assert!(started.elapsed() < Duration::from_secs(20), "{rows:?}");
-        std::thread::sleep(Duration::from_millis(200));
-    };
+    });
     for r in &rows {
         assert_eq!(r["topic"], "metered");
         let (offset, end, lag) = (
@@ -1250,7 +1048,7 @@ fn kafka_partition_lag_and_consumption_reach_rest_and_prometheus() {
     // Rate-limited: most of the input is still ahead of the job.
     let lag: i64 = rows.iter().map(|r| r["lag"].as_i64().unwrap()).sum();
     assert!(lag > 10_000, "{rows:?}");
-    let metrics = http_text(&cluster.rest, "/metrics");
+    let metrics = cluster.http().get("/metrics").body;
     assert!(
         metrics
             .lines()

@@ -10,164 +10,73 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 use common::browser::Browser;
-use common::cli::{BIN, read_lines};
+use common::cluster::TestCluster;
+use common::eventually;
 use serde_json::Value;
 
-/// A JobManager and its TaskManagers, killed when dropped.
-struct Cluster {
-    dir: tempfile::TempDir,
-    jobmanager: Option<Child>,
-    taskmanagers: Vec<Child>,
-    rpc: String,
-    rest: String,
-    /// The cluster's certificates and REST token, for a secured cluster.
-    tls: Option<PathBuf>,
+/// A cluster of `taskmanagers` TaskManagers with `slots` slots each and the RFTS scheduler,
+/// in `dir` (its savepoints in `dir/savepoints`); with `secure`, mutual TLS between the
+/// processes and HTTPS with a token for REST mutations (`hummer cluster certs`).
+fn start_cluster(dir: &Path, taskmanagers: usize, slots: usize, secure: bool) -> TestCluster {
+    let builder = TestCluster::builder()
+        .dir(dir)
+        .taskmanagers(taskmanagers)
+        .slots(slots)
+        .jobmanager_args(["--scheduler", "rfts", "--rebalance-interval-ms", "300"])
+        .jobmanager_args([
+            "--savepoint-dir".into(),
+            dir.join("savepoints").into_os_string(),
+        ])
+        .taskmanager_args([
+            "--heartbeat-interval-ms",
+            "200",
+            "--monitor-interval-ms",
+            "200",
+        ]);
+    if secure { builder.tls() } else { builder }.start()
 }
 
-impl Cluster {
-    /// A plaintext cluster.
-    fn start(taskmanagers: usize, slots: usize) -> Cluster {
-        Cluster::start_with(taskmanagers, slots, false)
+/// Submits the windowed count: endless at 2,000 events a second, checkpoints every 300 ms,
+/// restarts, and with `fail_at` a panic at that event. Returns the job id.
+fn submit_window_count(cluster: &TestCluster, fail_at: Option<u64>) -> String {
+    let mut client = cluster
+        .client()
+        .command(&["run", "window-count", "--parallelism", "2"]);
+    if let Some(event) = fail_at {
+        client
+            .args(["--fail-at", &event.to_string(), "--fail-marker"])
+            .arg(cluster.dir().join("failed"));
     }
-
-    /// With `secure`, mutual TLS between the processes and HTTPS with a token for REST
-    /// mutations (`hummer cluster certs`).
-    fn start_with(taskmanagers: usize, slots: usize, secure: bool) -> Cluster {
-        let dir = tempfile::tempdir().unwrap();
-        let tls = secure.then(|| {
-            let tls = dir.path().join("tls");
-            let made = Command::new(BIN)
-                .args(["cluster", "certs", "--dir"])
-                .arg(&tls)
-                .output()
-                .unwrap();
-            assert!(made.status.success(), "{made:?}");
-            tls
-        });
-        let security = |c: &mut Command| match &tls {
-            Some(tls) => {
-                c.arg("--tls-dir").arg(tls);
-            }
-            None => {
-                c.arg("--insecure");
-            }
-        };
-        let mut jm = Command::new(BIN);
-        jm.arg("jobmanager");
-        security(&mut jm);
-        let mut jm = jm
-            .args(["--rpc", "127.0.0.1:0"])
-            .args(["--rest", "127.0.0.1:0", "--scheduler", "rfts"])
-            .args(["--rebalance-interval-ms", "300"])
-            .arg("--savepoint-dir")
-            .arg(dir.path().join("savepoints"))
-            .arg("--data-dir")
-            .arg(dir.path().join("jm"))
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let lines = read_lines(
-            &mut jm,
-            &["jobmanager rest on ", "jobmanager listening on "],
-        );
-        let mut cluster = Cluster {
-            jobmanager: Some(jm),
-            taskmanagers: Vec::new(),
-            rest: lines[0].clone(),
-            rpc: lines[1].clone(),
-            dir,
-            tls: tls.clone(),
-        };
-        for i in 0..taskmanagers {
-            let mut tm = Command::new(BIN);
-            tm.arg("taskmanager");
-            security(&mut tm);
-            let mut tm = tm
-                .args(["--jobmanager", &cluster.rpc])
-                .args(["--slots", &slots.to_string()])
-                .args(["--data-addr", &format!("127.0.0.{}", i + 2)])
-                .args([
-                    "--heartbeat-interval-ms",
-                    "200",
-                    "--monitor-interval-ms",
-                    "200",
-                ])
-                .arg("--cache-dir")
-                .arg(cluster.dir.path().join("cache"))
-                .stdout(Stdio::piped())
-                .spawn()
-                .unwrap();
-            read_lines(&mut tm, &["taskmanager "]);
-            cluster.taskmanagers.push(tm);
-        }
-        cluster
-    }
-
-    /// Submits the windowed count: endless at 2,000 events a second, checkpoints every
-    /// 300 ms, restarts, and with `fail_at` a panic at that event. Returns the job id.
-    fn submit_window_count(&self, fail_at: Option<u64>) -> String {
-        let mut client = Command::new(BIN);
-        client.args(["run", "window-count", "--parallelism", "2"]);
-        if let Some(event) = fail_at {
-            client
-                .args(["--fail-at", &event.to_string(), "--fail-marker"])
-                .arg(self.dir.path().join("failed"));
-        }
-        let mut client = client
-            .args(["--events", "1000000000", "--keys", "50", "--rate", "2000"])
-            .args([
-                "--checkpoint-interval-ms",
-                "300",
-                "--restart",
-                "fixed-delay:5:200ms",
-            ])
-            .arg("--checkpoint-dir")
-            .arg(self.dir.path().join("checkpoints"))
-            .arg("--out")
-            .arg(self.dir.path().join("out"))
-            .env("HUMMER_JOBMANAGER", &self.rpc)
-            .env("HUMMER_TLS_DIR", self.tls.clone().unwrap_or_default())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let id = common::cli::submitted_job_id(&mut client);
-        // The client waits for the job; it is not needed any more.
-        let _ = client.kill();
-        let _ = client.wait();
-        id
-    }
-
-    fn kill_jobmanager(&mut self) {
-        if let Some(mut jm) = self.jobmanager.take() {
-            let _ = jm.kill();
-            let _ = jm.wait();
-        }
-    }
+    let mut client = client
+        .args(["--events", "1000000000", "--keys", "50", "--rate", "2000"])
+        .args([
+            "--checkpoint-interval-ms",
+            "300",
+            "--restart",
+            "fixed-delay:5:200ms",
+        ])
+        .arg("--checkpoint-dir")
+        .arg(cluster.dir().join("checkpoints"))
+        .arg("--out")
+        .arg(cluster.dir().join("out"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let id = common::cli::submitted_job_id(&mut client);
+    // The client waits for the job; it is not needed any more.
+    let _ = client.kill();
+    let _ = client.wait();
+    id
 }
 
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        self.kill_jobmanager();
-        for tm in &mut self.taskmanagers {
-            let _ = tm.kill();
-            let _ = tm.wait();
-        }
-        let _ = Command::new("pkill")
-            .arg("-9")
-            .arg("-f")
-            .arg(self.dir.path().join("cache"))
-            .status();
-    }
-}
-
-/// `GET path` on the REST API, as JSON (`null` if it is not).
-fn rest(address: &str, path: &str) -> Value {
-    serde_json::from_str(&common::cli::http_get_text(address, path)).unwrap_or(Value::Null)
+/// `GET path` on the cluster's REST API, as JSON (`null` if it is not).
+fn rest(cluster: &TestCluster, path: &str) -> Value {
+    cluster.http().get(path).json()
 }
 
 fn screenshots() -> PathBuf {
@@ -207,10 +116,11 @@ const WAIT: Duration = Duration::from_secs(30);
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_dashboard_shows_a_live_cluster_and_acts_on_it() {
     crate::require_heavy!("Chromium and ChromeDriver");
-    let mut cluster = Cluster::start(2, 2);
-    let job = cluster.submit_window_count(Some(2_000));
+    let dir = tempfile::tempdir().unwrap();
+    let mut cluster = start_cluster(dir.path(), 2, 2, false);
+    let job = submit_window_count(&cluster, Some(2_000));
     let browser = Browser::start(&screenshots(), &[]).await;
-    let base = format!("http://{}/", cluster.rest);
+    let base = format!("http://{}/", cluster.rest());
 
     // Overview: both TaskManagers, the running job.
     browser.goto(&format!("{base}#/overview")).await;
@@ -257,7 +167,7 @@ async fn the_dashboard_shows_a_live_cluster_and_acts_on_it() {
 
     // The job: its graph is REST's vertices and edges.
     browser.goto(&format!("{base}#/jobs/{job}")).await;
-    let described = rest(&cluster.rest, &format!("/jobs/{job}"));
+    let described = rest(&cluster, &format!("/jobs/{job}"));
     let vertices = described["vertices"].as_array().unwrap().len();
     let mut expected_edges: Vec<(String, String, String)> = described["edges"]
         .as_array()
@@ -366,18 +276,12 @@ async fn the_dashboard_shows_a_live_cluster_and_acts_on_it() {
         )
         .await;
     // The failure as REST has it: the page shows its root cause and operator.
-    let started = std::time::Instant::now();
-    let latest = loop {
-        let exceptions = rest(&cluster.rest, &format!("/jobs/{job}/exceptions"));
-        if let Some(latest) = exceptions["history"].get(0) {
-            break latest.clone();
-        }
-        assert!(
-            started.elapsed() < WAIT,
-            "no failure recorded: {exceptions}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+    let latest = tokio::task::block_in_place(|| {
+        eventually(WAIT, "a failure recorded", || {
+            let exceptions = rest(&cluster, &format!("/jobs/{job}/exceptions"));
+            exceptions["history"].get(0).cloned().ok_or(exceptions)
+        })
+    });
     let root_cause = latest["root-cause"].as_str().unwrap().to_string();
     let shown = browser
         .until(
@@ -448,7 +352,7 @@ async fn the_dashboard_shows_a_live_cluster_and_acts_on_it() {
         )
         .await;
     click_and_confirm(&browser, "#savepoint-job").await;
-    let savepoints = cluster.dir.path().join("savepoints");
+    let savepoints = cluster.dir().join("savepoints");
     let location = browser
         .until(
             "the savepoint's location",
@@ -467,18 +371,16 @@ async fn the_dashboard_shows_a_live_cluster_and_acts_on_it() {
 
     // Cancel through the button, checked through REST.
     click_and_confirm(&browser, "#cancel-job").await;
-    let started = std::time::Instant::now();
-    loop {
-        let state = rest(&cluster.rest, &format!("/jobs/{job}"))["state"].clone();
-        if state == "Cancelled" {
-            break;
-        }
-        assert!(
-            started.elapsed() < WAIT,
-            "the job was not cancelled: {state}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    tokio::task::block_in_place(|| {
+        eventually(WAIT, "the job cancelled", || {
+            let state = rest(&cluster, &format!("/jobs/{job}"))["state"].clone();
+            if state == "Cancelled" {
+                Ok(())
+            } else {
+                Err(state)
+            }
+        })
+    });
     browser
         .until(
             "the job shown cancelled",
@@ -492,7 +394,7 @@ async fn the_dashboard_shows_a_live_cluster_and_acts_on_it() {
     assert!(problems.is_empty(), "the page logged errors: {problems:#?}");
 
     // A JobManager that stops answering shows as such.
-    cluster.kill_jobmanager();
+    cluster.kill_jobmanager(0);
     browser
         .until("the error banner", WAIT, &visible("#error-banner"))
         .await;
@@ -510,18 +412,15 @@ async fn the_dashboard_shows_a_live_cluster_and_acts_on_it() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_a_secured_cluster_the_dashboard_asks_for_the_token_before_acting() {
     crate::require_heavy!("Chromium and ChromeDriver");
-    let cluster = Cluster::start_with(1, 2, true);
-    let tls = cluster.tls.clone().unwrap();
-    let job = cluster.submit_window_count(None);
-    let client = common::cli::Client {
-        jobmanager: cluster.rpc.clone(),
-        tls_dir: Some(tls.clone()),
-    };
-    client.wait_for_job_status(&job, "Running", WAIT, String::new);
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = start_cluster(dir.path(), 1, 2, true);
+    let job = submit_window_count(&cluster, None);
+    let client = cluster.client();
+    client.wait_for_job_status(&job, "Running", WAIT);
     // The cluster's CA is not in the browser's store.
     let browser = Browser::start(&screenshots(), &["--ignore-certificate-errors"]).await;
     browser
-        .goto(&format!("https://{}/#/jobs/{job}", cluster.rest))
+        .goto(&format!("https://{}/#/jobs/{job}", cluster.rest()))
         .await;
     browser
         .until(
@@ -540,10 +439,10 @@ async fn on_a_secured_cluster_the_dashboard_asks_for_the_token_before_acting() {
         "a cancel without the token is refused: {}",
         client.job_status(&job)
     );
-    let token = std::fs::read_to_string(tls.join("rest-token")).unwrap();
-    browser.type_into("#token-input", token.trim()).await;
+    let token = cluster.token();
+    browser.type_into("#token-input", &token).await;
     browser.click("#token-save").await;
-    client.wait_for_job_status(&job, "Cancelled", WAIT, String::new);
+    client.wait_for_job_status(&job, "Cancelled", WAIT);
     browser
         .until(
             "the job shown cancelled",

@@ -7,219 +7,53 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read};
-use std::path::PathBuf;
+use std::io::Read;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use hummer::cluster::ha::lease::{Lease, read_lease};
 
 use common::cli::BIN;
+use common::cluster::TestCluster;
+use common::eventually;
+
 /// The leader's lease in these tests (the figure is for a 2 s lease).
 const LEASE_MS: u64 = 1000;
 
-/// JobManagers and TaskManagers sharing an HA directory, killed when dropped.
-struct HaCluster {
-    dir: tempfile::TempDir,
-    jobmanagers: Vec<Child>,
-    taskmanagers: Vec<Child>,
+/// `jobmanagers` JobManagers and `taskmanagers` TaskManagers (2 slots each) with mutual TLS,
+/// sharing an HA directory.
+fn ha_cluster(jobmanagers: usize, taskmanagers: usize) -> TestCluster {
+    TestCluster::builder()
+        .tls()
+        .ha()
+        .jobmanagers(jobmanagers)
+        .taskmanagers(taskmanagers)
+        .slots(2)
+        .jobmanager_args(["--lease-ms", &LEASE_MS.to_string()])
+        .jobmanager_args(["--heartbeat-timeout-ms", "5000"])
+        .start()
 }
 
-impl HaCluster {
-    fn start(jobmanagers: usize, taskmanagers: usize) -> HaCluster {
-        let mut cluster = HaCluster {
-            dir: tempfile::tempdir().unwrap(),
-            jobmanagers: Vec::new(),
-            taskmanagers: Vec::new(),
-        };
-        let certs = Command::new(BIN)
-            .args(["cluster", "certs", "--dir"])
-            .arg(cluster.tls_dir())
-            .output()
-            .unwrap();
-        assert!(certs.status.success(), "{certs:?}");
-        for _ in 0..jobmanagers {
-            cluster.add_jobmanager();
-        }
-        cluster.wait_for_leader(Duration::from_secs(20));
-        for i in 0..taskmanagers {
-            cluster.add_taskmanager(i);
-        }
-        cluster
-    }
+fn ha_dir(cluster: &TestCluster) -> &std::path::Path {
+    cluster.ha_dir().expect("an HA cluster")
+}
 
-    fn ha_dir(&self) -> PathBuf {
-        self.dir.path().join("ha")
-    }
-
-    fn tls_dir(&self) -> PathBuf {
-        self.dir.path().join("tls")
-    }
-
-    /// The address clients and TaskManagers use: the leader of the HA directory.
-    fn address(&self) -> String {
-        format!("ha:{}", self.ha_dir().display())
-    }
-
-    /// A client of the cluster (through the HA address, with its certificates).
-    fn client(&self) -> common::cli::Client {
-        common::cli::Client {
-            jobmanager: self.address(),
-            tls_dir: Some(self.tls_dir()),
-        }
-    }
-
-    fn add_jobmanager(&mut self) {
-        let n = self.jobmanagers.len();
-        let mut jm = Command::new(BIN)
-            .args([
-                "jobmanager",
-                "--rpc",
-                "127.0.0.1:0",
-                "--rest",
-                "127.0.0.1:0",
-            ])
-            .arg("--ha-dir")
-            .arg(self.ha_dir())
-            .arg("--tls-dir")
-            .arg(self.tls_dir())
-            .args(["--lease-ms", &LEASE_MS.to_string()])
-            .args(["--heartbeat-timeout-ms", "5000"])
-            .arg("--data-dir")
-            .arg(self.dir.path().join(format!("jm-{n}")))
-            .stdout(Stdio::piped())
-            .stderr(std::fs::File::create(self.dir.path().join(format!("jm-{n}.log"))).unwrap())
-            .spawn()
-            .unwrap();
-        drain(jm.stdout.take());
-        self.jobmanagers.push(jm);
-    }
-
-    fn add_taskmanager(&mut self, i: usize) {
-        let mut tm = Command::new(BIN)
-            .args([
-                "taskmanager",
-                "--jobmanager",
-                &self.address(),
-                "--slots",
-                "2",
-            ])
-            .arg("--tls-dir")
-            .arg(self.tls_dir())
-            .args(["--data-addr", &format!("127.0.0.{}", i + 2)])
-            .args([
-                "--heartbeat-interval-ms",
-                "200",
-                "--monitor-interval-ms",
-                "100",
-            ])
-            .arg("--cache-dir")
-            .arg(self.dir.path().join(format!("cache-{i}")))
-            .stdout(Stdio::piped())
-            .stderr(std::fs::File::create(self.dir.path().join(format!("tm-{i}.log"))).unwrap())
-            .spawn()
-            .unwrap();
-        let mut out = BufReader::new(tm.stdout.take().unwrap());
-        let mut line = String::new();
-        out.read_line(&mut line).unwrap();
-        assert!(line.contains("registered"), "taskmanager: {line:?}");
-        drain(Some(out.into_inner()));
-        self.taskmanagers.push(tm);
-    }
-
-    /// The lease of a live leader (its holder is one of our JobManagers).
-    fn wait_for_leader(&self, timeout: Duration) -> Lease {
-        let started = Instant::now();
-        loop {
-            if let Ok(Some(lease)) = read_lease(&self.ha_dir())
-                && self.leader_index(&lease).is_some()
-                && now_ms() < lease.expires_at_ms
-            {
-                return lease;
-            }
-            assert!(started.elapsed() < timeout, "no leader after {timeout:?}");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    /// Which of our JobManagers holds `lease` (alive).
-    fn leader_index(&self, lease: &Lease) -> Option<usize> {
-        self.jobmanagers.iter().position(|jm| {
-            lease
-                .holder
-                .starts_with(&format!("jobmanager-{}-", jm.id()))
+/// The lease of a live leader (its holder is one of our JobManagers).
+fn wait_for_leader(cluster: &TestCluster, timeout: Duration) -> Lease {
+    eventually(timeout, "a leader", || {
+        read_lease(ha_dir(cluster)).ok().flatten().filter(|lease| {
+            leader_index(cluster, lease).is_some() && now_ms() < lease.expires_at_ms
         })
-    }
-
-    fn status(&self, id: &str) -> String {
-        self.client().job_status(id)
-    }
-
-    fn wait_for_status(&self, id: &str, state: &str, timeout: Duration) -> Duration {
-        self.client()
-            .wait_for_job_status(id, state, timeout, || self.logs())
-    }
-
-    /// The last lines of every process's log, for a failure's message.
-    fn logs(&self) -> String {
-        let mut names: Vec<_> = std::fs::read_dir(self.dir.path())
-            .unwrap()
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| p.extension().is_some_and(|e| e == "log"))
-            .collect();
-        names.sort();
-        let mut all = String::new();
-        for path in names {
-            let text = std::fs::read_to_string(&path).unwrap_or_default();
-            let lines: Vec<&str> = text.lines().collect();
-            all.push_str(&format!("--- {}\n", path.display()));
-            for line in &lines[lines.len().saturating_sub(12)..] {
-                all.push_str(line);
-                all.push('\n');
-            }
-        }
-        all
-    }
-
-    /// Asserts that every TaskManager still runs.
-    fn assert_taskmanagers_alive(&mut self, what: &str) {
-        for (i, tm) in self.taskmanagers.iter_mut().enumerate() {
-            assert!(
-                tm.try_wait().unwrap().is_none(),
-                "{what}: TaskManager {i} exited"
-            );
-        }
-    }
+    })
 }
 
-impl Drop for HaCluster {
-    fn drop(&mut self) {
-        for c in self
-            .taskmanagers
-            .iter_mut()
-            .chain(self.jobmanagers.iter_mut())
-        {
-            let _ = Command::new("kill")
-                .args(["-CONT", &c.id().to_string()])
-                .stderr(Stdio::null())
-                .status();
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
-fn drain(out: Option<impl Read + Send + 'static>) {
-    if let Some(out) = out {
-        std::thread::spawn(move || {
-            let mut reader = BufReader::new(out);
-            let mut line = String::new();
-            while reader.read_line(&mut line).map(|n| n > 0).unwrap_or(false) {
-                line.clear();
-            }
-        });
-    }
+/// Which of our JobManagers holds `lease` (alive).
+fn leader_index(cluster: &TestCluster, lease: &Lease) -> Option<usize> {
+    (0..cluster.jobmanager_count()).position(|i| {
+        cluster
+            .jobmanager_pid(i)
+            .is_some_and(|pid| lease.holder.starts_with(&format!("jobmanager-{pid}-")))
+    })
 }
 
 fn now_ms() -> u64 {
@@ -229,16 +63,9 @@ fn now_ms() -> u64 {
         .as_millis() as u64
 }
 
-fn signal(child: &Child, sig: &str) {
-    Command::new("kill")
-        .args([sig, &child.id().to_string()])
-        .status()
-        .unwrap();
-}
-
 /// An exactly-once EventCount job submitted through the HA address; returns the client (which
 /// waits and verifies) and the job's id.
-fn submit_event_count(cluster: &HaCluster, events: u64, keys: u64) -> (Child, String) {
+fn submit_event_count(cluster: &TestCluster, events: u64, keys: u64) -> (Child, String) {
     let mut client = cluster
         .client()
         .command(&[])
@@ -254,9 +81,9 @@ fn submit_event_count(cluster: &HaCluster, events: u64, keys: u64) -> (Child, St
         .args(["--rate", "25000", "--checkpoint-interval-ms", "100"])
         .args(["--restart", "fixed-delay:10:200ms"])
         .arg("--checkpoint-dir")
-        .arg(cluster.dir.path().join("checkpoints"))
+        .arg(cluster.dir().join("checkpoints"))
         .arg("--out")
-        .arg(cluster.dir.path().join("out"))
+        .arg(cluster.dir().join("out"))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -313,40 +140,39 @@ fn failover_trial(seed: u64, loss: Loss) -> Duration {
         Loss::RestartedAlone => 1,
         _ => 2,
     };
-    let mut cluster = HaCluster::start(jobmanagers, 3);
+    let mut cluster = ha_cluster(jobmanagers, 3);
     let (client, id) = submit_event_count(&cluster, events, keys);
     cluster.wait_for_status(&id, "Running", Duration::from_secs(30));
     std::thread::sleep(kill_after);
 
-    let lease = cluster.wait_for_leader(Duration::from_secs(5));
-    let leader = cluster.leader_index(&lease).unwrap();
-    let mut old = cluster.jobmanagers.remove(leader);
-    signal(&old, "-9");
+    let lease = wait_for_leader(&cluster, Duration::from_secs(5));
+    let leader = leader_index(&cluster, &lease).unwrap();
+    cluster.kill_jobmanager(leader);
     let killed_at = Instant::now();
-    let _ = old.wait();
     if matches!(loss, Loss::LeaderAndTaskManager) {
-        let mut tm = cluster.taskmanagers.remove(victim_tm);
-        signal(&tm, "-9");
-        let _ = tm.wait();
+        cluster.kill_taskmanager(victim_tm);
     }
     if matches!(loss, Loss::RestartedAlone) {
-        cluster.add_jobmanager();
+        // On the same HA and data directories.
+        cluster.restart_jobmanager(leader);
     }
-    let new = cluster.wait_for_leader(Duration::from_secs(20));
+    let new = wait_for_leader(&cluster, Duration::from_secs(20));
     assert!(new.token > lease.token, "{what}: the token did not grow");
     // The job runs again under the new leader, unless it already finished there.
-    let mut back = None;
-    while killed_at.elapsed() < Duration::from_secs(60) {
-        let status = cluster.status(&id);
-        if status.contains("Running") || status.contains("Finished") {
-            back = Some(killed_at.elapsed());
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(25));
-    }
-    let back = back.unwrap_or_else(|| panic!("{what}: not back: {}", cluster.status(&id)));
+    let back = eventually(
+        Duration::from_secs(60).saturating_sub(killed_at.elapsed()),
+        &format!("{what}: the job back"),
+        || {
+            let status = cluster.status(&id);
+            if status.contains("Running") || status.contains("Finished") {
+                Ok(killed_at.elapsed())
+            } else {
+                Err(status)
+            }
+        },
+    );
     assert_exactly_once(client, &what);
-    cluster.assert_taskmanagers_alive(&what);
+    cluster.assert_taskmanagers_running(&what);
     // The new leader's REST shows the job with the checkpoints of its attempt here.
     let status = cluster.status(&id);
     assert!(
@@ -389,44 +215,35 @@ fn a_jobmanager_restarted_on_its_ha_directory_resumes_the_job() {
 /// exactly-once and no TaskManager exits.
 #[test]
 fn a_leader_paused_past_its_lease_is_fenced_off() {
-    let mut cluster = HaCluster::start(2, 3);
+    let mut cluster = ha_cluster(2, 3);
     let (client, id) = submit_event_count(&cluster, 120_000, 20);
     cluster.wait_for_status(&id, "Running", Duration::from_secs(30));
     std::thread::sleep(Duration::from_millis(500));
-    let lease = cluster.wait_for_leader(Duration::from_secs(5));
-    let leader = cluster.leader_index(&lease).unwrap();
-    signal(&cluster.jobmanagers[leader], "-STOP");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let new = loop {
-        let l = cluster.wait_for_leader(Duration::from_secs(20));
-        if l.token > lease.token {
-            break l;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "no new leader while the old one is paused"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    assert_ne!(cluster.leader_index(&new), Some(leader));
+    let lease = wait_for_leader(&cluster, Duration::from_secs(5));
+    let leader = leader_index(&cluster, &lease).unwrap();
+    cluster.signal_jobmanager(leader, libc::SIGSTOP);
+    let new = eventually(
+        Duration::from_secs(20),
+        "a new leader while the old one is paused",
+        || {
+            Some(wait_for_leader(&cluster, Duration::from_secs(20)))
+                .filter(|l| l.token > lease.token)
+        },
+    );
+    assert_ne!(leader_index(&cluster, &new), Some(leader));
     // The job runs under the new leader before the old one wakes up.
     cluster.wait_for_status(&id, "Running", Duration::from_secs(30));
-    signal(&cluster.jobmanagers[leader], "-CONT");
-    let woke = Instant::now();
-    let code = loop {
-        if let Some(status) = cluster.jobmanagers[leader].try_wait().unwrap() {
-            break status.code();
-        }
-        assert!(
-            woke.elapsed() < Duration::from_secs(10),
-            "the deposed leader still runs"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    cluster.signal_jobmanager(leader, libc::SIGCONT);
+    let code = eventually(
+        Duration::from_secs(10),
+        "the deposed leader to exit",
+        || cluster.jobmanager_exit(leader),
+    )
+    .code();
     assert_eq!(code, Some(3), "the deposed leader's exit");
     assert_exactly_once(client, "split brain");
-    cluster.assert_taskmanagers_alive("split brain");
-    let lease_now = read_lease(&cluster.ha_dir()).unwrap().unwrap();
+    cluster.assert_taskmanagers_running("split brain");
+    let lease_now = read_lease(ha_dir(&cluster)).unwrap().unwrap();
     assert_eq!(
         lease_now.token, new.token,
         "the old leader wrote the lease again"
@@ -437,17 +254,13 @@ fn a_leader_paused_past_its_lease_is_fenced_off() {
 /// not run again).
 #[test]
 fn a_new_leader_lists_the_jobs_that_ended_before_it() {
-    let mut cluster = HaCluster::start(2, 3);
+    let mut cluster = ha_cluster(2, 3);
     let (client, id) = submit_event_count(&cluster, 2_000, 5);
     assert_exactly_once(client, "a short job");
     assert!(cluster.status(&id).contains("Finished"));
-    let lease = cluster.wait_for_leader(Duration::from_secs(5));
-    let mut old = cluster
-        .jobmanagers
-        .remove(cluster.leader_index(&lease).unwrap());
-    signal(&old, "-9");
-    let _ = old.wait();
-    let new = cluster.wait_for_leader(Duration::from_secs(20));
+    let lease = wait_for_leader(&cluster, Duration::from_secs(5));
+    cluster.kill_jobmanager(leader_index(&cluster, &lease).unwrap());
+    let new = wait_for_leader(&cluster, Duration::from_secs(20));
     assert!(new.token > lease.token);
     let status = cluster.status(&id);
     assert!(status.contains("Finished"), "{status}");

@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 
 mod common;
 
+use common::cluster::TestCluster;
 use common::netns::Netns;
 
 const BIN: &str = env!("CARGO_BIN_EXE_hummer");
@@ -153,26 +154,14 @@ fn a_bad_kernel_command_line_is_reported_and_powers_the_vm_off() {
     }
 }
 
-/// A JobManager on `host` in `ns` (RPC and REST on free ports); returns it and its RPC address.
-fn start_jobmanager(ns: &Netns, host: &str) -> (Child, String) {
-    let mut jobmanager = ns
-        .command(BIN)
-        .args(["jobmanager", "--insecure", "--rpc", &format!("{host}:0")])
-        .args(["--rest", &format!("{host}:0")])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut out = BufReader::new(jobmanager.stdout.take().unwrap());
-    let mut line = String::new();
-    while !line.starts_with("jobmanager listening on ") {
-        line.clear();
-        assert!(out.read_line(&mut line).unwrap() > 0);
-    }
-    let rpc = line
-        .trim()
-        .trim_start_matches("jobmanager listening on ")
-        .to_string();
-    (jobmanager, rpc)
+/// A JobManager on `host` in `ns` (RPC and REST on free ports), without TaskManagers: the VMs
+/// are its TaskManagers.
+fn jobmanager_in(ns: &Netns, host: &str) -> TestCluster {
+    TestCluster::builder()
+        .jobmanager_wrapper(ns.wrapper())
+        .host(host)
+        .taskmanagers(0)
+        .start()
 }
 
 /// WordCount over 3000 generated lines at parallelism 2 with the image's static binary, in
@@ -212,7 +201,8 @@ fn ranking(stdout: &str) -> Vec<(String, u64)> {
 fn a_vm_registers_as_a_taskmanager_runs_a_job_and_powers_off() {
     crate::require_heavy!("root, iproute2, qemu and a kernel build");
     let ns = Netns::new("hmrvm");
-    let (mut jobmanager, rpc) = start_jobmanager(&ns, "127.0.0.1");
+    let mut cluster = jobmanager_in(&ns, "127.0.0.1");
+    let rpc = cluster.rpc();
     let port = rpc.rsplit(':').next().unwrap().to_string();
 
     let launched = Instant::now();
@@ -239,8 +229,7 @@ fn a_vm_registers_as_a_taskmanager_runs_a_job_and_powers_off() {
     assert_eq!(ranking(&in_vm), ranking(&local), "{in_vm}");
 
     // Without its JobManager the TaskManager ends, and so does the VM.
-    let _ = jobmanager.kill();
-    let _ = jobmanager.wait();
+    cluster.kill_jobmanager(0);
     let status = vm.wait_exit(Duration::from_secs(60));
     assert!(status.success(), "{}", vm.console.join("\n"));
     assert!(
@@ -289,7 +278,8 @@ fn a_jobmanager_and_two_taskmanager_vms_run_a_distributed_wordcount() {
     crate::require_heavy!("root, iproute2, qemu and a kernel build");
     let net = Bridge::new();
     let host = format!("{}.1", net.subnet);
-    let (mut jobmanager, rpc) = start_jobmanager(&net.ns, &host);
+    let mut cluster = jobmanager_in(&net.ns, &host);
+    let rpc = cluster.rpc();
     let mut vms: Vec<Vm> = net
         .taps
         .iter()
@@ -322,8 +312,7 @@ fn a_jobmanager_and_two_taskmanager_vms_run_a_distributed_wordcount() {
     let local = wordcount(&net.ns, None);
     assert!(!ranking(&local).is_empty(), "{local}");
     assert_eq!(ranking(&in_vms), ranking(&local), "{in_vms}");
-    let _ = jobmanager.kill();
-    let _ = jobmanager.wait();
+    cluster.kill_jobmanager(0);
     for vm in &mut vms {
         assert!(vm.wait_exit(Duration::from_secs(60)).success());
     }

@@ -5,11 +5,11 @@
 
 mod common;
 
+use common::cluster::{TaskManager, TestCluster};
 use common::netns::{Netns, ip};
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output};
 
 const BIN: &str = env!("CARGO_BIN_EXE_hummer");
 
@@ -17,7 +17,6 @@ const BIN: &str = env!("CARGO_BIN_EXE_hummer");
 struct Hosts {
     a: Netns,
     b: Netns,
-    processes: Vec<Child>,
 }
 
 impl Hosts {
@@ -25,7 +24,6 @@ impl Hosts {
         let hosts = Hosts {
             a: Netns::new("hmra"),
             b: Netns::new("hmrb"),
-            processes: Vec::new(),
         };
         let (a, b) = (hosts.a.name.clone(), hosts.b.name.clone());
         for (net, (ia, ib)) in [("1", ("ha1", "hb1")), ("2", ("ha2", "hb2"))] {
@@ -56,40 +54,8 @@ impl Hosts {
         hosts
     }
 
-    fn command(&self, ns: &str, args: &[&str]) -> Command {
-        let mut c = Command::new("ip");
-        c.args(["netns", "exec", ns, BIN]).args(args);
-        c
-    }
-
-    /// Starts a process in a namespace and waits for a line starting with `prefix`.
-    fn spawn(&mut self, ns: &str, args: &[&str], prefix: &str) -> String {
-        let mut child = self
-            .command(ns, args)
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut reader = BufReader::new(child.stdout.take().unwrap());
-        let mut line = String::new();
-        let found = loop {
-            line.clear();
-            assert!(reader.read_line(&mut line).unwrap() > 0, "{args:?} ended");
-            if let Some(rest) = line.trim().strip_prefix(prefix) {
-                break rest.to_string();
-            }
-        };
-        std::thread::spawn(move || {
-            let mut sink = String::new();
-            while reader.read_line(&mut sink).map(|n| n > 0).unwrap_or(false) {
-                sink.clear();
-            }
-        });
-        self.processes.push(child);
-        found
-    }
-
-    fn run(&self, ns: &str, args: &[&str]) -> Output {
-        self.command(ns, args).output().unwrap()
+    fn run(&self, ns: &Netns, args: &[&str]) -> Output {
+        ns.command(BIN).args(args).output().unwrap()
     }
 
     fn tx_bytes(&self, ns: &str, dev: &str) -> u64 {
@@ -115,16 +81,6 @@ impl Hosts {
     }
 }
 
-impl Drop for Hosts {
-    fn drop(&mut self) {
-        for p in &mut self.processes {
-            let _ = p.kill();
-            let _ = p.wait();
-        }
-        // Then the namespaces go, and with them their veth ends (and so their peers).
-    }
-}
-
 fn check(out: &Output) {
     assert!(
         out.status.success(),
@@ -136,55 +92,36 @@ fn check(out: &Output) {
 #[test]
 fn taskmanagers_in_two_namespaces_exchange_data_on_the_chosen_network() {
     crate::require_heavy!("root and iproute2 (network namespaces)");
-    let mut hosts = Hosts::create();
-    let dir = tempfile::tempdir().unwrap();
-    let (a, b) = (hosts.a.name.clone(), hosts.b.name.clone());
-    let rpc = hosts.spawn(
-        &a,
-        &[
-            "jobmanager",
-            "--insecure",
-            "--rpc",
-            "10.201.0.1:0",
-            "--rest",
-            "10.201.0.1:0",
-        ],
-        "jobmanager listening on ",
-    );
-    let cache = |n: &str| dir.path().join(format!("cache-{n}")).display().to_string();
-    for (ns, host, second, n) in [
-        (&a, "10.201.0.1", "10.202.0.1", "a"),
-        (&b, "10.201.0.2", "10.202.0.2", "b"),
-    ] {
-        let c = cache(n);
-        let second = format!("second={second}");
-        hosts.spawn(
-            ns,
-            &[
-                "taskmanager",
-                "--insecure",
-                "--jobmanager",
-                &rpc,
-                "--slots",
-                "2",
-                "--data-addr",
-                host,
-                "--data-net",
-                &second,
-                "--cache-dir",
-                &c,
-            ],
-            "taskmanager ",
-        );
-    }
-    let input = dir.path().join("corpus.txt");
+    let hosts = Hosts::create();
+    let (a, b) = (&hosts.a, &hosts.b);
+    // The JobManager and TaskManager a on host a, TaskManager b on host b; each TaskManager
+    // with its address on network 1 and on network 2 ("second").
+    let taskmanager = |ns: &Netns, host: &str, second: &str| {
+        TaskManager::new().wrapper(ns.wrapper()).args([
+            "--data-addr".to_string(),
+            host.to_string(),
+            "--data-net".to_string(),
+            format!("second={second}"),
+        ])
+    };
+    let cluster = TestCluster::builder()
+        .host("10.201.0.1")
+        .jobmanager_wrapper(a.wrapper())
+        .taskmanagers(0)
+        .taskmanager(taskmanager(a, "10.201.0.1", "10.202.0.1"))
+        .taskmanager(taskmanager(b, "10.201.0.2", "10.202.0.2"))
+        .slots(2)
+        .start();
+    let rpc = cluster.rpc();
+    let dir = cluster.dir();
+    let input = dir.join("corpus.txt");
     common::write_corpus(&input, 20_000);
     let expected = common::reference_counts(&std::fs::read_to_string(&input).unwrap());
-    let out = |name: &str| dir.path().join(name).display().to_string();
+    let out = |name: &str| dir.join(name).display().to_string();
 
     // Default network: the job's subtasks are spread over both namespaces.
     let first = hosts.run(
-        &a,
+        a,
         &[
             "wordcount",
             input.to_str().unwrap(),
@@ -202,7 +139,7 @@ fn taskmanagers_in_two_namespaces_exchange_data_on_the_chosen_network() {
     // The second network: a streaming run shuffles every word, over that network only.
     let (net1_before, net2_before) = hosts.traffic();
     let second = hosts.run(
-        &a,
+        a,
         &[
             "wordcount",
             input.to_str().unwrap(),
@@ -235,7 +172,7 @@ fn taskmanagers_in_two_namespaces_exchange_data_on_the_chosen_network() {
 
     // A network no TaskManager declared is refused.
     let refused = hosts.run(
-        &a,
+        a,
         &[
             "wordcount",
             "--corpus-lines",
@@ -250,5 +187,4 @@ fn taskmanagers_in_two_namespaces_exchange_data_on_the_chosen_network() {
     assert!(
         String::from_utf8_lossy(&refused.stderr).contains("data network 'third' is not declared")
     );
-    let _ = b;
 }

@@ -228,6 +228,22 @@ impl Security {
     }
 }
 
+/// Whether the peer of an accepted connection opens with a TLS handshake, from its first
+/// byte (not consumed): a TLS record starts with 22 (handshake), a length-prefixed frame of
+/// the cluster protocol with the high byte of a length under 16 MiB, 0. Lets a server tell a
+/// peer that speaks the other security setting what to do instead of failing a handshake.
+pub async fn peer_starts_tls(stream: &tokio::net::TcpStream) -> io::Result<bool> {
+    const TLS_HANDSHAKE_RECORD: u8 = 22;
+    let mut first = [0u8; 1];
+    let read = tokio::time::timeout(HANDSHAKE_TIMEOUT, stream.peek(&mut first))
+        .await
+        .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "nothing sent within 10 s"))??;
+    if read == 0 {
+        return Err(io::ErrorKind::UnexpectedEof.into());
+    }
+    Ok(first[0] == TLS_HANDSHAKE_RECORD)
+}
+
 impl TlsConfigs {
     /// The server settings (the REST server uses them).
     pub fn server(&self) -> Arc<ServerConfig> {

@@ -30,13 +30,23 @@ impl ClusterClient {
     pub fn connect_with(address: &str, security: &Security) -> Result<Self> {
         let resolved = crate::cluster::ha::resolve(address)?;
         let address = resolved.as_str();
-        let net = |source| HummerError::Network {
-            endpoint: address.to_string(),
+        let peer = || format!("the JobManager at {address}");
+        let stream = TcpStream::connect(address).map_err(|source| HummerError::Connect {
+            peer: peer(),
             source,
-        };
-        let stream = TcpStream::connect(address).map_err(net)?;
-        stream.set_nodelay(true).map_err(net)?;
-        let stream = security.connect(stream).map_err(net)?;
+            hint: "is it running? `hummer cluster start` starts a local cluster; \
+                   --jobmanager or HUMMER_JOBMANAGER give the address of another",
+        })?;
+        let _ = stream.set_nodelay(true);
+        let stream = security
+            .connect(stream)
+            .map_err(|source| HummerError::Connect {
+                peer: peer(),
+                source,
+                hint: "the TLS handshake failed: a JobManager started with --insecure takes \
+                   plaintext clients (no --tls-dir, HUMMER_TLS_DIR unset); otherwise the TLS \
+                   directory must hold this cluster's certificates",
+            })?;
         let mut client = ClusterClient {
             stream,
             address: address.to_string(),

@@ -84,7 +84,9 @@ pub struct SlotOffer {
 pub enum PlacementError {
     /// Not enough free slots.
     #[error(
-        "the job needs {needed} slots but the cluster has {free} free slots on {task_managers} TaskManagers"
+        "the job needs {needed} slots but the cluster has {free} free slots on {task_managers} \
+         TaskManagers: lower the job's parallelism, add TaskManagers or slots, or submit it to \
+         wait in a queue (`--queue`, `env.set_queue_when_busy(true, priority)`)"
     )]
     NotEnoughSlots {
         /// Slots the job needs.
@@ -95,7 +97,10 @@ pub enum PlacementError {
         task_managers: usize,
     },
     /// A vertex is set to a parallelism above the free slots.
-    #[error("'{vertex}' is set to parallelism {parallelism} but the cluster has {free} free slots")]
+    #[error(
+        "'{vertex}' is set to parallelism {parallelism} but the cluster has {free} free slots: \
+         lower it, or add TaskManagers or slots"
+    )]
     ParallelismAboveFreeSlots {
         /// The vertex.
         vertex: String,

@@ -1,10 +1,11 @@
 //! The `hummer` binary run as a client of a JobManager (an address, or `ha:DIR` for the
 //! leader of an HA directory), with the cluster's TLS directory if it has one.
 
-use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, Output};
 use std::time::{Duration, Instant};
+
+use super::eventually;
 
 /// The binary under test.
 pub const BIN: &str = env!("CARGO_BIN_EXE_hummer");
@@ -42,32 +43,36 @@ impl Client {
         self.command(args).output().unwrap()
     }
 
+    /// Runs `hummer ARGS...` against the cluster and asserts that it succeeded, showing its
+    /// stderr if it did not.
+    pub fn hummer_ok(&self, args: &[&str]) -> Output {
+        let run = self.hummer(args);
+        assert!(
+            run.status.success(),
+            "hummer {args:?}: {}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        run
+    }
+
     /// What `hummer status ID` prints.
     pub fn job_status(&self, id: &str) -> String {
         String::from_utf8_lossy(&self.hummer(&["status", id]).stdout).to_string()
     }
 
     /// Waits until the job's status shows `state`; returns how long that took. Panics after
-    /// `timeout` with the status and `details()` (logs, say).
-    pub fn wait_for_job_status(
-        &self,
-        id: &str,
-        state: &str,
-        timeout: Duration,
-        details: impl Fn() -> String,
-    ) -> Duration {
+    /// `timeout` with the last status.
+    pub fn wait_for_job_status(&self, id: &str, state: &str, timeout: Duration) -> Duration {
         let started = Instant::now();
-        while started.elapsed() < timeout {
-            if self.job_status(id).contains(state) {
-                return started.elapsed();
+        eventually(timeout, &format!("job {id} {state}"), || {
+            let status = self.job_status(id);
+            if status.contains(state) {
+                Ok(())
+            } else {
+                Err(status)
             }
-            std::thread::sleep(Duration::from_millis(25));
-        }
-        panic!(
-            "job {id} not {state} after {timeout:?}: {}\n{}",
-            self.job_status(id),
-            details()
-        );
+        });
+        started.elapsed()
     }
 }
 
@@ -87,46 +92,4 @@ pub fn submitted_job_id(child: &mut Child) -> String {
         .strip_prefix("submitted job ")
         .unwrap_or_else(|| panic!("no job id in the client's first line {line:?}"))
         .to_string()
-}
-
-/// Reads the child's stdout until a line starting with each prefix was seen; returns the rest
-/// of those lines, in the order of `prefixes`, and keeps draining the pipe in the background.
-pub fn read_lines(child: &mut Child, prefixes: &[&str]) -> Vec<String> {
-    let out = child.stdout.take().expect("piped stdout");
-    let mut reader = BufReader::new(out);
-    let mut found: Vec<Option<String>> = vec![None; prefixes.len()];
-    let mut line = String::new();
-    while found.iter().any(Option::is_none) {
-        line.clear();
-        assert!(
-            reader.read_line(&mut line).unwrap() > 0,
-            "process ended before {prefixes:?}"
-        );
-        for (i, p) in prefixes.iter().enumerate() {
-            if let Some(rest) = line.trim().strip_prefix(p) {
-                found[i] = Some(rest.to_string());
-            }
-        }
-    }
-    std::thread::spawn(move || {
-        let mut sink = String::new();
-        while reader.read_line(&mut sink).map(|n| n > 0).unwrap_or(false) {
-            sink.clear();
-        }
-    });
-    found.into_iter().flatten().collect()
-}
-
-/// The body of `GET path` on a plain-HTTP REST address.
-pub fn http_get_text(address: &str, path: &str) -> String {
-    use std::io::{Read, Write};
-    let mut s = std::net::TcpStream::connect(address).unwrap();
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut response = String::new();
-    s.read_to_string(&mut response).unwrap();
-    response.split("\r\n\r\n").nth(1).unwrap_or("").to_string()
 }

@@ -8,9 +8,14 @@ use hummer::jobs::corpus;
 
 pub mod browser;
 pub mod cli;
+pub mod cluster;
+pub mod eventually;
 pub mod heavy;
+pub mod http;
 pub mod kafka;
 pub mod netns;
+
+pub use eventually::eventually;
 
 /// Writes `lines` lines of the generated corpus into `path`.
 pub fn write_corpus(path: &Path, lines: u64) {

@@ -45,6 +45,14 @@ impl Netns {
         ip(&all);
     }
 
+    /// The command that runs a program in the namespace when the program's path and
+    /// arguments follow (a wrapper for the cluster harness).
+    pub fn wrapper(&self) -> Vec<String> {
+        ["ip", "netns", "exec", &self.name]
+            .map(str::to_string)
+            .to_vec()
+    }
+
     /// A command that runs `program` in the namespace.
     pub fn command(&self, program: impl AsRef<OsStr>) -> Command {
         let mut c = Command::new("ip");

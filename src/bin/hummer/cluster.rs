@@ -23,6 +23,17 @@ pub struct JobManagerArgs {
     /// REST address.
     #[arg(long, default_value = "127.0.0.1:8081")]
     rest: SocketAddr,
+    #[command(flatten)]
+    options: JobManagerOptions,
+    #[command(flatten)]
+    security: SecurityArgs,
+}
+
+/// What a JobManager can be told besides its addresses and security: also taken by
+/// `hummer cluster start`, which passes them on ([`JobManagerOptions::to_args`]).
+#[derive(clap::Args, Debug, PartialEq)]
+#[command(next_help_heading = "JobManager options")]
+pub struct JobManagerOptions {
     /// Milliseconds without a heartbeat after which a TaskManager is declared lost.
     #[arg(long, default_value_t = 5000)]
     heartbeat_timeout_ms: u64,
@@ -50,8 +61,6 @@ pub struct JobManagerArgs {
     /// Milliseconds a leader's lease lasts unless renewed (renewed every third of it).
     #[arg(long, default_value_t = 5000)]
     lease_ms: u64,
-    #[command(flatten)]
-    security: SecurityArgs,
     /// A file holding the REST API's bearer token (default with `--tls-dir`: its
     /// `rest-token`). Every REST call that changes something needs it.
     #[arg(long)]
@@ -59,6 +68,37 @@ pub struct JobManagerArgs {
     /// Reads of the REST API need the token too.
     #[arg(long)]
     rest_token_for_reads: bool,
+}
+
+impl JobManagerOptions {
+    /// The command-line arguments that give a `hummer jobmanager` these options.
+    fn to_args(&self) -> Vec<String> {
+        let mut args = vec![
+            flag("heartbeat-timeout-ms", self.heartbeat_timeout_ms),
+            flag("scheduler", &self.scheduler),
+            flag("rebalance-interval-ms", self.rebalance_interval_ms),
+            flag("lease-ms", self.lease_ms),
+        ];
+        for (name, path) in [
+            ("data-dir", &self.data_dir),
+            ("savepoint-dir", &self.savepoint_dir),
+            ("ha-dir", &self.ha_dir),
+            ("rest-token-file", &self.rest_token_file),
+        ] {
+            if let Some(path) = path {
+                args.push(flag(name, path.display()));
+            }
+        }
+        if self.rest_token_for_reads {
+            args.push("--rest-token-for-reads".into());
+        }
+        args
+    }
+}
+
+/// `--name=value`.
+fn flag(name: &str, value: impl std::fmt::Display) -> String {
+    format!("--{name}={value}")
 }
 
 /// How a cluster process secures its connections: one of the two is required.
@@ -103,12 +143,24 @@ pub struct TaskManagerArgs {
     /// Address (host or IP) the workers' data listeners bind to.
     #[arg(long, default_value = "127.0.0.1")]
     data_addr: String,
-    /// A further data network, NAME=ADDR (repeatable): jobs choose one with `--data-net NAME`.
-    #[arg(long = "data-net", value_name = "NAME=ADDR")]
-    data_nets: Vec<String>,
     /// Directory caching job binaries.
     #[arg(long)]
     cache_dir: Option<PathBuf>,
+    #[command(flatten)]
+    options: TaskManagerOptions,
+    #[command(flatten)]
+    security: SecurityArgs,
+}
+
+/// What a TaskManager can be told besides its JobManager, slots, address, cache and
+/// security: also taken by `hummer cluster start`, which passes them on
+/// ([`TaskManagerOptions::to_args`]).
+#[derive(clap::Args, Debug, PartialEq)]
+#[command(next_help_heading = "TaskManager options")]
+pub struct TaskManagerOptions {
+    /// A further data network, NAME=ADDR (repeatable): jobs choose one with `--data-net NAME`.
+    #[arg(long = "data-net", value_name = "NAME=ADDR")]
+    data_nets: Vec<String>,
     /// Milliseconds between heartbeats.
     #[arg(long, default_value_t = 1000)]
     heartbeat_interval_ms: u64,
@@ -123,8 +175,22 @@ pub struct TaskManagerArgs {
     /// workers keep running meanwhile).
     #[arg(long, default_value_t = 300_000)]
     reconnect_timeout_ms: u64,
-    #[command(flatten)]
-    security: SecurityArgs,
+}
+
+impl TaskManagerOptions {
+    /// The command-line arguments that give a `hummer taskmanager` these options.
+    fn to_args(&self) -> Vec<String> {
+        let mut args: Vec<String> = self.data_nets.iter().map(|n| flag("data-net", n)).collect();
+        args.extend([
+            flag("heartbeat-interval-ms", self.heartbeat_interval_ms),
+            flag("monitor-interval-ms", self.monitor_interval_ms),
+            flag("reconnect-timeout-ms", self.reconnect_timeout_ms),
+        ]);
+        if let Some(quota) = self.cpu_quota {
+            args.push(flag("cpu-quota", quota));
+        }
+        args
+    }
 }
 
 #[derive(clap::Args)]
@@ -163,6 +229,8 @@ pub struct ClusterArgs {
     action: ClusterAction,
 }
 
+// Parsed once per process: the size of `Start` costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(clap::Subcommand)]
 enum ClusterAction {
     /// Start a JobManager and N TaskManagers (on 127.0.0.2, 127.0.0.3, ...) in the background.
@@ -179,6 +247,10 @@ enum ClusterAction {
         /// Directory for logs, pids and the cluster's addresses.
         #[arg(long, default_value = "hummer-cluster")]
         dir: PathBuf,
+        #[command(flatten)]
+        jobmanager: JobManagerOptions,
+        #[command(flatten)]
+        taskmanager: TaskManagerOptions,
     },
     /// Make a cluster CA, a node certificate and a REST token in DIR, for `--tls-dir DIR` on
     /// every JobManager, TaskManager and client (`HUMMER_TLS_DIR=DIR`).
@@ -208,19 +280,20 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
 }
 
 pub fn jobmanager(args: JobManagerArgs) -> Result<()> {
+    let options = args.options;
     let config = JobManagerConfig {
         rpc: args.rpc,
         rest: Some(args.rest),
-        heartbeat_timeout: Duration::from_millis(args.heartbeat_timeout_ms),
-        data_dir: args.data_dir,
-        scheduler: args.scheduler,
-        rebalance_interval: Duration::from_millis(args.rebalance_interval_ms),
-        savepoint_dir: args.savepoint_dir,
-        ha_dir: args.ha_dir,
-        lease: Duration::from_millis(args.lease_ms.max(100)),
+        heartbeat_timeout: Duration::from_millis(options.heartbeat_timeout_ms),
+        data_dir: options.data_dir,
+        scheduler: options.scheduler,
+        rebalance_interval: Duration::from_millis(options.rebalance_interval_ms),
+        savepoint_dir: options.savepoint_dir,
+        ha_dir: options.ha_dir,
+        lease: Duration::from_millis(options.lease_ms.max(100)),
         rest_auth: RestAuth {
-            token: rest_token(&args.rest_token_file, &args.security.tls_dir)?,
-            for_reads: args.rest_token_for_reads,
+            token: rest_token(&options.rest_token_file, &args.security.tls_dir)?,
+            for_reads: options.rest_token_for_reads,
         },
         security: args.security.security("jobmanager")?,
     };
@@ -254,7 +327,8 @@ pub fn taskmanager(args: TaskManagerArgs) -> Result<()> {
     let cache_dir = args
         .cache_dir
         .unwrap_or_else(|| std::env::temp_dir().join("hummer-artifacts"));
-    let data_networks = args
+    let options = args.options;
+    let data_networks = options
         .data_nets
         .iter()
         .map(|n| match n.split_once('=') {
@@ -270,10 +344,10 @@ pub fn taskmanager(args: TaskManagerArgs) -> Result<()> {
         data_host: args.data_addr,
         data_networks,
         cache_dir,
-        heartbeat_interval: Duration::from_millis(args.heartbeat_interval_ms.max(10)),
-        monitor_interval: Duration::from_millis(args.monitor_interval_ms.max(100)),
-        cpu_quota: args.cpu_quota,
-        reconnect_timeout: Duration::from_millis(args.reconnect_timeout_ms),
+        heartbeat_interval: Duration::from_millis(options.heartbeat_interval_ms.max(10)),
+        monitor_interval: Duration::from_millis(options.monitor_interval_ms.max(100)),
+        cpu_quota: options.cpu_quota,
+        reconnect_timeout: Duration::from_millis(options.reconnect_timeout_ms),
         security: args.security.security("taskmanager")?,
     };
     runtime()?.block_on(taskmanager::run(config))?;
@@ -409,7 +483,18 @@ pub fn local_cluster(args: ClusterArgs) -> Result<()> {
             taskmanagers,
             slots,
             dir,
-        } => start_cluster(taskmanagers, slots, &dir, insecure),
+            jobmanager,
+            taskmanager,
+        } => start_cluster(
+            &LocalCluster {
+                taskmanagers,
+                slots,
+                insecure,
+                jobmanager,
+                taskmanager,
+            },
+            &dir,
+        ),
         ClusterAction::Certs { dir, hosts } => {
             make_cluster_certificates(&dir, &hosts)?;
             println!(
@@ -454,7 +539,17 @@ fn spawn_logged(args: &[String], log: &Path) -> Result<u32> {
     Ok(child.id())
 }
 
-fn start_cluster(taskmanagers: usize, slots: usize, dir: &Path, insecure: bool) -> Result<()> {
+/// What `hummer cluster start` was asked for.
+struct LocalCluster {
+    taskmanagers: usize,
+    slots: usize,
+    insecure: bool,
+    jobmanager: JobManagerOptions,
+    taskmanager: TaskManagerOptions,
+}
+
+fn start_cluster(cluster: &LocalCluster, dir: &Path) -> Result<()> {
+    let (taskmanagers, slots, insecure) = (cluster.taskmanagers, cluster.slots, cluster.insecure);
     if taskmanagers == 0 || taskmanagers > 250 {
         bail!("--taskmanagers must be between 1 and 250");
     }
@@ -480,6 +575,7 @@ fn start_cluster(taskmanagers: usize, slots: usize, dir: &Path, insecure: bool) 
     ]
     .map(String::from)
     .to_vec();
+    jm_args.extend(cluster.jobmanager.to_args());
     jm_args.extend(security.iter().cloned());
     pids.push(spawn_logged(&jm_args, &jm_log)?);
     let rpc = wait_for_line(&jm_log, "jobmanager listening on ", Duration::from_secs(10))?;
@@ -500,6 +596,7 @@ fn start_cluster(taskmanagers: usize, slots: usize, dir: &Path, insecure: bool) 
                 dir.join(format!("cache-{i}")).display().to_string(),
             ]
             .into_iter()
+            .chain(cluster.taskmanager.to_args())
             .chain(security.iter().cloned())
             .collect::<Vec<_>>(),
             &log,
@@ -573,6 +670,81 @@ fn format_bytes(bytes: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[derive(clap::Parser)]
+    struct Start {
+        #[command(flatten)]
+        jobmanager: JobManagerOptions,
+        #[command(flatten)]
+        taskmanager: TaskManagerOptions,
+    }
+
+    #[derive(clap::Parser)]
+    struct Jm {
+        #[command(flatten)]
+        options: JobManagerOptions,
+    }
+
+    #[derive(clap::Parser)]
+    struct Tm {
+        #[command(flatten)]
+        options: TaskManagerOptions,
+    }
+
+    #[test]
+    fn cluster_start_passes_every_option_on() {
+        use clap::Parser;
+        let start = Start::try_parse_from([
+            "start",
+            "--scheduler",
+            "rfts",
+            "--heartbeat-timeout-ms",
+            "700",
+            "--data-dir",
+            "/tmp/d",
+            "--rebalance-interval-ms",
+            "20",
+            "--savepoint-dir",
+            "/tmp/s p",
+            "--ha-dir",
+            "/tmp/h",
+            "--lease-ms",
+            "900",
+            "--rest-token-file",
+            "/tmp/t",
+            "--rest-token-for-reads",
+            "--data-net",
+            "fast=10.0.0.1",
+            "--data-net",
+            "slow=10.0.1.1",
+            "--heartbeat-interval-ms",
+            "30",
+            "--monitor-interval-ms",
+            "40",
+            "--cpu-quota",
+            "0.5",
+            "--reconnect-timeout-ms",
+            "50",
+        ])
+        .expect("cluster start options parse");
+        let jm = Jm::try_parse_from(
+            std::iter::once("jobmanager".to_string()).chain(start.jobmanager.to_args()),
+        )
+        .expect("the JobManager takes them");
+        assert_eq!(jm.options, start.jobmanager);
+        let tm = Tm::try_parse_from(
+            std::iter::once("taskmanager".to_string()).chain(start.taskmanager.to_args()),
+        )
+        .expect("the TaskManagers take them");
+        assert_eq!(tm.options, start.taskmanager);
+        // Defaults travel as defaults.
+        let start = Start::try_parse_from(["start"]).expect("no options parse");
+        let jm = Jm::try_parse_from(
+            std::iter::once("jobmanager".to_string()).chain(start.jobmanager.to_args()),
+        )
+        .expect("defaults parse");
+        assert_eq!(jm.options, start.jobmanager);
+    }
 
     #[test]
     fn utc_times_and_sizes_are_formatted() {

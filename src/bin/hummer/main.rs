@@ -81,9 +81,43 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", report(&e));
             ExitCode::FAILURE
         }
+    }
+}
+
+/// The error as one line: each cause after the context it explains, except a cause whose
+/// text the line already holds (many errors print their source themselves, and `{:#}` would
+/// print it a second time).
+fn report(error: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in error.chain() {
+        let text = cause.to_string();
+        if line.is_empty() {
+            line = text;
+        } else if !line.contains(&text) {
+            line.push_str(": ");
+            line.push_str(&text);
+        }
+    }
+    line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::report;
+
+    #[test]
+    fn a_cause_is_printed_once() {
+        let io = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "refused");
+        let e = anyhow::Error::new(hummer::error::HummerError::Network {
+            endpoint: "127.0.0.1:1".into(),
+            source: io,
+        });
+        assert_eq!(report(&e), "network endpoint '127.0.0.1:1': refused");
+        let e = anyhow::anyhow!("inner").context("outer");
+        assert_eq!(report(&e), "outer: inner");
     }
 }
 

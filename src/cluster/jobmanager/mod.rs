@@ -238,6 +238,32 @@ fn spawn_writer(mut writer: impl AsyncWrite + Unpin + Send + 'static) -> Unbound
 
 async fn serve_connection(stream: TcpStream, security: &Security, shared: Shared) -> Result<()> {
     let _ = stream.set_nodelay(true);
+    let tls_peer = crate::channels::secure::peer_starts_tls(&stream)
+        .await
+        .map_err(|e| HummerError::Cluster(format!("no first bytes: {e}")))?;
+    match (security.tls().is_some(), tls_peer) {
+        (true, false) => {
+            // Told in the plaintext protocol the peer speaks, so that it can say what to do.
+            let msg = "this JobManager uses mutual TLS: give the client the cluster's TLS \
+                       directory with --tls-dir DIR or HUMMER_TLS_DIR=DIR (`hummer cluster \
+                       start` prints it)";
+            // What the peer sent is drained (a little, undecoded) first: closing with unread
+            // bytes would reset the connection before the peer reads the answer.
+            let mut stream = stream;
+            drain_briefly(&mut stream).await;
+            let _ = async_io::write(&mut stream, &Message::Error(msg.into())).await;
+            let _ = tokio::io::AsyncWriteExt::shutdown(&mut stream).await;
+            return Err(HummerError::Cluster(
+                "a plaintext peer was refused (the cluster uses mutual TLS)".into(),
+            ));
+        }
+        (false, true) => {
+            return Err(HummerError::Cluster(
+                "a TLS peer was refused: this JobManager runs without TLS (--insecure)".into(),
+            ));
+        }
+        _ => {}
+    }
     // A peer without the cluster's certificate is refused here, before any frame is read.
     let stream = security
         .accept_async(stream)
@@ -273,6 +299,19 @@ async fn serve_connection(stream: TcpStream, security: &Security, shared: Shared
             task_manager,
             attempt,
         } => serve_worker(reader, mailbox, shared, job, task_manager, attempt).await,
+    }
+}
+
+/// Reads and drops what a refused peer sends, at most 64 KiB and until it pauses for 100 ms.
+async fn drain_briefly(stream: &mut TcpStream) {
+    use tokio::io::AsyncReadExt;
+    let mut buffer = [0u8; 4096];
+    let mut drained = 0;
+    while drained < 64 << 10 {
+        match tokio::time::timeout(Duration::from_millis(100), stream.read(&mut buffer)).await {
+            Ok(Ok(n)) if n > 0 => drained += n,
+            _ => break,
+        }
     }
 }
 
