@@ -58,7 +58,9 @@ fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("HUMMER_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+                // rskafka warns at every retry of a connection; the error that ends the
+                // retries says it once.
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,rskafka=error")),
         )
         .with_writer(std::io::stderr)
         .init();

@@ -156,7 +156,17 @@ impl Cluster {
             )
             .backoff_config(backoff(timeout));
         let target = format!("brokers {}", config.brokers());
-        let client = block_on_within(timeout, &target, async move { builder.build().await })?;
+        let client = block_on_within(timeout, &target, async move { builder.build().await })
+            .map_err(|e| match e {
+                HummerError::Kafka { target, reason } => HummerError::Kafka {
+                    target,
+                    reason: format!(
+                        "cannot connect: {reason}; is the broker running, and are the bootstrap \
+                         servers (--brokers, properties.bootstrap.servers) right?"
+                    ),
+                },
+                other => other,
+            })?;
         Ok(Cluster {
             client: Arc::new(client),
             config: config.clone(),
