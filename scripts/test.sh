@@ -15,7 +15,7 @@ command -v pgrep >/dev/null || missing+=(procps)
 if [ ${#missing[@]} -gt 0 ]; then
   apt-get update -qq && apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
-# The Kafka tests' broker (tansu), built once per machine under /var/tmp (16 minutes the first
+# The Kafka tests' broker (tansu), built once per machine under /var/tmp (10 minutes the first
 # time), before the tests so that no test waits on it.
 "$(dirname "$0")/install-tansu.sh" >/dev/null
 # The S3 tests' server (moto, from PyPI), in a virtualenv of its own outside the clone.
