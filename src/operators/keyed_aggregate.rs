@@ -20,7 +20,7 @@ use std::ops::AddAssign;
 
 use crate::error::Result;
 use crate::operators::{Collector, OneInputOperator};
-use crate::state::keyed_table::KeyedTable;
+use crate::state::keyed_table::{KeyedTable, ScratchTable};
 use crate::types::RuntimeMode;
 use crate::types::{Data, Key};
 
@@ -324,7 +324,7 @@ where
 pub struct PartialAggregate<T, K, KS, A: Aggregation<T, K>> {
     key_of: KS,
     agg: A,
-    state: KeyedTable<K, A::Acc>,
+    state: ScratchTable<K, A::Acc>,
     _types: PhantomData<fn(T)>,
 }
 
@@ -334,7 +334,7 @@ impl<T, K: Hash + Eq, KS, A: Aggregation<T, K>> PartialAggregate<T, K, KS, A> {
         PartialAggregate {
             key_of,
             agg,
-            state: KeyedTable::default(),
+            state: ScratchTable::default(),
             _types: PhantomData,
         }
     }
@@ -364,7 +364,7 @@ where
     ) -> Result<()> {
         let agg = &self.agg;
         self.state
-            .fold_batch(batch, &self.key_of, |_, acc, record| match acc {
+            .fold_batch(batch, &self.key_of, |acc, record| match acc {
                 Some(acc) => {
                     agg.add(acc, record);
                     None

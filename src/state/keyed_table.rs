@@ -31,6 +31,67 @@ pub struct KeyedTable<K, V> {
     pub(crate) tombstones: Vec<(K, Epoch)>,
 }
 
+/// A table from key to value without change tracking, for state that never reaches a
+/// snapshot: a combiner's, emptied downstream before the input ends. Its slots are key and
+/// value only (no epoch), and its fold does no marking: the batch WordCount combiner folds
+/// every word of the input through it.
+pub struct ScratchTable<K, V> {
+    table: HashTable<(K, V)>,
+    hasher: foldhash::fast::RandomState,
+}
+
+impl<K, V> Default for ScratchTable<K, V> {
+    fn default() -> Self {
+        ScratchTable {
+            table: HashTable::new(),
+            hasher: foldhash::fast::RandomState::default(),
+        }
+    }
+}
+
+impl<K: Hash + Eq, V> ScratchTable<K, V> {
+    /// Number of keys.
+    pub fn len(&self) -> usize {
+        self.table.len()
+    }
+
+    /// Whether it holds no key.
+    pub fn is_empty(&self) -> bool {
+        self.table.is_empty()
+    }
+
+    /// Folds a batch in one loop, as [`KeyedTable::fold_batch`]: `step` gets the record's
+    /// value if its key has one (and updates it), else returns the new value, if any.
+    #[inline]
+    pub fn fold_batch<T>(
+        &mut self,
+        batch: &mut Vec<T>,
+        key_of: impl Fn(&T) -> K,
+        mut step: impl FnMut(Option<&mut V>, T) -> Option<V>,
+    ) {
+        let ScratchTable { table, hasher } = self;
+        for record in batch.drain(..) {
+            let key = key_of(&record);
+            let hash = hasher.hash_one(&key);
+            match table.find_mut(hash, |(k, _)| *k == key) {
+                Some((_, v)) => {
+                    step(Some(v), record);
+                }
+                None => {
+                    if let Some(v) = step(None, record) {
+                        table.insert_unique(hash, (key, v), |(k, _)| hasher.hash_one(k));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Takes every entry out.
+    pub fn drain(&mut self) -> impl Iterator<Item = (K, V)> + '_ {
+        self.table.drain()
+    }
+}
+
 /// A snapshot counter: the epoch in force at a snapshot, and that of a slot's last change.
 pub(crate) type Epoch = u32;
 
@@ -355,6 +416,29 @@ mod tests {
             prop_assert_eq!(table.len(), reference.len());
             let got: HashMap<u8, u64> = table.drain().collect();
             prop_assert_eq!(got, reference);
+        }
+
+        #[test]
+        fn a_scratch_table_folds_like_a_hash_map(batches in proptest::collection::vec(
+            proptest::collection::vec((0u8..40, any::<u16>()), 0..300), 0..6)) {
+            let mut table = ScratchTable::<u8, u64>::default();
+            let mut reference: HashMap<u8, u64> = HashMap::new();
+            for batch in &batches {
+                for (k, v) in batch {
+                    *reference.entry(*k).or_default() += u64::from(*v);
+                }
+                let mut b = batch.clone();
+                table.fold_batch(&mut b, |r| r.0, |state, r| match state {
+                    Some(sum) => { *sum += u64::from(r.1); None }
+                    None => Some(u64::from(r.1)),
+                });
+                prop_assert!(b.is_empty());
+            }
+            prop_assert_eq!(table.len(), reference.len());
+            prop_assert_eq!(table.is_empty(), reference.is_empty());
+            let got: HashMap<u8, u64> = table.drain().collect();
+            prop_assert_eq!(got, reference);
+            prop_assert!(table.is_empty());
         }
     }
 }
