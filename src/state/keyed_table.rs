@@ -70,25 +70,53 @@ impl<K: Hash + Eq, V> ScratchTable<K, V> {
         mut step: impl FnMut(Option<&mut V>, T) -> Option<V>,
     ) {
         let ScratchTable { table, hasher } = self;
-        for record in batch.drain(..) {
-            let key = key_of(&record);
-            let hash = hasher.hash_one(&key);
-            match table.find_mut(hash, |(k, _)| *k == key) {
-                Some((_, v)) => {
+        fold_slots(
+            table,
+            hasher,
+            batch,
+            key_of,
+            |(k, _)| k,
+            |slot, record| match slot {
+                Ok((_, v)) => {
                     step(Some(v), record);
+                    None
                 }
-                None => {
-                    if let Some(v) = step(None, record) {
-                        table.insert_unique(hash, (key, v), |(k, _)| hasher.hash_one(k));
-                    }
-                }
-            }
-        }
+                Err(key) => step(None, record).map(|v| (key, v)),
+            },
+        );
     }
 
     /// Takes every entry out.
     pub fn drain(&mut self) -> impl Iterator<Item = (K, V)> + '_ {
         self.table.drain()
+    }
+}
+
+/// The one loop of every batch fold: per record its key, hash and probe, then `visit` with
+/// the key's slot (`Ok`) or, for a new key, the key itself (`Err`); a slot `visit` returns for
+/// a new key is inserted.
+#[inline(always)]
+fn fold_slots<S, K: Hash + Eq, T>(
+    table: &mut HashTable<S>,
+    hasher: &foldhash::fast::RandomState,
+    batch: &mut Vec<T>,
+    key_of: impl Fn(&T) -> K,
+    slot_key: impl Fn(&S) -> &K,
+    mut visit: impl FnMut(Result<&mut S, K>, T) -> Option<S>,
+) {
+    for record in batch.drain(..) {
+        let key = key_of(&record);
+        let hash = hasher.hash_one(&key);
+        match table.find_mut(hash, |slot| *slot_key(slot) == key) {
+            Some(slot) => {
+                visit(Ok(slot), record);
+            }
+            None => {
+                if let Some(slot) = visit(Err(key), record) {
+                    table.insert_unique(hash, slot, |s| hasher.hash_one(slot_key(s)));
+                }
+            }
+        }
     }
 }
 
@@ -261,22 +289,24 @@ impl<K: Hash + Eq, V> KeyedTable<K, V> {
         } = self;
         // Counted in a local, kept in a register across the loop.
         let (epoch, mut touched) = (changes.epoch, 0);
-        for record in batch.drain(..) {
-            let key = key_of(&record);
-            let hash = hasher.hash_one(&key);
-            match table.find_mut(hash, |(k, _, _)| *k == key) {
-                Some((k, v, e)) => {
+        fold_slots(
+            table,
+            hasher,
+            batch,
+            key_of,
+            |(k, _, _)| k,
+            |slot, record| match slot {
+                Ok((k, v, e)) => {
                     touched += mark(e, epoch);
                     step(k, Some(v), record);
+                    None
                 }
-                None => {
-                    if let Some(v) = step(&key, None, record) {
-                        touched += 1;
-                        table.insert_unique(hash, (key, v, epoch), |(k, _, _)| hasher.hash_one(k));
-                    }
-                }
-            }
-        }
+                Err(key) => step(&key, None, record).map(|v| {
+                    touched += 1;
+                    (key, v, epoch)
+                }),
+            },
+        );
         changes.touched += touched;
     }
 
