@@ -185,22 +185,7 @@ fn cluster_wordcount_equals_local_and_is_visible_in_rest() {
 #[test]
 fn cancelled_streaming_job_stops_all_its_workers() {
     let cluster = plaintext(2, 2, 5_000).start();
-    let out = cluster.dir().join("out");
-    let run = cluster.hummer_ok(&[
-        "wordcount",
-        "--mode",
-        "streaming",
-        "--corpus-lines",
-        "0",
-        "--corpus-rate",
-        "2000",
-        "--parallelism",
-        "3",
-        "--output",
-        out.to_str().unwrap(),
-    ]);
-    let id = submitted_id(&run);
-    cluster.wait_for_status(&id, "Running", Duration::from_secs(10));
+    let id = endless_wordcount(&cluster, "2000", "3", "out");
     assert_eq!(cluster.workers_running(), 2);
     // Workers report their counters while they run.
     eventually(Duration::from_secs(5), "live counters", || {
