@@ -44,21 +44,21 @@
 
 #![warn(missing_docs)]
 
-pub mod api;
-pub mod channels;
-pub mod checkpoint;
-pub mod cluster;
-pub mod connectors;
-pub mod error;
-pub mod execution;
-pub mod graph;
-pub mod image;
-pub mod jobs;
-pub mod operators;
-pub mod runtime;
-pub mod scheduler;
-pub mod state;
-pub mod types;
+pub use hummer_api as api;
+pub use hummer_channels as channels;
+pub use hummer_checkpoint as checkpoint;
+pub use hummer_cluster as cluster;
+pub use hummer_connectors as connectors;
+pub use hummer_execution as execution;
+pub use hummer_graph as graph;
+pub use hummer_image as image;
+pub use hummer_jobs as jobs;
+pub use hummer_operators as operators;
+pub use hummer_runtime as runtime;
+pub use hummer_scheduler as scheduler;
+pub use hummer_state as state;
+pub use hummer_types as types;
+pub use hummer_types::error;
 
 pub use error::{HummerError, Result};
 

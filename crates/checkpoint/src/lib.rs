@@ -1,0 +1,39 @@
+//! Checkpoints: consistent snapshots of a running job, and where they are kept.
+//!
+//! Flink's asynchronous barrier snapshots (after Chandy-Lamport). The coordinator
+//! ([`coordinator`]) injects numbered barriers at the sources through the tasks' [`hub`]; they
+//! flow with the records; a task with several inputs aligns them ([`barrier_aligner`]); every
+//! task copies its state into a [`crate::state::task_state::TaskSnapshot`] when the barrier
+//! passes and acknowledges it; once every task has, the checkpoint is written to the
+//! [`store`] (on a [`backend`]: a directory or an object store) and completed, and
+//! transactional sinks commit. Which checkpoint a restarted job restores, and whether it
+//! restarts at all, is the job controller's decision (`crate::execution::controller`).
+//!
+//! * [`coordinator`]: when to trigger a checkpoint, when one is complete, its history.
+//! * [`hub`]: the tasks' side in one process (triggers, acknowledgements, completions).
+//! * [`barrier_aligner`]: when a task with several inputs may take its snapshot.
+//! * [`store`]: checkpoint directories: writing, completing, retention, verification.
+//! * [`backend`]: the storage under a store: a local directory or an object store.
+//! * [`chains`]: task files of incremental checkpoints, read with the deltas they build on.
+//! * `direct_write` (private): large checkpoint files written past the page cache.
+//!
+//! Layer 4 of 11, beside `operators`: imports only `error`, `types` and `state`; below
+//! everything that runs tasks (the layers are listed in `crate::types`).
+
+#![warn(missing_docs)]
+
+// The crates of the layers below, under the module names the code calls them by
+// (`crate::state::KeyedTable`): each layer is a crate, so the compiler keeps the
+// imports pointing down (docs/architecture.md).
+#[allow(unused_imports)]
+use hummer_state as state;
+#[allow(unused_imports)]
+use hummer_types::{self as types, error};
+
+pub mod backend;
+pub mod barrier_aligner;
+pub mod chains;
+pub mod coordinator;
+mod direct_write;
+pub mod hub;
+pub mod store;

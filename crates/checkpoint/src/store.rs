@@ -1,0 +1,514 @@
+//! A checkpoint directory on the local filesystem.
+//!
+//! The directory may also be an object store URL (`s3://bucket/prefix`, see
+//! [`crate::backend`]); there a checkpoint is written in place and its metadata,
+//! written last, marks it complete.
+//!
+//! Layout: `DIR/chk-<id>/` holds one file per snapshot (named by the writer, e.g.
+//! `op-3-subtask-1`) and `_metadata` (JSON: checkpoint id, creation time, every file with its
+//! length and checksum). A checkpoint in progress lives in `DIR/chk-<id>.inprogress/` and is
+//! renamed to `chk-<id>` only after its metadata is written, so a crash never leaves a
+//! half-written checkpoint that looks complete. Recovery takes the newest complete checkpoint
+//! whose files all match their metadata; a damaged one is skipped with a log line naming it and
+//! what is wrong, and the one before it is tried.
+//!
+//! **Incremental checkpoints.** A task's state may be a delta on an earlier checkpoint's
+//! (`crate::state::snapshot::delta_base`); its checkpoint then depends on the files of that
+//! earlier one. `_metadata` lists every checkpoint a checkpoint depends on (`bases`,
+//! transitively), and those are kept as long as any retained checkpoint names them, verified
+//! with it, and read through it ([`CompletedCheckpoint::base`]). A savepoint is a copy with
+//! every delta's bases copied into its own files ([`copy_checkpoint`]), so it stands alone.
+
+use std::collections::BTreeMap;
+use std::hash::BuildHasher;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::backend::Storage;
+use crate::error::{HummerError, Result, internal};
+
+/// What `_metadata` records.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CheckpointMetadata {
+    /// The checkpoint's id (increasing).
+    pub id: u64,
+    /// Milliseconds since the Unix epoch when it completed.
+    pub completed_at_ms: u64,
+    /// Every file: name -> (length, checksum).
+    pub files: BTreeMap<String, (u64, u64)>,
+    /// How the checksums were computed (checkpoints of earlier builds: foldhash).
+    #[serde(default)]
+    pub checksum: ChecksumKind,
+    /// Earlier checkpoints whose files this one's deltas build on, transitively, each with
+    /// the nonce of the very checkpoint meant (empty: it stands alone).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub bases: BTreeMap<u64, u64>,
+    /// A random number telling this checkpoint from another of the same id (a later attempt
+    /// may write a checkpoint with the id of one an earlier attempt left unfinished or
+    /// damaged); bases are named by id and nonce.
+    #[serde(default)]
+    pub nonce: u64,
+}
+
+/// The checksum of the files of a checkpoint.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ChecksumKind {
+    /// foldhash of the whole file, as earlier builds wrote (it cannot be computed part by part).
+    #[default]
+    Foldhash,
+    /// CRC-32 (IEEE), computed as the parts are written.
+    Crc32,
+}
+
+impl ChecksumKind {
+    /// The checksum of a whole file.
+    fn of(self, bytes: &[u8]) -> u64 {
+        match self {
+            ChecksumKind::Foldhash => {
+                foldhash::fast::FixedState::with_seed(0x6368_6b70_7466_696c).hash_one(bytes)
+            }
+            ChecksumKind::Crc32 => crc32_of(&[bytes]),
+        }
+    }
+}
+
+/// The CRC-32 of a file made of `parts` (what this build writes).
+fn crc32_of(parts: &[&[u8]]) -> u64 {
+    let mut h = crc32fast::Hasher::new();
+    parts.iter().for_each(|p| h.update(p));
+    u64::from(h.finalize())
+}
+
+/// A complete, verified checkpoint.
+#[derive(Clone, Debug)]
+pub struct CompletedCheckpoint {
+    /// Its metadata.
+    pub metadata: CheckpointMetadata,
+    /// Its location (a directory, or an object store URL).
+    pub dir: PathBuf,
+    storage: Storage,
+    /// The checkpoints its deltas build on (`metadata.bases`), verified with it.
+    bases: Vec<CompletedCheckpoint>,
+}
+
+impl CompletedCheckpoint {
+    /// The bytes of one of its files (verified when the checkpoint was found).
+    pub fn read(&self, name: &str) -> Result<Vec<u8>> {
+        self.storage.read(name)
+    }
+
+    /// The earlier checkpoint `id` that this one builds on, if it names it as a base.
+    pub fn base(&self, id: u64) -> Option<&CompletedCheckpoint> {
+        self.bases.iter().find(|b| b.metadata.id == id)
+    }
+}
+
+/// The checkpoints of one job.
+pub struct CheckpointStore {
+    root: Storage,
+    retain: usize,
+}
+
+/// A checkpoint being written.
+pub struct PendingCheckpoint {
+    id: u64,
+    storage: Storage,
+    files: BTreeMap<String, (u64, u64)>,
+    bases: BTreeMap<u64, u64>,
+}
+
+impl CheckpointStore {
+    /// A store at `dir` (a directory, created if missing, or an object store URL) keeping the
+    /// last `retain` checkpoints.
+    pub fn open(dir: impl Into<PathBuf>, retain: usize) -> Result<Self> {
+        let root = Storage::open(&dir.into())?;
+        root.create()?;
+        Ok(CheckpointStore {
+            root,
+            retain: retain.max(1),
+        })
+    }
+
+    /// Starts checkpoint `id`.
+    pub fn begin(&self, id: u64) -> Result<PendingCheckpoint> {
+        // A local checkpoint is written aside and renamed into place; an object store has no
+        // rename, there the metadata written last marks the checkpoint complete.
+        let name = if self.root.renames() {
+            format!("chk-{id}.inprogress")
+        } else {
+            format!("chk-{id}")
+        };
+        let storage = self.root.child(&name);
+        storage.remove_all()?;
+        storage.create()?;
+        Ok(PendingCheckpoint {
+            id,
+            storage,
+            files: BTreeMap::new(),
+            bases: BTreeMap::new(),
+        })
+    }
+
+    /// Completes a checkpoint: metadata last, then (locally) the directory renamed into place;
+    /// older checkpoints beyond the retained ones are removed.
+    pub fn complete(&self, pending: PendingCheckpoint) -> Result<CheckpointMetadata> {
+        let metadata = CheckpointMetadata {
+            id: pending.id,
+            completed_at_ms: crate::types::epoch_ms(),
+            files: pending.files,
+            checksum: ChecksumKind::Crc32,
+            bases: pending.bases,
+            nonce: new_nonce(pending.id),
+        };
+        write_metadata(&pending.storage, &metadata)?;
+        let done = self.root.child(&format!("chk-{}", pending.id));
+        pending.storage.rename_to(&done)?;
+        self.prune()?;
+        Ok(metadata)
+    }
+
+    /// Ids of checkpoints (complete, or on an object store possibly unfinished), newest first.
+    pub fn ids(&self) -> Result<Vec<u64>> {
+        let mut ids: Vec<u64> = self
+            .root
+            .list_dirs()?
+            .iter()
+            .filter_map(|name| name.strip_prefix("chk-")?.parse().ok())
+            .collect();
+        ids.sort_unstable_by(|a, b| b.cmp(a));
+        Ok(ids)
+    }
+
+    /// Removes the checkpoints beyond the newest `retain`, except those a retained one builds
+    /// on.
+    fn prune(&self) -> Result<()> {
+        let ids = self.ids()?;
+        let (retained, older) = ids.split_at(self.retain.min(ids.len()));
+        let needed: std::collections::BTreeSet<u64> = retained
+            .iter()
+            .filter_map(|id| read_metadata(&self.root.child(&format!("chk-{id}"))).ok())
+            .flat_map(|m| m.bases.into_keys())
+            .collect();
+        for id in older.iter().filter(|id| !needed.contains(id)) {
+            self.root.child(&format!("chk-{id}")).remove_all()?;
+        }
+        Ok(())
+    }
+
+    /// The newest checkpoint that is whole (with every checkpoint it builds on); damaged ones
+    /// are skipped with a log line.
+    pub fn latest_valid(&self) -> Result<Option<CompletedCheckpoint>> {
+        for id in self.ids()? {
+            match verify(&self.root, id) {
+                Ok(c) => return Ok(Some(c)),
+                Err(reason) => tracing::warn!(
+                    "checkpoint {id} in {} is damaged ({reason}); falling back to the one before",
+                    self.root.location().display()
+                ),
+            }
+        }
+        Ok(None)
+    }
+
+    /// The store's location.
+    pub fn dir(&self) -> PathBuf {
+        self.root.location()
+    }
+}
+
+/// A random nonce for checkpoint `id` (every `RandomState` has random keys).
+fn new_nonce(id: u64) -> u64 {
+    std::collections::hash_map::RandomState::new().hash_one(id)
+}
+
+/// Writes a checkpoint's `_metadata` (last: it marks the checkpoint complete).
+fn write_metadata(storage: &Storage, metadata: &CheckpointMetadata) -> Result<()> {
+    let json =
+        serde_json::to_vec_pretty(metadata).map_err(|e| internal!("checkpoint metadata: {e}"))?;
+    storage.write(METADATA, &json)
+}
+
+/// Name of the metadata file, written last.
+const METADATA: &str = "_metadata";
+
+/// Why a checkpoint is not whole.
+#[derive(Debug, thiserror::Error)]
+pub enum Damage {
+    /// Its metadata, written last, cannot be read: the checkpoint never completed.
+    #[error("no metadata: {0}")]
+    NoMetadata(#[source] HummerError),
+    /// Its metadata does not parse.
+    #[error("unreadable metadata: {0}")]
+    UnreadableMetadata(#[source] serde_json::Error),
+    /// Its metadata belongs to another checkpoint.
+    #[error("metadata says checkpoint {0}")]
+    OtherCheckpoint(u64),
+    /// A file it lists cannot be read.
+    #[error("file {name}: {source}")]
+    MissingFile {
+        /// The file.
+        name: String,
+        /// Why it cannot be read.
+        #[source]
+        source: HummerError,
+    },
+    /// A file is shorter or longer than recorded.
+    #[error("file {name} has {len} bytes, {expected} expected")]
+    WrongLength {
+        /// The file.
+        name: String,
+        /// Its length.
+        len: u64,
+        /// The recorded length.
+        expected: u64,
+    },
+    /// A file's bytes differ from what was written.
+    #[error("file {0} fails its checksum")]
+    BadChecksum(String),
+    /// The checkpoint of that id is another one than meant (written by a later attempt).
+    #[error("it was replaced by a later checkpoint of the same id")]
+    Replaced,
+    /// A checkpoint it builds on is missing or damaged.
+    #[error("checkpoint {id}, which it builds on: {damage}")]
+    Base {
+        /// The base checkpoint.
+        id: u64,
+        /// What is wrong with it.
+        damage: Box<Damage>,
+    },
+}
+
+fn read_metadata(storage: &Storage) -> std::result::Result<CheckpointMetadata, Damage> {
+    let meta = storage.read(METADATA).map_err(Damage::NoMetadata)?;
+    serde_json::from_slice(&meta).map_err(Damage::UnreadableMetadata)
+}
+
+/// Checks checkpoint `id` of the checkpoints at `root`, and every checkpoint it builds on.
+fn verify(root: &Storage, id: u64) -> std::result::Result<CompletedCheckpoint, Damage> {
+    let mut checkpoint = verify_files(root.child(&format!("chk-{id}")), id)?;
+    for (&base, &nonce) in &checkpoint.metadata.bases {
+        let damage = |damage| Damage::Base {
+            id: base,
+            damage: Box::new(damage),
+        };
+        let verified = verify_files(root.child(&format!("chk-{base}")), base).map_err(damage)?;
+        if verified.metadata.nonce != nonce {
+            return Err(damage(Damage::Replaced));
+        }
+        checkpoint.bases.push(verified);
+    }
+    Ok(checkpoint)
+}
+
+/// Checks one checkpoint's own files: its metadata parses and every file has its recorded
+/// length and checksum.
+fn verify_files(storage: Storage, id: u64) -> std::result::Result<CompletedCheckpoint, Damage> {
+    let metadata = read_metadata(&storage)?;
+    if metadata.id != id {
+        return Err(Damage::OtherCheckpoint(metadata.id));
+    }
+    for (name, (len, sum)) in &metadata.files {
+        let bytes = storage.read(name).map_err(|source| Damage::MissingFile {
+            name: name.clone(),
+            source,
+        })?;
+        if bytes.len() as u64 != *len {
+            return Err(Damage::WrongLength {
+                name: name.clone(),
+                len: bytes.len() as u64,
+                expected: *len,
+            });
+        }
+        if metadata.checksum.of(&bytes) != *sum {
+            return Err(Damage::BadChecksum(name.clone()));
+        }
+    }
+    Ok(CompletedCheckpoint {
+        metadata,
+        dir: storage.location(),
+        storage,
+        bases: Vec::new(),
+    })
+}
+
+impl PendingCheckpoint {
+    /// Writes one snapshot file of the checkpoint.
+    pub fn write(&mut self, name: &str, bytes: &[u8]) -> Result<()> {
+        self.write_parts(name, &[bytes])
+    }
+
+    /// Writes one snapshot file of the checkpoint made of `parts`, one after the other.
+    pub fn write_parts(&mut self, name: &str, parts: &[&[u8]]) -> Result<()> {
+        if name.is_empty() || name.contains('/') || name.starts_with('_') {
+            return Err(internal!("bad checkpoint file name '{name}'"));
+        }
+        self.storage.write_parts(name, parts)?;
+        let len = parts.iter().map(|p| p.len() as u64).sum();
+        self.files.insert(name.to_string(), (len, crc32_of(parts)));
+        Ok(())
+    }
+
+    /// The checkpoint's id.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// Records earlier checkpoints this one's files build on, as (id, nonce); all of them,
+    /// transitively.
+    pub fn build_on(&mut self, bases: impl IntoIterator<Item = (u64, u64)>) {
+        self.bases.extend(bases);
+    }
+}
+
+/// The checkpoint (or savepoint) at `path`: either one checkpoint's directory (`.../chk-7`) or
+/// a directory of checkpoints, whose newest whole one is taken. Object store URLs work alike.
+pub fn find_checkpoint(path: &Path) -> Result<CompletedCheckpoint> {
+    let bad = |reason: String| HummerError::BadInput {
+        input: path.display().to_string(),
+        reason,
+    };
+    let storage = Storage::open(path)?;
+    if !storage.exists() {
+        return Err(bad("no such checkpoint or savepoint directory".into()));
+    }
+    if storage.read(METADATA).is_ok() {
+        let id = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| n.strip_prefix("chk-"))
+            .and_then(|n| n.parse::<u64>().ok())
+            .ok_or_else(|| bad("a checkpoint directory must be named chk-<id>".into()))?;
+        // The checkpoints it builds on are its siblings.
+        let root = Storage::open(path.parent().unwrap_or(path))?;
+        return verify(&root, id).map_err(|reason| bad(format!("damaged checkpoint: {reason}")));
+    }
+    let store = CheckpointStore {
+        root: storage,
+        retain: usize::MAX,
+    };
+    store
+        .latest_valid()?
+        .ok_or_else(|| bad("holds no complete checkpoint".into()))
+}
+
+/// Copies a complete checkpoint to `to` (a savepoint), across storages if need be; returns
+/// the copy. A checkpoint that builds on earlier ones is copied with their state resolved into
+/// its task files ([`crate::chains::read_task`]), so the copy stands alone.
+pub fn copy_checkpoint(from: &CompletedCheckpoint, to: &Path) -> Result<CompletedCheckpoint> {
+    let target = Storage::open(to)?;
+    target.create()?;
+    if from.metadata.bases.is_empty() {
+        for name in from.metadata.files.keys() {
+            target.write(name, &from.read(name)?)?;
+        }
+        target.write(METADATA, &from.read(METADATA)?)?;
+    } else {
+        let mut copy = PendingCheckpoint {
+            id: from.metadata.id,
+            storage: target.clone(),
+            files: BTreeMap::new(),
+            bases: BTreeMap::new(),
+        };
+        for name in from.metadata.files.keys() {
+            if name.starts_with(TASK_FILE_PREFIX) {
+                let task = crate::chains::read_task(from, name)?;
+                let parts = task.encoded_parts()?;
+                let parts: Vec<&[u8]> = parts.iter().map(|p| p.as_ref()).collect();
+                copy.write_parts(name, &parts)?;
+            } else {
+                copy.write(name, &from.read(name)?)?;
+            }
+        }
+        let metadata = CheckpointMetadata {
+            files: copy.files,
+            bases: BTreeMap::new(),
+            checksum: ChecksumKind::Crc32,
+            ..from.metadata.clone()
+        };
+        write_metadata(&target, &metadata)?;
+    }
+    verify_files(target, from.metadata.id).map_err(|reason| HummerError::BadInput {
+        input: to.display().to_string(),
+        reason: format!("the copied checkpoint does not verify: {reason}"),
+    })
+}
+
+/// Task files (`task-<index>`) hold a task's state; only they may build on other checkpoints.
+pub const TASK_FILE_PREFIX: &str = "task-";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn checkpoint(store: &CheckpointStore, id: u64) {
+        let mut p = store.begin(id).unwrap();
+        p.write("op-1-subtask-0", format!("state of {id}").as_bytes())
+            .unwrap();
+        p.write("op-2-subtask-0", &[id as u8; 100]).unwrap();
+        store.complete(p).unwrap();
+    }
+
+    #[test]
+    fn keeps_the_last_n_and_recovers_the_newest() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = CheckpointStore::open(dir.path(), 2).unwrap();
+        assert!(store.latest_valid().unwrap().is_none());
+        for id in 1..=4 {
+            checkpoint(&store, id);
+        }
+        assert_eq!(store.ids().unwrap(), vec![4, 3]);
+        let latest = store.latest_valid().unwrap().unwrap();
+        assert_eq!(latest.metadata.id, 4);
+        assert_eq!(latest.read("op-1-subtask-0").unwrap(), b"state of 4");
+    }
+
+    #[test]
+    fn an_object_store_keeps_checkpoints_the_same_way() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("file://{}", dir.path().display());
+        let store = CheckpointStore::open(&url, 2).unwrap();
+        for id in 1..=3 {
+            checkpoint(&store, id);
+        }
+        // Unfinished (no metadata): skipped.
+        let mut pending = store.begin(4).unwrap();
+        pending.write("op-1-subtask-0", b"half").unwrap();
+        let latest = store.latest_valid().unwrap().unwrap();
+        assert_eq!(latest.metadata.id, 3);
+        assert_eq!(latest.read("op-1-subtask-0").unwrap(), b"state of 3");
+        assert_eq!(latest.dir, PathBuf::from(format!("{url}/chk-3")));
+        let found = find_checkpoint(&latest.dir).unwrap();
+        assert_eq!(found.metadata, latest.metadata);
+        // A savepoint copied to a local directory reads back the same.
+        let savepoint = dir.path().join("savepoints/chk-3");
+        let copy = copy_checkpoint(&latest, &savepoint).unwrap();
+        assert_eq!(copy.read("op-2-subtask-0").unwrap(), vec![3u8; 100]);
+        assert_eq!(find_checkpoint(&savepoint).unwrap().metadata.id, 3);
+    }
+
+    #[test]
+    fn damaged_or_unfinished_checkpoints_are_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = CheckpointStore::open(dir.path(), 5).unwrap();
+        for id in 1..=3 {
+            checkpoint(&store, id);
+        }
+        // Checkpoint 3: a truncated file. Checkpoint 2: a flipped byte.
+        let f3 = dir.path().join("chk-3/op-2-subtask-0");
+        std::fs::write(&f3, [3u8; 50]).unwrap();
+        let f2 = dir.path().join("chk-2/op-1-subtask-0");
+        let mut bytes = std::fs::read(&f2).unwrap();
+        bytes[0] ^= 1;
+        std::fs::write(&f2, bytes).unwrap();
+        // An unfinished checkpoint 4 never counts.
+        let mut pending = store.begin(4).unwrap();
+        pending.write("op-1-subtask-0", b"half").unwrap();
+        let latest = store.latest_valid().unwrap().unwrap();
+        assert_eq!(latest.metadata.id, 1);
+        // Garbage metadata is skipped too.
+        std::fs::write(dir.path().join("chk-1/_metadata"), b"{not json").unwrap();
+        assert!(store.latest_valid().unwrap().is_none());
+    }
+}

@@ -1,0 +1,133 @@
+//! The three graphs as text (for people), JSON (for tools) and Graphviz DOT (for pictures).
+
+use std::fmt::Write;
+
+use serde_json::{Value, json};
+
+use crate::execution_graph::ExecutionGraph;
+use crate::job_graph::JobGraph;
+use crate::stream_graph::StreamGraph;
+
+/// Human-readable plan: the stream graph as written, the fused job graph, the subtasks.
+pub fn to_text(stream: &StreamGraph, job: &JobGraph, exec: &ExecutionGraph) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "== StreamGraph ({} nodes) ==", stream.nodes.len());
+    for n in &stream.nodes {
+        let p = n
+            .parallelism
+            .map_or("default".to_string(), |p| p.to_string());
+        let _ = writeln!(
+            s,
+            "  [{}] {} ({:?}, parallelism {p}) -> {}",
+            n.id,
+            n.name,
+            n.kind,
+            n.output_type()
+        );
+        for (_, e) in stream.inputs_of(n.id) {
+            let _ = writeln!(
+                s,
+                "        <- [{}] {:?} input {}",
+                e.source, e.partitioning, e.input
+            );
+        }
+    }
+    let _ = writeln!(
+        s,
+        "== JobGraph ({} chains, {:?} mode) ==",
+        job.vertices.len(),
+        job.mode
+    );
+    for v in &job.vertices {
+        let _ = writeln!(s, "  [{}] {} (parallelism {})", v.id, v.name, v.parallelism);
+        for e in job.edges.iter().filter(|e| e.target == v.id) {
+            let _ = writeln!(
+                s,
+                "        <- [{}] {:?} input {}",
+                e.source, e.partitioning, e.input
+            );
+        }
+    }
+    let _ = writeln!(
+        s,
+        "== ExecutionGraph ({} subtasks, {} channels) ==",
+        exec.subtasks.len(),
+        exec.channels.len()
+    );
+    for (i, t) in exec.subtasks.iter().enumerate() {
+        let inputs = exec.channels.iter().filter(|c| c.consumer == i).count();
+        let outputs = exec.channels.iter().filter(|c| c.producer == i).count();
+        let _ = writeln!(s, "  #{i} {} ({inputs} in, {outputs} out)", t.name);
+    }
+    s
+}
+
+/// The three graphs as one JSON document.
+pub fn to_json(stream: &StreamGraph, job: &JobGraph, exec: &ExecutionGraph) -> Value {
+    let nodes: Vec<Value> = stream
+        .nodes
+        .iter()
+        .map(|n| {
+            json!({
+                "id": n.id, "name": n.name, "kind": n.kind, "parallelism": n.parallelism,
+                "chaining": n.chaining, "output_type": n.output_type(),
+            })
+        })
+        .collect();
+    let edges: Vec<Value> = stream
+        .edges
+        .iter()
+        .map(|e| json!({"source": e.source, "target": e.target, "input": e.input, "partitioning": e.partitioning.name()}))
+        .collect();
+    let job_edges: Vec<Value> = job
+        .edges
+        .iter()
+        .map(|e| json!({"source": e.source, "target": e.target, "input": e.input, "partitioning": e.partitioning.name()}))
+        .collect();
+    json!({
+        "stream_graph": {"nodes": nodes, "edges": edges},
+        "job_graph": {"mode": job.mode, "vertices": job.vertices, "edges": job_edges},
+        "execution_graph": exec,
+    })
+}
+
+fn dot_escape(s: &str) -> String {
+    s.replace('\\', "\\\\").replace('"', "\\\"")
+}
+
+/// The job graph as Graphviz DOT: one cluster per chain holding its fused operators, one
+/// arrow per shuffle labelled with its partitioning.
+pub fn to_dot(job: &JobGraph) -> String {
+    let mut s = String::from("digraph hummer {\n  rankdir=LR;\n  node [shape=box];\n");
+    for v in &job.vertices {
+        let _ = writeln!(
+            s,
+            "  subgraph cluster_{} {{\n    label=\"chain {} (parallelism {})\";",
+            v.id, v.id, v.parallelism
+        );
+        for &n in &v.nodes {
+            let _ = writeln!(
+                s,
+                "    n{n} [label=\"{}\"];",
+                dot_escape(&job.stream.nodes[n].name)
+            );
+        }
+        s.push_str("  }\n");
+    }
+    for e in &job.stream.edges {
+        let chained = job.vertex_of[e.source] == job.vertex_of[e.target];
+        let style = if chained {
+            "style=dashed, label=\"fused\""
+        } else {
+            ""
+        };
+        let label = if chained {
+            String::new()
+        } else {
+            format!("label=\"{}\"", e.partitioning.name())
+        };
+        let _ = writeln!(s, "  n{} -> n{} [{style}{label}];", e.source, e.target);
+    }
+    s.push_str("}\n");
+    s
+}

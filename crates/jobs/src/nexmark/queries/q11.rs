@@ -1,0 +1,22 @@
+//! q11, user sessions: per bidder, sessions closed by 10 s without a bid (a bid at most 10 s
+//! after the previous one extends the session): `bidder, bid_count, start, end` with end =
+//! last bid + 10 s.
+
+use std::time::Duration;
+
+use crate::api::{DataStream, StreamExecutionEnvironment};
+use crate::nexmark::format;
+use crate::nexmark::input::NexmarkInput;
+use crate::nexmark::model::{Bid, BidColumns};
+use crate::operators::window::{CountAggregate, EventTimeSessionWindows, TimeWindow};
+
+/// The query's result lines.
+pub fn build(env: &StreamExecutionEnvironment, input: &NexmarkInput) -> DataStream<String> {
+    input
+        .bids_with(env, BidColumns::NUMBERS)
+        .key_by(|b: &Bid| b.bidder)
+        .window(EventTimeSessionWindows::with_gap(Duration::from_secs(10)))
+        .aggregate(CountAggregate)
+        .name("Bids per session")
+        .map(|(bidder, w, n): (u64, TimeWindow, u64)| format::count_in_window(bidder, n, &w))
+}

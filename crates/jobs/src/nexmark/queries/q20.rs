@@ -1,0 +1,38 @@
+//! q20, expand bid with auction: every bid joined with its auction when the auction's
+//! category is 10: the bid's columns, then the auction's (`itemName, description, initialBid,
+//! reserve, dateTime, expires, seller, category, extra`).
+
+use crate::api::{DataStream, StreamExecutionEnvironment};
+use crate::nexmark::format;
+use crate::nexmark::input::NexmarkInput;
+use crate::nexmark::model::{Auction, Bid};
+
+/// The query's result lines.
+pub fn build(env: &StreamExecutionEnvironment, input: &NexmarkInput) -> DataStream<String> {
+    // An auction's id is its primary key: a bid is kept only until its auction arrives.
+    // Auctions of other categories come as a bare id, so their bids are dropped rather than
+    // kept waiting for an auction that passed the filter.
+    let auctions = input
+        .auctions(env)
+        .map(|a: Auction| (a.id, (a.category == 10).then_some(a)))
+        .key_by(|a: &(u64, Option<Auction>)| a.0);
+    input
+        .bids(env)
+        .key_by(|b: &Bid| b.auction)
+        .join_with_unique(&auctions, |_: &u64, b: &Bid, a: &(u64, Option<Auction>)| {
+            let a = a.1.as_ref()?;
+            let mut line = format::bid_row(b);
+            line.push(',');
+            format::string(&mut line, &a.item_name);
+            line.push(',');
+            format::string(&mut line, &a.description);
+            line.push_str(&format!(",{},{},", a.initial_bid, a.reserve));
+            format::timestamp(&mut line, a.date_time);
+            line.push(',');
+            format::timestamp(&mut line, a.expires);
+            line.push_str(&format!(",{},{},", a.seller, a.category));
+            format::string(&mut line, &a.extra);
+            Some(line)
+        })
+        .flat_map(|line: Option<String>| line)
+}

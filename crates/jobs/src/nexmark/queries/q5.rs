@@ -1,0 +1,43 @@
+//! q5, hot items: per sliding window (10 s, every 2 s) the auctions with the most bids (all of
+//! them when several tie): `auction, num`.
+//!
+//! Bids are counted per auction and window; the counts of one window (each carries the
+//! window's last timestamp) meet in a 2 s tumbling window keyed by the window's start, which
+//! holds exactly that window's counts, and the largest ones are emitted.
+
+use std::time::Duration;
+
+use crate::api::{DataStream, StreamExecutionEnvironment};
+use crate::nexmark::input::NexmarkInput;
+use crate::nexmark::model::{Bid, BidColumns};
+use crate::operators::Collector;
+use crate::operators::window::{
+    CountAggregate, SlidingEventTimeWindows, TimeWindow, TumblingEventTimeWindows,
+};
+
+/// The query's result lines.
+pub fn build(env: &StreamExecutionEnvironment, input: &NexmarkInput) -> DataStream<String> {
+    input
+        .bids_with(env, BidColumns::NUMBERS)
+        .key_by(|b: &Bid| b.auction)
+        .window(SlidingEventTimeWindows::of(
+            Duration::from_secs(10),
+            Duration::from_secs(2),
+        ))
+        .aggregate(CountAggregate)
+        .name("Bids per auction and window")
+        .key_by(|c: &(u64, TimeWindow, u64)| c.1.start)
+        .window(TumblingEventTimeWindows::of(Duration::from_secs(2)))
+        .process(
+            |_: &i64,
+             _: &TimeWindow,
+             counts: &[(u64, TimeWindow, u64)],
+             out: &mut Collector<'_, String>| {
+                let max = counts.iter().map(|c| c.2).max().unwrap_or(0);
+                for (auction, _, n) in counts.iter().filter(|c| c.2 == max) {
+                    out.collect(format!("{auction},{n}"));
+                }
+            },
+        )
+        .name("Hottest auctions per window")
+}

@@ -1,0 +1,349 @@
+//! `process_function` on a keyed stream: a user function with per-key state and timers
+//! (Flink's `KeyedProcessFunction`).
+//!
+//! Timers are keyed state: each key has at most one timer per time domain and timestamp,
+//! they are checkpointed with the key's value (so they move with their key group on a
+//! rescale), event-time timers fire when the watermark reaches them, processing-time timers
+//! when the clock does (those that fell due while a job was down fire right after its
+//! restore). `on_timer` runs on the task's thread between records, never during
+//! `process_element`.
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::Result;
+use crate::keyed_timers::{KeyedTimers, TimeDomain, TimerChange, TimerList};
+use crate::state::ValueState;
+use crate::state::snapshot::{
+    OperatorWatermark, SnapshotBuffer, read_with_watermark, write_with_watermark,
+};
+use crate::types::{CheckpointId, Data, Key, NO_TIMESTAMP, Timestamp};
+use crate::{Collector, OneInputOperator, OperatorContext};
+
+/// A function over a keyed stream with a value per key and timers (Flink's
+/// `KeyedProcessFunction`).
+///
+/// ```
+/// use hummer::prelude::*;
+/// use hummer::operators::keyed_process_function::{KeyedProcessFunction, ProcessContext};
+/// /// Emits a key when it has been silent for 10 s of event time.
+/// #[derive(Clone)]
+/// struct Silence;
+/// impl KeyedProcessFunction<String, (String, i64)> for Silence {
+///     type State = i64; // the last time the key was seen
+///     type Out = String;
+///     fn process_element(&mut self, r: (String, i64), ctx: &mut ProcessContext<'_, '_, String, i64, String>) {
+///         if let Some(old) = ctx.state().value().copied() {
+///             ctx.timer_service().delete_event_time_timer(old + 10_000);
+///         }
+///         ctx.state().update(r.1);
+///         ctx.timer_service().register_event_time_timer(r.1 + 10_000);
+///     }
+///     fn on_timer(&mut self, _t: Timestamp, ctx: &mut ProcessContext<'_, '_, String, i64, String>) {
+///         let key = ctx.key().clone();
+///         ctx.collect(key);
+///         ctx.state().clear();
+///     }
+/// }
+/// ```
+pub trait KeyedProcessFunction<K, T>: Clone + Send + Sync + 'static {
+    /// The value kept per key (checkpointed).
+    type State: Data;
+    /// The output records.
+    type Out: Data;
+    /// Called for every record.
+    fn process_element(
+        &mut self,
+        record: T,
+        ctx: &mut ProcessContext<'_, '_, K, Self::State, Self::Out>,
+    );
+    /// Called when a timer of the context's key fires at `timestamp`.
+    fn on_timer(
+        &mut self,
+        timestamp: Timestamp,
+        ctx: &mut ProcessContext<'_, '_, K, Self::State, Self::Out>,
+    ) {
+        let _ = (timestamp, ctx);
+    }
+}
+
+/// Registers and deletes the timers of the current key.
+pub struct TimerService<'a> {
+    watermark: Timestamp,
+    now: Timestamp,
+    changes: &'a mut Vec<TimerChange>,
+}
+
+impl TimerService<'_> {
+    /// The operator's current watermark.
+    pub fn current_watermark(&self) -> Timestamp {
+        self.watermark
+    }
+
+    /// The current processing time.
+    pub fn current_processing_time(&self) -> Timestamp {
+        self.now
+    }
+
+    /// Calls `on_timer` for this key when the watermark reaches `time` (once per key and time).
+    pub fn register_event_time_timer(&mut self, time: Timestamp) {
+        self.changes
+            .push(TimerChange::Register(TimeDomain::EventTime, time));
+    }
+
+    /// Calls `on_timer` for this key when the clock reaches `time` (once per key and time).
+    pub fn register_processing_time_timer(&mut self, time: Timestamp) {
+        self.changes
+            .push(TimerChange::Register(TimeDomain::ProcessingTime, time));
+    }
+
+    /// Deletes this key's event-time timer at `time`, if any.
+    pub fn delete_event_time_timer(&mut self, time: Timestamp) {
+        self.changes
+            .push(TimerChange::Delete(TimeDomain::EventTime, time));
+    }
+
+    /// Deletes this key's processing-time timer at `time`, if any.
+    pub fn delete_processing_time_timer(&mut self, time: Timestamp) {
+        self.changes
+            .push(TimerChange::Delete(TimeDomain::ProcessingTime, time));
+    }
+}
+
+/// What a [`KeyedProcessFunction`] sees during a call: the key, the record's timestamp (or the
+/// timer's), the key's state, its timers and the output.
+pub struct ProcessContext<'a, 'b, K, S, O> {
+    key: &'a K,
+    timestamp: Option<Timestamp>,
+    domain: Option<TimeDomain>,
+    state: ValueState<'a, S>,
+    timers: TimerService<'a>,
+    out: &'a mut Collector<'b, O>,
+}
+
+impl<'a, K, S, O> ProcessContext<'a, '_, K, S, O> {
+    /// The key of the record or timer.
+    pub fn key(&self) -> &K {
+        self.key
+    }
+
+    /// The record's timestamp (`None` if it has none); in `on_timer`, the timer's time.
+    pub fn timestamp(&self) -> Option<Timestamp> {
+        self.timestamp
+    }
+
+    /// In `on_timer`, which kind of timer fired.
+    pub fn time_domain(&self) -> Option<TimeDomain> {
+        self.domain
+    }
+
+    /// The operator's current watermark.
+    pub fn current_watermark(&self) -> Timestamp {
+        self.timers.watermark
+    }
+
+    /// The key's value.
+    pub fn state(&mut self) -> &mut ValueState<'a, S> {
+        &mut self.state
+    }
+
+    /// The key's timers.
+    pub fn timer_service(&mut self) -> &mut TimerService<'a> {
+        &mut self.timers
+    }
+
+    /// Emits a record (with the record's timestamp, or an event-time timer's).
+    pub fn collect(&mut self, record: O) {
+        self.out.collect(record);
+    }
+}
+
+/// One key's value and timers.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct KeyState<S> {
+    value: Option<S>,
+    timers: TimerList,
+}
+
+/// Runs a [`KeyedProcessFunction`].
+pub struct KeyedProcessOperator<T, K, KS, F: KeyedProcessFunction<K, T>> {
+    key_of: KS,
+    f: F,
+    name: String,
+    keys: HashMap<K, KeyState<F::State>, foldhash::fast::RandomState>,
+    timers: KeyedTimers<K>,
+    watermark: OperatorWatermark,
+    snapshot_buffer: SnapshotBuffer,
+    changes: Vec<TimerChange>,
+    _types: std::marker::PhantomData<fn(T)>,
+}
+
+impl<T: 'static, K: Key, KS: Fn(&T) -> K + Send + 'static, F: KeyedProcessFunction<K, T>>
+    KeyedProcessOperator<T, K, KS, F>
+{
+    /// The operator of the subtask `ctx` describes.
+    pub fn new(key_of: KS, f: F, ctx: &OperatorContext) -> Self {
+        KeyedProcessOperator {
+            key_of,
+            f,
+            name: ctx.name.clone(),
+            keys: HashMap::default(),
+            timers: KeyedTimers::new(ctx.time.clone()),
+            watermark: OperatorWatermark::default(),
+            snapshot_buffer: SnapshotBuffer::default(),
+            changes: Vec::new(),
+            _types: std::marker::PhantomData,
+        }
+    }
+
+    /// Calls the function for `key` (a record, or a timer when `domain` is set).
+    fn call(
+        &mut self,
+        key: K,
+        timestamp: Option<Timestamp>,
+        domain: Option<TimeDomain>,
+        out: &mut Collector<'_, F::Out>,
+        body: impl FnOnce(&mut F, &mut ProcessContext<'_, '_, K, F::State, F::Out>),
+    ) {
+        let mut entry = self.keys.remove(&key).unwrap_or(KeyState {
+            value: None,
+            timers: TimerList::new(),
+        });
+        let now = self.timers.now();
+        {
+            let mut ctx = ProcessContext {
+                key: &key,
+                timestamp,
+                domain,
+                state: ValueState::new(&mut entry.value),
+                timers: TimerService {
+                    watermark: self.watermark.get(),
+                    now,
+                    changes: &mut self.changes,
+                },
+                out,
+            };
+            body(&mut self.f, &mut ctx);
+        }
+        for change in self.changes.drain(..) {
+            self.timers.apply(&mut entry.timers, change, || key.clone());
+        }
+        if entry.value.is_some() || !entry.timers.is_empty() {
+            self.keys.insert(key, entry);
+        }
+    }
+
+    fn process_record(&mut self, record: T, timestamp: Timestamp, out: &mut Collector<'_, F::Out>) {
+        let key = (self.key_of)(&record);
+        let ts = (timestamp != NO_TIMESTAMP).then_some(timestamp);
+        if let Some(t) = ts {
+            out.set_timestamp(t);
+        }
+        self.call(key, ts, None, out, |f, ctx| f.process_element(record, ctx));
+        out.clear_timestamp();
+    }
+
+    fn fire(&mut self, domain: TimeDomain, upto: Timestamp, out: &mut Collector<'_, F::Out>) {
+        loop {
+            let Some((time, key)) = self.timers.pop_due(domain, upto) else {
+                return;
+            };
+            let live = self.keys.get_mut(&key).is_some_and(|entry| {
+                KeyedTimers::<K>::take_if_live(&mut entry.timers, domain, time)
+            });
+            if !live {
+                // Deleted since it was queued.
+                continue;
+            }
+            if domain == TimeDomain::EventTime {
+                out.set_timestamp(time);
+            }
+            self.call(key, Some(time), Some(domain), out, |f, ctx| {
+                f.on_timer(time, ctx)
+            });
+            out.clear_timestamp();
+        }
+    }
+}
+
+impl<T, K, KS, F> OneInputOperator for KeyedProcessOperator<T, K, KS, F>
+where
+    T: 'static,
+    K: Key,
+    KS: Fn(&T) -> K + Send + 'static,
+    F: KeyedProcessFunction<K, T>,
+{
+    type In = T;
+    type Out = F::Out;
+
+    fn process_batch(&mut self, batch: &mut Vec<T>, out: &mut Collector<'_, F::Out>) -> Result<()> {
+        for record in batch.drain(..) {
+            self.process_record(record, NO_TIMESTAMP, out);
+        }
+        Ok(())
+    }
+
+    fn process_stamped_batch(
+        &mut self,
+        batch: &mut Vec<T>,
+        timestamps: &mut Vec<Timestamp>,
+        out: &mut Collector<'_, F::Out>,
+    ) -> Result<()> {
+        for (record, t) in batch.drain(..).zip(timestamps.drain(..)) {
+            self.process_record(record, t, out);
+        }
+        Ok(())
+    }
+
+    fn process_watermark(
+        &mut self,
+        watermark: Timestamp,
+        out: &mut Collector<'_, F::Out>,
+    ) -> Result<()> {
+        self.watermark.advance(watermark);
+        self.fire(TimeDomain::EventTime, self.watermark.get(), out);
+        Ok(())
+    }
+
+    fn on_processing_time(
+        &mut self,
+        now: Timestamp,
+        out: &mut Collector<'_, F::Out>,
+    ) -> Result<()> {
+        self.fire(TimeDomain::ProcessingTime, now, out);
+        self.timers.request_processing_time();
+        Ok(())
+    }
+
+    fn snapshot_state(
+        &mut self,
+        _checkpoint: CheckpointId,
+        max_parallelism: usize,
+    ) -> Result<Option<Vec<u8>>> {
+        write_with_watermark(
+            &self.watermark,
+            self.keys.iter(),
+            max_parallelism,
+            &mut self.snapshot_buffer,
+        )
+        .map(Some)
+    }
+
+    fn restore_state(&mut self, snapshot: &[u8], key_groups: std::ops::Range<usize>) -> Result<()> {
+        let what = format!("process function '{}'", self.name);
+        let (keys, timers) = (&mut self.keys, &mut self.timers);
+        read_with_watermark(
+            snapshot,
+            key_groups,
+            &what,
+            &mut self.watermark,
+            |key: K, state: KeyState<F::State>| {
+                timers.restore(&state.timers, || key.clone());
+                keys.insert(key, state);
+            },
+        )?;
+        self.timers.request_processing_time();
+        Ok(())
+    }
+}

@@ -1,0 +1,67 @@
+//! Operators: the contract every operator implements, and the operators themselves.
+//!
+//! An operator transforms batches: [`OneInputOperator::process_batch`] receives a batch of
+//! input records and emits output records into a [`Collector`], which hands them to the
+//! operator's [`Output`]. How operators are fused into chains and called (guarded, so that a
+//! panic names the operator and subtask) is the runtime's business (`crate::runtime::chain`);
+//! this layer knows nothing of tasks, channels or graphs.
+//!
+//! One operator per file: [`map`], [`flat_map`], [`filter`], [`keyed_aggregate`],
+//! [`keyed_process`] (with [`keyed_process_function`] for timers), [`keyed_join`],
+//! [`interval_join`], [`co_map`], [`union`], [`sink`], [`timestamps`] (with
+//! [`watermark_strategy`]), and [`window`] (assigners, triggers, the window operator).
+//!
+//! Layer 4 of 11, beside `checkpoint`: imports only `error`, `types` and `state` (the layers
+//! are listed in `crate::types`).
+
+#![warn(missing_docs)]
+
+// The crates of the layers below, under the module names the code calls them by
+// (`crate::state::KeyedTable`): each layer is a crate, so the compiler keeps the
+// imports pointing down (docs/architecture.md).
+#[allow(unused_imports)]
+use hummer_state as state;
+#[allow(unused_imports)]
+use hummer_types::{self as types, error};
+
+pub mod co_map;
+mod collector;
+mod context;
+pub mod filter;
+pub mod flat_map;
+pub mod interval_join;
+pub mod keyed_aggregate;
+pub mod keyed_join;
+pub mod keyed_process;
+pub mod keyed_process_function;
+mod keyed_timers;
+pub mod map;
+mod operator;
+pub mod sink;
+pub mod timestamps;
+pub mod union;
+pub mod watermark_strategy;
+pub mod window;
+
+pub use collector::{Collector, Output, VecOutput};
+pub use context::OperatorContext;
+pub use operator::{OneInputOperator, TwoInputOperator};
+pub use watermark_strategy::{WatermarkGenerator, WatermarkOutput, WatermarkStrategy};
+
+/// Test support: the context of subtask 0 of 1 of an operator called `name`.
+#[cfg(test)]
+pub(crate) fn test_context(name: &str) -> OperatorContext {
+    OperatorContext {
+        name: name.into(),
+        subtask: 0,
+        parallelism: 1,
+        max_parallelism: 128,
+        mode: crate::types::RuntimeMode::Streaming,
+        batch_size: 64,
+        node: 0,
+        checkpointing: false,
+        time: Default::default(),
+        auto_watermark_interval: std::time::Duration::from_millis(200),
+        metrics: Default::default(),
+    }
+}

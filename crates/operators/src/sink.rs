@@ -1,0 +1,115 @@
+//! Sinks: the end of a stream. A [`Sink`] creates one [`SinkWriter`] per parallel subtask.
+
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use crate::error::Result;
+use crate::types::CheckpointId;
+use crate::{Collector, OneInputOperator, OperatorContext};
+
+/// A destination for the records of a stream (Flink's `Sink`).
+pub trait Sink<T>: Send + Sync + 'static {
+    /// Name shown in plans and error messages.
+    fn name(&self) -> String;
+    /// Creates the writer of one subtask. Called on the task's thread before any record.
+    fn create_writer(&self, ctx: &OperatorContext) -> Result<Box<dyn SinkWriter<T>>>;
+}
+
+/// Writes the records of one subtask.
+///
+/// A transactional (exactly-once) writer uses the checkpoint hooks for a two-phase commit:
+/// [`SinkWriter::pre_commit`] at each barrier makes what was written since the last one
+/// durable but invisible and returns the writer's state (its pending transactions);
+/// [`SinkWriter::commit`] makes them visible once the checkpoint has completed everywhere;
+/// [`SinkWriter::restore`] hands a restarted writer the state of the checkpoint it restarts
+/// from, whose pending transactions it must commit, and lets it abort everything newer. The
+/// defaults do nothing: such a sink is at-least-once under checkpoints.
+pub trait SinkWriter<T>: Send {
+    /// Writes and drains a batch.
+    fn write_batch(&mut self, batch: &mut Vec<T>) -> Result<()>;
+    /// Called once at end of input: make everything written durable and visible (with
+    /// checkpoints, the last checkpoint's commit does that instead).
+    fn finish(&mut self) -> Result<()>;
+    /// Barrier of checkpoint `checkpoint`: pre-commit what was written since the last one;
+    /// returns the writer's state for the checkpoint.
+    fn pre_commit(&mut self, checkpoint: CheckpointId) -> Result<Option<Vec<u8>>> {
+        let _ = checkpoint;
+        Ok(None)
+    }
+    /// Checkpoint `checkpoint` completed: commit every transaction it covers.
+    fn commit(&mut self, checkpoint: CheckpointId) -> Result<()> {
+        let _ = checkpoint;
+        Ok(())
+    }
+    /// The state one subtask of the restored run returned from `pre_commit` (called once per
+    /// old subtask, before any record).
+    fn restore(&mut self, state: &[u8]) -> Result<()> {
+        let _ = state;
+        Ok(())
+    }
+}
+
+/// Adapts a [`Sink`] to the operator interface; it emits nothing.
+pub struct SinkOperator<T> {
+    writer: Box<dyn SinkWriter<T>>,
+    _types: PhantomData<fn(T)>,
+}
+
+impl<T: 'static> SinkOperator<T> {
+    /// Opens the writer of subtask `ctx.subtask` of `sink`.
+    pub fn create(sink: &Arc<dyn Sink<T>>, ctx: &OperatorContext) -> Result<Self> {
+        Ok(SinkOperator {
+            writer: sink.create_writer(ctx)?,
+            _types: PhantomData,
+        })
+    }
+}
+
+impl<T: 'static> OneInputOperator for SinkOperator<T> {
+    type In = T;
+    type Out = ();
+
+    fn process_batch(&mut self, batch: &mut Vec<T>, _out: &mut Collector<'_, ()>) -> Result<()> {
+        self.writer.write_batch(batch)
+    }
+
+    fn process_stamped_batch(
+        &mut self,
+        batch: &mut Vec<T>,
+        timestamps: &mut Vec<crate::types::Timestamp>,
+        _out: &mut Collector<'_, ()>,
+    ) -> Result<()> {
+        timestamps.clear();
+        self.writer.write_batch(batch)
+    }
+
+    fn end_of_input(&mut self, _out: &mut Collector<'_, ()>) -> Result<()> {
+        self.writer.finish()
+    }
+
+    fn ends_at_final_barrier(&self) -> bool {
+        // Its finish comes after the final checkpoint's pre-commit, whose commit makes
+        // everything visible.
+        false
+    }
+
+    fn snapshot_state(
+        &mut self,
+        checkpoint: CheckpointId,
+        _max_parallelism: usize,
+    ) -> Result<Option<Vec<u8>>> {
+        self.writer.pre_commit(checkpoint)
+    }
+
+    fn notify_checkpoint_complete(&mut self, id: CheckpointId) -> Result<()> {
+        self.writer.commit(id)
+    }
+
+    fn restore_state(
+        &mut self,
+        snapshot: &[u8],
+        _key_groups: std::ops::Range<usize>,
+    ) -> Result<()> {
+        self.writer.restore(snapshot)
+    }
+}

@@ -1,0 +1,774 @@
+//! The chain machinery: how operators fused into one task call each other.
+//!
+//! Each link of a chain owns its operator and a boxed [`Output`] for everything downstream,
+//! so a batch passes the whole chain as nested calls on one thread, with one dynamic call per
+//! operator per batch and no queue in between. A stream consumed by several operators goes
+//! through a [`FanOut`].
+//!
+//! Every call into an operator is [`guarded`]: a panic or an error raised by the operator is
+//! turned into [`HummerError::Operator`] naming the operator and the subtask, which fails the
+//! job.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use crate::error::{HummerError, Result, panic_message};
+use crate::operators::{Collector, OneInputOperator, OperatorContext, Output, TwoInputOperator};
+use crate::state::task_state::TaskSnapshot;
+use crate::types::{CheckpointId, Timestamp, WatermarkStatus};
+
+/// Runs `f` (a call into an operator), turning a panic or an error into an error that names
+/// the operator and subtask.
+#[inline]
+pub fn guarded<R>(ctx: &OperatorContext, f: impl FnOnce() -> Result<R>) -> Result<R> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(r)) => Ok(r),
+        Ok(Err(e)) => Err(e.attribute(&ctx.name, ctx.subtask)),
+        Err(payload) => Err(HummerError::Operator {
+            operator: ctx.name.clone(),
+            subtask: ctx.subtask,
+            cause: Box::new(HummerError::Panic(panic_message(&*payload))),
+        }),
+    }
+}
+
+/// Loads the snapshots of every subtask of a restored run through `restore`, which keeps the
+/// key groups this subtask owns; guarded like every call into an operator.
+pub fn restore_guarded<'a>(
+    ctx: &OperatorContext,
+    mut snapshots: impl Iterator<Item = &'a [u8]>,
+    mut restore: impl FnMut(&[u8], std::ops::Range<usize>) -> Result<()>,
+) -> Result<()> {
+    let groups = ctx.key_groups();
+    snapshots.try_for_each(|s| guarded(ctx, || restore(s, groups.clone())))
+}
+
+/// Adds the state `take` returns (if any) to a task's snapshot under the operator's node id;
+/// guarded like every call into an operator.
+pub fn snapshot_guarded(
+    ctx: &OperatorContext,
+    snapshot: &mut TaskSnapshot,
+    take: impl FnOnce(CheckpointId, usize) -> Result<Option<Vec<u8>>>,
+) -> Result<()> {
+    let (id, max) = (snapshot.checkpoint, snapshot.max_parallelism);
+    if let Some(state) = guarded(ctx, || take(id, max))? {
+        snapshot.operators.push((ctx.node, state));
+    }
+    Ok(())
+}
+
+/// The hooks every operator has, whatever its inputs: one link type serves both kinds.
+pub trait OperatorHooks: Send + 'static {
+    type Out;
+    fn end_of_input(&mut self, out: &mut Collector<'_, Self::Out>) -> Result<()>;
+    fn process_watermark(&mut self, w: Timestamp, out: &mut Collector<'_, Self::Out>)
+    -> Result<()>;
+    fn generates_watermarks(&self) -> bool;
+    fn ends_at_final_barrier(&self) -> bool;
+    fn on_processing_time(
+        &mut self,
+        now: Timestamp,
+        out: &mut Collector<'_, Self::Out>,
+    ) -> Result<()>;
+    fn snapshot_state(&mut self, id: CheckpointId, max: usize) -> Result<Option<Vec<u8>>>;
+    fn notify_checkpoint_complete(&mut self, id: CheckpointId) -> Result<()>;
+    fn restore_state(&mut self, snapshot: &[u8], groups: std::ops::Range<usize>) -> Result<()>;
+}
+
+/// Writes the [`OperatorHooks`] of an operator kind as calls to its own trait's methods.
+macro_rules! operator_hooks {
+    ($wrapper:ident, $kind:ident) => {
+        /// An operator of this kind, seen through [`OperatorHooks`].
+        struct $wrapper<Op>(Op);
+
+        impl<Op: $kind> OperatorHooks for $wrapper<Op> {
+            type Out = Op::Out;
+            fn end_of_input(&mut self, out: &mut Collector<'_, Op::Out>) -> Result<()> {
+                self.0.end_of_input(out)
+            }
+            fn process_watermark(
+                &mut self,
+                w: Timestamp,
+                out: &mut Collector<'_, Op::Out>,
+            ) -> Result<()> {
+                self.0.process_watermark(w, out)
+            }
+            fn generates_watermarks(&self) -> bool {
+                generates_watermarks!($kind, self.0)
+            }
+            fn ends_at_final_barrier(&self) -> bool {
+                ends_at_final_barrier!($kind, self.0)
+            }
+            fn on_processing_time(
+                &mut self,
+                now: Timestamp,
+                out: &mut Collector<'_, Op::Out>,
+            ) -> Result<()> {
+                self.0.on_processing_time(now, out)
+            }
+            fn snapshot_state(&mut self, id: CheckpointId, max: usize) -> Result<Option<Vec<u8>>> {
+                self.0.snapshot_state(id, max)
+            }
+            fn notify_checkpoint_complete(&mut self, id: CheckpointId) -> Result<()> {
+                self.0.notify_checkpoint_complete(id)
+            }
+            fn restore_state(
+                &mut self,
+                snapshot: &[u8],
+                groups: std::ops::Range<usize>,
+            ) -> Result<()> {
+                self.0.restore_state(snapshot, groups)
+            }
+        }
+    };
+}
+
+/// Whether an operator makes its own watermarks (only one-input operators can).
+macro_rules! generates_watermarks {
+    (OneInputOperator, $op:expr) => {
+        $op.generates_watermarks()
+    };
+    (TwoInputOperator, $op:expr) => {
+        false
+    };
+}
+
+/// Whether an operator ends at the final checkpoint's barrier (two-input operators always
+/// do: no sink has two inputs).
+macro_rules! ends_at_final_barrier {
+    (OneInputOperator, $op:expr) => {
+        $op.ends_at_final_barrier()
+    };
+    (TwoInputOperator, $op:expr) => {
+        true
+    };
+}
+
+/// What an operator that has ended writes to a checkpoint instead of its state: restored,
+/// it is not called again (see [`OneInputOperator::end_of_input`]). No snapshot of this
+/// crate starts like it, and an operator's own bytes would have to be exactly these.
+pub const ENDED: &[u8] = b"HMR-ENDED-OPERATOR/1";
+
+operator_hooks!(OneInput, OneInputOperator);
+operator_hooks!(TwoInput, TwoInputOperator);
+
+/// An operator and everything downstream of it: what a chain link and a two-input head
+/// share. Every call into the operator is guarded; what it emits goes through a collector
+/// into `next`.
+pub struct Link<H: OperatorHooks> {
+    op: H,
+    ctx: OperatorContext,
+    buf: Vec<H::Out>,
+    stamps: Vec<Timestamp>,
+    next: Box<dyn Output<H::Out>>,
+    /// The operator makes its own watermarks: the input's are not handed on.
+    generates_watermarks: bool,
+    /// Its end of input has been called (at the final checkpoint's barrier, at the end of
+    /// input, or before the checkpoint it was restored from): it is not called again, and
+    /// the operator gets no more timers.
+    ended: bool,
+}
+
+impl<H: OperatorHooks> Link<H> {
+    pub fn new(op: H, ctx: OperatorContext, next: Box<dyn Output<H::Out>>) -> Self {
+        Link {
+            generates_watermarks: op.generates_watermarks(),
+            ended: false,
+            op,
+            ctx,
+            buf: Vec::new(),
+            stamps: Vec::new(),
+            next,
+        }
+    }
+
+    /// Calls into the operator with a collector feeding the rest of the chain.
+    #[inline]
+    pub fn call(
+        &mut self,
+        f: impl FnOnce(&mut H, &mut Collector<'_, H::Out>) -> Result<()>,
+    ) -> Result<()> {
+        let limit = self.ctx.batch_size;
+        let (op, buf, stamps, next) = (
+            &mut self.op,
+            &mut self.buf,
+            &mut self.stamps,
+            &mut *self.next,
+        );
+        guarded(&self.ctx, || {
+            Collector::run(buf, stamps, next, limit, |out| f(op, out))
+        })
+    }
+
+    /// Loads the operator's state from the snapshots of every subtask of the restored run.
+    /// If every one of them had ended, so has this one.
+    pub fn restore(&mut self, snapshots: &[Vec<u8>]) -> Result<()> {
+        if !snapshots.is_empty() && snapshots.iter().all(|s| s == ENDED) {
+            self.ended = true;
+            return Ok(());
+        }
+        let live = snapshots.iter().map(Vec::as_slice).filter(|s| *s != ENDED);
+        let op = &mut self.op;
+        restore_guarded(&self.ctx, live, |s, groups| op.restore_state(s, groups))
+    }
+
+    /// Calls the operator's end of input, once.
+    pub fn end(&mut self) -> Result<()> {
+        if !self.ended {
+            self.call(|op, out| op.end_of_input(out))?;
+            self.ended = true;
+        }
+        Ok(())
+    }
+
+    pub fn flush(&mut self) -> Result<()> {
+        self.next.flush()
+    }
+
+    pub fn finish(&mut self) -> Result<()> {
+        self.end()?;
+        self.next.finish()
+    }
+
+    /// At the final checkpoint's barrier the operator ends first: what it emits then goes
+    /// ahead of the barrier, and it writes that it ended instead of its state.
+    pub fn barrier(&mut self, snapshot: &mut TaskSnapshot) -> Result<()> {
+        if snapshot.is_final && self.op.ends_at_final_barrier() {
+            self.end()?;
+        }
+        if self.ended {
+            snapshot.operators.push((self.ctx.node, ENDED.to_vec()));
+        } else {
+            let op = &mut self.op;
+            snapshot_guarded(&self.ctx, snapshot, |id, max| op.snapshot_state(id, max))?;
+        }
+        self.next.barrier(snapshot)
+    }
+
+    pub fn checkpoint_complete(&mut self, id: CheckpointId) -> Result<()> {
+        let op = &mut self.op;
+        guarded(&self.ctx, || op.notify_checkpoint_complete(id))?;
+        self.next.checkpoint_complete(id)
+    }
+
+    pub fn watermark(&mut self, watermark: Timestamp) -> Result<()> {
+        self.call(|op, out| op.process_watermark(watermark, out))?;
+        if self.generates_watermarks {
+            return Ok(());
+        }
+        self.next.watermark(watermark)
+    }
+
+    pub fn watermark_status(&mut self, status: WatermarkStatus) -> Result<()> {
+        if self.generates_watermarks {
+            return Ok(());
+        }
+        self.next.watermark_status(status)
+    }
+
+    pub fn processing_time(&mut self, now: Timestamp) -> Result<()> {
+        if !self.ended {
+            self.call(|op, out| op.on_processing_time(now, out))?;
+        }
+        self.next.processing_time(now)
+    }
+}
+
+/// One fused link of a chain: a one-input operator and everything downstream of it.
+pub struct ChainLink<Op: OneInputOperator>(Link<OneInput<Op>>);
+
+impl<Op: OneInputOperator> ChainLink<Op> {
+    pub fn new(op: Op, ctx: OperatorContext, next: Box<dyn Output<Op::Out>>) -> Self {
+        ChainLink(Link::new(OneInput(op), ctx, next))
+    }
+
+    /// Loads the operator's state from the snapshots of every subtask of the restored run.
+    pub fn restore(&mut self, snapshots: &[Vec<u8>]) -> Result<()> {
+        self.0.restore(snapshots)
+    }
+}
+
+impl<Op> Output<Op::In> for ChainLink<Op>
+where
+    Op: OneInputOperator,
+    Op::In: Send,
+    Op::Out: Send,
+{
+    #[inline]
+    fn push(&mut self, batch: &mut Vec<Op::In>) -> Result<()> {
+        self.0.call(|op, out| op.0.process_batch(batch, out))
+    }
+
+    #[inline]
+    fn push_stamped(
+        &mut self,
+        batch: &mut Vec<Op::In>,
+        timestamps: &mut Vec<Timestamp>,
+    ) -> Result<()> {
+        self.0
+            .call(|op, out| op.0.process_stamped_batch(batch, timestamps, out))
+    }
+
+    fn processing_time(&mut self, now: Timestamp) -> Result<()> {
+        self.0.processing_time(now)
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        self.0.flush()
+    }
+
+    fn finish(&mut self) -> Result<()> {
+        self.0.finish()
+    }
+
+    fn barrier(&mut self, snapshot: &mut TaskSnapshot) -> Result<()> {
+        self.0.barrier(snapshot)
+    }
+
+    fn checkpoint_complete(&mut self, id: CheckpointId) -> Result<()> {
+        self.0.checkpoint_complete(id)
+    }
+
+    fn watermark(&mut self, watermark: Timestamp) -> Result<()> {
+        self.0.watermark(watermark)
+    }
+
+    fn watermark_status(&mut self, status: WatermarkStatus) -> Result<()> {
+        self.0.watermark_status(status)
+    }
+}
+
+/// The head of a chain that starts with a two-input operator.
+pub struct TwoInputHead<Op: TwoInputOperator>(Link<TwoInput<Op>>);
+
+impl<Op: TwoInputOperator> TwoInputHead<Op> {
+    pub fn new(op: Op, ctx: OperatorContext, next: Box<dyn Output<Op::Out>>) -> Self {
+        TwoInputHead(Link::new(TwoInput(op), ctx, next))
+    }
+
+    /// Loads the operator's state from the snapshots of every subtask of the restored run.
+    pub fn restore(&mut self, snapshots: &[Vec<u8>]) -> Result<()> {
+        self.0.restore(snapshots)
+    }
+
+    pub fn push1(&mut self, batch: &mut Vec<Op::In1>) -> Result<()> {
+        self.0.call(|op, out| op.0.process_batch1(batch, out))
+    }
+
+    pub fn push2(&mut self, batch: &mut Vec<Op::In2>) -> Result<()> {
+        self.0.call(|op, out| op.0.process_batch2(batch, out))
+    }
+
+    pub fn push_stamped1(
+        &mut self,
+        batch: &mut Vec<Op::In1>,
+        timestamps: &mut Vec<Timestamp>,
+    ) -> Result<()> {
+        self.0
+            .call(|op, out| op.0.process_stamped_batch1(batch, timestamps, out))
+    }
+
+    pub fn push_stamped2(
+        &mut self,
+        batch: &mut Vec<Op::In2>,
+        timestamps: &mut Vec<Timestamp>,
+    ) -> Result<()> {
+        self.0
+            .call(|op, out| op.0.process_stamped_batch2(batch, timestamps, out))
+    }
+
+    pub fn processing_time(&mut self, now: Timestamp) -> Result<()> {
+        self.0.processing_time(now)
+    }
+
+    pub fn barrier(&mut self, snapshot: &mut TaskSnapshot) -> Result<()> {
+        self.0.barrier(snapshot)
+    }
+
+    pub fn checkpoint_complete(&mut self, id: CheckpointId) -> Result<()> {
+        self.0.checkpoint_complete(id)
+    }
+
+    pub fn flush(&mut self) -> Result<()> {
+        self.0.flush()
+    }
+
+    pub fn watermark(&mut self, watermark: Timestamp) -> Result<()> {
+        self.0.watermark(watermark)
+    }
+
+    pub fn watermark_status(&mut self, status: WatermarkStatus) -> Result<()> {
+        self.0.watermark_status(status)
+    }
+
+    pub fn finish(&mut self) -> Result<()> {
+        self.0.finish()
+    }
+}
+
+/// Fans one stream out to several consumers (chained operators and/or shuffles); every
+/// consumer but the last gets a copy of each batch.
+pub struct FanOut<T> {
+    pub(crate) outputs: Vec<Box<dyn Output<T>>>,
+}
+
+impl<T: Clone + Send> Output<T> for FanOut<T> {
+    fn push(&mut self, batch: &mut Vec<T>) -> Result<()> {
+        if let Some((last, rest)) = self.outputs.split_last_mut() {
+            for out in rest {
+                let mut copy = batch.clone();
+                out.push(&mut copy)?;
+            }
+            last.push(batch)?;
+        }
+        batch.clear();
+        Ok(())
+    }
+
+    fn push_stamped(&mut self, batch: &mut Vec<T>, timestamps: &mut Vec<Timestamp>) -> Result<()> {
+        if let Some((last, rest)) = self.outputs.split_last_mut() {
+            for out in rest {
+                let (mut copy, mut stamps) = (batch.clone(), timestamps.clone());
+                out.push_stamped(&mut copy, &mut stamps)?;
+            }
+            last.push_stamped(batch, timestamps)?;
+        }
+        batch.clear();
+        timestamps.clear();
+        Ok(())
+    }
+
+    fn processing_time(&mut self, now: Timestamp) -> Result<()> {
+        self.outputs
+            .iter_mut()
+            .try_for_each(|o| o.processing_time(now))
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        self.outputs.iter_mut().try_for_each(|o| o.flush())
+    }
+
+    fn finish(&mut self) -> Result<()> {
+        self.outputs.iter_mut().try_for_each(|o| o.finish())
+    }
+
+    fn barrier(&mut self, snapshot: &mut TaskSnapshot) -> Result<()> {
+        self.outputs
+            .iter_mut()
+            .try_for_each(|o| o.barrier(snapshot))
+    }
+
+    fn checkpoint_complete(&mut self, id: CheckpointId) -> Result<()> {
+        self.outputs
+            .iter_mut()
+            .try_for_each(|o| o.checkpoint_complete(id))
+    }
+
+    fn watermark(&mut self, watermark: Timestamp) -> Result<()> {
+        self.outputs
+            .iter_mut()
+            .try_for_each(|o| o.watermark(watermark))
+    }
+
+    fn watermark_status(&mut self, status: WatermarkStatus) -> Result<()> {
+        self.outputs
+            .iter_mut()
+            .try_for_each(|o| o.watermark_status(status))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::operators::VecOutput;
+    use crate::types::RuntimeMode;
+
+    /// A two-input operator with a side effect per checkpoint: it buffers what it sees and
+    /// "commits" (emits) it only when a checkpoint completes, as a transactional sink does.
+    struct CommitOnComplete {
+        pending: Vec<u32>,
+        committed: Vec<(CheckpointId, Vec<u32>)>,
+    }
+
+    impl TwoInputOperator for CommitOnComplete {
+        type In1 = u32;
+        type In2 = u32;
+        type Out = u32;
+
+        fn process_batch1(
+            &mut self,
+            batch: &mut Vec<u32>,
+            out: &mut Collector<'_, u32>,
+        ) -> Result<()> {
+            self.pending.extend(batch.iter().copied());
+            out.collect_all(batch.drain(..));
+            Ok(())
+        }
+
+        fn process_batch2(
+            &mut self,
+            batch: &mut Vec<u32>,
+            out: &mut Collector<'_, u32>,
+        ) -> Result<()> {
+            self.pending.extend(batch.iter().map(|x| x + 1000));
+            out.collect_all(batch.drain(..));
+            Ok(())
+        }
+
+        fn notify_checkpoint_complete(&mut self, id: CheckpointId) -> Result<()> {
+            if id == 13 {
+                return Err(crate::error::HummerError::Panic("commit refused".into()));
+            }
+            self.committed.push((id, std::mem::take(&mut self.pending)));
+            Ok(())
+        }
+    }
+
+    fn ctx() -> OperatorContext {
+        OperatorContext {
+            name: "commit".into(),
+            subtask: 1,
+            parallelism: 2,
+            max_parallelism: 128,
+            mode: RuntimeMode::Streaming,
+            batch_size: 16,
+            node: 3,
+            checkpointing: true,
+            time: Default::default(),
+            auto_watermark_interval: std::time::Duration::from_millis(200),
+            metrics: Default::default(),
+        }
+    }
+
+    /// Downstream of the head: records pushed, the completions that reached it, and each
+    /// barrier with the number of records that came before it.
+    struct Downstream {
+        records: VecOutput<u32>,
+        completed: Vec<CheckpointId>,
+        barriers: Vec<(CheckpointId, usize)>,
+    }
+
+    /// A [`Downstream`] the test reads while the head owns a handle to it.
+    #[derive(Clone)]
+    struct SharedDownstream(std::sync::Arc<std::sync::Mutex<Downstream>>);
+
+    impl SharedDownstream {
+        fn lock(&self) -> std::sync::LockResult<std::sync::MutexGuard<'_, Downstream>> {
+            self.0.lock()
+        }
+    }
+
+    fn downstream() -> SharedDownstream {
+        SharedDownstream(std::sync::Arc::new(std::sync::Mutex::new(Downstream {
+            records: VecOutput(Vec::new()),
+            completed: Vec::new(),
+            barriers: Vec::new(),
+        })))
+    }
+
+    impl Output<u32> for SharedDownstream {
+        fn push(&mut self, batch: &mut Vec<u32>) -> Result<()> {
+            self.lock().unwrap().records.push(batch)
+        }
+        fn push_stamped(&mut self, batch: &mut Vec<u32>, ts: &mut Vec<Timestamp>) -> Result<()> {
+            ts.clear();
+            self.lock().unwrap().records.push(batch)
+        }
+        fn processing_time(&mut self, _now: Timestamp) -> Result<()> {
+            Ok(())
+        }
+        fn flush(&mut self) -> Result<()> {
+            Ok(())
+        }
+        fn finish(&mut self) -> Result<()> {
+            Ok(())
+        }
+        fn barrier(&mut self, snapshot: &mut TaskSnapshot) -> Result<()> {
+            let mut down = self.lock().unwrap();
+            let before = down.records.0.len();
+            down.barriers.push((snapshot.checkpoint, before));
+            Ok(())
+        }
+        fn checkpoint_complete(&mut self, id: CheckpointId) -> Result<()> {
+            self.lock().unwrap().completed.push(id);
+            Ok(())
+        }
+        fn watermark(&mut self, _watermark: Timestamp) -> Result<()> {
+            Ok(())
+        }
+        fn watermark_status(&mut self, _status: WatermarkStatus) -> Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_two_input_head_passes_completed_checkpoints_to_its_operator_and_downstream() {
+        let down = downstream();
+        let op = CommitOnComplete {
+            pending: Vec::new(),
+            committed: Vec::new(),
+        };
+        let mut head = TwoInputHead::new(op, ctx(), Box::new(down.clone()));
+        head.push1(&mut vec![1, 2]).unwrap();
+        head.push2(&mut vec![3]).unwrap();
+        head.checkpoint_complete(4).unwrap();
+        head.push1(&mut vec![5]).unwrap();
+        head.checkpoint_complete(5).unwrap();
+        assert_eq!(
+            head.0.op.0.committed,
+            vec![(4, vec![1, 2, 1003]), (5, vec![5])],
+            "the operator commits what each checkpoint covers"
+        );
+        let down = down.lock().unwrap();
+        assert_eq!(down.completed, vec![4, 5]);
+        assert_eq!(down.records.0, vec![1, 2, 3, 5]);
+    }
+
+    #[test]
+    fn a_failing_commit_names_the_two_input_operator_and_subtask() {
+        let down = downstream();
+        let op = CommitOnComplete {
+            pending: Vec::new(),
+            committed: Vec::new(),
+        };
+        let mut head = TwoInputHead::new(op, ctx(), Box::new(down.clone()));
+        let err = head.checkpoint_complete(13).unwrap_err();
+        assert!(
+            matches!(&err, HummerError::Operator { operator, subtask: 1, .. } if operator == "commit"),
+            "{err}"
+        );
+        assert!(down.lock().unwrap().completed.is_empty());
+    }
+
+    /// Sums its input into state and emits the sum at end of input, without clearing it (as
+    /// a user's operator may); counts its calls. `sink`: it ends only after its final
+    /// pre-commit, as a transactional sink does.
+    #[derive(Default)]
+    struct SumAtEnd {
+        sum: u32,
+        ends: u32,
+        timers: u32,
+        sink: bool,
+    }
+
+    impl OneInputOperator for SumAtEnd {
+        type In = u32;
+        type Out = u32;
+
+        fn process_batch(
+            &mut self,
+            batch: &mut Vec<u32>,
+            _: &mut Collector<'_, u32>,
+        ) -> Result<()> {
+            self.sum += batch.drain(..).sum::<u32>();
+            Ok(())
+        }
+
+        fn end_of_input(&mut self, out: &mut Collector<'_, u32>) -> Result<()> {
+            self.ends += 1;
+            out.collect(self.sum);
+            Ok(())
+        }
+
+        fn on_processing_time(&mut self, _: Timestamp, _: &mut Collector<'_, u32>) -> Result<()> {
+            self.timers += 1;
+            Ok(())
+        }
+
+        fn ends_at_final_barrier(&self) -> bool {
+            !self.sink
+        }
+
+        fn snapshot_state(&mut self, _: CheckpointId, _: usize) -> Result<Option<Vec<u8>>> {
+            Ok(Some(self.sum.to_be_bytes().to_vec()))
+        }
+
+        fn restore_state(&mut self, snapshot: &[u8], _: std::ops::Range<usize>) -> Result<()> {
+            let bytes: [u8; 4] = snapshot
+                .try_into()
+                .map_err(|_| crate::error::internal!("not a sum: {snapshot:?}"))?;
+            self.sum += u32::from_be_bytes(bytes);
+            Ok(())
+        }
+    }
+
+    fn barrier(link: &mut ChainLink<SumAtEnd>, id: CheckpointId, is_final: bool) -> TaskSnapshot {
+        let mut snapshot = TaskSnapshot::new(id, 128);
+        snapshot.is_final = is_final;
+        link.barrier(&mut snapshot).unwrap();
+        snapshot
+    }
+
+    #[test]
+    fn at_the_final_barrier_an_operator_ends_before_its_snapshot_and_only_once() {
+        let down = downstream();
+        let mut link = ChainLink::new(SumAtEnd::default(), ctx(), Box::new(down.clone()));
+        link.push(&mut vec![1, 2]).unwrap();
+        let regular = barrier(&mut link, 1, false);
+        assert_eq!(regular.operators, vec![(3, 3u32.to_be_bytes().to_vec())]);
+        link.push(&mut vec![4]).unwrap();
+        let last = barrier(&mut link, 2, true);
+        assert_eq!(
+            last.operators,
+            vec![(3, ENDED.to_vec())],
+            "an ended operator writes no state"
+        );
+        link.processing_time(5).unwrap();
+        link.finish().unwrap();
+        let op = &link.0.op.0;
+        assert_eq!(
+            (op.ends, op.timers),
+            (1, 0),
+            "ended once, no timer after it"
+        );
+        let down = down.lock().unwrap();
+        assert_eq!(down.records.0, vec![7]);
+        assert_eq!(
+            down.barriers,
+            vec![(1, 0), (2, 1)],
+            "the end's output precedes the barrier"
+        );
+    }
+
+    #[test]
+    fn a_sink_ends_after_its_final_snapshot() {
+        let down = downstream();
+        let op = SumAtEnd {
+            sink: true,
+            ..SumAtEnd::default()
+        };
+        let mut link = ChainLink::new(op, ctx(), Box::new(down.clone()));
+        link.push(&mut vec![5]).unwrap();
+        let last = barrier(&mut link, 1, true);
+        assert_eq!(last.operators, vec![(3, 5u32.to_be_bytes().to_vec())]);
+        assert_eq!(link.0.op.0.ends, 0);
+        link.finish().unwrap();
+        assert_eq!(link.0.op.0.ends, 1);
+        assert_eq!(down.lock().unwrap().barriers, vec![(1, 0)]);
+    }
+
+    #[test]
+    fn restored_from_ended_subtasks_an_operator_is_ended_unless_one_was_not() {
+        let ended = || {
+            let down = downstream();
+            let mut link = ChainLink::new(SumAtEnd::default(), ctx(), Box::new(down.clone()));
+            link.restore(&[ENDED.to_vec(), ENDED.to_vec()]).unwrap();
+            link.finish().unwrap();
+            (link.0.op.0.ends, down.lock().unwrap().records.0.clone())
+        };
+        assert_eq!(
+            ended(),
+            (0, vec![]),
+            "its end's output was in the checkpoint already"
+        );
+        let down = downstream();
+        let mut link = ChainLink::new(SumAtEnd::default(), ctx(), Box::new(down.clone()));
+        link.restore(&[ENDED.to_vec(), 6u32.to_be_bytes().to_vec()])
+            .unwrap();
+        link.finish().unwrap();
+        assert_eq!(
+            down.lock().unwrap().records.0,
+            vec![6],
+            "only the live state ends"
+        );
+    }
+}

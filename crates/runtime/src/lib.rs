@@ -1,0 +1,40 @@
+//! The tasks: what one subtask thread runs.
+//!
+//! * [`task`]: the loop of a subtask thread (source, one-input or two-input head): inputs,
+//!   flushing, parking, barrier alignment and acknowledgements.
+//! * [`chain`]: operators fused into one task, calling each other through [`crate::operators::Output`].
+//! * [`record_writer`]: the end of a chain: partitions records into the channels of a shuffle.
+//! * [`factory`]: how a graph node becomes a running operator instance.
+//! * [`type_ops`]: the typed glue that the type-erased graph uses to build all of the above.
+//! * [`watermark_valve`]: a task's watermark as the minimum over its input channels.
+//! * `source_splits`: the splits a source subtask reads, each with its own watermark.
+//!
+//! Layer 6 of 11: below `graph` and `execution`; imports `error`, `types`, `state`,
+//! `checkpoint`, `operators`, `connectors` and `channels` only (the layers are listed in
+//! `crate::types`).
+
+#![warn(missing_docs)]
+
+// The crates of the layers below, under the module names the code calls them by
+// (`crate::state::KeyedTable`): each layer is a crate, so the compiler keeps the
+// imports pointing down (docs/architecture.md).
+#[allow(unused_imports)]
+use hummer_channels as channels;
+#[allow(unused_imports)]
+use hummer_checkpoint as checkpoint;
+#[allow(unused_imports)]
+use hummer_connectors as connectors;
+#[allow(unused_imports)]
+use hummer_operators as operators;
+#[allow(unused_imports)]
+use hummer_state as state;
+#[allow(unused_imports)]
+use hummer_types::{self as types, error};
+
+pub(crate) mod chain;
+pub mod factory;
+pub mod record_writer;
+pub(crate) mod source_splits;
+pub mod task;
+pub mod type_ops;
+pub(crate) mod watermark_valve;

@@ -1,0 +1,331 @@
+//! The end of a chain that feeds a shuffle: routes records into per-channel batches.
+//!
+//! A writer keeps one open batch per downstream channel. A batch is sent when it reaches the
+//! batch size, when the task flushes (buffer timeout or idle input), or at end of input. A
+//! forward or rebalance route hands a large incoming batch over whole, without copying.
+
+use crate::types::{BatchRouter, Partitioning};
+use std::sync::Arc;
+
+use crate::channels::{Outbox, Push};
+use crate::error::{Result, internal};
+use crate::operators::Output;
+use crate::state::task_state::TaskSnapshot;
+use crate::types::CancelToken;
+use crate::types::StreamEvent;
+use crate::types::metrics::SubtaskMetrics;
+use crate::types::{CheckpointId, NO_TIMESTAMP, Timestamp, WatermarkStatus};
+
+/// Sends an event into a channel; time spent waiting on a blocked channel is added to
+/// `metrics` as backpressure.
+#[inline]
+pub fn send_counted<T: serde::Serialize + Send>(
+    channel: &mut Outbox<T>,
+    event: StreamEvent<T>,
+    cancel: &CancelToken,
+    metrics: &SubtaskMetrics,
+) -> Result<()> {
+    let waiting = channel.is_blocked().then(std::time::Instant::now);
+    let sent = channel.push(event, cancel);
+    if let Some(since) = waiting {
+        metrics.backpressured_ns.fetch_add(
+            since.elapsed().as_nanos() as u64,
+            std::sync::atomic::Ordering::Relaxed,
+        );
+    }
+    sent
+}
+
+/// How a record writer picks the channels of a record.
+pub enum Route<T> {
+    /// One channel: everything goes to it.
+    Single,
+    /// Round robin over the channels.
+    Rebalance {
+        /// The channel the next batch goes to.
+        next: usize,
+    },
+    /// Every record to every channel.
+    Broadcast,
+    /// By the hash of the record's key.
+    Hash {
+        /// Computes each record's key group.
+        router: BatchRouter<T>,
+        /// The channel of each key group.
+        targets: Vec<u32>,
+    },
+}
+
+/// Writes a stream into the channels of one shuffle.
+pub struct RecordWriter<T> {
+    channels: Vec<Outbox<T>>,
+    buffers: Vec<Vec<T>>,
+    /// Timestamps of each buffer's records: empty while none has one, else as long as it.
+    stamps: Vec<Vec<Timestamp>>,
+    route: Route<T>,
+    batch_size: usize,
+    max_parallelism: usize,
+    cancel: CancelToken,
+    metrics: Arc<SubtaskMetrics>,
+}
+
+impl<T: crate::types::Data> RecordWriter<T> {
+    /// A writer over `channels`, routed by `partitioning`.
+    pub fn new(
+        channels: Vec<Outbox<T>>,
+        partitioning: &Partitioning,
+        batch_size: usize,
+        max_parallelism: usize,
+        cancel: CancelToken,
+        metrics: Arc<SubtaskMetrics>,
+    ) -> Result<Self> {
+        if channels.is_empty() {
+            return Err(internal!("record writer without channels"));
+        }
+        let route = match partitioning {
+            _ if channels.len() == 1 => Route::Single,
+            Partitioning::Forward => {
+                return Err(internal!(
+                    "forward edge with {} channels from one subtask",
+                    channels.len()
+                ));
+            }
+            Partitioning::Rebalance => Route::Rebalance { next: 0 },
+            Partitioning::Broadcast => Route::Broadcast,
+            Partitioning::Hash { router } => {
+                let router = router
+                    .downcast_ref::<BatchRouter<T>>()
+                    .ok_or_else(|| internal!("hash router of another record type"))?;
+                Route::Hash {
+                    router: router.clone(),
+                    targets: Vec::new(),
+                }
+            }
+        };
+        let buffers = channels.iter().map(|_| Vec::new()).collect();
+        let stamps = channels.iter().map(|_| Vec::new()).collect();
+        Ok(RecordWriter {
+            channels,
+            buffers,
+            stamps,
+            route,
+            batch_size: batch_size.max(1),
+            max_parallelism,
+            cancel,
+            metrics,
+        })
+    }
+
+    /// Sends what is buffered for `channel`.
+    pub fn send(&mut self, channel: usize) -> Result<()> {
+        let batch = std::mem::replace(
+            &mut self.buffers[channel],
+            Vec::with_capacity(self.batch_size),
+        );
+        let event = if self.stamps[channel].is_empty() {
+            StreamEvent::Batch(batch)
+        } else {
+            let stamps = std::mem::replace(
+                &mut self.stamps[channel],
+                Vec::with_capacity(self.batch_size),
+            );
+            StreamEvent::Stamped(batch, stamps)
+        };
+        send_counted(
+            &mut self.channels[channel],
+            event,
+            &self.cancel,
+            &self.metrics,
+        )
+    }
+
+    /// Appends a stamped batch to one channel, handing it over uncopied when it is large.
+    pub fn append_stamped(
+        &mut self,
+        channel: usize,
+        batch: &mut Vec<T>,
+        timestamps: &mut Vec<Timestamp>,
+    ) -> Result<()> {
+        if self.buffers[channel].is_empty() && batch.len() * 2 >= self.batch_size {
+            let event = StreamEvent::Stamped(std::mem::take(batch), std::mem::take(timestamps));
+            return send_counted(
+                &mut self.channels[channel],
+                event,
+                &self.cancel,
+                &self.metrics,
+            );
+        }
+        let stamps = &mut self.stamps[channel];
+        stamps.resize(self.buffers[channel].len(), NO_TIMESTAMP);
+        stamps.append(timestamps);
+        self.buffers[channel].append(batch);
+        if self.buffers[channel].len() >= self.batch_size {
+            self.send(channel)?;
+        }
+        Ok(())
+    }
+
+    /// Hands on what is buffered, then sends a control event to every channel, so that it
+    /// keeps its place after the records before it.
+    pub fn broadcast(&mut self, event: impl Fn() -> StreamEvent<T>) -> Result<()> {
+        self.flush()?;
+        for channel in &mut self.channels {
+            send_counted(channel, event(), &self.cancel, &self.metrics)?;
+        }
+        Ok(())
+    }
+
+    /// Appends a whole batch to one channel, handing it over uncopied when it is large.
+    pub fn append(&mut self, channel: usize, batch: &mut Vec<T>) -> Result<()> {
+        if self.buffers[channel].is_empty() && batch.len() * 2 >= self.batch_size {
+            let whole = std::mem::take(batch);
+            return send_counted(
+                &mut self.channels[channel],
+                StreamEvent::Batch(whole),
+                &self.cancel,
+                &self.metrics,
+            );
+        }
+        if !self.stamps[channel].is_empty() {
+            let stamps = &mut self.stamps[channel];
+            stamps.resize(stamps.len() + batch.len(), NO_TIMESTAMP);
+        }
+        self.buffers[channel].append(batch);
+        if self.buffers[channel].len() >= self.batch_size {
+            self.send(channel)?;
+        }
+        Ok(())
+    }
+}
+
+impl<T: crate::types::Data> Output<T> for RecordWriter<T> {
+    fn push(&mut self, batch: &mut Vec<T>) -> Result<()> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        self.metrics.add_out(batch.len());
+        match &mut self.route {
+            Route::Single => self.append(0, batch),
+            Route::Rebalance { next } => {
+                let channel = *next;
+                *next = (channel + 1) % self.channels.len();
+                self.append(channel, batch)
+            }
+            Route::Broadcast => {
+                for channel in 0..self.channels.len() - 1 {
+                    let mut copy = batch.clone();
+                    self.append(channel, &mut copy)?;
+                }
+                self.append(self.channels.len() - 1, batch)
+            }
+            Route::Hash { router, targets } => {
+                router(batch, self.channels.len(), self.max_parallelism, targets);
+                let targets = std::mem::take(targets);
+                let mut result = Ok(());
+                // Records without timestamps into buffers that have some (a stream mixing
+                // both) get the no-timestamp mark; the common case checks once per batch.
+                let mixed = self.stamps.iter().any(|s| !s.is_empty());
+                for (record, &t) in batch.drain(..).zip(targets.iter()) {
+                    let t = t as usize;
+                    if mixed && !self.stamps[t].is_empty() {
+                        self.stamps[t].push(NO_TIMESTAMP);
+                    }
+                    self.buffers[t].push(record);
+                    if self.buffers[t].len() >= self.batch_size && result.is_ok() {
+                        result = self.send(t);
+                    }
+                }
+                if let Route::Hash { targets: slot, .. } = &mut self.route {
+                    *slot = targets;
+                }
+                result
+            }
+        }
+    }
+
+    fn push_stamped(&mut self, batch: &mut Vec<T>, timestamps: &mut Vec<Timestamp>) -> Result<()> {
+        if batch.is_empty() {
+            timestamps.clear();
+            return Ok(());
+        }
+        if timestamps.len() != batch.len() {
+            return Err(internal!(
+                "{} timestamps for a batch of {} records",
+                timestamps.len(),
+                batch.len()
+            ));
+        }
+        self.metrics.add_out(batch.len());
+        match &mut self.route {
+            Route::Single => self.append_stamped(0, batch, timestamps),
+            Route::Rebalance { next } => {
+                let channel = *next;
+                *next = (channel + 1) % self.channels.len();
+                self.append_stamped(channel, batch, timestamps)
+            }
+            Route::Broadcast => {
+                for channel in 0..self.channels.len() - 1 {
+                    let (mut copy, mut stamps) = (batch.clone(), timestamps.clone());
+                    self.append_stamped(channel, &mut copy, &mut stamps)?;
+                }
+                self.append_stamped(self.channels.len() - 1, batch, timestamps)
+            }
+            Route::Hash { router, targets } => {
+                router(batch, self.channels.len(), self.max_parallelism, targets);
+                let targets = std::mem::take(targets);
+                let mut result = Ok(());
+                for ((record, ts), &t) in batch
+                    .drain(..)
+                    .zip(timestamps.drain(..))
+                    .zip(targets.iter())
+                {
+                    let t = t as usize;
+                    let stamps = &mut self.stamps[t];
+                    stamps.resize(self.buffers[t].len(), NO_TIMESTAMP);
+                    stamps.push(ts);
+                    self.buffers[t].push(record);
+                    if self.buffers[t].len() >= self.batch_size && result.is_ok() {
+                        result = self.send(t);
+                    }
+                }
+                if let Route::Hash { targets: slot, .. } = &mut self.route {
+                    *slot = targets;
+                }
+                result
+            }
+        }
+    }
+
+    fn processing_time(&mut self, _now: Timestamp) -> Result<()> {
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        for channel in 0..self.channels.len() {
+            if !self.buffers[channel].is_empty() {
+                self.send(channel)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self) -> Result<()> {
+        self.broadcast(|| StreamEvent::EndOfInput)
+    }
+
+    fn barrier(&mut self, snapshot: &mut TaskSnapshot) -> Result<()> {
+        self.broadcast(|| StreamEvent::Barrier(snapshot.checkpoint))
+    }
+
+    fn checkpoint_complete(&mut self, _id: CheckpointId) -> Result<()> {
+        Ok(())
+    }
+
+    fn watermark(&mut self, watermark: Timestamp) -> Result<()> {
+        self.broadcast(|| StreamEvent::Watermark(watermark))
+    }
+
+    fn watermark_status(&mut self, status: WatermarkStatus) -> Result<()> {
+        self.broadcast(|| StreamEvent::Status(status))
+    }
+}

@@ -1,0 +1,44 @@
+//! Keyed state: key groups, snapshots, and the per-key state handles given to user functions
+//! ([`ValueState`], [`ListState`], [`MapState`]). All of it is kept in memory per key group
+//! and checkpointed with the job, so it is restored after a failure, also at another
+//! parallelism.
+//!
+//! * [`key_groups`]: keys to key groups, key groups to subtasks.
+//! * [`keyed_table`]: the per-subtask table from key to state that keyed operators fold
+//!   batches into, snapshotted whole or as a delta.
+//! * [`snapshot`]: the snapshot format of keyed state (versioned, checksummed, every entry
+//!   tagged with its key group).
+//! * [`task_state`]: what a task hands the coordinator at a barrier, and what it gets back on a
+//!   restore.
+//! * [`timer_queue`]: timers of keyed operators, per time domain, earliest first.
+//! * The state handles of user functions: [`ValueState`], [`ListState`], [`MapState`]; and
+//!   [`GrowSet`], a set that only grows, checkpointed as what was added since.
+//! * `prefetch` (private): prefetching entries' heap data ahead of their encoding.
+//!
+//! Layer 3 of 11, beside `channels`: imports only `error` and `types` (the layers are listed
+//! in `crate::types`).
+
+#![warn(missing_docs)]
+
+// The crates of the layers below, under the module names the code calls them by
+// (`crate::state::KeyedTable`): each layer is a crate, so the compiler keeps the
+// imports pointing down (docs/architecture.md).
+#[allow(unused_imports)]
+use hummer_types::{self as types, error};
+
+mod grow_set;
+pub mod key_groups;
+pub mod keyed_table;
+mod list_state;
+mod map_state;
+mod prefetch;
+pub mod snapshot;
+pub mod task_state;
+pub mod timer_queue;
+mod value_state;
+
+pub use grow_set::GrowSet;
+pub use keyed_table::SnapshotEpochs;
+pub use list_state::ListState;
+pub use map_state::MapState;
+pub use value_state::ValueState;
