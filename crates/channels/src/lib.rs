@@ -12,8 +12,8 @@
 //! * [`secure`]: mutual TLS (or, when asked, plaintext) for every TCP connection of a
 //!   cluster.
 //!
-//! Layer 3 of 11, beside `state`: imports only `error` and `types`; below `runtime` (the
-//! layers are listed in `crate::types`).
+//! Layer 2 of 11, beside `scheduler`, `image` and `state`: depends on `types` only; below
+//! `runtime` (the layers are listed in `tests/layering.rs`).
 
 #![warn(missing_docs)]
 

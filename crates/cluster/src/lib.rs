@@ -16,8 +16,8 @@
 //! messages. Data moves on dedicated TCP connections between workers
 //! ([`crate::channels::network`]).
 //!
-//! Layer 9 of 11: above `execution` (the JobManager drives each job through its job
-//! controller) and `scheduler`, below `api` (the layers are listed in `crate::types`).
+//! Layer 8 of 11: above `execution` (the JobManager drives each job through its job controller)
+//! and `scheduler`, below `api` (the layers are listed in `tests/layering.rs`).
 
 #![warn(missing_docs)]
 

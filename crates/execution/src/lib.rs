@@ -12,8 +12,8 @@
 //! * [`restart_strategy`]: whether, and after how long, a failed job restarts.
 //! * [`supervised`]: a local job that takes checkpoints and restarts after failures.
 //!
-//! Layer 8 of 11: above `graph` and `runtime`, below `cluster` and `api` (the layers are
-//! listed in `crate::types`).
+//! Layer 7 of 11: above `graph` and `runtime`, below `cluster` and `api` (the layers are listed
+//! in `tests/layering.rs`).
 
 #![warn(missing_docs)]
 

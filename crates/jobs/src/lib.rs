@@ -1,8 +1,9 @@
 //! Built-in jobs, written against the public API only. The `hummer` command line runs them;
 //! the programs under `examples/` call the same code.
 //!
-//! Layer 11 of 11, the top: built on the public API only (`api`, and the public items of
-//! `connectors`, `operators`, `state` and `types`; the layers are listed in `crate::types`).
+//! Layer 10 of 11, below only the `hummer` facade and its binary: built on the public API
+//! (`api`, and the public items of `connectors`, `operators`, `state` and `types`; the layers
+//! are listed in `tests/layering.rs`).
 
 #![warn(missing_docs)]
 

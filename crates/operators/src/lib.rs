@@ -11,8 +11,8 @@
 //! [`interval_join`], [`co_map`], [`union`], [`sink`], [`timestamps`] (with
 //! [`watermark_strategy`]), and [`window`] (assigners, triggers, the window operator).
 //!
-//! Layer 4 of 11, beside `checkpoint`: imports only `error`, `types` and `state` (the layers
-//! are listed in `crate::types`).
+//! Layer 3 of 11, beside `checkpoint`: depends on `types` and `state` only (the layers are
+//! listed in `tests/layering.rs`).
 
 #![warn(missing_docs)]
 

@@ -9,9 +9,9 @@
 //! * [`watermark_valve`]: a task's watermark as the minimum over its input channels.
 //! * `source_splits`: the splits a source subtask reads, each with its own watermark.
 //!
-//! Layer 6 of 11: below `graph` and `execution`; imports `error`, `types`, `state`,
-//! `checkpoint`, `operators`, `connectors` and `channels` only (the layers are listed in
-//! `crate::types`).
+//! Layer 5 of 11: below `graph` and `execution`; depends on `types`, `state`, `channels`,
+//! `checkpoint`, `operators` and `connectors` only (the layers are listed in
+//! `tests/layering.rs`).
 
 #![warn(missing_docs)]
 

@@ -15,8 +15,8 @@
 //!   [`GrowSet`], a set that only grows, checkpointed as what was added since.
 //! * `prefetch` (private): prefetching entries' heap data ahead of their encoding.
 //!
-//! Layer 3 of 11, beside `channels`: imports only `error` and `types` (the layers are listed
-//! in `crate::types`).
+//! Layer 2 of 11, beside `scheduler`, `image` and `channels`: depends on `types` only (the
+//! layers are listed in `tests/layering.rs`).
 
 #![warn(missing_docs)]
 

@@ -4,7 +4,7 @@
 //! came from (user code, an input, the graph, the configuration) so that a user reading the
 //! message knows what to fix; binaries wrap them in `anyhow` at the edge.
 //!
-//! Layer 1 of 11 (the layers are listed in `crate`): imports nothing of the crate.
+//! The lowest module of the lowest crate (`hummer-types`): imports nothing of the workspace.
 
 use std::path::PathBuf;
 
