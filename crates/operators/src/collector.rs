@@ -5,40 +5,8 @@
 //! only once some record has one: a stream without event time never pays for them.
 
 use crate::error::{HummerError, Result};
-use crate::state::task_state::TaskSnapshot;
-use crate::types::{CheckpointId, NO_TIMESTAMP, Timestamp, WatermarkStatus};
-
-/// Receives the batches of one stream: the next link of a chain, a fan-out, or a writer into
-/// the channels of a shuffle.
-///
-/// `push` takes the records out of `batch` (it is left empty, its capacity may be reused).
-pub trait Output<T>: Send {
-    /// Processes and drains a batch.
-    fn push(&mut self, batch: &mut Vec<T>) -> Result<()>;
-    /// Processes and drains a batch whose records carry event timestamps (`timestamps[i]` is
-    /// `batch[i]`'s, [`NO_TIMESTAMP`] for none); both vectors are left empty.
-    fn push_stamped(&mut self, batch: &mut Vec<T>, timestamps: &mut Vec<Timestamp>) -> Result<()>;
-    /// Hands on anything buffered (buffer timeout or idle input). Never emits aggregation
-    /// state: only records already produced are flushed.
-    fn flush(&mut self) -> Result<()>;
-    /// End of input: emits final results and propagates the end downstream.
-    fn finish(&mut self) -> Result<()>;
-    /// A checkpoint barrier: hands on everything buffered, adds this output's state to
-    /// `snapshot` and passes the barrier downstream, in that order.
-    fn barrier(&mut self, snapshot: &mut TaskSnapshot) -> Result<()>;
-    /// Checkpoint `id` completed: transactional sinks commit what it covers.
-    fn checkpoint_complete(&mut self, id: CheckpointId) -> Result<()>;
-    /// The stream's watermark advanced to `watermark`: no record with a timestamp at or below
-    /// it follows. Hands on what is buffered first, so the watermark keeps its place after
-    /// the records before it.
-    fn watermark(&mut self, watermark: Timestamp) -> Result<()>;
-    /// The stream became idle (its watermark holds nothing back) or active again.
-    fn watermark_status(&mut self, status: WatermarkStatus) -> Result<()>;
-    /// Processing time reached `now` and some operator downstream asked to be called then
-    /// (see [`crate::types::ProcessingTimeService`]): processing-time windows and timers fire,
-    /// periodic watermarks are emitted.
-    fn processing_time(&mut self, now: Timestamp) -> Result<()>;
-}
+use crate::output::{Control, Output, VecOutput};
+use crate::types::{NO_TIMESTAMP, Timestamp, WatermarkStatus};
 
 /// Where an operator puts its output records.
 ///
@@ -150,21 +118,21 @@ impl<'a, T> Collector<'a, T> {
     /// watermarks (see [`crate::OneInputOperator::generates_watermarks`]) call it;
     /// for the others the runtime hands on the input's watermark.
     pub fn emit_watermark(&mut self, watermark: Timestamp) {
-        self.emit(|next| next.watermark(watermark));
+        self.emit(Control::Watermark(watermark));
     }
 
     /// Hands on what is buffered, then declares the stream idle or active (an operator that
     /// generates watermarks, with an idleness timeout).
     pub fn emit_watermark_status(&mut self, status: WatermarkStatus) {
-        self.emit(|next| next.watermark_status(status));
+        self.emit(Control::WatermarkStatus(status));
     }
 
-    fn emit(&mut self, f: impl FnOnce(&mut dyn Output<T>) -> Result<()>) {
-        if !self.buf.is_empty() {
+    fn emit(&mut self, event: Control<'_>) {
+        if event.is_in_stream() && !self.buf.is_empty() {
             self.spill();
         }
         if self.error.is_none()
-            && let Err(e) = f(self.next)
+            && let Err(e) = self.next.control(event)
         {
             self.error = Some(e);
         }
@@ -179,12 +147,7 @@ impl<'a, T> Collector<'a, T> {
             self.stamps.clear();
             return;
         }
-        let sent = if self.stamps.is_empty() {
-            self.next.push(self.buf)
-        } else {
-            self.next.push_stamped(self.buf, self.stamps)
-        };
-        if let Err(e) = sent {
+        if let Err(e) = self.next.push(self.buf, self.stamps) {
             self.error = Some(e);
         }
     }
@@ -213,44 +176,6 @@ impl<'a, T> Collector<'a, T> {
             Some(e) => Err(e),
             None => Ok(()),
         }
-    }
-}
-
-/// An [`Output`] that keeps what is pushed to it, in order (timestamps dropped): lets an
-/// operator hand a user function a [`Collector`] of another type than its own output, then wrap
-/// what it got; tests of operators and chains read what an operator emitted from it.
-pub struct VecOutput<T>(pub Vec<T>);
-
-impl<T: Send> Output<T> for VecOutput<T> {
-    fn push(&mut self, batch: &mut Vec<T>) -> Result<()> {
-        self.0.append(batch);
-        Ok(())
-    }
-    fn push_stamped(&mut self, batch: &mut Vec<T>, timestamps: &mut Vec<Timestamp>) -> Result<()> {
-        timestamps.clear();
-        self.0.append(batch);
-        Ok(())
-    }
-    fn flush(&mut self) -> Result<()> {
-        Ok(())
-    }
-    fn finish(&mut self) -> Result<()> {
-        Ok(())
-    }
-    fn barrier(&mut self, _snapshot: &mut TaskSnapshot) -> Result<()> {
-        Ok(())
-    }
-    fn checkpoint_complete(&mut self, _id: CheckpointId) -> Result<()> {
-        Ok(())
-    }
-    fn watermark(&mut self, _watermark: Timestamp) -> Result<()> {
-        Ok(())
-    }
-    fn watermark_status(&mut self, _status: WatermarkStatus) -> Result<()> {
-        Ok(())
-    }
-    fn processing_time(&mut self, _now: Timestamp) -> Result<()> {
-        Ok(())
     }
 }
 

@@ -37,15 +37,17 @@ pub mod keyed_process_function;
 mod keyed_timers;
 pub mod map;
 mod operator;
+pub mod output;
 pub mod sink;
 pub mod timestamps;
 pub mod union;
 pub mod watermark_strategy;
 pub mod window;
 
-pub use collector::{Collector, Output, VecOutput};
+pub use collector::Collector;
 pub use context::OperatorContext;
 pub use operator::{OneInputOperator, TwoInputOperator};
+pub use output::{Control, Discard, Output, VecOutput};
 pub use watermark_strategy::{WatermarkGenerator, WatermarkOutput, WatermarkStrategy};
 
 /// Test support: the context of subtask 0 of 1 of an operator called `name`.

@@ -12,9 +12,11 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use crate::error::{HummerError, Result, panic_message};
-use crate::operators::{Collector, OneInputOperator, OperatorContext, Output, TwoInputOperator};
+use crate::operators::{
+    Collector, Control, OneInputOperator, OperatorContext, Output, TwoInputOperator,
+};
 use crate::state::task_state::TaskSnapshot;
-use crate::types::{CheckpointId, Timestamp, WatermarkStatus};
+use crate::types::{CheckpointId, Timestamp};
 
 /// Runs `f` (a call into an operator), turning a panic or an error into an error that names
 /// the operator and subtask.
@@ -220,56 +222,46 @@ impl<H: OperatorHooks> Link<H> {
         Ok(())
     }
 
-    pub fn flush(&mut self) -> Result<()> {
-        self.next.flush()
-    }
-
-    pub fn finish(&mut self) -> Result<()> {
-        self.end()?;
-        self.next.finish()
-    }
-
-    /// At the final checkpoint's barrier the operator ends first: what it emits then goes
-    /// ahead of the barrier, and it writes that it ended instead of its state.
-    pub fn barrier(&mut self, snapshot: &mut TaskSnapshot) -> Result<()> {
-        if snapshot.is_final && self.op.ends_at_final_barrier() {
-            self.end()?;
+    /// Handles a control event: the operator's hook for it (guarded), then the rest of the
+    /// chain. What the operator emits in its hook goes ahead of the event.
+    pub fn control(&mut self, event: Control<'_>) -> Result<()> {
+        match event {
+            Control::Flush => {}
+            Control::EndOfInput => self.end()?,
+            Control::Barrier(snapshot) => {
+                // At the final checkpoint's barrier the operator ends first: what it emits
+                // then goes ahead of the barrier, and it writes that it ended instead of its
+                // state.
+                if snapshot.is_final && self.op.ends_at_final_barrier() {
+                    self.end()?;
+                }
+                if self.ended {
+                    snapshot.operators.push((self.ctx.node, ENDED.to_vec()));
+                } else {
+                    let op = &mut self.op;
+                    snapshot_guarded(&self.ctx, snapshot, |id, max| op.snapshot_state(id, max))?;
+                }
+                return self.next.control(Control::Barrier(snapshot));
+            }
+            Control::CheckpointComplete(id) => {
+                let op = &mut self.op;
+                guarded(&self.ctx, || op.notify_checkpoint_complete(id))?;
+            }
+            Control::Watermark(watermark) => {
+                self.call(|op, out| op.process_watermark(watermark, out))?;
+                if self.generates_watermarks {
+                    return Ok(());
+                }
+            }
+            Control::WatermarkStatus(_) if self.generates_watermarks => return Ok(()),
+            Control::WatermarkStatus(_) => {}
+            Control::ProcessingTime(now) => {
+                if !self.ended {
+                    self.call(|op, out| op.on_processing_time(now, out))?;
+                }
+            }
         }
-        if self.ended {
-            snapshot.operators.push((self.ctx.node, ENDED.to_vec()));
-        } else {
-            let op = &mut self.op;
-            snapshot_guarded(&self.ctx, snapshot, |id, max| op.snapshot_state(id, max))?;
-        }
-        self.next.barrier(snapshot)
-    }
-
-    pub fn checkpoint_complete(&mut self, id: CheckpointId) -> Result<()> {
-        let op = &mut self.op;
-        guarded(&self.ctx, || op.notify_checkpoint_complete(id))?;
-        self.next.checkpoint_complete(id)
-    }
-
-    pub fn watermark(&mut self, watermark: Timestamp) -> Result<()> {
-        self.call(|op, out| op.process_watermark(watermark, out))?;
-        if self.generates_watermarks {
-            return Ok(());
-        }
-        self.next.watermark(watermark)
-    }
-
-    pub fn watermark_status(&mut self, status: WatermarkStatus) -> Result<()> {
-        if self.generates_watermarks {
-            return Ok(());
-        }
-        self.next.watermark_status(status)
-    }
-
-    pub fn processing_time(&mut self, now: Timestamp) -> Result<()> {
-        if !self.ended {
-            self.call(|op, out| op.on_processing_time(now, out))?;
-        }
-        self.next.processing_time(now)
+        self.next.control(event)
     }
 }
 
@@ -294,46 +286,17 @@ where
     Op::Out: Send,
 {
     #[inline]
-    fn push(&mut self, batch: &mut Vec<Op::In>) -> Result<()> {
-        self.0.call(|op, out| op.0.process_batch(batch, out))
+    fn push(&mut self, records: &mut Vec<Op::In>, timestamps: &mut Vec<Timestamp>) -> Result<()> {
+        if timestamps.is_empty() {
+            self.0.call(|op, out| op.0.process_batch(records, out))
+        } else {
+            self.0
+                .call(|op, out| op.0.process_stamped_batch(records, timestamps, out))
+        }
     }
 
-    #[inline]
-    fn push_stamped(
-        &mut self,
-        batch: &mut Vec<Op::In>,
-        timestamps: &mut Vec<Timestamp>,
-    ) -> Result<()> {
-        self.0
-            .call(|op, out| op.0.process_stamped_batch(batch, timestamps, out))
-    }
-
-    fn processing_time(&mut self, now: Timestamp) -> Result<()> {
-        self.0.processing_time(now)
-    }
-
-    fn flush(&mut self) -> Result<()> {
-        self.0.flush()
-    }
-
-    fn finish(&mut self) -> Result<()> {
-        self.0.finish()
-    }
-
-    fn barrier(&mut self, snapshot: &mut TaskSnapshot) -> Result<()> {
-        self.0.barrier(snapshot)
-    }
-
-    fn checkpoint_complete(&mut self, id: CheckpointId) -> Result<()> {
-        self.0.checkpoint_complete(id)
-    }
-
-    fn watermark(&mut self, watermark: Timestamp) -> Result<()> {
-        self.0.watermark(watermark)
-    }
-
-    fn watermark_status(&mut self, status: WatermarkStatus) -> Result<()> {
-        self.0.watermark_status(status)
+    fn control(&mut self, event: Control<'_>) -> Result<()> {
+        self.0.control(event)
     }
 }
 
@@ -350,58 +313,37 @@ impl<Op: TwoInputOperator> TwoInputHead<Op> {
         self.0.restore(snapshots)
     }
 
-    pub fn push1(&mut self, batch: &mut Vec<Op::In1>) -> Result<()> {
-        self.0.call(|op, out| op.0.process_batch1(batch, out))
-    }
-
-    pub fn push2(&mut self, batch: &mut Vec<Op::In2>) -> Result<()> {
-        self.0.call(|op, out| op.0.process_batch2(batch, out))
-    }
-
-    pub fn push_stamped1(
+    /// Processes a batch of the first input (`timestamps` as for [`Output::push`]).
+    pub fn push1(
         &mut self,
-        batch: &mut Vec<Op::In1>,
+        records: &mut Vec<Op::In1>,
         timestamps: &mut Vec<Timestamp>,
     ) -> Result<()> {
-        self.0
-            .call(|op, out| op.0.process_stamped_batch1(batch, timestamps, out))
+        if timestamps.is_empty() {
+            self.0.call(|op, out| op.0.process_batch1(records, out))
+        } else {
+            self.0
+                .call(|op, out| op.0.process_stamped_batch1(records, timestamps, out))
+        }
     }
 
-    pub fn push_stamped2(
+    /// Processes a batch of the second input (`timestamps` as for [`Output::push`]).
+    pub fn push2(
         &mut self,
-        batch: &mut Vec<Op::In2>,
+        records: &mut Vec<Op::In2>,
         timestamps: &mut Vec<Timestamp>,
     ) -> Result<()> {
-        self.0
-            .call(|op, out| op.0.process_stamped_batch2(batch, timestamps, out))
+        if timestamps.is_empty() {
+            self.0.call(|op, out| op.0.process_batch2(records, out))
+        } else {
+            self.0
+                .call(|op, out| op.0.process_stamped_batch2(records, timestamps, out))
+        }
     }
 
-    pub fn processing_time(&mut self, now: Timestamp) -> Result<()> {
-        self.0.processing_time(now)
-    }
-
-    pub fn barrier(&mut self, snapshot: &mut TaskSnapshot) -> Result<()> {
-        self.0.barrier(snapshot)
-    }
-
-    pub fn checkpoint_complete(&mut self, id: CheckpointId) -> Result<()> {
-        self.0.checkpoint_complete(id)
-    }
-
-    pub fn flush(&mut self) -> Result<()> {
-        self.0.flush()
-    }
-
-    pub fn watermark(&mut self, watermark: Timestamp) -> Result<()> {
-        self.0.watermark(watermark)
-    }
-
-    pub fn watermark_status(&mut self, status: WatermarkStatus) -> Result<()> {
-        self.0.watermark_status(status)
-    }
-
-    pub fn finish(&mut self) -> Result<()> {
-        self.0.finish()
+    /// Handles a control event (see [`Link::control`]).
+    pub fn control(&mut self, event: Control<'_>) -> Result<()> {
+        self.0.control(event)
     }
 }
 
@@ -412,67 +354,23 @@ pub struct FanOut<T> {
 }
 
 impl<T: Clone + Send> Output<T> for FanOut<T> {
-    fn push(&mut self, batch: &mut Vec<T>) -> Result<()> {
+    fn push(&mut self, records: &mut Vec<T>, timestamps: &mut Vec<Timestamp>) -> Result<()> {
         if let Some((last, rest)) = self.outputs.split_last_mut() {
             for out in rest {
-                let mut copy = batch.clone();
-                out.push(&mut copy)?;
+                let (mut copy, mut stamps) = (records.clone(), timestamps.clone());
+                out.push(&mut copy, &mut stamps)?;
             }
-            last.push(batch)?;
+            last.push(records, timestamps)?;
         }
-        batch.clear();
-        Ok(())
-    }
-
-    fn push_stamped(&mut self, batch: &mut Vec<T>, timestamps: &mut Vec<Timestamp>) -> Result<()> {
-        if let Some((last, rest)) = self.outputs.split_last_mut() {
-            for out in rest {
-                let (mut copy, mut stamps) = (batch.clone(), timestamps.clone());
-                out.push_stamped(&mut copy, &mut stamps)?;
-            }
-            last.push_stamped(batch, timestamps)?;
-        }
-        batch.clear();
+        records.clear();
         timestamps.clear();
         Ok(())
     }
 
-    fn processing_time(&mut self, now: Timestamp) -> Result<()> {
+    fn control(&mut self, mut event: Control<'_>) -> Result<()> {
         self.outputs
             .iter_mut()
-            .try_for_each(|o| o.processing_time(now))
-    }
-
-    fn flush(&mut self) -> Result<()> {
-        self.outputs.iter_mut().try_for_each(|o| o.flush())
-    }
-
-    fn finish(&mut self) -> Result<()> {
-        self.outputs.iter_mut().try_for_each(|o| o.finish())
-    }
-
-    fn barrier(&mut self, snapshot: &mut TaskSnapshot) -> Result<()> {
-        self.outputs
-            .iter_mut()
-            .try_for_each(|o| o.barrier(snapshot))
-    }
-
-    fn checkpoint_complete(&mut self, id: CheckpointId) -> Result<()> {
-        self.outputs
-            .iter_mut()
-            .try_for_each(|o| o.checkpoint_complete(id))
-    }
-
-    fn watermark(&mut self, watermark: Timestamp) -> Result<()> {
-        self.outputs
-            .iter_mut()
-            .try_for_each(|o| o.watermark(watermark))
-    }
-
-    fn watermark_status(&mut self, status: WatermarkStatus) -> Result<()> {
-        self.outputs
-            .iter_mut()
-            .try_for_each(|o| o.watermark_status(status))
+            .try_for_each(|o| o.control(event.reborrow()))
     }
 }
 
@@ -480,7 +378,7 @@ impl<T: Clone + Send> Output<T> for FanOut<T> {
 mod tests {
     use super::*;
     use crate::operators::VecOutput;
-    use crate::types::RuntimeMode;
+    use crate::types::{RuntimeMode, WatermarkStatus};
 
     /// A two-input operator with a side effect per checkpoint: it buffers what it sees and
     /// "commits" (emits) it only when a checkpoint completes, as a transactional sink does.
@@ -566,36 +464,19 @@ mod tests {
     }
 
     impl Output<u32> for SharedDownstream {
-        fn push(&mut self, batch: &mut Vec<u32>) -> Result<()> {
-            self.lock().unwrap().records.push(batch)
+        fn push(&mut self, records: &mut Vec<u32>, timestamps: &mut Vec<Timestamp>) -> Result<()> {
+            self.lock().unwrap().records.push(records, timestamps)
         }
-        fn push_stamped(&mut self, batch: &mut Vec<u32>, ts: &mut Vec<Timestamp>) -> Result<()> {
-            ts.clear();
-            self.lock().unwrap().records.push(batch)
-        }
-        fn processing_time(&mut self, _now: Timestamp) -> Result<()> {
-            Ok(())
-        }
-        fn flush(&mut self) -> Result<()> {
-            Ok(())
-        }
-        fn finish(&mut self) -> Result<()> {
-            Ok(())
-        }
-        fn barrier(&mut self, snapshot: &mut TaskSnapshot) -> Result<()> {
+        fn control(&mut self, event: Control<'_>) -> Result<()> {
             let mut down = self.lock().unwrap();
-            let before = down.records.0.len();
-            down.barriers.push((snapshot.checkpoint, before));
-            Ok(())
-        }
-        fn checkpoint_complete(&mut self, id: CheckpointId) -> Result<()> {
-            self.lock().unwrap().completed.push(id);
-            Ok(())
-        }
-        fn watermark(&mut self, _watermark: Timestamp) -> Result<()> {
-            Ok(())
-        }
-        fn watermark_status(&mut self, _status: WatermarkStatus) -> Result<()> {
+            match event {
+                Control::Barrier(snapshot) => {
+                    let before = down.records.0.len();
+                    down.barriers.push((snapshot.checkpoint, before));
+                }
+                Control::CheckpointComplete(id) => down.completed.push(id),
+                _ => {}
+            }
             Ok(())
         }
     }
@@ -608,11 +489,11 @@ mod tests {
             committed: Vec::new(),
         };
         let mut head = TwoInputHead::new(op, ctx(), Box::new(down.clone()));
-        head.push1(&mut vec![1, 2]).unwrap();
-        head.push2(&mut vec![3]).unwrap();
-        head.checkpoint_complete(4).unwrap();
-        head.push1(&mut vec![5]).unwrap();
-        head.checkpoint_complete(5).unwrap();
+        head.push1(&mut vec![1, 2], &mut Vec::new()).unwrap();
+        head.push2(&mut vec![3], &mut Vec::new()).unwrap();
+        head.control(Control::CheckpointComplete(4)).unwrap();
+        head.push1(&mut vec![5], &mut Vec::new()).unwrap();
+        head.control(Control::CheckpointComplete(5)).unwrap();
         assert_eq!(
             head.0.op.0.committed,
             vec![(4, vec![1, 2, 1003]), (5, vec![5])],
@@ -631,7 +512,7 @@ mod tests {
             committed: Vec::new(),
         };
         let mut head = TwoInputHead::new(op, ctx(), Box::new(down.clone()));
-        let err = head.checkpoint_complete(13).unwrap_err();
+        let err = head.control(Control::CheckpointComplete(13)).unwrap_err();
         assert!(
             matches!(&err, HummerError::Operator { operator, subtask: 1, .. } if operator == "commit"),
             "{err}"
@@ -694,7 +575,7 @@ mod tests {
     fn barrier(link: &mut ChainLink<SumAtEnd>, id: CheckpointId, is_final: bool) -> TaskSnapshot {
         let mut snapshot = TaskSnapshot::new(id, 128);
         snapshot.is_final = is_final;
-        link.barrier(&mut snapshot).unwrap();
+        link.control(Control::Barrier(&mut snapshot)).unwrap();
         snapshot
     }
 
@@ -702,18 +583,18 @@ mod tests {
     fn at_the_final_barrier_an_operator_ends_before_its_snapshot_and_only_once() {
         let down = downstream();
         let mut link = ChainLink::new(SumAtEnd::default(), ctx(), Box::new(down.clone()));
-        link.push(&mut vec![1, 2]).unwrap();
+        link.push(&mut vec![1, 2], &mut Vec::new()).unwrap();
         let regular = barrier(&mut link, 1, false);
         assert_eq!(regular.operators, vec![(3, 3u32.to_be_bytes().to_vec())]);
-        link.push(&mut vec![4]).unwrap();
+        link.push(&mut vec![4], &mut Vec::new()).unwrap();
         let last = barrier(&mut link, 2, true);
         assert_eq!(
             last.operators,
             vec![(3, ENDED.to_vec())],
             "an ended operator writes no state"
         );
-        link.processing_time(5).unwrap();
-        link.finish().unwrap();
+        link.control(Control::ProcessingTime(5)).unwrap();
+        link.control(Control::EndOfInput).unwrap();
         let op = &link.0.op.0;
         assert_eq!(
             (op.ends, op.timers),
@@ -737,11 +618,11 @@ mod tests {
             ..SumAtEnd::default()
         };
         let mut link = ChainLink::new(op, ctx(), Box::new(down.clone()));
-        link.push(&mut vec![5]).unwrap();
+        link.push(&mut vec![5], &mut Vec::new()).unwrap();
         let last = barrier(&mut link, 1, true);
         assert_eq!(last.operators, vec![(3, 5u32.to_be_bytes().to_vec())]);
         assert_eq!(link.0.op.0.ends, 0);
-        link.finish().unwrap();
+        link.control(Control::EndOfInput).unwrap();
         assert_eq!(link.0.op.0.ends, 1);
         assert_eq!(down.lock().unwrap().barriers, vec![(1, 0)]);
     }
@@ -752,7 +633,7 @@ mod tests {
             let down = downstream();
             let mut link = ChainLink::new(SumAtEnd::default(), ctx(), Box::new(down.clone()));
             link.restore(&[ENDED.to_vec(), ENDED.to_vec()]).unwrap();
-            link.finish().unwrap();
+            link.control(Control::EndOfInput).unwrap();
             (link.0.op.0.ends, down.lock().unwrap().records.0.clone())
         };
         assert_eq!(
@@ -764,11 +645,91 @@ mod tests {
         let mut link = ChainLink::new(SumAtEnd::default(), ctx(), Box::new(down.clone()));
         link.restore(&[ENDED.to_vec(), 6u32.to_be_bytes().to_vec()])
             .unwrap();
-        link.finish().unwrap();
+        link.control(Control::EndOfInput).unwrap();
         assert_eq!(
             down.lock().unwrap().records.0,
             vec![6],
             "only the live state ends"
+        );
+    }
+
+    /// An output that writes down what reaches it, in order.
+    #[derive(Clone, Default)]
+    struct Log(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
+
+    impl Output<u32> for Log {
+        fn push(&mut self, records: &mut Vec<u32>, timestamps: &mut Vec<Timestamp>) -> Result<()> {
+            let line = format!("records {records:?} at {timestamps:?}");
+            self.0.lock().unwrap().push(line);
+            records.clear();
+            timestamps.clear();
+            Ok(())
+        }
+        fn control(&mut self, event: Control<'_>) -> Result<()> {
+            let line = match event {
+                Control::Barrier(snapshot) => format!("barrier {}", snapshot.checkpoint),
+                other => format!("{other:?}"),
+            };
+            self.0.lock().unwrap().push(line);
+            Ok(())
+        }
+    }
+
+    /// Hands every record on unchanged, timestamps included.
+    struct PassThrough;
+
+    impl OneInputOperator for PassThrough {
+        type In = u32;
+        type Out = u32;
+        fn process_batch(
+            &mut self,
+            batch: &mut Vec<u32>,
+            out: &mut Collector<'_, u32>,
+        ) -> Result<()> {
+            out.collect_all(batch.drain(..));
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn every_control_event_passes_a_chain_and_a_fan_out_in_stream_order() {
+        let (a, b) = (Log::default(), Log::default());
+        let fan = FanOut {
+            outputs: vec![Box::new(a.clone()), Box::new(b.clone())],
+        };
+        let mut link = ChainLink::new(PassThrough, ctx(), Box::new(fan));
+        let mut snapshot = TaskSnapshot::new(7, 128);
+        link.push(&mut vec![1, 2], &mut Vec::new()).unwrap();
+        link.control(Control::Watermark(5)).unwrap();
+        link.push(&mut vec![3], &mut vec![9]).unwrap();
+        link.control(Control::WatermarkStatus(WatermarkStatus::Idle))
+            .unwrap();
+        link.control(Control::ProcessingTime(11)).unwrap();
+        link.control(Control::Barrier(&mut snapshot)).unwrap();
+        link.control(Control::CheckpointComplete(7)).unwrap();
+        link.control(Control::Flush).unwrap();
+        link.control(Control::EndOfInput).unwrap();
+        let expected = [
+            "records [1, 2] at []",
+            "Watermark(5)",
+            "records [3] at [9]",
+            "WatermarkStatus(Idle)",
+            "ProcessingTime(11)",
+            "barrier 7",
+            "CheckpointComplete(7)",
+            "Flush",
+            "EndOfInput",
+        ];
+        assert_eq!(*a.0.lock().unwrap(), expected);
+        assert_eq!(
+            *b.0.lock().unwrap(),
+            expected,
+            "every consumer of a fan-out sees it all"
+        );
+        assert_eq!(
+            snapshot.operators.len(),
+            0,
+            "a stateless operator adds no state"
         );
     }
 }

@@ -9,12 +9,11 @@ use std::sync::Arc;
 
 use crate::channels::{Outbox, Push};
 use crate::error::{Result, internal};
-use crate::operators::Output;
-use crate::state::task_state::TaskSnapshot;
+use crate::operators::{Control, Output};
 use crate::types::CancelToken;
 use crate::types::StreamEvent;
 use crate::types::metrics::SubtaskMetrics;
-use crate::types::{CheckpointId, NO_TIMESTAMP, Timestamp, WatermarkStatus};
+use crate::types::{NO_TIMESTAMP, Timestamp};
 
 /// Sends an event into a channel; time spent waiting on a blocked channel is added to
 /// `metrics` as backpressure.
@@ -165,10 +164,9 @@ impl<T: crate::types::Data> RecordWriter<T> {
         Ok(())
     }
 
-    /// Hands on what is buffered, then sends a control event to every channel, so that it
-    /// keeps its place after the records before it.
-    pub fn broadcast(&mut self, event: impl Fn() -> StreamEvent<T>) -> Result<()> {
-        self.flush()?;
+    /// Sends a control event to every channel (after what is buffered: see
+    /// [`Control::is_in_stream`]).
+    fn send_to_all(&mut self, event: impl Fn() -> StreamEvent<T>) -> Result<()> {
         for channel in &mut self.channels {
             send_counted(channel, event(), &self.cancel, &self.metrics)?;
         }
@@ -198,8 +196,9 @@ impl<T: crate::types::Data> RecordWriter<T> {
     }
 }
 
-impl<T: crate::types::Data> Output<T> for RecordWriter<T> {
-    fn push(&mut self, batch: &mut Vec<T>) -> Result<()> {
+impl<T: crate::types::Data> RecordWriter<T> {
+    /// Routes a batch without timestamps.
+    fn push_unstamped(&mut self, batch: &mut Vec<T>) -> Result<()> {
         if batch.is_empty() {
             return Ok(());
         }
@@ -243,6 +242,7 @@ impl<T: crate::types::Data> Output<T> for RecordWriter<T> {
         }
     }
 
+    /// Routes a batch whose records carry timestamps (one per record).
     fn push_stamped(&mut self, batch: &mut Vec<T>, timestamps: &mut Vec<Timestamp>) -> Result<()> {
         if batch.is_empty() {
             timestamps.clear();
@@ -296,11 +296,8 @@ impl<T: crate::types::Data> Output<T> for RecordWriter<T> {
         }
     }
 
-    fn processing_time(&mut self, _now: Timestamp) -> Result<()> {
-        Ok(())
-    }
-
-    fn flush(&mut self) -> Result<()> {
+    /// Sends what is buffered for every channel.
+    pub fn flush(&mut self) -> Result<()> {
         for channel in 0..self.channels.len() {
             if !self.buffers[channel].is_empty() {
                 self.send(channel)?;
@@ -308,24 +305,100 @@ impl<T: crate::types::Data> Output<T> for RecordWriter<T> {
         }
         Ok(())
     }
+}
 
-    fn finish(&mut self) -> Result<()> {
-        self.broadcast(|| StreamEvent::EndOfInput)
+impl<T: crate::types::Data> Output<T> for RecordWriter<T> {
+    #[inline]
+    fn push(&mut self, records: &mut Vec<T>, timestamps: &mut Vec<Timestamp>) -> Result<()> {
+        if timestamps.is_empty() {
+            self.push_unstamped(records)
+        } else {
+            self.push_stamped(records, timestamps)
+        }
     }
 
-    fn barrier(&mut self, snapshot: &mut TaskSnapshot) -> Result<()> {
-        self.broadcast(|| StreamEvent::Barrier(snapshot.checkpoint))
+    fn control(&mut self, event: Control<'_>) -> Result<()> {
+        if event.is_in_stream() {
+            self.flush()?;
+        }
+        match event {
+            Control::EndOfInput => self.send_to_all(|| StreamEvent::EndOfInput),
+            Control::Barrier(snapshot) => {
+                let id = snapshot.checkpoint;
+                self.send_to_all(|| StreamEvent::Barrier(id))
+            }
+            Control::Watermark(w) => self.send_to_all(|| StreamEvent::Watermark(w)),
+            Control::WatermarkStatus(s) => self.send_to_all(|| StreamEvent::Status(s)),
+            Control::Flush | Control::CheckpointComplete(_) | Control::ProcessingTime(_) => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::channels::local::channel;
+    use crate::state::task_state::TaskSnapshot;
+    use crate::types::{TaskWaker, WatermarkStatus};
+
+    /// What a channel received, one line per event.
+    fn received(rx: &crate::channels::local::ChannelReceiver<u32>) -> Vec<String> {
+        std::iter::from_fn(|| rx.try_recv())
+            .map(|event| match event {
+                StreamEvent::Batch(r) => format!("batch {r:?}"),
+                StreamEvent::Stamped(r, t) => format!("stamped {r:?} at {t:?}"),
+                StreamEvent::Barrier(id) => format!("barrier {id}"),
+                StreamEvent::Watermark(w) => format!("watermark {w}"),
+                StreamEvent::Status(s) => format!("status {s:?}"),
+                StreamEvent::EndOfInput => "end".to_string(),
+            })
+            .collect()
     }
 
-    fn checkpoint_complete(&mut self, _id: CheckpointId) -> Result<()> {
-        Ok(())
-    }
-
-    fn watermark(&mut self, watermark: Timestamp) -> Result<()> {
-        self.broadcast(|| StreamEvent::Watermark(watermark))
-    }
-
-    fn watermark_status(&mut self, status: WatermarkStatus) -> Result<()> {
-        self.broadcast(|| StreamEvent::Status(status))
+    #[test]
+    fn buffered_records_go_ahead_of_every_control_event_that_travels_the_stream() {
+        let (tx, rx) = channel(
+            64,
+            Arc::new(TaskWaker::default()),
+            Arc::new(TaskWaker::default()),
+        );
+        let mut writer = RecordWriter::new(
+            vec![Outbox::Local(tx)],
+            &Partitioning::Rebalance,
+            100,
+            128,
+            CancelToken::default(),
+            Arc::new(SubtaskMetrics::default()),
+        )
+        .unwrap();
+        let mut snapshot = TaskSnapshot::new(3, 128);
+        writer.push(&mut vec![1], &mut Vec::new()).unwrap();
+        writer.control(Control::Watermark(10)).unwrap();
+        writer.push(&mut vec![2], &mut vec![20]).unwrap();
+        writer.control(Control::Barrier(&mut snapshot)).unwrap();
+        writer.push(&mut vec![3], &mut Vec::new()).unwrap();
+        writer.control(Control::CheckpointComplete(3)).unwrap();
+        writer.control(Control::ProcessingTime(30)).unwrap();
+        assert_eq!(
+            received(&rx),
+            [
+                "batch [1]",
+                "watermark 10",
+                "stamped [2] at [20]",
+                "barrier 3"
+            ],
+            "a completion and processing time stay in the task: nothing is flushed for them"
+        );
+        writer
+            .control(Control::WatermarkStatus(WatermarkStatus::Idle))
+            .unwrap();
+        writer.push(&mut vec![4], &mut Vec::new()).unwrap();
+        writer.control(Control::Flush).unwrap();
+        writer.push(&mut vec![5], &mut Vec::new()).unwrap();
+        writer.control(Control::EndOfInput).unwrap();
+        assert_eq!(
+            received(&rx),
+            ["batch [3]", "status Idle", "batch [4]", "batch [5]", "end"]
+        );
     }
 }

@@ -21,7 +21,7 @@ use crate::checkpoint::barrier_aligner::{BarrierAction, BarrierAligner};
 use crate::checkpoint::hub::{CheckpointHub, HubEvent};
 use crate::connectors::SourceStatus;
 use crate::error::{HummerError, Result};
-use crate::operators::{OperatorContext, Output, TwoInputOperator};
+use crate::operators::{Control, OperatorContext, Output, TwoInputOperator};
 use crate::source_splits::SourceSplits;
 use crate::state::task_state::{SourceSplit, TaskAck, TaskSnapshot};
 use crate::types::CancelToken;
@@ -144,13 +144,13 @@ impl<'a> Checkpointing<'a> {
     /// Hands a barrier or an ended input (numbered across all inputs) to the aligner.
     pub fn on_control(
         &mut self,
-        control: Control,
+        control: InputControl,
         barrier: impl FnOnce(&mut TaskSnapshot) -> Result<()>,
     ) -> Result<()> {
         let now = Instant::now();
         let action = match control {
-            Control::Barrier { channel, id } => self.aligner.on_barrier(channel, id, now)?,
-            Control::Ended { channel } => self.aligner.on_end_of_input(channel, now)?,
+            InputControl::Barrier { channel, id } => self.aligner.on_barrier(channel, id, now)?,
+            InputControl::Ended { channel } => self.aligner.on_end_of_input(channel, now)?,
         };
         self.perform(action, barrier)
     }
@@ -249,7 +249,7 @@ pub struct GatePoll {
     progressed: bool,
     /// A barrier or an end of input, which the task hands to its aligner before it polls
     /// again.
-    control: Option<Control>,
+    control: Option<InputControl>,
     /// What the watermarks, statuses and ends taken changed about the task's output.
     change: ValveChange,
 }
@@ -257,7 +257,7 @@ pub struct GatePoll {
 /// An event on one channel that the barrier aligner must see. Channels are numbered across
 /// all inputs of the task.
 #[derive(Debug, Clone, Copy)]
-pub enum Control {
+pub enum InputControl {
     /// A barrier of checkpoint `id` arrived on input channel `channel`.
     Barrier {
         /// The input channel.
@@ -341,7 +341,7 @@ impl<T> InputGate<T> {
                     }
                     Some(StreamEvent::Barrier(id)) => {
                         result.progressed = true;
-                        result.control = Some(Control::Barrier {
+                        result.control = Some(InputControl::Barrier {
                             channel: base + idx,
                             id,
                         });
@@ -352,7 +352,7 @@ impl<T> InputGate<T> {
                         self.live[idx] = false;
                         self.open -= 1;
                         result.change = result.change.then(valve.on_end(base + idx));
-                        result.control = Some(Control::Ended {
+                        result.control = Some(InputControl::Ended {
                             channel: base + idx,
                         });
                         return Ok(result);
@@ -365,48 +365,22 @@ impl<T> InputGate<T> {
     }
 }
 
-/// Where a task hands on its watermark and status: the head of its chain.
-pub trait EventTimeOutput {
-    /// Forwards a watermark.
-    fn watermark(&mut self, watermark: Timestamp) -> Result<()>;
-    /// Forwards a change of the watermark status (idle or active).
-    fn watermark_status(&mut self, status: WatermarkStatus) -> Result<()>;
-}
-
-impl<T> EventTimeOutput for Box<dyn Output<T>> {
-    fn watermark(&mut self, watermark: Timestamp) -> Result<()> {
-        (**self).watermark(watermark)
-    }
-    fn watermark_status(&mut self, status: WatermarkStatus) -> Result<()> {
-        (**self).watermark_status(status)
-    }
-}
-
-impl<Op: TwoInputOperator> EventTimeOutput for TwoInputHead<Op> {
-    fn watermark(&mut self, watermark: Timestamp) -> Result<()> {
-        TwoInputHead::watermark(self, watermark)
-    }
-    fn watermark_status(&mut self, status: WatermarkStatus) -> Result<()> {
-        TwoInputHead::watermark_status(self, status)
-    }
-}
-
 /// Hands on what a poll changed about the task's watermark and status: becoming active
 /// before the watermark that follows, becoming idle after the watermark before it.
 pub fn hand_on(
     change: ValveChange,
     rt: &TaskRuntime,
-    out: &mut impl EventTimeOutput,
+    mut control: impl FnMut(Control<'_>) -> Result<()>,
 ) -> Result<()> {
     if change.status == Some(WatermarkStatus::Active) {
-        out.watermark_status(WatermarkStatus::Active)?;
+        control(Control::WatermarkStatus(WatermarkStatus::Active))?;
     }
     if let Some(w) = change.watermark {
         rt.metrics.set_watermark(w);
-        out.watermark(w)?;
+        control(Control::Watermark(w))?;
     }
     if change.status == Some(WatermarkStatus::Idle) {
-        out.watermark_status(WatermarkStatus::Idle)?;
+        control(Control::WatermarkStatus(WatermarkStatus::Idle))?;
     }
     Ok(())
 }
@@ -495,27 +469,32 @@ impl<T: Send + 'static> TaskBody for SourceTask<T> {
                 // snapshotted incrementally builds on the newest completed checkpoint.
                 checkpoints.notify(|c| {
                     splits.checkpoint_complete(c);
-                    head.checkpoint_complete(c)
+                    head.control(Control::CheckpointComplete(c))
                 })?;
                 if let Some(id) = hub.pending_trigger(injected) {
                     injected = id;
                     checkpoints.snapshot(
                         id,
                         Duration::ZERO,
-                        |s| head.barrier(s),
+                        |s| head.control(Control::Barrier(s)),
                         splits.snapshot().map(|positions| (ctx.node, positions)),
                     )?;
                     timer.flushed();
                     if exhausted && hub.is_final(id) {
-                        head.finish()?;
+                        head.control(Control::EndOfInput)?;
                         return checkpoints.finish(|c| {
                             splits.checkpoint_complete(c);
-                            head.checkpoint_complete(c)
+                            head.control(Control::CheckpointComplete(c))
                         });
                     }
                 }
                 if exhausted {
-                    idle(rt, || head.flush(), &mut timer, PARK_SAFETY_TIMEOUT)?;
+                    idle(
+                        rt,
+                        || head.control(Control::Flush),
+                        &mut timer,
+                        PARK_SAFETY_TIMEOUT,
+                    )?;
                     continue;
                 }
             }
@@ -527,7 +506,7 @@ impl<T: Send + 'static> TaskBody for SourceTask<T> {
                     })?;
                     rt.time.request_at(now.saturating_add(interval));
                 }
-                head.processing_time(now)
+                head.control(Control::ProcessingTime(now))
             })?;
             if splits.must_pause() {
                 // Its own watermark may have advanced since it paused (periodic emission).
@@ -540,7 +519,12 @@ impl<T: Send + 'static> TaskBody for SourceTask<T> {
                 // (woken when the group advances; the pause bounds the wait).
                 splits.wake_when_aligned();
                 if splits.must_pause() {
-                    idle(rt, || head.flush(), &mut timer, ALIGNMENT_PAUSE)?;
+                    idle(
+                        rt,
+                        || head.control(Control::Flush),
+                        &mut timer,
+                        ALIGNMENT_PAUSE,
+                    )?;
                 }
                 continue;
             }
@@ -549,11 +533,7 @@ impl<T: Send + 'static> TaskBody for SourceTask<T> {
             })?;
             if !buf.is_empty() {
                 rt.metrics.add_in(buf.len());
-                if stamps.is_empty() {
-                    head.push(&mut buf)?;
-                } else {
-                    head.push_stamped(&mut buf, &mut stamps)?;
-                }
+                head.push(&mut buf, &mut stamps)?;
                 timer.pending = true;
             }
             // The source's watermark and status go through a valve of one channel, like a
@@ -576,19 +556,21 @@ impl<T: Send + 'static> TaskBody for SourceTask<T> {
                     watermark.map_or(change, |w| change.then(valve.on_watermark(0, w)))
                 }
             };
-            hand_on(change, rt, &mut head)?;
+            hand_on(change, rt, |e| head.control(e))?;
             match status {
                 SourceStatus::Finished => match &rt.checkpoints {
-                    None => return head.finish(),
+                    None => return head.control(Control::EndOfInput),
                     Some(hub) => {
                         exhausted = true;
                         hub.report(HubEvent::SourceFinished { task: rt.task });
                     }
                 },
-                SourceStatus::Idle(wait) => idle(rt, || head.flush(), &mut timer, wait)?,
+                SourceStatus::Idle(wait) => {
+                    idle(rt, || head.control(Control::Flush), &mut timer, wait)?
+                }
                 SourceStatus::MoreAvailable => {
                     if timer.due() {
-                        head.flush()?;
+                        head.control(Control::Flush)?;
                         timer.flushed();
                     }
                 }
@@ -618,23 +600,22 @@ impl<T: Send + 'static> TaskBody for OneInputTask<T> {
             }
             let poll = input.poll(&checkpoints.aligner, &mut valve, 0, |mut batch, stamps| {
                 rt.metrics.add_in(batch.len());
-                match stamps {
-                    None => head.push(&mut batch),
-                    Some(mut stamps) => head.push_stamped(&mut batch, &mut stamps),
-                }
+                head.push(&mut batch, &mut stamps.unwrap_or_default())
             })?;
-            hand_on(poll.change, rt, &mut head)?;
+            hand_on(poll.change, rt, |e| head.control(e))?;
             // A completion before the next snapshot (see the source loop).
-            checkpoints.notify(|c| head.checkpoint_complete(c))?;
+            checkpoints.notify(|c| head.control(Control::CheckpointComplete(c)))?;
             if let Some(control) = poll.control {
-                checkpoints.on_control(control, |s| head.barrier(s))?;
+                checkpoints.on_control(control, |s| head.control(Control::Barrier(s)))?;
             }
-            rt.fire_processing_time(|now| head.processing_time(now))?;
+            rt.fire_processing_time(|now| head.control(Control::ProcessingTime(now)))?;
             if input.finished() {
-                head.finish()?;
-                return checkpoints.finish(|c| head.checkpoint_complete(c));
+                head.control(Control::EndOfInput)?;
+                return checkpoints.finish(|c| head.control(Control::CheckpointComplete(c)));
             }
-            after_poll(poll.progressed, rt, &mut timer, || head.flush())?;
+            after_poll(poll.progressed, rt, &mut timer, || {
+                head.control(Control::Flush)
+            })?;
         }
     }
 }
@@ -669,16 +650,13 @@ where
             }
             let p1 = input1.poll(&checkpoints.aligner, &mut valve, 0, |mut batch, stamps| {
                 rt.metrics.add_in(batch.len());
-                match stamps {
-                    None => head.push1(&mut batch),
-                    Some(mut stamps) => head.push_stamped1(&mut batch, &mut stamps),
-                }
+                head.push1(&mut batch, &mut stamps.unwrap_or_default())
             })?;
-            hand_on(p1.change, rt, &mut head)?;
+            hand_on(p1.change, rt, |e| head.control(e))?;
             if let Some(control) = p1.control {
                 // A completion before the next snapshot (see the source loop).
-                checkpoints.notify(|c| head.checkpoint_complete(c))?;
-                checkpoints.on_control(control, |s| head.barrier(s))?;
+                checkpoints.notify(|c| head.control(Control::CheckpointComplete(c)))?;
+                checkpoints.on_control(control, |s| head.control(Control::Barrier(s)))?;
             }
             let p2 = input2.poll(
                 &checkpoints.aligner,
@@ -686,26 +664,23 @@ where
                 first,
                 |mut batch, stamps| {
                     rt.metrics.add_in(batch.len());
-                    match stamps {
-                        None => head.push2(&mut batch),
-                        Some(mut stamps) => head.push_stamped2(&mut batch, &mut stamps),
-                    }
+                    head.push2(&mut batch, &mut stamps.unwrap_or_default())
                 },
             )?;
-            hand_on(p2.change, rt, &mut head)?;
+            hand_on(p2.change, rt, |e| head.control(e))?;
             if let Some(control) = p2.control {
                 // A completion before the next snapshot (see the source loop).
-                checkpoints.notify(|c| head.checkpoint_complete(c))?;
-                checkpoints.on_control(control, |s| head.barrier(s))?;
+                checkpoints.notify(|c| head.control(Control::CheckpointComplete(c)))?;
+                checkpoints.on_control(control, |s| head.control(Control::Barrier(s)))?;
             }
-            checkpoints.notify(|c| head.checkpoint_complete(c))?;
-            rt.fire_processing_time(|now| head.processing_time(now))?;
+            checkpoints.notify(|c| head.control(Control::CheckpointComplete(c)))?;
+            rt.fire_processing_time(|now| head.control(Control::ProcessingTime(now)))?;
             if input1.finished() && input2.finished() {
-                head.finish()?;
-                return checkpoints.finish(|c| head.checkpoint_complete(c));
+                head.control(Control::EndOfInput)?;
+                return checkpoints.finish(|c| head.control(Control::CheckpointComplete(c)));
             }
             after_poll(p1.progressed || p2.progressed, rt, &mut timer, || {
-                head.flush()
+                head.control(Control::Flush)
             })?;
         }
     }

@@ -14,7 +14,7 @@ use crate::chain::FanOut;
 use crate::channels::local::ChannelReceiver;
 use crate::channels::{ChannelAllocator, ChannelSpec, Outbox};
 use crate::error::{HummerError, Result, internal};
-use crate::operators::Output;
+use crate::operators::{Discard, Output};
 use crate::record_writer::RecordWriter;
 use crate::task::{InputGate, OneInputTask, TaskBody};
 use crate::types::CancelToken;
@@ -126,46 +126,6 @@ pub fn unit_type_ops() -> Arc<dyn TypeOps> {
     type_ops::<()>()
 }
 
-/// An [`Output`] that drops everything pushed to it.
-pub struct Discard<T>(PhantomData<fn(T)>);
-
-impl<T: Send> Output<T> for Discard<T> {
-    fn push(&mut self, batch: &mut Vec<T>) -> Result<()> {
-        batch.clear();
-        Ok(())
-    }
-    fn push_stamped(
-        &mut self,
-        batch: &mut Vec<T>,
-        timestamps: &mut Vec<crate::types::Timestamp>,
-    ) -> Result<()> {
-        batch.clear();
-        timestamps.clear();
-        Ok(())
-    }
-    fn processing_time(&mut self, _now: crate::types::Timestamp) -> Result<()> {
-        Ok(())
-    }
-    fn flush(&mut self) -> Result<()> {
-        Ok(())
-    }
-    fn finish(&mut self) -> Result<()> {
-        Ok(())
-    }
-    fn barrier(&mut self, _snapshot: &mut crate::state::task_state::TaskSnapshot) -> Result<()> {
-        Ok(())
-    }
-    fn checkpoint_complete(&mut self, _id: crate::types::CheckpointId) -> Result<()> {
-        Ok(())
-    }
-    fn watermark(&mut self, _watermark: crate::types::Timestamp) -> Result<()> {
-        Ok(())
-    }
-    fn watermark_status(&mut self, _status: crate::types::WatermarkStatus) -> Result<()> {
-        Ok(())
-    }
-}
-
 impl<T: Data> TypeOps for TypeOpsImpl<T> {
     fn type_name(&self) -> &'static str {
         std::any::type_name::<T>()
@@ -214,7 +174,7 @@ impl<T: Data> TypeOps for TypeOpsImpl<T> {
             .map(ErasedOutput::downcast::<T>)
             .collect::<Result<Vec<_>>>()?;
         let out: Box<dyn Output<T>> = match outputs.len() {
-            0 => Box::new(Discard::<T>(PhantomData)),
+            0 => Box::new(Discard::<T>::default()),
             1 => outputs.pop().ok_or_else(|| internal!("fan-out"))?,
             _ => Box::new(FanOut { outputs }),
         };
