@@ -17,10 +17,7 @@
 
 #![warn(missing_docs)]
 
-// The crates of the layers below, under the module names the code calls them by
-// (`crate::state::KeyedTable`): each layer is a crate, so the compiler keeps the
-// imports pointing down (docs/architecture.md).
-#[allow(unused_imports)]
+// The layers below, under their module names (docs/architecture.md).
 use hummer_types::{self as types, error};
 
 pub mod allocator;

@@ -17,24 +17,14 @@
 
 #![warn(missing_docs)]
 
-// The crates of the layers below, under the module names the code calls them by
-// (`crate::state::KeyedTable`): each layer is a crate, so the compiler keeps the
-// imports pointing down (docs/architecture.md).
-#[allow(unused_imports)]
+// The layers below, under their module names (docs/architecture.md).
 use hummer_channels as channels;
-#[allow(unused_imports)]
 use hummer_checkpoint as checkpoint;
-#[allow(unused_imports)]
 use hummer_connectors as connectors;
-#[allow(unused_imports)]
 use hummer_graph as graph;
-#[allow(unused_imports)]
 use hummer_operators as operators;
-#[allow(unused_imports)]
 use hummer_runtime as runtime;
-#[allow(unused_imports)]
 use hummer_state as state;
-#[allow(unused_imports)]
 use hummer_types::{self as types, error};
 
 pub mod controller;
