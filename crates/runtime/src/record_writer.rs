@@ -138,15 +138,20 @@ impl<T: crate::types::Data> RecordWriter<T> {
         )
     }
 
-    /// Appends a stamped batch to one channel, handing it over uncopied when it is large.
-    pub fn append_stamped(
+    /// Appends a batch (with its timestamps, or none: see [`Output::push`]) to one channel,
+    /// handing it over uncopied when it is large.
+    pub fn append(
         &mut self,
         channel: usize,
         batch: &mut Vec<T>,
         timestamps: &mut Vec<Timestamp>,
     ) -> Result<()> {
         if self.buffers[channel].is_empty() && batch.len() * 2 >= self.batch_size {
-            let event = StreamEvent::Stamped(std::mem::take(batch), std::mem::take(timestamps));
+            let event = if timestamps.is_empty() {
+                StreamEvent::Batch(std::mem::take(batch))
+            } else {
+                StreamEvent::Stamped(std::mem::take(batch), std::mem::take(timestamps))
+            };
             return send_counted(
                 &mut self.channels[channel],
                 event,
@@ -155,8 +160,13 @@ impl<T: crate::types::Data> RecordWriter<T> {
             );
         }
         let stamps = &mut self.stamps[channel];
-        stamps.resize(self.buffers[channel].len(), NO_TIMESTAMP);
-        stamps.append(timestamps);
+        if !timestamps.is_empty() {
+            stamps.resize(self.buffers[channel].len(), NO_TIMESTAMP);
+            stamps.append(timestamps);
+        } else if !stamps.is_empty() {
+            // A stream mixing both: these records get the no-timestamp mark.
+            stamps.resize(stamps.len() + batch.len(), NO_TIMESTAMP);
+        }
         self.buffers[channel].append(batch);
         if self.buffers[channel].len() >= self.batch_size {
             self.send(channel)?;
@@ -173,127 +183,45 @@ impl<T: crate::types::Data> RecordWriter<T> {
         Ok(())
     }
 
-    /// Appends a whole batch to one channel, handing it over uncopied when it is large.
-    pub fn append(&mut self, channel: usize, batch: &mut Vec<T>) -> Result<()> {
-        if self.buffers[channel].is_empty() && batch.len() * 2 >= self.batch_size {
-            let whole = std::mem::take(batch);
-            return send_counted(
-                &mut self.channels[channel],
-                StreamEvent::Batch(whole),
-                &self.cancel,
-                &self.metrics,
-            );
-        }
-        if !self.stamps[channel].is_empty() {
-            let stamps = &mut self.stamps[channel];
-            stamps.resize(stamps.len() + batch.len(), NO_TIMESTAMP);
-        }
-        self.buffers[channel].append(batch);
-        if self.buffers[channel].len() >= self.batch_size {
-            self.send(channel)?;
-        }
-        Ok(())
-    }
-}
-
-impl<T: crate::types::Data> RecordWriter<T> {
-    /// Routes a batch without timestamps.
-    fn push_unstamped(&mut self, batch: &mut Vec<T>) -> Result<()> {
-        if batch.is_empty() {
-            return Ok(());
-        }
-        self.metrics.add_out(batch.len());
-        match &mut self.route {
-            Route::Single => self.append(0, batch),
-            Route::Rebalance { next } => {
-                let channel = *next;
-                *next = (channel + 1) % self.channels.len();
-                self.append(channel, batch)
+    /// Puts each record of a batch without timestamps into the buffer of its channel
+    /// (`targets[i]` is `batch[i]`'s).
+    fn scatter(&mut self, batch: &mut Vec<T>, targets: &[u32]) -> Result<()> {
+        let mut result = Ok(());
+        // Records without timestamps into buffers that have some (a stream mixing both) get
+        // the no-timestamp mark; the common case checks once per batch.
+        let mixed = self.stamps.iter().any(|s| !s.is_empty());
+        for (record, &t) in batch.drain(..).zip(targets) {
+            let t = t as usize;
+            if mixed && !self.stamps[t].is_empty() {
+                self.stamps[t].push(NO_TIMESTAMP);
             }
-            Route::Broadcast => {
-                for channel in 0..self.channels.len() - 1 {
-                    let mut copy = batch.clone();
-                    self.append(channel, &mut copy)?;
-                }
-                self.append(self.channels.len() - 1, batch)
-            }
-            Route::Hash { router, targets } => {
-                router(batch, self.channels.len(), self.max_parallelism, targets);
-                let targets = std::mem::take(targets);
-                let mut result = Ok(());
-                // Records without timestamps into buffers that have some (a stream mixing
-                // both) get the no-timestamp mark; the common case checks once per batch.
-                let mixed = self.stamps.iter().any(|s| !s.is_empty());
-                for (record, &t) in batch.drain(..).zip(targets.iter()) {
-                    let t = t as usize;
-                    if mixed && !self.stamps[t].is_empty() {
-                        self.stamps[t].push(NO_TIMESTAMP);
-                    }
-                    self.buffers[t].push(record);
-                    if self.buffers[t].len() >= self.batch_size && result.is_ok() {
-                        result = self.send(t);
-                    }
-                }
-                if let Route::Hash { targets: slot, .. } = &mut self.route {
-                    *slot = targets;
-                }
-                result
+            self.buffers[t].push(record);
+            if self.buffers[t].len() >= self.batch_size && result.is_ok() {
+                result = self.send(t);
             }
         }
+        result
     }
 
-    /// Routes a batch whose records carry timestamps (one per record).
-    fn push_stamped(&mut self, batch: &mut Vec<T>, timestamps: &mut Vec<Timestamp>) -> Result<()> {
-        if batch.is_empty() {
-            timestamps.clear();
-            return Ok(());
-        }
-        if timestamps.len() != batch.len() {
-            return Err(internal!(
-                "{} timestamps for a batch of {} records",
-                timestamps.len(),
-                batch.len()
-            ));
-        }
-        self.metrics.add_out(batch.len());
-        match &mut self.route {
-            Route::Single => self.append_stamped(0, batch, timestamps),
-            Route::Rebalance { next } => {
-                let channel = *next;
-                *next = (channel + 1) % self.channels.len();
-                self.append_stamped(channel, batch, timestamps)
-            }
-            Route::Broadcast => {
-                for channel in 0..self.channels.len() - 1 {
-                    let (mut copy, mut stamps) = (batch.clone(), timestamps.clone());
-                    self.append_stamped(channel, &mut copy, &mut stamps)?;
-                }
-                self.append_stamped(self.channels.len() - 1, batch, timestamps)
-            }
-            Route::Hash { router, targets } => {
-                router(batch, self.channels.len(), self.max_parallelism, targets);
-                let targets = std::mem::take(targets);
-                let mut result = Ok(());
-                for ((record, ts), &t) in batch
-                    .drain(..)
-                    .zip(timestamps.drain(..))
-                    .zip(targets.iter())
-                {
-                    let t = t as usize;
-                    let stamps = &mut self.stamps[t];
-                    stamps.resize(self.buffers[t].len(), NO_TIMESTAMP);
-                    stamps.push(ts);
-                    self.buffers[t].push(record);
-                    if self.buffers[t].len() >= self.batch_size && result.is_ok() {
-                        result = self.send(t);
-                    }
-                }
-                if let Route::Hash { targets: slot, .. } = &mut self.route {
-                    *slot = targets;
-                }
-                result
+    /// [`RecordWriter::scatter`] for a batch whose records carry timestamps.
+    fn scatter_stamped(
+        &mut self,
+        batch: &mut Vec<T>,
+        timestamps: &mut Vec<Timestamp>,
+        targets: &[u32],
+    ) -> Result<()> {
+        let mut result = Ok(());
+        for ((record, ts), &t) in batch.drain(..).zip(timestamps.drain(..)).zip(targets) {
+            let t = t as usize;
+            let stamps = &mut self.stamps[t];
+            stamps.resize(self.buffers[t].len(), NO_TIMESTAMP);
+            stamps.push(ts);
+            self.buffers[t].push(record);
+            if self.buffers[t].len() >= self.batch_size && result.is_ok() {
+                result = self.send(t);
             }
         }
+        result
     }
 
     /// Sends what is buffered for every channel.
@@ -308,12 +236,46 @@ impl<T: crate::types::Data> RecordWriter<T> {
 }
 
 impl<T: crate::types::Data> Output<T> for RecordWriter<T> {
-    #[inline]
     fn push(&mut self, records: &mut Vec<T>, timestamps: &mut Vec<Timestamp>) -> Result<()> {
-        if timestamps.is_empty() {
-            self.push_unstamped(records)
-        } else {
-            self.push_stamped(records, timestamps)
+        if records.is_empty() {
+            timestamps.clear();
+            return Ok(());
+        }
+        if !timestamps.is_empty() && timestamps.len() != records.len() {
+            return Err(internal!(
+                "{} timestamps for a batch of {} records",
+                timestamps.len(),
+                records.len()
+            ));
+        }
+        self.metrics.add_out(records.len());
+        match &mut self.route {
+            Route::Single => self.append(0, records, timestamps),
+            Route::Rebalance { next } => {
+                let channel = *next;
+                *next = (channel + 1) % self.channels.len();
+                self.append(channel, records, timestamps)
+            }
+            Route::Broadcast => {
+                for channel in 0..self.channels.len() - 1 {
+                    let (mut copy, mut stamps) = (records.clone(), timestamps.clone());
+                    self.append(channel, &mut copy, &mut stamps)?;
+                }
+                self.append(self.channels.len() - 1, records, timestamps)
+            }
+            Route::Hash { router, targets } => {
+                router(records, self.channels.len(), self.max_parallelism, targets);
+                let targets = std::mem::take(targets);
+                let result = if timestamps.is_empty() {
+                    self.scatter(records, &targets)
+                } else {
+                    self.scatter_stamped(records, timestamps, &targets)
+                };
+                if let Route::Hash { targets: slot, .. } = &mut self.route {
+                    *slot = targets;
+                }
+                result
+            }
         }
     }
 
