@@ -5,7 +5,7 @@
 use std::sync::{Arc, Mutex};
 
 use hummer::connectors::SourceContext;
-use hummer::operators::{OneInputOperator, OperatorContext};
+use hummer::operators::{Batch, OneInputOperator, Operator, OperatorContext};
 use hummer::prelude::*;
 use hummer::types::{MAX_WATERMARK, Timestamp};
 
@@ -72,9 +72,9 @@ struct Observe {
 
 impl OneInputOperator for Observe {
     type In = u64;
-    type Out = u64;
-    fn process_batch(&mut self, batch: &mut Vec<u64>, out: &mut Collector<'_, u64>) -> Result<()> {
-        for r in batch.drain(..) {
+
+    fn process_batch(&mut self, batch: Batch<'_, u64>, out: &mut Collector<'_, u64>) -> Result<()> {
+        batch.for_each(out, |r, out| {
             if (r as Timestamp) < self.watermark {
                 return Err(HummerError::BadInput {
                     input: "the test stream".into(),
@@ -83,9 +83,14 @@ impl OneInputOperator for Observe {
             }
             self.seen += 1;
             out.collect(r);
-        }
-        Ok(())
+            Ok(())
+        })
     }
+}
+
+impl Operator for Observe {
+    type Out = u64;
+
     fn process_watermark(&mut self, w: Timestamp, _: &mut Collector<'_, u64>) -> Result<()> {
         assert!(w > self.watermark, "watermarks only move forward");
         self.watermark = w;

@@ -10,6 +10,8 @@ use crate::connectors::print::PrintSink;
 use crate::connectors::text_file_sink::TextFileSink;
 use crate::error::Result;
 use crate::graph::stream_graph::{Chaining, NodeId, NodeKind};
+#[cfg(doc)]
+use crate::operators::Operator;
 use crate::operators::filter::Filter;
 use crate::operators::flat_map::FlatMap;
 use crate::operators::map::Map;
@@ -81,21 +83,23 @@ impl<T: Data> DataStream<T> {
     }
 
     /// A custom operator (Flink's `transform`), made by `make` for every subtask: it sees the
-    /// stream in batches and, through the [`OneInputOperator`] hooks, its watermarks, the end
-    /// of its input and checkpoints.
+    /// stream in batches ([`OneInputOperator::process_batch`]) and, through the hooks of
+    /// [`Operator`], each with a default, its watermarks, the end of its input and checkpoints.
     ///
     /// ```
     /// # use hummer::prelude::*;
-    /// # use hummer::operators::{OneInputOperator, OperatorContext};
+    /// # use hummer::operators::{Batch, OneInputOperator, Operator, OperatorContext};
     /// /// Counts what it sees and emits the count at the end of its input.
     /// struct Count(u64);
     /// impl OneInputOperator for Count {
     ///     type In = String;
-    ///     type Out = u64;
-    ///     fn process_batch(&mut self, batch: &mut Vec<String>, _: &mut Collector<'_, u64>) -> Result<()> {
-    ///         self.0 += batch.drain(..).count() as u64;
+    ///     fn process_batch(&mut self, batch: Batch<'_, String>, _: &mut Collector<'_, u64>) -> Result<()> {
+    ///         self.0 += batch.len() as u64;
     ///         Ok(())
     ///     }
+    /// }
+    /// impl Operator for Count {
+    ///     type Out = u64;
     ///     fn end_of_input(&mut self, out: &mut Collector<'_, u64>) -> Result<()> {
     ///         out.collect(self.0);
     ///         Ok(())

@@ -7,8 +7,7 @@ use std::fmt;
 
 use crate::api::DataStream;
 use crate::error::Result;
-use crate::operators::{Collector, OneInputOperator};
-use crate::types::Timestamp;
+use crate::operators::{Batch, Collector, OneInputOperator, Operator};
 pub use crate::words::{Word, Words};
 
 /// The WordCount pipeline: lines -> words -> `(word, count)`.
@@ -125,15 +124,14 @@ struct RankCounts {
 
 impl OneInputOperator for RankCounts {
     type In = (Word, u64);
-    type Out = TopWords;
 
     fn process_batch(
         &mut self,
-        batch: &mut Vec<(Word, u64)>,
+        batch: Batch<'_, (Word, u64)>,
         out: &mut Collector<'_, TopWords>,
     ) -> Result<()> {
         let mut changed = false;
-        for (word, count) in batch.drain(..) {
+        for (word, count) in batch.into_records().drain(..) {
             changed |= self.top.offer(word, count);
         }
         if changed {
@@ -141,16 +139,10 @@ impl OneInputOperator for RankCounts {
         }
         Ok(())
     }
+}
 
-    fn process_stamped_batch(
-        &mut self,
-        batch: &mut Vec<(Word, u64)>,
-        timestamps: &mut Vec<Timestamp>,
-        out: &mut Collector<'_, TopWords>,
-    ) -> Result<()> {
-        timestamps.clear();
-        self.process_batch(batch, out)
-    }
+impl Operator for RankCounts {
+    type Out = TopWords;
 }
 
 /// The `k` most frequent words of a count stream, computed by the engine: each subtask ranks

@@ -3,7 +3,7 @@
 use std::marker::PhantomData;
 
 use crate::error::Result;
-use crate::{Collector, TwoInputOperator};
+use crate::{Batch, Collector, Operator, TwoInputOperator};
 
 /// The input and iterator types of a [`CoFlatMap`], as a zero-sized marker.
 type Signature<I1, I2, It1, It2> = PhantomData<fn(I1, I2) -> (It1, It2)>;
@@ -38,27 +38,38 @@ where
 {
     type In1 = I1;
     type In2 = I2;
-    type Out = It1::Item;
 
     fn process_batch1(
         &mut self,
-        batch: &mut Vec<I1>,
+        batch: Batch<'_, I1>,
         out: &mut Collector<'_, It1::Item>,
     ) -> Result<()> {
-        for record in batch.drain(..) {
+        batch.for_each(out, |record, out| {
             out.collect_all((self.f1)(record));
-        }
-        Ok(())
+            Ok(())
+        })
     }
 
     fn process_batch2(
         &mut self,
-        batch: &mut Vec<I2>,
+        batch: Batch<'_, I2>,
         out: &mut Collector<'_, It1::Item>,
     ) -> Result<()> {
-        for record in batch.drain(..) {
+        batch.for_each(out, |record, out| {
             out.collect_all((self.f2)(record));
-        }
-        Ok(())
+            Ok(())
+        })
     }
+}
+
+impl<I1, I2, It1, It2, F1, F2> Operator for CoFlatMap<I1, I2, It1, It2, F1, F2>
+where
+    I1: 'static,
+    I2: 'static,
+    It1: IntoIterator + 'static,
+    It2: IntoIterator<Item = It1::Item> + 'static,
+    F1: FnMut(I1) -> It1 + Send + 'static,
+    F2: FnMut(I2) -> It2 + Send + 'static,
+{
+    type Out = It1::Item;
 }

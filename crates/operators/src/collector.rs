@@ -115,7 +115,7 @@ impl<'a, T> Collector<'a, T> {
     }
 
     /// Hands on what is buffered, then emits a watermark. Only operators that generate
-    /// watermarks (see [`crate::OneInputOperator::generates_watermarks`]) call it;
+    /// watermarks (see [`crate::Operator::generates_watermarks`]) call it;
     /// for the others the runtime hands on the input's watermark.
     pub fn emit_watermark(&mut self, watermark: Timestamp) {
         self.emit(Control::Watermark(watermark));

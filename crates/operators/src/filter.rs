@@ -3,8 +3,7 @@
 use std::marker::PhantomData;
 
 use crate::error::Result;
-use crate::types::Timestamp;
-use crate::{Collector, OneInputOperator};
+use crate::{Batch, Collector, OneInputOperator, Operator};
 
 /// Keeps the records for which the predicate returns true.
 pub struct Filter<T, F> {
@@ -27,30 +26,21 @@ where
     F: FnMut(&T) -> bool + Send + 'static,
 {
     type In = T;
-    type Out = T;
 
     #[inline]
-    fn process_batch(&mut self, batch: &mut Vec<T>, out: &mut Collector<'_, T>) -> Result<()> {
-        for record in batch.drain(..) {
+    fn process_batch(&mut self, batch: Batch<'_, T>, out: &mut Collector<'_, T>) -> Result<()> {
+        batch.for_each(out, |record, out| {
             if (self.predicate)(&record) {
                 out.collect(record);
             }
-        }
-        Ok(())
+            Ok(())
+        })
     }
+}
 
-    #[inline]
-    fn process_stamped_batch(
-        &mut self,
-        batch: &mut Vec<T>,
-        timestamps: &mut Vec<Timestamp>,
-        out: &mut Collector<'_, T>,
-    ) -> Result<()> {
-        for (record, t) in batch.drain(..).zip(timestamps.drain(..)) {
-            if (self.predicate)(&record) {
-                out.collect_with_timestamp(record, t);
-            }
-        }
-        Ok(())
-    }
+impl<T: 'static, F> Operator for Filter<T, F>
+where
+    F: FnMut(&T) -> bool + Send + 'static,
+{
+    type Out = T;
 }

@@ -3,8 +3,7 @@
 use std::marker::PhantomData;
 
 use crate::error::Result;
-use crate::types::Timestamp;
-use crate::{Collector, OneInputOperator};
+use crate::{Batch, Collector, OneInputOperator, Operator};
 
 /// Applies a function returning an iterator to every record and emits what it yields.
 ///
@@ -32,38 +31,28 @@ where
     F: FnMut(I) -> It + Send + 'static,
 {
     type In = I;
-    type Out = It::Item;
 
     #[inline]
     fn process_batch(
         &mut self,
-        batch: &mut Vec<I>,
+        batch: Batch<'_, I>,
         out: &mut Collector<'_, It::Item>,
     ) -> Result<()> {
-        for record in batch.drain(..) {
+        batch.for_each(out, |record, out| {
             // `for_each` lets the iterator drive (internal iteration), which is faster than
             // pulling with `next` for iterators that implement `fold`.
             (self.f)(record)
                 .into_iter()
                 .for_each(|item| out.collect(item));
-        }
-        Ok(())
+            Ok(())
+        })
     }
+}
 
-    #[inline]
-    fn process_stamped_batch(
-        &mut self,
-        batch: &mut Vec<I>,
-        timestamps: &mut Vec<Timestamp>,
-        out: &mut Collector<'_, It::Item>,
-    ) -> Result<()> {
-        for (record, t) in batch.drain(..).zip(timestamps.drain(..)) {
-            out.set_timestamp(t);
-            (self.f)(record)
-                .into_iter()
-                .for_each(|item| out.collect(item));
-        }
-        out.clear_timestamp();
-        Ok(())
-    }
+impl<I: 'static, It, F> Operator for FlatMap<I, It, F>
+where
+    It: IntoIterator + 'static,
+    F: FnMut(I) -> It + Send + 'static,
+{
+    type Out = It::Item;
 }

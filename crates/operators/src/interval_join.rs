@@ -21,7 +21,7 @@ use crate::state::snapshot::{
 use crate::state::timer_queue::TimerQueue;
 use crate::types::metrics::SubtaskMetrics;
 use crate::types::{CheckpointId, Data, Key, NO_TIMESTAMP, Timestamp};
-use crate::{Collector, OperatorContext, TwoInputOperator};
+use crate::{Batch, Collector, Operator, OperatorContext, TwoInputOperator};
 
 /// The buffered records of one key.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -212,45 +212,29 @@ where
 {
     type In1 = L;
     type In2 = R;
+
+    fn process_batch1(&mut self, batch: Batch<'_, L>, out: &mut Collector<'_, O>) -> Result<()> {
+        batch.drain().try_for_each(|(l, a)| self.on_left(l, a, out))
+    }
+
+    fn process_batch2(&mut self, batch: Batch<'_, R>, out: &mut Collector<'_, O>) -> Result<()> {
+        batch
+            .drain()
+            .try_for_each(|(r, b)| self.on_right(r, b, out))
+    }
+}
+
+impl<L, R, K, O, KL, KR, F> Operator for IntervalJoin<L, R, K, O, KL, KR, F>
+where
+    L: Data,
+    R: Data,
+    K: Key,
+    O: 'static,
+    KL: Fn(&L) -> K + Send + 'static,
+    KR: Fn(&R) -> K + Send + 'static,
+    F: FnMut(&L, &R, &mut Collector<'_, O>) + Send + 'static,
+{
     type Out = O;
-
-    fn process_batch1(&mut self, batch: &mut Vec<L>, out: &mut Collector<'_, O>) -> Result<()> {
-        for l in batch.drain(..) {
-            self.on_left(l, NO_TIMESTAMP, out)?;
-        }
-        Ok(())
-    }
-
-    fn process_batch2(&mut self, batch: &mut Vec<R>, out: &mut Collector<'_, O>) -> Result<()> {
-        for r in batch.drain(..) {
-            self.on_right(r, NO_TIMESTAMP, out)?;
-        }
-        Ok(())
-    }
-
-    fn process_stamped_batch1(
-        &mut self,
-        batch: &mut Vec<L>,
-        timestamps: &mut Vec<Timestamp>,
-        out: &mut Collector<'_, O>,
-    ) -> Result<()> {
-        for (l, a) in batch.drain(..).zip(timestamps.drain(..)) {
-            self.on_left(l, a, out)?;
-        }
-        Ok(())
-    }
-
-    fn process_stamped_batch2(
-        &mut self,
-        batch: &mut Vec<R>,
-        timestamps: &mut Vec<Timestamp>,
-        out: &mut Collector<'_, O>,
-    ) -> Result<()> {
-        for (r, b) in batch.drain(..).zip(timestamps.drain(..)) {
-            self.on_right(r, b, out)?;
-        }
-        Ok(())
-    }
 
     fn process_watermark(
         &mut self,
@@ -323,10 +307,16 @@ mod tests {
         for i in 0..200_000i64 {
             let mut out = Collector::new(&mut buf, &mut stamps, &mut sink, 1024);
             let rec = ((i % 1_000) as u32, i);
-            join.process_stamped_batch1(&mut vec![rec], &mut vec![i], &mut out)
-                .unwrap();
-            join.process_stamped_batch2(&mut vec![rec], &mut vec![i], &mut out)
-                .unwrap();
+            join.process_batch1(
+                Batch::with_timestamps(&mut vec![rec], &mut vec![i]),
+                &mut out,
+            )
+            .unwrap();
+            join.process_batch2(
+                Batch::with_timestamps(&mut vec![rec], &mut vec![i]),
+                &mut out,
+            )
+            .unwrap();
             if i % 100 == 99 {
                 join.process_watermark(i - 10, &mut out).unwrap();
             }

@@ -22,7 +22,7 @@ use crate::error::Result;
 use crate::state::keyed_table::{KeyedTable, ScratchTable};
 use crate::types::RuntimeMode;
 use crate::types::{Data, Key};
-use crate::{Collector, OneInputOperator};
+use crate::{Batch, Collector, OneInputOperator, Operator};
 
 /// A combiner flushes its partial results when it holds more distinct keys than this, which
 /// bounds its memory on high-cardinality keys.
@@ -302,18 +302,33 @@ where
     A: Aggregation<T, K>,
 {
     type In = T;
-    type Out = A::Out;
 
-    fn process_batch(&mut self, batch: &mut Vec<T>, out: &mut Collector<'_, A::Out>) -> Result<()> {
-        self.acc.fold_batch(
-            batch,
-            &self.key_of,
-            out,
-            |a, acc, r| a.add(acc, r),
-            |a, r| a.create(r),
-        );
-        Ok(())
+    fn process_batch(
+        &mut self,
+        batch: Batch<'_, T>,
+        out: &mut Collector<'_, A::Out>,
+    ) -> Result<()> {
+        batch.by_timestamp(out, |records, out| {
+            self.acc.fold_batch(
+                records,
+                &self.key_of,
+                out,
+                |a, acc, r| a.add(acc, r),
+                |a, r| a.create(r),
+            );
+            Ok(())
+        })
     }
+}
+
+impl<T, K, KS, A> Operator for KeyedAggregate<T, K, KS, A>
+where
+    T: Send + 'static,
+    K: Key,
+    KS: Fn(&T) -> K + Send + 'static,
+    A: Aggregation<T, K>,
+{
+    type Out = A::Out;
 
     fn end_of_input(&mut self, out: &mut Collector<'_, A::Out>) -> Result<()> {
         self.acc.end_of_input(out);
@@ -358,28 +373,39 @@ where
     A: Aggregation<T, K>,
 {
     type In = T;
-    type Out = (K, A::Acc);
 
     #[inline]
     fn process_batch(
         &mut self,
-        batch: &mut Vec<T>,
+        batch: Batch<'_, T>,
         out: &mut Collector<'_, (K, A::Acc)>,
     ) -> Result<()> {
-        let agg = &self.agg;
-        self.state
-            .fold_batch(batch, &self.key_of, |acc, record| match acc {
-                Some(acc) => {
-                    agg.add(acc, record);
-                    None
-                }
-                None => Some(agg.create(record)),
-            });
-        if self.state.len() > COMBINER_MAX_KEYS {
-            self.emit_all(out);
-        }
-        Ok(())
+        batch.by_timestamp(out, |records, out| {
+            let agg = &self.agg;
+            self.state
+                .fold_batch(records, &self.key_of, |acc, record| match acc {
+                    Some(acc) => {
+                        agg.add(acc, record);
+                        None
+                    }
+                    None => Some(agg.create(record)),
+                });
+            if self.state.len() > COMBINER_MAX_KEYS {
+                self.emit_all(out);
+            }
+            Ok(())
+        })
     }
+}
+
+impl<T, K, KS, A> Operator for PartialAggregate<T, K, KS, A>
+where
+    T: Send + 'static,
+    K: Key,
+    KS: Fn(&T) -> K + Send + 'static,
+    A: Aggregation<T, K>,
+{
+    type Out = (K, A::Acc);
 
     fn end_of_input(&mut self, out: &mut Collector<'_, (K, A::Acc)>) -> Result<()> {
         self.emit_all(out);
@@ -408,22 +434,32 @@ where
     A: Aggregation<T, K>,
 {
     type In = (K, A::Acc);
-    type Out = A::Out;
 
     fn process_batch(
         &mut self,
-        batch: &mut Vec<(K, A::Acc)>,
+        batch: Batch<'_, (K, A::Acc)>,
         out: &mut Collector<'_, A::Out>,
     ) -> Result<()> {
-        self.acc.fold_batch(
-            batch,
-            |(k, _)| k.clone(),
-            out,
-            |a, acc, (_, partial)| a.merge(acc, partial),
-            |_, (_, partial)| partial,
-        );
-        Ok(())
+        batch.by_timestamp(out, |records, out| {
+            self.acc.fold_batch(
+                records,
+                |(k, _)| k.clone(),
+                out,
+                |a, acc, (_, partial)| a.merge(acc, partial),
+                |_, (_, partial)| partial,
+            );
+            Ok(())
+        })
     }
+}
+
+impl<T, K, A> Operator for MergeAggregate<T, K, A>
+where
+    T: 'static,
+    K: Key,
+    A: Aggregation<T, K>,
+{
+    type Out = A::Out;
 
     fn end_of_input(&mut self, out: &mut Collector<'_, A::Out>) -> Result<()> {
         self.acc.end_of_input(out);
@@ -449,7 +485,7 @@ mod tests {
         let mut stamps = Vec::new();
         let mut c = Collector::new(&mut buf, &mut stamps, out, 1024);
         let mut batch = records.to_vec();
-        op.process_batch(&mut batch, &mut c).unwrap();
+        op.process_batch((&mut batch).into(), &mut c).unwrap();
         c.done().unwrap();
     }
 

@@ -9,7 +9,7 @@ use crate::state::snapshot::{
     SnapshotBuffer, decode_checkpointed, incremental, is_snapshot, read_snapshot, read_tables,
 };
 use crate::types::{CheckpointId, Key, MIN_WATERMARK};
-use crate::{Collector, TwoInputOperator};
+use crate::{Batch, Collector, Operator, TwoInputOperator};
 
 /// One side's records per key, checkpointed incrementally (see [`KeyedTable`]).
 type Table<K, V> = KeyedTable<K, Vec<V>>;
@@ -68,26 +68,25 @@ where
 {
     type In1 = L;
     type In2 = R;
-    type Out = O;
 
-    fn process_batch1(&mut self, batch: &mut Vec<L>, out: &mut Collector<'_, O>) -> Result<()> {
-        for l in batch.drain(..) {
+    fn process_batch1(&mut self, batch: Batch<'_, L>, out: &mut Collector<'_, O>) -> Result<()> {
+        batch.for_each(out, |l, out| {
             let key = (self.left_key)(&l);
             if let Some(matches) = self.right.get(&key) {
                 for r in matches {
                     out.collect((self.f)(&key, &l, r));
                 }
                 if self.unique_right {
-                    continue; // no other right record can come for this key
+                    return Ok(()); // no other right record can come for this key
                 }
             }
             self.left.upsert(key, Vec::new).push(l);
-        }
-        Ok(())
+            Ok(())
+        })
     }
 
-    fn process_batch2(&mut self, batch: &mut Vec<R>, out: &mut Collector<'_, O>) -> Result<()> {
-        for r in batch.drain(..) {
+    fn process_batch2(&mut self, batch: Batch<'_, R>, out: &mut Collector<'_, O>) -> Result<()> {
+        batch.for_each(out, |r, out| {
             let key = (self.right_key)(&r);
             let waiting = if self.unique_right {
                 self.left.remove(&key)
@@ -100,9 +99,22 @@ where
                 }
             }
             self.right.upsert(key, Vec::new).push(r);
-        }
-        Ok(())
+            Ok(())
+        })
     }
+}
+
+impl<L, R, K, O, KL, KR, F> Operator for KeyedJoin<L, R, K, O, KL, KR, F>
+where
+    L: crate::types::Data,
+    R: crate::types::Data,
+    K: Key,
+    O: 'static,
+    KL: Fn(&L) -> K + Send + 'static,
+    KR: Fn(&R) -> K + Send + 'static,
+    F: FnMut(&K, &L, &R) -> O + Send + 'static,
+{
+    type Out = O;
 
     /// Both sides' records: the left table's snapshot, then the right's, in one buffer; both
     /// deltas on the last completed checkpoint, or both whole.
@@ -174,9 +186,11 @@ mod tests {
         let mut stamps = Vec::new();
         let mut c = Collector::new(&mut buf, &mut stamps, &mut out, 64);
         before
-            .process_batch1(&mut vec![(1, 10), (2, 20)], &mut c)
+            .process_batch1((&mut vec![(1, 10), (2, 20)]).into(), &mut c)
             .unwrap();
-        before.process_batch2(&mut vec![(3, 300)], &mut c).unwrap();
+        before
+            .process_batch2((&mut vec![(3, 300)]).into(), &mut c)
+            .unwrap();
         c.done().unwrap();
         let snapshot = before.snapshot_state(1, 128).unwrap().unwrap();
 
@@ -186,8 +200,12 @@ mod tests {
         let mut buf = Vec::new();
         let mut stamps = Vec::new();
         let mut c = Collector::new(&mut buf, &mut stamps, &mut out, 64);
-        after.process_batch2(&mut vec![(1, 100)], &mut c).unwrap();
-        after.process_batch1(&mut vec![(3, 30)], &mut c).unwrap();
+        after
+            .process_batch2((&mut vec![(1, 100)]).into(), &mut c)
+            .unwrap();
+        after
+            .process_batch1((&mut vec![(3, 30)]).into(), &mut c)
+            .unwrap();
         c.done().unwrap();
         let mut got = out.0;
         got.sort();
@@ -229,11 +247,11 @@ mod tests {
             for (i, (records, complete)) in steps.iter().enumerate() {
                 for (left, key, v) in records {
                     if *left {
-                        op.process_batch1(&mut vec![(*key, *v)], &mut c).unwrap();
+                        op.process_batch1((&mut vec![(*key, *v)]).into(), &mut c).unwrap();
                     } else if next_right < 300 {
                         // Right keys are unique: 0, 1, 2, ... each once. Left records with a
                         // higher key wait, and leave the state when their right comes.
-                        op.process_batch2(&mut vec![(next_right, *v)], &mut c).unwrap();
+                        op.process_batch2((&mut vec![(next_right, *v)]).into(), &mut c).unwrap();
                         next_right += 1;
                     }
                 }
@@ -277,13 +295,13 @@ mod tests {
                 let (mut l, mut r) = (lefts.iter(), rights.iter());
                 for left_first in order.iter().chain(std::iter::repeat_n(&true, 130)) {
                     match if *left_first { l.next().map(Ok) } else { r.next().map(Err) } {
-                        Some(Ok(x)) => op.process_batch1(&mut vec![*x], &mut c).unwrap(),
-                        Some(Err(x)) => op.process_batch2(&mut vec![*x], &mut c).unwrap(),
+                        Some(Ok(x)) => op.process_batch1((&mut vec![*x]).into(), &mut c).unwrap(),
+                        Some(Err(x)) => op.process_batch2((&mut vec![*x]).into(), &mut c).unwrap(),
                         None => {}
                     }
                 }
                 for x in r {
-                    op.process_batch2(&mut vec![*x], &mut c).unwrap();
+                    op.process_batch2((&mut vec![*x]).into(), &mut c).unwrap();
                 }
                 c.done().unwrap();
                 got[j] = out.0;

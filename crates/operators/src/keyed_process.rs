@@ -6,7 +6,7 @@ use std::marker::PhantomData;
 use crate::error::Result;
 use crate::state::ValueState;
 use crate::types::Key;
-use crate::{Collector, OneInputOperator};
+use crate::{Batch, Collector, OneInputOperator, Operator};
 
 /// Calls the user function for every record with the state of the record's key.
 ///
@@ -43,19 +43,30 @@ where
     F: FnMut(&K, T, &mut ValueState<'_, S>, &mut Collector<'_, O>) + Send + 'static,
 {
     type In = T;
-    type Out = O;
 
-    fn process_batch(&mut self, batch: &mut Vec<T>, out: &mut Collector<'_, O>) -> Result<()> {
-        for record in batch.drain(..) {
+    fn process_batch(&mut self, batch: Batch<'_, T>, out: &mut Collector<'_, O>) -> Result<()> {
+        batch.for_each(out, |record, out| {
             let key = (self.key_of)(&record);
             let mut slot = self.state.remove(&key);
             (self.f)(&key, record, &mut ValueState::new(&mut slot), out);
             if let Some(value) = slot {
                 self.state.insert(key, value);
             }
-        }
-        Ok(())
+            Ok(())
+        })
     }
+}
+
+impl<T, K, S, O, KS, F> Operator for KeyedProcess<T, K, S, O, KS, F>
+where
+    T: 'static,
+    K: Key,
+    S: crate::types::Data,
+    O: 'static,
+    KS: Fn(&T) -> K + Send + 'static,
+    F: FnMut(&K, T, &mut ValueState<'_, S>, &mut Collector<'_, O>) + Send + 'static,
+{
+    type Out = O;
 
     fn snapshot_state(
         &mut self,

@@ -19,7 +19,7 @@ use crate::state::snapshot::{
     OperatorWatermark, SnapshotBuffer, read_with_watermark, write_with_watermark,
 };
 use crate::types::{CheckpointId, Data, Key, NO_TIMESTAMP, Timestamp};
-use crate::{Collector, OneInputOperator, OperatorContext};
+use crate::{Batch, Collector, OneInputOperator, Operator, OperatorContext};
 
 /// A function over a keyed stream with a value per key and timers (Flink's
 /// `KeyedProcessFunction`).
@@ -275,26 +275,27 @@ where
     F: KeyedProcessFunction<K, T>,
 {
     type In = T;
-    type Out = F::Out;
 
-    fn process_batch(&mut self, batch: &mut Vec<T>, out: &mut Collector<'_, F::Out>) -> Result<()> {
-        for record in batch.drain(..) {
-            self.process_record(record, NO_TIMESTAMP, out);
-        }
-        Ok(())
-    }
-
-    fn process_stamped_batch(
+    fn process_batch(
         &mut self,
-        batch: &mut Vec<T>,
-        timestamps: &mut Vec<Timestamp>,
+        batch: Batch<'_, T>,
         out: &mut Collector<'_, F::Out>,
     ) -> Result<()> {
-        for (record, t) in batch.drain(..).zip(timestamps.drain(..)) {
+        for (record, t) in batch.drain() {
             self.process_record(record, t, out);
         }
         Ok(())
     }
+}
+
+impl<T, K, KS, F> Operator for KeyedProcessOperator<T, K, KS, F>
+where
+    T: 'static,
+    K: Key,
+    KS: Fn(&T) -> K + Send + 'static,
+    F: KeyedProcessFunction<K, T>,
+{
+    type Out = F::Out;
 
     fn process_watermark(
         &mut self,

@@ -3,8 +3,7 @@
 use std::marker::PhantomData;
 
 use crate::error::Result;
-use crate::types::Timestamp;
-use crate::{Collector, OneInputOperator};
+use crate::{Batch, Collector, OneInputOperator, Operator};
 
 /// Applies a function to every record.
 pub struct Map<I, O, F> {
@@ -27,26 +26,19 @@ where
     F: FnMut(I) -> O + Send + 'static,
 {
     type In = I;
-    type Out = O;
 
     #[inline]
-    fn process_batch(&mut self, batch: &mut Vec<I>, out: &mut Collector<'_, O>) -> Result<()> {
-        for record in batch.drain(..) {
+    fn process_batch(&mut self, batch: Batch<'_, I>, out: &mut Collector<'_, O>) -> Result<()> {
+        batch.for_each(out, |record, out| {
             out.collect((self.f)(record));
-        }
-        Ok(())
+            Ok(())
+        })
     }
+}
 
-    #[inline]
-    fn process_stamped_batch(
-        &mut self,
-        batch: &mut Vec<I>,
-        timestamps: &mut Vec<Timestamp>,
-        out: &mut Collector<'_, O>,
-    ) -> Result<()> {
-        for (record, t) in batch.drain(..).zip(timestamps.drain(..)) {
-            out.collect_with_timestamp((self.f)(record), t);
-        }
-        Ok(())
-    }
+impl<I: 'static, O: 'static, F> Operator for Map<I, O, F>
+where
+    F: FnMut(I) -> O + Send + 'static,
+{
+    type Out = O;
 }

@@ -1,61 +1,174 @@
-//! The operator contract: one-input and two-input operators, with hooks for batches (with or
-//! without event timestamps), watermarks, processing time, the end of input, checkpoint
-//! snapshots, restores and completed checkpoints.
+//! The operator contract: one lifecycle ([`Operator`]) that every operator has, whatever its
+//! inputs, and one process method per input ([`OneInputOperator`], [`TwoInputOperator`]),
+//! which takes a [`Batch`]: records with their event timestamps, if they have any.
+//!
+//! Every hook of the lifecycle has a default, so an operator writes only what it does: a map
+//! writes `process_batch`, a window operator adds watermarks, timers and its state. The
+//! runtime (`hummer-runtime`'s chain) calls the hooks synchronously on the task's thread, one
+//! call at a time; what an operator needs to know about where it runs (its name, subtask,
+//! parallelism, clock) it gets at construction, in its [`crate::OperatorContext`].
 
 use crate::Collector;
 use crate::error::Result;
-use crate::types::{CheckpointId, Timestamp};
+use crate::types::{CheckpointId, NO_TIMESTAMP, Timestamp};
 
-/// Feeds timestamped records to `process` one at a time, with the collector stamping what it
-/// emits with the record's timestamp: Flink's rule that an output record carries the
-/// timestamp of the input record it came from, for operators that do not handle timestamps.
-#[inline]
-pub(crate) fn one_at_a_time<T, O>(
-    batch: &mut Vec<T>,
-    timestamps: &mut Vec<Timestamp>,
-    out: &mut Collector<'_, O>,
-    mut process: impl FnMut(&mut Vec<T>, &mut Collector<'_, O>) -> Result<()>,
-) -> Result<()> {
-    let mut one = Vec::with_capacity(1);
-    let result = batch
-        .drain(..)
-        .zip(timestamps.drain(..))
-        .try_for_each(|(record, t)| {
-            out.set_timestamp(t);
-            one.push(record);
-            process(&mut one, out)
-        });
-    out.clear_timestamp();
-    result
+/// A batch of records handed to an operator, with their event timestamps when some record
+/// has one (a stream without event time carries none).
+///
+/// An operator consumes the batch: through [`Batch::drain`] (records with their timestamps),
+/// [`Batch::for_each`] (one record at a time, what it emits stamped with that record's
+/// timestamp), [`Batch::by_timestamp`] (runs of records sharing a timestamp) or
+/// [`Batch::into_records`] (the records alone, for an operator whose output carries no input
+/// timestamp). What it leaves in the batch is dropped.
+pub struct Batch<'a, T> {
+    records: &'a mut Vec<T>,
+    /// `timestamps[i]` is `records[i]`'s; `None` when no record has one.
+    timestamps: Option<&'a mut Vec<Timestamp>>,
 }
 
-/// An operator with one input.
-pub trait OneInputOperator: Send + 'static {
-    /// Input record type.
-    type In;
+impl<'a, T> Batch<'a, T> {
+    /// A batch of records without timestamps.
+    pub fn new(records: &'a mut Vec<T>) -> Self {
+        Batch {
+            records,
+            timestamps: None,
+        }
+    }
+
+    /// A batch whose records carry `timestamps` (`timestamps[i]` is `records[i]`'s, with
+    /// [`NO_TIMESTAMP`] for a record without one); empty `timestamps` mean none has one.
+    pub fn with_timestamps(records: &'a mut Vec<T>, timestamps: &'a mut Vec<Timestamp>) -> Self {
+        debug_assert!(timestamps.is_empty() || timestamps.len() == records.len());
+        Batch {
+            records,
+            timestamps: (!timestamps.is_empty()).then_some(timestamps),
+        }
+    }
+
+    /// The number of records.
+    pub fn len(&self) -> usize {
+        self.records.len()
+    }
+
+    /// True for a batch without records.
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
+
+    /// True when the records carry event timestamps.
+    pub fn has_timestamps(&self) -> bool {
+        self.timestamps.is_some()
+    }
+
+    /// The records, their timestamps dropped: for an operator whose output does not carry
+    /// the timestamps of its inputs (a sink, a table that emits at the end).
+    pub fn into_records(self) -> &'a mut Vec<T> {
+        if let Some(t) = self.timestamps {
+            t.clear();
+        }
+        self.records
+    }
+
+    /// Takes every record out with its timestamp ([`NO_TIMESTAMP`] when it has none).
+    pub fn drain(self) -> Drain<'a, T> {
+        Drain {
+            records: self.records.drain(..),
+            timestamps: self.timestamps.map(|t| t.drain(..)),
+        }
+    }
+
+    /// Calls `f` on each record in turn, with what it emits carrying that record's
+    /// timestamp: Flink's rule that an output record has the timestamp of the input record
+    /// it came from, for operators that do not handle timestamps themselves.
+    #[inline]
+    pub fn for_each<O>(
+        self,
+        out: &mut Collector<'_, O>,
+        mut f: impl FnMut(T, &mut Collector<'_, O>) -> Result<()>,
+    ) -> Result<()> {
+        let Some(timestamps) = self.timestamps else {
+            return self.records.drain(..).try_for_each(|r| f(r, out));
+        };
+        let result = self
+            .records
+            .drain(..)
+            .zip(timestamps.drain(..))
+            .try_for_each(|(r, t)| {
+                out.set_timestamp(t);
+                f(r, out)
+            });
+        out.clear_timestamp();
+        result
+    }
+
+    /// Calls `f` on the records in runs that share a timestamp (the whole batch at once when
+    /// none has one), with what it emits carrying that timestamp: for operators that work a
+    /// batch at a time and do not handle timestamps themselves. `f` must leave the run empty.
+    pub fn by_timestamp<O>(
+        self,
+        out: &mut Collector<'_, O>,
+        mut f: impl FnMut(&mut Vec<T>, &mut Collector<'_, O>) -> Result<()>,
+    ) -> Result<()> {
+        let Some(timestamps) = self.timestamps else {
+            return f(self.records, out);
+        };
+        let mut records = self.records.drain(..);
+        let mut run = Vec::new();
+        let mut result = Ok(());
+        for same in timestamps.chunk_by(|a, b| a == b) {
+            run.extend(records.by_ref().take(same.len()));
+            out.set_timestamp(same[0]);
+            result = f(&mut run, out);
+            run.clear();
+            if result.is_err() {
+                break;
+            }
+        }
+        drop(records);
+        timestamps.clear();
+        out.clear_timestamp();
+        result
+    }
+}
+
+impl<'a, T> From<&'a mut Vec<T>> for Batch<'a, T> {
+    fn from(records: &'a mut Vec<T>) -> Self {
+        Batch::new(records)
+    }
+}
+
+/// The records of a [`Batch`] with their timestamps; see [`Batch::drain`].
+pub struct Drain<'a, T> {
+    records: std::vec::Drain<'a, T>,
+    timestamps: Option<std::vec::Drain<'a, Timestamp>>,
+}
+
+impl<T> Iterator for Drain<'_, T> {
+    type Item = (T, Timestamp);
+
+    #[inline]
+    fn next(&mut self) -> Option<(T, Timestamp)> {
+        let record = self.records.next()?;
+        let t = match &mut self.timestamps {
+            Some(t) => t.next().unwrap_or(NO_TIMESTAMP),
+            None => NO_TIMESTAMP,
+        };
+        Some((record, t))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.records.size_hint()
+    }
+}
+
+/// What every operator has, whatever its inputs: its output type and its lifecycle. Every
+/// hook has a default that does nothing.
+///
+/// The runtime calls the hooks on the task's thread, one call at a time, and guards every
+/// call: an error or a panic fails the job with the operator and subtask named.
+pub trait Operator: Send + 'static {
     /// Output record type.
     type Out;
-
-    /// Processes a batch of records; the batch must be left empty.
-    fn process_batch(
-        &mut self,
-        batch: &mut Vec<Self::In>,
-        out: &mut Collector<'_, Self::Out>,
-    ) -> Result<()>;
-
-    /// Processes a batch whose records carry event timestamps (`timestamps[i]` is `batch[i]`'s;
-    /// [`crate::types::NO_TIMESTAMP`] for none); both must be left empty. By default each
-    /// record goes through [`OneInputOperator::process_batch`] alone, and what it emits carries
-    /// its timestamp; operators that know how their outputs relate to their inputs override
-    /// this to work a batch at a time.
-    fn process_stamped_batch(
-        &mut self,
-        batch: &mut Vec<Self::In>,
-        timestamps: &mut Vec<Timestamp>,
-        out: &mut Collector<'_, Self::Out>,
-    ) -> Result<()> {
-        one_at_a_time(batch, timestamps, out, |b, out| self.process_batch(b, out))
-    }
 
     /// True for an operator that makes its own watermarks (a timestamp assigner): the runtime
     /// then does not hand on its input's watermarks and statuses; the operator emits its own
@@ -64,27 +177,27 @@ pub trait OneInputOperator: Send + 'static {
         false
     }
 
-    /// Processing time reached `now`, a deadline this operator asked for through its
-    /// context's [`crate::types::ProcessingTimeService`]: processing-time windows and timers
-    /// fire here. Called on the task's thread, never during another call of the operator.
-    fn on_processing_time(
-        &mut self,
-        now: Timestamp,
-        out: &mut Collector<'_, Self::Out>,
-    ) -> Result<()> {
-        let _ = (now, out);
-        Ok(())
-    }
-
-    /// The input's watermark advanced to `watermark` (the minimum over the operator's input
-    /// channels): no record with a timestamp at or below it follows. Event-time operators fire what
-    /// it completes here; the watermark itself is handed on after this returns.
+    /// The input's watermark advanced to `watermark` (the minimum over every channel of every
+    /// input): no record with a timestamp at or below it follows. Event-time operators fire
+    /// what it completes here; the watermark itself is handed on after this returns.
     fn process_watermark(
         &mut self,
         watermark: Timestamp,
         out: &mut Collector<'_, Self::Out>,
     ) -> Result<()> {
         let _ = (watermark, out);
+        Ok(())
+    }
+
+    /// Processing time reached `now`, a deadline this operator asked for through its
+    /// context's [`crate::types::ProcessingTimeService`]: processing-time windows and timers
+    /// fire here. Not called once the operator has ended.
+    fn on_processing_time(
+        &mut self,
+        now: Timestamp,
+        out: &mut Collector<'_, Self::Out>,
+    ) -> Result<()> {
+        let _ = (now, out);
         Ok(())
     }
 
@@ -95,13 +208,13 @@ pub trait OneInputOperator: Send + 'static {
     /// Flink finishes operators before their final checkpoint), so what it emits here is
     /// covered by the final checkpoint and the state it drops here is not written. An
     /// operator that has ended writes no state; restored from such a checkpoint, it is not
-    /// called again. (See [`OneInputOperator::ends_at_final_barrier`].)
+    /// called again. (See [`Operator::ends_at_final_barrier`].)
     fn end_of_input(&mut self, out: &mut Collector<'_, Self::Out>) -> Result<()> {
         let _ = out;
         Ok(())
     }
 
-    /// Whether the operator ends (its [`OneInputOperator::end_of_input`]) when the final
+    /// Whether the operator ends (its [`Operator::end_of_input`]) when the final
     /// checkpoint's barrier reaches it, before its snapshot: true but for a transactional
     /// sink, whose end of input must follow its pre-commit of the final checkpoint.
     fn ends_at_final_barrier(&self) -> bool {
@@ -119,109 +232,157 @@ pub trait OneInputOperator: Send + 'static {
         Ok(None)
     }
 
+    /// Loads the part of a snapshot that belongs to `key_groups` (the key groups this subtask
+    /// owns now, which may differ from when the snapshot was taken). Called once per subtask
+    /// of the run restored from, before any other hook.
+    fn restore_state(&mut self, snapshot: &[u8], key_groups: std::ops::Range<usize>) -> Result<()> {
+        let _ = (snapshot, key_groups);
+        Ok(())
+    }
+
     /// Checkpoint `id` completed everywhere (a transactional sink commits here).
     fn notify_checkpoint_complete(&mut self, id: CheckpointId) -> Result<()> {
         let _ = id;
         Ok(())
     }
+}
 
-    /// Loads the part of a snapshot that belongs to `key_groups` (the key groups this subtask
-    /// owns now, which may differ from when the snapshot was taken).
-    fn restore_state(&mut self, snapshot: &[u8], key_groups: std::ops::Range<usize>) -> Result<()> {
-        let _ = (snapshot, key_groups);
-        Ok(())
-    }
+/// An operator with one input.
+pub trait OneInputOperator: Operator {
+    /// Input record type.
+    type In;
+
+    /// Processes a batch of records (see [`Batch`] for the ways to consume it).
+    fn process_batch(
+        &mut self,
+        batch: Batch<'_, Self::In>,
+        out: &mut Collector<'_, Self::Out>,
+    ) -> Result<()>;
 }
 
 /// An operator with two inputs of possibly different types.
-pub trait TwoInputOperator: Send + 'static {
+pub trait TwoInputOperator: Operator {
     /// First input's record type.
     type In1;
     /// Second input's record type.
     type In2;
-    /// Output record type.
-    type Out;
 
-    /// Processes a batch from the first input; the batch must be left empty.
+    /// Processes a batch from the first input.
     fn process_batch1(
         &mut self,
-        batch: &mut Vec<Self::In1>,
+        batch: Batch<'_, Self::In1>,
         out: &mut Collector<'_, Self::Out>,
     ) -> Result<()>;
-    /// Processes a batch from the second input; the batch must be left empty.
+
+    /// Processes a batch from the second input.
     fn process_batch2(
         &mut self,
-        batch: &mut Vec<Self::In2>,
+        batch: Batch<'_, Self::In2>,
         out: &mut Collector<'_, Self::Out>,
     ) -> Result<()>;
-    /// Like [`OneInputOperator::process_stamped_batch`], for the first input.
-    fn process_stamped_batch1(
-        &mut self,
-        batch: &mut Vec<Self::In1>,
-        timestamps: &mut Vec<Timestamp>,
-        out: &mut Collector<'_, Self::Out>,
-    ) -> Result<()> {
-        one_at_a_time(batch, timestamps, out, |b, out| self.process_batch1(b, out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Keeps every record pushed to it with its timestamp ([`NO_TIMESTAMP`] for none).
+    #[derive(Default)]
+    struct Stamped(Vec<(u32, Timestamp)>);
+
+    impl crate::Output<u32> for Stamped {
+        fn push(&mut self, records: &mut Vec<u32>, timestamps: &mut Vec<Timestamp>) -> Result<()> {
+            let stamps = timestamps.drain(..).chain(std::iter::repeat(NO_TIMESTAMP));
+            self.0.extend(records.drain(..).zip(stamps));
+            Ok(())
+        }
+        fn control(&mut self, _: crate::Control<'_>) -> Result<()> {
+            Ok(())
+        }
     }
 
-    /// Like [`OneInputOperator::process_stamped_batch`], for the second input.
-    fn process_stamped_batch2(
-        &mut self,
-        batch: &mut Vec<Self::In2>,
-        timestamps: &mut Vec<Timestamp>,
-        out: &mut Collector<'_, Self::Out>,
-    ) -> Result<()> {
-        one_at_a_time(batch, timestamps, out, |b, out| self.process_batch2(b, out))
+    /// Runs `consume` on a batch and returns what reached the output (in batches of at most
+    /// 4 records), with timestamps.
+    fn emitted(
+        records: &[u32],
+        timestamps: &[Timestamp],
+        consume: impl FnOnce(Batch<'_, u32>, &mut Collector<'_, u32>) -> Result<()>,
+    ) -> Vec<(u32, Timestamp)> {
+        let (mut records, mut timestamps) = (records.to_vec(), timestamps.to_vec());
+        let mut out = Stamped::default();
+        let (mut buf, mut stamps) = (Vec::new(), Vec::new());
+        Collector::run(&mut buf, &mut stamps, &mut out, 4, |c| {
+            consume(Batch::with_timestamps(&mut records, &mut timestamps), c)
+        })
+        .unwrap();
+        assert!(
+            records.is_empty() && timestamps.is_empty(),
+            "the batch is consumed"
+        );
+        out.0
     }
 
-    /// Processing time reached a deadline this operator asked for (see
-    /// [`OneInputOperator::on_processing_time`]).
-    fn on_processing_time(
-        &mut self,
-        now: Timestamp,
-        out: &mut Collector<'_, Self::Out>,
-    ) -> Result<()> {
-        let _ = (now, out);
-        Ok(())
+    proptest! {
+        /// Each way of consuming a batch gives an output record its input's timestamp (none
+        /// when the batch has none), against a brute-force pairing.
+        #[test]
+        fn every_way_of_consuming_a_batch_keeps_the_inputs_timestamps(
+            input in proptest::collection::vec((0u32..50, 0i64..4), 0..40),
+            stamped in any::<bool>(),
+        ) {
+            let records: Vec<u32> = input.iter().map(|(r, _)| *r).collect();
+            let timestamps: Vec<Timestamp> = if stamped {
+                input.iter().map(|(_, t)| *t).collect()
+            } else {
+                Vec::new()
+            };
+            let expected: Vec<(u32, Timestamp)> = records
+                .iter()
+                .enumerate()
+                .map(|(i, r)| (*r, timestamps.get(i).copied().unwrap_or(NO_TIMESTAMP)))
+                .collect();
+            let drained = emitted(&records, &timestamps, |b, c| {
+                b.drain().for_each(|(r, t)| c.collect_with_timestamp(r, t));
+                Ok(())
+            });
+            prop_assert_eq!(&drained, &expected);
+            let each = emitted(&records, &timestamps, |b, c| {
+                b.for_each(c, |r, c| {
+                    c.collect(r);
+                    Ok(())
+                })
+            });
+            prop_assert_eq!(&each, &expected);
+            let mut runs = 0;
+            let by_run = emitted(&records, &timestamps, |b, c| {
+                b.by_timestamp(c, |run, c| {
+                    runs += 1;
+                    c.collect_all(run.drain(..));
+                    Ok(())
+                })
+            });
+            prop_assert_eq!(&by_run, &expected);
+            // A batch without timestamps (an empty one included) is one run.
+            let distinct_runs = timestamps.chunk_by(|a, b| a == b).count().max(1);
+            prop_assert_eq!(runs, distinct_runs);
+        }
     }
 
-    /// The input's watermark advanced to `watermark` (the minimum over the channels of both
-    /// inputs): no record with a timestamp at or below it follows. Event-time operators fire what
-    /// it completes here; the watermark itself is handed on after this returns.
-    fn process_watermark(
-        &mut self,
-        watermark: Timestamp,
-        out: &mut Collector<'_, Self::Out>,
-    ) -> Result<()> {
-        let _ = (watermark, out);
-        Ok(())
-    }
-
-    /// Called once when both inputs have ended.
-    fn end_of_input(&mut self, out: &mut Collector<'_, Self::Out>) -> Result<()> {
-        let _ = out;
-        Ok(())
-    }
-
-    /// The operator's state for checkpoint `checkpoint` (`None`: it keeps none).
-    fn snapshot_state(
-        &mut self,
-        checkpoint: CheckpointId,
-        max_parallelism: usize,
-    ) -> Result<Option<Vec<u8>>> {
-        let _ = (checkpoint, max_parallelism);
-        Ok(None)
-    }
-
-    /// Checkpoint `id` completed everywhere (an operator with side effects commits here).
-    fn notify_checkpoint_complete(&mut self, id: CheckpointId) -> Result<()> {
-        let _ = id;
-        Ok(())
-    }
-
-    /// Loads the part of a snapshot that belongs to `key_groups`.
-    fn restore_state(&mut self, snapshot: &[u8], key_groups: std::ops::Range<usize>) -> Result<()> {
-        let _ = (snapshot, key_groups);
-        Ok(())
+    #[test]
+    fn an_error_in_a_run_stops_the_batch_and_leaves_it_consumed() {
+        let mut seen = Vec::new();
+        let out = emitted(&[1, 2, 3], &[5, 6, 7], |b, c| {
+            b.by_timestamp(c, |run, _| {
+                seen.append(run);
+                if seen.len() == 2 {
+                    return Err(crate::error::internal!("refused"));
+                }
+                Ok(())
+            })
+            .or(Ok(()))
+        });
+        assert_eq!(seen, vec![1, 2]);
+        assert!(out.is_empty());
     }
 }

@@ -9,9 +9,9 @@
 use std::time::Duration;
 
 use crate::error::Result;
-use crate::types::{MAX_WATERMARK, NO_TIMESTAMP, ProcessingTimeService, Timestamp};
+use crate::types::{MAX_WATERMARK, ProcessingTimeService, Timestamp};
 use crate::watermark_strategy::{TrackerChange, WatermarkTracker};
-use crate::{Collector, OneInputOperator, WatermarkStrategy};
+use crate::{Batch, Collector, OneInputOperator, Operator, WatermarkStrategy};
 
 /// Stamps records and emits watermarks as a [`WatermarkStrategy`] says.
 pub struct TimestampsAndWatermarks<T> {
@@ -59,26 +59,17 @@ fn hand_on<T>(change: TrackerChange, out: &mut Collector<'_, T>) {
 
 impl<T: 'static> OneInputOperator for TimestampsAndWatermarks<T> {
     type In = T;
-    type Out = T;
 
-    fn process_batch(&mut self, batch: &mut Vec<T>, out: &mut Collector<'_, T>) -> Result<()> {
-        for record in batch.drain(..) {
-            self.stamp(record, NO_TIMESTAMP, out);
-        }
-        Ok(())
-    }
-
-    fn process_stamped_batch(
-        &mut self,
-        batch: &mut Vec<T>,
-        timestamps: &mut Vec<Timestamp>,
-        out: &mut Collector<'_, T>,
-    ) -> Result<()> {
-        for (record, previous) in batch.drain(..).zip(timestamps.drain(..)) {
+    fn process_batch(&mut self, batch: Batch<'_, T>, out: &mut Collector<'_, T>) -> Result<()> {
+        for (record, previous) in batch.drain() {
             self.stamp(record, previous, out);
         }
         Ok(())
     }
+}
+
+impl<T: 'static> Operator for TimestampsAndWatermarks<T> {
+    type Out = T;
 
     fn generates_watermarks(&self) -> bool {
         true

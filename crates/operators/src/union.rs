@@ -3,7 +3,7 @@
 use std::marker::PhantomData;
 
 use crate::error::Result;
-use crate::{Collector, OneInputOperator};
+use crate::{Batch, Collector, OneInputOperator, Operator};
 
 /// Forwards every record of every input. A union node has several input edges, so it always
 /// heads a chain; the operators after it are fused to it.
@@ -21,24 +21,16 @@ impl<T> Default for Union<T> {
 
 impl<T: 'static> OneInputOperator for Union<T> {
     type In = T;
+
+    #[inline]
+    fn process_batch(&mut self, batch: Batch<'_, T>, out: &mut Collector<'_, T>) -> Result<()> {
+        batch.for_each(out, |record, out| {
+            out.collect(record);
+            Ok(())
+        })
+    }
+}
+
+impl<T: 'static> Operator for Union<T> {
     type Out = T;
-
-    #[inline]
-    fn process_batch(&mut self, batch: &mut Vec<T>, out: &mut Collector<'_, T>) -> Result<()> {
-        out.collect_all(batch.drain(..));
-        Ok(())
-    }
-
-    #[inline]
-    fn process_stamped_batch(
-        &mut self,
-        batch: &mut Vec<T>,
-        timestamps: &mut Vec<crate::types::Timestamp>,
-        out: &mut Collector<'_, T>,
-    ) -> Result<()> {
-        for (record, t) in batch.drain(..).zip(timestamps.drain(..)) {
-            out.collect_with_timestamp(record, t);
-        }
-        Ok(())
-    }
 }

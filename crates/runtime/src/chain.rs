@@ -13,7 +13,8 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use crate::error::{HummerError, Result, panic_message};
 use crate::operators::{
-    Collector, Control, OneInputOperator, OperatorContext, Output, TwoInputOperator,
+    Batch, Collector, Control, OneInputOperator, Operator, OperatorContext, Output,
+    TwoInputOperator,
 };
 use crate::state::task_state::TaskSnapshot;
 use crate::types::{CheckpointId, Timestamp};
@@ -58,110 +59,20 @@ pub fn snapshot_guarded(
     Ok(())
 }
 
-/// The hooks every operator has, whatever its inputs: one link type serves both kinds.
-pub trait OperatorHooks: Send + 'static {
-    type Out;
-    fn end_of_input(&mut self, out: &mut Collector<'_, Self::Out>) -> Result<()>;
-    fn process_watermark(&mut self, w: Timestamp, out: &mut Collector<'_, Self::Out>)
-    -> Result<()>;
-    fn generates_watermarks(&self) -> bool;
-    fn ends_at_final_barrier(&self) -> bool;
-    fn on_processing_time(
-        &mut self,
-        now: Timestamp,
-        out: &mut Collector<'_, Self::Out>,
-    ) -> Result<()>;
-    fn snapshot_state(&mut self, id: CheckpointId, max: usize) -> Result<Option<Vec<u8>>>;
-    fn notify_checkpoint_complete(&mut self, id: CheckpointId) -> Result<()>;
-    fn restore_state(&mut self, snapshot: &[u8], groups: std::ops::Range<usize>) -> Result<()>;
-}
-
-/// Writes the [`OperatorHooks`] of an operator kind as calls to its own trait's methods.
-macro_rules! operator_hooks {
-    ($wrapper:ident, $kind:ident) => {
-        /// An operator of this kind, seen through [`OperatorHooks`].
-        struct $wrapper<Op>(Op);
-
-        impl<Op: $kind> OperatorHooks for $wrapper<Op> {
-            type Out = Op::Out;
-            fn end_of_input(&mut self, out: &mut Collector<'_, Op::Out>) -> Result<()> {
-                self.0.end_of_input(out)
-            }
-            fn process_watermark(
-                &mut self,
-                w: Timestamp,
-                out: &mut Collector<'_, Op::Out>,
-            ) -> Result<()> {
-                self.0.process_watermark(w, out)
-            }
-            fn generates_watermarks(&self) -> bool {
-                generates_watermarks!($kind, self.0)
-            }
-            fn ends_at_final_barrier(&self) -> bool {
-                ends_at_final_barrier!($kind, self.0)
-            }
-            fn on_processing_time(
-                &mut self,
-                now: Timestamp,
-                out: &mut Collector<'_, Op::Out>,
-            ) -> Result<()> {
-                self.0.on_processing_time(now, out)
-            }
-            fn snapshot_state(&mut self, id: CheckpointId, max: usize) -> Result<Option<Vec<u8>>> {
-                self.0.snapshot_state(id, max)
-            }
-            fn notify_checkpoint_complete(&mut self, id: CheckpointId) -> Result<()> {
-                self.0.notify_checkpoint_complete(id)
-            }
-            fn restore_state(
-                &mut self,
-                snapshot: &[u8],
-                groups: std::ops::Range<usize>,
-            ) -> Result<()> {
-                self.0.restore_state(snapshot, groups)
-            }
-        }
-    };
-}
-
-/// Whether an operator makes its own watermarks (only one-input operators can).
-macro_rules! generates_watermarks {
-    (OneInputOperator, $op:expr) => {
-        $op.generates_watermarks()
-    };
-    (TwoInputOperator, $op:expr) => {
-        false
-    };
-}
-
-/// Whether an operator ends at the final checkpoint's barrier (two-input operators always
-/// do: no sink has two inputs).
-macro_rules! ends_at_final_barrier {
-    (OneInputOperator, $op:expr) => {
-        $op.ends_at_final_barrier()
-    };
-    (TwoInputOperator, $op:expr) => {
-        true
-    };
-}
-
 /// What an operator that has ended writes to a checkpoint instead of its state: restored,
-/// it is not called again (see [`OneInputOperator::end_of_input`]). No snapshot of this
+/// it is not called again (see [`Operator::end_of_input`]). No snapshot of this
 /// crate starts like it, and an operator's own bytes would have to be exactly these.
 pub const ENDED: &[u8] = b"HMR-ENDED-OPERATOR/1";
-
-operator_hooks!(OneInput, OneInputOperator);
-operator_hooks!(TwoInput, TwoInputOperator);
 
 /// An operator and everything downstream of it: what a chain link and a two-input head
 /// share. Every call into the operator is guarded; what it emits goes through a collector
 /// into `next`.
-pub struct Link<H: OperatorHooks> {
-    op: H,
+pub struct Link<Op: Operator> {
+    op: Op,
     ctx: OperatorContext,
-    buf: Vec<H::Out>,
+    buf: Vec<Op::Out>,
     stamps: Vec<Timestamp>,
-    next: Box<dyn Output<H::Out>>,
+    next: Box<dyn Output<Op::Out>>,
     /// The operator makes its own watermarks: the input's are not handed on.
     generates_watermarks: bool,
     /// Its end of input has been called (at the final checkpoint's barrier, at the end of
@@ -170,8 +81,8 @@ pub struct Link<H: OperatorHooks> {
     ended: bool,
 }
 
-impl<H: OperatorHooks> Link<H> {
-    pub fn new(op: H, ctx: OperatorContext, next: Box<dyn Output<H::Out>>) -> Self {
+impl<Op: Operator> Link<Op> {
+    pub fn new(op: Op, ctx: OperatorContext, next: Box<dyn Output<Op::Out>>) -> Self {
         Link {
             generates_watermarks: op.generates_watermarks(),
             ended: false,
@@ -187,7 +98,7 @@ impl<H: OperatorHooks> Link<H> {
     #[inline]
     pub fn call(
         &mut self,
-        f: impl FnOnce(&mut H, &mut Collector<'_, H::Out>) -> Result<()>,
+        f: impl FnOnce(&mut Op, &mut Collector<'_, Op::Out>) -> Result<()>,
     ) -> Result<()> {
         let limit = self.ctx.batch_size;
         let (op, buf, stamps, next) = (
@@ -199,6 +110,21 @@ impl<H: OperatorHooks> Link<H> {
         guarded(&self.ctx, || {
             Collector::run(buf, stamps, next, limit, |out| f(op, out))
         })
+    }
+
+    /// Calls one of the operator's process methods on a batch; what it leaves in the batch
+    /// is dropped, so both vectors are empty for the next batch.
+    #[inline]
+    pub fn process<T>(
+        &mut self,
+        records: &mut Vec<T>,
+        timestamps: &mut Vec<Timestamp>,
+        f: impl FnOnce(&mut Op, Batch<'_, T>, &mut Collector<'_, Op::Out>) -> Result<()>,
+    ) -> Result<()> {
+        let result = self.call(|op, out| f(op, Batch::with_timestamps(records, timestamps), out));
+        records.clear();
+        timestamps.clear();
+        result
     }
 
     /// Loads the operator's state from the snapshots of every subtask of the restored run.
@@ -266,11 +192,11 @@ impl<H: OperatorHooks> Link<H> {
 }
 
 /// One fused link of a chain: a one-input operator and everything downstream of it.
-pub struct ChainLink<Op: OneInputOperator>(Link<OneInput<Op>>);
+pub struct ChainLink<Op: OneInputOperator>(Link<Op>);
 
 impl<Op: OneInputOperator> ChainLink<Op> {
     pub fn new(op: Op, ctx: OperatorContext, next: Box<dyn Output<Op::Out>>) -> Self {
-        ChainLink(Link::new(OneInput(op), ctx, next))
+        ChainLink(Link::new(op, ctx, next))
     }
 
     /// Loads the operator's state from the snapshots of every subtask of the restored run.
@@ -287,12 +213,9 @@ where
 {
     #[inline]
     fn push(&mut self, records: &mut Vec<Op::In>, timestamps: &mut Vec<Timestamp>) -> Result<()> {
-        if timestamps.is_empty() {
-            self.0.call(|op, out| op.0.process_batch(records, out))
-        } else {
-            self.0
-                .call(|op, out| op.0.process_stamped_batch(records, timestamps, out))
-        }
+        self.0.process(records, timestamps, |op, batch, out| {
+            op.process_batch(batch, out)
+        })
     }
 
     fn control(&mut self, event: Control<'_>) -> Result<()> {
@@ -301,11 +224,11 @@ where
 }
 
 /// The head of a chain that starts with a two-input operator.
-pub struct TwoInputHead<Op: TwoInputOperator>(Link<TwoInput<Op>>);
+pub struct TwoInputHead<Op: TwoInputOperator>(Link<Op>);
 
 impl<Op: TwoInputOperator> TwoInputHead<Op> {
     pub fn new(op: Op, ctx: OperatorContext, next: Box<dyn Output<Op::Out>>) -> Self {
-        TwoInputHead(Link::new(TwoInput(op), ctx, next))
+        TwoInputHead(Link::new(op, ctx, next))
     }
 
     /// Loads the operator's state from the snapshots of every subtask of the restored run.
@@ -319,12 +242,9 @@ impl<Op: TwoInputOperator> TwoInputHead<Op> {
         records: &mut Vec<Op::In1>,
         timestamps: &mut Vec<Timestamp>,
     ) -> Result<()> {
-        if timestamps.is_empty() {
-            self.0.call(|op, out| op.0.process_batch1(records, out))
-        } else {
-            self.0
-                .call(|op, out| op.0.process_stamped_batch1(records, timestamps, out))
-        }
+        self.0.process(records, timestamps, |op, batch, out| {
+            op.process_batch1(batch, out)
+        })
     }
 
     /// Processes a batch of the second input (`timestamps` as for [`Output::push`]).
@@ -333,12 +253,9 @@ impl<Op: TwoInputOperator> TwoInputHead<Op> {
         records: &mut Vec<Op::In2>,
         timestamps: &mut Vec<Timestamp>,
     ) -> Result<()> {
-        if timestamps.is_empty() {
-            self.0.call(|op, out| op.0.process_batch2(records, out))
-        } else {
-            self.0
-                .call(|op, out| op.0.process_stamped_batch2(records, timestamps, out))
-        }
+        self.0.process(records, timestamps, |op, batch, out| {
+            op.process_batch2(batch, out)
+        })
     }
 
     /// Handles a control event (see [`Link::control`]).
@@ -390,27 +307,34 @@ mod tests {
     impl TwoInputOperator for CommitOnComplete {
         type In1 = u32;
         type In2 = u32;
-        type Out = u32;
 
         fn process_batch1(
             &mut self,
-            batch: &mut Vec<u32>,
+            batch: Batch<'_, u32>,
             out: &mut Collector<'_, u32>,
         ) -> Result<()> {
-            self.pending.extend(batch.iter().copied());
-            out.collect_all(batch.drain(..));
-            Ok(())
+            batch.for_each(out, |x, out| {
+                self.pending.push(x);
+                out.collect(x);
+                Ok(())
+            })
         }
 
         fn process_batch2(
             &mut self,
-            batch: &mut Vec<u32>,
+            batch: Batch<'_, u32>,
             out: &mut Collector<'_, u32>,
         ) -> Result<()> {
-            self.pending.extend(batch.iter().map(|x| x + 1000));
-            out.collect_all(batch.drain(..));
-            Ok(())
+            batch.for_each(out, |x, out| {
+                self.pending.push(x + 1000);
+                out.collect(x);
+                Ok(())
+            })
         }
+    }
+
+    impl Operator for CommitOnComplete {
+        type Out = u32;
 
         fn notify_checkpoint_complete(&mut self, id: CheckpointId) -> Result<()> {
             if id == 13 {
@@ -495,7 +419,7 @@ mod tests {
         head.push1(&mut vec![5], &mut Vec::new()).unwrap();
         head.control(Control::CheckpointComplete(5)).unwrap();
         assert_eq!(
-            head.0.op.0.committed,
+            head.0.op.committed,
             vec![(4, vec![1, 2, 1003]), (5, vec![5])],
             "the operator commits what each checkpoint covers"
         );
@@ -533,16 +457,19 @@ mod tests {
 
     impl OneInputOperator for SumAtEnd {
         type In = u32;
-        type Out = u32;
 
         fn process_batch(
             &mut self,
-            batch: &mut Vec<u32>,
+            batch: Batch<'_, u32>,
             _: &mut Collector<'_, u32>,
         ) -> Result<()> {
-            self.sum += batch.drain(..).sum::<u32>();
+            self.sum += batch.into_records().drain(..).sum::<u32>();
             Ok(())
         }
+    }
+
+    impl Operator for SumAtEnd {
+        type Out = u32;
 
         fn end_of_input(&mut self, out: &mut Collector<'_, u32>) -> Result<()> {
             self.ends += 1;
@@ -595,7 +522,7 @@ mod tests {
         );
         link.control(Control::ProcessingTime(5)).unwrap();
         link.control(Control::EndOfInput).unwrap();
-        let op = &link.0.op.0;
+        let op = &link.0.op;
         assert_eq!(
             (op.ends, op.timers),
             (1, 0),
@@ -621,9 +548,9 @@ mod tests {
         link.push(&mut vec![5], &mut Vec::new()).unwrap();
         let last = barrier(&mut link, 1, true);
         assert_eq!(last.operators, vec![(3, 5u32.to_be_bytes().to_vec())]);
-        assert_eq!(link.0.op.0.ends, 0);
+        assert_eq!(link.0.op.ends, 0);
         link.control(Control::EndOfInput).unwrap();
-        assert_eq!(link.0.op.0.ends, 1);
+        assert_eq!(link.0.op.ends, 1);
         assert_eq!(down.lock().unwrap().barriers, vec![(1, 0)]);
     }
 
@@ -634,7 +561,7 @@ mod tests {
             let mut link = ChainLink::new(SumAtEnd::default(), ctx(), Box::new(down.clone()));
             link.restore(&[ENDED.to_vec(), ENDED.to_vec()]).unwrap();
             link.control(Control::EndOfInput).unwrap();
-            (link.0.op.0.ends, down.lock().unwrap().records.0.clone())
+            (link.0.op.ends, down.lock().unwrap().records.0.clone())
         };
         assert_eq!(
             ended(),
@@ -680,15 +607,20 @@ mod tests {
 
     impl OneInputOperator for PassThrough {
         type In = u32;
-        type Out = u32;
         fn process_batch(
             &mut self,
-            batch: &mut Vec<u32>,
+            batch: Batch<'_, u32>,
             out: &mut Collector<'_, u32>,
         ) -> Result<()> {
-            out.collect_all(batch.drain(..));
-            Ok(())
+            batch.for_each(out, |x, out| {
+                out.collect(x);
+                Ok(())
+            })
         }
+    }
+
+    impl Operator for PassThrough {
+        type Out = u32;
     }
 
     #[test]

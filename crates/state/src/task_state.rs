@@ -31,7 +31,7 @@ pub struct TaskSnapshot {
     /// Positions of the source splits this task reads: `(stream node id, splits)`.
     pub sources: Vec<(usize, Vec<SourceSplit>)>,
     /// The job's final checkpoint: every input has ended before its barrier, so operators
-    /// end before their snapshot (see `OneInputOperator::end_of_input`). Not written.
+    /// end before their snapshot (see `Operator::end_of_input`). Not written.
     #[serde(skip)]
     pub is_final: bool,
 }

@@ -27,7 +27,7 @@ use crate::types::{CheckpointId, Key, NO_TIMESTAMP, Timestamp};
 use crate::window::functions::{WindowFunction, WindowOutput};
 use crate::window::triggers::{Trigger, TriggerContext, TriggerResult};
 use crate::window::{TimeWindow, WindowAssigner};
-use crate::{Collector, OneInputOperator, OperatorContext};
+use crate::{Batch, Collector, OneInputOperator, Operator, OperatorContext};
 
 /// One window of one key: its state, its trigger's number, its timers.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -553,32 +553,28 @@ where
     F: WindowFunction<K, T>,
 {
     type In = T;
-    type Out = WindowOutput<F::Out, T>;
 
     fn process_batch(
         &mut self,
-        batch: &mut Vec<T>,
+        batch: Batch<'_, T>,
         out: &mut Collector<'_, Self::Out>,
     ) -> Result<()> {
         let now = self.core.timers.now();
-        for record in batch.drain(..) {
-            self.process_record(record, NO_TIMESTAMP, now, out)?;
-        }
-        Ok(())
+        batch
+            .drain()
+            .try_for_each(|(record, t)| self.process_record(record, t, now, out))
     }
+}
 
-    fn process_stamped_batch(
-        &mut self,
-        batch: &mut Vec<T>,
-        timestamps: &mut Vec<Timestamp>,
-        out: &mut Collector<'_, Self::Out>,
-    ) -> Result<()> {
-        let now = self.core.timers.now();
-        for (record, t) in batch.drain(..).zip(timestamps.drain(..)) {
-            self.process_record(record, t, now, out)?;
-        }
-        Ok(())
-    }
+impl<T, K, KS, A, F> Operator for WindowOperator<T, K, KS, A, F>
+where
+    T: Clone + Send + 'static,
+    K: Key,
+    KS: Fn(&T) -> K + Send + 'static,
+    A: WindowAssigner,
+    F: WindowFunction<K, T>,
+{
+    type Out = WindowOutput<F::Out, T>;
 
     fn process_watermark(
         &mut self,
@@ -892,7 +888,8 @@ mod tests {
         let mut out = Collector::new(&mut buf, &mut stamps, &mut sink, 1024);
         let mut b = batch.to_vec();
         let mut ts: Vec<i64> = b.iter().map(|r| r.1).collect();
-        op.process_stamped_batch(&mut b, &mut ts, &mut out).unwrap();
+        op.process_batch(Batch::with_timestamps(&mut b, &mut ts), &mut out)
+            .unwrap();
         op.process_watermark(watermark, &mut out).unwrap();
         out.done().unwrap();
         let mut got: Vec<String> = sink.0.iter().map(|r| format!("{r:?}")).collect();
@@ -1078,7 +1075,7 @@ mod tests {
                 .map(|i| (((chunk * 200 + i) % 10_000) as u32, chunk * 10 + i % 10))
                 .collect();
             let mut ts: Vec<i64> = batch.iter().map(|r| r.1).collect();
-            op.process_stamped_batch(&mut batch, &mut ts, &mut out)
+            op.process_batch(Batch::with_timestamps(&mut batch, &mut ts), &mut out)
                 .unwrap();
             op.process_watermark(chunk * 10 - 1, &mut out).unwrap();
             out.done().unwrap();

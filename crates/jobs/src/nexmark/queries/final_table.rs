@@ -6,7 +6,7 @@
 use std::marker::PhantomData;
 
 use crate::error::Result;
-use crate::operators::{Collector, OneInputOperator};
+use crate::operators::{Batch, Collector, OneInputOperator, Operator};
 use crate::state::keyed_table::KeyedTable;
 use crate::types::{CheckpointId, Data, Key, MAX_WATERMARK, Timestamp};
 
@@ -44,12 +44,13 @@ where
     B: Fn(&T, &S) -> bool + Send + 'static,
 {
     type In = T;
-    type Out = S;
 
-    fn process_batch(&mut self, batch: &mut Vec<T>, _out: &mut Collector<'_, S>) -> Result<()> {
+    fn process_batch(&mut self, batch: Batch<'_, T>, _out: &mut Collector<'_, S>) -> Result<()> {
         let (better, keep) = (&self.better, &self.keep);
-        self.table
-            .fold_batch(batch, &self.key_of, |_, kept, row| match kept {
+        self.table.fold_batch(
+            batch.into_records(),
+            &self.key_of,
+            |_, kept, row| match kept {
                 Some(kept) => {
                     if better(&row, kept) {
                         *kept = keep(row);
@@ -57,19 +58,22 @@ where
                     None
                 }
                 None => Some(keep(row)),
-            });
+            },
+        );
         Ok(())
     }
+}
 
-    fn process_stamped_batch(
-        &mut self,
-        batch: &mut Vec<T>,
-        timestamps: &mut Vec<Timestamp>,
-        out: &mut Collector<'_, S>,
-    ) -> Result<()> {
-        timestamps.clear();
-        self.process_batch(batch, out)
-    }
+impl<T, S, K, KS, C, B> Operator for BestPerKey<T, S, K, KS, C, B>
+where
+    T: Data,
+    S: Data,
+    K: Key,
+    KS: Fn(&T) -> K + Send + 'static,
+    C: Fn(T) -> S + Send + 'static,
+    B: Fn(&T, &S) -> bool + Send + 'static,
+{
+    type Out = S;
 
     fn process_watermark(
         &mut self,
