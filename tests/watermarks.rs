@@ -5,7 +5,7 @@
 use std::sync::{Arc, Mutex};
 
 use hummer::connectors::SourceContext;
-use hummer::operators::{Batch, OneInputOperator, Operator, OperatorContext};
+use hummer::operators::{Batch, Operator, OperatorContext};
 use hummer::prelude::*;
 use hummer::types::{MAX_WATERMARK, Timestamp};
 
@@ -70,8 +70,9 @@ struct Observe {
     log: Arc<Mutex<WatermarkLog>>,
 }
 
-impl OneInputOperator for Observe {
-    type In = u64;
+impl Operator for Observe {
+    type In = (u64,);
+    type Out = u64;
 
     fn process_batch(&mut self, batch: Batch<'_, u64>, out: &mut Collector<'_, u64>) -> Result<()> {
         batch.for_each(out, |r, out| {
@@ -86,10 +87,6 @@ impl OneInputOperator for Observe {
             Ok(())
         })
     }
-}
-
-impl Operator for Observe {
-    type Out = u64;
 
     fn process_watermark(&mut self, w: Timestamp, _: &mut Collector<'_, u64>) -> Result<()> {
         assert!(w > self.watermark, "watermarks only move forward");

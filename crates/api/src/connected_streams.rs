@@ -5,7 +5,7 @@ use std::sync::Arc;
 use crate::DataStream;
 use crate::graph::stream_graph::NodeKind;
 use crate::operators::co_map::CoFlatMap;
-use crate::runtime::factory::{NodeFactory, TwoInputOperatorFactory};
+use crate::runtime::factory::{NodeFactory, OperatorFactory};
 use crate::runtime::type_ops::type_ops;
 use crate::types::Data;
 
@@ -67,7 +67,7 @@ impl<A: Data, B: Data> ConnectedStreams<A, B> {
         F1: FnMut(A) -> It1 + Clone + Send + Sync + 'static,
         F2: FnMut(B) -> It2 + Clone + Send + Sync + 'static,
     {
-        let factory = NodeFactory::TwoInput(Arc::new(TwoInputOperatorFactory::new(move |_| {
+        let factory = NodeFactory::TwoInput(Arc::new(OperatorFactory::new(move |_| {
             Ok(CoFlatMap::new(f1.clone(), f2.clone()))
         })));
         let env = &self.first.env;

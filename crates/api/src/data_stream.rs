@@ -10,15 +10,13 @@ use crate::connectors::print::PrintSink;
 use crate::connectors::text_file_sink::TextFileSink;
 use crate::error::Result;
 use crate::graph::stream_graph::{Chaining, NodeId, NodeKind};
-#[cfg(doc)]
-use crate::operators::Operator;
 use crate::operators::filter::Filter;
 use crate::operators::flat_map::FlatMap;
 use crate::operators::map::Map;
 use crate::operators::sink::{Sink, SinkOperator};
 use crate::operators::timestamps::TimestampsAndWatermarks;
 use crate::operators::union::Union;
-use crate::operators::{OneInputOperator, OperatorContext, WatermarkStrategy};
+use crate::operators::{Operator, OperatorContext, WatermarkStrategy};
 use crate::runtime::factory::{NodeFactory, OperatorFactory};
 use crate::runtime::type_ops::{type_ops, unit_type_ops};
 use crate::types::Partitioning;
@@ -83,23 +81,21 @@ impl<T: Data> DataStream<T> {
     }
 
     /// A custom operator (Flink's `transform`), made by `make` for every subtask: it sees the
-    /// stream in batches ([`OneInputOperator::process_batch`]) and, through the hooks of
-    /// [`Operator`], each with a default, its watermarks, the end of its input and checkpoints.
+    /// stream in batches ([`Operator::process_batch`]) and, through the same trait's other
+    /// hooks, each with a default, its watermarks, the end of its input and checkpoints.
     ///
     /// ```
     /// # use hummer::prelude::*;
-    /// # use hummer::operators::{Batch, OneInputOperator, Operator, OperatorContext};
+    /// # use hummer::operators::{Batch, Operator, OperatorContext};
     /// /// Counts what it sees and emits the count at the end of its input.
     /// struct Count(u64);
-    /// impl OneInputOperator for Count {
-    ///     type In = String;
+    /// impl Operator for Count {
+    ///     type In = (String,);
+    ///     type Out = u64;
     ///     fn process_batch(&mut self, batch: Batch<'_, String>, _: &mut Collector<'_, u64>) -> Result<()> {
     ///         self.0 += batch.len() as u64;
     ///         Ok(())
     ///     }
-    /// }
-    /// impl Operator for Count {
-    ///     type Out = u64;
     ///     fn end_of_input(&mut self, out: &mut Collector<'_, u64>) -> Result<()> {
     ///         out.collect(self.0);
     ///         Ok(())
@@ -120,7 +116,7 @@ impl<T: Data> DataStream<T> {
         make: impl Fn(&OperatorContext) -> Result<Op> + Send + Sync + 'static,
     ) -> DataStream<O>
     where
-        Op: OneInputOperator<In = T, Out = O>,
+        Op: Operator<In = (T,), Out = O>,
     {
         let factory = NodeFactory::OneInput(Arc::new(OperatorFactory::new(make)));
         let id = self.add_consumer(

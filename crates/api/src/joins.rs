@@ -9,7 +9,7 @@ use crate::graph::stream_graph::NodeKind;
 use crate::operators::Collector;
 use crate::operators::interval_join::IntervalJoin;
 use crate::operators::window::{TimeWindow, WindowAssigner};
-use crate::runtime::factory::{NodeFactory, TwoInputOperatorFactory};
+use crate::runtime::factory::{NodeFactory, OperatorFactory};
 use crate::runtime::type_ops::type_ops;
 use crate::types::{Data, Key};
 use crate::{DataStream, KeyedStream};
@@ -100,7 +100,7 @@ where
             self.lower,
             self.upper,
         );
-        let factory = NodeFactory::TwoInput(Arc::new(TwoInputOperatorFactory::new(move |ctx| {
+        let factory = NodeFactory::TwoInput(Arc::new(OperatorFactory::new(move |ctx| {
             Ok(IntervalJoin::new(
                 kl.clone(),
                 kr.clone(),

@@ -13,7 +13,7 @@ use crate::operators::keyed_join::KeyedJoin;
 use crate::operators::keyed_process::KeyedProcess;
 use crate::operators::keyed_process_function::{KeyedProcessFunction, KeyedProcessOperator};
 use crate::operators::window::{CountTrigger, GlobalWindows, PurgingTrigger, WindowAssigner};
-use crate::runtime::factory::{NodeFactory, OperatorFactory, TwoInputOperatorFactory};
+use crate::runtime::factory::{NodeFactory, OperatorFactory};
 use crate::runtime::type_ops::type_ops;
 use crate::state::key_groups::subtask_of_key;
 use crate::state::{ListState, MapState, ValueState};
@@ -71,7 +71,7 @@ where
         + 'static,
     ) -> DataStream<O>
     where
-        Op: crate::operators::OneInputOperator<In = T, Out = O>,
+        Op: crate::operators::Operator<In = (T,), Out = O>,
     {
         self.stream
             .with_partitioning(self.hash_partitioning())
@@ -430,7 +430,7 @@ where
         F: FnMut(&K, &T, &U) -> O + Clone + Send + Sync + 'static,
     {
         let (kl, kr) = (self.key_of.clone(), other.key_of.clone());
-        let factory = NodeFactory::TwoInput(Arc::new(TwoInputOperatorFactory::new(move |_| {
+        let factory = NodeFactory::TwoInput(Arc::new(OperatorFactory::new(move |_| {
             let join = KeyedJoin::new(kl.clone(), kr.clone(), f.clone());
             Ok(if unique_right {
                 join.with_unique_right()

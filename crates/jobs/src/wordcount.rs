@@ -7,7 +7,7 @@ use std::fmt;
 
 use crate::api::DataStream;
 use crate::error::Result;
-use crate::operators::{Batch, Collector, OneInputOperator, Operator};
+use crate::operators::{Batch, Collector, Operator};
 pub use crate::words::{Word, Words};
 
 /// The WordCount pipeline: lines -> words -> `(word, count)`.
@@ -122,8 +122,9 @@ struct RankCounts {
     top: TopWords,
 }
 
-impl OneInputOperator for RankCounts {
-    type In = (Word, u64);
+impl Operator for RankCounts {
+    type In = ((Word, u64),);
+    type Out = TopWords;
 
     fn process_batch(
         &mut self,
@@ -139,10 +140,6 @@ impl OneInputOperator for RankCounts {
         }
         Ok(())
     }
-}
-
-impl Operator for RankCounts {
-    type Out = TopWords;
 }
 
 /// The `k` most frequent words of a count stream, computed by the engine: each subtask ranks

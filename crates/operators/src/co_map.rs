@@ -3,7 +3,7 @@
 use std::marker::PhantomData;
 
 use crate::error::Result;
-use crate::{Batch, Collector, Operator, TwoInputOperator};
+use crate::{Collector, Operator, TwoInputBatch};
 
 /// The input and iterator types of a [`CoFlatMap`], as a zero-sized marker.
 type Signature<I1, I2, It1, It2> = PhantomData<fn(I1, I2) -> (It1, It2)>;
@@ -27,41 +27,6 @@ impl<I1, I2, It1, It2, F1, F2> CoFlatMap<I1, I2, It1, It2, F1, F2> {
     }
 }
 
-impl<I1, I2, It1, It2, F1, F2> TwoInputOperator for CoFlatMap<I1, I2, It1, It2, F1, F2>
-where
-    I1: 'static,
-    I2: 'static,
-    It1: IntoIterator + 'static,
-    It2: IntoIterator<Item = It1::Item> + 'static,
-    F1: FnMut(I1) -> It1 + Send + 'static,
-    F2: FnMut(I2) -> It2 + Send + 'static,
-{
-    type In1 = I1;
-    type In2 = I2;
-
-    fn process_batch1(
-        &mut self,
-        batch: Batch<'_, I1>,
-        out: &mut Collector<'_, It1::Item>,
-    ) -> Result<()> {
-        batch.for_each(out, |record, out| {
-            out.collect_all((self.f1)(record));
-            Ok(())
-        })
-    }
-
-    fn process_batch2(
-        &mut self,
-        batch: Batch<'_, I2>,
-        out: &mut Collector<'_, It1::Item>,
-    ) -> Result<()> {
-        batch.for_each(out, |record, out| {
-            out.collect_all((self.f2)(record));
-            Ok(())
-        })
-    }
-}
-
 impl<I1, I2, It1, It2, F1, F2> Operator for CoFlatMap<I1, I2, It1, It2, F1, F2>
 where
     I1: 'static,
@@ -71,5 +36,23 @@ where
     F1: FnMut(I1) -> It1 + Send + 'static,
     F2: FnMut(I2) -> It2 + Send + 'static,
 {
+    type In = (I1, I2);
     type Out = It1::Item;
+
+    fn process_batch(
+        &mut self,
+        batch: TwoInputBatch<'_, I1, I2>,
+        out: &mut Collector<'_, It1::Item>,
+    ) -> Result<()> {
+        match batch {
+            TwoInputBatch::First(batch) => batch.for_each(out, |record, out| {
+                out.collect_all((self.f1)(record));
+                Ok(())
+            }),
+            TwoInputBatch::Second(batch) => batch.for_each(out, |record, out| {
+                out.collect_all((self.f2)(record));
+                Ok(())
+            }),
+        }
+    }
 }

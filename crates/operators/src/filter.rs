@@ -3,7 +3,7 @@
 use std::marker::PhantomData;
 
 use crate::error::Result;
-use crate::{Batch, Collector, OneInputOperator, Operator};
+use crate::{Batch, Collector, Operator};
 
 /// Keeps the records for which the predicate returns true.
 pub struct Filter<T, F> {
@@ -21,11 +21,12 @@ impl<T, F> Filter<T, F> {
     }
 }
 
-impl<T: 'static, F> OneInputOperator for Filter<T, F>
+impl<T: 'static, F> Operator for Filter<T, F>
 where
     F: FnMut(&T) -> bool + Send + 'static,
 {
-    type In = T;
+    type In = (T,);
+    type Out = T;
 
     #[inline]
     fn process_batch(&mut self, batch: Batch<'_, T>, out: &mut Collector<'_, T>) -> Result<()> {
@@ -36,11 +37,4 @@ where
             Ok(())
         })
     }
-}
-
-impl<T: 'static, F> Operator for Filter<T, F>
-where
-    F: FnMut(&T) -> bool + Send + 'static,
-{
-    type Out = T;
 }

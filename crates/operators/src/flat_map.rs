@@ -3,7 +3,7 @@
 use std::marker::PhantomData;
 
 use crate::error::Result;
-use crate::{Batch, Collector, OneInputOperator, Operator};
+use crate::{Batch, Collector, Operator};
 
 /// Applies a function returning an iterator to every record and emits what it yields.
 ///
@@ -25,12 +25,13 @@ impl<I, It, F> FlatMap<I, It, F> {
     }
 }
 
-impl<I: 'static, It, F> OneInputOperator for FlatMap<I, It, F>
+impl<I: 'static, It, F> Operator for FlatMap<I, It, F>
 where
     It: IntoIterator + 'static,
     F: FnMut(I) -> It + Send + 'static,
 {
-    type In = I;
+    type In = (I,);
+    type Out = It::Item;
 
     #[inline]
     fn process_batch(
@@ -47,12 +48,4 @@ where
             Ok(())
         })
     }
-}
-
-impl<I: 'static, It, F> Operator for FlatMap<I, It, F>
-where
-    It: IntoIterator + 'static,
-    F: FnMut(I) -> It + Send + 'static,
-{
-    type Out = It::Item;
 }

@@ -21,7 +21,7 @@ use crate::state::snapshot::{
 use crate::state::timer_queue::TimerQueue;
 use crate::types::metrics::SubtaskMetrics;
 use crate::types::{CheckpointId, Data, Key, NO_TIMESTAMP, Timestamp};
-use crate::{Batch, Collector, Operator, OperatorContext, TwoInputOperator};
+use crate::{Collector, Operator, OperatorContext, TwoInputBatch};
 
 /// The buffered records of one key.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -200,30 +200,6 @@ where
     }
 }
 
-impl<L, R, K, O, KL, KR, F> TwoInputOperator for IntervalJoin<L, R, K, O, KL, KR, F>
-where
-    L: Data,
-    R: Data,
-    K: Key,
-    O: 'static,
-    KL: Fn(&L) -> K + Send + 'static,
-    KR: Fn(&R) -> K + Send + 'static,
-    F: FnMut(&L, &R, &mut Collector<'_, O>) + Send + 'static,
-{
-    type In1 = L;
-    type In2 = R;
-
-    fn process_batch1(&mut self, batch: Batch<'_, L>, out: &mut Collector<'_, O>) -> Result<()> {
-        batch.drain().try_for_each(|(l, a)| self.on_left(l, a, out))
-    }
-
-    fn process_batch2(&mut self, batch: Batch<'_, R>, out: &mut Collector<'_, O>) -> Result<()> {
-        batch
-            .drain()
-            .try_for_each(|(r, b)| self.on_right(r, b, out))
-    }
-}
-
 impl<L, R, K, O, KL, KR, F> Operator for IntervalJoin<L, R, K, O, KL, KR, F>
 where
     L: Data,
@@ -234,7 +210,23 @@ where
     KR: Fn(&R) -> K + Send + 'static,
     F: FnMut(&L, &R, &mut Collector<'_, O>) + Send + 'static,
 {
+    type In = (L, R);
     type Out = O;
+
+    fn process_batch(
+        &mut self,
+        batch: TwoInputBatch<'_, L, R>,
+        out: &mut Collector<'_, O>,
+    ) -> Result<()> {
+        match batch {
+            TwoInputBatch::First(batch) => {
+                batch.drain().try_for_each(|(l, a)| self.on_left(l, a, out))
+            }
+            TwoInputBatch::Second(batch) => batch
+                .drain()
+                .try_for_each(|(r, b)| self.on_right(r, b, out)),
+        }
+    }
 
     fn process_watermark(
         &mut self,
@@ -285,7 +277,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{VecOutput, test_context};
+    use crate::{Batch, VecOutput, test_context};
 
     /// An endless stream (here 200,000 records a side over 1,000 keys): the watermark keeps
     /// the buffered records to those within the join interval of it.
@@ -307,13 +299,13 @@ mod tests {
         for i in 0..200_000i64 {
             let mut out = Collector::new(&mut buf, &mut stamps, &mut sink, 1024);
             let rec = ((i % 1_000) as u32, i);
-            join.process_batch1(
-                Batch::with_timestamps(&mut vec![rec], &mut vec![i]),
+            join.process_batch(
+                TwoInputBatch::First(Batch::with_timestamps(&mut vec![rec], &mut vec![i])),
                 &mut out,
             )
             .unwrap();
-            join.process_batch2(
-                Batch::with_timestamps(&mut vec![rec], &mut vec![i]),
+            join.process_batch(
+                TwoInputBatch::Second(Batch::with_timestamps(&mut vec![rec], &mut vec![i])),
                 &mut out,
             )
             .unwrap();

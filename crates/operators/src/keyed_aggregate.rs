@@ -22,7 +22,7 @@ use crate::error::Result;
 use crate::state::keyed_table::{KeyedTable, ScratchTable};
 use crate::types::RuntimeMode;
 use crate::types::{Data, Key};
-use crate::{Batch, Collector, OneInputOperator, Operator};
+use crate::{Batch, Collector, Operator};
 
 /// A combiner flushes its partial results when it holds more distinct keys than this, which
 /// bounds its memory on high-cardinality keys.
@@ -294,14 +294,15 @@ impl<T, K: Key, KS, A: Aggregation<T, K>> KeyedAggregate<T, K, KS, A> {
     }
 }
 
-impl<T, K, KS, A> OneInputOperator for KeyedAggregate<T, K, KS, A>
+impl<T, K, KS, A> Operator for KeyedAggregate<T, K, KS, A>
 where
     T: Send + 'static,
     K: Key,
     KS: Fn(&T) -> K + Send + 'static,
     A: Aggregation<T, K>,
 {
-    type In = T;
+    type In = (T,);
+    type Out = A::Out;
 
     fn process_batch(
         &mut self,
@@ -319,16 +320,6 @@ where
             Ok(())
         })
     }
-}
-
-impl<T, K, KS, A> Operator for KeyedAggregate<T, K, KS, A>
-where
-    T: Send + 'static,
-    K: Key,
-    KS: Fn(&T) -> K + Send + 'static,
-    A: Aggregation<T, K>,
-{
-    type Out = A::Out;
 
     fn end_of_input(&mut self, out: &mut Collector<'_, A::Out>) -> Result<()> {
         self.acc.end_of_input(out);
@@ -365,14 +356,15 @@ impl<T, K: Hash + Eq, KS, A: Aggregation<T, K>> PartialAggregate<T, K, KS, A> {
     }
 }
 
-impl<T, K, KS, A> OneInputOperator for PartialAggregate<T, K, KS, A>
+impl<T, K, KS, A> Operator for PartialAggregate<T, K, KS, A>
 where
     T: Send + 'static,
     K: Key,
     KS: Fn(&T) -> K + Send + 'static,
     A: Aggregation<T, K>,
 {
-    type In = T;
+    type In = (T,);
+    type Out = (K, A::Acc);
 
     #[inline]
     fn process_batch(
@@ -396,16 +388,6 @@ where
             Ok(())
         })
     }
-}
-
-impl<T, K, KS, A> Operator for PartialAggregate<T, K, KS, A>
-where
-    T: Send + 'static,
-    K: Key,
-    KS: Fn(&T) -> K + Send + 'static,
-    A: Aggregation<T, K>,
-{
-    type Out = (K, A::Acc);
 
     fn end_of_input(&mut self, out: &mut Collector<'_, (K, A::Acc)>) -> Result<()> {
         self.emit_all(out);
@@ -427,13 +409,14 @@ impl<T, K: Key, A: Aggregation<T, K>> MergeAggregate<T, K, A> {
     }
 }
 
-impl<T, K, A> OneInputOperator for MergeAggregate<T, K, A>
+impl<T, K, A> Operator for MergeAggregate<T, K, A>
 where
     T: 'static,
     K: Key,
     A: Aggregation<T, K>,
 {
-    type In = (K, A::Acc);
+    type In = ((K, A::Acc),);
+    type Out = A::Out;
 
     fn process_batch(
         &mut self,
@@ -451,15 +434,6 @@ where
             Ok(())
         })
     }
-}
-
-impl<T, K, A> Operator for MergeAggregate<T, K, A>
-where
-    T: 'static,
-    K: Key,
-    A: Aggregation<T, K>,
-{
-    type Out = A::Out;
 
     fn end_of_input(&mut self, out: &mut Collector<'_, A::Out>) -> Result<()> {
         self.acc.end_of_input(out);

@@ -9,7 +9,7 @@ use crate::state::snapshot::{
     SnapshotBuffer, decode_checkpointed, incremental, is_snapshot, read_snapshot, read_tables,
 };
 use crate::types::{CheckpointId, Key, MIN_WATERMARK};
-use crate::{Batch, Collector, Operator, TwoInputOperator};
+use crate::{Collector, Operator, TwoInputBatch};
 
 /// One side's records per key, checkpointed incrementally (see [`KeyedTable`]).
 type Table<K, V> = KeyedTable<K, Vec<V>>;
@@ -56,54 +56,6 @@ impl<L, R, K: Key, O, KL, KR, F> KeyedJoin<L, R, K, O, KL, KR, F> {
     }
 }
 
-impl<L, R, K, O, KL, KR, F> TwoInputOperator for KeyedJoin<L, R, K, O, KL, KR, F>
-where
-    L: crate::types::Data,
-    R: crate::types::Data,
-    K: Key,
-    O: 'static,
-    KL: Fn(&L) -> K + Send + 'static,
-    KR: Fn(&R) -> K + Send + 'static,
-    F: FnMut(&K, &L, &R) -> O + Send + 'static,
-{
-    type In1 = L;
-    type In2 = R;
-
-    fn process_batch1(&mut self, batch: Batch<'_, L>, out: &mut Collector<'_, O>) -> Result<()> {
-        batch.for_each(out, |l, out| {
-            let key = (self.left_key)(&l);
-            if let Some(matches) = self.right.get(&key) {
-                for r in matches {
-                    out.collect((self.f)(&key, &l, r));
-                }
-                if self.unique_right {
-                    return Ok(()); // no other right record can come for this key
-                }
-            }
-            self.left.upsert(key, Vec::new).push(l);
-            Ok(())
-        })
-    }
-
-    fn process_batch2(&mut self, batch: Batch<'_, R>, out: &mut Collector<'_, O>) -> Result<()> {
-        batch.for_each(out, |r, out| {
-            let key = (self.right_key)(&r);
-            let waiting = if self.unique_right {
-                self.left.remove(&key)
-            } else {
-                None
-            };
-            if let Some(matches) = waiting.as_ref().or_else(|| self.left.get(&key)) {
-                for l in matches {
-                    out.collect((self.f)(&key, l, &r));
-                }
-            }
-            self.right.upsert(key, Vec::new).push(r);
-            Ok(())
-        })
-    }
-}
-
 impl<L, R, K, O, KL, KR, F> Operator for KeyedJoin<L, R, K, O, KL, KR, F>
 where
     L: crate::types::Data,
@@ -114,7 +66,45 @@ where
     KR: Fn(&R) -> K + Send + 'static,
     F: FnMut(&K, &L, &R) -> O + Send + 'static,
 {
+    type In = (L, R);
     type Out = O;
+
+    fn process_batch(
+        &mut self,
+        batch: TwoInputBatch<'_, L, R>,
+        out: &mut Collector<'_, O>,
+    ) -> Result<()> {
+        match batch {
+            TwoInputBatch::First(batch) => batch.for_each(out, |l, out| {
+                let key = (self.left_key)(&l);
+                if let Some(matches) = self.right.get(&key) {
+                    for r in matches {
+                        out.collect((self.f)(&key, &l, r));
+                    }
+                    if self.unique_right {
+                        return Ok(()); // no other right record can come for this key
+                    }
+                }
+                self.left.upsert(key, Vec::new).push(l);
+                Ok(())
+            }),
+            TwoInputBatch::Second(batch) => batch.for_each(out, |r, out| {
+                let key = (self.right_key)(&r);
+                let waiting = if self.unique_right {
+                    self.left.remove(&key)
+                } else {
+                    None
+                };
+                if let Some(matches) = waiting.as_ref().or_else(|| self.left.get(&key)) {
+                    for l in matches {
+                        out.collect((self.f)(&key, l, &r));
+                    }
+                }
+                self.right.upsert(key, Vec::new).push(r);
+                Ok(())
+            }),
+        }
+    }
 
     /// Both sides' records: the left table's snapshot, then the right's, in one buffer; both
     /// deltas on the last completed checkpoint, or both whole.
@@ -161,7 +151,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::VecOutput;
+    use crate::{Batch, VecOutput};
 
     type Join = KeyedJoin<
         (u32, u32),
@@ -186,10 +176,16 @@ mod tests {
         let mut stamps = Vec::new();
         let mut c = Collector::new(&mut buf, &mut stamps, &mut out, 64);
         before
-            .process_batch1((&mut vec![(1, 10), (2, 20)]).into(), &mut c)
+            .process_batch(
+                TwoInputBatch::First(Batch::new(&mut vec![(1, 10), (2, 20)])),
+                &mut c,
+            )
             .unwrap();
         before
-            .process_batch2((&mut vec![(3, 300)]).into(), &mut c)
+            .process_batch(
+                TwoInputBatch::Second(Batch::new(&mut vec![(3, 300)])),
+                &mut c,
+            )
             .unwrap();
         c.done().unwrap();
         let snapshot = before.snapshot_state(1, 128).unwrap().unwrap();
@@ -201,10 +197,13 @@ mod tests {
         let mut stamps = Vec::new();
         let mut c = Collector::new(&mut buf, &mut stamps, &mut out, 64);
         after
-            .process_batch2((&mut vec![(1, 100)]).into(), &mut c)
+            .process_batch(
+                TwoInputBatch::Second(Batch::new(&mut vec![(1, 100)])),
+                &mut c,
+            )
             .unwrap();
         after
-            .process_batch1((&mut vec![(3, 30)]).into(), &mut c)
+            .process_batch(TwoInputBatch::First(Batch::new(&mut vec![(3, 30)])), &mut c)
             .unwrap();
         c.done().unwrap();
         let mut got = out.0;
@@ -247,11 +246,11 @@ mod tests {
             for (i, (records, complete)) in steps.iter().enumerate() {
                 for (left, key, v) in records {
                     if *left {
-                        op.process_batch1((&mut vec![(*key, *v)]).into(), &mut c).unwrap();
+                        op.process_batch(TwoInputBatch::First(Batch::new(&mut vec![(*key, *v)])), &mut c).unwrap();
                     } else if next_right < 300 {
                         // Right keys are unique: 0, 1, 2, ... each once. Left records with a
                         // higher key wait, and leave the state when their right comes.
-                        op.process_batch2((&mut vec![(next_right, *v)]).into(), &mut c).unwrap();
+                        op.process_batch(TwoInputBatch::Second(Batch::new(&mut vec![(next_right, *v)])), &mut c).unwrap();
                         next_right += 1;
                     }
                 }
@@ -295,13 +294,13 @@ mod tests {
                 let (mut l, mut r) = (lefts.iter(), rights.iter());
                 for left_first in order.iter().chain(std::iter::repeat_n(&true, 130)) {
                     match if *left_first { l.next().map(Ok) } else { r.next().map(Err) } {
-                        Some(Ok(x)) => op.process_batch1((&mut vec![*x]).into(), &mut c).unwrap(),
-                        Some(Err(x)) => op.process_batch2((&mut vec![*x]).into(), &mut c).unwrap(),
+                        Some(Ok(x)) => op.process_batch(TwoInputBatch::First(Batch::new(&mut vec![*x])), &mut c).unwrap(),
+                        Some(Err(x)) => op.process_batch(TwoInputBatch::Second(Batch::new(&mut vec![*x])), &mut c).unwrap(),
                         None => {}
                     }
                 }
                 for x in r {
-                    op.process_batch2((&mut vec![*x]).into(), &mut c).unwrap();
+                    op.process_batch(TwoInputBatch::Second(Batch::new(&mut vec![*x])), &mut c).unwrap();
                 }
                 c.done().unwrap();
                 got[j] = out.0;

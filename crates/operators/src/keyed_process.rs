@@ -6,7 +6,7 @@ use std::marker::PhantomData;
 use crate::error::Result;
 use crate::state::ValueState;
 use crate::types::Key;
-use crate::{Batch, Collector, OneInputOperator, Operator};
+use crate::{Batch, Collector, Operator};
 
 /// Calls the user function for every record with the state of the record's key.
 ///
@@ -33,7 +33,7 @@ impl<T, K: Key, S, O, KS, F> KeyedProcess<T, K, S, O, KS, F> {
     }
 }
 
-impl<T, K, S, O, KS, F> OneInputOperator for KeyedProcess<T, K, S, O, KS, F>
+impl<T, K, S, O, KS, F> Operator for KeyedProcess<T, K, S, O, KS, F>
 where
     T: 'static,
     K: Key,
@@ -42,7 +42,8 @@ where
     KS: Fn(&T) -> K + Send + 'static,
     F: FnMut(&K, T, &mut ValueState<'_, S>, &mut Collector<'_, O>) + Send + 'static,
 {
-    type In = T;
+    type In = (T,);
+    type Out = O;
 
     fn process_batch(&mut self, batch: Batch<'_, T>, out: &mut Collector<'_, O>) -> Result<()> {
         batch.for_each(out, |record, out| {
@@ -55,18 +56,6 @@ where
             Ok(())
         })
     }
-}
-
-impl<T, K, S, O, KS, F> Operator for KeyedProcess<T, K, S, O, KS, F>
-where
-    T: 'static,
-    K: Key,
-    S: crate::types::Data,
-    O: 'static,
-    KS: Fn(&T) -> K + Send + 'static,
-    F: FnMut(&K, T, &mut ValueState<'_, S>, &mut Collector<'_, O>) + Send + 'static,
-{
-    type Out = O;
 
     fn snapshot_state(
         &mut self,

@@ -19,7 +19,7 @@ use crate::state::snapshot::{
     OperatorWatermark, SnapshotBuffer, read_with_watermark, write_with_watermark,
 };
 use crate::types::{CheckpointId, Data, Key, NO_TIMESTAMP, Timestamp};
-use crate::{Batch, Collector, OneInputOperator, Operator, OperatorContext};
+use crate::{Batch, Collector, Operator, OperatorContext};
 
 /// A function over a keyed stream with a value per key and timers (Flink's
 /// `KeyedProcessFunction`).
@@ -267,14 +267,15 @@ impl<T: 'static, K: Key, KS: Fn(&T) -> K + Send + 'static, F: KeyedProcessFuncti
     }
 }
 
-impl<T, K, KS, F> OneInputOperator for KeyedProcessOperator<T, K, KS, F>
+impl<T, K, KS, F> Operator for KeyedProcessOperator<T, K, KS, F>
 where
     T: 'static,
     K: Key,
     KS: Fn(&T) -> K + Send + 'static,
     F: KeyedProcessFunction<K, T>,
 {
-    type In = T;
+    type In = (T,);
+    type Out = F::Out;
 
     fn process_batch(
         &mut self,
@@ -286,16 +287,6 @@ where
         }
         Ok(())
     }
-}
-
-impl<T, K, KS, F> Operator for KeyedProcessOperator<T, K, KS, F>
-where
-    T: 'static,
-    K: Key,
-    KS: Fn(&T) -> K + Send + 'static,
-    F: KeyedProcessFunction<K, T>,
-{
-    type Out = F::Out;
 
     fn process_watermark(
         &mut self,

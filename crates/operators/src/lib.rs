@@ -1,9 +1,9 @@
 //! Operators: the contract every operator implements, and the operators themselves.
 //!
-//! An operator transforms batches: [`OneInputOperator::process_batch`] receives a [`Batch`]
-//! of input records and emits output records into a [`Collector`], which hands them to the
-//! operator's [`Output`]; every other hook of its life (watermarks, timers, end of input,
-//! checkpoints) is one [`Operator`] trait, each hook defaulted. How operators are fused into chains and called (guarded, so that a
+//! An operator transforms batches: [`Operator::process_batch`] receives a [`Batch`] of input
+//! records and emits output records into a [`Collector`], which hands them to the operator's
+//! [`Output`]; the other hooks of the same trait (watermarks, timers, end of input,
+//! checkpoints) have defaults. How operators are fused into chains and called (guarded, so that a
 //! panic names the operator and subtask) is the runtime's business (`crate::runtime::chain`);
 //! this layer knows nothing of tasks, channels or graphs.
 //!
@@ -43,7 +43,7 @@ pub mod window;
 
 pub use collector::Collector;
 pub use context::OperatorContext;
-pub use operator::{Batch, Drain, OneInputOperator, Operator, TwoInputOperator};
+pub use operator::{Batch, Drain, Inputs, Operator, TwoInputBatch};
 pub use output::{Control, Discard, Output, VecOutput};
 pub use watermark_strategy::{WatermarkGenerator, WatermarkOutput, WatermarkStrategy};
 

@@ -3,7 +3,7 @@
 use std::marker::PhantomData;
 
 use crate::error::Result;
-use crate::{Batch, Collector, OneInputOperator, Operator};
+use crate::{Batch, Collector, Operator};
 
 /// Applies a function to every record.
 pub struct Map<I, O, F> {
@@ -21,11 +21,12 @@ impl<I, O, F> Map<I, O, F> {
     }
 }
 
-impl<I: 'static, O: 'static, F> OneInputOperator for Map<I, O, F>
+impl<I: 'static, O: 'static, F> Operator for Map<I, O, F>
 where
     F: FnMut(I) -> O + Send + 'static,
 {
-    type In = I;
+    type In = (I,);
+    type Out = O;
 
     #[inline]
     fn process_batch(&mut self, batch: Batch<'_, I>, out: &mut Collector<'_, O>) -> Result<()> {
@@ -34,11 +35,4 @@ where
             Ok(())
         })
     }
-}
-
-impl<I: 'static, O: 'static, F> Operator for Map<I, O, F>
-where
-    F: FnMut(I) -> O + Send + 'static,
-{
-    type Out = O;
 }

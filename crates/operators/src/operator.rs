@@ -1,9 +1,8 @@
-//! The operator contract: one lifecycle ([`Operator`]) that every operator has, whatever its
-//! inputs, and one process method per input ([`OneInputOperator`], [`TwoInputOperator`]),
-//! which takes a [`Batch`]: records with their event timestamps, if they have any.
-//!
-//! Every hook of the lifecycle has a default, so an operator writes only what it does: a map
-//! writes `process_batch`, a window operator adds watermarks, timers and its state. The
+//! The operator contract: one trait, [`Operator`], whatever the operator's inputs: one
+//! process method that takes a [`Batch`] (records with their event timestamps, if they have
+//! any; for two inputs a [`TwoInputBatch`] saying which input it came from), and a lifecycle
+//! whose every hook has a default, so an operator writes only what it does: a map writes
+//! `process_batch`, a window operator adds watermarks, timers and its state. The
 //! runtime (`hummer-runtime`'s chain) calls the hooks synchronously on the task's thread, one
 //! call at a time; what an operator needs to know about where it runs (its name, subtask,
 //! parallelism, clock) it gets at construction, in its [`crate::OperatorContext`].
@@ -161,14 +160,49 @@ impl<T> Iterator for Drain<'_, T> {
     }
 }
 
-/// What every operator has, whatever its inputs: its output type and its lifecycle. Every
-/// hook has a default that does nothing.
+/// What an operator reads: `(T,)` for one input of `T`, `(L, R)` for two inputs; it fixes the
+/// batch type of [`Operator::process_batch`].
+pub trait Inputs {
+    /// The batch an operator's process method takes.
+    type Batch<'a>;
+}
+
+impl<T: 'static> Inputs for (T,) {
+    type Batch<'a> = Batch<'a, T>;
+}
+
+impl<L: 'static, R: 'static> Inputs for (L, R) {
+    type Batch<'a> = TwoInputBatch<'a, L, R>;
+}
+
+/// A batch of one of a two-input operator's inputs.
+pub enum TwoInputBatch<'a, L, R> {
+    /// From the first input (the stream `connect` or `join` was called on).
+    First(Batch<'a, L>),
+    /// From the second input.
+    Second(Batch<'a, R>),
+}
+
+/// The operator contract: what it reads and emits, the one method that processes a batch of
+/// its input, and its lifecycle. Every hook but [`Operator::process_batch`] has a default
+/// that does nothing.
 ///
 /// The runtime calls the hooks on the task's thread, one call at a time, and guards every
 /// call: an error or a panic fails the job with the operator and subtask named.
 pub trait Operator: Send + 'static {
+    /// What it reads: `(T,)` for one input of `T`, `(L, R)` for two (see [`Inputs`]).
+    type In: Inputs;
     /// Output record type.
     type Out;
+
+    /// Processes a batch of its input (one input: a [`Batch`]; two inputs: a
+    /// [`TwoInputBatch`] saying which input it came from). See [`Batch`] for the ways to
+    /// consume it.
+    fn process_batch(
+        &mut self,
+        batch: <Self::In as Inputs>::Batch<'_>,
+        out: &mut Collector<'_, Self::Out>,
+    ) -> Result<()>;
 
     /// True for an operator that makes its own watermarks (a timestamp assigner): the runtime
     /// then does not hand on its input's watermarks and statuses; the operator emits its own
@@ -245,41 +279,6 @@ pub trait Operator: Send + 'static {
         let _ = id;
         Ok(())
     }
-}
-
-/// An operator with one input.
-pub trait OneInputOperator: Operator {
-    /// Input record type.
-    type In;
-
-    /// Processes a batch of records (see [`Batch`] for the ways to consume it).
-    fn process_batch(
-        &mut self,
-        batch: Batch<'_, Self::In>,
-        out: &mut Collector<'_, Self::Out>,
-    ) -> Result<()>;
-}
-
-/// An operator with two inputs of possibly different types.
-pub trait TwoInputOperator: Operator {
-    /// First input's record type.
-    type In1;
-    /// Second input's record type.
-    type In2;
-
-    /// Processes a batch from the first input.
-    fn process_batch1(
-        &mut self,
-        batch: Batch<'_, Self::In1>,
-        out: &mut Collector<'_, Self::Out>,
-    ) -> Result<()>;
-
-    /// Processes a batch from the second input.
-    fn process_batch2(
-        &mut self,
-        batch: Batch<'_, Self::In2>,
-        out: &mut Collector<'_, Self::Out>,
-    ) -> Result<()>;
 }
 
 #[cfg(test)]

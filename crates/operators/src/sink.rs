@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use crate::error::Result;
 use crate::types::CheckpointId;
-use crate::{Batch, Collector, OneInputOperator, Operator, OperatorContext};
+use crate::{Batch, Collector, Operator, OperatorContext};
 
 /// A destination for the records of a stream (Flink's `Sink`).
 pub trait Sink<T>: Send + Sync + 'static {
@@ -65,16 +65,13 @@ impl<T: 'static> SinkOperator<T> {
     }
 }
 
-impl<T: 'static> OneInputOperator for SinkOperator<T> {
-    type In = T;
+impl<T: 'static> Operator for SinkOperator<T> {
+    type In = (T,);
+    type Out = ();
 
     fn process_batch(&mut self, batch: Batch<'_, T>, _out: &mut Collector<'_, ()>) -> Result<()> {
         self.writer.write_batch(batch.into_records())
     }
-}
-
-impl<T: 'static> Operator for SinkOperator<T> {
-    type Out = ();
 
     fn end_of_input(&mut self, _out: &mut Collector<'_, ()>) -> Result<()> {
         self.writer.finish()

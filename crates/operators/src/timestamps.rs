@@ -11,7 +11,7 @@ use std::time::Duration;
 use crate::error::Result;
 use crate::types::{MAX_WATERMARK, ProcessingTimeService, Timestamp};
 use crate::watermark_strategy::{TrackerChange, WatermarkTracker};
-use crate::{Batch, Collector, OneInputOperator, Operator, WatermarkStrategy};
+use crate::{Batch, Collector, Operator, WatermarkStrategy};
 
 /// Stamps records and emits watermarks as a [`WatermarkStrategy`] says.
 pub struct TimestampsAndWatermarks<T> {
@@ -57,8 +57,9 @@ fn hand_on<T>(change: TrackerChange, out: &mut Collector<'_, T>) {
     }
 }
 
-impl<T: 'static> OneInputOperator for TimestampsAndWatermarks<T> {
-    type In = T;
+impl<T: 'static> Operator for TimestampsAndWatermarks<T> {
+    type In = (T,);
+    type Out = T;
 
     fn process_batch(&mut self, batch: Batch<'_, T>, out: &mut Collector<'_, T>) -> Result<()> {
         for (record, previous) in batch.drain() {
@@ -66,10 +67,6 @@ impl<T: 'static> OneInputOperator for TimestampsAndWatermarks<T> {
         }
         Ok(())
     }
-}
-
-impl<T: 'static> Operator for TimestampsAndWatermarks<T> {
-    type Out = T;
 
     fn generates_watermarks(&self) -> bool {
         true

@@ -3,7 +3,7 @@
 use std::marker::PhantomData;
 
 use crate::error::Result;
-use crate::{Batch, Collector, OneInputOperator, Operator};
+use crate::{Batch, Collector, Operator};
 
 /// Forwards every record of every input. A union node has several input edges, so it always
 /// heads a chain; the operators after it are fused to it.
@@ -19,8 +19,9 @@ impl<T> Default for Union<T> {
     }
 }
 
-impl<T: 'static> OneInputOperator for Union<T> {
-    type In = T;
+impl<T: 'static> Operator for Union<T> {
+    type In = (T,);
+    type Out = T;
 
     #[inline]
     fn process_batch(&mut self, batch: Batch<'_, T>, out: &mut Collector<'_, T>) -> Result<()> {
@@ -29,8 +30,4 @@ impl<T: 'static> OneInputOperator for Union<T> {
             Ok(())
         })
     }
-}
-
-impl<T: 'static> Operator for Union<T> {
-    type Out = T;
 }

@@ -13,8 +13,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use crate::error::{HummerError, Result, panic_message};
 use crate::operators::{
-    Batch, Collector, Control, OneInputOperator, Operator, OperatorContext, Output,
-    TwoInputOperator,
+    Batch, Collector, Control, Operator, OperatorContext, Output, TwoInputBatch,
 };
 use crate::state::task_state::TaskSnapshot;
 use crate::types::{CheckpointId, Timestamp};
@@ -192,9 +191,9 @@ impl<Op: Operator> Link<Op> {
 }
 
 /// One fused link of a chain: a one-input operator and everything downstream of it.
-pub struct ChainLink<Op: OneInputOperator>(Link<Op>);
+pub struct ChainLink<Op: Operator>(Link<Op>);
 
-impl<Op: OneInputOperator> ChainLink<Op> {
+impl<Op: Operator> ChainLink<Op> {
     pub fn new(op: Op, ctx: OperatorContext, next: Box<dyn Output<Op::Out>>) -> Self {
         ChainLink(Link::new(op, ctx, next))
     }
@@ -205,14 +204,14 @@ impl<Op: OneInputOperator> ChainLink<Op> {
     }
 }
 
-impl<Op> Output<Op::In> for ChainLink<Op>
+impl<T, Op> Output<T> for ChainLink<Op>
 where
-    Op: OneInputOperator,
-    Op::In: Send,
+    Op: Operator<In = (T,)>,
+    T: Send + 'static,
     Op::Out: Send,
 {
     #[inline]
-    fn push(&mut self, records: &mut Vec<Op::In>, timestamps: &mut Vec<Timestamp>) -> Result<()> {
+    fn push(&mut self, records: &mut Vec<T>, timestamps: &mut Vec<Timestamp>) -> Result<()> {
         self.0.process(records, timestamps, |op, batch, out| {
             op.process_batch(batch, out)
         })
@@ -224,9 +223,9 @@ where
 }
 
 /// The head of a chain that starts with a two-input operator.
-pub struct TwoInputHead<Op: TwoInputOperator>(Link<Op>);
+pub struct TwoInputHead<Op: Operator>(Link<Op>);
 
-impl<Op: TwoInputOperator> TwoInputHead<Op> {
+impl<L: 'static, R: 'static, Op: Operator<In = (L, R)>> TwoInputHead<Op> {
     pub fn new(op: Op, ctx: OperatorContext, next: Box<dyn Output<Op::Out>>) -> Self {
         TwoInputHead(Link::new(op, ctx, next))
     }
@@ -237,24 +236,16 @@ impl<Op: TwoInputOperator> TwoInputHead<Op> {
     }
 
     /// Processes a batch of the first input (`timestamps` as for [`Output::push`]).
-    pub fn push1(
-        &mut self,
-        records: &mut Vec<Op::In1>,
-        timestamps: &mut Vec<Timestamp>,
-    ) -> Result<()> {
+    pub fn push1(&mut self, records: &mut Vec<L>, timestamps: &mut Vec<Timestamp>) -> Result<()> {
         self.0.process(records, timestamps, |op, batch, out| {
-            op.process_batch1(batch, out)
+            op.process_batch(TwoInputBatch::First(batch), out)
         })
     }
 
     /// Processes a batch of the second input (`timestamps` as for [`Output::push`]).
-    pub fn push2(
-        &mut self,
-        records: &mut Vec<Op::In2>,
-        timestamps: &mut Vec<Timestamp>,
-    ) -> Result<()> {
+    pub fn push2(&mut self, records: &mut Vec<R>, timestamps: &mut Vec<Timestamp>) -> Result<()> {
         self.0.process(records, timestamps, |op, batch, out| {
-            op.process_batch2(batch, out)
+            op.process_batch(TwoInputBatch::Second(batch), out)
         })
     }
 
@@ -304,37 +295,28 @@ mod tests {
         committed: Vec<(CheckpointId, Vec<u32>)>,
     }
 
-    impl TwoInputOperator for CommitOnComplete {
-        type In1 = u32;
-        type In2 = u32;
-
-        fn process_batch1(
-            &mut self,
-            batch: Batch<'_, u32>,
-            out: &mut Collector<'_, u32>,
-        ) -> Result<()> {
-            batch.for_each(out, |x, out| {
-                self.pending.push(x);
-                out.collect(x);
-                Ok(())
-            })
-        }
-
-        fn process_batch2(
-            &mut self,
-            batch: Batch<'_, u32>,
-            out: &mut Collector<'_, u32>,
-        ) -> Result<()> {
-            batch.for_each(out, |x, out| {
-                self.pending.push(x + 1000);
-                out.collect(x);
-                Ok(())
-            })
-        }
-    }
-
     impl Operator for CommitOnComplete {
+        type In = (u32, u32);
         type Out = u32;
+
+        fn process_batch(
+            &mut self,
+            batch: TwoInputBatch<'_, u32, u32>,
+            out: &mut Collector<'_, u32>,
+        ) -> Result<()> {
+            match batch {
+                TwoInputBatch::First(batch) => batch.for_each(out, |x, out| {
+                    self.pending.push(x);
+                    out.collect(x);
+                    Ok(())
+                }),
+                TwoInputBatch::Second(batch) => batch.for_each(out, |x, out| {
+                    self.pending.push(x + 1000);
+                    out.collect(x);
+                    Ok(())
+                }),
+            }
+        }
 
         fn notify_checkpoint_complete(&mut self, id: CheckpointId) -> Result<()> {
             if id == 13 {
@@ -455,8 +437,9 @@ mod tests {
         sink: bool,
     }
 
-    impl OneInputOperator for SumAtEnd {
-        type In = u32;
+    impl Operator for SumAtEnd {
+        type In = (u32,);
+        type Out = u32;
 
         fn process_batch(
             &mut self,
@@ -466,10 +449,6 @@ mod tests {
             self.sum += batch.into_records().drain(..).sum::<u32>();
             Ok(())
         }
-    }
-
-    impl Operator for SumAtEnd {
-        type Out = u32;
 
         fn end_of_input(&mut self, out: &mut Collector<'_, u32>) -> Result<()> {
             self.ends += 1;
@@ -605,8 +584,10 @@ mod tests {
     /// Hands every record on unchanged, timestamps included.
     struct PassThrough;
 
-    impl OneInputOperator for PassThrough {
-        type In = u32;
+    impl Operator for PassThrough {
+        type In = (u32,);
+        type Out = u32;
+
         fn process_batch(
             &mut self,
             batch: Batch<'_, u32>,
@@ -617,10 +598,6 @@ mod tests {
                 Ok(())
             })
         }
-    }
-
-    impl Operator for PassThrough {
-        type Out = u32;
     }
 
     #[test]

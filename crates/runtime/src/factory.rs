@@ -10,7 +10,7 @@ use std::sync::Arc;
 use crate::chain::{ChainLink, TwoInputHead};
 use crate::connectors::{Source, SourceContext};
 use crate::error::Result;
-use crate::operators::{OneInputOperator, OperatorContext, TwoInputOperator};
+use crate::operators::{Operator, OperatorContext};
 use crate::source_splits::SourceSplits;
 use crate::state::task_state::RestoredState;
 use crate::task::{SourceTask, TaskBody, TwoInputTask};
@@ -112,7 +112,8 @@ impl<T: Send + 'static> SourceNodeFactory for SourceFactory<T> {
     }
 }
 
-/// A one-input node built by calling `make` for every subtask.
+/// A node built by calling `make` for every subtask: a one-input or a two-input operator,
+/// by what the operator reads.
 pub struct OperatorFactory<Op, F> {
     make: F,
     _op: PhantomData<fn() -> Op>,
@@ -120,7 +121,7 @@ pub struct OperatorFactory<Op, F> {
 
 impl<Op, F> OperatorFactory<Op, F>
 where
-    Op: OneInputOperator,
+    Op: Operator,
     F: Fn(&OperatorContext) -> Result<Op> + Send + Sync + 'static,
 {
     /// A factory that builds each subtask's operator with `make`.
@@ -130,12 +131,17 @@ where
             _op: PhantomData,
         }
     }
+
+    /// The operator of one subtask; its failure names the operator and subtask.
+    fn make(&self, ctx: &OperatorContext) -> Result<Op> {
+        (self.make)(ctx).map_err(|e| e.attribute(&ctx.name, ctx.subtask))
+    }
 }
 
-impl<Op, F> OneInputNodeFactory for OperatorFactory<Op, F>
+impl<T, Op, F> OneInputNodeFactory for OperatorFactory<Op, F>
 where
-    Op: OneInputOperator,
-    Op::In: Send + 'static,
+    Op: Operator<In = (T,)>,
+    T: Send + 'static,
     Op::Out: Send + 'static,
     F: Fn(&OperatorContext) -> Result<Op> + Send + Sync + 'static,
 {
@@ -145,38 +151,17 @@ where
         out: ErasedOutput,
         restored: &[Vec<u8>],
     ) -> Result<ErasedOutput> {
-        let op = (self.make)(ctx).map_err(|e| e.attribute(&ctx.name, ctx.subtask))?;
-        let mut link = ChainLink::new(op, ctx.clone(), out.downcast::<Op::Out>()?);
+        let mut link = ChainLink::new(self.make(ctx)?, ctx.clone(), out.downcast::<Op::Out>()?);
         link.restore(restored)?;
-        Ok(ErasedOutput::new::<Op::In>(Box::new(link)))
+        Ok(ErasedOutput::new::<T>(Box::new(link)))
     }
 }
 
-/// A two-input node built by calling `make` for every subtask.
-pub struct TwoInputOperatorFactory<Op, F> {
-    make: F,
-    _op: PhantomData<fn() -> Op>,
-}
-
-impl<Op, F> TwoInputOperatorFactory<Op, F>
+impl<L, R, Op, F> TwoInputNodeFactory for OperatorFactory<Op, F>
 where
-    Op: TwoInputOperator,
-    F: Fn(&OperatorContext) -> Result<Op> + Send + Sync + 'static,
-{
-    /// A factory that builds each subtask's operator with `make`.
-    pub fn new(make: F) -> Self {
-        TwoInputOperatorFactory {
-            make,
-            _op: PhantomData,
-        }
-    }
-}
-
-impl<Op, F> TwoInputNodeFactory for TwoInputOperatorFactory<Op, F>
-where
-    Op: TwoInputOperator,
-    Op::In1: Send + 'static,
-    Op::In2: Send + 'static,
+    Op: Operator<In = (L, R)>,
+    L: Send + 'static,
+    R: Send + 'static,
     Op::Out: Send + 'static,
     F: Fn(&OperatorContext) -> Result<Op> + Send + Sync + 'static,
 {
@@ -188,12 +173,11 @@ where
         input2: Vec<ErasedReceiver>,
         restored: &[Vec<u8>],
     ) -> Result<Box<dyn TaskBody>> {
-        let op = (self.make)(ctx).map_err(|e| e.attribute(&ctx.name, ctx.subtask))?;
-        let mut head = TwoInputHead::new(op, ctx.clone(), out.downcast::<Op::Out>()?);
+        let mut head = TwoInputHead::new(self.make(ctx)?, ctx.clone(), out.downcast::<Op::Out>()?);
         head.restore(restored)?;
         Ok(Box::new(TwoInputTask {
-            input1: input_gate::<Op::In1>(input1)?,
-            input2: input_gate::<Op::In2>(input2)?,
+            input1: input_gate::<L>(input1)?,
+            input2: input_gate::<R>(input2)?,
             head,
         }))
     }

@@ -21,7 +21,7 @@ use crate::checkpoint::barrier_aligner::{BarrierAction, BarrierAligner};
 use crate::checkpoint::hub::{CheckpointHub, HubEvent};
 use crate::connectors::SourceStatus;
 use crate::error::{HummerError, Result};
-use crate::operators::{Control, OperatorContext, Output, TwoInputOperator};
+use crate::operators::{Control, Operator, OperatorContext, Output};
 use crate::source_splits::SourceSplits;
 use crate::state::task_state::{SourceSplit, TaskAck, TaskSnapshot};
 use crate::types::CancelToken;
@@ -621,17 +621,17 @@ impl<T: Send + 'static> TaskBody for OneInputTask<T> {
 }
 
 /// A chain headed by a two-input operator.
-pub struct TwoInputTask<Op: TwoInputOperator> {
-    pub(crate) input1: InputGate<Op::In1>,
-    pub(crate) input2: InputGate<Op::In2>,
+pub struct TwoInputTask<L, R, Op: Operator<In = (L, R)>> {
+    pub(crate) input1: InputGate<L>,
+    pub(crate) input2: InputGate<R>,
     pub(crate) head: TwoInputHead<Op>,
 }
 
-impl<Op> TaskBody for TwoInputTask<Op>
+impl<L, R, Op> TaskBody for TwoInputTask<L, R, Op>
 where
-    Op: TwoInputOperator,
-    Op::In1: Send,
-    Op::In2: Send,
+    Op: Operator<In = (L, R)>,
+    L: Send + 'static,
+    R: Send + 'static,
     Op::Out: Send,
 {
     fn run(self: Box<Self>, rt: &TaskRuntime) -> Result<()> {

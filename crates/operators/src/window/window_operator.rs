@@ -27,7 +27,7 @@ use crate::types::{CheckpointId, Key, NO_TIMESTAMP, Timestamp};
 use crate::window::functions::{WindowFunction, WindowOutput};
 use crate::window::triggers::{Trigger, TriggerContext, TriggerResult};
 use crate::window::{TimeWindow, WindowAssigner};
-use crate::{Batch, Collector, OneInputOperator, Operator, OperatorContext};
+use crate::{Batch, Collector, Operator, OperatorContext};
 
 /// One window of one key: its state, its trigger's number, its timers.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -544,7 +544,7 @@ where
     }
 }
 
-impl<T, K, KS, A, F> OneInputOperator for WindowOperator<T, K, KS, A, F>
+impl<T, K, KS, A, F> Operator for WindowOperator<T, K, KS, A, F>
 where
     T: Clone + Send + 'static,
     K: Key,
@@ -552,7 +552,8 @@ where
     A: WindowAssigner,
     F: WindowFunction<K, T>,
 {
-    type In = T;
+    type In = (T,);
+    type Out = WindowOutput<F::Out, T>;
 
     fn process_batch(
         &mut self,
@@ -564,17 +565,6 @@ where
             .drain()
             .try_for_each(|(record, t)| self.process_record(record, t, now, out))
     }
-}
-
-impl<T, K, KS, A, F> Operator for WindowOperator<T, K, KS, A, F>
-where
-    T: Clone + Send + 'static,
-    K: Key,
-    KS: Fn(&T) -> K + Send + 'static,
-    A: WindowAssigner,
-    F: WindowFunction<K, T>,
-{
-    type Out = WindowOutput<F::Out, T>;
 
     fn process_watermark(
         &mut self,

@@ -6,7 +6,7 @@
 use std::marker::PhantomData;
 
 use crate::error::Result;
-use crate::operators::{Batch, Collector, OneInputOperator, Operator};
+use crate::operators::{Batch, Collector, Operator};
 use crate::state::keyed_table::KeyedTable;
 use crate::types::{CheckpointId, Data, Key, MAX_WATERMARK, Timestamp};
 
@@ -34,7 +34,7 @@ impl<T, S, K: Key, KS, C, B> BestPerKey<T, S, K, KS, C, B> {
     }
 }
 
-impl<T, S, K, KS, C, B> OneInputOperator for BestPerKey<T, S, K, KS, C, B>
+impl<T, S, K, KS, C, B> Operator for BestPerKey<T, S, K, KS, C, B>
 where
     T: Data,
     S: Data,
@@ -43,7 +43,8 @@ where
     C: Fn(T) -> S + Send + 'static,
     B: Fn(&T, &S) -> bool + Send + 'static,
 {
-    type In = T;
+    type In = (T,);
+    type Out = S;
 
     fn process_batch(&mut self, batch: Batch<'_, T>, _out: &mut Collector<'_, S>) -> Result<()> {
         let (better, keep) = (&self.better, &self.keep);
@@ -62,18 +63,6 @@ where
         );
         Ok(())
     }
-}
-
-impl<T, S, K, KS, C, B> Operator for BestPerKey<T, S, K, KS, C, B>
-where
-    T: Data,
-    S: Data,
-    K: Key,
-    KS: Fn(&T) -> K + Send + 'static,
-    C: Fn(T) -> S + Send + 'static,
-    B: Fn(&T, &S) -> bool + Send + 'static,
-{
-    type Out = S;
 
     fn process_watermark(
         &mut self,
