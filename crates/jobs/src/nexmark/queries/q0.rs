@@ -1,4 +1,10 @@
 //! q0, pass-through: `SELECT auction, bidder, price, dateTime, extra FROM bid`.
+//!
+//! The SQL (as the benchmark runs it on Flink):
+//!
+//! ```sql
+//! SELECT auction, bidder, price, `dateTime`, extra FROM bid;
+//! ```
 
 use crate::api::{DataStream, StreamExecutionEnvironment};
 use crate::nexmark::format;

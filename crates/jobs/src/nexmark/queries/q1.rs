@@ -1,5 +1,17 @@
 //! q1, currency conversion: `SELECT auction, bidder, 0.908 * price as price, dateTime, extra
 //! FROM bid`; the price is DECIMAL(23, 3), printed with three decimals.
+//!
+//! The SQL (as the benchmark runs it on Flink):
+//!
+//! ```sql
+//! SELECT
+//!     auction,
+//!     bidder,
+//!     0.908 * price as price,
+//!     `dateTime`,
+//!     extra
+//! FROM bid;
+//! ```
 
 use crate::api::{DataStream, StreamExecutionEnvironment};
 use crate::nexmark::format;

@@ -1,6 +1,14 @@
 //! q10, log to file system: `SELECT auction, bidder, price, dateTime, extra,
 //! DATE_FORMAT(dateTime, 'yyyy-MM-dd'), DATE_FORMAT(dateTime, 'HH:mm') FROM bid` (the
 //! harness writes `dt` and `hm` as the last two columns instead of partitions).
+//!
+//! The SQL (as the benchmark runs it on Flink):
+//!
+//! ```sql
+//! SELECT auction, bidder, price, `dateTime`, extra, DATE_FORMAT(`dateTime`, 'yyyy-MM-dd'),
+//!     DATE_FORMAT(`dateTime`, 'HH:mm')
+//! FROM bid;
+//! ```
 
 use crate::api::{DataStream, StreamExecutionEnvironment};
 use crate::nexmark::format;

@@ -1,6 +1,18 @@
 //! q11, user sessions: per bidder, sessions closed by 10 s without a bid (a bid at most 10 s
 //! after the previous one extends the session): `bidder, bid_count, start, end` with end =
 //! last bid + 10 s.
+//!
+//! The SQL (as the benchmark runs it on Flink):
+//!
+//! ```sql
+//! SELECT
+//!     B.bidder,
+//!     count(*) as bid_count,
+//!     SESSION_START(B.`dateTime`, INTERVAL '10' SECOND) as starttime,
+//!     SESSION_END(B.`dateTime`, INTERVAL '10' SECOND) as endtime
+//! FROM bid B
+//! GROUP BY B.bidder, SESSION(B.`dateTime`, INTERVAL '10' SECOND);
+//! ```
 
 use std::time::Duration;
 

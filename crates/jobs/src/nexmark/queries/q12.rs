@@ -4,6 +4,21 @@
 //!
 //! The result depends on when the job ran, so it has no reference answer: with a frozen
 //! clock (`StreamExecutionEnvironment::set_clock`) every bid falls in one window.
+//!
+//! The SQL upstream (a processing-time window, so the benchmark does not compare it):
+//!
+//! ```sql
+//! CREATE VIEW B AS SELECT *, PROCTIME() as p_time FROM bid;
+//!
+//! SELECT
+//!     bidder,
+//!     count(*) as bid_count,
+//!     window_start AS starttime,
+//!     window_end AS endtime
+//! FROM TABLE(
+//!         TUMBLE(TABLE B, DESCRIPTOR(p_time), INTERVAL '10' SECOND))
+//! GROUP BY bidder, window_start, window_end;
+//! ```
 
 use std::time::Duration;
 

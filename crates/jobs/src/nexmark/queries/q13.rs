@@ -8,6 +8,30 @@
 //! input directory has one, else the generator's own: keys 0 to 9999, each its own value.
 //! Every subtask shares one read-only copy, so the join is a probe of a hash map per bid,
 //! with no shuffle.
+//!
+//! The SQL upstream (its side input uses a connector option Flink 2 removed, so the benchmark
+//! does not run it):
+//!
+//! ```sql
+//! CREATE TABLE side_input (
+//!   key BIGINT,
+//!   `value` VARCHAR
+//! ) WITH (
+//!   'connector.type' = 'filesystem',
+//!   'connector.path' = 'file://${FLINK_HOME}/data/side_input.txt',
+//!   'format.type' = 'csv'
+//! );
+//!
+//! SELECT
+//!     B.auction,
+//!     B.bidder,
+//!     B.price,
+//!     B.`dateTime`,
+//!     S.`value`
+//! FROM (SELECT *, PROCTIME() as p_time FROM bid) B
+//! JOIN side_input FOR SYSTEM_TIME AS OF B.p_time AS S
+//! ON mod(B.auction, 10000) = S.key;
+//! ```
 
 use std::collections::HashMap;
 use std::path::Path;

@@ -1,6 +1,27 @@
 //! q14, calculation: bids with `1,000,000 < 0.908 * price < 50,000,000`, with the converted
 //! price (DECIMAL(23, 3)), the time of day as `dayTime` (08-18 h), `nightTime` (<= 06 or
 //! >= 20 h) or `otherTime`, and `count_char(extra, 'c')`.
+//!
+//! The SQL (as the benchmark runs it on Flink):
+//!
+//! ```sql
+//! CREATE FUNCTION count_char AS 'com.github.nexmark.flink.udf.CountChar';
+//!
+//! SELECT
+//!     auction,
+//!     bidder,
+//!     0.908 * price as price,
+//!     CASE
+//!         WHEN HOUR(`dateTime`) >= 8 AND HOUR(`dateTime`) <= 18 THEN 'dayTime'
+//!         WHEN HOUR(`dateTime`) <= 6 OR HOUR(`dateTime`) >= 20 THEN 'nightTime'
+//!         ELSE 'otherTime'
+//!     END AS bidTimeType,
+//!     `dateTime`,
+//!     extra,
+//!     count_char(extra, 'c') AS c_counts
+//! FROM bid
+//! WHERE 0.908 * price > 1000000 AND 0.908 * price < 50000000;
+//! ```
 
 use crate::api::{DataStream, StreamExecutionEnvironment};
 use crate::nexmark::format;

@@ -1,5 +1,27 @@
 //! q15, bidding statistics per day: the day, then bids, distinct bidders and distinct
 //! auctions, in all and per price rank (< 10,000; < 1,000,000; the rest).
+//!
+//! The SQL (as the benchmark runs it on Flink):
+//!
+//! ```sql
+//! SELECT
+//!      DATE_FORMAT(`dateTime`, 'yyyy-MM-dd') as `day`,
+//!      count(*) AS total_bids,
+//!      count(*) filter (where price < 10000) AS rank1_bids,
+//!      count(*) filter (where price >= 10000 and price < 1000000) AS rank2_bids,
+//!      count(*) filter (where price >= 1000000) AS rank3_bids,
+//!      count(distinct bidder) AS total_bidders,
+//!      count(distinct bidder) filter (where price < 10000) AS rank1_bidders,
+//!      count(distinct bidder) filter (where price >= 10000 and price < 1000000) AS rank2_bidders,
+//!      count(distinct bidder) filter (where price >= 1000000) AS rank3_bidders,
+//!      count(distinct auction) AS total_auctions,
+//!      count(distinct auction) filter (where price < 10000) AS rank1_auctions,
+//!      count(distinct auction) filter (where price >= 10000 and price < 1000000)
+//!          AS rank2_auctions,
+//!      count(distinct auction) filter (where price >= 1000000) AS rank3_auctions
+//! FROM bid
+//! GROUP BY DATE_FORMAT(`dateTime`, 'yyyy-MM-dd');
+//! ```
 
 use crate::api::{DataStream, StreamExecutionEnvironment};
 use crate::nexmark::format;

@@ -1,5 +1,28 @@
 //! q16, channel statistics per day: per channel and day, the latest time of day (`HH:mm`),
 //! then bids, distinct bidders and distinct auctions, in all and per price rank.
+//!
+//! The SQL (as the benchmark runs it on Flink):
+//!
+//! ```sql
+//! SELECT
+//!     channel,
+//!     DATE_FORMAT(`dateTime`, 'yyyy-MM-dd') as `day`,
+//!     max(DATE_FORMAT(`dateTime`, 'HH:mm')) as `minute`,
+//!     count(*) AS total_bids,
+//!     count(*) filter (where price < 10000) AS rank1_bids,
+//!     count(*) filter (where price >= 10000 and price < 1000000) AS rank2_bids,
+//!     count(*) filter (where price >= 1000000) AS rank3_bids,
+//!     count(distinct bidder) AS total_bidders,
+//!     count(distinct bidder) filter (where price < 10000) AS rank1_bidders,
+//!     count(distinct bidder) filter (where price >= 10000 and price < 1000000) AS rank2_bidders,
+//!     count(distinct bidder) filter (where price >= 1000000) AS rank3_bidders,
+//!     count(distinct auction) AS total_auctions,
+//!     count(distinct auction) filter (where price < 10000) AS rank1_auctions,
+//!     count(distinct auction) filter (where price >= 10000 and price < 1000000) AS rank2_auctions,
+//!     count(distinct auction) filter (where price >= 1000000) AS rank3_auctions
+//! FROM bid
+//! GROUP BY channel, DATE_FORMAT(`dateTime`, 'yyyy-MM-dd');
+//! ```
 
 use crate::api::{DataStream, StreamExecutionEnvironment};
 use crate::nexmark::format;

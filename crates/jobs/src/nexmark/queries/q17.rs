@@ -1,5 +1,23 @@
 //! q17, auction statistics per day: per auction and day, bids in all and per price rank, then
 //! min, max, average (integer, truncated) and sum of the prices.
+//!
+//! The SQL (as the benchmark runs it on Flink):
+//!
+//! ```sql
+//! SELECT
+//!      auction,
+//!      DATE_FORMAT(`dateTime`, 'yyyy-MM-dd') as `day`,
+//!      count(*) AS total_bids,
+//!      count(*) filter (where price < 10000) AS rank1_bids,
+//!      count(*) filter (where price >= 10000 and price < 1000000) AS rank2_bids,
+//!      count(*) filter (where price >= 1000000) AS rank3_bids,
+//!      min(price) AS min_price,
+//!      max(price) AS max_price,
+//!      avg(price) AS avg_price,
+//!      sum(price) AS sum_price
+//! FROM bid
+//! GROUP BY auction, DATE_FORMAT(`dateTime`, 'yyyy-MM-dd');
+//! ```
 
 use serde::{Deserialize, Serialize};
 

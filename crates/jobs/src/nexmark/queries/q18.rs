@@ -1,6 +1,16 @@
 //! q18, find last bid: per bidder and auction, the bid with the latest time (ties: the
 //! highest price, then the smallest extra). The final table, once the input has ended; or
 //! its update stream (see `updates`).
+//!
+//! The SQL (as the benchmark runs it on Flink):
+//!
+//! ```sql
+//! SELECT auction, bidder, price, channel, url, `dateTime`, extra
+//!  FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY bidder, auction ORDER BY `dateTime` DESC)
+//!      AS rank_number
+//!        FROM bid)
+//!  WHERE rank_number <= 1;
+//! ```
 
 use crate::api::{DataStream, StreamExecutionEnvironment};
 use crate::nexmark::format;

@@ -1,6 +1,14 @@
 //! q19, auction top-k: per auction its ten highest bids (ties: earlier, then lower bidder,
 //! then smaller extra) with their rank 1-10. The final table, once the input has ended; or
 //! its update stream (see `updates`).
+//!
+//! The SQL (as the benchmark runs it on Flink):
+//!
+//! ```sql
+//! SELECT * FROM
+//! (SELECT *, ROW_NUMBER() OVER (PARTITION BY auction ORDER BY price DESC) AS rank_number FROM bid)
+//! WHERE rank_number <= 10;
+//! ```
 
 use crate::api::{DataStream, StreamExecutionEnvironment};
 use crate::nexmark::format;

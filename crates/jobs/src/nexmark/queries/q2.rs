@@ -1,4 +1,10 @@
 //! q2, selection: `SELECT auction, price FROM bid WHERE MOD(auction, 123) = 0`.
+//!
+//! The SQL (as the benchmark runs it on Flink):
+//!
+//! ```sql
+//! SELECT auction, price FROM bid WHERE MOD(auction, 123) = 0;
+//! ```
 
 use crate::api::{DataStream, StreamExecutionEnvironment};
 use crate::nexmark::input::NexmarkInput;

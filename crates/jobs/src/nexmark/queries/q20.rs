@@ -1,6 +1,17 @@
 //! q20, expand bid with auction: every bid joined with its auction when the auction's
 //! category is 10: the bid's columns, then the auction's (`itemName, description, initialBid,
 //! reserve, dateTime, expires, seller, category, extra`).
+//!
+//! The SQL (as the benchmark runs it on Flink):
+//!
+//! ```sql
+//! SELECT
+//!     auction, bidder, price, channel, url, B.`dateTime`, B.extra,
+//!     itemName, description, initialBid, reserve, A.`dateTime`, expires, seller, category, A.extra
+//! FROM
+//!     bid AS B INNER JOIN auction AS A on B.auction = A.id
+//! WHERE A.category = 10;
+//! ```
 
 use crate::api::{DataStream, StreamExecutionEnvironment};
 use crate::nexmark::format;

@@ -1,6 +1,23 @@
 //! q21, add channel id: bids whose channel is one of four known ones (id `0`-`3`) or whose
 //! URL has a `channel_id` parameter (`(&|^)channel_id=([^&]*)`, its value as the id):
 //! `auction, bidder, price, channel, channel_id`.
+//!
+//! The SQL (as the benchmark runs it on Flink):
+//!
+//! ```sql
+//! SELECT
+//!     auction, bidder, price, channel,
+//!     CASE
+//!         WHEN lower(channel) = 'apple' THEN '0'
+//!         WHEN lower(channel) = 'google' THEN '1'
+//!         WHEN lower(channel) = 'facebook' THEN '2'
+//!         WHEN lower(channel) = 'baidu' THEN '3'
+//!         ELSE REGEXP_EXTRACT(url, '(&|^)channel_id=([^&]*)', 2)
+//!         END
+//!     AS channel_id FROM bid
+//!     where REGEXP_EXTRACT(url, '(&|^)channel_id=([^&]*)', 2) is not null or
+//!           lower(channel) in ('apple', 'google', 'facebook', 'baidu');
+//! ```
 
 use crate::api::{DataStream, StreamExecutionEnvironment};
 use crate::nexmark::format;

@@ -1,5 +1,15 @@
 //! q22, get URL directories: `auction, bidder, price, channel` and the 4th, 5th and 6th
 //! `/`-separated parts of the URL (empty where the URL has fewer).
+//!
+//! The SQL (as the benchmark runs it on Flink):
+//!
+//! ```sql
+//! SELECT
+//!     auction, bidder, price, channel,
+//!     SPLIT_INDEX(url, '/', 3) as dir1,
+//!     SPLIT_INDEX(url, '/', 4) as dir2,
+//!     SPLIT_INDEX(url, '/', 5) as dir3 FROM bid;
+//! ```
 
 use crate::api::{DataStream, StreamExecutionEnvironment};
 use crate::nexmark::format;

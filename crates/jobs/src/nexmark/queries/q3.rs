@@ -2,6 +2,17 @@
 //! JOIN person AS P on A.seller = P.id WHERE A.category = 10 and (P.state = 'OR' OR P.state =
 //! 'ID' OR P.state = 'CA')`: a regular (unwindowed) join, each pair emitted when its second
 //! row arrives.
+//!
+//! The SQL (as the benchmark runs it on Flink):
+//!
+//! ```sql
+//! SELECT
+//!     P.name, P.city, P.state, A.id
+//! FROM
+//!     auction AS A INNER JOIN person AS P on A.seller = P.id
+//! WHERE
+//!     A.category = 10 and (P.state = 'OR' OR P.state = 'ID' OR P.state = 'CA');
+//! ```
 
 use crate::api::{DataStream, StreamExecutionEnvironment};
 use crate::nexmark::format;

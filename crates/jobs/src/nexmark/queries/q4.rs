@@ -1,6 +1,21 @@
 //! q4, average price per category: the average (integer, truncated) of the winning bids'
 //! prices of each category's auctions. The final table: each category's row once the input
 //! has ended; or its update stream (see `updates`).
+//!
+//! The SQL (as the benchmark runs it on Flink):
+//!
+//! ```sql
+//! SELECT
+//!     Q.category,
+//!     AVG(Q.final)
+//! FROM (
+//!     SELECT MAX(B.price) AS final, A.category
+//!     FROM auction A, bid B
+//!     WHERE A.id = B.auction AND B.`dateTime` BETWEEN A.`dateTime` AND A.expires
+//!     GROUP BY A.id, A.category
+//! ) Q
+//! GROUP BY Q.category;
+//! ```
 
 use serde::{Deserialize, Serialize};
 

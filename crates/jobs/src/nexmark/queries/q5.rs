@@ -4,6 +4,42 @@
 //! Bids are counted per auction and window; the counts of one window (each carries the
 //! window's last timestamp) meet in a 2 s tumbling window keyed by the window's start, which
 //! holds exactly that window's counts, and the largest ones are emitted.
+//!
+//! The SQL (as the benchmark runs it on Flink):
+//!
+//! ```sql
+//! SELECT AuctionBids.auction, AuctionBids.num
+//!  FROM (
+//!    SELECT
+//!      auction,
+//!      count(*) AS num,
+//!      window_start AS starttime,
+//!      window_end AS endtime
+//!      FROM TABLE(
+//!              HOP(TABLE bid, DESCRIPTOR(`dateTime`), INTERVAL '2' SECOND, INTERVAL '10' SECOND))
+//!      GROUP BY auction, window_start, window_end
+//!  ) AS AuctionBids
+//!  JOIN (
+//!    SELECT
+//!      max(CountBids.num) AS maxn,
+//!      CountBids.starttime,
+//!      CountBids.endtime
+//!    FROM (
+//!      SELECT
+//!        count(*) AS num,
+//!        window_start AS starttime,
+//!        window_end AS endtime
+//!      FROM TABLE(
+//!                 HOP(TABLE bid, DESCRIPTOR(`dateTime`), INTERVAL '2' SECOND,
+//!                     INTERVAL '10' SECOND))
+//!      GROUP BY auction, window_start, window_end
+//!      ) AS CountBids
+//!    GROUP BY CountBids.starttime, CountBids.endtime
+//!  ) AS MaxBids
+//!  ON AuctionBids.starttime = MaxBids.starttime AND
+//!     AuctionBids.endtime = MaxBids.endtime AND
+//!     AuctionBids.num >= MaxBids.maxn;
+//! ```
 
 use std::time::Duration;
 

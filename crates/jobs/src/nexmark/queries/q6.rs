@@ -8,6 +8,24 @@
 //! final only when the input has ended: like q4 this is the final table, emitted then (ties in
 //! time are ordered by auction id), or an update stream (see `updates`) that changes a
 //! seller's rows whenever one of its auctions closes.
+//!
+//! The SQL upstream (not supported by Flink SQL, so the benchmark does not run it):
+//!
+//! ```sql
+//! SELECT
+//!     Q.seller,
+//!     AVG(Q.price) OVER
+//!         (PARTITION BY Q.seller ORDER BY Q.`dateTime` ROWS BETWEEN 10 PRECEDING AND CURRENT ROW)
+//! FROM (
+//!     SELECT *, ROW_NUMBER() OVER (PARTITION BY A.id, A.seller ORDER BY B.price DESC) AS rownum
+//!     FROM (SELECT A.id, A.seller, B.price, B.`dateTime`
+//!         FROM auction AS A,
+//!             bid AS B
+//!         WHERE A.id = B.auction
+//!             and B.`dateTime` between A.`dateTime` and A.expires)
+//!     WHERE rownum <= 1
+//! ) AS Q;
+//! ```
 
 use serde::{Deserialize, Serialize};
 

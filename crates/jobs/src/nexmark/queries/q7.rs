@@ -6,6 +6,21 @@
 //! (as a candidate only: it does not raise that window's maximum). Per window a process
 //! function keeps the maximum and the bids at it, and emits them when the watermark passes
 //! the window's end (when no boundary bid can still come).
+//!
+//! The SQL (as the benchmark runs it on Flink):
+//!
+//! ```sql
+//! SELECT B.auction, B.price, B.bidder, B.`dateTime`, B.extra
+//! from bid B
+//! JOIN (
+//!   SELECT MAX(price) AS maxprice, window_end as `dateTime`
+//!   FROM TABLE(
+//!           TUMBLE(TABLE bid, DESCRIPTOR(`dateTime`), INTERVAL '10' SECOND))
+//!   GROUP BY window_start, window_end
+//! ) B1
+//! ON B.price = B1.maxprice
+//! WHERE B.`dateTime` BETWEEN B1.`dateTime`  - INTERVAL '10' SECOND AND B1.`dateTime`;
+//! ```
 
 use crate::api::{DataStream, StreamExecutionEnvironment};
 use crate::nexmark::format;
