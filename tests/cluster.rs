@@ -369,9 +369,8 @@ fn worker_failures_fail_the_job_not_the_taskmanager() {
     assert!(
         summary
             .error
-            .as_deref()
-            .unwrap_or("")
-            .contains("fingerprint mismatch"),
+            .as_ref()
+            .is_some_and(|e| e.message.contains("fingerprint mismatch")),
         "{summary:?}"
     );
 

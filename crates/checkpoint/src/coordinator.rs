@@ -3,7 +3,7 @@
 //!
 //! It is a state machine without threads or sockets of its own, so that the local runtime and
 //! the JobManager drive the same logic: the owner calls [`CheckpointCoordinator::tick`]
-//! periodically and carries out the [`Trigger`] it returns (sets the hub of a local job, sends
+//! periodically and carries out the [`DueCheckpoint`] it returns (sets the hub of a local job, sends
 //! a message to every worker of a cluster job), and hands it every [`HubEvent`] from the tasks.
 //! Rules, as in Flink:
 //! - one checkpoint at a time; the next is triggered `interval` after the previous trigger,
@@ -186,9 +186,9 @@ pub struct CheckpointStats {
     pub status: CheckpointStatus,
 }
 
-/// A checkpoint the owner must start.
+/// A checkpoint that is due: the owner must start it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Trigger {
+pub struct DueCheckpoint {
     /// Its id.
     pub id: CheckpointId,
     /// The final checkpoint: sources end after injecting it.
@@ -281,7 +281,7 @@ impl CheckpointCoordinator {
     }
 
     /// Expires an overdue checkpoint and returns the checkpoint to trigger now, if any.
-    pub fn tick(&mut self, now: Instant) -> Option<Trigger> {
+    pub fn tick(&mut self, now: Instant) -> Option<DueCheckpoint> {
         if let Some(p) = &self.pending
             && !p.last
             && now.duration_since(p.started) > self.config.timeout
@@ -321,7 +321,7 @@ impl CheckpointCoordinator {
             is_final: all_sources_done,
             status: CheckpointStatus::InProgress,
         });
-        Some(Trigger {
+        Some(DueCheckpoint {
             id,
             last: all_sources_done,
         })

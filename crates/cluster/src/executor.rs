@@ -139,11 +139,11 @@ impl JobHandle for RemoteJob {
             JobState::Finished => {}
             JobState::Cancelled => return Err(HummerError::Cancelled),
             state => {
-                return Err(HummerError::Cluster(format!(
-                    "job {} {state:?}: {}",
-                    self.id,
-                    summary.error.unwrap_or_default()
-                )));
+                let what = format!("job {} {state:?}", self.id);
+                return Err(match summary.error {
+                    Some(report) => HummerError::Remote(report).context(what),
+                    None => HummerError::Cluster(what),
+                });
             }
         }
         for (node, bytes) in collected {

@@ -15,7 +15,7 @@ use crate::scheduler::rfts::NodeSample;
 use crate::types::metrics::VertexMetrics;
 
 /// Version of this protocol; peers must match exactly.
-pub const PROTOCOL_VERSION: u32 = 4;
+pub const PROTOCOL_VERSION: u32 = 5;
 
 /// Largest frame accepted (artifacts travel in one frame).
 pub const MAX_FRAME: usize = 512 << 20;
@@ -220,7 +220,7 @@ pub struct JobSummary {
     /// Milliseconds since the job was submitted (or its total run time once ended).
     pub duration_ms: u64,
     /// Why it failed, if it did.
-    pub error: Option<String>,
+    pub error: Option<crate::error::ErrorReport>,
     /// Records in and out per vertex, summed over the workers that reported.
     pub vertices: Vec<VertexMetrics>,
     /// Restarts after failures.
@@ -358,12 +358,9 @@ pub enum Message {
     /// A subtask of the worker failed.
     WorkerFailed {
         /// What happened: the root cause, under `operator`'s attribution if there is one.
-        error: String,
+        error: crate::error::ErrorReport,
         /// The operator and subtask that failed, if the failure is attributed to one.
         operator: Option<(String, usize)>,
-        /// True when it is likely a consequence of another worker's failure (a data
-        /// connection broke).
-        secondary: bool,
     },
 }
 

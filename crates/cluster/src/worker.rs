@@ -24,7 +24,7 @@ use crate::channels::Placement;
 use crate::channels::network::DataListener;
 use crate::connectors::collect::CollectSlot;
 use crate::error::{HummerError, Result, internal};
-use crate::execution::executor::{self, CheckpointSetup, RuntimeConfig};
+use crate::execution::task_threads::{self, CheckpointSetup, RuntimeConfig};
 use crate::graph::execution_graph::ExecutionGraph;
 use crate::graph::job_graph::JobGraph;
 use crate::protocol::{DeploySpec, MAX_FRAME, Message, PROTOCOL_VERSION, Role, sync_io};
@@ -78,11 +78,10 @@ pub(crate) fn run(spec: DeploySpec, job: WorkerJob<'_>) -> ! {
     let report = match &outcome {
         Ok(message) => message.clone(),
         Err(e) => Message::WorkerFailed {
-            error: e.root_cause().to_string(),
+            error: e.root_cause().report(),
             operator: e
                 .failing_operator()
                 .map(|(operator, subtask)| (operator.to_string(), subtask)),
-            secondary: matches!(e.root_cause(), HummerError::Network { .. }),
         },
     };
     let sent = send(&writer, &report);
@@ -235,7 +234,7 @@ impl ProgressReporter {
 
 fn report_progress(
     writer: Arc<Mutex<Stream>>,
-    counters: crate::execution::executor::JobCounters,
+    counters: crate::execution::task_threads::JobCounters,
 ) -> Result<ProgressReporter> {
     let (done, stop) = std::sync::mpsc::channel::<()>();
     let thread = std::thread::Builder::new()
@@ -383,7 +382,7 @@ fn run_subtasks(
             .map(|_| spec.data_host.clone()),
         network_task: job.runtime.network_task,
     };
-    let running = executor::start(
+    let running = task_threads::start(
         &graph,
         &exec,
         &job.runtime,

@@ -3,7 +3,7 @@
 //! * [`Executor`]: runs a [`JobSubmission`] and returns one [`JobHandle`], whatever runs it:
 //!   [`local::LocalExecutor`] (threads in this process, supervised when the job recovers from
 //!   failures), or the cluster's executors (`crate::cluster::executor`).
-//! * [`executor`]: starts the subtasks of an execution graph in this process, one thread per
+//! * [`task_threads`]: starts the subtasks of an execution graph in this process, one thread per
 //!   subtask, with the channels a [`crate::channels::ChannelAllocator`] makes.
 //! * [`controller`]: the job controller, one per job, an explicit state machine used by the
 //!   local supervised runtime and by the JobManager alike.
@@ -28,11 +28,11 @@ use hummer_state as state;
 use hummer_types::{self as types, error};
 
 pub mod controller;
-pub mod executor;
 pub mod local;
 pub mod recovery;
 pub mod restart_strategy;
 pub mod supervised;
+pub mod task_threads;
 
 use std::sync::Arc;
 
@@ -44,8 +44,8 @@ use crate::graph::job_graph::JobGraph;
 use crate::types::NodeId;
 use crate::types::metrics::{JobProgress, VertexMetrics};
 
-use executor::RuntimeConfig;
 use recovery::RecoverySettings;
+use task_threads::RuntimeConfig;
 
 /// A `collect()` sink's records, shared by the job and the client that waits for it.
 pub type SharedCollectSlot = Arc<dyn CollectSlot + Send + Sync>;

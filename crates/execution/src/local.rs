@@ -1,8 +1,8 @@
 //! The executor of the embedded local cluster: the job's subtasks as threads of this process.
 
 use crate::error::Result;
-use crate::executor::{self, RunningJob};
 use crate::supervised::SupervisedJob;
+use crate::task_threads::{self, RunningJob};
 use crate::{Executor, JobHandle, JobOutcome, JobSubmission};
 
 /// Runs jobs in this process: bare when they neither checkpoint nor restart, else supervised
@@ -13,7 +13,7 @@ pub struct LocalExecutor;
 impl Executor for LocalExecutor {
     fn execute(&self, s: JobSubmission) -> Result<Box<dyn JobHandle>> {
         Ok(match s.recovery.local_policy(s.job.mode(), &s.name) {
-            None => Box::new(executor::start(
+            None => Box::new(task_threads::start(
                 &s.job, &s.exec, &s.runtime, s.progress, None, None,
             )?),
             Some(policy) => Box::new(SupervisedJob::start(

@@ -1,6 +1,6 @@
 //! A local job that survives failures: checkpoints while it runs, restarts from the last one.
 //!
-//! Used instead of a bare [`executor::start`] when a job takes checkpoints, has a restart
+//! Used instead of a bare [`task_threads::start`] when a job takes checkpoints, has a restart
 //! strategy or starts from a savepoint. A supervisor thread runs one *attempt* at a time and
 //! carries out what the job's [`JobController`] decides: during an attempt it drives the
 //! checkpoints (triggers go to the tasks through the [`CheckpointHub`], their acknowledgements
@@ -21,9 +21,9 @@ use crate::checkpoint::coordinator::{CheckpointStats, load_for};
 use crate::checkpoint::hub::{CheckpointHub, HubEvent};
 use crate::controller::{AttemptStart, FailureOutcome, JobController, RecoveryPolicy};
 use crate::error::{HummerError, Result, internal};
-use crate::executor::{self, CheckpointSetup, RunningJob, RuntimeConfig};
 use crate::graph::execution_graph::ExecutionGraph;
 use crate::graph::job_graph::JobGraph;
+use crate::task_threads::{self, CheckpointSetup, RunningJob, RuntimeConfig};
 use crate::types::CancelToken;
 use crate::types::metrics::{JobProgress, VertexMetrics};
 
@@ -116,7 +116,7 @@ impl Supervisor {
         } else {
             None
         };
-        let running = executor::start(
+        let running = task_threads::start(
             &self.job,
             &self.exec,
             &self.cfg,

@@ -184,7 +184,7 @@ pub(crate) fn collect_into<T: Send>(
     into: &mut Vec<T>,
     f: impl FnOnce(&mut Collector<'_, T>) -> Result<()>,
 ) -> Result<()> {
-    let mut gather = Gather {
+    let mut gather = CollectBuffer {
         records: std::mem::take(into),
         buf: Vec::new(),
         stamps: Vec::new(),
@@ -194,18 +194,18 @@ pub(crate) fn collect_into<T: Send>(
     Ok(())
 }
 
-/// Buffers kept between calls of [`Gather::run`], so that taking back what a function
+/// Buffers kept between calls of [`CollectBuffer::run`], so that taking back what a function
 /// collects allocates nothing once they have grown (a window operator fires once per key
 /// and window: several times per record for sliding windows).
-pub(crate) struct Gather<T> {
+pub(crate) struct CollectBuffer<T> {
     records: Vec<T>,
     buf: Vec<T>,
     stamps: Vec<Timestamp>,
 }
 
-impl<T: Send> Gather<T> {
+impl<T: Send> CollectBuffer<T> {
     pub(crate) fn new() -> Self {
-        Gather {
+        CollectBuffer {
             records: Vec::new(),
             buf: Vec::new(),
             stamps: Vec::new(),
@@ -213,7 +213,7 @@ impl<T: Send> Gather<T> {
     }
 
     /// Runs `f` with a collector; the records it collected are appended to the buffer
-    /// that [`Gather::records`] gives (clear it before the next run).
+    /// that [`CollectBuffer::records`] gives (clear it before the next run).
     pub(crate) fn run(
         &mut self,
         f: impl FnOnce(&mut Collector<'_, T>) -> Result<()>,

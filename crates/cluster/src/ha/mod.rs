@@ -63,7 +63,7 @@ pub struct JobRecord {
     /// How it ended, once it did.
     pub ended: Option<JobState>,
     /// Why it failed, if it did.
-    pub error: Option<String>,
+    pub error: Option<crate::error::ErrorReport>,
 }
 
 /// The job store of an HA storage.

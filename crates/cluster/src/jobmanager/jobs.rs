@@ -80,7 +80,7 @@ pub struct JobEntry {
     /// Workers by TaskManager id.
     pub workers: BTreeMap<String, WorkerEntry>,
     /// Why it failed.
-    pub error: Option<String>,
+    pub error: Option<crate::error::ErrorReport>,
     /// `collect()` records reported by workers.
     pub collected: Collected,
     /// Clients waiting for the end.

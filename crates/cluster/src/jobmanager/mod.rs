@@ -36,7 +36,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
 
 use crate::channels::secure::Security;
-use crate::error::{HummerError, Result};
+use crate::error::{ErrorReport, HummerError, Result};
 use crate::protocol::{Message, PROTOCOL_VERSION, Role, async_io};
 use cluster_state::{ClusterState, TaskManagerEntry};
 use state::JobManagerState;
@@ -422,7 +422,7 @@ async fn serve_task_manager(
                         attempt,
                         HummerError::Worker {
                             task_manager: id.clone(),
-                            cause: Box::new(HummerError::Remote(format!(
+                            cause: Box::new(HummerError::Cluster(format!(
                                 "the worker ended ({why}) without reporting: {}",
                                 stderr_tail.trim()
                             ))),
@@ -567,8 +567,8 @@ fn handle_client_request(
 
 /// A worker's failure as it reported it: its root cause, under the operator and subtask it
 /// named (so that the JobManager's exception history finds both).
-fn worker_error(root_cause: String, operator: Option<(String, usize)>) -> HummerError {
-    let cause = HummerError::Remote(root_cause);
+fn worker_error(report: ErrorReport, operator: Option<(String, usize)>) -> HummerError {
+    let cause = HummerError::Remote(report);
     match operator {
         Some((operator, subtask)) => HummerError::Operator {
             operator,
@@ -632,16 +632,12 @@ async fn serve_worker(
                 vertices,
                 collected,
             } => state.worker_finished(&job, &tm, vertices, collected),
-            Message::WorkerFailed {
-                error,
-                secondary,
-                operator,
-            } => {
+            Message::WorkerFailed { error, operator } => {
                 let error = HummerError::Worker {
                     task_manager: tm.clone(),
                     cause: Box::new(worker_error(error, operator)),
                 };
-                if secondary {
+                if error.is_secondary() {
                     // Lost a peer: the peer's own report usually names the cause.
                     state.defer_failure(&job, None, attempt, error);
                 } else {

@@ -70,7 +70,7 @@ struct DeferredFailure {
 }
 
 /// Where a job's attempt runs.
-struct Placement {
+struct Deployment {
     parallelism: Vec<usize>,
     /// TaskManager of every subtask.
     subtasks: Vec<String>,
@@ -226,7 +226,7 @@ impl JobManagerState {
                 self.deploy(&mut entry, placement, start);
                 None
             }
-            Err(e) => Some(Refusal::CannotStart(e.to_string()).to_string()),
+            Err(e) => Some(e.context("cannot start the job")),
         };
         self.jobs.put_back(entry);
         if let Some(error) = error {
@@ -303,7 +303,7 @@ impl JobManagerState {
     }
 
     /// Chooses the parallelism and the slots of a job's next attempt on `offers`.
-    fn place(&self, entry: &JobEntry, offers: &[SlotOffer]) -> Result<Placement, PlacementError> {
+    fn place(&self, entry: &JobEntry, offers: &[SlotOffer]) -> Result<Deployment, PlacementError> {
         let request = &entry.request;
         let free: usize = offers.iter().map(|o| o.free).sum();
         let parallelism = decide(&request.vertices, request.default_parallelism, free)?;
@@ -321,7 +321,7 @@ impl JobManagerState {
                 }
             }
         }
-        Ok(Placement {
+        Ok(Deployment {
             parallelism,
             subtasks,
             workers,
@@ -330,8 +330,8 @@ impl JobManagerState {
 
     /// Takes the slots of a placement and sends the deploys of the attempt the job's
     /// controller started.
-    fn deploy(&mut self, entry: &mut JobEntry, placement: Placement, start: AttemptStart) {
-        let Placement {
+    fn deploy(&mut self, entry: &mut JobEntry, placement: Deployment, start: AttemptStart) {
+        let Deployment {
             parallelism,
             subtasks,
             mut workers,
@@ -508,7 +508,7 @@ impl JobManagerState {
             .controller
             .running(graph, tasks, sources, Instant::now())
         {
-            let error = format!("cannot start checkpointing: {e}");
+            let error = e.context("cannot start checkpointing");
             self.end_job(job, JobState::Failed, Some(error));
             return;
         }
@@ -548,7 +548,7 @@ impl JobManagerState {
 
     /// Ends a job (`Finished`, `Failed` or `Cancelled`): releases its slots, tells
     /// TaskManagers to stop what is left, wakes waiters.
-    pub fn end_job(&mut self, job: &str, state: JobState, error: Option<String>) {
+    pub fn end_job(&mut self, job: &str, state: JobState, error: Option<HummerError>) {
         let Some(entry) = self.jobs.get_mut(job) else {
             return;
         };
@@ -564,7 +564,7 @@ impl JobManagerState {
             }
             _ => entry.controller.fail(),
         }
-        entry.error = error;
+        entry.error = error.as_ref().map(HummerError::report);
         entry.ended = Some(Instant::now());
         entry.queued_on = None;
         let record = entry.record(Some(state));
@@ -638,7 +638,7 @@ impl JobManagerState {
         };
         match entry.controller.failed(error, Instant::now()) {
             FailureOutcome::Ignored => {}
-            FailureOutcome::Failed(e) => self.end_job(job, JobState::Failed, Some(e.to_string())),
+            FailureOutcome::Failed(e) => self.end_job(job, JobState::Failed, Some(e)),
             FailureOutcome::Restart { .. } => {
                 if let Some(sp) = entry.savepoint.take() {
                     let failure = entry.controller.last_failure().unwrap_or_default();
@@ -674,9 +674,9 @@ impl JobManagerState {
                 None => self.end_job(
                     &id,
                     JobState::Failed,
-                    Some(format!(
+                    Some(HummerError::Cluster(format!(
                         "TaskManager {tm} was lost and no other can run the job"
-                    )),
+                    ))),
                 ),
             }
         }
@@ -686,7 +686,7 @@ impl JobManagerState {
         for job in affected {
             self.job_failed(
                 &job,
-                HummerError::Remote(format!("TaskManager {tm} was lost: {reason}")),
+                HummerError::Cluster(format!("TaskManager {tm} was lost: {reason}")),
             );
         }
     }
@@ -781,7 +781,7 @@ impl JobManagerState {
         };
         self.jobs.put_back(entry);
         if let Some(FailureOutcome::Failed(e)) = outcome {
-            self.end_job(id, JobState::Failed, Some(e.to_string()));
+            self.end_job(id, JobState::Failed, Some(e));
         }
     }
 

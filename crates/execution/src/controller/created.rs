@@ -35,7 +35,7 @@ impl JobController {
     /// the job was started from, if any. An error (a missing restore point) leaves the job
     /// `Created`.
     pub fn start(&mut self) -> Result<AttemptStart> {
-        self.expect(&[JobStatus::Created], "start")?;
+        self.check_status(&[JobStatus::Created], "start")?;
         self.begin_attempt(self.attempt)
     }
 }

@@ -17,7 +17,7 @@ impl JobController {
         sources: usize,
         now: Instant,
     ) -> Result<()> {
-        self.expect(&[JobStatus::Deploying], "run")?;
+        self.check_status(&[JobStatus::Deploying], "run")?;
         if let Some(config) = &self.policy.checkpoints {
             self.coordinator = Some(CheckpointCoordinator::new(
                 config.clone(),

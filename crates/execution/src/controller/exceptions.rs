@@ -69,7 +69,11 @@ mod tests {
             r.error,
             "worker on TaskManager tm-2: operator 'Map' (subtask 3) failed: panic: boom"
         );
-        let plain = ExceptionRecord::of(&HummerError::Remote("lost".into()), 1, false);
+        let remote = HummerError::Remote(crate::error::ErrorReport {
+            kind: crate::error::ErrorKind::BadInput,
+            message: "lost".into(),
+        });
+        let plain = ExceptionRecord::of(&remote.context("reading"), 1, false);
         assert_eq!((plain.root_cause.as_str(), plain.operator), ("lost", None));
     }
 }

@@ -224,7 +224,7 @@ impl JobController {
         }
     }
 
-    fn expect(&self, allowed: &[JobStatus], transition: &str) -> Result<()> {
+    fn check_status(&self, allowed: &[JobStatus], transition: &str) -> Result<()> {
         if allowed.contains(&self.status) {
             Ok(())
         } else {

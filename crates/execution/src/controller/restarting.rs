@@ -15,7 +15,7 @@ impl JobController {
     /// (the restore point cannot be read) leaves the job `Restarting`: report it with
     /// [`JobController::failed`], it counts as a failure.
     pub fn restart(&mut self) -> Result<AttemptStart> {
-        self.expect(&[JobStatus::Restarting], "restart")?;
+        self.check_status(&[JobStatus::Restarting], "restart")?;
         self.begin_attempt(self.attempt + 1)
     }
 }

@@ -2,14 +2,14 @@
 
 use std::time::Instant;
 
-use crate::checkpoint::coordinator::Trigger;
+use crate::checkpoint::coordinator::DueCheckpoint;
 use crate::checkpoint::hub::HubEvent;
 use crate::controller::{JobController, JobStatus};
 use crate::types::CheckpointId;
 
 impl JobController {
     /// The checkpoint to trigger now, if one is due (expiring an overdue one first).
-    pub fn tick(&mut self, now: Instant) -> Option<Trigger> {
+    pub fn tick(&mut self, now: Instant) -> Option<DueCheckpoint> {
         if self.status != JobStatus::Running {
             return None;
         }

@@ -14,7 +14,7 @@ use std::sync::atomic::Ordering;
 
 use serde::{Deserialize, Serialize};
 
-use crate::collector::Gather;
+use crate::collector::CollectBuffer;
 use crate::error::{HummerError, Result, internal};
 use crate::keyed_timers::{KeyedTimers, TimeDomain, TimerChange, TimerList};
 use crate::state::SnapshotEpochs;
@@ -126,7 +126,7 @@ struct Core<T, K, A, F: WindowFunction<K, T>> {
     metrics: Arc<SubtaskMetrics>,
     requests: Vec<TimerChange>,
     /// What the window function emits when a window fires, before it is wrapped.
-    fired: Gather<F::Out>,
+    fired: CollectBuffer<F::Out>,
     /// The epoch changes are marked with now (the windows table's).
     epoch: Epoch,
     /// Entries created or with accumulators changed in this epoch that a delta writes whole.
@@ -168,7 +168,7 @@ where
                 snapshot_buffer: SnapshotBuffer::default(),
                 metrics: ctx.metrics.clone(),
                 requests: Vec::new(),
-                fired: Gather::new(),
+                fired: CollectBuffer::new(),
                 epoch: 0,
                 rewrites: 0,
             },
