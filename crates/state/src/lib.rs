@@ -7,7 +7,9 @@
 //! * [`keyed_table`]: the per-subtask table from key to state that keyed operators fold
 //!   batches into, snapshotted whole or as a delta.
 //! * [`snapshot`]: the snapshot format of keyed state (versioned, checksummed, every entry
-//!   tagged with its key group).
+//!   tagged with its key group), one file per job: `format`, `buffers` (sized and recycled),
+//!   `incremental` (when a snapshot may be a delta), `table` (a keyed table's snapshots and
+//!   restores), `watermark` (an operator's checkpointed watermark).
 //! * [`task_state`]: what a task hands the coordinator at a barrier, and what it gets back on a
 //!   restore.
 //! * [`timer_queue`]: timers of keyed operators, per time domain, earliest first.
