@@ -1,463 +1,56 @@
-//! The Kafka source: the partitions of some topics, read by the job's source subtasks.
-//!
-//! As in Flink and Arroyo, partitions are assigned by the engine, not by a consumer group:
-//! partition `p` of topic `t` goes to subtask `(start(t) + p) % parallelism`, where
-//! `start(t)` spreads the topics' first partitions over the subtasks (Flink's
-//! `KafkaSourceEnumerator` rule), so every subtask works out its own partitions from the
-//! topic metadata, and a partition added while the job runs is found by the subtask it
-//! belongs to at its next discovery (every `partition.discovery.interval.ms`, 10 s by
-//! default; it is read from its earliest offset).
-//!
-//! The next offset of each partition is the reader's checkpointed position: after a failure
-//! the job replays exactly from the restored offsets, which with the rest of the engine's
-//! snapshots gives exactly-once results. A bounded source (`bounded()`) stops at the latest
-//! offsets of the partitions when it first read them (kept in the position, so a restored
-//! job stops at the same offsets).
-//!
-//! Each partition is fetched in the background (one fetch in flight and two batches
-//! buffered per partition), so the task rarely waits for the broker. With a watermark
-//! strategy (`from_source`) each partition has its own: its records are stamped (with the
-//! Kafka record's timestamp unless the strategy has an assigner), it has its own watermark
-//! and idleness, and the subtask's watermark is the minimum over its partitions that are not
-//! idle, as in Flink's per-split watermarks.
+//! A source subtask's reader: discovers its partitions, polls them round robin, keeps a
+//! watermark per partition, and snapshots and restores their offsets.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use regex::Regex;
 use rskafka::client::partition::{OffsetAt, PartitionClient};
-use rskafka::record::RecordAndOffset;
-use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
 use crate::error::{HummerError, Result};
 use crate::kafka::client::{
-    Cluster, KafkaConfig, earliest_offset, end_offset, fetch_from, kafka_error, offset_of,
-    partition_target, runtime,
+    Cluster, earliest_offset, end_offset, kafka_error, offset_of, partition_target,
 };
-use crate::kafka::deserializer::{KafkaDeserializer, KafkaRecord};
+use crate::kafka::deserializer::KafkaRecord;
 use crate::kafka::group_offsets;
 use crate::operators::WatermarkStrategy;
 use crate::operators::watermark_strategy::WatermarkTracker;
 use crate::types::metrics::{PartitionMetrics, SubtaskMetrics};
 use crate::types::{Data, MIN_WATERMARK, Timestamp};
-use crate::{Source, SourceContext, SourceReader, SourceStatus};
+use crate::{Source, SourceReader, SourceStatus};
 
-/// Where reading a partition starts when the job has no checkpointed offset for it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum StartingOffsets {
-    /// The earliest offset still kept.
-    Earliest,
-    /// The end: only records written after the job started.
-    Latest,
-    /// The first record whose timestamp is at or after this (epoch milliseconds); the end
-    /// if there is none.
-    Timestamp(Timestamp),
-    /// The offset the consumer group (`group.id`) committed; the earliest where it has
-    /// none.
-    Committed,
-}
+use super::KafkaSource;
+use super::assignment::owner_of;
+use super::builder::*;
+use super::partition_reader::*;
 
-/// Which topics a source reads.
-#[derive(Clone, Debug)]
-pub enum Topics {
-    /// These topics; each must exist when the job starts.
-    Names(Vec<String>),
-    /// Every topic whose whole name matches this regular expression, found again at every
-    /// partition discovery.
-    Pattern(Regex),
-}
-
-/// What the source does with a record its deserializer rejects.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum BadRecords {
-    /// Fail the job with an error naming the topic, partition and offset (the default).
-    Fail,
-    /// Skip the record and count it (logged with its position).
-    Skip,
-}
-
-/// A Kafka source (build it with [`KafkaSource::builder`]).
-///
-/// ```no_run
-/// use hummer::connectors::kafka::{KafkaSource, StartingOffsets, StringDeserializer};
-/// let source = KafkaSource::builder()
-///     .bootstrap_servers("127.0.0.1:9092")
-///     .topics(["words"])
-///     .starting_offsets(StartingOffsets::Earliest)
-///     .deserializer(StringDeserializer)
-///     .build()
-///     .unwrap();
-/// ```
-pub struct KafkaSource<T> {
-    config: KafkaConfig,
-    topics: Topics,
-    starting: StartingOffsets,
-    bounded: bool,
-    bad_records: BadRecords,
-    discovery_interval: Duration,
-    rate: Option<f64>,
-    deserializer: Arc<dyn KafkaDeserializer<T>>,
-}
-
-// Not derived: `T` itself need not be `Clone`.
-impl<T> Clone for KafkaSource<T> {
-    fn clone(&self) -> Self {
-        KafkaSource {
-            config: self.config.clone(),
-            topics: self.topics.clone(),
-            starting: self.starting.clone(),
-            bounded: self.bounded,
-            bad_records: self.bad_records,
-            discovery_interval: self.discovery_interval,
-            rate: self.rate,
-            deserializer: self.deserializer.clone(),
-        }
-    }
-}
-
-/// Builds a [`KafkaSource`].
-pub struct KafkaSourceBuilder<T> {
-    config: KafkaConfig,
-    topics: Option<Topics>,
-    pattern_error: Option<String>,
-    starting: StartingOffsets,
-    bounded: bool,
-    bad_records: BadRecords,
-    rate: Option<f64>,
-    deserializer: Option<Arc<dyn KafkaDeserializer<T>>>,
-}
-
-impl KafkaSource<()> {
-    /// A builder; it needs the bootstrap servers, the topics and a deserializer.
-    pub fn builder() -> KafkaSourceBuilder<()> {
-        KafkaSourceBuilder {
-            config: KafkaConfig::new(""),
-            topics: None,
-            pattern_error: None,
-            starting: StartingOffsets::Earliest,
-            bounded: false,
-            bad_records: BadRecords::Fail,
-            rate: None,
-            deserializer: None,
-        }
-    }
-}
-
-impl<T> KafkaSourceBuilder<T> {
-    /// The brokers to bootstrap from, comma-separated `host:port`.
-    pub fn bootstrap_servers(mut self, servers: &str) -> Self {
-        self.config.bootstrap_servers = KafkaConfig::new(servers).bootstrap_servers;
-        self
-    }
-
-    /// The topics to read.
-    pub fn topics<S: Into<String>>(mut self, topics: impl IntoIterator<Item = S>) -> Self {
-        self.topics = Some(Topics::Names(topics.into_iter().map(Into::into).collect()));
-        self
-    }
-
-    /// Every topic whose name matches `pattern` (a regular expression over the whole name).
-    pub fn topic_pattern(mut self, pattern: &str) -> Self {
-        match Regex::new(&format!("^(?:{pattern})$")) {
-            Ok(re) => self.topics = Some(Topics::Pattern(re)),
-            Err(e) => self.pattern_error = Some(format!("topic pattern '{pattern}': {e}")),
-        }
-        self
-    }
-
-    /// Where partitions without a checkpointed offset start (earliest by default).
-    pub fn starting_offsets(mut self, starting: StartingOffsets) -> Self {
-        self.starting = starting;
-        self
-    }
-
-    /// Stops at the latest offsets of the partitions when they are first read: a bounded
-    /// job that ends once it has read them.
-    pub fn bounded(mut self) -> Self {
-        self.bounded = true;
-        self
-    }
-
-    /// Skips (and counts) records the deserializer rejects instead of failing the job.
-    pub fn skip_bad_records(mut self) -> Self {
-        self.bad_records = BadRecords::Skip;
-        self
-    }
-
-    /// A client property (see [`KafkaConfig`]), e.g. `request.timeout.ms`.
-    pub fn property(mut self, name: &str, value: &str) -> Self {
-        self.config.set_property(name, value);
-        self
-    }
-
-    /// Reads at most `records_per_second` in all (split over the subtasks): a backfill that
-    /// must not swamp what it feeds.
-    pub fn rate_limit(mut self, records_per_second: f64) -> Self {
-        self.rate = Some(records_per_second);
-        self
-    }
-
-    /// How records are made of Kafka records.
-    pub fn deserializer<U, D: KafkaDeserializer<U>>(
-        self,
-        deserializer: D,
-    ) -> KafkaSourceBuilder<U> {
-        KafkaSourceBuilder {
-            config: self.config,
-            topics: self.topics,
-            pattern_error: self.pattern_error,
-            starting: self.starting,
-            bounded: self.bounded,
-            bad_records: self.bad_records,
-            rate: self.rate,
-            deserializer: Some(Arc::new(deserializer)),
-        }
-    }
-
-    /// The source; an error says which setting is missing or wrong.
-    pub fn build(self) -> Result<KafkaSource<T>> {
-        if let Some(e) = self.pattern_error {
-            return Err(HummerError::Config(format!("kafka source: {e}")));
-        }
-        self.config.validate()?;
-        let topics = self.topics.ok_or_else(|| {
-            HummerError::Config("kafka source: no topics or topic pattern given".into())
-        })?;
-        if let Topics::Names(names) = &topics
-            && (names.is_empty() || names.iter().any(|n| n.is_empty()))
-        {
-            return Err(HummerError::Config(
-                "kafka source: a topic name is empty".into(),
-            ));
-        }
-        if self.starting == StartingOffsets::Committed && group_id(&self.config).is_none() {
-            return Err(HummerError::Config(
-                "kafka source: starting from committed offsets needs the group.id property".into(),
-            ));
-        }
-        let deserializer = self
-            .deserializer
-            .ok_or_else(|| HummerError::Config("kafka source: no deserializer given".into()))?;
-        if let Some(r) = self.rate
-            && !(r.is_finite() && r > 0.0)
-        {
-            return Err(HummerError::Config(format!(
-                "kafka source: the rate limit must be a positive number of records per second, got {r}"
-            )));
-        }
-        let discovery_interval = Duration::from_millis(
-            self.config
-                .number("partition.discovery.interval.ms", 10_000)?,
-        );
-        Ok(KafkaSource {
-            config: self.config,
-            topics,
-            starting: self.starting,
-            bounded: self.bounded,
-            bad_records: self.bad_records,
-            discovery_interval,
-            rate: self.rate,
-            deserializer,
-        })
-    }
-}
-
-fn group_id(config: &KafkaConfig) -> Option<&str> {
-    config
-        .properties
-        .get("group.id")
-        .map(String::as_str)
-        .filter(|g| !g.is_empty())
-}
-
-/// Java's `String.hashCode`, for Flink's assignment rule.
-fn java_hash(s: &str) -> i32 {
-    s.encode_utf16()
-        .fold(0i32, |h, c| h.wrapping_mul(31).wrapping_add(c as i32))
-}
-
-/// The subtask (of `parallelism`) that reads partition `partition` of `topic`.
-pub fn owner_of(topic: &str, partition: i32, parallelism: usize) -> usize {
-    let n = parallelism.max(1) as i64;
-    let start = ((java_hash(topic).wrapping_mul(31) & 0x7fff_ffff) as i64) % n;
-    ((start + partition as i64) % n) as usize
-}
-
-impl<T> KafkaSource<T> {
-    /// The topics and partitions the source reads now.
-    fn discover(&self, cluster: &Cluster) -> Result<Vec<(String, Vec<i32>)>> {
-        match &self.topics {
-            Topics::Names(names) => names
-                .iter()
-                .map(|t| Ok((t.clone(), cluster.partitions(t)?)))
-                .collect(),
-            Topics::Pattern(re) => Ok(cluster
-                .topics()?
-                .into_iter()
-                .filter(|(t, _)| re.is_match(t))
-                .collect()),
-        }
-    }
-}
-
-impl<T: Data> Source<T> for KafkaSource<T> {
-    fn name(&self) -> String {
-        match &self.topics {
-            Topics::Names(names) => format!("Kafka {}", names.join(",")),
-            Topics::Pattern(re) => format!("Kafka /{}/", re.as_str()),
-        }
-    }
-    fn is_bounded(&self) -> bool {
-        self.bounded
-    }
-    fn is_replayable(&self) -> bool {
-        true
-    }
-    fn validate(&self) -> Result<()> {
-        let cluster = Cluster::connect(&self.config)?;
-        self.discover(&cluster).map(|_| ())
-    }
-    fn create_reader(&self, ctx: &SourceContext) -> Result<Box<dyn SourceReader<T>>> {
-        Ok(Box::new(KafkaReader {
-            source: self.clone(),
-            subtask: ctx.subtask,
-            parallelism: ctx.parallelism.max(1),
-            metrics: ctx.metrics.clone(),
-            reported_at: None,
-            cluster: None,
-            partitions: Vec::new(),
-            restored: None,
-            discovered_at: None,
-            next: 0,
-            strategy: None,
-            skipped: 0,
-            started: Instant::now(),
-            emitted: 0,
-            snapshotted: std::sync::Mutex::new(Vec::new()),
-        }))
-    }
-}
-
-/// The checkpointed position of one partition.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
-struct PartitionPosition {
-    topic: String,
-    partition: i32,
-    /// The next offset to read.
-    next: i64,
-    /// Where a bounded source stops.
-    stop: Option<i64>,
-}
-
-/// What a partition's background fetch hands over.
-type Fetched = Result<(Vec<RecordAndOffset>, i64)>;
-
-struct PartitionReader<T> {
-    topic: Arc<str>,
-    partition: i32,
-    client: Arc<PartitionClient>,
-    /// The next offset to hand on.
-    next: i64,
-    stop: Option<i64>,
-    fetched: Option<mpsc::Receiver<Fetched>>,
-    fetch_task: Option<tokio::task::JoinHandle<()>>,
-    pending: VecDeque<RecordAndOffset>,
-    tracker: Option<WatermarkTracker<T>>,
-    /// The partition's end when last fetched.
-    high_watermark: i64,
-    /// Records handed on.
-    consumed: u64,
-}
-
-impl<T> PartitionReader<T> {
-    fn finished(&self) -> bool {
-        self.stop.is_some_and(|s| self.next >= s)
-    }
-
-    /// Starts fetching from `next` in the background.
-    fn start_fetching(&mut self, config: &KafkaConfig, timeout: Duration) -> Result<()> {
-        let (tx, rx) = mpsc::channel(2);
-        let client = self.client.clone();
-        let max_bytes = config
-            .number("fetch.max.bytes", 1 << 20)?
-            .clamp(1, i32::MAX as u64) as i32;
-        let max_wait = config
-            .number("fetch.max.wait.ms", 100)?
-            .min(i32::MAX as u64) as i32;
-        let target = partition_target(&self.topic, self.partition);
-        let mut offset = self.next;
-        let task = runtime().spawn(async move {
-            loop {
-                let fetch = fetch_from(&client, offset, max_bytes, max_wait);
-                let batch = match tokio::time::timeout(timeout, fetch).await {
-                    Ok(Ok((records, high_watermark, next))) => {
-                        offset = next;
-                        Ok((records, high_watermark))
-                    }
-                    Ok(Err(e)) => Err(kafka_error(&format!("{target} offset {offset}"), e)),
-                    Err(_) => Err(kafka_error(
-                        &format!("{target} offset {offset}"),
-                        format!("no answer to a fetch within {} ms", timeout.as_millis()),
-                    )),
-                };
-                let failed = batch.is_err();
-                let empty = batch.as_ref().is_ok_and(|(records, _)| records.is_empty());
-                if tx.send(batch).await.is_err() || failed {
-                    return;
-                }
-                if empty {
-                    tokio::time::sleep(Duration::from_millis(max_wait.max(10) as u64)).await;
-                }
-            }
-        });
-        self.fetched = Some(rx);
-        self.fetch_task = Some(task);
-        Ok(())
-    }
-
-    fn stop_fetching(&mut self) {
-        if let Some(task) = self.fetch_task.take() {
-            task.abort();
-        }
-        self.fetched = None;
-        self.pending.clear();
-    }
-}
-
-impl<T> Drop for PartitionReader<T> {
-    fn drop(&mut self) {
-        self.stop_fetching();
-    }
-}
-
-struct KafkaReader<T> {
-    source: KafkaSource<T>,
-    subtask: usize,
-    parallelism: usize,
+pub(super) struct KafkaReader<T> {
+    pub(super) source: KafkaSource<T>,
+    pub(super) subtask: usize,
+    pub(super) parallelism: usize,
     /// Where the partitions' consumed records, offsets and lag are reported (REST,
     /// Prometheus), at most every [`REPORT_INTERVAL`].
-    metrics: Arc<SubtaskMetrics>,
-    reported_at: Option<Instant>,
-    cluster: Option<Cluster>,
-    partitions: Vec<PartitionReader<T>>,
+    pub(super) metrics: Arc<SubtaskMetrics>,
+    pub(super) reported_at: Option<Instant>,
+    pub(super) cluster: Option<Cluster>,
+    pub(super) partitions: Vec<PartitionReader<T>>,
     /// Positions of a checkpoint, applied when the partitions are opened.
-    restored: Option<Vec<PartitionPosition>>,
-    discovered_at: Option<Instant>,
+    pub(super) restored: Option<Vec<PartitionPosition>>,
+    pub(super) discovered_at: Option<Instant>,
     /// The partition the next poll starts at (round robin).
-    next: usize,
-    strategy: Option<WatermarkStrategy<T>>,
-    skipped: u64,
+    pub(super) next: usize,
+    pub(super) strategy: Option<WatermarkStrategy<T>>,
+    pub(super) skipped: u64,
     /// For the rate limit: when the reader started, records it has handed on.
-    started: Instant,
-    emitted: u64,
+    pub(super) started: Instant,
+    pub(super) emitted: u64,
     /// The positions of the last snapshot, committed to the group when it completes.
-    snapshotted: std::sync::Mutex<Vec<PartitionPosition>>,
+    pub(super) snapshotted: std::sync::Mutex<Vec<PartitionPosition>>,
 }
 
 /// How often a reader reports its partitions' metrics.
-const REPORT_INTERVAL: Duration = Duration::from_millis(200);
+pub(super) const REPORT_INTERVAL: Duration = Duration::from_millis(200);
 
 impl<T: Data> KafkaReader<T> {
     /// Whether this reader has partition `partition` of `topic` open.
@@ -748,7 +341,7 @@ impl<T: Data> KafkaReader<T> {
 }
 
 /// The first offset to read of a partition without a checkpointed one.
-fn start_offset(
+pub(super) fn start_offset(
     client: &Arc<PartitionClient>,
     start: &StartingOffsets,
     timeout: Duration,
@@ -887,36 +480,5 @@ impl<T: Data> SourceReader<T> for KafkaReader<T> {
         self.discovered_at = None;
         self.restored = Some(positions);
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn java_hash_matches_java() {
-        assert_eq!(java_hash(""), 0);
-        assert_eq!(java_hash("a"), 97);
-        assert_eq!(java_hash("hello"), 99162322);
-        // "polygenelubricants".hashCode() == Integer.MIN_VALUE in Java.
-        assert_eq!(java_hash("polygenelubricants"), i32::MIN);
-    }
-
-    #[test]
-    fn every_partition_has_one_owner_and_owners_are_balanced() {
-        for parallelism in 1..6 {
-            for partitions in 1..20 {
-                let mut per_subtask = vec![0; parallelism];
-                for p in 0..partitions {
-                    per_subtask[owner_of("events", p, parallelism)] += 1;
-                }
-                let (min, max) = (
-                    per_subtask.iter().min().copied().unwrap_or(0),
-                    per_subtask.iter().max().copied().unwrap_or(0),
-                );
-                assert!(max - min <= 1, "{per_subtask:?}");
-            }
-        }
     }
 }
