@@ -1,6 +1,6 @@
 //! `Created`: a job accepted and not deployed yet.
 
-use crate::controller::{AttemptStart, JobController, JobStatus, RecoveryPolicy};
+use crate::controller::{AttemptStart, JobController, Phase, RecoveryPolicy};
 use crate::error::Result;
 use crate::restart_strategy::RestartTracker;
 
@@ -8,15 +8,12 @@ impl JobController {
     /// A new job, not deployed yet.
     pub fn new(policy: RecoveryPolicy) -> Self {
         JobController {
-            status: JobStatus::Created,
+            phase: Phase::Created,
             tracker: RestartTracker::new(policy.restart),
             policy,
             attempt: 0,
             restored: 0,
-            coordinator: None,
             history: Vec::new(),
-            restart_at: None,
-            last_failure: None,
             exceptions: Vec::new(),
         }
     }
@@ -35,7 +32,9 @@ impl JobController {
     /// the job was started from, if any. An error (a missing restore point) leaves the job
     /// `Created`.
     pub fn start(&mut self) -> Result<AttemptStart> {
-        self.check_status(&[JobStatus::Created], "start")?;
+        if !matches!(self.phase, Phase::Created) {
+            return Err(self.not_from("start"));
+        }
         self.begin_attempt(self.attempt)
     }
 }

@@ -3,7 +3,7 @@
 use std::time::Instant;
 
 use crate::checkpoint::coordinator::{CheckpointCoordinator, GraphInfo};
-use crate::controller::{JobController, JobStatus};
+use crate::controller::{JobController, Phase};
 use crate::error::Result;
 
 impl JobController {
@@ -17,18 +17,21 @@ impl JobController {
         sources: usize,
         now: Instant,
     ) -> Result<()> {
-        self.check_status(&[JobStatus::Deploying], "run")?;
-        if let Some(config) = &self.policy.checkpoints {
-            self.coordinator = Some(CheckpointCoordinator::new(
+        if !matches!(self.phase, Phase::Deploying) {
+            return Err(self.not_from("run"));
+        }
+        let coordinator = match &self.policy.checkpoints {
+            Some(config) => Some(Box::new(CheckpointCoordinator::new(
                 config.clone(),
                 graph,
                 tasks,
                 sources,
                 self.restored,
                 now,
-            )?);
-        }
-        self.status = JobStatus::Running;
+            )?)),
+            None => None,
+        };
+        self.enter(Phase::Running { coordinator });
         Ok(())
     }
 }

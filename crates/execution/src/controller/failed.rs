@@ -6,9 +6,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::controller::{
-    DEPLOY_RETRY_MIN, EXCEPTIONS_KEPT, ExceptionRecord, JobController, JobStatus,
-};
+use crate::controller::{DEPLOY_RETRY_MIN, EXCEPTIONS_KEPT, ExceptionRecord, JobController, Phase};
 use crate::error::HummerError;
 use crate::restart_strategy::{RestartDecision, RestartStrategy};
 
@@ -30,7 +28,7 @@ impl JobController {
     /// A running or deploying attempt failed: `-> Restarting` if the restart strategy
     /// allows, else `-> Failed`.
     pub fn failed(&mut self, error: HummerError, now: Instant) -> FailureOutcome {
-        if !matches!(self.status, JobStatus::Deploying | JobStatus::Running) {
+        if !matches!(self.phase, Phase::Deploying | Phase::Running { .. }) {
             return FailureOutcome::Ignored;
         }
         self.on_failure(error, now, Duration::ZERO)
@@ -40,8 +38,8 @@ impl JobController {
     /// failure of its own, retried no sooner than [`DEPLOY_RETRY_MIN`].
     pub fn deploy_failed(&mut self, error: HummerError, now: Instant) -> FailureOutcome {
         if !matches!(
-            self.status,
-            JobStatus::Created | JobStatus::Deploying | JobStatus::Restarting
+            self.phase,
+            Phase::Created | Phase::Deploying | Phase::Restarting { .. }
         ) {
             return FailureOutcome::Ignored;
         }
@@ -54,7 +52,6 @@ impl JobController {
         now: Instant,
         min_delay: Duration,
     ) -> FailureOutcome {
-        self.retire_coordinator();
         let decision = self.tracker.on_failure(now);
         let restarted = matches!(decision, RestartDecision::RestartAfter(_));
         if self.exceptions.len() == EXCEPTIONS_KEPT {
@@ -80,9 +77,10 @@ impl JobController {
                     restart = self.tracker.restarts(),
                     "job failed ({error}); restarting in {delay:?}"
                 );
-                self.last_failure = Some(error.to_string());
-                self.restart_at = Some(now + delay);
-                self.status = JobStatus::Restarting;
+                self.enter(Phase::Restarting {
+                    at: now + delay,
+                    cause: error.to_string(),
+                });
                 FailureOutcome::Restart { after: delay }
             }
         }
@@ -91,11 +89,8 @@ impl JobController {
     /// Fails the job for good, whatever its restart strategy (`-> Failed`): nothing can run
     /// it any more.
     pub fn fail(&mut self) {
-        if self.status.is_terminal() {
-            return;
+        if !self.status().is_terminal() {
+            self.enter(Phase::Failed);
         }
-        self.retire_coordinator();
-        self.restart_at = None;
-        self.status = JobStatus::Failed;
     }
 }

@@ -101,23 +101,61 @@ pub struct AttemptStart {
     pub restore: Option<CompletedCheckpoint>,
 }
 
+/// Where a job is, with what only that phase has: the invariants of the life cycle are the
+/// shape of this type (a coordinator exists only while running, a restart time only while
+/// restarting), not comments.
+enum Phase {
+    /// Accepted, not deployed yet.
+    Created,
+    /// An attempt's tasks are starting.
+    Deploying,
+    /// Every task of the attempt runs.
+    Running {
+        /// Its checkpoints, if the job takes them (boxed: it is large, the other phases
+        /// are small).
+        coordinator: Option<Box<CheckpointCoordinator>>,
+    },
+    /// The attempt failed; the next one is deployed at `at`.
+    Restarting {
+        /// When the next attempt is due.
+        at: Instant,
+        /// The failure that caused the restart.
+        cause: String,
+    },
+    /// Ended after its input ended.
+    Finished,
+    /// Failed for good.
+    Failed,
+    /// Cancelled.
+    Cancelled,
+}
+
+impl Phase {
+    fn status(&self) -> JobStatus {
+        match self {
+            Phase::Created => JobStatus::Created,
+            Phase::Deploying => JobStatus::Deploying,
+            Phase::Running { .. } => JobStatus::Running,
+            Phase::Restarting { .. } => JobStatus::Restarting,
+            Phase::Finished => JobStatus::Finished,
+            Phase::Failed => JobStatus::Failed,
+            Phase::Cancelled => JobStatus::Cancelled,
+        }
+    }
+}
+
 /// The controller of one job.
 ///
-/// Invariants: `coordinator` is set only while `Running` with checkpoints; `restart_at` only
-/// while `Restarting`; `restored` is the checkpoint the current attempt started from (0: none),
-/// and the coordinator numbers its checkpoints above it.
+/// `restored` is the checkpoint the current attempt started from (0: none); the
+/// coordinator numbers its checkpoints above it.
 pub struct JobController {
-    status: JobStatus,
+    phase: Phase,
     policy: RecoveryPolicy,
     tracker: RestartTracker,
     attempt: u32,
     restored: CheckpointId,
-    coordinator: Option<CheckpointCoordinator>,
     /// Checkpoints of attempts that have ended.
     history: Vec<CheckpointStats>,
-    restart_at: Option<Instant>,
-    /// The failure that caused the current restart.
-    last_failure: Option<String>,
     /// Every failure, oldest first (the last [`EXCEPTIONS_KEPT`]).
     exceptions: Vec<ExceptionRecord>,
 }
@@ -125,7 +163,7 @@ pub struct JobController {
 impl JobController {
     /// Where the job is.
     pub fn status(&self) -> JobStatus {
-        self.status
+        self.phase.status()
     }
 
     /// The recovery policy the job runs with.
@@ -150,7 +188,10 @@ impl JobController {
 
     /// The failure that caused the restart under way, if any.
     pub fn last_failure(&self) -> Option<&str> {
-        self.last_failure.as_deref()
+        match &self.phase {
+            Phase::Restarting { cause, .. } => Some(cause),
+            _ => None,
+        }
     }
 
     /// The job's failures, oldest first.
@@ -160,13 +201,19 @@ impl JobController {
 
     /// When the next attempt is due, while restarting.
     pub fn restart_at(&self) -> Option<Instant> {
-        self.restart_at
+        match self.phase {
+            Phase::Restarting { at, .. } => Some(at),
+            _ => None,
+        }
     }
 
     /// Every checkpoint of every attempt, oldest first.
     pub fn checkpoint_history(&self) -> Vec<CheckpointStats> {
         let mut all = self.history.clone();
-        if let Some(c) = &self.coordinator {
+        if let Phase::Running {
+            coordinator: Some(c),
+        } = &self.phase
+        {
             all.extend_from_slice(c.history());
         }
         all
@@ -212,27 +259,26 @@ impl JobController {
         }
         self.restored = restore.as_ref().map_or(0, |c| c.metadata.id);
         self.attempt = attempt;
-        self.restart_at = None;
-        self.status = JobStatus::Deploying;
+        self.enter(Phase::Deploying);
         Ok(AttemptStart { attempt, restore })
     }
 
-    /// Ends the current attempt's checkpointing, keeping its history.
-    fn retire_coordinator(&mut self) {
-        if let Some(c) = self.coordinator.take() {
+    /// Moves to `phase`; a running attempt's checkpointing ends, its history kept.
+    fn enter(&mut self, phase: Phase) {
+        if let Phase::Running {
+            coordinator: Some(c),
+        } = std::mem::replace(&mut self.phase, phase)
+        {
             self.history.extend_from_slice(c.history());
         }
     }
 
-    fn check_status(&self, allowed: &[JobStatus], transition: &str) -> Result<()> {
-        if allowed.contains(&self.status) {
-            Ok(())
-        } else {
-            Err(internal!(
-                "job controller: cannot {transition} a job that is {:?}",
-                self.status
-            ))
-        }
+    /// The error for a transition the job's phase does not allow (the owner's bug).
+    fn not_from(&self, transition: &str) -> crate::error::HummerError {
+        internal!(
+            "job controller: cannot {transition} a job that is {:?}",
+            self.status()
+        )
     }
 }
 
