@@ -47,9 +47,9 @@ fn main() -> Result<()> {
     let counts = counts.collect();
     let mut result = env.execute("page views per 10 s")?;
     let mut rows = result.collected(&counts)?;
-    rows.sort_by_key(|(page, w, _)| (w.start, page.clone()));
-    for (page, window, n) in rows.iter().take(12) {
-        println!("{window} {page:>8}: {n} views");
+    rows.sort_by_key(|r| (r.window.start, r.key.clone()));
+    for r in rows.iter().take(12) {
+        println!("{} {:>8}: {} views", r.window, r.key, r.value);
     }
     println!("... {} window results in all", rows.len());
     println!(

@@ -49,7 +49,7 @@ fn peak_rss_kb() -> u64 {
         .unwrap_or(0)
 }
 
-fn windowed(events: DataStream<(u64, i64)>) -> DataStream<(u64, TimeWindow, u64)> {
+fn windowed(events: DataStream<(u64, i64)>) -> DataStream<WindowResult<u64, u64>> {
     events
         .assign_timestamps_and_watermarks(
             WatermarkStrategy::for_bounded_out_of_orderness(Duration::from_millis(
@@ -97,21 +97,21 @@ fn throughput(events: u64) -> Result<()> {
 #[derive(Clone, Default)]
 struct CountSink(Arc<std::sync::atomic::AtomicU64>);
 
-impl Sink<(u64, TimeWindow, u64)> for CountSink {
+impl Sink<WindowResult<u64, u64>> for CountSink {
     fn name(&self) -> String {
         "CountSink".into()
     }
     fn create_writer(
         &self,
         _: &OperatorContext,
-    ) -> Result<Box<dyn SinkWriter<(u64, TimeWindow, u64)>>> {
+    ) -> Result<Box<dyn SinkWriter<WindowResult<u64, u64>>>> {
         Ok(Box::new(self.clone()))
     }
 }
 
-impl SinkWriter<(u64, TimeWindow, u64)> for CountSink {
-    fn write_batch(&mut self, batch: &mut Vec<(u64, TimeWindow, u64)>) -> Result<()> {
-        let n: u64 = batch.drain(..).map(|r| r.2).sum();
+impl SinkWriter<WindowResult<u64, u64>> for CountSink {
+    fn write_batch(&mut self, batch: &mut Vec<WindowResult<u64, u64>>) -> Result<()> {
+        let n: u64 = batch.drain(..).map(|r| r.value).sum();
         self.0.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
         Ok(())
     }
@@ -127,26 +127,26 @@ struct LatencySink {
     warm_up_until: i64,
 }
 
-impl Sink<(u64, TimeWindow, u64)> for LatencySink {
+impl Sink<WindowResult<u64, u64>> for LatencySink {
     fn name(&self) -> String {
         "LatencySink".into()
     }
     fn create_writer(
         &self,
         _: &OperatorContext,
-    ) -> Result<Box<dyn SinkWriter<(u64, TimeWindow, u64)>>> {
+    ) -> Result<Box<dyn SinkWriter<WindowResult<u64, u64>>>> {
         Ok(Box::new(self.clone()))
     }
 }
 
-impl SinkWriter<(u64, TimeWindow, u64)> for LatencySink {
-    fn write_batch(&mut self, batch: &mut Vec<(u64, TimeWindow, u64)>) -> Result<()> {
+impl SinkWriter<WindowResult<u64, u64>> for LatencySink {
+    fn write_batch(&mut self, batch: &mut Vec<WindowResult<u64, u64>>) -> Result<()> {
         let now = wall_ms();
         let mut l = self
             .latencies
             .lock()
             .map_err(|_| HummerError::Panic("poisoned".into()))?;
-        for (_, w, _) in batch.drain(..) {
+        for WindowResult { window: w, .. } in batch.drain(..) {
             if w.start >= self.warm_up_until {
                 l.push(now - (w.end + DISORDER_MS));
             }

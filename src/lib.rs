@@ -78,7 +78,7 @@ pub mod prelude {
         AggregateFunction, CountAggregate, CountTrigger, EventTimeSessionWindows, GlobalWindows,
         ProcessingTimeSessionWindows, PurgingTrigger, SlidingEventTimeWindows,
         SlidingProcessingTimeWindows, TimeWindow, Trigger, TriggerResult, TumblingEventTimeWindows,
-        TumblingProcessingTimeWindows,
+        TumblingProcessingTimeWindows, WindowResult,
     };
     pub use crate::operators::{Collector, WatermarkGenerator, WatermarkOutput, WatermarkStrategy};
     pub use crate::state::{ListState, MapState, ValueState};

@@ -292,22 +292,22 @@ impl SourceReader<Event> for OneSilentReader {
 
 /// Keeps what reaches it in a shared vector (readable while the job runs).
 #[derive(Clone, Default)]
-struct Shared(Arc<std::sync::Mutex<Vec<(u8, TimeWindow, u64)>>>);
+struct Shared(Arc<std::sync::Mutex<Vec<WindowResult<u8, u64>>>>);
 
-impl Sink<(u8, TimeWindow, u64)> for Shared {
+impl Sink<WindowResult<u8, u64>> for Shared {
     fn name(&self) -> String {
         "shared".into()
     }
     fn create_writer(
         &self,
         _ctx: &hummer::operators::OperatorContext,
-    ) -> Result<Box<dyn SinkWriter<(u8, TimeWindow, u64)>>> {
+    ) -> Result<Box<dyn SinkWriter<WindowResult<u8, u64>>>> {
         Ok(Box::new(self.clone()))
     }
 }
 
-impl SinkWriter<(u8, TimeWindow, u64)> for Shared {
-    fn write_batch(&mut self, batch: &mut Vec<(u8, TimeWindow, u64)>) -> Result<()> {
+impl SinkWriter<WindowResult<u8, u64>> for Shared {
+    fn write_batch(&mut self, batch: &mut Vec<WindowResult<u8, u64>>) -> Result<()> {
         self.0.lock().unwrap().append(batch);
         Ok(())
     }
@@ -318,7 +318,7 @@ impl SinkWriter<(u8, TimeWindow, u64)> for Shared {
 
 /// Runs a tumbling count over the source above for a while and returns what fired and the
 /// window vertex's watermarks.
-fn run_with_one_silent_split(idleness: Option<Duration>) -> (Vec<(u8, TimeWindow, u64)>, Vec<i64>) {
+fn run_with_one_silent_split(idleness: Option<Duration>) -> (Vec<WindowResult<u8, u64>>, Vec<i64>) {
     let env = StreamExecutionEnvironment::local();
     env.set_parallelism(2)
         .set_auto_watermark_interval(Duration::from_millis(10));
@@ -364,9 +364,9 @@ fn an_idle_source_subtask_holds_windows_back_only_without_an_idleness_timeout() 
     let (mut rows, _) = run_with_one_silent_split(Some(Duration::from_millis(100)));
     rows.sort();
     // Events at 0..9 s: the watermark reaches 8_999, closing [0,2) .. [6,8).
-    let fired: Vec<i64> = rows.iter().map(|r| r.1.start).collect();
+    let fired: Vec<i64> = rows.iter().map(|r| r.window.start).collect();
     assert_eq!(fired, vec![0, 2_000, 4_000, 6_000], "{rows:?}");
-    assert!(rows.iter().all(|r| r.2 == 2));
+    assert!(rows.iter().all(|r| r.value == 2));
 }
 
 #[test]

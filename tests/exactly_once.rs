@@ -625,7 +625,7 @@ fn output_made_at_the_end_of_input_reaches_an_exactly_once_sink_once() {
         365 * 24 * 3600,
     )))
     .aggregate(CountAggregate)
-    .map(|(key, _, n): (u64, TimeWindow, u64)| format!("{key}\t{n}"))
+    .map(|WindowResult { key, value: n, .. }: WindowResult<u64, u64>| format!("{key}\t{n}"))
     .write_text_file(&out);
     let result = env.execute("ends at the final barrier").unwrap();
     assert!(

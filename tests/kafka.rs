@@ -490,7 +490,7 @@ fn count_one_second_windows(
     broker: &Broker,
     topic: &str,
     strategy: WatermarkStrategy<String>,
-    counts: &Shared<(u8, TimeWindow, u64)>,
+    counts: &Shared<WindowResult<u8, u64>>,
 ) -> JobClient {
     let env = StreamExecutionEnvironment::local();
     env.set_parallelism(1)
@@ -512,13 +512,13 @@ fn count_one_second_windows(
     env.execute_async(&format!("windows of {topic}")).unwrap()
 }
 
-fn window_counts(counts: &Shared<(u8, TimeWindow, u64)>) -> Vec<(u8, i64, u64)> {
+fn window_counts(counts: &Shared<WindowResult<u8, u64>>) -> Vec<(u8, i64, u64)> {
     counts
         .0
         .lock()
         .unwrap()
         .iter()
-        .map(|(k, w, n)| (*k, w.start, *n))
+        .map(|r| (r.key, r.window.start, r.value))
         .collect()
 }
 
@@ -611,7 +611,7 @@ fn an_idle_partition_does_not_hold_back_the_windows_of_the_others() {
         );
     env.execute("ticks").unwrap();
 
-    let counts = Shared::<(u8, TimeWindow, u64)>::default();
+    let counts = Shared::<WindowResult<u8, u64>>::default();
     let strategy = WatermarkStrategy::for_bounded_out_of_orderness(Duration::ZERO)
         .with_timestamp_assigner(|s: &String, _| s.parse().unwrap_or(0))
         .with_idleness(Duration::from_millis(300));
@@ -665,7 +665,7 @@ fn a_slow_partition_holds_back_the_watermark_of_its_subtask() {
     );
     env.execute("two speeds").unwrap();
 
-    let counts = Shared::<(u8, TimeWindow, u64)>::default();
+    let counts = Shared::<WindowResult<u8, u64>>::default();
     let strategy = WatermarkStrategy::for_bounded_out_of_orderness(Duration::ZERO)
         .with_timestamp_assigner(|s: &String, _| s.parse().unwrap_or(0));
     let job = count_one_second_windows(&broker, "two-speeds", strategy, &counts);

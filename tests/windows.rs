@@ -62,7 +62,7 @@ fn run_count<A: hummer::operators::window::WindowAssigner>(
     batch: usize,
     interval: u64,
     disorder: i64,
-) -> Vec<(u8, TimeWindow, u64)> {
+) -> Vec<WindowResult<u8, u64>> {
     let env = environment(batch, interval, parallelism);
     let out = source(&env, events, parallelism, disorder)
         .key_by(|e: &Event| e.0)
@@ -75,8 +75,11 @@ fn run_count<A: hummer::operators::window::WindowAssigner>(
     rows
 }
 
-fn as_rows(counts: Counts) -> Vec<(u8, TimeWindow, u64)> {
-    counts.into_iter().map(|((k, w), c)| (k, w, c)).collect()
+fn as_rows(counts: Counts) -> Vec<WindowResult<u8, u64>> {
+    counts
+        .into_iter()
+        .map(|((key, window), value)| WindowResult { key, window, value })
+        .collect()
 }
 
 /// Tumbling and sliding windows from the definition: every window of `size`, a new one each
@@ -258,7 +261,7 @@ proptest! {
         // A window fires once on time and again for each late record it takes: its last
         // (largest) count is its total.
         let mut last = Counts::new();
-        for (k, w, c) in result.collected(&counts_out).unwrap() {
+        for WindowResult { key: k, window: w, value: c } in result.collected(&counts_out).unwrap() {
             let e = last.entry((k, w)).or_default();
             *e = (*e).max(c);
         }
@@ -310,7 +313,12 @@ fn reduce_process_and_incremental_functions_see_the_window() {
     let mut reduced = result.collected(&reduced).unwrap();
     reduced.sort();
     assert_eq!(reduced.len(), expected.len());
-    for (k, w, (_, max_ts, _)) in &reduced {
+    for WindowResult {
+        key: k,
+        window: w,
+        value: (_, max_ts, _),
+    } in &reduced
+    {
         let in_window: Vec<&Event> = events
             .iter()
             .filter(|e| e.0 == *k && w.start <= e.1 && e.1 < w.end)
@@ -335,7 +343,15 @@ fn reduce_process_and_incremental_functions_see_the_window() {
     for ((_, w), c) in &expected {
         *per_window.entry(*w).or_default() += c;
     }
-    assert_eq!(all, per_window.into_iter().collect::<Vec<_>>());
+    let expected_all: Vec<WindowResult<(), u64>> = per_window
+        .into_iter()
+        .map(|(window, value)| WindowResult {
+            key: (),
+            window,
+            value,
+        })
+        .collect();
+    assert_eq!(all, expected_all);
 }
 
 #[test]
@@ -352,7 +368,7 @@ fn count_windows_emit_every_n_records_of_a_key() {
         .collected(&out)
         .unwrap()
         .into_iter()
-        .map(|(_, _, v)| v)
+        .map(|r| r.value)
         .collect();
     rows.sort();
     // Key 0: 0,2,...,24 (13 records): three full windows; key 1: 12 records, three.
@@ -415,8 +431,16 @@ fn processing_time_windows_follow_an_injected_clock() {
     assert_eq!(
         rows,
         vec![
-            (0, TimeWindow::new(1_000_000, 1_010_000), 3),
-            (0, TimeWindow::new(1_010_000, 1_020_000), 2),
+            WindowResult {
+                key: 0,
+                window: TimeWindow::new(1_000_000, 1_010_000),
+                value: 3
+            },
+            WindowResult {
+                key: 0,
+                window: TimeWindow::new(1_010_000, 1_020_000),
+                value: 2
+            },
         ]
     );
 }

@@ -150,7 +150,8 @@ impl<T: Data> DataStream<T> {
     /// let mut result = env.execute("tumbling count").unwrap();
     /// let mut rows = result.collected(&counts).unwrap();
     /// rows.sort();
-    /// // (key, window, count): the window's bounds are part of every result.
+    /// // Key, window and count: the window's bounds are part of every result.
+    /// let rows: Vec<_> = rows.into_iter().map(|r| (r.key, r.window, r.value)).collect();
     /// assert_eq!(rows, vec![
     ///     ('a', TimeWindow::new(0, 10_000), 2),
     ///     ('a', TimeWindow::new(10_000, 20_000), 1),

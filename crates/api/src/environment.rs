@@ -282,7 +282,7 @@ impl StreamExecutionEnvironment {
     ///     .aggregate(CountAggregate)
     ///     .collect();
     /// let mut result = env.execute("from_source").unwrap();
-    /// let counts: Vec<u64> = result.collected(&counts).unwrap().into_iter().map(|r| r.1).collect();
+    /// let counts: Vec<u64> = result.collected(&counts).unwrap().into_iter().map(|r| r.value).collect();
     /// assert_eq!(counts, vec![50, 50]);
     /// ```
     pub fn from_source<T: Data, S: Source<T>>(

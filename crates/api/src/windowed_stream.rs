@@ -10,7 +10,7 @@ use crate::operators::Collector;
 use crate::operators::window::{
     AggregateFunction, AggregateWindow, IncrementalProcess, ProcessWindow, ReduceWindow,
     TimeWindow, Trigger, WindowAssigner, WindowFunction, WindowOperator, WindowOutput,
-    WindowSettings,
+    WindowResult, WindowSettings,
 };
 use crate::types::{Data, Key};
 use crate::{DataStream, KeyedStream};
@@ -163,8 +163,8 @@ where
         results
     }
 
-    /// Combines the records of each window with `f`: one `(key, window, value)` per firing.
-    pub fn reduce<F>(self, f: F) -> DataStream<(K, TimeWindow, T)>
+    /// Combines the records of each window with `f`: one [`WindowResult`] per firing.
+    pub fn reduce<F>(self, f: F) -> DataStream<WindowResult<K, T>>
     where
         F: Fn(T, T) -> T + Clone + Send + Sync + 'static,
     {
@@ -174,11 +174,11 @@ where
         })
     }
 
-    /// Aggregates the records of each window incrementally: `(key, window, result)`.
+    /// Aggregates the records of each window incrementally: one [`WindowResult`] per firing.
     pub fn aggregate<Agg: AggregateFunction<T>>(
         self,
         agg: Agg,
-    ) -> DataStream<(K, TimeWindow, Agg::Out)> {
+    ) -> DataStream<WindowResult<K, Agg::Out>> {
         self.build("Window aggregate", move || AggregateWindow {
             agg: agg.clone(),
             _types: PhantomData,
@@ -272,37 +272,20 @@ impl<T: Data, A: WindowAssigner> AllWindowedStream<T, A> {
         }
     }
 
-    /// Combines the records of each window: `(window, value)`.
-    pub fn reduce<F>(self, f: F) -> DataStream<(TimeWindow, T)>
+    /// Combines the records of each window (results keyed by `()`).
+    pub fn reduce<F>(self, f: F) -> DataStream<WindowResult<(), T>>
     where
         F: Fn(T, T) -> T + Clone + Send + Sync + 'static,
     {
-        self.inner
-            .reduce_with(
-                f,
-                |_: &(), w: &TimeWindow, v: T, out: &mut Collector<'_, (TimeWindow, T)>| {
-                    out.collect((*w, v))
-                },
-            )
-            .set_parallelism(1)
+        self.inner.reduce(f).set_parallelism(1)
     }
 
-    /// Aggregates the records of each window: `(window, result)`.
+    /// Aggregates the records of each window (results keyed by `()`).
     pub fn aggregate<Agg: AggregateFunction<T>>(
         self,
         agg: Agg,
-    ) -> DataStream<(TimeWindow, Agg::Out)> {
-        self.inner
-            .aggregate_with(
-                agg,
-                |_: &(),
-                 w: &TimeWindow,
-                 v: Agg::Out,
-                 out: &mut Collector<'_, (TimeWindow, Agg::Out)>| {
-                    out.collect((*w, v))
-                },
-            )
-            .set_parallelism(1)
+    ) -> DataStream<WindowResult<(), Agg::Out>> {
+        self.inner.aggregate(agg).set_parallelism(1)
     }
 
     /// Calls `f(window, records, out)` with all records of a window when it fires.

@@ -19,7 +19,9 @@ use crate::error::{HummerError, Result};
 use crate::event_count::{InjectedFailures, committed_rows};
 use crate::operators::WatermarkStrategy;
 use crate::operators::keyed_process_function::{KeyedProcessFunction, ProcessContext};
-use crate::operators::window::{CountAggregate, TimeWindow, TumblingEventTimeWindows};
+use crate::operators::window::{
+    CountAggregate, TimeWindow, TumblingEventTimeWindows, WindowResult,
+};
 use crate::types::Timestamp;
 
 /// Size of the tumbling windows, in event-time milliseconds.
@@ -68,12 +70,12 @@ struct TimerCount;
 
 impl KeyedProcessFunction<u64, (u64, u64, Timestamp)> for TimerCount {
     type State = BTreeMap<i64, u64>;
-    type Out = (u64, TimeWindow, u64);
+    type Out = WindowResult<u64, u64>;
 
     fn process_element(
         &mut self,
         e: (u64, u64, Timestamp),
-        ctx: &mut ProcessContext<'_, '_, u64, BTreeMap<i64, u64>, (u64, TimeWindow, u64)>,
+        ctx: &mut ProcessContext<'_, '_, u64, BTreeMap<i64, u64>, WindowResult<u64, u64>>,
     ) {
         let start = e.2 - e.2.rem_euclid(WINDOW_MS);
         *ctx.state()
@@ -87,7 +89,7 @@ impl KeyedProcessFunction<u64, (u64, u64, Timestamp)> for TimerCount {
     fn on_timer(
         &mut self,
         t: Timestamp,
-        ctx: &mut ProcessContext<'_, '_, u64, BTreeMap<i64, u64>, (u64, TimeWindow, u64)>,
+        ctx: &mut ProcessContext<'_, '_, u64, BTreeMap<i64, u64>, WindowResult<u64, u64>>,
     ) {
         let start = t + 1 - WINDOW_MS;
         let key = *ctx.key();
@@ -99,7 +101,11 @@ impl KeyedProcessFunction<u64, (u64, u64, Timestamp)> for TimerCount {
         if ctx.state().value().is_some_and(|m| m.is_empty()) {
             ctx.state().clear();
         }
-        ctx.collect((key, TimeWindow::new(start, start + WINDOW_MS), count));
+        ctx.collect(WindowResult {
+            key,
+            window: TimeWindow::new(start, start + WINDOW_MS),
+            value: count,
+        });
     }
 }
 
@@ -142,7 +148,13 @@ impl WindowCount {
             Variant::Timers => keyed.process_function(TimerCount).name("Timer count"),
         };
         counts
-            .map(|(key, w, n): (u64, TimeWindow, u64)| format!("{key} {} {n}", w.start))
+            .map(
+                |WindowResult {
+                     key,
+                     window: w,
+                     value: n,
+                 }: WindowResult<u64, u64>| format!("{key} {} {n}", w.start),
+            )
             .name("Format")
             .write_text_file(&self.out)
             .name("Exactly-once file sink");

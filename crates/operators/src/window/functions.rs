@@ -99,6 +99,18 @@ impl<T> AggregateFunction<T> for CountAggregate {
     }
 }
 
+/// One window's result for one key: what `reduce` and `aggregate` emit (for a
+/// `window_all`, whose windows have no key, `key` is `()`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct WindowResult<K, V> {
+    /// The key.
+    pub key: K,
+    /// The window.
+    pub window: TimeWindow,
+    /// The reduced value or the aggregate's result.
+    pub value: V,
+}
+
 /// What the window operator emits: a result, or a record too late for every window (kept
 /// apart so the API can route it to the late-data side output).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -154,7 +166,7 @@ pub trait WindowFunction<K, T>: Send + 'static {
     }
 }
 
-/// `reduce`: one running value per window; results `(key, window, value)`.
+/// `reduce`: one running value per window; results [`WindowResult`]s.
 pub struct ReduceWindow<T, F> {
     /// Combines two records into one.
     pub f: F,
@@ -167,7 +179,7 @@ where
     F: Fn(T, T) -> T + Send + 'static,
 {
     type Acc = Option<T>;
-    type Out = (K, TimeWindow, T);
+    type Out = WindowResult<K, T>;
     fn create(&self) -> Option<T> {
         None
     }
@@ -190,13 +202,17 @@ where
         out: &mut Collector<'_, Self::Out>,
     ) -> Result<()> {
         if let Some(v) = acc {
-            out.collect((key.clone(), *window, v.clone()));
+            out.collect(WindowResult {
+                key: key.clone(),
+                window: *window,
+                value: v.clone(),
+            });
         }
         Ok(())
     }
 }
 
-/// `aggregate`: an accumulator per window; results `(key, window, result)`.
+/// `aggregate`: an accumulator per window; results [`WindowResult`]s.
 pub struct AggregateWindow<T, A> {
     /// The aggregate function.
     pub agg: A,
@@ -206,7 +222,7 @@ pub struct AggregateWindow<T, A> {
 
 impl<K: Key, T: 'static, A: AggregateFunction<T>> WindowFunction<K, T> for AggregateWindow<T, A> {
     type Acc = A::Acc;
-    type Out = (K, TimeWindow, A::Out);
+    type Out = WindowResult<K, A::Out>;
     fn create(&self) -> A::Acc {
         self.agg.create_accumulator()
     }
@@ -224,7 +240,11 @@ impl<K: Key, T: 'static, A: AggregateFunction<T>> WindowFunction<K, T> for Aggre
         acc: &A::Acc,
         out: &mut Collector<'_, Self::Out>,
     ) -> Result<()> {
-        out.collect((key.clone(), *window, self.agg.get_result(acc)));
+        out.collect(WindowResult {
+            key: key.clone(),
+            window: *window,
+            value: self.agg.get_result(acc),
+        });
         Ok(())
     }
     fn writes_acc_changes(&self) -> bool {
@@ -294,7 +314,7 @@ where
     K: Key,
     V: Data,
     O: Data,
-    W: WindowFunction<K, T, Out = (K, TimeWindow, V)>,
+    W: WindowFunction<K, T, Out = WindowResult<K, V>>,
     P: FnMut(&K, &TimeWindow, V, &mut Collector<'_, O>) + Send + 'static,
 {
     type Acc = W::Acc;
@@ -317,8 +337,8 @@ where
     ) -> Result<()> {
         let mut results = Vec::new();
         crate::collector::collect_into(&mut results, |c| self.inner.emit(key, window, acc, c))?;
-        for (_, _, v) in results {
-            (self.f)(key, window, v, out);
+        for r in results {
+            (self.f)(key, window, r.value, out);
         }
         Ok(())
     }

@@ -2,7 +2,7 @@
 //! processing time), triggers, window functions, and the window operator that runs them.
 //!
 //! A window result always carries its window ([`TimeWindow`]): `reduce` and `aggregate` emit
-//! `(key, window, value)`, `process` functions are given the window. Late records are counted
+//! a [`WindowResult`] (key, window, value); `process` functions are given the window. Late records are counted
 //! and can be routed to a side output; nothing is dropped silently.
 
 mod assigners;
@@ -19,7 +19,7 @@ pub use assigners::{
 };
 pub use functions::{
     AggregateFunction, AggregateWindow, CountAggregate, IncrementalProcess, ProcessWindow,
-    ReduceWindow, WindowFunction, WindowOutput,
+    ReduceWindow, WindowFunction, WindowOutput, WindowResult,
 };
 pub use time_window::TimeWindow;
 pub use triggers::{

@@ -778,7 +778,7 @@ fn append(out: &mut Vec<u8>, value: &impl Serialize) -> Result<()> {
 mod tests {
     use super::*;
     use crate::window::{
-        AggregateFunction, AggregateWindow, CountAggregate, TumblingEventTimeWindows,
+        AggregateFunction, AggregateWindow, CountAggregate, TumblingEventTimeWindows, WindowResult,
     };
     use crate::{VecOutput, test_context};
 
@@ -1033,7 +1033,7 @@ mod tests {
             feed(&mut op, &more, 1_000)
         );
         assert!(
-            refired.len() == 1000 && refired.iter().all(|r| r.ends_with(", 401))")),
+            refired.len() == 1000 && refired.iter().all(|r| r.ends_with("value: 401 })")),
             "{:?}",
             &refired[..2]
         );
@@ -1070,7 +1070,7 @@ mod tests {
             op.process_watermark(chunk * 10 - 1, &mut out).unwrap();
             out.done().unwrap();
             for r in sink.0.drain(..) {
-                if let WindowOutput::Result((_, _, n)) = r {
+                if let WindowOutput::Result(WindowResult { value: n, .. }) = r {
                     fired += n;
                 }
             }
@@ -1081,7 +1081,7 @@ mod tests {
         op.process_watermark(Timestamp::MAX, &mut out).unwrap();
         out.done().unwrap();
         for r in sink.0.drain(..) {
-            if let WindowOutput::Result((_, _, n)) = r {
+            if let WindowOutput::Result(WindowResult { value: n, .. }) = r {
                 fired += n;
             }
         }

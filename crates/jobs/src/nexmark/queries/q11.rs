@@ -20,7 +20,7 @@ use crate::api::{DataStream, StreamExecutionEnvironment};
 use crate::nexmark::format;
 use crate::nexmark::input::NexmarkInput;
 use crate::nexmark::model::{Bid, BidColumns};
-use crate::operators::window::{CountAggregate, EventTimeSessionWindows, TimeWindow};
+use crate::operators::window::{CountAggregate, EventTimeSessionWindows, WindowResult};
 
 /// The query's result lines.
 pub fn build(env: &StreamExecutionEnvironment, input: &NexmarkInput) -> DataStream<String> {
@@ -30,5 +30,11 @@ pub fn build(env: &StreamExecutionEnvironment, input: &NexmarkInput) -> DataStre
         .window(EventTimeSessionWindows::with_gap(Duration::from_secs(10)))
         .aggregate(CountAggregate)
         .name("Bids per session")
-        .map(|(bidder, w, n): (u64, TimeWindow, u64)| format::count_in_window(bidder, n, &w))
+        .map(
+            |WindowResult {
+                 key: bidder,
+                 window: w,
+                 value: n,
+             }: WindowResult<u64, u64>| format::count_in_window(bidder, n, &w),
+        )
 }

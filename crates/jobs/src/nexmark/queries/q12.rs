@@ -26,7 +26,7 @@ use crate::api::{DataStream, StreamExecutionEnvironment};
 use crate::nexmark::format;
 use crate::nexmark::input::NexmarkInput;
 use crate::nexmark::model::{Bid, BidColumns};
-use crate::operators::window::{CountAggregate, TimeWindow, TumblingProcessingTimeWindows};
+use crate::operators::window::{CountAggregate, TumblingProcessingTimeWindows, WindowResult};
 
 /// The window size.
 pub const WINDOW: Duration = Duration::from_secs(10);
@@ -39,5 +39,11 @@ pub fn build(env: &StreamExecutionEnvironment, input: &NexmarkInput) -> DataStre
         .window(TumblingProcessingTimeWindows::of(WINDOW))
         .aggregate(CountAggregate)
         .name("Bids per bidder and processing-time window")
-        .map(|(bidder, w, n): (u64, TimeWindow, u64)| format::count_in_window(bidder, n, &w))
+        .map(
+            |WindowResult {
+                 key: bidder,
+                 window: w,
+                 value: n,
+             }: WindowResult<u64, u64>| format::count_in_window(bidder, n, &w),
+        )
 }

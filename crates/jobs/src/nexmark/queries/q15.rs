@@ -29,7 +29,7 @@ use crate::nexmark::input::NexmarkInput;
 use crate::nexmark::model::BidColumns;
 use crate::nexmark::queries::daily::{CountDistinct, DAY, DayCounts};
 use crate::nexmark::queries::updates::{Emit, ResultTrigger, emit_rows};
-use crate::operators::window::{TimeWindow, TumblingEventTimeWindows};
+use crate::operators::window::{TumblingEventTimeWindows, WindowResult};
 
 /// The query's result lines, as `emit` says.
 pub fn build_as(
@@ -42,13 +42,19 @@ pub fn build_as(
         .window_all(TumblingEventTimeWindows::of(DAY))
         .trigger(ResultTrigger(emit))
         .aggregate(CountDistinct)
-        .map(|(w, counts): (TimeWindow, DayCounts)| {
-            let mut line = String::new();
-            format::day(&mut line, w.start);
-            line.push(',');
-            line.push_str(&counts.columns());
-            (w.start, vec![line])
-        })
+        .map(
+            |WindowResult {
+                 window: w,
+                 value: counts,
+                 ..
+             }: WindowResult<(), DayCounts>| {
+                let mut line = String::new();
+                format::day(&mut line, w.start);
+                line.push(',');
+                line.push_str(&counts.columns());
+                (w.start, vec![line])
+            },
+        )
         // On the window's one subtask: a rebalance here would reorder a day's updates.
         .set_parallelism(1);
     emit_rows(&rows, emit)

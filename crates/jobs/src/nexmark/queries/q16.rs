@@ -30,7 +30,7 @@ use crate::nexmark::input::NexmarkInput;
 use crate::nexmark::model::{Bid, BidColumns};
 use crate::nexmark::queries::daily::{CountDistinct, DAY, DayCounts};
 use crate::nexmark::queries::updates::{Emit, ResultTrigger, emit_rows};
-use crate::operators::window::{TimeWindow, TumblingEventTimeWindows};
+use crate::operators::window::{TumblingEventTimeWindows, WindowResult};
 
 /// The query's result lines, as `emit` says.
 pub fn build_as(
@@ -44,17 +44,23 @@ pub fn build_as(
         .window(TumblingEventTimeWindows::of(DAY))
         .trigger(ResultTrigger(emit))
         .aggregate(CountDistinct)
-        .map(|(channel, w, counts): (String, TimeWindow, DayCounts)| {
-            let mut line = String::new();
-            format::string(&mut line, &channel);
-            line.push(',');
-            format::day(&mut line, w.start);
-            line.push(',');
-            format::hour_minute(&mut line, counts.latest);
-            line.push(',');
-            line.push_str(&counts.columns());
-            ((channel, w.start), vec![line])
-        });
+        .map(
+            |WindowResult {
+                 key: channel,
+                 window: w,
+                 value: counts,
+             }: WindowResult<String, DayCounts>| {
+                let mut line = String::new();
+                format::string(&mut line, &channel);
+                line.push(',');
+                format::day(&mut line, w.start);
+                line.push(',');
+                format::hour_minute(&mut line, counts.latest);
+                line.push(',');
+                line.push_str(&counts.columns());
+                ((channel, w.start), vec![line])
+            },
+        );
     emit_rows(&rows, emit)
 }
 

@@ -27,7 +27,7 @@ use crate::nexmark::input::NexmarkInput;
 use crate::nexmark::model::{Bid, BidColumns};
 use crate::nexmark::queries::daily::{DAY, rank};
 use crate::nexmark::queries::updates::{Emit, ResultTrigger, emit_rows};
-use crate::operators::window::{AggregateFunction, TimeWindow, TumblingEventTimeWindows};
+use crate::operators::window::{AggregateFunction, TumblingEventTimeWindows, WindowResult};
 
 /// Bids per rank, and price min / max / sum.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -83,22 +83,28 @@ pub fn build_as(
         .window(TumblingEventTimeWindows::of(DAY))
         .trigger(ResultTrigger(emit))
         .aggregate(Stats)
-        .map(|(auction, w, s): (u64, TimeWindow, AuctionDay)| {
-            let mut line = format!("{auction},");
-            format::day(&mut line, w.start);
-            let avg = s.sum / s.bids[0].max(1);
-            line.push_str(&format!(
-                ",{},{},{},{},{},{},{avg},{}",
-                s.bids[0],
-                s.bids[1],
-                s.bids[2],
-                s.bids[3],
-                s.min.unwrap_or(0),
-                s.max,
-                s.sum
-            ));
-            ((auction, w.start), vec![line])
-        });
+        .map(
+            |WindowResult {
+                 key: auction,
+                 window: w,
+                 value: s,
+             }: WindowResult<u64, AuctionDay>| {
+                let mut line = format!("{auction},");
+                format::day(&mut line, w.start);
+                let avg = s.sum / s.bids[0].max(1);
+                line.push_str(&format!(
+                    ",{},{},{},{},{},{},{avg},{}",
+                    s.bids[0],
+                    s.bids[1],
+                    s.bids[2],
+                    s.bids[3],
+                    s.min.unwrap_or(0),
+                    s.max,
+                    s.sum
+                ));
+                ((auction, w.start), vec![line])
+            },
+        );
     emit_rows(&rows, emit)
 }
 

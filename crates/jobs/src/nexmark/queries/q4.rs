@@ -24,7 +24,7 @@ use crate::nexmark::input::NexmarkInput;
 use crate::nexmark::model::{Auction, Bid};
 use crate::nexmark::queries::updates::{Emit, ResultTrigger, emit_rows};
 use crate::nexmark::queries::winning_bids::winning_bids;
-use crate::operators::window::{AggregateFunction, GlobalWindows, TimeWindow};
+use crate::operators::window::{AggregateFunction, GlobalWindows, WindowResult};
 
 /// Sum and count of prices.
 #[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
@@ -64,9 +64,15 @@ pub fn build_as(
         // The final table fires at the final watermark: the end of the input.
         .trigger(ResultTrigger(emit))
         .aggregate(Average)
-        .map(|(category, _, avg): (u64, TimeWindow, u64)| {
-            (category, vec![format!("{category},{avg}")])
-        });
+        .map(
+            |WindowResult {
+                 key: category,
+                 value: avg,
+                 ..
+             }: WindowResult<u64, u64>| {
+                (category, vec![format!("{category},{avg}")])
+            },
+        );
     emit_rows(&rows, emit)
 }
 

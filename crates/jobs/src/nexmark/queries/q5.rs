@@ -48,7 +48,7 @@ use crate::nexmark::input::NexmarkInput;
 use crate::nexmark::model::{Bid, BidColumns};
 use crate::operators::Collector;
 use crate::operators::window::{
-    CountAggregate, SlidingEventTimeWindows, TimeWindow, TumblingEventTimeWindows,
+    CountAggregate, SlidingEventTimeWindows, TimeWindow, TumblingEventTimeWindows, WindowResult,
 };
 
 /// The query's result lines.
@@ -62,16 +62,16 @@ pub fn build(env: &StreamExecutionEnvironment, input: &NexmarkInput) -> DataStre
         ))
         .aggregate(CountAggregate)
         .name("Bids per auction and window")
-        .key_by(|c: &(u64, TimeWindow, u64)| c.1.start)
+        .key_by(|c: &WindowResult<u64, u64>| c.window.start)
         .window(TumblingEventTimeWindows::of(Duration::from_secs(2)))
         .process(
             |_: &i64,
              _: &TimeWindow,
-             counts: &[(u64, TimeWindow, u64)],
+             counts: &[WindowResult<u64, u64>],
              out: &mut Collector<'_, String>| {
-                let max = counts.iter().map(|c| c.2).max().unwrap_or(0);
-                for (auction, _, n) in counts.iter().filter(|c| c.2 == max) {
-                    out.collect(format!("{auction},{n}"));
+                let max = counts.iter().map(|c| c.value).max().unwrap_or(0);
+                for c in counts.iter().filter(|c| c.value == max) {
+                    out.collect(format!("{},{}", c.key, c.value));
                 }
             },
         )
