@@ -6,10 +6,9 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::extract::{Request, State};
-use axum::http::{Method, StatusCode, header};
+use axum::http::{Method, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use serde_json::json;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 
@@ -60,9 +59,8 @@ pub async fn check_token(
         return next.run(request).await;
     }
     (
-        StatusCode::UNAUTHORIZED,
         [(header::WWW_AUTHENTICATE, "Bearer")],
-        axum::Json(json!({"errors": ["this call needs the cluster's REST token: Authorization: Bearer <token>"]})),
+        super::rest::RestError::Unauthorized,
     )
         .into_response()
 }
