@@ -365,7 +365,7 @@ fn worker_failures_fail_the_job_not_the_taskmanager() {
         })
         .unwrap();
     let (summary, _) = client.wait(&id).unwrap();
-    assert_eq!(summary.state, protocol::JobState::Failed);
+    assert_eq!(summary.state, protocol::JobStatus::Failed);
     assert!(
         summary
             .error

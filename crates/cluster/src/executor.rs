@@ -15,7 +15,7 @@ use crate::error::{HummerError, Result};
 use crate::execution::restart_strategy::RestartStrategy;
 use crate::execution::{Executor, JobHandle, JobOutcome, JobSubmission, SharedCollectSlot};
 use crate::graph::job_graph::JobGraph;
-use crate::protocol::{DeploySpec, JobState, RecoveryRequest, SubmitRequest};
+use crate::protocol::{DeploySpec, JobStatus, RecoveryRequest, SubmitRequest};
 use crate::types::{NodeId, RuntimeMode};
 use crate::worker;
 
@@ -136,8 +136,8 @@ impl JobHandle for RemoteJob {
     fn wait(self: Box<Self>) -> Result<JobOutcome> {
         let (summary, collected) = ClusterClient::wait_following(&self.address, &self.id)?;
         match summary.state {
-            JobState::Finished => {}
-            JobState::Cancelled => return Err(HummerError::Cancelled),
+            JobStatus::Finished => {}
+            JobStatus::Cancelled => return Err(HummerError::Cancelled),
             state => {
                 let what = format!("job {} {state:?}", self.id);
                 return Err(match summary.error {

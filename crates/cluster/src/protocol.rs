@@ -179,34 +179,9 @@ pub struct PeerAddress {
     pub address: String,
 }
 
-/// Life cycle of a job.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum JobState {
-    /// Accepted, waiting in a TaskManager's queue for free slots.
-    Waiting,
-    /// Accepted; workers starting.
-    Deploying,
-    /// A worker failed or a TaskManager was lost; the job restarts from its last checkpoint.
-    Restarting,
-    /// Every worker runs.
-    Running,
-    /// Ended normally.
-    Finished,
-    /// Ended with an error.
-    Failed,
-    /// Cancelled by a user.
-    Cancelled,
-}
-
-impl JobState {
-    /// True once the job can change no more.
-    pub fn is_terminal(self) -> bool {
-        matches!(
-            self,
-            JobState::Finished | JobState::Failed | JobState::Cancelled
-        )
-    }
-}
+/// Life cycle of a job: the job controller's status, the one enum from the controller
+/// through this protocol and REST to the dashboard.
+pub use crate::execution::controller::JobStatus;
 
 /// A job as listed by `hummer list` and REST.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -216,7 +191,7 @@ pub struct JobSummary {
     /// Name.
     pub name: String,
     /// State.
-    pub state: JobState,
+    pub state: JobStatus,
     /// Milliseconds since the job was submitted (or its total run time once ended).
     pub duration_ms: u64,
     /// Why it failed, if it did.

@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::checkpoint::backend::Storage;
 use crate::error::{HummerError, Result};
-use crate::protocol::{JobId, JobState, SubmitRequest};
+use crate::protocol::{JobId, JobStatus, SubmitRequest};
 
 /// The HA directory an address names (`ha:DIR`), if it names one rather than a JobManager:
 /// then the leader may change, and a connection lost is made again to the next one.
@@ -61,7 +61,7 @@ pub struct JobRecord {
     /// before it resumes the job, for a while).
     pub parallelism: Vec<usize>,
     /// How it ended, once it did.
-    pub ended: Option<JobState>,
+    pub ended: Option<JobStatus>,
     /// Why it failed, if it did.
     pub error: Option<crate::error::ErrorReport>,
 }

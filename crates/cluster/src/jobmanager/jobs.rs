@@ -13,9 +13,7 @@ use tokio::sync::mpsc::UnboundedSender;
 
 use crate::execution::controller::{JobController, JobStatus, RecoveryPolicy};
 use crate::execution::restart_strategy::RestartStrategy;
-use crate::protocol::{
-    Collected, JobId, JobState, JobSummary, Message, SubmitRequest, TaskManagerInfo,
-};
+use crate::protocol::{Collected, JobId, JobSummary, Message, SubmitRequest, TaskManagerInfo};
 use crate::types::metrics::VertexMetrics;
 
 /// Ended jobs kept for listing and status queries.
@@ -135,7 +133,7 @@ impl JobEntry {
     }
 
     /// What the job store keeps of the job, as it is now (`ended`: how it ended, if it did).
-    pub fn record(&self, ended: Option<JobState>) -> crate::ha::JobRecord {
+    pub fn record(&self, ended: Option<JobStatus>) -> crate::ha::JobRecord {
         crate::ha::JobRecord {
             id: self.id.clone(),
             request: self.request.clone(),
@@ -147,16 +145,8 @@ impl JobEntry {
     }
 
     /// The job's state as clients see it: a created job waits for slots.
-    pub fn state(&self) -> JobState {
-        match self.controller.status() {
-            JobStatus::Created => JobState::Waiting,
-            JobStatus::Deploying => JobState::Deploying,
-            JobStatus::Running => JobState::Running,
-            JobStatus::Restarting => JobState::Restarting,
-            JobStatus::Finished => JobState::Finished,
-            JobStatus::Failed => JobState::Failed,
-            JobStatus::Cancelled => JobState::Cancelled,
-        }
+    pub fn state(&self) -> JobStatus {
+        self.controller.status()
     }
 
     /// True once the job has ended.

@@ -556,7 +556,7 @@ fn handle_client_request(
                 Message::Error(format!("job {id} has already ended ({:?})", job.state()))
             }
             Some(_) => {
-                state.end_job(&id, crate::protocol::JobState::Cancelled, None);
+                state.end_job(&id, crate::protocol::JobStatus::Cancelled, None);
                 Message::Ok
             }
             None => Message::Error(format!("no job with id {id}")),

@@ -1,6 +1,6 @@
 //! Why the JobManager refuses a client's request; sent back as the text of an error message.
 
-use crate::protocol::{JobId, JobState};
+use crate::protocol::{JobId, JobStatus};
 use crate::scheduler::PlacementError;
 
 /// A request the JobManager cannot carry out.
@@ -32,7 +32,7 @@ pub enum Refusal {
         /// The job.
         job: JobId,
         /// Its state.
-        state: JobState,
+        state: JobStatus,
     },
     /// A savepoint of a job that takes no checkpoints.
     #[error("job {0} does not take checkpoints")]

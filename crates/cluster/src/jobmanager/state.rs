@@ -33,9 +33,7 @@ use crate::error::{HummerError, internal};
 use crate::execution::controller::{AttemptStart, FailureOutcome, JobStatus};
 use crate::ha::lease::Leadership;
 use crate::ha::{HaStore, JobRecord};
-use crate::protocol::{
-    Collected, DeploySpec, JobId, JobState, Message, PeerAddress, SubmitRequest,
-};
+use crate::protocol::{Collected, DeploySpec, JobId, Message, PeerAddress, SubmitRequest};
 use crate::scheduler::parallelism::decide;
 use crate::scheduler::{PlacementError, SlotOffer, Waiting};
 use crate::types::metrics::VertexMetrics;
@@ -136,8 +134,8 @@ impl JobManagerState {
                 let mut entry =
                     JobEntry::resumed(record.id.clone(), record.request, record.attempt);
                 match state {
-                    JobState::Finished => entry.controller.finish(),
-                    JobState::Cancelled => {
+                    JobStatus::Finished => entry.controller.finish(),
+                    JobStatus::Cancelled => {
                         entry.controller.cancel();
                     }
                     _ => entry.controller.fail(),
@@ -230,7 +228,7 @@ impl JobManagerState {
         };
         self.jobs.put_back(entry);
         if let Some(error) = error {
-            self.end_job(id, JobState::Failed, Some(error));
+            self.end_job(id, JobStatus::Failed, Some(error));
         }
         true
     }
@@ -404,7 +402,10 @@ impl JobManagerState {
                 return;
             };
             let jobs = &self.jobs;
-            queue.retain(|id| jobs.get(id).is_some_and(|j| j.state() == JobState::Waiting));
+            queue.retain(|id| {
+                jobs.get(id)
+                    .is_some_and(|j| j.state() == JobStatus::Created)
+            });
             let Some(pos) = (0..queue.len()).max_by_key(|&i| {
                 (
                     jobs.priority(&queue[i]).unwrap_or(i32::MIN),
@@ -509,7 +510,7 @@ impl JobManagerState {
             .running(graph, tasks, sources, Instant::now())
         {
             let error = e.context("cannot start checkpointing");
-            self.end_job(job, JobState::Failed, Some(error));
+            self.end_job(job, JobStatus::Failed, Some(error));
             return;
         }
         entry.tell_workers(&Message::Start(peers));
@@ -533,7 +534,7 @@ impl JobManagerState {
         }
         entry.collected.extend(collected);
         if entry.workers.values().all(|w| w.finished) {
-            self.end_job(job, JobState::Finished, None);
+            self.end_job(job, JobStatus::Finished, None);
         }
     }
 
@@ -548,7 +549,7 @@ impl JobManagerState {
 
     /// Ends a job (`Finished`, `Failed` or `Cancelled`): releases its slots, tells
     /// TaskManagers to stop what is left, wakes waiters.
-    pub fn end_job(&mut self, job: &str, state: JobState, error: Option<HummerError>) {
+    pub fn end_job(&mut self, job: &str, state: JobStatus, error: Option<HummerError>) {
         let Some(entry) = self.jobs.get_mut(job) else {
             return;
         };
@@ -558,8 +559,8 @@ impl JobManagerState {
             return;
         }
         match state {
-            JobState::Finished => entry.controller.finish(),
-            JobState::Cancelled => {
+            JobStatus::Finished => entry.controller.finish(),
+            JobStatus::Cancelled => {
                 entry.controller.cancel();
             }
             _ => entry.controller.fail(),
@@ -581,7 +582,7 @@ impl JobManagerState {
                 .send(Message::Error(format!("the job ended ({state:?})")));
         }
         self.cluster.dequeue(job);
-        let freed = if state == JobState::Finished {
+        let freed = if state == JobStatus::Finished {
             self.release_slots(job)
         } else {
             self.stop_workers(job)
@@ -638,7 +639,7 @@ impl JobManagerState {
         };
         match entry.controller.failed(error, Instant::now()) {
             FailureOutcome::Ignored => {}
-            FailureOutcome::Failed(e) => self.end_job(job, JobState::Failed, Some(e)),
+            FailureOutcome::Failed(e) => self.end_job(job, JobStatus::Failed, Some(e)),
             FailureOutcome::Restart { .. } => {
                 if let Some(sp) = entry.savepoint.take() {
                     let failure = entry.controller.last_failure().unwrap_or_default();
@@ -673,7 +674,7 @@ impl JobManagerState {
                 }
                 None => self.end_job(
                     &id,
-                    JobState::Failed,
+                    JobStatus::Failed,
                     Some(HummerError::Cluster(format!(
                         "TaskManager {tm} was lost and no other can run the job"
                     ))),
@@ -781,7 +782,7 @@ impl JobManagerState {
         };
         self.jobs.put_back(entry);
         if let Some(FailureOutcome::Failed(e)) = outcome {
-            self.end_job(id, JobState::Failed, Some(e));
+            self.end_job(id, JobStatus::Failed, Some(e));
         }
     }
 
@@ -817,7 +818,7 @@ impl JobManagerState {
                 tracing::info!(job = %job, path = %target.display(), "savepoint taken");
                 let _ = sp.reply.send(Message::Savepoint(target));
                 if sp.stop {
-                    self.end_job(job, JobState::Cancelled, None);
+                    self.end_job(job, JobStatus::Cancelled, None);
                 }
             }
             Err(e) => {
@@ -841,7 +842,7 @@ impl JobManagerState {
             .jobs
             .get_mut(job)
             .ok_or_else(|| Refusal::NoSuchJob(job.to_string()))?;
-        if entry.state() != JobState::Running {
+        if entry.state() != JobStatus::Running {
             return Err(Refusal::NotRunning {
                 job: job.to_string(),
                 state: entry.state(),

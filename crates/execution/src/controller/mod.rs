@@ -51,10 +51,14 @@ pub use failed::FailureOutcome;
 /// The shortest wait before a deployment that could not start is tried again.
 pub const DEPLOY_RETRY_MIN: Duration = Duration::from_millis(500);
 
-/// Where a job is in its life.
+/// Where a job is in its life: the one status enum, from this controller through the
+/// cluster's protocol and REST to the dashboard (which lists [`JobStatus::ALL`] by these
+/// names).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum JobStatus {
-    /// Accepted, not deployed yet (waiting for slots in a cluster).
+    /// Accepted, not deployed yet: waiting for slots in a cluster, named `Waiting` on the
+    /// wire and in REST.
+    #[serde(rename = "Waiting")]
     Created,
     /// An attempt is being deployed: its tasks are starting.
     Deploying,
@@ -71,6 +75,17 @@ pub enum JobStatus {
 }
 
 impl JobStatus {
+    /// Every status, in the order of the life cycle.
+    pub const ALL: [JobStatus; 7] = [
+        JobStatus::Created,
+        JobStatus::Deploying,
+        JobStatus::Restarting,
+        JobStatus::Running,
+        JobStatus::Finished,
+        JobStatus::Failed,
+        JobStatus::Cancelled,
+    ];
+
     /// True once the job has ended.
     pub fn is_terminal(self) -> bool {
         matches!(

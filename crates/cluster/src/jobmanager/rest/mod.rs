@@ -18,7 +18,7 @@ use axum::routing::{get, post};
 
 use crate::jobmanager::refusal::Refusal;
 use crate::jobmanager::{Shared, lock};
-use crate::protocol::{JobId, JobState};
+use crate::protocol::{JobId, JobStatus};
 use crate::scheduler::rfts::Assessment;
 use responses::*;
 
@@ -62,7 +62,7 @@ pub enum RestError {
         /// The job.
         job: JobId,
         /// How it ended.
-        state: JobState,
+        state: JobStatus,
     },
     /// A TaskManager the monitor has never heard of.
     #[error("no monitor samples of TaskManager {0}")]
@@ -138,7 +138,7 @@ async fn overview(State(shared): State<Shared>) -> Json<OverviewResponse> {
         .values()
         .map(|t| t.used_slots)
         .sum();
-    let count = |s: JobState| state.jobs.values().filter(|j| j.state() == s).count();
+    let count = |s: JobStatus| state.jobs.values().filter(|j| j.state() == s).count();
     // The cluster's utilisation: the TaskManagers' latest samples weighted by their cores
     // (CPU) and their memory.
     let samples: Vec<_> = state
@@ -157,12 +157,12 @@ async fn overview(State(shared): State<Shared>) -> Json<OverviewResponse> {
         taskmanagers: state.cluster.task_managers.len(),
         slots_total: slots,
         slots_available: slots - used.min(slots),
-        jobs_running: count(JobState::Running) + count(JobState::Deploying),
-        jobs_waiting: count(JobState::Waiting),
-        jobs_restarting: count(JobState::Restarting),
-        jobs_finished: count(JobState::Finished),
-        jobs_cancelled: count(JobState::Cancelled),
-        jobs_failed: count(JobState::Failed),
+        jobs_running: count(JobStatus::Running) + count(JobStatus::Deploying),
+        jobs_waiting: count(JobStatus::Created),
+        jobs_restarting: count(JobStatus::Restarting),
+        jobs_finished: count(JobStatus::Finished),
+        jobs_cancelled: count(JobStatus::Cancelled),
+        jobs_failed: count(JobStatus::Failed),
         scheduler: state.cluster.scheduler.name().to_string(),
         scheduler_time_ms: state.cluster.scheduler_time.as_secs_f64() * 1e3,
         cpu,
@@ -599,7 +599,7 @@ async fn cancel(
     if s.is_terminal() {
         return Err(RestError::Ended { job: id, state: s });
     }
-    state.end_job(&id, JobState::Cancelled, None);
+    state.end_job(&id, JobStatus::Cancelled, None);
     Ok((StatusCode::ACCEPTED, Json(CancelResponse {})))
 }
 
@@ -638,12 +638,12 @@ async fn prometheus(
         vec![(String::new(), state.cluster.task_managers.len() as f64)],
     );
     let states = [
-        JobState::Waiting,
-        JobState::Deploying,
-        JobState::Running,
-        JobState::Finished,
-        JobState::Failed,
-        JobState::Cancelled,
+        JobStatus::Created,
+        JobStatus::Deploying,
+        JobStatus::Running,
+        JobStatus::Finished,
+        JobStatus::Failed,
+        JobStatus::Cancelled,
     ];
     gauge(
         "hummer_jobs",

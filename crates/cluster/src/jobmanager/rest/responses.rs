@@ -15,7 +15,7 @@ use crate::error::ErrorKind;
 use crate::execution::controller::ExceptionRecord;
 use crate::jobmanager::monitor::MonitorRecord;
 use crate::jobmanager::scheduling_log::{MigrationRecord, RoundRecord};
-use crate::protocol::{JobId, JobState};
+use crate::protocol::{JobId, JobStatus};
 use crate::types::Timestamp;
 
 /// The answer of every call that fails: what went wrong.
@@ -131,7 +131,7 @@ pub struct JobRow {
     /// Its name.
     pub name: String,
     /// Its state.
-    pub status: JobState,
+    pub status: JobStatus,
     /// When it was submitted, milliseconds since the Unix epoch.
     pub start_time: u64,
     /// When it ended, milliseconds since the Unix epoch.
@@ -153,7 +153,7 @@ pub struct JobDetails {
     /// Its name.
     pub name: String,
     /// Its state.
-    pub state: JobState,
+    pub state: JobStatus,
     /// When it was submitted, milliseconds since the Unix epoch.
     pub start_time: u64,
     /// When it ended, milliseconds since the Unix epoch.
@@ -197,7 +197,7 @@ pub struct VertexDetails {
     /// Its parallelism.
     pub parallelism: usize,
     /// Its job's state.
-    pub status: JobState,
+    pub status: JobStatus,
     /// Its subtasks' counters, summed.
     pub metrics: VertexCounters,
     /// The least watermark of its subtasks, once each has one.
@@ -729,7 +729,7 @@ mod tests {
                 jobs: vec![JobRow {
                     id: "job".into(),
                     name: "job".into(),
-                    status: JobState::Running,
+                    status: JobStatus::Running,
                     start_time: 0,
                     end_time: Some(0),
                     duration: 0,
@@ -740,7 +740,7 @@ mod tests {
             sample(JobDetails {
                 jid: "job".into(),
                 name: "job".into(),
-                state: JobState::Running,
+                state: JobStatus::Running,
                 start_time: 0,
                 end_time: Some(0),
                 duration: 0,
@@ -754,7 +754,7 @@ mod tests {
                     name: "Source".into(),
                     operators: vec!["Source".into()],
                     parallelism: 1,
-                    status: JobState::Running,
+                    status: JobStatus::Running,
                     metrics: VertexCounters::default(),
                     watermark: Some(0),
                     subtasks: vec![SubtaskDetails {
@@ -851,6 +851,26 @@ mod tests {
             Value::Null => panic!("the sample has a null at {path}"),
             _ => {}
         }
+    }
+
+    #[test]
+    fn the_dashboard_lists_every_job_status_by_its_wire_name() {
+        let line = APP_JS
+            .lines()
+            .find(|l| l.trim_start().starts_with("const JOB_STATES = ["))
+            .expect("app.js declares JOB_STATES");
+        let listed: Vec<String> = line
+            .split('\'')
+            .skip(1)
+            .step_by(2)
+            .map(str::to_string)
+            .collect();
+        let wire: Vec<String> = JobStatus::ALL
+            .iter()
+            .map(|s| serde_json::to_value(s).map(|v| v.as_str().unwrap_or("").to_string()))
+            .collect::<Result<_, _>>()
+            .expect("a status serializes");
+        assert_eq!(listed, wire);
     }
 
     #[test]
