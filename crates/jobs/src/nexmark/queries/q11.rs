@@ -30,11 +30,5 @@ pub fn build(env: &StreamExecutionEnvironment, input: &NexmarkInput) -> DataStre
         .window(EventTimeSessionWindows::with_gap(Duration::from_secs(10)))
         .aggregate(CountAggregate)
         .name("Bids per session")
-        .map(
-            |WindowResult {
-                 key: bidder,
-                 window: w,
-                 value: n,
-             }: WindowResult<u64, u64>| format::count_in_window(bidder, n, &w),
-        )
+        .map(|c: WindowResult<u64, u64>| format::count_in_window(c.key, c.value, &c.window))
 }

@@ -39,11 +39,5 @@ pub fn build(env: &StreamExecutionEnvironment, input: &NexmarkInput) -> DataStre
         .window(TumblingProcessingTimeWindows::of(WINDOW))
         .aggregate(CountAggregate)
         .name("Bids per bidder and processing-time window")
-        .map(
-            |WindowResult {
-                 key: bidder,
-                 window: w,
-                 value: n,
-             }: WindowResult<u64, u64>| format::count_in_window(bidder, n, &w),
-        )
+        .map(|c: WindowResult<u64, u64>| format::count_in_window(c.key, c.value, &c.window))
 }
