@@ -191,20 +191,13 @@ impl<Op: Operator> Link<Op> {
 }
 
 /// One fused link of a chain: a one-input operator and everything downstream of it.
-pub struct ChainLink<Op: Operator>(Link<Op>);
+pub type ChainLink<Op> = Link<Op>;
 
-impl<Op: Operator> ChainLink<Op> {
-    pub fn new(op: Op, ctx: OperatorContext, next: Box<dyn Output<Op::Out>>) -> Self {
-        ChainLink(Link::new(op, ctx, next))
-    }
+/// The head of a chain that starts with a two-input operator (the task calls
+/// [`Link::push1`] and [`Link::push2`]).
+pub type TwoInputHead<Op> = Link<Op>;
 
-    /// Loads the operator's state from the snapshots of every subtask of the restored run.
-    pub fn restore(&mut self, snapshots: &[Vec<u8>]) -> Result<()> {
-        self.0.restore(snapshots)
-    }
-}
-
-impl<T, Op> Output<T> for ChainLink<Op>
+impl<T, Op> Output<T> for Link<Op>
 where
     Op: Operator<In = (T,)>,
     T: Send + 'static,
@@ -212,46 +205,29 @@ where
 {
     #[inline]
     fn push(&mut self, records: &mut Vec<T>, timestamps: &mut Vec<Timestamp>) -> Result<()> {
-        self.0.process(records, timestamps, |op, batch, out| {
+        self.process(records, timestamps, |op, batch, out| {
             op.process_batch(batch, out)
         })
     }
 
     fn control(&mut self, event: Control<'_>) -> Result<()> {
-        self.0.control(event)
+        Link::control(self, event)
     }
 }
 
-/// The head of a chain that starts with a two-input operator.
-pub struct TwoInputHead<Op: Operator>(Link<Op>);
-
-impl<L: 'static, R: 'static, Op: Operator<In = (L, R)>> TwoInputHead<Op> {
-    pub fn new(op: Op, ctx: OperatorContext, next: Box<dyn Output<Op::Out>>) -> Self {
-        TwoInputHead(Link::new(op, ctx, next))
-    }
-
-    /// Loads the operator's state from the snapshots of every subtask of the restored run.
-    pub fn restore(&mut self, snapshots: &[Vec<u8>]) -> Result<()> {
-        self.0.restore(snapshots)
-    }
-
+impl<L: 'static, R: 'static, Op: Operator<In = (L, R)>> Link<Op> {
     /// Processes a batch of the first input (`timestamps` as for [`Output::push`]).
     pub fn push1(&mut self, records: &mut Vec<L>, timestamps: &mut Vec<Timestamp>) -> Result<()> {
-        self.0.process(records, timestamps, |op, batch, out| {
+        self.process(records, timestamps, |op, batch, out| {
             op.process_batch(TwoInputBatch::First(batch), out)
         })
     }
 
     /// Processes a batch of the second input (`timestamps` as for [`Output::push`]).
     pub fn push2(&mut self, records: &mut Vec<R>, timestamps: &mut Vec<Timestamp>) -> Result<()> {
-        self.0.process(records, timestamps, |op, batch, out| {
+        self.process(records, timestamps, |op, batch, out| {
             op.process_batch(TwoInputBatch::Second(batch), out)
         })
-    }
-
-    /// Handles a control event (see [`Link::control`]).
-    pub fn control(&mut self, event: Control<'_>) -> Result<()> {
-        self.0.control(event)
     }
 }
 
@@ -286,6 +262,7 @@ impl<T: Clone + Send> Output<T> for FanOut<T> {
 mod tests {
     use super::*;
     use crate::operators::VecOutput;
+    use crate::operators::union::Union;
     use crate::types::{RuntimeMode, WatermarkStatus};
 
     /// A two-input operator with a side effect per checkpoint: it buffers what it sees and
@@ -401,7 +378,7 @@ mod tests {
         head.push1(&mut vec![5], &mut Vec::new()).unwrap();
         head.control(Control::CheckpointComplete(5)).unwrap();
         assert_eq!(
-            head.0.op.committed,
+            head.op.committed,
             vec![(4, vec![1, 2, 1003]), (5, vec![5])],
             "the operator commits what each checkpoint covers"
         );
@@ -501,7 +478,7 @@ mod tests {
         );
         link.control(Control::ProcessingTime(5)).unwrap();
         link.control(Control::EndOfInput).unwrap();
-        let op = &link.0.op;
+        let op = &link.op;
         assert_eq!(
             (op.ends, op.timers),
             (1, 0),
@@ -527,9 +504,9 @@ mod tests {
         link.push(&mut vec![5], &mut Vec::new()).unwrap();
         let last = barrier(&mut link, 1, true);
         assert_eq!(last.operators, vec![(3, 5u32.to_be_bytes().to_vec())]);
-        assert_eq!(link.0.op.ends, 0);
+        assert_eq!(link.op.ends, 0);
         link.control(Control::EndOfInput).unwrap();
-        assert_eq!(link.0.op.ends, 1);
+        assert_eq!(link.op.ends, 1);
         assert_eq!(down.lock().unwrap().barriers, vec![(1, 0)]);
     }
 
@@ -540,7 +517,7 @@ mod tests {
             let mut link = ChainLink::new(SumAtEnd::default(), ctx(), Box::new(down.clone()));
             link.restore(&[ENDED.to_vec(), ENDED.to_vec()]).unwrap();
             link.control(Control::EndOfInput).unwrap();
-            (link.0.op.ends, down.lock().unwrap().records.0.clone())
+            (link.op.ends, down.lock().unwrap().records.0.clone())
         };
         assert_eq!(
             ended(),
@@ -581,32 +558,13 @@ mod tests {
         }
     }
 
-    /// Hands every record on unchanged, timestamps included.
-    struct PassThrough;
-
-    impl Operator for PassThrough {
-        type In = (u32,);
-        type Out = u32;
-
-        fn process_batch(
-            &mut self,
-            batch: Batch<'_, u32>,
-            out: &mut Collector<'_, u32>,
-        ) -> Result<()> {
-            batch.for_each(out, |x, out| {
-                out.collect(x);
-                Ok(())
-            })
-        }
-    }
-
     #[test]
     fn every_control_event_passes_a_chain_and_a_fan_out_in_stream_order() {
         let (a, b) = (Log::default(), Log::default());
         let fan = FanOut {
             outputs: vec![Box::new(a.clone()), Box::new(b.clone())],
         };
-        let mut link = ChainLink::new(PassThrough, ctx(), Box::new(fan));
+        let mut link = ChainLink::new(Union::default(), ctx(), Box::new(fan));
         let mut snapshot = TaskSnapshot::new(7, 128);
         link.push(&mut vec![1, 2], &mut Vec::new()).unwrap();
         link.control(Control::Watermark(5)).unwrap();
