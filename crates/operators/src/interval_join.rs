@@ -8,19 +8,19 @@
 //! they are counted and dropped, as in Flink. A result carries the later of the two
 //! timestamps.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::{HummerError, Result};
-use crate::state::snapshot::{
-    OperatorWatermark, SnapshotBuffer, read_with_watermark, write_with_watermark,
-};
+use crate::state::declared::DeclaredState;
+use crate::state::keyed_table::KeyedTable;
+use crate::state::snapshot::OperatorWatermark;
 use crate::state::timer_queue::TimerQueue;
 use crate::types::metrics::SubtaskMetrics;
-use crate::types::{CheckpointId, Data, Key, NO_TIMESTAMP, Timestamp};
+use crate::types::{Data, Key, NO_TIMESTAMP, Timestamp};
 use crate::{Collector, Operator, OperatorContext, TwoInputBatch};
 
 /// The buffered records of one key.
@@ -54,10 +54,9 @@ pub struct IntervalJoin<L, R, K, O, KL, KR, F> {
     upper: i64,
     f: F,
     name: String,
-    keys: HashMap<K, Buffers<L, R>, foldhash::fast::RandomState>,
+    keys: KeyedTable<K, Buffers<L, R>>,
     cleanup: TimerQueue<(K, Side)>,
     watermark: OperatorWatermark,
-    snapshot_buffer: SnapshotBuffer,
     metrics: Arc<SubtaskMetrics>,
     _types: std::marker::PhantomData<fn() -> O>,
 }
@@ -80,10 +79,9 @@ impl<L, R, K: Key, O, KL, KR, F> IntervalJoin<L, R, K, O, KL, KR, F> {
             upper,
             f,
             name: ctx.name.clone(),
-            keys: HashMap::default(),
+            keys: KeyedTable::default(),
             cleanup: TimerQueue::default(),
             watermark: OperatorWatermark::default(),
-            snapshot_buffer: SnapshotBuffer::default(),
             metrics: ctx.metrics.clone(),
             _types: std::marker::PhantomData,
         }
@@ -123,7 +121,7 @@ where
             return Ok(());
         }
         let key = (self.left_key)(&l);
-        let buffers = self.keys.entry(key.clone()).or_default();
+        let buffers = self.keys.upsert(key.clone(), Buffers::default);
         let (from, to) = (a.saturating_add(self.lower), a.saturating_add(self.upper));
         for (&b, rights) in buffers.right.range(from..=to) {
             out.set_timestamp(a.max(b));
@@ -145,7 +143,7 @@ where
             return Ok(());
         }
         let key = (self.right_key)(&r);
-        let buffers = self.keys.entry(key.clone()).or_default();
+        let buffers = self.keys.upsert(key.clone(), Buffers::default);
         let (from, to) = (b.saturating_sub(self.upper), b.saturating_sub(self.lower));
         for (&a, lefts) in buffers.left.range(from..=to) {
             out.set_timestamp(a.max(b));
@@ -191,8 +189,8 @@ where
     /// Records buffered (for tests of bounded state).
     pub fn buffered(&self) -> usize {
         self.keys
-            .values()
-            .map(|b| {
+            .iter()
+            .map(|(_, b)| {
                 b.left.values().map(Vec::len).sum::<usize>()
                     + b.right.values().map(Vec::len).sum::<usize>()
             })
@@ -238,39 +236,23 @@ where
         Ok(())
     }
 
-    fn snapshot_state(
-        &mut self,
-        _checkpoint: CheckpointId,
-        max_parallelism: usize,
-    ) -> Result<Option<Vec<u8>>> {
-        write_with_watermark(
-            &self.watermark,
-            self.keys.iter(),
-            max_parallelism,
-            &mut self.snapshot_buffer,
-        )
-        .map(Some)
+    fn state(&mut self) -> DeclaredState<'_> {
+        DeclaredState::new()
+            .table("buffers", &mut self.keys)
+            .watermark(&mut self.watermark)
     }
 
-    fn restore_state(&mut self, snapshot: &[u8], key_groups: std::ops::Range<usize>) -> Result<()> {
-        let what = format!("interval join '{}'", self.name);
-        let (keys, cleanup, lower, upper) =
-            (&mut self.keys, &mut self.cleanup, self.lower, self.upper);
-        read_with_watermark(
-            snapshot,
-            key_groups,
-            &what,
-            &mut self.watermark,
-            |key: K, buffers: Buffers<L, R>| {
-                for &a in buffers.left.keys() {
-                    cleanup.register(a.saturating_add(upper), (key.clone(), Side::Left));
-                }
-                for &b in buffers.right.keys() {
-                    cleanup.register(b.saturating_sub(lower), (key.clone(), Side::Right));
-                }
-                keys.insert(key, buffers);
-            },
-        )
+    fn restored(&mut self) -> Result<()> {
+        let (cleanup, lower, upper) = (&mut self.cleanup, self.lower, self.upper);
+        for (key, buffers) in self.keys.iter() {
+            for &a in buffers.left.keys() {
+                cleanup.register(a.saturating_add(upper), (key.clone(), Side::Left));
+            }
+            for &b in buffers.right.keys() {
+                cleanup.register(b.saturating_sub(lower), (key.clone(), Side::Right));
+            }
+        }
+        Ok(())
     }
 }
 

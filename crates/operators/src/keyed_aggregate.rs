@@ -19,6 +19,7 @@ use std::marker::PhantomData;
 use std::ops::AddAssign;
 
 use crate::error::Result;
+use crate::state::declared::DeclaredState;
 use crate::state::keyed_table::{KeyedTable, ScratchTable};
 use crate::types::RuntimeMode;
 use crate::types::{Data, Key};
@@ -187,34 +188,12 @@ where
     }
 }
 
-/// The checkpoint hooks of a final aggregation operator, whose state is its `acc`'s table
-/// (checkpointed incrementally, see [`KeyedTable`]).
-macro_rules! accumulator_checkpoint_hooks {
+/// The state hook of a final aggregation operator: its `acc`'s table, checkpointed
+/// incrementally (see [`KeyedTable`]).
+macro_rules! accumulator_state {
     () => {
-        fn snapshot_state(
-            &mut self,
-            checkpoint: crate::types::CheckpointId,
-            max_parallelism: usize,
-        ) -> Result<Option<Vec<u8>>> {
-            self.acc
-                .state
-                .snapshot_for(checkpoint, max_parallelism)
-                .map(Some)
-        }
-
-        fn notify_checkpoint_complete(&mut self, id: crate::types::CheckpointId) -> Result<()> {
-            self.acc.state.checkpoint_complete(id);
-            Ok(())
-        }
-
-        fn restore_state(
-            &mut self,
-            snapshot: &[u8],
-            key_groups: std::ops::Range<usize>,
-        ) -> Result<()> {
-            self.acc
-                .state
-                .restore(snapshot, key_groups, "keyed aggregation state")
+        fn state(&mut self) -> DeclaredState<'_> {
+            DeclaredState::new().table("accumulators", &mut self.acc.state)
         }
     };
 }
@@ -326,7 +305,7 @@ where
         Ok(())
     }
 
-    accumulator_checkpoint_hooks!();
+    accumulator_state!();
 }
 
 /// The combiner: folds records into a local table before the shuffle and emits
@@ -440,16 +419,16 @@ where
         Ok(())
     }
 
-    accumulator_checkpoint_hooks!();
+    accumulator_state!();
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::VecOutput;
     use crate::state::key_groups::{
         DEFAULT_MAX_PARALLELISM, key_groups_of_subtask, subtask_of_key,
     };
+    use crate::{Checkpointed, VecOutput};
     use std::collections::HashMap;
 
     type CountOp = KeyedAggregate<u32, u32, fn(&u32) -> u32, Count>;

@@ -4,11 +4,9 @@
 use std::marker::PhantomData;
 
 use crate::error::Result;
+use crate::state::declared::DeclaredState;
 use crate::state::keyed_table::KeyedTable;
-use crate::state::snapshot::{
-    SnapshotBuffer, decode_checkpointed, incremental, is_snapshot, read_snapshot, read_tables,
-};
-use crate::types::{CheckpointId, Key, MIN_WATERMARK};
+use crate::types::Key;
 use crate::{Collector, Operator, TwoInputBatch};
 
 /// One side's records per key, checkpointed incrementally (see [`KeyedTable`]).
@@ -29,7 +27,6 @@ pub struct KeyedJoin<L, R, K, O, KL, KR, F> {
     right: Table<K, R>,
     /// The right side's key is unique: a left record is kept only until its match arrives.
     unique_right: bool,
-    snapshot_buffer: SnapshotBuffer,
     _types: PhantomData<fn() -> O>,
 }
 
@@ -43,7 +40,6 @@ impl<L, R, K: Key, O, KL, KR, F> KeyedJoin<L, R, K, O, KL, KR, F> {
             left: KeyedTable::default(),
             right: KeyedTable::default(),
             unique_right: false,
-            snapshot_buffer: SnapshotBuffer::default(),
             _types: PhantomData,
         }
     }
@@ -106,52 +102,18 @@ where
         }
     }
 
-    /// Both sides' records: the left table's snapshot, then the right's, in one buffer; both
-    /// deltas on the last completed checkpoint, or both whole.
-    fn snapshot_state(
-        &mut self,
-        checkpoint: CheckpointId,
-        max_parallelism: usize,
-    ) -> Result<Option<Vec<u8>>> {
-        let delta =
-            incremental::delta_possible(&[self.left.change_summary(), self.right.change_summary()]);
-        let (left, right) = (&mut self.left, &mut self.right);
-        let estimate = self.snapshot_buffer.guess_if_first(delta, || {
-            left.estimated_snapshot_bytes() + right.estimated_snapshot_bytes()
-        });
-        self.snapshot_buffer
-            .write_for(delta, estimate, |out| {
-                left.append_for(out, checkpoint, max_parallelism, MIN_WATERMARK, delta)?;
-                right.append_for(out, checkpoint, max_parallelism, MIN_WATERMARK, delta)
-            })
-            .map(Some)
-    }
-
-    fn notify_checkpoint_complete(&mut self, id: CheckpointId) -> Result<()> {
-        self.left.checkpoint_complete(id);
-        self.right.checkpoint_complete(id);
-        Ok(())
-    }
-
-    fn restore_state(&mut self, snapshot: &[u8], key_groups: std::ops::Range<usize>) -> Result<()> {
-        const WHAT: &str = "keyed join state";
-        if !is_snapshot(snapshot) {
-            // Earlier builds wrote the two sides as a postcard pair.
-            let (left, right): (Vec<u8>, Vec<u8>) = decode_checkpointed(WHAT, snapshot)?;
-            let (l, r) = (&mut self.left, &mut self.right);
-            read_snapshot(&left, key_groups.clone(), WHAT, |k, v| l.insert(k, v))?;
-            return read_snapshot(&right, key_groups, WHAT, |k, v| r.insert(k, v));
-        }
-        let [left, right] = read_tables(snapshot, WHAT)?;
-        self.left.restore_table(&left, key_groups.clone(), WHAT)?;
-        self.right.restore_table(&right, key_groups, WHAT)
+    /// Both sides' records, each a table checkpointed incrementally.
+    fn state(&mut self) -> DeclaredState<'_> {
+        DeclaredState::new()
+            .table("left", &mut self.left)
+            .table("right", &mut self.right)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Batch, VecOutput};
+    use crate::{Batch, Checkpointed, VecOutput};
 
     type Join = KeyedJoin<
         (u32, u32),
@@ -259,7 +221,7 @@ mod tests {
                 stored.insert(id, bytes);
                 expected.push((id, contents(&op)));
                 if *complete {
-                    op.notify_checkpoint_complete(id).unwrap();
+                    op.checkpoint_complete(id).unwrap();
                 }
             }
             c.done().unwrap();

@@ -1,10 +1,11 @@
 //! `process` on a keyed stream: a user function with a [`ValueState`] per key.
 
-use std::collections::HashMap;
 use std::marker::PhantomData;
 
 use crate::error::Result;
 use crate::state::ValueState;
+use crate::state::declared::DeclaredState;
+use crate::state::keyed_table::KeyedTable;
 use crate::types::Key;
 use crate::{Batch, Collector, Operator};
 
@@ -15,8 +16,7 @@ use crate::{Batch, Collector, Operator};
 pub struct KeyedProcess<T, K, S, O, KS, F> {
     key_of: KS,
     f: F,
-    state: HashMap<K, S, foldhash::fast::RandomState>,
-    snapshot_buffer: crate::state::snapshot::SnapshotBuffer,
+    state: KeyedTable<K, S>,
     _types: PhantomData<fn(T) -> O>,
 }
 
@@ -26,8 +26,7 @@ impl<T, K: Key, S, O, KS, F> KeyedProcess<T, K, S, O, KS, F> {
         KeyedProcess {
             key_of,
             f,
-            state: HashMap::default(),
-            snapshot_buffer: Default::default(),
+            state: KeyedTable::default(),
             _types: PhantomData,
         }
     }
@@ -48,42 +47,15 @@ where
     fn process_batch(&mut self, batch: Batch<'_, T>, out: &mut Collector<'_, O>) -> Result<()> {
         batch.for_each(out, |record, out| {
             let key = (self.key_of)(&record);
-            let mut slot = self.state.remove(&key);
-            (self.f)(&key, record, &mut ValueState::new(&mut slot), out);
-            if let Some(value) = slot {
-                self.state.insert(key, value);
-            }
+            let f = &mut self.f;
+            (self.state).update(key, |key, slot| {
+                f(key, record, &mut ValueState::new(slot), out)
+            });
             Ok(())
         })
     }
 
-    fn snapshot_state(
-        &mut self,
-        _checkpoint: crate::types::CheckpointId,
-        max_parallelism: usize,
-    ) -> Result<Option<Vec<u8>>> {
-        let state = &self.state;
-        self.snapshot_buffer
-            .write(|out| {
-                crate::state::snapshot::append_snapshot(
-                    out,
-                    state.iter(),
-                    max_parallelism,
-                    crate::types::MIN_WATERMARK,
-                )
-            })
-            .map(Some)
-    }
-
-    fn restore_state(&mut self, snapshot: &[u8], key_groups: std::ops::Range<usize>) -> Result<()> {
-        let state = &mut self.state;
-        crate::state::snapshot::read_snapshot(
-            snapshot,
-            key_groups,
-            "keyed process state",
-            |k, v| {
-                state.insert(k, v);
-            },
-        )
+    fn state(&mut self) -> DeclaredState<'_> {
+        DeclaredState::new().table("value per key", &mut self.state)
     }
 }

@@ -8,17 +8,15 @@
 //! restore). `on_timer` runs on the task's thread between records, never during
 //! `process_element`.
 
-use std::collections::HashMap;
-
 use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
 use crate::keyed_timers::{KeyedTimers, TimeDomain, TimerChange, TimerList};
 use crate::state::ValueState;
-use crate::state::snapshot::{
-    OperatorWatermark, SnapshotBuffer, read_with_watermark, write_with_watermark,
-};
-use crate::types::{CheckpointId, Data, Key, NO_TIMESTAMP, Timestamp};
+use crate::state::declared::DeclaredState;
+use crate::state::keyed_table::KeyedTable;
+use crate::state::snapshot::OperatorWatermark;
+use crate::types::{Data, Key, NO_TIMESTAMP, Timestamp};
 use crate::{Batch, Collector, Operator, OperatorContext};
 
 /// A function over a keyed stream with a value per key and timers (Flink's
@@ -170,11 +168,9 @@ struct KeyState<S> {
 pub struct KeyedProcessOperator<T, K, KS, F: KeyedProcessFunction<K, T>> {
     key_of: KS,
     f: F,
-    name: String,
-    keys: HashMap<K, KeyState<F::State>, foldhash::fast::RandomState>,
+    keys: KeyedTable<K, KeyState<F::State>>,
     timers: KeyedTimers<K>,
     watermark: OperatorWatermark,
-    snapshot_buffer: SnapshotBuffer,
     changes: Vec<TimerChange>,
     _types: std::marker::PhantomData<fn(T)>,
 }
@@ -187,11 +183,9 @@ impl<T: 'static, K: Key, KS: Fn(&T) -> K + Send + 'static, F: KeyedProcessFuncti
         KeyedProcessOperator {
             key_of,
             f,
-            name: ctx.name.clone(),
-            keys: HashMap::default(),
+            keys: KeyedTable::default(),
             timers: KeyedTimers::new(ctx.time.clone()),
             watermark: OperatorWatermark::default(),
-            snapshot_buffer: SnapshotBuffer::default(),
             changes: Vec::new(),
             _types: std::marker::PhantomData,
         }
@@ -206,32 +200,40 @@ impl<T: 'static, K: Key, KS: Fn(&T) -> K + Send + 'static, F: KeyedProcessFuncti
         out: &mut Collector<'_, F::Out>,
         body: impl FnOnce(&mut F, &mut ProcessContext<'_, '_, K, F::State, F::Out>),
     ) {
-        let mut entry = self.keys.remove(&key).unwrap_or(KeyState {
-            value: None,
-            timers: TimerList::new(),
-        });
-        let now = self.timers.now();
-        {
+        let Self {
+            f,
+            keys,
+            timers,
+            watermark,
+            changes,
+            ..
+        } = self;
+        let now = timers.now();
+        keys.update(key, |key, slot| {
+            let entry = slot.get_or_insert_with(|| KeyState {
+                value: None,
+                timers: TimerList::new(),
+            });
             let mut ctx = ProcessContext {
-                key: &key,
+                key,
                 timestamp,
                 domain,
                 state: ValueState::new(&mut entry.value),
                 timers: TimerService {
-                    watermark: self.watermark.get(),
+                    watermark: watermark.get(),
                     now,
-                    changes: &mut self.changes,
+                    changes,
                 },
                 out,
             };
-            body(&mut self.f, &mut ctx);
-        }
-        for change in self.changes.drain(..) {
-            self.timers.apply(&mut entry.timers, change, || key.clone());
-        }
-        if entry.value.is_some() || !entry.timers.is_empty() {
-            self.keys.insert(key, entry);
-        }
+            body(f, &mut ctx);
+            for change in changes.drain(..) {
+                timers.apply(&mut entry.timers, change, || key.clone());
+            }
+            if entry.value.is_none() && entry.timers.is_empty() {
+                *slot = None;
+            }
+        });
     }
 
     fn process_record(&mut self, record: T, timestamp: Timestamp, out: &mut Collector<'_, F::Out>) {
@@ -308,33 +310,17 @@ where
         Ok(())
     }
 
-    fn snapshot_state(
-        &mut self,
-        _checkpoint: CheckpointId,
-        max_parallelism: usize,
-    ) -> Result<Option<Vec<u8>>> {
-        write_with_watermark(
-            &self.watermark,
-            self.keys.iter(),
-            max_parallelism,
-            &mut self.snapshot_buffer,
-        )
-        .map(Some)
+    fn state(&mut self) -> DeclaredState<'_> {
+        DeclaredState::new()
+            .table("value and timers per key", &mut self.keys)
+            .watermark(&mut self.watermark)
     }
 
-    fn restore_state(&mut self, snapshot: &[u8], key_groups: std::ops::Range<usize>) -> Result<()> {
-        let what = format!("process function '{}'", self.name);
-        let (keys, timers) = (&mut self.keys, &mut self.timers);
-        read_with_watermark(
-            snapshot,
-            key_groups,
-            &what,
-            &mut self.watermark,
-            |key: K, state: KeyState<F::State>| {
-                timers.restore(&state.timers, || key.clone());
-                keys.insert(key, state);
-            },
-        )?;
+    fn restored(&mut self) -> Result<()> {
+        for (key, state) in self.keys.iter() {
+            self.timers.restore(&state.timers, || key.clone());
+        }
+        // Processing-time timers that fell due while the job was down fire right away.
         self.timers.request_processing_time();
         Ok(())
     }

@@ -43,7 +43,7 @@ pub mod window;
 
 pub use collector::Collector;
 pub use context::OperatorContext;
-pub use operator::{Batch, Drain, Inputs, Operator, TwoInputBatch};
+pub use operator::{Batch, Checkpointed, Drain, Inputs, Operator, TwoInputBatch};
 pub use output::{Control, Discard, Output, VecOutput};
 pub use watermark_strategy::{WatermarkGenerator, WatermarkOutput, WatermarkStrategy};
 

@@ -9,6 +9,8 @@
 
 use crate::Collector;
 use crate::error::Result;
+use crate::state::declared::DeclaredState;
+use crate::state::snapshot::SnapshotBuffer;
 use crate::types::{CheckpointId, NO_TIMESTAMP, Timestamp};
 
 /// A batch of records handed to an operator, with their event timestamps when some record
@@ -255,31 +257,85 @@ pub trait Operator: Send + 'static {
         true
     }
 
-    /// The operator's state for checkpoint `checkpoint` (`None`: it keeps none). Keyed state
-    /// is grouped by key group out of `max_parallelism` (see [`crate::state::snapshot`]).
-    fn snapshot_state(
-        &mut self,
-        checkpoint: CheckpointId,
-        max_parallelism: usize,
-    ) -> Result<Option<Vec<u8>>> {
-        let _ = (checkpoint, max_parallelism);
-        Ok(None)
+    /// The state the operator keeps, declared as typed tables (and the watermark it
+    /// keeps): the runtime snapshots, restores, redistributes by key group and makes
+    /// incremental what is declared here (see [`crate::state::declared`]); an operator
+    /// writes no snapshot bytes itself. Called at every checkpoint barrier, restore and
+    /// completed checkpoint; the order of the tables must stay the same across builds.
+    fn state(&mut self) -> DeclaredState<'_> {
+        DeclaredState::new()
     }
 
-    /// Loads the part of a snapshot that belongs to `key_groups` (the key groups this subtask
-    /// owns now, which may differ from when the snapshot was taken). Called once per subtask
-    /// of the run restored from, before any other hook.
-    fn restore_state(&mut self, snapshot: &[u8], key_groups: std::ops::Range<usize>) -> Result<()> {
-        let _ = (snapshot, key_groups);
+    /// Called once after the declared state has been restored from every old subtask's
+    /// snapshot, before any other hook: rebuild what derives from the state (timer queues
+    /// from the timers kept with each key), ask for timers that fell due while the job was
+    /// down.
+    fn restored(&mut self) -> Result<()> {
         Ok(())
     }
 
-    /// Checkpoint `id` completed everywhere (a transactional sink commits here).
+    /// Checkpoint `id` completed everywhere (a transactional sink commits here); the
+    /// declared tables have been told already.
     fn notify_checkpoint_complete(&mut self, id: CheckpointId) -> Result<()> {
         let _ = id;
         Ok(())
     }
 }
+
+/// An operator's declared state driven the way the runtime drives it at a barrier and on a
+/// restore: the one place that turns [`Operator::state`] into snapshot bytes and back (the
+/// chain calls it with the buffer it keeps per operator; tests and tools call it directly).
+pub trait Checkpointed: Operator {
+    /// The operator's snapshot for `checkpoint` (`None`: it declares no state), written into
+    /// a buffer sized by `buffer`.
+    fn snapshot_into(
+        &mut self,
+        checkpoint: CheckpointId,
+        max_parallelism: usize,
+        buffer: &mut SnapshotBuffer,
+    ) -> Result<Option<Vec<u8>>> {
+        self.state().snapshot(checkpoint, max_parallelism, buffer)
+    }
+
+    /// [`Checkpointed::snapshot_into`] a fresh buffer.
+    fn snapshot_state(
+        &mut self,
+        checkpoint: CheckpointId,
+        max_parallelism: usize,
+    ) -> Result<Option<Vec<u8>>> {
+        self.snapshot_into(checkpoint, max_parallelism, &mut SnapshotBuffer::default())
+    }
+
+    /// Loads the snapshots of every old subtask (the key groups in `key_groups` of each),
+    /// then tells the operator it was [`Operator::restored`]. Nothing to load: nothing is
+    /// called.
+    fn restore_pieces<'a>(
+        &mut self,
+        pieces: impl IntoIterator<Item = &'a [u8]>,
+        key_groups: std::ops::Range<usize>,
+    ) -> Result<()> {
+        let mut any = false;
+        for (i, piece) in pieces.into_iter().enumerate() {
+            let what = format!("state snapshot {i} of the restored checkpoint");
+            self.state().restore(piece, key_groups.clone(), &what)?;
+            any = true;
+        }
+        if any { self.restored() } else { Ok(()) }
+    }
+
+    /// [`Checkpointed::restore_pieces`] of one snapshot.
+    fn restore_state(&mut self, snapshot: &[u8], key_groups: std::ops::Range<usize>) -> Result<()> {
+        self.restore_pieces([snapshot], key_groups)
+    }
+
+    /// Checkpoint `id` completed everywhere: the declared tables first, then the operator.
+    fn checkpoint_complete(&mut self, id: CheckpointId) -> Result<()> {
+        self.state().checkpoint_complete(id);
+        self.notify_checkpoint_complete(id)
+    }
+}
+
+impl<Op: Operator> Checkpointed for Op {}
 
 #[cfg(test)]
 mod tests {

@@ -3,7 +3,15 @@
 use std::marker::PhantomData;
 use std::sync::Arc;
 
+use std::ops::Range;
+
+use serde_bytes::ByteBuf;
+
 use crate::error::Result;
+use crate::state::UnionList;
+use crate::state::declared::{DeclaredState, Redistribution, SnapshotAt, StateTable};
+use crate::state::snapshot::TableSnapshot;
+use crate::state::snapshot::incremental::ChangeSummary;
 use crate::types::CheckpointId;
 use crate::{Batch, Collector, Operator, OperatorContext};
 
@@ -83,23 +91,43 @@ impl<T: 'static> Operator for SinkOperator<T> {
         false
     }
 
-    fn snapshot_state(
-        &mut self,
-        checkpoint: CheckpointId,
-        _max_parallelism: usize,
-    ) -> Result<Option<Vec<u8>>> {
-        self.writer.pre_commit(checkpoint)
+    fn state(&mut self) -> DeclaredState<'_> {
+        DeclaredState::new().table("transactions", Transactions(&mut *self.writer))
     }
 
     fn notify_checkpoint_complete(&mut self, id: CheckpointId) -> Result<()> {
         self.writer.commit(id)
     }
+}
 
-    fn restore_state(
+/// A writer's pending transactions as operator state: written at each barrier from what
+/// [`SinkWriter::pre_commit`] returns, and on restore every old subtask's handed to every
+/// new one (union redistribution: a transaction belongs to no key, and each restored writer
+/// decides which of them it commits or aborts).
+struct Transactions<'a, T>(&'a mut dyn SinkWriter<T>);
+
+impl<T> StateTable for Transactions<'_, T> {
+    fn change_summary(&mut self) -> Option<ChangeSummary> {
+        None
+    }
+
+    fn append_snapshot(&mut self, out: &mut Vec<u8>, at: &SnapshotAt) -> Result<()> {
+        let pending = self.0.pre_commit(at.checkpoint)?.map(ByteBuf::from);
+        UnionList::from(Vec::from_iter(pending)).append_snapshot(out, at)
+    }
+
+    fn restore(
         &mut self,
-        snapshot: &[u8],
-        _key_groups: std::ops::Range<usize>,
+        table: &TableSnapshot<'_>,
+        key_groups: &Range<usize>,
+        what: &str,
     ) -> Result<()> {
-        self.writer.restore(snapshot)
+        let mut pending = UnionList::<ByteBuf>::default();
+        pending.restore(table, key_groups, what)?;
+        pending.items().iter().try_for_each(|p| self.0.restore(p))
+    }
+
+    fn redistribution(&self) -> Redistribution {
+        Redistribution::Union
     }
 }

@@ -13,8 +13,9 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use crate::error::{HummerError, Result, panic_message};
 use crate::operators::{
-    Batch, Collector, Control, Operator, OperatorContext, Output, TwoInputBatch,
+    Batch, Checkpointed, Collector, Control, Operator, OperatorContext, Output, TwoInputBatch,
 };
+use crate::state::snapshot::SnapshotBuffer;
 use crate::state::task_state::TaskSnapshot;
 use crate::types::{CheckpointId, Timestamp};
 
@@ -31,17 +32,6 @@ pub fn guarded<R>(ctx: &OperatorContext, f: impl FnOnce() -> Result<R>) -> Resul
             cause: Box::new(HummerError::Panic(panic_message(&*payload))),
         }),
     }
-}
-
-/// Loads the snapshots of every subtask of a restored run through `restore`, which keeps the
-/// key groups this subtask owns; guarded like every call into an operator.
-pub fn restore_guarded<'a>(
-    ctx: &OperatorContext,
-    mut snapshots: impl Iterator<Item = &'a [u8]>,
-    mut restore: impl FnMut(&[u8], std::ops::Range<usize>) -> Result<()>,
-) -> Result<()> {
-    let groups = ctx.key_groups();
-    snapshots.try_for_each(|s| guarded(ctx, || restore(s, groups.clone())))
 }
 
 /// Adds the state `take` returns (if any) to a task's snapshot under the operator's node id;
@@ -78,6 +68,8 @@ pub struct Link<Op: Operator> {
     /// input, or before the checkpoint it was restored from): it is not called again, and
     /// the operator gets no more timers.
     ended: bool,
+    /// Sized from the operator's last snapshot (the runtime owns its state's snapshots).
+    snapshot_buffer: SnapshotBuffer,
 }
 
 impl<Op: Operator> Link<Op> {
@@ -85,6 +77,7 @@ impl<Op: Operator> Link<Op> {
         Link {
             generates_watermarks: op.generates_watermarks(),
             ended: false,
+            snapshot_buffer: SnapshotBuffer::default(),
             op,
             ctx,
             buf: Vec::new(),
@@ -134,8 +127,8 @@ impl<Op: Operator> Link<Op> {
             return Ok(());
         }
         let live = snapshots.iter().map(Vec::as_slice).filter(|s| *s != ENDED);
-        let op = &mut self.op;
-        restore_guarded(&self.ctx, live, |s, groups| op.restore_state(s, groups))
+        let (op, groups) = (&mut self.op, self.ctx.key_groups());
+        guarded(&self.ctx, || op.restore_pieces(live, groups))
     }
 
     /// Calls the operator's end of input, once.
@@ -163,14 +156,16 @@ impl<Op: Operator> Link<Op> {
                 if self.ended {
                     snapshot.operators.push((self.ctx.node, ENDED.to_vec()));
                 } else {
-                    let op = &mut self.op;
-                    snapshot_guarded(&self.ctx, snapshot, |id, max| op.snapshot_state(id, max))?;
+                    let (op, buffer) = (&mut self.op, &mut self.snapshot_buffer);
+                    snapshot_guarded(&self.ctx, snapshot, |id, max| {
+                        op.snapshot_into(id, max, buffer)
+                    })?;
                 }
                 return self.next.control(Control::Barrier(snapshot));
             }
             Control::CheckpointComplete(id) => {
                 let op = &mut self.op;
-                guarded(&self.ctx, || op.notify_checkpoint_complete(id))?;
+                guarded(&self.ctx, || op.checkpoint_complete(id))?;
             }
             Control::Watermark(watermark) => {
                 self.call(|op, out| op.process_watermark(watermark, out))?;
@@ -263,6 +258,8 @@ mod tests {
     use super::*;
     use crate::operators::VecOutput;
     use crate::operators::union::Union;
+    use crate::state::UnionList;
+    use crate::state::declared::DeclaredState;
     use crate::types::{RuntimeMode, WatermarkStatus};
 
     /// A two-input operator with a side effect per checkpoint: it buffers what it sees and
@@ -408,7 +405,8 @@ mod tests {
     /// pre-commit, as a transactional sink does.
     #[derive(Default)]
     struct SumAtEnd {
-        sum: u32,
+        /// The sum of each batch, and on restore the old subtasks'.
+        sums: UnionList<u32>,
         ends: u32,
         timers: u32,
         sink: bool,
@@ -423,13 +421,14 @@ mod tests {
             batch: Batch<'_, u32>,
             _: &mut Collector<'_, u32>,
         ) -> Result<()> {
-            self.sum += batch.into_records().drain(..).sum::<u32>();
+            let sum = batch.into_records().drain(..).sum::<u32>();
+            self.sums.items_mut().push(sum);
             Ok(())
         }
 
         fn end_of_input(&mut self, out: &mut Collector<'_, u32>) -> Result<()> {
             self.ends += 1;
-            out.collect(self.sum);
+            out.collect(self.sums.items().iter().sum());
             Ok(())
         }
 
@@ -442,17 +441,17 @@ mod tests {
             !self.sink
         }
 
-        fn snapshot_state(&mut self, _: CheckpointId, _: usize) -> Result<Option<Vec<u8>>> {
-            Ok(Some(self.sum.to_be_bytes().to_vec()))
+        fn state(&mut self) -> DeclaredState<'_> {
+            DeclaredState::new().table("sums", &mut self.sums)
         }
+    }
 
-        fn restore_state(&mut self, snapshot: &[u8], _: std::ops::Range<usize>) -> Result<()> {
-            let bytes: [u8; 4] = snapshot
-                .try_into()
-                .map_err(|_| crate::error::internal!("not a sum: {snapshot:?}"))?;
-            self.sum += u32::from_be_bytes(bytes);
-            Ok(())
-        }
+    /// The snapshot of a [`SumAtEnd`] that holds `sums`.
+    fn sums_snapshot(sums: &[u32]) -> Vec<u8> {
+        let mut sums = UnionList::from(sums.to_vec());
+        let state = DeclaredState::new().table("sums", &mut sums);
+        let snapshot = state.snapshot(1, 128, &mut SnapshotBuffer::default());
+        snapshot.unwrap().unwrap()
     }
 
     fn barrier(link: &mut ChainLink<SumAtEnd>, id: CheckpointId, is_final: bool) -> TaskSnapshot {
@@ -468,7 +467,7 @@ mod tests {
         let mut link = ChainLink::new(SumAtEnd::default(), ctx(), Box::new(down.clone()));
         link.push(&mut vec![1, 2], &mut Vec::new()).unwrap();
         let regular = barrier(&mut link, 1, false);
-        assert_eq!(regular.operators, vec![(3, 3u32.to_be_bytes().to_vec())]);
+        assert_eq!(regular.operators, vec![(3, sums_snapshot(&[3]))]);
         link.push(&mut vec![4], &mut Vec::new()).unwrap();
         let last = barrier(&mut link, 2, true);
         assert_eq!(
@@ -503,7 +502,7 @@ mod tests {
         let mut link = ChainLink::new(op, ctx(), Box::new(down.clone()));
         link.push(&mut vec![5], &mut Vec::new()).unwrap();
         let last = barrier(&mut link, 1, true);
-        assert_eq!(last.operators, vec![(3, 5u32.to_be_bytes().to_vec())]);
+        assert_eq!(last.operators, vec![(3, sums_snapshot(&[5]))]);
         assert_eq!(link.op.ends, 0);
         link.control(Control::EndOfInput).unwrap();
         assert_eq!(link.op.ends, 1);
@@ -526,7 +525,7 @@ mod tests {
         );
         let down = downstream();
         let mut link = ChainLink::new(SumAtEnd::default(), ctx(), Box::new(down.clone()));
-        link.restore(&[ENDED.to_vec(), 6u32.to_be_bytes().to_vec()])
+        link.restore(&[ENDED.to_vec(), sums_snapshot(&[2, 4])])
             .unwrap();
         link.control(Control::EndOfInput).unwrap();
         assert_eq!(

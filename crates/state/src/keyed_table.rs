@@ -233,7 +233,7 @@ impl ChangeLog {
     }
 
     /// At most how many entries changed since the base (entries counted once per epoch).
-    pub(crate) fn changed_since_base(&self) -> u64 {
+    pub fn changed_since_base(&self) -> u64 {
         self.taken.iter().map(|t| t.touched).sum::<u64>() + self.touched
     }
 
@@ -380,6 +380,50 @@ impl<K: Hash + Eq, V> KeyedTable<K, V> {
         }
     }
 
+    /// Runs `f` on the state of `key` as an `Option` it may fill, change or clear (Flink's
+    /// `ValueState`), in one probe: a value left is the key's state, `None` removes it.
+    pub fn update<R>(&mut self, key: K, f: impl FnOnce(&K, &mut Option<V>) -> R) -> R
+    where
+        K: Clone,
+    {
+        let KeyedTable {
+            table,
+            hasher,
+            changes,
+            tombstones,
+            ..
+        } = self;
+        let hash = hasher.hash_one(&key);
+        match table.entry(hash, |(k, _, _)| *k == key, |(k, _, _)| hasher.hash_one(k)) {
+            Entry::Occupied(e) => {
+                let ((k, v, mut epoch), vacant) = e.remove();
+                let mut slot = Some(v);
+                let r = f(&k, &mut slot);
+                match slot {
+                    Some(v) => {
+                        changes.mark(&mut epoch);
+                        vacant.insert((k, v, epoch));
+                    }
+                    None if changes.tracking() => {
+                        tombstones.push((k, changes.epoch));
+                        changes.touched += 1;
+                    }
+                    None => {}
+                }
+                r
+            }
+            Entry::Vacant(vacant) => {
+                let mut slot = None;
+                let r = f(&key, &mut slot);
+                if let Some(v) = slot {
+                    changes.touched += 1;
+                    vacant.insert((key, v, changes.epoch));
+                }
+                r
+            }
+        }
+    }
+
     /// Removes the state of `key` and returns it.
     pub fn remove(&mut self, key: &K) -> Option<V>
     where
@@ -411,7 +455,8 @@ impl<K: Hash + Eq, V> KeyedTable<K, V> {
     }
 
     /// Checkpoint `id` completed: a later snapshot may be a delta on the newest snapshot this
-    /// table took at or before it. (Operators call this from `notify_checkpoint_complete`.)
+    /// table took at or before it. (The runtime calls this through
+    /// [`crate::declared::StateTable::checkpoint_complete`].)
     pub fn checkpoint_complete(&mut self, id: crate::types::CheckpointId) {
         self.changes.completed(id);
         // Removals before the base are in it already.

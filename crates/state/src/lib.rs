@@ -3,6 +3,8 @@
 //! and checkpointed with the job, so it is restored after a failure, also at another
 //! parallelism.
 //!
+//! * [`declared`]: the state an operator declares (its tables and watermark) and the one
+//!   place that snapshots, restores and redistributes it.
 //! * [`key_groups`]: keys to key groups, key groups to subtasks.
 //! * [`keyed_table`]: the per-subtask table from key to state that keyed operators fold
 //!   batches into, snapshotted whole or as a delta.
@@ -13,6 +15,7 @@
 //! * [`task_state`]: what a task hands the coordinator at a barrier, and what it gets back on a
 //!   restore.
 //! * [`timer_queue`]: timers of keyed operators, per time domain, earliest first.
+//! * [`UnionList`]: operator state that belongs to no key, restored whole on every subtask.
 //! * The state handles of user functions: [`ValueState`], [`ListState`], [`MapState`]; and
 //!   [`GrowSet`], a set that only grows, checkpointed as what was added since.
 //! * `prefetch` (private): prefetching entries' heap data ahead of their encoding.
@@ -25,6 +28,7 @@
 // The layers below, under their module names (docs/architecture.md).
 use hummer_types::{self as types, error};
 
+pub mod declared;
 mod grow_set;
 pub mod key_groups;
 pub mod keyed_table;
@@ -34,10 +38,12 @@ mod prefetch;
 pub mod snapshot;
 pub mod task_state;
 pub mod timer_queue;
+mod union_list;
 mod value_state;
 
 pub use grow_set::GrowSet;
 pub use keyed_table::SnapshotEpochs;
 pub use list_state::ListState;
 pub use map_state::MapState;
+pub use union_list::UnionList;
 pub use value_state::ValueState;

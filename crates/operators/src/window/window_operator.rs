@@ -9,6 +9,8 @@
 //! (checkpointed per key group, so they move with their keys on a rescale), and the operator's
 //! watermark is checkpointed with them.
 
+use std::marker::PhantomData;
+use std::ops::Range;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
@@ -18,10 +20,10 @@ use crate::collector::CollectBuffer;
 use crate::error::{HummerError, Result, internal};
 use crate::keyed_timers::{KeyedTimers, TimeDomain, TimerChange, TimerList};
 use crate::state::SnapshotEpochs;
-use crate::state::keyed_table::{ChangeLog, Epoch, KeyedTable};
-use crate::state::snapshot::{
-    OperatorWatermark, SnapshotBuffer, incremental, is_snapshot, read_tables, read_with_watermark,
-};
+use crate::state::declared::{DeclaredState, SnapshotAt, StateTable};
+use crate::state::keyed_table::{Epoch, KeyedTable};
+use crate::state::snapshot::incremental::ChangeSummary;
+use crate::state::snapshot::{OperatorWatermark, TableSnapshot};
 use crate::types::metrics::SubtaskMetrics;
 use crate::types::{CheckpointId, Key, NO_TIMESTAMP, Timestamp};
 use crate::window::functions::{WindowFunction, WindowOutput};
@@ -122,7 +124,6 @@ struct Core<T, K, A, F: WindowFunction<K, T>> {
     name: String,
     timers: KeyedTimers<(K, TimeWindow)>,
     watermark: OperatorWatermark,
-    snapshot_buffer: SnapshotBuffer,
     metrics: Arc<SubtaskMetrics>,
     requests: Vec<TimerChange>,
     /// What the window function emits when a window fires, before it is wrapped.
@@ -165,7 +166,6 @@ where
                 name: ctx.name.clone(),
                 timers: KeyedTimers::new(ctx.time.clone()),
                 watermark: OperatorWatermark::default(),
-                snapshot_buffer: SnapshotBuffer::default(),
                 metrics: ctx.metrics.clone(),
                 requests: Vec::new(),
                 fired: CollectBuffer::new(),
@@ -592,99 +592,108 @@ where
         self.fire_timers(TimeDomain::ProcessingTime, Timestamp::MAX, out)
     }
 
-    fn snapshot_state(
-        &mut self,
-        checkpoint: CheckpointId,
-        max_parallelism: usize,
-    ) -> Result<Option<Vec<u8>>> {
+    fn state(&mut self) -> DeclaredState<'_> {
         let Self { core, windows, .. } = self;
-        // A delta writes a changed key's windows as patches but for the ones counted here.
-        windows
-            .changes
-            .rewritten(std::mem::take(&mut core.rewrites));
-        let delta = incremental::delta_possible_by(
-            &[windows.change_summary()],
-            ChangeLog::rewritten_since_base,
-        );
-        let watermark = core.watermark.get();
-        let function = &core.function;
-        let (mut scratch, mut patch_scratch) = (Vec::new(), Vec::new());
-        let estimate = core
-            .snapshot_buffer
-            .guess_if_first(delta, || windows.estimated_snapshot_bytes());
-        let bytes = core.snapshot_buffer.write_for(delta, estimate, |out| {
-            windows.append_patched(
-                out,
-                checkpoint,
-                max_parallelism,
-                watermark,
-                delta,
-                |entries, epochs| {
-                    if function.writes_acc_changes() {
-                        for e in entries {
-                            scratch.clear();
-                            function.write_acc_changes(&mut e.acc, epochs, &mut scratch)?;
-                        }
-                    }
-                    Ok(())
-                },
-                |entries, epochs, out| {
-                    write_patch(function, entries, epochs, &mut patch_scratch, out)
-                },
-            )
-        })?;
-        core.epoch = windows.changes.epoch;
-        Ok(Some(bytes))
-    }
-
-    fn notify_checkpoint_complete(&mut self, id: CheckpointId) -> Result<()> {
-        self.windows.checkpoint_complete(id);
-        Ok(())
-    }
-
-    fn restore_state(&mut self, snapshot: &[u8], key_groups: std::ops::Range<usize>) -> Result<()> {
-        let Self { core, windows, .. } = self;
-        let what = format!("window operator '{}'", core.name);
-        let (timers, function) = (&mut core.timers, &core.function);
-        // Timers of every window loaded. A key that a later piece (a delta) changes or
-        // removes leaves stale queue entries behind: they are skipped when they come up, as
-        // any deleted timer is (a timer fires only while its window's list still has it).
-        let register = |key: &K, entries: &Windows<F::Acc>| {
-            for e in entries {
-                timers.restore(&e.timers, || (key.clone(), e.window));
-            }
+        let table = WindowTable {
+            windows,
+            function: &core.function,
+            rewrites: &mut core.rewrites,
+            epoch: &mut core.epoch,
+            _records: PhantomData,
         };
-        if is_snapshot(snapshot) {
-            let [table] = read_tables(snapshot, &what)?;
-            if table.is_delta() {
-                let mut register = register;
-                windows.restore_patched(&table, key_groups, &what, |key, before, changes| {
-                    let entries = apply_patch(function, before.unwrap_or_default(), changes)?;
-                    register(key, &entries);
-                    Ok(entries)
-                })?;
-            } else {
-                windows.restore_table_with(&table, key_groups, &what, register)?;
+        DeclaredState::new()
+            .table("windows", table)
+            .watermark(&mut core.watermark)
+    }
+
+    fn restored(&mut self) -> Result<()> {
+        let Self { core, windows, .. } = self;
+        for (key, entries) in windows.iter() {
+            for e in entries {
+                core.timers.restore(&e.timers, || (key.clone(), e.window));
             }
-            core.watermark
-                .restore_piece(table.watermark, table.is_delta());
-        } else {
-            let mut register = register;
-            read_with_watermark(
-                snapshot,
-                key_groups,
-                &what,
-                &mut core.watermark,
-                |key: K, entries: Windows<F::Acc>| {
-                    register(&key, &entries);
-                    windows.insert(key, entries);
-                },
-            )?;
         }
-        core.epoch = windows.changes.epoch;
         // Processing-time timers that fell due while the job was down fire right away.
-        self.core.timers.request_processing_time();
+        core.timers.request_processing_time();
         Ok(())
+    }
+}
+
+/// The per-key windows as the runtime checkpoints them: a delta writes a changed key's
+/// windows as patches on its base ([`write_patch`]) unless their accumulators were rewritten,
+/// so its size goes by the rewrites counted since the base, not by the keys touched.
+struct WindowTable<'a, K, T, F: WindowFunction<K, T>> {
+    windows: &'a mut KeyedTable<K, Windows<F::Acc>>,
+    function: &'a F,
+    rewrites: &'a mut u64,
+    epoch: &'a mut Epoch,
+    _records: PhantomData<fn(T)>,
+}
+
+impl<K, T, F> StateTable for WindowTable<'_, K, T, F>
+where
+    K: Key,
+    F: WindowFunction<K, T>,
+{
+    fn change_summary(&mut self) -> Option<ChangeSummary> {
+        let live = self.windows.len();
+        let changes = &mut self.windows.changes;
+        changes.rewritten(std::mem::take(self.rewrites));
+        Some(changes.summary(live, changes.rewritten_since_base()))
+    }
+
+    fn estimated_snapshot_bytes(&self) -> usize {
+        self.windows.estimated_snapshot_bytes()
+    }
+
+    fn append_snapshot(&mut self, out: &mut Vec<u8>, at: &SnapshotAt) -> Result<()> {
+        let function = self.function;
+        let (mut scratch, mut patch_scratch) = (Vec::new(), Vec::new());
+        self.windows.append_patched(
+            out,
+            at.checkpoint,
+            at.max_parallelism,
+            at.watermark,
+            at.delta,
+            |entries, epochs| {
+                if function.writes_acc_changes() {
+                    for e in entries {
+                        scratch.clear();
+                        function.write_acc_changes(&mut e.acc, epochs, &mut scratch)?;
+                    }
+                }
+                Ok(())
+            },
+            |entries, epochs, out| write_patch(function, entries, epochs, &mut patch_scratch, out),
+        )?;
+        *self.epoch = self.windows.changes.epoch;
+        Ok(())
+    }
+
+    fn restore(
+        &mut self,
+        table: &TableSnapshot<'_>,
+        key_groups: &Range<usize>,
+        what: &str,
+    ) -> Result<()> {
+        let function = self.function;
+        if table.is_delta() {
+            self.windows.restore_patched(
+                table,
+                key_groups.clone(),
+                what,
+                |_, before, changes| apply_patch(function, before.unwrap_or_default(), changes),
+            )?;
+        } else {
+            self.windows
+                .restore_table(table, key_groups.clone(), what)?;
+        }
+        *self.epoch = self.windows.changes.epoch;
+        Ok(())
+    }
+
+    fn checkpoint_complete(&mut self, id: CheckpointId) {
+        self.windows.checkpoint_complete(id);
     }
 }
 
@@ -780,7 +789,7 @@ mod tests {
     use crate::window::{
         AggregateFunction, AggregateWindow, CountAggregate, TumblingEventTimeWindows, WindowResult,
     };
-    use crate::{VecOutput, test_context};
+    use crate::{Checkpointed, VecOutput, test_context};
 
     type CountOp = WindowOperator<
         (u32, i64),
@@ -892,15 +901,14 @@ mod tests {
         let mut op = count_op(0);
         feed(&mut op, &(0..1000).map(|k| (k, 55)).collect::<Vec<_>>(), 10);
         let full = op.snapshot_state(1, 128).unwrap().unwrap();
-        op.notify_checkpoint_complete(1).unwrap();
+        op.checkpoint_complete(1).unwrap();
         // One key's window [0, 50) opens and fires; the thousand windows [50, 100) stay.
         let fired = feed(&mut op, &[(1, 5)], 60);
         assert_eq!(fired.len(), 1);
         let delta = op.snapshot_state(2, 128).unwrap().unwrap();
         assert_eq!(crate::state::snapshot::delta_base(&delta), Some(1));
         let mut restored = count_op(0);
-        restored.restore_state(&full, 0..128).unwrap();
-        restored.restore_state(&delta, 0..128).unwrap();
+        (restored.restore_pieces([&full[..], &delta[..]], 0..128)).unwrap();
         assert_eq!(restored.core.watermark.get(), 60);
         // A record for [0, 50) is late, as it was before the restore; [50, 100) still counts.
         let after = feed(&mut restored, &[(2, 20), (2, 70)], 200);
@@ -969,7 +977,7 @@ mod tests {
                 let id = i as u64 + 1;
                 stored.insert(id, op.snapshot_state(id, 128).unwrap().unwrap());
                 if *complete {
-                    op.notify_checkpoint_complete(id).unwrap();
+                    op.checkpoint_complete(id).unwrap();
                 }
             }
             emitted.push(feed(&mut op, &[], Timestamp::MAX));
@@ -979,9 +987,8 @@ mod tests {
                     chain.push(stored[&base].clone());
                 }
                 let mut restored = make();
-                for piece in chain.iter().rev() {
-                    restored.restore_state(piece, 0..128).unwrap();
-                }
+                let pieces = chain.iter().rev().map(Vec::as_slice);
+                restored.restore_pieces(pieces, 0..128).unwrap();
                 let mut rest = Vec::new();
                 for (batch, watermark) in &inputs[id as usize..] {
                     rest.push(feed(&mut restored, batch, *watermark));
@@ -1004,12 +1011,12 @@ mod tests {
             .collect();
         feed(&mut op, &records, 10);
         let full = op.snapshot_state(1, 128).unwrap().unwrap();
-        op.notify_checkpoint_complete(1).unwrap();
+        op.checkpoint_complete(1).unwrap();
         // Every window [0, 1000) fires and stays (lateness), a change of its timers alone.
         let fired = feed(&mut op, &[], 1_000);
         assert_eq!(fired.len(), 1000);
         let after_firing = op.snapshot_state(2, 128).unwrap().unwrap();
-        op.notify_checkpoint_complete(2).unwrap();
+        op.checkpoint_complete(2).unwrap();
         // Then every window gains one timestamp, a late record within the lateness.
         let grown: Vec<(u32, i64)> = (0..1000u32).map(|k| (k, 450)).collect();
         let refired = feed(&mut op, &grown, 1_000);
@@ -1024,9 +1031,8 @@ mod tests {
             );
         }
         let mut restored = op_of(Distinct, 1_000, 10_000);
-        for piece in [&full, &after_firing, &after_growing] {
-            restored.restore_state(piece, 0..128).unwrap();
-        }
+        let pieces = [&full[..], &after_firing[..], &after_growing[..]];
+        restored.restore_pieces(pieces, 0..128).unwrap();
         let more: Vec<(u32, i64)> = (0..1000u32).map(|k| (k, 460)).collect();
         assert_eq!(
             feed(&mut restored, &more, 1_000),

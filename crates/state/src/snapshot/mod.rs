@@ -43,7 +43,7 @@ pub use format::{
     FORMAT_VERSION, TableSnapshot, append_snapshot, delta_base, is_snapshot, read_snapshot,
     read_snapshots, read_tables, write_snapshot,
 };
-pub use watermark::{OperatorWatermark, read_with_watermark, write_with_watermark};
+pub use watermark::OperatorWatermark;
 
 /// Decodes checkpointed bytes (a source's position, an operator's state) written with
 /// postcard; the error names `what` was being restored.

@@ -7,43 +7,34 @@ use std::ops::Range;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use crate::declared::{SnapshotAt, StateTable};
 use crate::error::Result;
 use crate::key_groups::{key_group_of_hash, key_hash};
-use crate::keyed_table::{ChangeLog, KeyedTable, SnapshotEpochs};
+use crate::keyed_table::{KeyedTable, SnapshotEpochs};
 use crate::prefetch::in_order_with_prefetch;
-use crate::types::{CheckpointId, MIN_WATERMARK, Timestamp};
+use crate::types::{CheckpointId, Timestamp};
 
 use super::format::*;
-use super::incremental;
+use super::incremental::ChangeSummary;
 
 impl<K: Hash + Eq + Clone + Serialize + DeserializeOwned, V: Serialize + DeserializeOwned>
     KeyedTable<K, V>
 {
-    /// The table's snapshot for checkpoint `checkpoint`: a delta holding only what changed
-    /// since the newest completed snapshot it took, or every entry when
-    /// [`incremental::delta_possible`] says no.
+    /// The table's snapshot for checkpoint `checkpoint`, as the only table of an operator
+    /// (see [`crate::declared`]): a delta holding only what changed since the newest
+    /// completed snapshot it took, or every entry when [`super::incremental::delta_possible`] says
+    /// no.
     pub fn snapshot_for(
         &mut self,
         checkpoint: CheckpointId,
         max_parallelism: usize,
     ) -> Result<Vec<u8>> {
-        let delta = incremental::delta_possible(&[self.change_summary()]);
-        tracing::debug!(
-            checkpoint,
-            delta,
-            changed = self.changes.changed_since_base(),
-            live = self.len(),
-            base = ?self.changes.base.map(|b| b.checkpoint),
-            pending = self.changes.pending(),
-            "keyed table snapshot"
-        );
         let mut buffer = self.snapshot_buffer;
-        let estimate = buffer.guess_if_first(delta, || self.estimated_snapshot_bytes());
-        let bytes = buffer.write_for(delta, estimate, |out| {
-            self.append_for(out, checkpoint, max_parallelism, MIN_WATERMARK, delta)
-        });
+        let bytes = crate::declared::DeclaredState::new()
+            .table("table", &mut *self)
+            .snapshot(checkpoint, max_parallelism, &mut buffer)?;
         self.snapshot_buffer = buffer;
-        bytes
+        bytes.ok_or_else(|| crate::error::internal!("a declared table wrote no snapshot"))
     }
 
     /// A guess at the length of a whole snapshot of the table, for a first snapshot's buffer:
@@ -62,14 +53,9 @@ impl<K: Hash + Eq + Clone + Serialize + DeserializeOwned, V: Serialize + Deseria
         (scratch.len() / sampled.max(1)).saturating_mul(self.len())
     }
 
-    /// What [`incremental::delta_possible`] decides on: the table's change log and size.
-    pub fn change_summary(&self) -> (&ChangeLog, usize) {
-        (&self.changes, self.len())
-    }
-
     /// Appends the table's snapshot for checkpoint `checkpoint`, with the operator's
     /// `watermark`, to `out`: a delta on its base if `delta` (which
-    /// [`incremental::delta_possible`] must have allowed), else whole. Operators with several
+    /// [`super::incremental::delta_possible`] must have allowed), else whole. Operators with several
     /// tables decide `delta` for all of them at once.
     pub fn append_for(
         &mut self,
@@ -205,5 +191,53 @@ impl<K: Hash + Eq + Clone + Serialize + DeserializeOwned, V: Serialize + Deseria
             }
         })?;
         failed.map_or(Ok(()), |reason| Err(corrupt(what, reason)))
+    }
+}
+
+/// A keyed table as the runtime manages it: incremental, by key group.
+impl<K, V> StateTable for KeyedTable<K, V>
+where
+    K: Hash + Eq + Clone + Serialize + DeserializeOwned,
+    V: Serialize + DeserializeOwned,
+{
+    fn change_summary(&mut self) -> Option<ChangeSummary> {
+        tracing::trace!(
+            changed = self.changes.changed_since_base(),
+            live = self.len(),
+            base = ?self.changes.base.map(|b| b.checkpoint),
+            pending = self.changes.pending(),
+            "keyed table changes"
+        );
+        Some(
+            self.changes
+                .summary(self.len(), self.changes.changed_since_base()),
+        )
+    }
+
+    fn estimated_snapshot_bytes(&self) -> usize {
+        KeyedTable::estimated_snapshot_bytes(self)
+    }
+
+    fn append_snapshot(&mut self, out: &mut Vec<u8>, at: &SnapshotAt) -> Result<()> {
+        self.append_for(
+            out,
+            at.checkpoint,
+            at.max_parallelism,
+            at.watermark,
+            at.delta,
+        )
+    }
+
+    fn restore(
+        &mut self,
+        table: &TableSnapshot<'_>,
+        key_groups: &Range<usize>,
+        what: &str,
+    ) -> Result<()> {
+        self.restore_table(table, key_groups.clone(), what)
+    }
+
+    fn checkpoint_complete(&mut self, id: CheckpointId) {
+        KeyedTable::checkpoint_complete(self, id)
     }
 }

@@ -346,12 +346,13 @@ fn reads_version_1_and_the_old_watermark_pair() {
 
     let pair = postcard::to_stdvec(&(77i64, v1)).unwrap();
     let mut w = OperatorWatermark::default();
-    let mut got = HashMap::new();
-    read_with_watermark(&pair, 0..128, "pair", &mut w, |k: String, v: u64| {
-        got.insert(k, v);
-    })
-    .unwrap();
-    assert_eq!((got, w.get()), (entries, 77));
+    let mut got = KeyedTable::<String, u64>::default();
+    let mut state = crate::declared::DeclaredState::new()
+        .table("pair", &mut got)
+        .watermark(&mut w);
+    state.restore(&pair, 0..128, "pair").unwrap();
+    drop(state);
+    assert_eq!((contents(&mut got), w.get()), (entries, 77));
 }
 
 /// Several tables in one buffer come back apart, each with its watermark.

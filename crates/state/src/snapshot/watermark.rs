@@ -1,18 +1,7 @@
 //! The watermark an event-time operator checkpoints with its keyed state, and how it is
 //! restored at any parallelism.
 
-use std::hash::Hash;
-use std::ops::Range;
-
-use serde::Serialize;
-use serde::de::DeserializeOwned;
-
-use crate::error::Result;
 use crate::types::{MIN_WATERMARK, Timestamp};
-
-use super::buffers::SnapshotBuffer;
-use super::decode_checkpointed;
-use super::format::*;
 
 /// The watermark an event-time operator (windows, timers) has seen, checkpointed with its
 /// keyed state so that a restored job neither fires early nor drops as late what was on time.
@@ -67,41 +56,4 @@ impl OperatorWatermark {
         self.restored = true;
         self.current = self.others.min(self.last);
     }
-}
-
-/// Writes keyed state (as [`write_snapshot`]) with the operator's watermark, into a buffer
-/// sized by `buffer`.
-pub fn write_with_watermark<'a, K, V>(
-    watermark: &OperatorWatermark,
-    entries: impl Iterator<Item = (&'a K, &'a V)>,
-    max_parallelism: usize,
-    buffer: &mut SnapshotBuffer,
-) -> Result<Vec<u8>>
-where
-    K: Hash + Serialize + 'a,
-    V: Serialize + 'a,
-{
-    buffer.write(|out| append_snapshot(out, entries, max_parallelism, watermark.get()))
-}
-
-/// Reads what [`write_with_watermark`] wrote: restores the watermark into `watermark` and
-/// hands the entries of `key_groups` to `keep`. (Earlier builds wrote the watermark and a
-/// version-1 snapshot as a postcard pair; that is read too.)
-pub fn read_with_watermark<K: DeserializeOwned, V: DeserializeOwned>(
-    snapshot: &[u8],
-    key_groups: Range<usize>,
-    what: &str,
-    watermark: &mut OperatorWatermark,
-    keep: impl FnMut(K, V),
-) -> Result<()> {
-    if !is_snapshot(snapshot) {
-        let (w, keyed): (Timestamp, Vec<u8>) = decode_checkpointed(what, snapshot)?;
-        read_snapshot(&keyed, key_groups, what, keep)?;
-        watermark.restore(w);
-        return Ok(());
-    }
-    let [table] = read_tables(snapshot, what)?;
-    table.entries(&key_groups, what, keep)?;
-    watermark.restore(table.watermark);
-    Ok(())
 }

@@ -7,8 +7,9 @@ use std::marker::PhantomData;
 
 use crate::error::Result;
 use crate::operators::{Batch, Collector, Operator};
+use crate::state::declared::DeclaredState;
 use crate::state::keyed_table::KeyedTable;
-use crate::types::{CheckpointId, Data, Key, MAX_WATERMARK, Timestamp};
+use crate::types::{Data, Key, MAX_WATERMARK, Timestamp};
 
 /// Keeps, per key, the row that `better(new, kept)` prefers, as `keep` stores it (`S`: a
 /// form that costs less memory, or the row itself).
@@ -75,22 +76,7 @@ where
         Ok(())
     }
 
-    fn snapshot_state(
-        &mut self,
-        checkpoint: CheckpointId,
-        max_parallelism: usize,
-    ) -> Result<Option<Vec<u8>>> {
-        self.table
-            .snapshot_for(checkpoint, max_parallelism)
-            .map(Some)
-    }
-
-    fn notify_checkpoint_complete(&mut self, id: CheckpointId) -> Result<()> {
-        self.table.checkpoint_complete(id);
-        Ok(())
-    }
-
-    fn restore_state(&mut self, snapshot: &[u8], key_groups: std::ops::Range<usize>) -> Result<()> {
-        self.table.restore(snapshot, key_groups, "best row per key")
+    fn state(&mut self) -> DeclaredState<'_> {
+        DeclaredState::new().table("best row per key", &mut self.table)
     }
 }
