@@ -3,14 +3,11 @@
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use std::ops::Range;
-
 use serde_bytes::ByteBuf;
 
 use crate::error::Result;
 use crate::state::UnionList;
-use crate::state::declared::{DeclaredState, Redistribution, SnapshotAt, StateTable};
-use crate::state::snapshot::TableSnapshot;
+use crate::state::declared::{DeclaredState, Redistribution, SnapshotAt, StateTable, TablePiece};
 use crate::state::snapshot::incremental::ChangeSummary;
 use crate::types::CheckpointId;
 use crate::{Batch, Collector, Operator, OperatorContext};
@@ -116,14 +113,9 @@ impl<T> StateTable for Transactions<'_, T> {
         UnionList::from(Vec::from_iter(pending)).append_snapshot(out, at)
     }
 
-    fn restore(
-        &mut self,
-        table: &TableSnapshot<'_>,
-        key_groups: &Range<usize>,
-        what: &str,
-    ) -> Result<()> {
+    fn restore(&mut self, piece: &TablePiece<'_>) -> Result<()> {
         let mut pending = UnionList::<ByteBuf>::default();
-        pending.restore(table, key_groups, what)?;
+        pending.restore(piece)?;
         pending.items().iter().try_for_each(|p| self.0.restore(p))
     }
 

@@ -53,6 +53,18 @@ pub struct SnapshotAt {
     pub delta: bool,
 }
 
+/// One old subtask's piece of a table, as a restore hands it to the table.
+#[derive(Debug, Clone)]
+pub struct TablePiece<'a> {
+    /// The verified table: whole, or a delta on what the earlier pieces of the same old
+    /// subtask restored.
+    pub table: TableSnapshot<'a>,
+    /// The key groups to load (every one for a [`Redistribution::Union`] table).
+    pub key_groups: Range<usize>,
+    /// Names the piece in errors.
+    pub what: String,
+}
+
 /// One table of an operator's state, as the runtime manages it.
 pub trait StateTable {
     /// What decides whether the next snapshot may be a delta (`None`: the table keeps no
@@ -64,14 +76,8 @@ pub trait StateTable {
     }
     /// Appends the table (one snapshot table of the format of [`crate::snapshot`]) to `out`.
     fn append_snapshot(&mut self, out: &mut Vec<u8>, at: &SnapshotAt) -> Result<()>;
-    /// Loads the entries of `key_groups` from one old subtask's piece (a whole table, or a
-    /// delta on what that subtask's earlier pieces restored); `what` names it in errors.
-    fn restore(
-        &mut self,
-        table: &TableSnapshot<'_>,
-        key_groups: &Range<usize>,
-        what: &str,
-    ) -> Result<()>;
+    /// Loads the entries of the piece's key groups from one old subtask's piece.
+    fn restore(&mut self, piece: &TablePiece<'_>) -> Result<()>;
     /// Checkpoint `id` completed everywhere: a later delta may build on it.
     fn checkpoint_complete(&mut self, id: CheckpointId) {
         let _ = id;
@@ -92,13 +98,8 @@ impl<T: StateTable + ?Sized> StateTable for &mut T {
     fn append_snapshot(&mut self, out: &mut Vec<u8>, at: &SnapshotAt) -> Result<()> {
         (**self).append_snapshot(out, at)
     }
-    fn restore(
-        &mut self,
-        table: &TableSnapshot<'_>,
-        key_groups: &Range<usize>,
-        what: &str,
-    ) -> Result<()> {
-        (**self).restore(table, key_groups, what)
+    fn restore(&mut self, piece: &TablePiece<'_>) -> Result<()> {
+        (**self).restore(piece)
     }
     fn checkpoint_complete(&mut self, id: CheckpointId) {
         (**self).checkpoint_complete(id)
@@ -225,11 +226,14 @@ impl<'a> DeclaredState<'a> {
             });
         }
         for ((name, table), piece) in self.tables.iter_mut().zip(&pieces) {
-            let groups = match table.redistribution() {
-                Redistribution::ByKeyGroup => key_groups.clone(),
-                Redistribution::Union => 0..usize::MAX,
-            };
-            table.restore(piece, &groups, &format!("{what}, table '{name}'"))?;
+            table.restore(&TablePiece {
+                table: *piece,
+                key_groups: match table.redistribution() {
+                    Redistribution::ByKeyGroup => key_groups.clone(),
+                    Redistribution::Union => 0..usize::MAX,
+                },
+                what: format!("{what}, table '{name}'"),
+            })?;
         }
         if let Some(w) = self.watermark.as_mut() {
             w.restore_piece(pieces[0].watermark, pieces[0].is_delta());
@@ -261,7 +265,11 @@ impl<'a> DeclaredState<'a> {
         for ((name, table), piece) in self.tables.iter_mut().zip(&pieces) {
             let what = format!("{what}, table '{name}'");
             let [piece] = crate::snapshot::read_tables(piece, &what)?;
-            table.restore(&piece, &key_groups, &what)?;
+            (table).restore(&TablePiece {
+                table: piece,
+                key_groups: key_groups.clone(),
+                what,
+            })?;
         }
         if let (Some(w), Some(t)) = (self.watermark.as_mut(), watermark) {
             w.restore(t);

@@ -2,15 +2,13 @@
 //! whole to every subtask of the new run (Flink's union list state), so that each decides
 //! what of it is its own (a sink's transactions, a source's splits).
 
-use std::ops::Range;
-
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::declared::{Redistribution, SnapshotAt, StateTable};
+use crate::declared::{Redistribution, SnapshotAt, StateTable, TablePiece};
 use crate::error::Result;
+use crate::snapshot::append_snapshot;
 use crate::snapshot::incremental::ChangeSummary;
-use crate::snapshot::{TableSnapshot, append_snapshot};
 
 /// A list of operator state, restored as the union of every old subtask's list.
 ///
@@ -73,13 +71,9 @@ impl<T: Serialize + DeserializeOwned> StateTable for UnionList<T> {
         append_snapshot(out, entries, at.max_parallelism, at.watermark)
     }
 
-    fn restore(
-        &mut self,
-        table: &TableSnapshot<'_>,
-        key_groups: &Range<usize>,
-        what: &str,
-    ) -> Result<()> {
-        table.entries(key_groups, what, |(), item| self.items.push(item))
+    fn restore(&mut self, piece: &TablePiece<'_>) -> Result<()> {
+        let items = &mut self.items;
+        (piece.table).entries(&piece.key_groups, &piece.what, |(), item| items.push(item))
     }
 
     fn redistribution(&self) -> Redistribution {

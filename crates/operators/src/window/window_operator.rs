@@ -10,7 +10,6 @@
 //! watermark is checkpointed with them.
 
 use std::marker::PhantomData;
-use std::ops::Range;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
@@ -20,10 +19,10 @@ use crate::collector::CollectBuffer;
 use crate::error::{HummerError, Result, internal};
 use crate::keyed_timers::{KeyedTimers, TimeDomain, TimerChange, TimerList};
 use crate::state::SnapshotEpochs;
-use crate::state::declared::{DeclaredState, SnapshotAt, StateTable};
+use crate::state::declared::{DeclaredState, SnapshotAt, StateTable, TablePiece};
 use crate::state::keyed_table::{Epoch, KeyedTable};
+use crate::state::snapshot::OperatorWatermark;
 use crate::state::snapshot::incremental::ChangeSummary;
-use crate::state::snapshot::{OperatorWatermark, TableSnapshot};
 use crate::types::metrics::SubtaskMetrics;
 use crate::types::{CheckpointId, Key, NO_TIMESTAMP, Timestamp};
 use crate::window::functions::{WindowFunction, WindowOutput};
@@ -670,23 +669,16 @@ where
         Ok(())
     }
 
-    fn restore(
-        &mut self,
-        table: &TableSnapshot<'_>,
-        key_groups: &Range<usize>,
-        what: &str,
-    ) -> Result<()> {
+    fn restore(&mut self, piece: &TablePiece<'_>) -> Result<()> {
+        let (table, groups, what) = (&piece.table, piece.key_groups.clone(), &piece.what);
         let function = self.function;
         if table.is_delta() {
-            self.windows.restore_patched(
-                table,
-                key_groups.clone(),
-                what,
-                |_, before, changes| apply_patch(function, before.unwrap_or_default(), changes),
-            )?;
+            let apply = |_: &K, before: Option<Windows<F::Acc>>, changes| {
+                apply_patch(function, before.unwrap_or_default(), changes)
+            };
+            (self.windows).restore_patched(table, groups, what, apply)?;
         } else {
-            self.windows
-                .restore_table(table, key_groups.clone(), what)?;
+            (self.windows).restore_table(table, groups, what)?;
         }
         *self.epoch = self.windows.changes.epoch;
         Ok(())

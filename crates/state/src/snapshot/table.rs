@@ -7,7 +7,7 @@ use std::ops::Range;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::declared::{SnapshotAt, StateTable};
+use crate::declared::{SnapshotAt, StateTable, TablePiece};
 use crate::error::Result;
 use crate::key_groups::{key_group_of_hash, key_hash};
 use crate::keyed_table::{KeyedTable, SnapshotEpochs};
@@ -55,33 +55,12 @@ impl<K: Hash + Eq + Clone + Serialize + DeserializeOwned, V: Serialize + Deseria
 
     /// Appends the table's snapshot for checkpoint `checkpoint`, with the operator's
     /// `watermark`, to `out`: a delta on its base if `delta` (which
-    /// [`super::incremental::delta_possible`] must have allowed), else whole. Operators with several
-    /// tables decide `delta` for all of them at once.
-    pub fn append_for(
-        &mut self,
-        out: &mut Vec<u8>,
-        checkpoint: CheckpointId,
-        max_parallelism: usize,
-        watermark: Timestamp,
-        delta: bool,
-    ) -> Result<()> {
-        self.append_patched(
-            out,
-            checkpoint,
-            max_parallelism,
-            watermark,
-            delta,
-            |_, _| Ok(()),
-            |v, _, out| append_entry(out, &*v),
-        )
-    }
-
-    /// As [`KeyedTable::append_for`], for values that may write their changes themselves: a
-    /// whole snapshot shows every value to `whole` (so that it can note that this snapshot
+    /// [`super::incremental::delta_possible`] must have allowed for all of the operator's
+    /// tables), else whole; for values that may write their changes themselves: a whole snapshot shows every value to `whole` (so that it can note that this snapshot
     /// took it) and writes it as it is; a delta (version 3: the keys removed since the base,
     /// then the entries changed since, so that a key removed and added again ends present)
     /// writes each changed value as `patch` encodes it, a restore reading it as `Some(P)` for
-    /// the patch type `P` of the operator (`V` itself for [`KeyedTable::append_for`]).
+    /// the patch type `P` of the operator (`V` itself for a plain table).
     #[allow(clippy::too_many_arguments)]
     pub fn append_patched(
         &mut self,
@@ -219,22 +198,19 @@ where
     }
 
     fn append_snapshot(&mut self, out: &mut Vec<u8>, at: &SnapshotAt) -> Result<()> {
-        self.append_for(
+        self.append_patched(
             out,
             at.checkpoint,
             at.max_parallelism,
             at.watermark,
             at.delta,
+            |_, _| Ok(()),
+            |v, _, out| append_entry(out, &*v),
         )
     }
 
-    fn restore(
-        &mut self,
-        table: &TableSnapshot<'_>,
-        key_groups: &Range<usize>,
-        what: &str,
-    ) -> Result<()> {
-        self.restore_table(table, key_groups.clone(), what)
+    fn restore(&mut self, piece: &TablePiece<'_>) -> Result<()> {
+        self.restore_table(&piece.table, piece.key_groups.clone(), &piece.what)
     }
 
     fn checkpoint_complete(&mut self, id: CheckpointId) {
