@@ -16,6 +16,7 @@
 //!   restore.
 //! * [`timer_queue`]: timers of keyed operators, per time domain, earliest first.
 //! * [`UnionList`]: operator state that belongs to no key, restored whole on every subtask.
+//! * [`TopN`]: a bounded top-N of one key's entries, packed in one allocation.
 //! * The state handles of user functions: [`ValueState`], [`ListState`], [`MapState`]; and
 //!   [`GrowSet`], a set that only grows, checkpointed as what was added since.
 //! * `prefetch` (private): prefetching entries' heap data ahead of their encoding.
@@ -38,6 +39,7 @@ mod prefetch;
 pub mod snapshot;
 pub mod task_state;
 pub mod timer_queue;
+mod top_n;
 mod union_list;
 mod value_state;
 
@@ -45,5 +47,6 @@ pub use grow_set::GrowSet;
 pub use keyed_table::SnapshotEpochs;
 pub use list_state::ListState;
 pub use map_state::MapState;
+pub use top_n::{Ranking, TopN};
 pub use union_list::UnionList;
 pub use value_state::ValueState;
