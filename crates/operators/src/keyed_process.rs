@@ -48,7 +48,7 @@ where
         batch.for_each(out, |record, out| {
             let key = (self.key_of)(&record);
             let f = &mut self.f;
-            (self.state).update(key, |key, slot| {
+            self.state.update(key, |key, slot| {
                 f(key, record, &mut ValueState::new(slot), out)
             });
             Ok(())

@@ -265,7 +265,7 @@ impl<'a> DeclaredState<'a> {
         for ((name, table), piece) in self.tables.iter_mut().zip(&pieces) {
             let what = format!("{what}, table '{name}'");
             let [piece] = crate::snapshot::read_tables(piece, &what)?;
-            (table).restore(&TablePiece {
+            table.restore(&TablePiece {
                 table: piece,
                 key_groups: key_groups.clone(),
                 what,

@@ -25,7 +25,6 @@ pub struct KeyedTable<K, V> {
     /// Key, state and the epoch of the state's last change.
     table: HashTable<(K, V, Epoch)>,
     hasher: foldhash::fast::RandomState,
-    pub(crate) snapshot_buffer: crate::snapshot::SnapshotBuffer,
     /// What changed since the last checkpoints, for incremental snapshots.
     pub changes: ChangeLog,
     /// Keys removed, with the epoch they were removed in, while a delta may need them.
@@ -226,6 +225,21 @@ impl ChangeLog {
         self.touched += mark(slot, self.epoch);
     }
 
+    /// Notes an entry created now; returns the epoch to mark it with.
+    fn created(&mut self) -> Epoch {
+        self.touched += 1;
+        self.epoch
+    }
+
+    /// Notes that `key` was removed now: a delta writes its removal (while changes are
+    /// tracked at all).
+    fn removed<K>(&mut self, tombstones: &mut Vec<(K, Epoch)>, key: K) {
+        if self.tracking() {
+            tombstones.push((key, self.epoch));
+            self.touched += 1;
+        }
+    }
+
     /// Forgets every snapshot: the next one is full (after a restore or a drain).
     pub(crate) fn reset(&mut self) {
         self.taken.clear();
@@ -254,7 +268,6 @@ impl<K: Hash + Eq, V> Default for KeyedTable<K, V> {
         KeyedTable {
             table: HashTable::new(),
             hasher: foldhash::fast::RandomState::default(),
-            snapshot_buffer: Default::default(),
             changes: ChangeLog::default(),
             tombstones: Vec::new(),
         }
@@ -335,7 +348,9 @@ impl<K: Hash + Eq, V> KeyedTable<K, V> {
         let mut entry = table.entry(hash, |(k, _, _)| k == key, |(k, _, _)| hasher.hash_one(k));
         match &mut entry {
             Entry::Occupied(e) => changes.mark(&mut e.get_mut().2),
-            Entry::Vacant(_) => changes.touched += 1,
+            Entry::Vacant(_) => {
+                changes.created();
+            }
         }
         (entry, changes.epoch)
     }
@@ -404,11 +419,7 @@ impl<K: Hash + Eq, V> KeyedTable<K, V> {
                         changes.mark(&mut epoch);
                         vacant.insert((k, v, epoch));
                     }
-                    None if changes.tracking() => {
-                        tombstones.push((k, changes.epoch));
-                        changes.touched += 1;
-                    }
-                    None => {}
+                    None => changes.removed(tombstones, k),
                 }
                 r
             }
@@ -416,8 +427,7 @@ impl<K: Hash + Eq, V> KeyedTable<K, V> {
                 let mut slot = None;
                 let r = f(&key, &mut slot);
                 if let Some(v) = slot {
-                    changes.touched += 1;
-                    vacant.insert((key, v, changes.epoch));
+                    vacant.insert((key, v, changes.created()));
                 }
                 r
             }
@@ -432,10 +442,7 @@ impl<K: Hash + Eq, V> KeyedTable<K, V> {
         let hash = self.hasher.hash_one(key);
         let entry = self.table.find_entry(hash, |(k, _, _)| k == key).ok()?;
         let ((k, v, _), _) = entry.remove();
-        if self.changes.tracking() {
-            self.tombstones.push((k, self.changes.epoch));
-            self.changes.touched += 1;
-        }
+        self.changes.removed(&mut self.tombstones, k);
         Some(v)
     }
 

@@ -73,7 +73,9 @@ impl<T: Serialize + DeserializeOwned> StateTable for UnionList<T> {
 
     fn restore(&mut self, piece: &TablePiece<'_>) -> Result<()> {
         let items = &mut self.items;
-        (piece.table).entries(&piece.key_groups, &piece.what, |(), item| items.push(item))
+        piece
+            .table
+            .entries(&piece.key_groups, &piece.what, |(), item| items.push(item))
     }
 
     fn redistribution(&self) -> Redistribution {

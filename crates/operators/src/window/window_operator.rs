@@ -676,9 +676,9 @@ where
             let apply = |_: &K, before: Option<Windows<F::Acc>>, changes| {
                 apply_patch(function, before.unwrap_or_default(), changes)
             };
-            (self.windows).restore_patched(table, groups, what, apply)?;
+            self.windows.restore_patched(table, groups, what, apply)?;
         } else {
-            (self.windows).restore_table(table, groups, what)?;
+            self.windows.restore_table(table, groups, what)?;
         }
         *self.epoch = self.windows.changes.epoch;
         Ok(())

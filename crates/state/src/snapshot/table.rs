@@ -29,11 +29,10 @@ impl<K: Hash + Eq + Clone + Serialize + DeserializeOwned, V: Serialize + Deseria
         checkpoint: CheckpointId,
         max_parallelism: usize,
     ) -> Result<Vec<u8>> {
-        let mut buffer = self.snapshot_buffer;
+        let mut buffer = crate::snapshot::SnapshotBuffer::default();
         let bytes = crate::declared::DeclaredState::new()
             .table("table", &mut *self)
             .snapshot(checkpoint, max_parallelism, &mut buffer)?;
-        self.snapshot_buffer = buffer;
         bytes.ok_or_else(|| crate::error::internal!("a declared table wrote no snapshot"))
     }
 
