@@ -1,6 +1,7 @@
 //! The JobManager process: accepts TaskManagers, clients and workers, keeps its state
 //! ([`state::JobManagerState`]: the cluster of [`cluster_state`], the jobs of [`jobs`], each
-//! driven by its job controller), and serves REST ([`rest`], secured by [`rest_security`]) and
+//! driven by its job controller, whose [`reactions`] return the effects the state applies),
+//! and serves REST ([`rest`], secured by [`rest_security`]) and
 //! the web dashboard ([`dashboard`]). Beside them: [`liveness`] (when a silent TaskManager
 //! counts as lost), [`monitor`] (the TaskManagers' resource samples), [`scheduling_log`] (what
 //! the scheduler decided, for the dashboard) and [`refusal`] (why a request is refused).
@@ -20,6 +21,7 @@ pub mod dashboard;
 pub mod jobs;
 pub mod liveness;
 pub mod monitor;
+pub mod reactions;
 pub mod refusal;
 pub mod rest;
 pub mod rest_security;
@@ -565,6 +567,18 @@ fn handle_client_request(
     })
 }
 
+/// Copies a completed checkpoint out as a savepoint without holding the state lock (a
+/// large checkpoint takes a while), then cancels the job if the savepoint was to stop it.
+async fn write_savepoint(shared: &Shared, copy: reactions::SavepointCopy) {
+    let (job, stop) = (copy.job.clone(), copy.stop);
+    let written = tokio::task::spawn_blocking(move || copy.run())
+        .await
+        .unwrap_or(false);
+    if written && stop {
+        lock(shared).end_job(&job, crate::protocol::JobStatus::Cancelled, None);
+    }
+}
+
 /// A worker's failure as it reported it: its root cause, under the operator and subtask it
 /// named (so that the JobManager's exception history finds both).
 fn worker_error(report: ErrorReport, operator: Option<(String, usize)>) -> HummerError {
@@ -619,37 +633,55 @@ async fn serve_worker(
             // The worker process ended; its TaskManager reports how.
             Err(_) => return Ok(()),
         };
-        let mut state = lock(&shared);
-        if state.jobs.get(&job).is_none_or(|j| !j.is_current(attempt)) {
-            // A report of an attempt that was restarted: its outcome no longer matters.
-            continue;
-        }
-        match message {
-            Message::Checkpoint { attempt, event } => state.checkpoint_event(&job, attempt, event),
-            Message::WorkerReady { data_port } => state.worker_ready(&job, &tm, data_port),
-            Message::WorkerProgress(vertices) => state.worker_progress(&job, &tm, vertices),
-            Message::WorkerFinished {
-                vertices,
-                collected,
-            } => state.worker_finished(&job, &tm, vertices, collected),
-            Message::WorkerFailed { error, operator } => {
-                let error = HummerError::Worker {
-                    task_manager: tm.clone(),
-                    cause: Box::new(worker_error(error, operator)),
-                };
-                if error.is_secondary() {
-                    // Lost a peer: the peer's own report usually names the cause.
-                    state.defer_failure(&job, None, attempt, error);
-                } else {
-                    state.job_failed(&job, error);
-                }
-            }
-            other => {
-                let _ = mailbox.send(Message::Error(format!(
-                    "unexpected {} from a worker",
-                    message_name(&other)
-                )));
-            }
+        let copy = on_worker_message(&mut lock(&shared), &job, &tm, attempt, message, &mailbox);
+        if let Some(copy) = copy {
+            write_savepoint(&shared, copy).await;
         }
     }
+}
+
+/// Acts on one message of a worker of `job`'s attempt `attempt` on `tm`; a savepoint's copy
+/// to make comes back.
+fn on_worker_message(
+    state: &mut JobManagerState,
+    job: &str,
+    tm: &str,
+    attempt: u32,
+    message: Message,
+    mailbox: &UnboundedSender<Message>,
+) -> Option<reactions::SavepointCopy> {
+    if state.jobs.get(job).is_none_or(|j| !j.is_current(attempt)) {
+        // A report of an attempt that was restarted: its outcome no longer matters.
+        return None;
+    }
+    match message {
+        Message::Checkpoint { attempt, event } => {
+            return state.checkpoint_event(job, attempt, event);
+        }
+        Message::WorkerReady { data_port } => state.worker_ready(job, tm, data_port),
+        Message::WorkerProgress(vertices) => state.worker_progress(job, tm, vertices),
+        Message::WorkerFinished {
+            vertices,
+            collected,
+        } => state.worker_finished(job, tm, vertices, collected),
+        Message::WorkerFailed { error, operator } => {
+            let error = HummerError::Worker {
+                task_manager: tm.to_string(),
+                cause: Box::new(worker_error(error, operator)),
+            };
+            if error.is_secondary() {
+                // Lost a peer: the peer's own report usually names the cause.
+                state.defer_failure(job, None, attempt, error);
+            } else {
+                state.job_failed(job, error);
+            }
+        }
+        other => {
+            let _ = mailbox.send(Message::Error(format!(
+                "unexpected {} from a worker",
+                message_name(&other)
+            )));
+        }
+    }
+    None
 }

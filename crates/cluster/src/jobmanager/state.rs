@@ -26,14 +26,14 @@ use tokio::sync::mpsc::UnboundedSender;
 
 use super::cluster_state::ClusterState;
 use super::jobs::{JobEntry, JobTable, PendingSavepoint, WorkerEntry, data_host_of};
+use super::reactions::{Effect, SavepointCopy};
 use super::refusal::Refusal;
 use crate::checkpoint::hub::HubEvent;
-use crate::checkpoint::store::{copy_checkpoint, find_checkpoint};
-use crate::error::{HummerError, internal};
+use crate::error::HummerError;
 use crate::execution::controller::{AttemptStart, FailureOutcome, JobStatus};
 use crate::ha::lease::Leadership;
 use crate::ha::{HaStore, JobRecord};
-use crate::protocol::{Collected, DeploySpec, JobId, Message, PeerAddress, SubmitRequest};
+use crate::protocol::{Collected, DeploySpec, JobId, Message, SubmitRequest};
 use crate::scheduler::parallelism::decide;
 use crate::scheduler::{PlacementError, SlotOffer, Waiting};
 use crate::types::metrics::VertexMetrics;
@@ -133,13 +133,7 @@ impl JobManagerState {
             if let Some(state) = record.ended {
                 let mut entry =
                     JobEntry::resumed(record.id.clone(), record.request, record.attempt);
-                match state {
-                    JobStatus::Finished => entry.controller.finish(),
-                    JobStatus::Cancelled => {
-                        entry.controller.cancel();
-                    }
-                    _ => entry.controller.fail(),
-                }
+                entry.mark_ended(state);
                 entry.parallelism = record.parallelism;
                 entry.error = record.error;
                 entry.ended = Some(Instant::now());
@@ -475,46 +469,49 @@ impl JobManagerState {
         moved
     }
 
+    /// Runs `reaction` on job `job` (if it is known) and applies its effects.
+    fn react(&mut self, job: &str, reaction: impl FnOnce(&mut JobEntry) -> Vec<Effect>) {
+        if let Some(entry) = self.jobs.get_mut(job) {
+            let effects = reaction(entry);
+            self.apply(job, effects);
+        }
+    }
+
+    /// Applies the effects of a reaction of job `job`, in order.
+    fn apply(&mut self, job: &str, effects: Vec<Effect>) {
+        for effect in effects {
+            match effect {
+                Effect::Persist(record) => {
+                    if let Err(e) = self.persist(record) {
+                        tracing::error!(job = %job, "cannot record the job's change: {e}");
+                    }
+                }
+                Effect::Release {
+                    task_manager,
+                    slots,
+                } => self.cluster.release(&task_manager, slots),
+                Effect::TellTaskManager {
+                    task_manager,
+                    message,
+                } => {
+                    if let Some(t) = self.cluster.task_managers.get(&task_manager) {
+                        let _ = t.mailbox.send(message);
+                    }
+                }
+                Effect::Dequeue => {
+                    self.cluster.dequeue(job);
+                    self.resuming.remove(job);
+                }
+                Effect::StartWaiting(tm) => self.start_waiting(&tm),
+                Effect::End { status, error } => self.end_job(job, status, error),
+                Effect::Redeploy => self.redeploy(job),
+            }
+        }
+    }
+
     /// A worker announced its data port; starts the job when all have.
     pub fn worker_ready(&mut self, job: &str, tm: &str, port: u16) {
-        let Some(entry) = self.jobs.get_mut(job) else {
-            return;
-        };
-        if let Some(w) = entry.workers.get_mut(tm) {
-            w.data_port = Some(port);
-        }
-        if entry.controller.status() != JobStatus::Deploying
-            || entry.workers.values().any(|w| w.data_port.is_none())
-        {
-            return;
-        }
-        let peers: Vec<PeerAddress> = entry
-            .workers
-            .iter()
-            .filter_map(|(tm, w)| {
-                Some(PeerAddress {
-                    task_manager: tm.clone(),
-                    address: format!("{}:{}", w.data_host, w.data_port?),
-                })
-            })
-            .collect();
-        let graph = entry
-            .request
-            .recovery
-            .as_ref()
-            .map(|r| r.graph.clone())
-            .unwrap_or_default();
-        let (tasks, sources) = (entry.placement.len(), entry.source_subtasks());
-        if let Err(e) = entry
-            .controller
-            .running(graph, tasks, sources, Instant::now())
-        {
-            let error = e.context("cannot start checkpointing");
-            self.end_job(job, JobStatus::Failed, Some(error));
-            return;
-        }
-        entry.tell_workers(&Message::Start(peers));
-        tracing::info!(job = %job, attempt = entry.controller.attempt(), "job running");
+        self.react(job, |j| j.on_worker_ready(tm, port, Instant::now()));
     }
 
     /// A worker reported success; finishes the job when all have.
@@ -525,17 +522,7 @@ impl JobManagerState {
         vertices: Vec<VertexMetrics>,
         collected: Collected,
     ) {
-        let Some(entry) = self.jobs.get_mut(job) else {
-            return;
-        };
-        if let Some(w) = entry.workers.get_mut(tm) {
-            w.finished = true;
-            w.metrics = vertices;
-        }
-        entry.collected.extend(collected);
-        if entry.workers.values().all(|w| w.finished) {
-            self.end_job(job, JobStatus::Finished, None);
-        }
+        self.react(job, |j| j.on_worker_finished(tm, vertices, collected));
     }
 
     /// A worker's counters so far.
@@ -550,106 +537,12 @@ impl JobManagerState {
     /// Ends a job (`Finished`, `Failed` or `Cancelled`): releases its slots, tells
     /// TaskManagers to stop what is left, wakes waiters.
     pub fn end_job(&mut self, job: &str, state: JobStatus, error: Option<HummerError>) {
-        let Some(entry) = self.jobs.get_mut(job) else {
-            return;
-        };
-        // The controller may have ended the job already (a failure it gave up on); the
-        // JobManager's side of the end (slots, workers, waiters) happens once.
-        if entry.ended.is_some() {
-            return;
-        }
-        match state {
-            JobStatus::Finished => entry.controller.finish(),
-            JobStatus::Cancelled => {
-                entry.controller.cancel();
-            }
-            _ => entry.controller.fail(),
-        }
-        entry.error = error.as_ref().map(HummerError::report);
-        entry.ended = Some(Instant::now());
-        entry.queued_on = None;
-        let record = entry.record(Some(state));
-        self.resuming.remove(job);
-        if let Err(e) = self.persist(record) {
-            tracing::error!(job = %job, "cannot record the end of the job: {e}");
-        }
-        let Some(entry) = self.jobs.get_mut(job) else {
-            return;
-        };
-        if let Some(sp) = entry.savepoint.take() {
-            let _ = sp
-                .reply
-                .send(Message::Error(format!("the job ended ({state:?})")));
-        }
-        self.cluster.dequeue(job);
-        let freed = if state == JobStatus::Finished {
-            self.release_slots(job)
-        } else {
-            self.stop_workers(job)
-        };
-        let Some(entry) = self.jobs.get_mut(job) else {
-            return;
-        };
-        let summary = entry.summary();
-        match &summary.error {
-            Some(e) => tracing::warn!(job = %job, state = ?state, "job ended: {e}"),
-            None => tracing::info!(job = %job, state = ?state, "job ended"),
-        }
-        for waiter in entry.waiters.drain(..) {
-            let _ = waiter.send(Message::JobEnded(summary.clone(), entry.collected.clone()));
-        }
-        for tm in freed {
-            self.start_waiting(&tm);
-        }
-    }
-
-    /// Frees the slots of a job's workers; returns their TaskManagers.
-    fn release_slots(&mut self, job: &str) -> Vec<String> {
-        let Some(entry) = self.jobs.get_mut(job) else {
-            return Vec::new();
-        };
-        for (tm, w) in &mut entry.workers {
-            self.cluster.release(tm, w.slots);
-            w.slots = 0;
-        }
-        entry.workers.keys().cloned().collect()
-    }
-
-    /// Cancels every worker of a job's attempt and frees their slots; returns their
-    /// TaskManagers.
-    fn stop_workers(&mut self, job: &str) -> Vec<String> {
-        let freed = self.release_slots(job);
-        let Some(entry) = self.jobs.get(job) else {
-            return freed;
-        };
-        let cancel = Message::CancelJob(job.to_string());
-        entry.tell_workers(&cancel);
-        for tm in entry.workers.keys() {
-            if let Some(t) = self.cluster.task_managers.get(tm) {
-                let _ = t.mailbox.send(cancel.clone());
-            }
-        }
-        freed
+        self.react(job, |j| j.end(state, error));
     }
 
     /// A job's attempt failed: its controller restarts it or fails it.
     pub fn job_failed(&mut self, job: &str, error: HummerError) {
-        let Some(entry) = self.jobs.get_mut(job) else {
-            return;
-        };
-        match entry.controller.failed(error, Instant::now()) {
-            FailureOutcome::Ignored => {}
-            FailureOutcome::Failed(e) => self.end_job(job, JobStatus::Failed, Some(e)),
-            FailureOutcome::Restart { .. } => {
-                if let Some(sp) = entry.savepoint.take() {
-                    let failure = entry.controller.last_failure().unwrap_or_default();
-                    let _ = sp.reply.send(Message::Error(format!(
-                        "the job failed before the savepoint completed: {failure}"
-                    )));
-                }
-                self.stop_workers(job);
-            }
-        }
+        self.react(job, |j| j.on_failure(error, Instant::now()));
     }
 
     /// A TaskManager is gone: its waiting jobs wait elsewhere, its jobs' attempts fail.
@@ -736,25 +629,7 @@ impl JobManagerState {
         let now = Instant::now();
         self.resume_taken_over(now);
         for id in self.jobs.ids_where(|j| !j.is_terminal()) {
-            let Some(entry) = self.jobs.get_mut(&id) else {
-                continue;
-            };
-            if entry.controller.restart_due(now) {
-                self.redeploy(&id);
-                continue;
-            }
-            let Some(trigger) = entry.controller.tick(now) else {
-                continue;
-            };
-            if let Some(sp) = &mut entry.savepoint
-                && sp.checkpoint.is_none()
-            {
-                sp.checkpoint = Some(trigger.id);
-            }
-            entry.tell_workers(&Message::TriggerCheckpoint {
-                id: trigger.id,
-                last: trigger.last,
-            });
+            self.react(&id, |j| j.on_tick(now));
         }
     }
 
@@ -786,47 +661,20 @@ impl JobManagerState {
         }
     }
 
-    /// A worker's checkpoint report.
-    pub fn checkpoint_event(&mut self, job: &str, attempt: u32, event: HubEvent) {
-        let Some(entry) = self.jobs.get_mut(job) else {
-            return;
-        };
+    /// A worker's checkpoint report. A checkpoint that completes a savepoint comes back as
+    /// the copy to make once the lock is released.
+    #[must_use = "a savepoint's copy is to be run"]
+    pub fn checkpoint_event(
+        &mut self,
+        job: &str,
+        attempt: u32,
+        event: HubEvent,
+    ) -> Option<SavepointCopy> {
+        let entry = self.jobs.get_mut(job)?;
         if !entry.is_current(attempt) {
-            return;
+            return None;
         }
-        let Some(completed) = entry.controller.on_checkpoint_event(event, Instant::now()) else {
-            return;
-        };
-        entry.tell_workers(&Message::CheckpointComplete(completed));
-        let Some(sp) = entry.savepoint.take_if(|s| s.checkpoint == Some(completed)) else {
-            return;
-        };
-        let target = sp
-            .dir
-            .join(format!("savepoint-{job}-{completed}"))
-            .join(format!("chk-{completed}"));
-        let copied = entry
-            .controller
-            .policy()
-            .checkpoints
-            .as_ref()
-            .ok_or_else(|| internal!("the job has no checkpoint directory"))
-            .and_then(|c| find_checkpoint(&c.dir.join(format!("chk-{completed}"))))
-            .and_then(|c| copy_checkpoint(&c, &target));
-        match copied {
-            Ok(_) => {
-                tracing::info!(job = %job, path = %target.display(), "savepoint taken");
-                let _ = sp.reply.send(Message::Savepoint(target));
-                if sp.stop {
-                    self.end_job(job, JobStatus::Cancelled, None);
-                }
-            }
-            Err(e) => {
-                let _ = sp
-                    .reply
-                    .send(Message::Error(format!("cannot write the savepoint: {e}")));
-            }
-        }
+        entry.on_checkpoint_event(event, Instant::now())
     }
 
     /// A client asks for a savepoint of `job` (taken as the next checkpoint).
