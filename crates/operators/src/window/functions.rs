@@ -7,7 +7,7 @@ use std::marker::PhantomData;
 use serde::{Deserialize, Serialize};
 
 use crate::Collector;
-use crate::error::{Result, internal};
+use crate::error::Result;
 use crate::state::SnapshotEpochs;
 use crate::types::{Data, Key};
 use crate::window::TimeWindow;
@@ -47,35 +47,28 @@ pub trait AggregateFunction<T>: Clone + Send + Sync + 'static {
     /// Combines two accumulators (session windows that merge).
     fn merge(&self, a: Self::Acc, b: Self::Acc) -> Self::Acc;
 
-    /// Whether accumulators are checkpointed as their changes
-    /// ([`AggregateFunction::write_acc_changes`]) rather than whole. Worth it for an
-    /// accumulator that is large and grows a little per checkpoint interval, such as a set of
-    /// distinct values (a [`GrowSet`](crate::state::GrowSet)). Default: no.
-    fn writes_acc_changes(&self) -> bool {
-        false
+    /// How accumulators are checkpointed as their changes rather than whole, if they are
+    /// ([`AccChanges`]). Default: whole.
+    fn acc_changes(&self) -> Option<&dyn AccChanges<Self::Acc>> {
+        None
     }
+}
 
-    /// A snapshot takes `acc` (only called when [`AggregateFunction::writes_acc_changes`]):
-    /// writes to `out` what changed since `epochs`' base snapshot and returns true, or returns
-    /// false to have the accumulator written whole. Called for every accumulator of every
-    /// snapshot, whole ones too (their result is not used), so that the accumulator can note
-    /// what each snapshot took.
-    fn write_acc_changes(
-        &self,
-        _acc: &mut Self::Acc,
-        _epochs: SnapshotEpochs,
-        _out: &mut Vec<u8>,
-    ) -> Result<bool> {
-        Ok(false)
-    }
+/// An accumulator checkpointed as its changes rather than whole: worth it for one that is
+/// large and grows a little per checkpoint interval, such as a set of distinct values (a
+/// [`GrowSet`](crate::state::GrowSet)). An aggregation returns it from
+/// [`AggregateFunction::acc_changes`].
+pub trait AccChanges<A> {
+    /// A snapshot takes `acc`: writes to `out` what changed since `epochs`' base snapshot and
+    /// returns true, or returns false to have the accumulator written whole. Called for every
+    /// accumulator of every snapshot, whole ones too (their result is not used), so that the
+    /// accumulator can note what each snapshot took.
+    fn write_changes(&self, acc: &mut A, epochs: SnapshotEpochs, out: &mut Vec<u8>)
+    -> Result<bool>;
 
-    /// On a restore, applies changes written by [`AggregateFunction::write_acc_changes`] to
-    /// the accumulator restored from the snapshots before them.
-    fn apply_acc_changes(&self, _acc: &mut Self::Acc, _changes: &[u8]) -> Result<()> {
-        Err(internal!(
-            "accumulator changes in a checkpoint, for an aggregation that writes none"
-        ))
-    }
+    /// On a restore, applies changes written by [`AccChanges::write_changes`] to the
+    /// accumulator restored from the snapshots before them.
+    fn apply_changes(&self, acc: &mut A, changes: &[u8]) -> Result<()>;
 }
 
 /// Counts the records of a window.
@@ -143,26 +136,9 @@ pub trait WindowFunction<K, T>: Send + 'static {
         out: &mut Collector<'_, Self::Out>,
     ) -> Result<()>;
 
-    /// As [`AggregateFunction::writes_acc_changes`].
-    fn writes_acc_changes(&self) -> bool {
-        false
-    }
-
-    /// As [`AggregateFunction::write_acc_changes`].
-    fn write_acc_changes(
-        &self,
-        _acc: &mut Self::Acc,
-        _epochs: SnapshotEpochs,
-        _out: &mut Vec<u8>,
-    ) -> Result<bool> {
-        Ok(false)
-    }
-
-    /// As [`AggregateFunction::apply_acc_changes`].
-    fn apply_acc_changes(&self, _acc: &mut Self::Acc, _changes: &[u8]) -> Result<()> {
-        Err(internal!(
-            "accumulator changes in a checkpoint, for a window function that writes none"
-        ))
+    /// As [`AggregateFunction::acc_changes`].
+    fn acc_changes(&self) -> Option<&dyn AccChanges<Self::Acc>> {
+        None
     }
 }
 
@@ -247,19 +223,8 @@ impl<K: Key, T: 'static, A: AggregateFunction<T>> WindowFunction<K, T> for Aggre
         });
         Ok(())
     }
-    fn writes_acc_changes(&self) -> bool {
-        self.agg.writes_acc_changes()
-    }
-    fn write_acc_changes(
-        &self,
-        acc: &mut A::Acc,
-        epochs: SnapshotEpochs,
-        out: &mut Vec<u8>,
-    ) -> Result<bool> {
-        self.agg.write_acc_changes(acc, epochs, out)
-    }
-    fn apply_acc_changes(&self, acc: &mut A::Acc, changes: &[u8]) -> Result<()> {
-        self.agg.apply_acc_changes(acc, changes)
+    fn acc_changes(&self) -> Option<&dyn AccChanges<A::Acc>> {
+        self.agg.acc_changes()
     }
 }
 
@@ -342,18 +307,7 @@ where
         }
         Ok(())
     }
-    fn writes_acc_changes(&self) -> bool {
-        self.inner.writes_acc_changes()
-    }
-    fn write_acc_changes(
-        &self,
-        acc: &mut W::Acc,
-        epochs: SnapshotEpochs,
-        out: &mut Vec<u8>,
-    ) -> Result<bool> {
-        self.inner.write_acc_changes(acc, epochs, out)
-    }
-    fn apply_acc_changes(&self, acc: &mut W::Acc, changes: &[u8]) -> Result<()> {
-        self.inner.apply_acc_changes(acc, changes)
+    fn acc_changes(&self) -> Option<&dyn AccChanges<W::Acc>> {
+        self.inner.acc_changes()
     }
 }

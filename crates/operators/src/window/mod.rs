@@ -18,8 +18,8 @@ pub use assigners::{
     WindowAssigner,
 };
 pub use functions::{
-    AggregateFunction, AggregateWindow, CountAggregate, IncrementalProcess, ProcessWindow,
-    ReduceWindow, WindowFunction, WindowOutput, WindowResult,
+    AccChanges, AggregateFunction, AggregateWindow, CountAggregate, IncrementalProcess,
+    ProcessWindow, ReduceWindow, WindowFunction, WindowOutput, WindowResult,
 };
 pub use time_window::TimeWindow;
 pub use triggers::{

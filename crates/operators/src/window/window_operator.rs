@@ -285,7 +285,7 @@ where
     fn acc_changed(&mut self, entry: &mut WindowEntry<F::Acc>) {
         if entry.acc_epoch != self.epoch {
             entry.acc_epoch = self.epoch;
-            if !self.function.writes_acc_changes() {
+            if self.function.acc_changes().is_none() {
                 self.rewrites += 1;
             }
         }
@@ -655,10 +655,10 @@ where
             at.watermark,
             at.delta,
             |entries, epochs| {
-                if function.writes_acc_changes() {
+                if let Some(changes) = function.acc_changes() {
                     for e in entries {
                         scratch.clear();
-                        function.write_acc_changes(&mut e.acc, epochs, &mut scratch)?;
+                        changes.write_changes(&mut e.acc, epochs, &mut scratch)?;
                     }
                 }
                 Ok(())
@@ -708,9 +708,11 @@ fn write_patch<K, T, F: WindowFunction<K, T>>(
             Some(AccChangeRef::Unchanged)
         } else {
             scratch.clear();
-            (function.writes_acc_changes()
-                && function.write_acc_changes(&mut e.acc, epochs, scratch)?)
-            .then_some(AccChangeRef::Changes(scratch))
+            let written = match function.acc_changes() {
+                Some(changes) => changes.write_changes(&mut e.acc, epochs, scratch)?,
+                None => false,
+            };
+            written.then_some(AccChangeRef::Changes(scratch))
         };
         match acc {
             Some(acc) => {
@@ -755,7 +757,9 @@ fn apply_patch<K, T, F: WindowFunction<K, T>>(
                 let mut e = old.swap_remove(i);
                 if let AccChange::Changes(bytes) = acc {
                     function
-                        .apply_acc_changes(&mut e.acc, &bytes)
+                        .acc_changes()
+                        .ok_or("accumulator changes in a checkpoint, for a window function that writes none")?
+                        .apply_changes(&mut e.acc, &bytes)
                         .map_err(|err| err.to_string())?;
                 }
                 e.elements = elements;
@@ -779,7 +783,8 @@ fn append(out: &mut Vec<u8>, value: &impl Serialize) -> Result<()> {
 mod tests {
     use super::*;
     use crate::window::{
-        AggregateFunction, AggregateWindow, CountAggregate, TumblingEventTimeWindows, WindowResult,
+        AccChanges, AggregateFunction, AggregateWindow, CountAggregate, TumblingEventTimeWindows,
+        WindowResult,
     };
     use crate::{Checkpointed, VecOutput, test_context};
 
@@ -841,12 +846,15 @@ mod tests {
             a.extend(b.iter());
             a
         }
-        fn writes_acc_changes(&self) -> bool {
-            true
+        fn acc_changes(&self) -> Option<&dyn AccChanges<Self::Acc>> {
+            Some(self)
         }
-        fn write_acc_changes(
+    }
+
+    impl AccChanges<crate::state::GrowSet<i64>> for Distinct {
+        fn write_changes(
             &self,
-            acc: &mut Self::Acc,
+            acc: &mut crate::state::GrowSet<i64>,
             epochs: SnapshotEpochs,
             out: &mut Vec<u8>,
         ) -> Result<bool> {
@@ -858,7 +866,11 @@ mod tests {
                 None => Ok(false),
             }
         }
-        fn apply_acc_changes(&self, acc: &mut Self::Acc, changes: &[u8]) -> Result<()> {
+        fn apply_changes(
+            &self,
+            acc: &mut crate::state::GrowSet<i64>,
+            changes: &[u8],
+        ) -> Result<()> {
             let added: Vec<i64> = postcard::from_bytes(changes).unwrap();
             acc.extend(&added);
             Ok(())

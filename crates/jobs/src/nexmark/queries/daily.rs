@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
 use crate::nexmark::model::Bid;
-use crate::operators::window::AggregateFunction;
+use crate::operators::window::{AccChanges, AggregateFunction};
 use crate::state::snapshot::decode_checkpointed;
 use crate::state::{GrowSet, SnapshotEpochs};
 
@@ -97,11 +97,14 @@ impl AggregateFunction<Bid> for CountDistinct {
         a.latest = a.latest.max(b.latest);
         a
     }
-    fn writes_acc_changes(&self) -> bool {
-        true
+    fn acc_changes(&self) -> Option<&dyn AccChanges<Counts>> {
+        Some(self)
     }
+}
+
+impl AccChanges<Counts> for CountDistinct {
     /// The counters, and the ids each set gained since the base.
-    fn write_acc_changes(
+    fn write_changes(
         &self,
         acc: &mut Counts,
         epochs: SnapshotEpochs,
@@ -120,7 +123,7 @@ impl AggregateFunction<Bid> for CountDistinct {
             .map_err(|e| crate::error::internal!("cannot encode q16's distinct counts: {e}"))?;
         Ok(true)
     }
-    fn apply_acc_changes(&self, acc: &mut Counts, changes: &[u8]) -> Result<()> {
+    fn apply_changes(&self, acc: &mut Counts, changes: &[u8]) -> Result<()> {
         let (bids, latest, added): ([u64; 4], i64, Vec<Vec<u64>>) =
             decode_checkpointed("the distinct counts of a day", changes)?;
         if added.len() != 8 {
