@@ -23,11 +23,26 @@ use crate::types::metrics::SubtaskMetrics;
 use crate::types::{Data, Key, NO_TIMESTAMP, Timestamp};
 use crate::{Collector, Operator, OperatorContext, TwoInputBatch};
 
+/// One side's buffered records of a key, by timestamp.
+type Times<V> = BTreeMap<Timestamp, Vec<V>>;
+
 /// The buffered records of one key.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 struct Buffers<L, R> {
-    left: BTreeMap<Timestamp, Vec<L>>,
-    right: BTreeMap<Timestamp, Vec<R>>,
+    left: Times<L>,
+    right: Times<R>,
+}
+
+impl<L, R> Buffers<L, R> {
+    /// As a left record sees them: (its side's records, the records it joins).
+    fn seen_from_left(&mut self) -> (&mut Times<L>, &Times<R>) {
+        (&mut self.left, &self.right)
+    }
+
+    /// As a right record sees them: (its side's records, the records it joins).
+    fn seen_from_right(&mut self) -> (&mut Times<R>, &Times<L>) {
+        (&mut self.right, &self.left)
+    }
 }
 
 impl<L, R> Default for Buffers<L, R> {
@@ -44,6 +59,24 @@ impl<L, R> Default for Buffers<L, R> {
 enum Side {
     Left,
     Right,
+}
+
+impl Side {
+    /// The other side's timestamps that a record of this side at `t` joins, for the interval
+    /// `lower..=upper`.
+    #[inline]
+    fn matches(self, t: Timestamp, lower: i64, upper: i64) -> (Timestamp, Timestamp) {
+        match self {
+            Side::Left => (t.saturating_add(lower), t.saturating_add(upper)),
+            Side::Right => (t.saturating_sub(upper), t.saturating_sub(lower)),
+        }
+    }
+
+    /// The last time a record of this side at `t` can match: when it stops being needed.
+    #[inline]
+    fn last_match(self, t: Timestamp, lower: i64, upper: i64) -> Timestamp {
+        self.matches(t, lower, upper).1
+    }
 }
 
 /// Joins two keyed streams on key equality and a bounded time difference.
@@ -86,18 +119,7 @@ impl<L, R, K: Key, O, KL, KR, F> IntervalJoin<L, R, K, O, KL, KR, F> {
             _types: std::marker::PhantomData,
         }
     }
-}
 
-impl<L, R, K, O, KL, KR, F> IntervalJoin<L, R, K, O, KL, KR, F>
-where
-    L: Data,
-    R: Data,
-    K: Key,
-    O: 'static,
-    KL: Fn(&L) -> K + Send + 'static,
-    KR: Fn(&R) -> K + Send + 'static,
-    F: FnMut(&L, &R, &mut Collector<'_, O>) + Send + 'static,
-{
     fn check(&self, ts: Timestamp) -> Result<()> {
         if ts == NO_TIMESTAMP {
             return Err(HummerError::BadInput {
@@ -114,47 +136,38 @@ where
         self.metrics.late_records.fetch_add(1, Ordering::Relaxed);
     }
 
-    fn on_left(&mut self, l: L, a: Timestamp, out: &mut Collector<'_, O>) -> Result<()> {
-        self.check(a)?;
-        if a <= self.watermark.get() {
+    /// Joins a record of `side` at `t` with the other side's records of its key that it
+    /// matches (each result stamped with the later of the two timestamps), then keeps it
+    /// until the watermark passes the last time it can match. `key_of` gives its key,
+    /// `sides` a key's records of (its side, the other side), and `join` calls `f` in (left,
+    /// right) order.
+    #[inline]
+    fn on_record<T, U>(
+        &mut self,
+        (record, t): (T, Timestamp),
+        side: Side,
+        key_of: impl FnOnce(&Self, &T) -> K,
+        sides: impl FnOnce(&mut Buffers<L, R>) -> (&mut Times<T>, &Times<U>),
+        mut join: impl FnMut(&mut F, &T, &U, &mut Collector<'_, O>),
+        out: &mut Collector<'_, O>,
+    ) -> Result<()> {
+        self.check(t)?;
+        if t <= self.watermark.get() {
             self.late();
             return Ok(());
         }
-        let key = (self.left_key)(&l);
-        let buffers = self.keys.upsert(key.clone(), Buffers::default);
-        let (from, to) = (a.saturating_add(self.lower), a.saturating_add(self.upper));
-        for (&b, rights) in buffers.right.range(from..=to) {
-            out.set_timestamp(a.max(b));
-            for r in rights {
-                (self.f)(&l, r, out);
+        let key = key_of(self, &record);
+        let (mine, theirs) = sides(self.keys.upsert(key.clone(), Buffers::default));
+        let (from, to) = side.matches(t, self.lower, self.upper);
+        for (&u, others) in theirs.range(from..=to) {
+            out.set_timestamp(t.max(u));
+            for other in others {
+                join(&mut self.f, &record, other, out);
             }
         }
         out.clear_timestamp();
-        buffers.left.entry(a).or_default().push(l);
-        self.cleanup
-            .register(a.saturating_add(self.upper), (key, Side::Left));
-        Ok(())
-    }
-
-    fn on_right(&mut self, r: R, b: Timestamp, out: &mut Collector<'_, O>) -> Result<()> {
-        self.check(b)?;
-        if b <= self.watermark.get() {
-            self.late();
-            return Ok(());
-        }
-        let key = (self.right_key)(&r);
-        let buffers = self.keys.upsert(key.clone(), Buffers::default);
-        let (from, to) = (b.saturating_sub(self.upper), b.saturating_sub(self.lower));
-        for (&a, lefts) in buffers.left.range(from..=to) {
-            out.set_timestamp(a.max(b));
-            for l in lefts {
-                (self.f)(l, &r, out);
-            }
-        }
-        out.clear_timestamp();
-        buffers.right.entry(b).or_default().push(r);
-        self.cleanup
-            .register(b.saturating_sub(self.lower), (key, Side::Right));
+        mine.entry(t).or_default().push(record);
+        self.cleanup.register(to, (key, side));
         Ok(())
     }
 
@@ -217,12 +230,16 @@ where
         out: &mut Collector<'_, O>,
     ) -> Result<()> {
         match batch {
-            TwoInputBatch::First(batch) => {
-                batch.drain().try_for_each(|(l, a)| self.on_left(l, a, out))
-            }
-            TwoInputBatch::Second(batch) => batch
-                .drain()
-                .try_for_each(|(r, b)| self.on_right(r, b, out)),
+            TwoInputBatch::First(batch) => batch.drain().try_for_each(|l| {
+                let join = |f: &mut F, l: &L, r: &R, out: &mut Collector<'_, O>| f(l, r, out);
+                let key_of = |op: &Self, l: &L| (op.left_key)(l);
+                self.on_record(l, Side::Left, key_of, Buffers::seen_from_left, join, out)
+            }),
+            TwoInputBatch::Second(batch) => batch.drain().try_for_each(|r| {
+                let join = |f: &mut F, r: &R, l: &L, out: &mut Collector<'_, O>| f(l, r, out);
+                let key_of = |op: &Self, r: &R| (op.right_key)(r);
+                self.on_record(r, Side::Right, key_of, Buffers::seen_from_right, join, out)
+            }),
         }
     }
 
@@ -246,10 +263,12 @@ where
         let (cleanup, lower, upper) = (&mut self.cleanup, self.lower, self.upper);
         for (key, buffers) in self.keys.iter() {
             for &a in buffers.left.keys() {
-                cleanup.register(a.saturating_add(upper), (key.clone(), Side::Left));
+                let last = Side::Left.last_match(a, lower, upper);
+                cleanup.register(last, (key.clone(), Side::Left));
             }
             for &b in buffers.right.keys() {
-                cleanup.register(b.saturating_sub(lower), (key.clone(), Side::Right));
+                let last = Side::Right.last_match(b, lower, upper);
+                cleanup.register(last, (key.clone(), Side::Right));
             }
         }
         Ok(())

@@ -66,11 +66,14 @@ pub trait KeyedProcessFunction<K, T>: Clone + Send + Sync + 'static {
     }
 }
 
-/// Registers and deletes the timers of the current key.
+/// The clocks, and the timers of what is being processed: the current key of a keyed process
+/// function (a timer calls its `on_timer`), or a window (through a trigger's
+/// [`TriggerContext`](crate::window::TriggerContext), a timer calls the trigger's
+/// `on_event_time` / `on_processing_time`). One timer per time domain and time.
 pub struct TimerService<'a> {
-    watermark: Timestamp,
-    now: Timestamp,
-    changes: &'a mut Vec<TimerChange>,
+    pub(crate) watermark: Timestamp,
+    pub(crate) now: Timestamp,
+    pub(crate) changes: &'a mut Vec<TimerChange>,
 }
 
 impl TimerService<'_> {
@@ -84,28 +87,42 @@ impl TimerService<'_> {
         self.now
     }
 
-    /// Calls `on_timer` for this key when the watermark reaches `time` (once per key and time).
+    /// Registers a timer for when the watermark reaches `time`.
     pub fn register_event_time_timer(&mut self, time: Timestamp) {
-        self.changes
-            .push(TimerChange::Register(TimeDomain::EventTime, time));
+        self.register(TimeDomain::EventTime, time);
     }
 
-    /// Calls `on_timer` for this key when the clock reaches `time` (once per key and time).
+    /// Registers a timer for when the clock reaches `time`.
     pub fn register_processing_time_timer(&mut self, time: Timestamp) {
-        self.changes
-            .push(TimerChange::Register(TimeDomain::ProcessingTime, time));
+        self.register(TimeDomain::ProcessingTime, time);
     }
 
-    /// Deletes this key's event-time timer at `time`, if any.
+    /// Deletes the event-time timer at `time`, if any.
     pub fn delete_event_time_timer(&mut self, time: Timestamp) {
-        self.changes
-            .push(TimerChange::Delete(TimeDomain::EventTime, time));
+        self.delete(TimeDomain::EventTime, time);
     }
 
-    /// Deletes this key's processing-time timer at `time`, if any.
+    /// Deletes the processing-time timer at `time`, if any.
     pub fn delete_processing_time_timer(&mut self, time: Timestamp) {
-        self.changes
-            .push(TimerChange::Delete(TimeDomain::ProcessingTime, time));
+        self.delete(TimeDomain::ProcessingTime, time);
+    }
+
+    /// The current time of `domain`: the watermark, or the processing time.
+    pub(crate) fn current_time(&self, domain: TimeDomain) -> Timestamp {
+        match domain {
+            TimeDomain::EventTime => self.watermark,
+            TimeDomain::ProcessingTime => self.now,
+        }
+    }
+
+    /// Registers a timer of `domain` at `time`.
+    pub(crate) fn register(&mut self, domain: TimeDomain, time: Timestamp) {
+        self.changes.push(TimerChange::Register(domain, time));
+    }
+
+    /// Deletes the timer of `domain` at `time`, if any.
+    pub(crate) fn delete(&mut self, domain: TimeDomain, time: Timestamp) {
+        self.changes.push(TimerChange::Delete(domain, time));
     }
 }
 

@@ -22,6 +22,20 @@ pub fn string(out: &mut String, s: &str) {
     }
 }
 
+/// Appends an auction's columns after its id (`itemName, description, initialBid, reserve,
+/// dateTime, expires, seller, category, extra`) to `out`.
+pub fn append_auction_columns(out: &mut String, a: &crate::nexmark::model::Auction) {
+    string(out, &a.item_name);
+    out.push(',');
+    string(out, &a.description);
+    out.push_str(&format!(",{},{},", a.initial_bid, a.reserve));
+    timestamp(out, a.date_time);
+    out.push(',');
+    timestamp(out, a.expires);
+    out.push_str(&format!(",{},{},", a.seller, a.category));
+    string(out, &a.extra);
+}
+
 /// A bid's seven columns (`auction, bidder, price, channel, url, dateTime, extra`): the row of
 /// every query that outputs whole bids.
 pub fn bid_row(b: &crate::nexmark::model::Bid) -> String {

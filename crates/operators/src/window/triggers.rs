@@ -6,9 +6,11 @@
 //! operator owns the timers and a number per key and window the trigger may keep
 //! ([`TriggerContext::state`]: a count, a flag), all checkpointed with the window.
 
+use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
 
-use crate::keyed_timers::{TimeDomain, TimerChange};
+use crate::keyed_process_function::TimerService;
+use crate::keyed_timers::TimeDomain;
 use crate::types::Timestamp;
 use crate::window::TimeWindow;
 
@@ -37,53 +39,33 @@ impl TriggerResult {
     }
 }
 
-/// What a trigger sees of the window operator while it decides.
+/// What a trigger sees of the window operator while it decides: the window's
+/// [`TimerService`] (the clocks, and the window's timers: one fires the trigger's
+/// [`Trigger::on_event_time`] or [`Trigger::on_processing_time`]), which it derefs to, and the
+/// number the trigger keeps.
 pub struct TriggerContext<'a> {
-    pub(crate) watermark: Timestamp,
-    pub(crate) now: Timestamp,
+    pub(crate) timers: TimerService<'a>,
     pub(crate) state: &'a mut u64,
-    pub(crate) requests: &'a mut Vec<TimerChange>,
 }
 
 impl TriggerContext<'_> {
-    /// The operator's current watermark.
-    pub fn current_watermark(&self) -> Timestamp {
-        self.watermark
-    }
-
-    /// The current processing time.
-    pub fn current_processing_time(&self) -> Timestamp {
-        self.now
-    }
-
     /// A number the trigger keeps per key and window (0 at first; summed when session
     /// windows merge).
     pub fn state(&mut self) -> &mut u64 {
         self.state
     }
+}
 
-    /// Calls [`Trigger::on_event_time`] for this window when the watermark reaches `time`.
-    pub fn register_event_time_timer(&mut self, time: Timestamp) {
-        self.requests
-            .push(TimerChange::Register(TimeDomain::EventTime, time));
+impl<'a> Deref for TriggerContext<'a> {
+    type Target = TimerService<'a>;
+    fn deref(&self) -> &TimerService<'a> {
+        &self.timers
     }
+}
 
-    /// Calls [`Trigger::on_processing_time`] for this window when the clock reaches `time`.
-    pub fn register_processing_time_timer(&mut self, time: Timestamp) {
-        self.requests
-            .push(TimerChange::Register(TimeDomain::ProcessingTime, time));
-    }
-
-    /// Deletes an event-time timer of this window.
-    pub fn delete_event_time_timer(&mut self, time: Timestamp) {
-        self.requests
-            .push(TimerChange::Delete(TimeDomain::EventTime, time));
-    }
-
-    /// Deletes a processing-time timer of this window.
-    pub fn delete_processing_time_timer(&mut self, time: Timestamp) {
-        self.requests
-            .push(TimerChange::Delete(TimeDomain::ProcessingTime, time));
+impl DerefMut for TriggerContext<'_> {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.timers
     }
 }
 
@@ -132,88 +114,74 @@ pub trait Trigger<T>: Send + Sync {
     }
 }
 
-/// Fires once the watermark passes the window's end, and again for every late record within
-/// the allowed lateness (the default of event-time windows).
-#[derive(Clone, Copy, Debug, Default)]
-pub struct EventTimeTrigger;
+/// The trigger that fires when the clock of a time domain passes the window's end (the
+/// default of windows in that domain), written once for both.
+macro_rules! window_end_trigger {
+    ($(#[$doc:meta])* $name:ident, $domain:expr, $on_timer:ident) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug, Default)]
+        pub struct $name;
 
-impl<T> Trigger<T> for EventTimeTrigger {
-    fn on_element(
-        &self,
-        _record: &T,
-        _timestamp: Timestamp,
-        window: &TimeWindow,
-        ctx: &mut TriggerContext<'_>,
-    ) -> TriggerResult {
-        if window.max_timestamp() <= ctx.current_watermark() {
-            // A late record within the allowed lateness: update the result at once.
-            TriggerResult::Fire
-        } else {
-            ctx.register_event_time_timer(window.max_timestamp());
-            TriggerResult::Continue
+        impl<T> Trigger<T> for $name {
+            fn on_element(
+                &self,
+                _record: &T,
+                _timestamp: Timestamp,
+                window: &TimeWindow,
+                ctx: &mut TriggerContext<'_>,
+            ) -> TriggerResult {
+                let end = window.max_timestamp();
+                if matches!($domain, TimeDomain::EventTime) && end <= ctx.current_watermark() {
+                    // A late record within the allowed lateness: update the result at once.
+                    TriggerResult::Fire
+                } else {
+                    ctx.register($domain, end);
+                    TriggerResult::Continue
+                }
+            }
+            fn $on_timer(
+                &self,
+                time: Timestamp,
+                window: &TimeWindow,
+                _ctx: &mut TriggerContext<'_>,
+            ) -> TriggerResult {
+                // In processing time every timer fires (as Flink's), in event time the end's.
+                if matches!($domain, TimeDomain::ProcessingTime) || time == window.max_timestamp() {
+                    TriggerResult::Fire
+                } else {
+                    TriggerResult::Continue
+                }
+            }
+            fn can_merge(&self) -> bool {
+                true
+            }
+            fn on_merge(&self, window: &TimeWindow, ctx: &mut TriggerContext<'_>) {
+                if window.max_timestamp() > ctx.current_time($domain) {
+                    ctx.register($domain, window.max_timestamp());
+                }
+            }
+            fn clear(&self, window: &TimeWindow, ctx: &mut TriggerContext<'_>) {
+                ctx.delete($domain, window.max_timestamp());
+            }
         }
-    }
-    fn on_event_time(
-        &self,
-        time: Timestamp,
-        window: &TimeWindow,
-        _ctx: &mut TriggerContext<'_>,
-    ) -> TriggerResult {
-        if time == window.max_timestamp() {
-            TriggerResult::Fire
-        } else {
-            TriggerResult::Continue
-        }
-    }
-    fn can_merge(&self) -> bool {
-        true
-    }
-    fn on_merge(&self, window: &TimeWindow, ctx: &mut TriggerContext<'_>) {
-        if window.max_timestamp() > ctx.current_watermark() {
-            ctx.register_event_time_timer(window.max_timestamp());
-        }
-    }
-    fn clear(&self, window: &TimeWindow, ctx: &mut TriggerContext<'_>) {
-        ctx.delete_event_time_timer(window.max_timestamp());
-    }
+    };
 }
 
-/// Fires when the processing-time clock passes the window's end (the default of
-/// processing-time windows).
-#[derive(Clone, Copy, Debug, Default)]
-pub struct ProcessingTimeTrigger;
+window_end_trigger!(
+    /// Fires once the watermark passes the window's end, and again for every late record
+    /// within the allowed lateness (the default of event-time windows).
+    EventTimeTrigger,
+    TimeDomain::EventTime,
+    on_event_time
+);
 
-impl<T> Trigger<T> for ProcessingTimeTrigger {
-    fn on_element(
-        &self,
-        _record: &T,
-        _timestamp: Timestamp,
-        window: &TimeWindow,
-        ctx: &mut TriggerContext<'_>,
-    ) -> TriggerResult {
-        ctx.register_processing_time_timer(window.max_timestamp());
-        TriggerResult::Continue
-    }
-    fn on_processing_time(
-        &self,
-        _time: Timestamp,
-        _window: &TimeWindow,
-        _ctx: &mut TriggerContext<'_>,
-    ) -> TriggerResult {
-        TriggerResult::Fire
-    }
-    fn can_merge(&self) -> bool {
-        true
-    }
-    fn on_merge(&self, window: &TimeWindow, ctx: &mut TriggerContext<'_>) {
-        if window.max_timestamp() > ctx.current_processing_time() {
-            ctx.register_processing_time_timer(window.max_timestamp());
-        }
-    }
-    fn clear(&self, window: &TimeWindow, ctx: &mut TriggerContext<'_>) {
-        ctx.delete_processing_time_timer(window.max_timestamp());
-    }
-}
+window_end_trigger!(
+    /// Fires when the processing-time clock passes the window's end (the default of
+    /// processing-time windows).
+    ProcessingTimeTrigger,
+    TimeDomain::ProcessingTime,
+    on_processing_time
+);
 
 /// Fires every `count` records of a window (its count restarts after each firing).
 #[derive(Clone, Copy, Debug)]

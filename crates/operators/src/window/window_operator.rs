@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::collector::CollectBuffer;
 use crate::error::{HummerError, Result, internal};
+use crate::keyed_process_function::TimerService;
 use crate::keyed_timers::{KeyedTimers, TimeDomain, TimerChange, TimerList};
 use crate::state::SnapshotEpochs;
 use crate::state::declared::{DeclaredState, SnapshotAt, StateTable, TablePiece};
@@ -51,6 +52,19 @@ struct WindowEntry<A> {
 /// its window without a second cache miss. More spill to the heap. Encoded as a sequence,
 /// like a `Vec`.
 type Windows<A> = smallvec::SmallVec<[WindowEntry<A>; 1]>;
+
+/// A record to add to its key's windows, with what the trigger is asked with.
+struct Placement<'p, K, T, Acc> {
+    key: &'p K,
+    /// The key's windows.
+    entries: &'p mut Windows<Acc>,
+    /// The windows the assigner gave the record.
+    windows: &'p [TimeWindow],
+    record: T,
+    timestamp: Timestamp,
+    /// The processing time of the record's batch.
+    now: Timestamp,
+}
 
 /// How a delta writes one window of a changed key: whole, or as a patch of the entry the
 /// restore has (its window found in the key's earlier entries) with the accumulator
@@ -203,27 +217,28 @@ where
         let key = (self.key_of)(&record);
         self.assigned.clear();
         core.settings.assigner.assign(time, &mut self.assigned);
-        let assigned = &self.assigned;
         // One probe for a key that has windows; a new key's state is inserted only if the
         // record opened one.
-        let unplaced = match self.windows.get_mut(&key) {
-            Some(entries) => {
-                let unplaced = core.place(&key, entries, assigned, record, timestamp, now, out)?;
-                if entries.is_empty() {
-                    self.windows.remove(&key);
-                }
-                unplaced
-            }
-            None => {
-                let mut entries = Windows::new();
-                let unplaced =
-                    core.place(&key, &mut entries, assigned, record, timestamp, now, out)?;
-                if !entries.is_empty() {
-                    self.windows.insert(key, entries);
-                }
-                unplaced
-            }
+        let mut opened = Windows::new();
+        let existing = self.windows.get_mut(&key);
+        let had_windows = existing.is_some();
+        let entries = existing.unwrap_or(&mut opened);
+        let placement = Placement {
+            key: &key,
+            entries: &mut *entries,
+            windows: &self.assigned,
+            record,
+            timestamp,
+            now,
         };
+        let unplaced = core.place(placement, out)?;
+        if had_windows {
+            if entries.is_empty() {
+                self.windows.remove(&key);
+            }
+        } else if !opened.is_empty() {
+            self.windows.insert(key, opened);
+        }
         if let Some(record) = unplaced {
             core.late(record, timestamp, out);
         }
@@ -349,10 +364,12 @@ where
         ask: impl FnOnce(&dyn Trigger<T>, &TimeWindow, &mut TriggerContext<'_>) -> TriggerResult,
     ) -> TriggerResult {
         let mut ctx = TriggerContext {
-            watermark: self.watermark.get(),
-            now,
+            timers: TimerService {
+                watermark: self.watermark.get(),
+                now,
+                changes: &mut self.requests,
+            },
             state: &mut entry.trigger_state,
-            requests: &mut self.requests,
         };
         let result = ask(&*self.settings.trigger, &entry.window, &mut ctx);
         self.apply_requests(key, entry);
@@ -385,58 +402,46 @@ where
     }
 
     /// Adds a record to its windows; gives it back if every one was late.
-    #[allow(clippy::too_many_arguments)]
     fn place(
         &mut self,
-        key: &K,
-        entries: &mut Windows<F::Acc>,
-        windows: &[TimeWindow],
-        record: T,
-        timestamp: Timestamp,
-        now: Timestamp,
+        p: Placement<'_, K, T, F::Acc>,
         out: &mut Collector<'_, WindowOutput<F::Out, T>>,
     ) -> Result<Option<T>> {
         if self.settings.assigner.is_merging() {
-            self.add_merging(key, entries, windows, record, timestamp, now, out)
+            self.add_merging(p, out)
         } else {
-            self.add(key, entries, windows, record, timestamp, now, out)
+            self.add(p, out)
         }
     }
 
     /// Adds a record to its (non-merging) windows; gives it back if every one was late.
-    #[allow(clippy::too_many_arguments)]
     fn add(
         &mut self,
-        key: &K,
-        entries: &mut Windows<F::Acc>,
-        windows: &[TimeWindow],
-        record: T,
-        timestamp: Timestamp,
-        now: Timestamp,
+        p: Placement<'_, K, T, F::Acc>,
         out: &mut Collector<'_, WindowOutput<F::Out, T>>,
     ) -> Result<Option<T>> {
-        let last_open = windows.iter().rposition(|w| !self.is_window_late(w));
+        let last_open = p.windows.iter().rposition(|w| !self.is_window_late(w));
         let Some(last_open) = last_open else {
-            return Ok(Some(record));
+            return Ok(Some(p.record));
         };
-        let mut record = Some(record);
-        for (i, window) in windows.iter().enumerate() {
+        let mut record = Some(p.record);
+        for (i, window) in p.windows.iter().enumerate() {
             if self.is_window_late(window) {
                 continue;
             }
-            let idx = match entries.iter().position(|e| e.window == *window) {
+            let idx = match p.entries.iter().position(|e| e.window == *window) {
                 Some(i) => i,
                 None => {
-                    entries.push(self.new_entry(*window));
-                    entries.len() - 1
+                    p.entries.push(self.new_entry(*window));
+                    p.entries.len() - 1
                 }
             };
-            let entry = &mut entries[idx];
+            let entry = &mut p.entries[idx];
             let Some(r) = &record else {
                 return Err(internal!("a window record was used up early"));
             };
-            let result = self.ask_trigger(key, entry, now, |t, w, ctx| {
-                t.on_element(r, timestamp, w, ctx)
+            let result = self.ask_trigger(p.key, entry, p.now, |t, w, ctx| {
+                t.on_element(r, p.timestamp, w, ctx)
             });
             // The last open window takes the record itself, the others a copy.
             let value = if i == last_open {
@@ -450,60 +455,54 @@ where
             self.acc_changed(entry);
             entry.elements += 1;
             let cleanup = self.cleanup_time(window);
-            self.register(key, entry, self.domain(), cleanup);
-            self.act(key, entry, result, out)?;
+            self.register(p.key, entry, self.domain(), cleanup);
+            self.act(p.key, entry, result, out)?;
         }
         Ok(None)
     }
 
     /// Adds a record to a session window, merging the windows it overlaps or touches; gives
     /// it back if the merged window would be late.
-    #[allow(clippy::too_many_arguments)]
     fn add_merging(
         &mut self,
-        key: &K,
-        entries: &mut Windows<F::Acc>,
-        windows: &[TimeWindow],
-        record: T,
-        timestamp: Timestamp,
-        now: Timestamp,
+        p: Placement<'_, K, T, F::Acc>,
         out: &mut Collector<'_, WindowOutput<F::Out, T>>,
     ) -> Result<Option<T>> {
-        let Some(&new) = windows.first() else {
+        let Some(&new) = p.windows.first() else {
             return Ok(None);
         };
-        let overlapping: Vec<usize> = (0..entries.len())
-            .filter(|&i| entries[i].window.intersects(&new))
+        let overlapping: Vec<usize> = (0..p.entries.len())
+            .filter(|&i| p.entries[i].window.intersects(&new))
             .collect();
         let merged = overlapping
             .iter()
-            .fold(new, |w, &i| w.cover(&entries[i].window));
+            .fold(new, |w, &i| w.cover(&p.entries[i].window));
         if self.is_window_late(&merged) {
-            return Ok(Some(record));
+            return Ok(Some(p.record));
         }
         let mut entry = self.new_entry(merged);
         for &i in overlapping.iter().rev() {
             // The old window's queued timers go stale with it (skipped when they come up).
-            let old = entries.swap_remove(i);
+            let old = p.entries.swap_remove(i);
             self.function.merge(&mut entry.acc, old.acc);
             entry.elements += old.elements;
             entry.trigger_state += old.trigger_state;
         }
         if !overlapping.is_empty() && (overlapping.len() > 1 || merged != new) {
-            self.ask_trigger(key, &mut entry, now, |t, w, ctx| {
+            self.ask_trigger(p.key, &mut entry, p.now, |t, w, ctx| {
                 t.on_merge(w, ctx);
                 TriggerResult::Continue
             });
         }
-        let result = self.ask_trigger(key, &mut entry, now, |t, w, ctx| {
-            t.on_element(&record, timestamp, w, ctx)
+        let result = self.ask_trigger(p.key, &mut entry, p.now, |t, w, ctx| {
+            t.on_element(&p.record, p.timestamp, w, ctx)
         });
-        self.function.add(&mut entry.acc, record);
+        self.function.add(&mut entry.acc, p.record);
         entry.elements += 1;
         let cleanup = self.cleanup_time(&merged);
-        self.register(key, &mut entry, self.domain(), cleanup);
-        self.act(key, &mut entry, result, out)?;
-        entries.push(entry);
+        self.register(p.key, &mut entry, self.domain(), cleanup);
+        self.act(p.key, &mut entry, result, out)?;
+        p.entries.push(entry);
         Ok(None)
     }
 

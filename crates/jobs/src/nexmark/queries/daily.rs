@@ -1,20 +1,43 @@
 //! What q15, q16 and q17 share: bids grouped by a key and the day (UTC) of their time, in
 //! tumbling one-day windows of event time. Each day's row is final when the watermark passes
 //! the day's end (on a bounded input, at its end): the final table of the queries' updating
-//! SQL aggregations, as append-only rows.
+//! SQL aggregations, as append-only rows; or, as an update stream, on every bid
+//! ([`per_day`]).
 
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::api::{DataStream, KeyedStream};
 use crate::error::Result;
 use crate::nexmark::model::Bid;
-use crate::operators::window::{AccChanges, AggregateFunction};
+use crate::nexmark::queries::updates::{Emit, ResultTrigger};
+use crate::operators::window::{
+    AccChanges, AggregateFunction, TumblingEventTimeWindows, WindowResult,
+};
 use crate::state::snapshot::decode_checkpointed;
 use crate::state::{GrowSet, SnapshotEpochs};
+use crate::types::Key;
 
 /// One day in milliseconds.
 pub const DAY: Duration = Duration::from_secs(86_400);
+
+/// `bids` aggregated by `agg` per key and day: tumbling one-day windows of event time, each
+/// day's result coming as `emit` says (see [`ResultTrigger`]).
+pub fn per_day<K, KS, A>(
+    bids: &KeyedStream<Bid, K, KS>,
+    emit: Emit,
+    agg: A,
+) -> DataStream<WindowResult<K, A::Out>>
+where
+    K: Key,
+    KS: Fn(&Bid) -> K + Clone + Send + Sync + 'static,
+    A: AggregateFunction<Bid>,
+{
+    bids.window(TumblingEventTimeWindows::of(DAY))
+        .trigger(ResultTrigger(emit))
+        .aggregate(agg)
+}
 
 /// The three price ranks of q15-q17: below 10,000, below 1,000,000, the rest.
 pub fn rank(price: u64) -> usize {

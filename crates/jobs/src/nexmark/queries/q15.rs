@@ -26,10 +26,10 @@
 use crate::api::{DataStream, StreamExecutionEnvironment};
 use crate::nexmark::format;
 use crate::nexmark::input::NexmarkInput;
-use crate::nexmark::model::BidColumns;
-use crate::nexmark::queries::daily::{CountDistinct, DAY, DayCounts};
-use crate::nexmark::queries::updates::{Emit, ResultTrigger, emit_rows};
-use crate::operators::window::{TumblingEventTimeWindows, WindowResult};
+use crate::nexmark::model::{Bid, BidColumns};
+use crate::nexmark::queries::daily::{CountDistinct, DayCounts, per_day};
+use crate::nexmark::queries::updates::{Emit, emit_rows};
+use crate::operators::window::WindowResult;
 
 /// The query's result lines, as `emit` says.
 pub fn build_as(
@@ -37,11 +37,11 @@ pub fn build_as(
     input: &NexmarkInput,
     emit: Emit,
 ) -> DataStream<String> {
-    let rows = input
-        .bids_with(env, BidColumns::NUMBERS)
-        .window_all(TumblingEventTimeWindows::of(DAY))
-        .trigger(ResultTrigger(emit))
-        .aggregate(CountDistinct)
+    let bids = input.bids_with(env, BidColumns::NUMBERS);
+    // One day's window for the whole stream, on one subtask (as `window_all`), and the rows
+    // after it too: a rebalance there would reorder a day's updates.
+    let rows = per_day(&bids.key_by(|_: &Bid| ()), emit, CountDistinct)
+        .set_parallelism(1)
         .map(
             |WindowResult {
                  window: w,
@@ -55,7 +55,6 @@ pub fn build_as(
                 (w.start, vec![line])
             },
         )
-        // On the window's one subtask: a rebalance here would reorder a day's updates.
         .set_parallelism(1);
     emit_rows(&rows, emit)
 }

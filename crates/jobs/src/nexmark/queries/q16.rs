@@ -28,9 +28,9 @@ use crate::api::{DataStream, StreamExecutionEnvironment};
 use crate::nexmark::format;
 use crate::nexmark::input::NexmarkInput;
 use crate::nexmark::model::{Bid, BidColumns};
-use crate::nexmark::queries::daily::{CountDistinct, DAY, DayCounts};
-use crate::nexmark::queries::updates::{Emit, ResultTrigger, emit_rows};
-use crate::operators::window::{TumblingEventTimeWindows, WindowResult};
+use crate::nexmark::queries::daily::{CountDistinct, DayCounts, per_day};
+use crate::nexmark::queries::updates::{Emit, emit_rows};
+use crate::operators::window::WindowResult;
 
 /// The query's result lines, as `emit` says.
 pub fn build_as(
@@ -38,29 +38,29 @@ pub fn build_as(
     input: &NexmarkInput,
     emit: Emit,
 ) -> DataStream<String> {
-    let rows = input
-        .bids_with(env, BidColumns::NUMBERS.with_channel())
-        .key_by(|b: &Bid| b.channel.clone())
-        .window(TumblingEventTimeWindows::of(DAY))
-        .trigger(ResultTrigger(emit))
-        .aggregate(CountDistinct)
-        .map(
-            |WindowResult {
-                 key: channel,
-                 window: w,
-                 value: counts,
-             }: WindowResult<String, DayCounts>| {
-                let mut line = String::new();
-                format::string(&mut line, &channel);
-                line.push(',');
-                format::day(&mut line, w.start);
-                line.push(',');
-                format::hour_minute(&mut line, counts.latest);
-                line.push(',');
-                line.push_str(&counts.columns());
-                ((channel, w.start), vec![line])
-            },
-        );
+    let bids = input.bids_with(env, BidColumns::NUMBERS.with_channel());
+    let rows = per_day(
+        &bids.key_by(|b: &Bid| b.channel.clone()),
+        emit,
+        CountDistinct,
+    )
+    .map(
+        |WindowResult {
+             key: channel,
+             window: w,
+             value: counts,
+         }: WindowResult<String, DayCounts>| {
+            let mut line = String::new();
+            format::string(&mut line, &channel);
+            line.push(',');
+            format::day(&mut line, w.start);
+            line.push(',');
+            format::hour_minute(&mut line, counts.latest);
+            line.push(',');
+            line.push_str(&counts.columns());
+            ((channel, w.start), vec![line])
+        },
+    );
     emit_rows(&rows, emit)
 }
 

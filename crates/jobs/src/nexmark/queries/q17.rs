@@ -25,9 +25,9 @@ use crate::api::{DataStream, StreamExecutionEnvironment};
 use crate::nexmark::format;
 use crate::nexmark::input::NexmarkInput;
 use crate::nexmark::model::{Bid, BidColumns};
-use crate::nexmark::queries::daily::{DAY, rank};
-use crate::nexmark::queries::updates::{Emit, ResultTrigger, emit_rows};
-use crate::operators::window::{AggregateFunction, TumblingEventTimeWindows, WindowResult};
+use crate::nexmark::queries::daily::{per_day, rank};
+use crate::nexmark::queries::updates::{Emit, emit_rows};
+use crate::operators::window::{AggregateFunction, WindowResult};
 
 /// Bids per rank, and price min / max / sum.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -77,34 +77,29 @@ pub fn build_as(
     input: &NexmarkInput,
     emit: Emit,
 ) -> DataStream<String> {
-    let rows = input
-        .bids_with(env, BidColumns::NUMBERS)
-        .key_by(|b: &Bid| b.auction)
-        .window(TumblingEventTimeWindows::of(DAY))
-        .trigger(ResultTrigger(emit))
-        .aggregate(Stats)
-        .map(
-            |WindowResult {
-                 key: auction,
-                 window: w,
-                 value: s,
-             }: WindowResult<u64, AuctionDay>| {
-                let mut line = format!("{auction},");
-                format::day(&mut line, w.start);
-                let avg = s.sum / s.bids[0].max(1);
-                line.push_str(&format!(
-                    ",{},{},{},{},{},{},{avg},{}",
-                    s.bids[0],
-                    s.bids[1],
-                    s.bids[2],
-                    s.bids[3],
-                    s.min.unwrap_or(0),
-                    s.max,
-                    s.sum
-                ));
-                ((auction, w.start), vec![line])
-            },
-        );
+    let bids = input.bids_with(env, BidColumns::NUMBERS);
+    let rows = per_day(&bids.key_by(|b: &Bid| b.auction), emit, Stats).map(
+        |WindowResult {
+             key: auction,
+             window: w,
+             value: s,
+         }: WindowResult<u64, AuctionDay>| {
+            let mut line = format!("{auction},");
+            format::day(&mut line, w.start);
+            let avg = s.sum / s.bids[0].max(1);
+            line.push_str(&format!(
+                ",{},{},{},{},{},{},{avg},{}",
+                s.bids[0],
+                s.bids[1],
+                s.bids[2],
+                s.bids[3],
+                s.min.unwrap_or(0),
+                s.max,
+                s.sum
+            ));
+            ((auction, w.start), vec![line])
+        },
+    );
     emit_rows(&rows, emit)
 }
 

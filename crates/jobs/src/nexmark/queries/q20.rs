@@ -34,15 +34,7 @@ pub fn build(env: &StreamExecutionEnvironment, input: &NexmarkInput) -> DataStre
             let a = a.1.as_ref()?;
             let mut line = format::bid_row(b);
             line.push(',');
-            format::string(&mut line, &a.item_name);
-            line.push(',');
-            format::string(&mut line, &a.description);
-            line.push_str(&format!(",{},{},", a.initial_bid, a.reserve));
-            format::timestamp(&mut line, a.date_time);
-            line.push(',');
-            format::timestamp(&mut line, a.expires);
-            line.push_str(&format!(",{},{},", a.seller, a.category));
-            format::string(&mut line, &a.extra);
+            format::append_auction_columns(&mut line, a);
             Some(line)
         })
         .flat_map(|line: Option<String>| line)
