@@ -2,12 +2,12 @@
 
 use std::sync::Arc;
 
-use crate::DataStream;
 use crate::graph::stream_graph::NodeKind;
 use crate::operators::co_map::CoFlatMap;
 use crate::runtime::factory::{NodeFactory, OperatorFactory};
 use crate::runtime::type_ops::type_ops;
 use crate::types::Data;
+use crate::{DataStream, UserFn};
 
 /// Two streams, possibly of different types, processed by one operator with a function per
 /// input (Flink's `ConnectedStreams`).
@@ -40,11 +40,12 @@ impl<A: Data, B: Data> ConnectedStreams<A, B> {
     pub fn co_map<O, F1, F2>(&self, f1: F1, f2: F2) -> DataStream<O>
     where
         O: Data,
-        F1: FnMut(A) -> O + Clone + Send + Sync + 'static,
-        F2: FnMut(B) -> O + Clone + Send + Sync + 'static,
+        F1: FnMut(A) -> O + UserFn,
+        F2: FnMut(B) -> O + UserFn,
     {
         let (mut f1, mut f2) = (f1, f2);
-        self.add("CoMap", move |a| Some(f1(a)), move |b| Some(f2(b)))
+        self.co_flat_map(move |a| Some(f1(a)), move |b| Some(f2(b)))
+            .name("CoMap")
     }
 
     /// Any number of outputs per input record.
@@ -53,26 +54,15 @@ impl<A: Data, B: Data> ConnectedStreams<A, B> {
         It1: IntoIterator + 'static,
         It1::Item: Data,
         It2: IntoIterator<Item = It1::Item> + 'static,
-        F1: FnMut(A) -> It1 + Clone + Send + Sync + 'static,
-        F2: FnMut(B) -> It2 + Clone + Send + Sync + 'static,
-    {
-        self.add("CoFlatMap", f1, f2)
-    }
-
-    fn add<It1, It2, F1, F2>(&self, name: &str, f1: F1, f2: F2) -> DataStream<It1::Item>
-    where
-        It1: IntoIterator + 'static,
-        It1::Item: Data,
-        It2: IntoIterator<Item = It1::Item> + 'static,
-        F1: FnMut(A) -> It1 + Clone + Send + Sync + 'static,
-        F2: FnMut(B) -> It2 + Clone + Send + Sync + 'static,
+        F1: FnMut(A) -> It1 + UserFn,
+        F2: FnMut(B) -> It2 + UserFn,
     {
         let factory = NodeFactory::TwoInput(Arc::new(OperatorFactory::new(move |_| {
             Ok(CoFlatMap::new(f1.clone(), f2.clone()))
         })));
         let env = &self.first.env;
         let id = env.add_node(
-            name.to_string(),
+            "CoFlatMap".to_string(),
             NodeKind::Operator,
             factory,
             type_ops::<It1::Item>(),

@@ -21,7 +21,7 @@ use crate::runtime::factory::{NodeFactory, OperatorFactory};
 use crate::runtime::type_ops::{type_ops, unit_type_ops};
 use crate::types::Partitioning;
 use crate::types::{Data, Key};
-use crate::{ConnectedStreams, KeyedStream, StreamExecutionEnvironment};
+use crate::{ConnectedStreams, KeyedStream, StreamExecutionEnvironment, UserFn};
 
 /// A stream of `T` records: the output of one node of the job, and how the next node reads it
 /// (forward by default; see [`DataStream::rebalance`], [`DataStream::broadcast`]).
@@ -206,7 +206,7 @@ impl<T: Data> DataStream<T> {
     /// ```
     pub fn map<O: Data, F>(&self, f: F) -> DataStream<O>
     where
-        F: FnMut(T) -> O + Clone + Send + Sync + 'static,
+        F: FnMut(T) -> O + UserFn,
     {
         self.transform("Map", move |_| Ok(Map::new(f.clone())))
     }
@@ -225,7 +225,7 @@ impl<T: Data> DataStream<T> {
     where
         It: IntoIterator + 'static,
         It::Item: Data,
-        F: FnMut(T) -> It + Clone + Send + Sync + 'static,
+        F: FnMut(T) -> It + UserFn,
     {
         self.transform("FlatMap", move |_| Ok(FlatMap::new(f.clone())))
     }
@@ -241,7 +241,7 @@ impl<T: Data> DataStream<T> {
     /// ```
     pub fn filter<F>(&self, predicate: F) -> DataStream<T>
     where
-        F: FnMut(&T) -> bool + Clone + Send + Sync + 'static,
+        F: FnMut(&T) -> bool + UserFn,
     {
         self.transform("Filter", move |_| Ok(Filter::new(predicate.clone())))
     }
@@ -250,7 +250,7 @@ impl<T: Data> DataStream<T> {
     /// next operator (through the key's key group).
     pub fn key_by<K: Key, KS>(&self, key_of: KS) -> KeyedStream<T, K, KS>
     where
-        KS: Fn(&T) -> K + Clone + Send + Sync + 'static,
+        KS: Fn(&T) -> K + UserFn,
     {
         KeyedStream::new(self.clone(), key_of)
     }
@@ -418,15 +418,10 @@ impl<T: Data> DataStream<T> {
     /// Gathers the records in memory; take them from the [`crate::JobResult`].
     pub fn collect(&self) -> CollectHandle<T> {
         let buffer = Arc::new(Mutex::new(Vec::<T>::new()));
-        let sink = self.add_sink(CollectSink {
+        let sink = CollectSink {
             buffer: buffer.clone(),
-        });
-        self.env
-            .state
-            .borrow_mut()
-            .collect_slots
-            .push((sink.node, buffer));
-        CollectHandle::new(sink.node)
+        };
+        self.add_collecting_sink(sink, buffer)
     }
 
     /// Keeps only the last record each subtask received (the current value of an updated
@@ -446,7 +441,17 @@ impl<T: Data> DataStream<T> {
     /// ```
     pub fn collect_latest(&self) -> CollectHandle<T> {
         let slot = Arc::new(LatestSlot::<T>::default());
-        let sink = self.add_sink(LatestSink { slot: slot.clone() });
+        self.add_collecting_sink(LatestSink { slot: slot.clone() }, slot)
+    }
+
+    /// Adds `sink`, which gathers records into `slot`, and registers the slot for the
+    /// [`crate::JobResult`] to take them from.
+    fn add_collecting_sink<S: Sink<T>>(
+        &self,
+        sink: S,
+        slot: crate::execution::SharedCollectSlot,
+    ) -> CollectHandle<T> {
+        let sink = self.add_sink(sink);
         self.env
             .state
             .borrow_mut()

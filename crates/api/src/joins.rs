@@ -12,7 +12,7 @@ use crate::operators::window::{TimeWindow, WindowAssigner};
 use crate::runtime::factory::{NodeFactory, OperatorFactory};
 use crate::runtime::type_ops::type_ops;
 use crate::types::{Data, Key};
-use crate::{DataStream, KeyedStream};
+use crate::{DataStream, KeyedStream, UserFn};
 
 /// `left.interval_join(right)` before its bounds are set.
 pub struct IntervalJoinBuilder<L, R, K, KL, KR> {
@@ -27,14 +27,8 @@ pub struct IntervalJoined<L, R, K, KL, KR> {
     upper: i64,
 }
 
-impl<L, R, K, KL, KR> IntervalJoinBuilder<L, R, K, KL, KR>
-where
-    L: Data,
-    R: Data,
-    K: Key,
-    KL: Fn(&L) -> K + Clone + Send + Sync + 'static,
-    KR: Fn(&R) -> K + Clone + Send + Sync + 'static,
-{
+// Setting the bounds only stores them: the key functions are bounded where the join is built.
+impl<L, R, K, KL, KR> IntervalJoinBuilder<L, R, K, KL, KR> {
     pub(crate) fn new(left: KeyedStream<L, K, KL>, right: KeyedStream<R, K, KR>) -> Self {
         IntervalJoinBuilder { left, right }
     }
@@ -61,8 +55,8 @@ where
     L: Data,
     R: Data,
     K: Key,
-    KL: Fn(&L) -> K + Clone + Send + Sync + 'static,
-    KR: Fn(&R) -> K + Clone + Send + Sync + 'static,
+    KL: Fn(&L) -> K + UserFn,
+    KR: Fn(&R) -> K + UserFn,
 {
     /// Calls `f(left, right, out)` for every matching pair; results carry the later of the
     /// two timestamps.
@@ -91,7 +85,7 @@ where
     pub fn process<O, F>(self, f: F) -> DataStream<O>
     where
         O: Data,
-        F: FnMut(&L, &R, &mut Collector<'_, O>) + Clone + Send + Sync + 'static,
+        F: FnMut(&L, &R, &mut Collector<'_, O>) + UserFn,
     {
         let IntervalJoinBuilder { left, right } = self.builder;
         let (kl, kr, lower, upper) = (
@@ -177,7 +171,7 @@ impl<L: Data, R: Data> JoinedStreams<L, R> {
     /// The key of the first stream's records.
     pub fn where_key<K: Key, KL>(self, key: KL) -> JoinWhere<L, R, KL>
     where
-        KL: Fn(&L) -> K + Clone + Send + Sync + 'static,
+        KL: Fn(&L) -> K + UserFn,
     {
         JoinWhere {
             joined: self,
@@ -186,12 +180,12 @@ impl<L: Data, R: Data> JoinedStreams<L, R> {
     }
 }
 
-impl<L: Data, R: Data, KL: Clone + Send + Sync + 'static> JoinWhere<L, R, KL> {
+impl<L: Data, R: Data, KL: UserFn> JoinWhere<L, R, KL> {
     /// The key of the second stream's records, compared with the first's.
     pub fn equal_to<K: Key, KR>(self, key: KR) -> JoinEqual<L, R, KL, KR>
     where
         KL: Fn(&L) -> K,
-        KR: Fn(&R) -> K + Clone + Send + Sync + 'static,
+        KR: Fn(&R) -> K + UserFn,
     {
         JoinEqual {
             joined: self.joined,
@@ -216,8 +210,8 @@ where
     L: Data,
     R: Data,
     K: Key,
-    KL: Fn(&L) -> K + Clone + Send + Sync + 'static,
-    KR: Fn(&R) -> K + Clone + Send + Sync + 'static,
+    KL: Fn(&L) -> K + UserFn,
+    KR: Fn(&R) -> K + UserFn,
     A: WindowAssigner,
 {
     /// Emits `f(left, right)` for every pair of records with equal keys in the same window,
@@ -226,7 +220,7 @@ where
     pub fn apply<O, F>(self, f: F) -> DataStream<O>
     where
         O: Data,
-        F: Fn(&L, &R) -> O + Clone + Send + Sync + 'static,
+        F: Fn(&L, &R) -> O + UserFn,
     {
         let JoinEqual {
             joined,

@@ -19,7 +19,7 @@ use crate::state::key_groups::subtask_of_key;
 use crate::state::{ListState, MapState, ValueState};
 use crate::types::{BatchRouter, Partitioning};
 use crate::types::{Data, Key};
-use crate::{DataStream, WindowedStream};
+use crate::{DataStream, UserFn, WindowedStream};
 
 /// A stream whose records are routed by the key `KS` extracts (Flink's `KeyedStream`).
 ///
@@ -49,7 +49,7 @@ impl<T, K, KS> KeyedStream<T, K, KS>
 where
     T: Data,
     K: Key,
-    KS: Fn(&T) -> K + Clone + Send + Sync + 'static,
+    KS: Fn(&T) -> K + UserFn,
 {
     pub(crate) fn new(stream: DataStream<T>, key_of: KS) -> Self {
         KeyedStream {
@@ -97,7 +97,7 @@ where
     ) -> crate::IntervalJoinBuilder<T, U, K, KS, KU>
     where
         U: Data,
-        KU: Fn(&U) -> K + Clone + Send + Sync + 'static,
+        KU: Fn(&U) -> K + UserFn,
     {
         crate::IntervalJoinBuilder::new(
             KeyedStream::new(self.stream.clone(), self.key_of.clone()),
@@ -171,7 +171,7 @@ where
     pub fn sum<N, F>(&self, field: F) -> DataStream<(K, N)>
     where
         N: Data + AddAssign,
-        F: Fn(&T) -> N + Clone + Send + Sync + 'static,
+        F: Fn(&T) -> N + UserFn,
     {
         self.aggregate("Sum", Sum { field })
     }
@@ -180,7 +180,7 @@ where
     pub fn min<V, F>(&self, field: F) -> DataStream<(K, V)>
     where
         V: Data + Ord,
-        F: Fn(&T) -> V + Clone + Send + Sync + 'static,
+        F: Fn(&T) -> V + UserFn,
     {
         self.aggregate(
             "Min",
@@ -195,7 +195,7 @@ where
     pub fn max<V, F>(&self, field: F) -> DataStream<(K, V)>
     where
         V: Data + Ord,
-        F: Fn(&T) -> V + Clone + Send + Sync + 'static,
+        F: Fn(&T) -> V + UserFn,
     {
         self.aggregate(
             "Max",
@@ -224,7 +224,7 @@ where
     /// ```
     pub fn reduce<F>(&self, f: F) -> DataStream<T>
     where
-        F: Fn(T, T) -> T + Clone + Send + Sync + 'static,
+        F: Fn(T, T) -> T + UserFn,
     {
         self.aggregate("Reduce", Reduce { f })
     }
@@ -256,11 +256,7 @@ where
     where
         S: Data,
         O: Data,
-        F: FnMut(&K, T, &mut ValueState<'_, S>, &mut Collector<'_, O>)
-            + Clone
-            + Send
-            + Sync
-            + 'static,
+        F: FnMut(&K, T, &mut ValueState<'_, S>, &mut Collector<'_, O>) + UserFn,
     {
         let ks = self.key_of.clone();
         self.stream
@@ -296,11 +292,7 @@ where
     where
         E: Data,
         O: Data,
-        F: FnMut(&K, T, &mut ListState<'_, E>, &mut Collector<'_, O>)
-            + Clone
-            + Send
-            + Sync
-            + 'static,
+        F: FnMut(&K, T, &mut ListState<'_, E>, &mut Collector<'_, O>) + UserFn,
     {
         self.process(
             move |key: &K,
@@ -339,11 +331,7 @@ where
         MK: Key,
         MV: Data,
         O: Data,
-        F: FnMut(&K, T, &mut MapState<'_, MK, MV>, &mut Collector<'_, O>)
-            + Clone
-            + Send
-            + Sync
-            + 'static,
+        F: FnMut(&K, T, &mut MapState<'_, MK, MV>, &mut Collector<'_, O>) + UserFn,
     {
         self.process(
             move |key: &K,
@@ -375,9 +363,9 @@ where
     pub fn join<U, KU, O, F>(&self, other: &KeyedStream<U, K, KU>, f: F) -> DataStream<O>
     where
         U: Data,
-        KU: Fn(&U) -> K + Clone + Send + Sync + 'static,
+        KU: Fn(&U) -> K + UserFn,
         O: Data,
-        F: FnMut(&K, &T, &U) -> O + Clone + Send + Sync + 'static,
+        F: FnMut(&K, &T, &U) -> O + UserFn,
     {
         self.join_as(other, f, false)
     }
@@ -410,9 +398,9 @@ where
     ) -> DataStream<O>
     where
         U: Data,
-        KU: Fn(&U) -> K + Clone + Send + Sync + 'static,
+        KU: Fn(&U) -> K + UserFn,
         O: Data,
-        F: FnMut(&K, &T, &U) -> O + Clone + Send + Sync + 'static,
+        F: FnMut(&K, &T, &U) -> O + UserFn,
     {
         self.join_as(other, f, true)
     }
@@ -425,9 +413,9 @@ where
     ) -> DataStream<O>
     where
         U: Data,
-        KU: Fn(&U) -> K + Clone + Send + Sync + 'static,
+        KU: Fn(&U) -> K + UserFn,
         O: Data,
-        F: FnMut(&K, &T, &U) -> O + Clone + Send + Sync + 'static,
+        F: FnMut(&K, &T, &U) -> O + UserFn,
     {
         let (kl, kr) = (self.key_of.clone(), other.key_of.clone());
         let factory = NodeFactory::TwoInput(Arc::new(OperatorFactory::new(move |_| {

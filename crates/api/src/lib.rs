@@ -46,3 +46,9 @@ pub use joins::{
 };
 pub use keyed_stream::KeyedStream;
 pub use windowed_stream::{AllWindowedStream, OutputTag, WindowedStream};
+
+/// What the API asks of a user's function or key selector besides its signature: every
+/// subtask runs a clone of it, on a task thread of its own (`Clone + Send + Sync + 'static`).
+pub trait UserFn: Clone + Send + Sync + 'static {}
+
+impl<F: Clone + Send + Sync + 'static> UserFn for F {}

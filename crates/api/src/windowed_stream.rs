@@ -13,7 +13,7 @@ use crate::operators::window::{
     WindowResult, WindowSettings,
 };
 use crate::types::{Data, Key};
-use crate::{DataStream, KeyedStream};
+use crate::{DataStream, KeyedStream, UserFn};
 
 /// Names a side output of records of type `T` (Flink's `OutputTag`).
 ///
@@ -66,7 +66,7 @@ impl<T, K, KS, A> WindowedStream<T, K, KS, A>
 where
     T: Data,
     K: Key,
-    KS: Fn(&T) -> K + Clone + Send + Sync + 'static,
+    KS: Fn(&T) -> K + UserFn,
     A: WindowAssigner,
 {
     pub(crate) fn new(keyed: KeyedStream<T, K, KS>, assigner: A) -> Self {
@@ -166,7 +166,7 @@ where
     /// Combines the records of each window with `f`: one [`WindowResult`] per firing.
     pub fn reduce<F>(self, f: F) -> DataStream<WindowResult<K, T>>
     where
-        F: Fn(T, T) -> T + Clone + Send + Sync + 'static,
+        F: Fn(T, T) -> T + UserFn,
     {
         self.build("Window reduce", move || ReduceWindow {
             f: f.clone(),
@@ -189,7 +189,7 @@ where
     pub fn process<O, P>(self, f: P) -> DataStream<O>
     where
         O: Data,
-        P: FnMut(&K, &TimeWindow, &[T], &mut Collector<'_, O>) + Clone + Send + Sync + 'static,
+        P: FnMut(&K, &TimeWindow, &[T], &mut Collector<'_, O>) + UserFn,
     {
         self.build("Window process", move || ProcessWindow {
             f: f.clone(),
@@ -202,8 +202,8 @@ where
     pub fn reduce_with<O, F, P>(self, f: F, process: P) -> DataStream<O>
     where
         O: Data,
-        F: Fn(T, T) -> T + Clone + Send + Sync + 'static,
-        P: FnMut(&K, &TimeWindow, T, &mut Collector<'_, O>) + Clone + Send + Sync + 'static,
+        F: Fn(T, T) -> T + UserFn,
+        P: FnMut(&K, &TimeWindow, T, &mut Collector<'_, O>) + UserFn,
     {
         self.build("Window reduce", move || IncrementalProcess {
             inner: ReduceWindow {
@@ -221,7 +221,7 @@ where
     where
         O: Data,
         Agg: AggregateFunction<T>,
-        P: FnMut(&K, &TimeWindow, Agg::Out, &mut Collector<'_, O>) + Clone + Send + Sync + 'static,
+        P: FnMut(&K, &TimeWindow, Agg::Out, &mut Collector<'_, O>) + UserFn,
     {
         self.build("Window aggregate", move || IncrementalProcess {
             inner: AggregateWindow {
@@ -275,7 +275,7 @@ impl<T: Data, A: WindowAssigner> AllWindowedStream<T, A> {
     /// Combines the records of each window (results keyed by `()`).
     pub fn reduce<F>(self, f: F) -> DataStream<WindowResult<(), T>>
     where
-        F: Fn(T, T) -> T + Clone + Send + Sync + 'static,
+        F: Fn(T, T) -> T + UserFn,
     {
         self.inner.reduce(f).set_parallelism(1)
     }
@@ -292,7 +292,7 @@ impl<T: Data, A: WindowAssigner> AllWindowedStream<T, A> {
     pub fn process<O, P>(self, mut f: P) -> DataStream<O>
     where
         O: Data,
-        P: FnMut(&TimeWindow, &[T], &mut Collector<'_, O>) + Clone + Send + Sync + 'static,
+        P: FnMut(&TimeWindow, &[T], &mut Collector<'_, O>) + UserFn,
     {
         self.inner
             .process(

@@ -79,6 +79,13 @@ fn block_on<T: Send>(fut: impl std::future::Future<Output = T> + Send) -> Result
     })
 }
 
+/// What [`Storage::list`] lists: the sub-locations of a location, or its files.
+#[derive(Clone, Copy)]
+enum Listing {
+    Dirs,
+    Files,
+}
+
 impl Storage {
     /// The storage at `location` (a path, or an object store URL).
     pub fn open(location: &Path) -> Result<Storage> {
@@ -266,47 +273,43 @@ impl Storage {
 
     /// Names of the sub-locations ("directories") directly below this one.
     pub fn list_dirs(&self) -> Result<Vec<String>> {
-        match self {
-            Storage::Local(dir) => {
-                let entries = std::fs::read_dir(dir)
-                    .map_err(|e| HummerError::io("cannot list checkpoints", dir, e))?;
-                Ok(entries
-                    .flatten()
-                    .filter(|e| e.path().is_dir())
-                    .filter_map(|e| e.file_name().to_str().map(str::to_string))
-                    .collect())
-            }
-            Storage::Object { store, prefix, .. } => {
-                let listed = block_on(store.list_with_delimiter(Some(prefix)))?
-                    .map_err(|e| self.io_error("cannot list checkpoints", "", e))?;
-                Ok(listed
-                    .common_prefixes
-                    .iter()
-                    .filter_map(|p| p.filename().map(str::to_string))
-                    .collect())
-            }
-        }
+        self.list(Listing::Dirs)
     }
 
     /// Names of the files directly in this location.
     pub fn list_files(&self) -> Result<Vec<String>> {
+        self.list(Listing::Files)
+    }
+
+    /// Names of the sub-locations or of the files directly in this location.
+    fn list(&self, what: Listing) -> Result<Vec<String>> {
+        let context = match what {
+            Listing::Dirs => "cannot list checkpoints",
+            Listing::Files => "cannot list checkpoint files",
+        };
         match self {
             Storage::Local(dir) => {
-                let entries = std::fs::read_dir(dir)
-                    .map_err(|e| HummerError::io("cannot list checkpoint files", dir, e))?;
+                let entries =
+                    std::fs::read_dir(dir).map_err(|e| HummerError::io(context, dir, e))?;
                 Ok(entries
                     .flatten()
-                    .filter(|e| e.path().is_file())
+                    .filter(|e| match what {
+                        Listing::Dirs => e.path().is_dir(),
+                        Listing::Files => e.path().is_file(),
+                    })
                     .filter_map(|e| e.file_name().to_str().map(str::to_string))
                     .collect())
             }
             Storage::Object { store, prefix, .. } => {
                 let listed = block_on(store.list_with_delimiter(Some(prefix)))?
-                    .map_err(|e| self.io_error("cannot list checkpoint files", "", e))?;
-                Ok(listed
-                    .objects
-                    .iter()
-                    .filter_map(|o| o.location.filename().map(str::to_string))
+                    .map_err(|e| self.io_error(context, "", e))?;
+                let names = match what {
+                    Listing::Dirs => listed.common_prefixes.iter().collect::<Vec<_>>(),
+                    Listing::Files => listed.objects.iter().map(|o| &o.location).collect(),
+                };
+                Ok(names
+                    .into_iter()
+                    .filter_map(|p| p.filename().map(str::to_string))
                     .collect())
             }
         }

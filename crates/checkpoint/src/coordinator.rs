@@ -562,6 +562,22 @@ mod tests {
         table.drain().collect()
     }
 
+    /// A coordinator keeping `retain` checkpoints of a job in `job/` of a fresh directory (kept
+    /// while the returned handle lives), and an empty table.
+    fn fresh_job(
+        retain: usize,
+    ) -> (
+        tempfile::TempDir,
+        std::path::PathBuf,
+        CheckpointCoordinator,
+        KeyedTable<u32, u64>,
+    ) {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("job");
+        let c = coordinator(&dir, retain, 0);
+        (tmp, dir, c, KeyedTable::default())
+    }
+
     fn put(table: &mut KeyedTable<u32, u64>, keys: std::ops::Range<u32>, value: u64) {
         keys.for_each(|k| table.insert(k, value));
     }
@@ -585,10 +601,7 @@ mod tests {
 
     #[test]
     fn deltas_are_stored_with_their_bases_and_restore_whole() {
-        let tmp = tempfile::tempdir().unwrap();
-        let dir = tmp.path().join("job");
-        let mut c = coordinator(&dir, 1, 0);
-        let mut table = KeyedTable::<u32, u64>::default();
+        let (tmp, dir, mut c, mut table) = fresh_job(1);
         step(&mut c, &mut table, 0..1000, 1);
         // Deltas on the last completed checkpoint, each completed before the next.
         for round in 0..3u64 {
@@ -630,10 +643,7 @@ mod tests {
 
     #[test]
     fn a_full_checkpoint_lets_the_chain_go_and_a_lost_base_fails_the_checkpoint() {
-        let tmp = tempfile::tempdir().unwrap();
-        let dir = tmp.path().join("job");
-        let mut c = coordinator(&dir, 1, 0);
-        let mut table = KeyedTable::<u32, u64>::default();
+        let (_tmp, dir, mut c, mut table) = fresh_job(1);
         step(&mut c, &mut table, 0..100, 1);
         step(&mut c, &mut table, 0..1, 2);
         // A full snapshot (most keys changed): the chain is no longer needed.
@@ -663,10 +673,7 @@ mod tests {
 
     #[test]
     fn a_checkpoint_whose_base_is_damaged_or_replaced_is_skipped() {
-        let tmp = tempfile::tempdir().unwrap();
-        let dir = tmp.path().join("job");
-        let mut c = coordinator(&dir, 3, 0);
-        let mut table = KeyedTable::<u32, u64>::default();
+        let (_tmp, dir, mut c, mut table) = fresh_job(3);
         step(&mut c, &mut table, 0..100, 1);
         step(&mut c, &mut table, 0..1, 2);
         step(&mut c, &mut table, 1..2, 2);

@@ -146,27 +146,17 @@ impl<T: Send> SourceReader<T> for GeneratorReader<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::types::metrics::JobProgress;
+    use crate::testing::read_after_restore;
 
     #[test]
     fn a_restored_generator_continues_where_it_stopped() {
         let source = GeneratorSource::new(|i| i).with_count(100);
-        let ctx = SourceContext {
-            subtask: 1,
-            parallelism: 2,
-            progress: Arc::new(JobProgress::default()),
-            metrics: Default::default(),
-        };
+        let ctx = SourceContext::standalone(1, 2);
         let mut reader = source.create_reader(&ctx).unwrap();
         let mut first = Vec::new();
         reader.poll_next(&mut first, 10).unwrap();
-        let position = reader.snapshot_position().unwrap();
-        let mut resumed = source.create_reader(&ctx).unwrap();
-        resumed.restore_position(&position).unwrap();
-        let mut rest = Vec::new();
-        while resumed.poll_next(&mut rest, 7).unwrap() != SourceStatus::Finished {}
-        first.extend(rest);
+        first.extend(read_after_restore(&source, &ctx, &*reader, 7));
         assert_eq!(first, (0..100).filter(|i| i % 2 == 1).collect::<Vec<u64>>());
-        assert!(resumed.restore_position(b"\xff").is_err());
+        assert!(reader.restore_position(b"\xff").is_err());
     }
 }

@@ -53,6 +53,19 @@ pub struct SourceContext {
     pub metrics: Arc<crate::types::metrics::SubtaskMetrics>,
 }
 
+impl SourceContext {
+    /// The context of reader `subtask` of `parallelism`, with counters of its own: for a
+    /// reader run outside a job (tests, tools).
+    pub fn standalone(subtask: usize, parallelism: usize) -> Self {
+        SourceContext {
+            subtask,
+            parallelism,
+            progress: Default::default(),
+            metrics: Default::default(),
+        }
+    }
+}
+
 /// What a poll of a source reader found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SourceStatus {
@@ -189,5 +202,27 @@ pub trait SourceReader<T>: Send {
         Err(crate::error::HummerError::Config(
             "this source cannot be replayed from a checkpoint".into(),
         ))
+    }
+}
+
+/// Helpers shared by the connectors' tests.
+#[cfg(test)]
+mod testing {
+    use super::{Source, SourceContext, SourceReader, SourceStatus};
+
+    /// What a new reader of `source` (in `ctx`), restored to the position of `reader`, reads
+    /// to the end, at most `max` records a poll.
+    pub(crate) fn read_after_restore<T>(
+        source: &impl Source<T>,
+        ctx: &SourceContext,
+        reader: &dyn SourceReader<T>,
+        max: usize,
+    ) -> Vec<T> {
+        let position = reader.snapshot_position().unwrap();
+        let mut resumed = source.create_reader(ctx).unwrap();
+        resumed.restore_position(&position).unwrap();
+        let mut rest = Vec::new();
+        while resumed.poll_next(&mut rest, max).unwrap() != SourceStatus::Finished {}
+        rest
     }
 }

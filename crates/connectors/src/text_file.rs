@@ -389,11 +389,25 @@ impl SourceReader<String> for TextFileReader {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::types::metrics::JobProgress;
+    use crate::testing::read_after_restore;
     use proptest::prelude::*;
     use std::io::Write;
     use std::path::Path;
-    use std::sync::Arc;
+
+    /// A file `name` holding `contents`, in a directory of its own that is removed when the
+    /// returned handle drops.
+    fn temp_file(name: &str, contents: impl AsRef<[u8]>) -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(name);
+        std::fs::write(&path, contents).unwrap();
+        (dir, path)
+    }
+
+    /// The lines in order: parallel readers read them in no particular one.
+    fn sorted(mut lines: Vec<String>) -> Vec<String> {
+        lines.sort();
+        lines
+    }
 
     fn read_all(path: &Path, parallelism: usize) -> Vec<String> {
         read_part(TextFileSource::new(path), parallelism)
@@ -402,12 +416,7 @@ mod tests {
     fn read_part(source: TextFileSource, parallelism: usize) -> Vec<String> {
         let mut lines = Vec::new();
         for subtask in 0..parallelism {
-            let ctx = SourceContext {
-                subtask,
-                parallelism,
-                progress: Arc::new(JobProgress::default()),
-                metrics: Default::default(),
-            };
+            let ctx = SourceContext::standalone(subtask, parallelism);
             let mut reader = source.create_reader(&ctx).unwrap();
             loop {
                 let status = reader.poll_next(&mut lines, 7).unwrap();
@@ -438,26 +447,15 @@ mod tests {
                 .iter()
                 .map(|l| l.strip_suffix('\r').unwrap_or(l).to_string())
                 .collect();
-            let mut got = read_all(dir.path(), parallelism);
-            let mut want = expected.clone();
-            got.sort();
-            want.sort();
-            prop_assert_eq!(got, want);
+            prop_assert_eq!(sorted(read_all(dir.path(), parallelism)), sorted(expected));
         }
     }
 
     #[test]
     fn a_restored_position_reads_exactly_the_rest() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("in.txt");
         let lines: Vec<String> = (0..1000).map(|i| format!("line {i}")).collect();
-        std::fs::write(&path, lines.join("\n") + "\n").unwrap();
-        let ctx = SourceContext {
-            subtask: 1,
-            parallelism: 3,
-            progress: Arc::new(JobProgress::default()),
-            metrics: Default::default(),
-        };
+        let (_dir, path) = temp_file("in.txt", lines.join("\n") + "\n");
+        let ctx = SourceContext::standalone(1, 3);
         let source = TextFileSource::new(&path);
         let mut all = Vec::new();
         let mut reader = source.create_reader(&ctx).unwrap();
@@ -471,42 +469,34 @@ mod tests {
                     break;
                 }
             }
-            let position = reader.snapshot_position().unwrap();
-            let mut resumed = source.create_reader(&ctx).unwrap();
-            resumed.restore_position(&position).unwrap();
-            let mut rest = Vec::new();
-            while resumed.poll_next(&mut rest, 64).unwrap() != SourceStatus::Finished {}
-            first.extend(rest);
+            first.extend(read_after_restore(&source, &ctx, &*reader, 64));
             assert_eq!(first, all, "after {taken} lines");
         }
     }
 
     #[test]
     fn parts_read_every_line_once() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("in.txt");
         let lines: Vec<String> = (0..500)
             .map(|i| format!("line {i} {}", "x".repeat(i % 37)))
             .collect();
-        std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+        let (_dir, path) = temp_file("in.txt", lines.join("\n") + "\n");
         for (parts, parallelism) in [(1, 1), (3, 2), (12, 1), (5, 4)] {
-            let mut got: Vec<String> = (0..parts)
+            let got = (0..parts)
                 .flat_map(|k| read_part(TextFileSource::new(&path).part(k, parts), parallelism))
                 .collect();
-            got.sort();
-            let mut want = lines.clone();
-            want.sort();
-            assert_eq!(got, want, "{parts} parts, parallelism {parallelism}");
+            assert_eq!(
+                sorted(got),
+                sorted(lines.clone()),
+                "{parts} parts, parallelism {parallelism}"
+            );
         }
     }
 
     #[test]
     fn lines_longer_than_a_read_chunk_and_crlf_survive_splitting() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("long.txt");
         let long = "x".repeat(READ_CHUNK * 2 + 17);
         let text = format!("a\r\n{long}\nb\n\n{long}é\r\nlast without newline");
-        std::fs::write(&path, &text).unwrap();
+        let (_dir, path) = temp_file("long.txt", &text);
         let expected: Vec<String> = vec![
             "a".into(),
             long.clone(),
@@ -516,26 +506,19 @@ mod tests {
             "last without newline".into(),
         ];
         for parallelism in [1, 2, 3, 7] {
-            let mut got = read_all(&path, parallelism);
-            got.sort();
-            let mut want = expected.clone();
-            want.sort();
-            assert_eq!(got, want, "parallelism {parallelism}");
+            assert_eq!(
+                sorted(read_all(&path, parallelism)),
+                sorted(expected.clone()),
+                "parallelism {parallelism}"
+            );
         }
     }
 
     #[test]
     fn invalid_utf8_names_file_and_offset() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("bad.txt");
-        std::fs::write(&path, b"good line\nbad \xff line\n").unwrap();
+        let (_dir, path) = temp_file("bad.txt", b"good line\nbad \xff line\n");
         let source = TextFileSource::new(&path);
-        let ctx = SourceContext {
-            subtask: 0,
-            parallelism: 1,
-            progress: Arc::new(JobProgress::default()),
-            metrics: Default::default(),
-        };
+        let ctx = SourceContext::standalone(0, 1);
         let mut reader = source.create_reader(&ctx).unwrap();
         let mut out = Vec::new();
         let err = reader.poll_next(&mut out, 100).unwrap_err().to_string();

@@ -25,11 +25,7 @@ pub fn to_text(stream: &StreamGraph, job: &JobGraph, exec: &ExecutionGraph) -> S
             n.output_type()
         );
         for (_, e) in stream.inputs_of(n.id) {
-            let _ = writeln!(
-                s,
-                "        <- [{}] {:?} input {}",
-                e.source, e.partitioning, e.input
-            );
+            write_input(&mut s, e.source, &e.partitioning, e.input);
         }
     }
     let _ = writeln!(
@@ -41,11 +37,7 @@ pub fn to_text(stream: &StreamGraph, job: &JobGraph, exec: &ExecutionGraph) -> S
     for v in &job.vertices {
         let _ = writeln!(s, "  [{}] {} (parallelism {})", v.id, v.name, v.parallelism);
         for e in job.edges.iter().filter(|e| e.target == v.id) {
-            let _ = writeln!(
-                s,
-                "        <- [{}] {:?} input {}",
-                e.source, e.partitioning, e.input
-            );
+            write_input(&mut s, e.source, &e.partitioning, e.input);
         }
     }
     let _ = writeln!(
@@ -60,6 +52,17 @@ pub fn to_text(stream: &StreamGraph, job: &JobGraph, exec: &ExecutionGraph) -> S
         let _ = writeln!(s, "  #{i} {} ({inputs} in, {outputs} out)", t.name);
     }
     s
+}
+
+/// One input line of a node or chain in [`to_text`]: where it comes from, how, and on which
+/// input port.
+fn write_input(
+    s: &mut String,
+    source: impl std::fmt::Display,
+    partitioning: &crate::types::Partitioning,
+    input: usize,
+) {
+    let _ = writeln!(s, "        <- [{source}] {partitioning:?} input {input}");
 }
 
 /// The three graphs as one JSON document.

@@ -221,15 +221,23 @@ fn mount(source: &str, target: &str, fstype: &str) -> Result<(), InitError> {
     // SAFETY: valid NUL-terminated strings; no data argument.
     let rc = unsafe { libc::mount(src.as_ptr(), tgt.as_ptr(), fs.as_ptr(), 0, std::ptr::null()) };
     if rc != 0 {
-        let e = std::io::Error::last_os_error();
-        if e.raw_os_error() != Some(libc::EBUSY) {
-            return Err(InitError::System {
-                action: format!("cannot mount {fstype} on {target}"),
-                source: e,
-            });
-        }
+        unless_errno(libc::EBUSY, || format!("cannot mount {fstype} on {target}"))?;
     }
     Ok(())
+}
+
+/// The error of the system call that just failed, naming `action`; none where its errno is
+/// `tolerated` (what the call would do is done already).
+fn unless_errno(tolerated: i32, action: impl FnOnce() -> String) -> Result<(), InitError> {
+    let e = std::io::Error::last_os_error();
+    if e.raw_os_error() == Some(tolerated) {
+        Ok(())
+    } else {
+        Err(InitError::System {
+            action: action(),
+            source: e,
+        })
+    }
 }
 
 /// Loads the modules listed in `/lib/modules/order`, in that order.
@@ -256,13 +264,7 @@ fn load_modules() -> Result<usize, InitError> {
             )
         };
         if rc != 0 {
-            let e = std::io::Error::last_os_error();
-            if e.raw_os_error() != Some(libc::EEXIST) {
-                return Err(InitError::System {
-                    action: format!("cannot load module {name}"),
-                    source: e,
-                });
-            }
+            unless_errno(libc::EEXIST, || format!("cannot load module {name}"))?;
         }
         loaded += 1;
     }
@@ -291,8 +293,8 @@ fn sockaddr(addr: Ipv4Addr) -> libc::sockaddr {
     unsafe { std::mem::transmute::<libc::sockaddr_in, libc::sockaddr>(sin) }
 }
 
-/// Sets an interface's address and netmask (if given) and brings it up.
-fn configure(name: &str, addr: Option<(Ipv4Addr, u8)>) -> Result<(), InitError> {
+/// An IPv4 datagram socket, to configure interfaces and routes through (the caller closes it).
+fn inet_socket() -> Result<libc::c_int, InitError> {
     // SAFETY: creating a socket has no memory effects.
     let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM, 0) };
     if fd < 0 {
@@ -301,6 +303,12 @@ fn configure(name: &str, addr: Option<(Ipv4Addr, u8)>) -> Result<(), InitError> 
             source: std::io::Error::last_os_error(),
         });
     }
+    Ok(fd)
+}
+
+/// Sets an interface's address and netmask (if given) and brings it up.
+fn configure(name: &str, addr: Option<(Ipv4Addr, u8)>) -> Result<(), InitError> {
+    let fd = inet_socket()?;
     let ioctl = |request: libc::c_ulong, req: &mut libc::ifreq, what: &str| {
         // SAFETY: `req` is a valid ifreq for these requests.
         if unsafe { libc::ioctl(fd, request as _, req as *mut libc::ifreq) } < 0 {
@@ -341,14 +349,7 @@ fn configure(name: &str, addr: Option<(Ipv4Addr, u8)>) -> Result<(), InitError> 
 
 /// Adds a default route through `gateway`.
 fn default_route(gateway: Ipv4Addr) -> Result<(), InitError> {
-    // SAFETY: as in `configure`.
-    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM, 0) };
-    if fd < 0 {
-        return Err(InitError::System {
-            action: "socket".into(),
-            source: std::io::Error::last_os_error(),
-        });
-    }
+    let fd = inet_socket()?;
     // SAFETY: rtentry is plain old data.
     let mut route: libc::rtentry = unsafe { std::mem::zeroed() };
     route.rt_dst = sockaddr(Ipv4Addr::UNSPECIFIED);

@@ -361,14 +361,19 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_two_input_head_passes_completed_checkpoints_to_its_operator_and_downstream() {
+    /// A two-input head over a [`CommitOnComplete`] that has seen nothing, and its downstream.
+    fn commit_head() -> (TwoInputHead<CommitOnComplete>, SharedDownstream) {
         let down = downstream();
         let op = CommitOnComplete {
             pending: Vec::new(),
             committed: Vec::new(),
         };
-        let mut head = TwoInputHead::new(op, ctx(), Box::new(down.clone()));
+        (TwoInputHead::new(op, ctx(), Box::new(down.clone())), down)
+    }
+
+    #[test]
+    fn a_two_input_head_passes_completed_checkpoints_to_its_operator_and_downstream() {
+        let (mut head, down) = commit_head();
         head.push1(&mut vec![1, 2], &mut Vec::new()).unwrap();
         head.push2(&mut vec![3], &mut Vec::new()).unwrap();
         head.control(Control::CheckpointComplete(4)).unwrap();
@@ -386,12 +391,7 @@ mod tests {
 
     #[test]
     fn a_failing_commit_names_the_two_input_operator_and_subtask() {
-        let down = downstream();
-        let op = CommitOnComplete {
-            pending: Vec::new(),
-            committed: Vec::new(),
-        };
-        let mut head = TwoInputHead::new(op, ctx(), Box::new(down.clone()));
+        let (mut head, down) = commit_head();
         let err = head.control(Control::CheckpointComplete(13)).unwrap_err();
         assert!(
             matches!(&err, HummerError::Operator { operator, subtask: 1, .. } if operator == "commit"),

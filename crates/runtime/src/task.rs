@@ -51,6 +51,15 @@ pub struct TaskRuntime {
 }
 
 impl TaskRuntime {
+    /// `Err(Cancelled)` once the task has been cancelled.
+    #[inline]
+    pub fn check_cancelled(&self) -> Result<()> {
+        if self.cancel.is_cancelled() {
+            return Err(HummerError::Cancelled);
+        }
+        Ok(())
+    }
+
     /// Calls the chain's processing-time hooks if a deadline they asked for has passed.
     #[inline]
     pub fn fire_processing_time(&self, fire: impl FnOnce(Timestamp) -> Result<()>) -> Result<()> {
@@ -254,6 +263,25 @@ pub struct GatePoll {
     change: ValveChange,
 }
 
+impl GatePoll {
+    /// Hands on what this poll of one input of a two-input task brought: a changed watermark
+    /// or status, then a barrier or end of input to the aligner, after any checkpoint
+    /// completed (a completion comes before the next snapshot; see the source loop).
+    fn hand_on_input(
+        &self,
+        rt: &TaskRuntime,
+        checkpoints: &mut Checkpointing<'_>,
+        mut control: impl FnMut(Control<'_>) -> Result<()>,
+    ) -> Result<()> {
+        hand_on(self.change, rt, &mut control)?;
+        if let Some(input) = self.control {
+            checkpoints.notify(|c| control(Control::CheckpointComplete(c)))?;
+            checkpoints.on_control(input, |s| control(Control::Barrier(s)))?;
+        }
+        Ok(())
+    }
+}
+
 /// An event on one channel that the barrier aligner must see. Channels are numbered across
 /// all inputs of the task.
 #[derive(Debug, Clone, Copy)]
@@ -313,42 +341,29 @@ impl<T> InputGate<T> {
                 continue;
             }
             for _ in 0..EVENTS_PER_CHANNEL_VISIT {
-                match self.channels[idx].try_recv() {
-                    Some(StreamEvent::Batch(batch)) => {
-                        result.progressed = true;
+                let Some(event) = self.channels[idx].try_recv() else {
+                    break;
+                };
+                result.progressed = true;
+                let change = match event {
+                    StreamEvent::Batch(batch) => {
                         f(batch, None)?;
+                        continue;
                     }
-                    Some(StreamEvent::Stamped(batch, stamps)) => {
-                        result.progressed = true;
+                    StreamEvent::Stamped(batch, stamps) => {
                         f(batch, Some(stamps))?;
+                        continue;
                     }
-                    Some(StreamEvent::Watermark(w)) => {
-                        result.progressed = true;
-                        let change = valve.on_watermark(base + idx, w);
-                        result.change = result.change.then(change);
-                        if change != ValveChange::default() {
-                            // Handed on before any later record, as it came.
-                            return Ok(result);
-                        }
-                    }
-                    Some(StreamEvent::Status(status)) => {
-                        result.progressed = true;
-                        let change = valve.on_status(base + idx, status);
-                        result.change = result.change.then(change);
-                        if change != ValveChange::default() {
-                            return Ok(result);
-                        }
-                    }
-                    Some(StreamEvent::Barrier(id)) => {
-                        result.progressed = true;
+                    StreamEvent::Watermark(w) => valve.on_watermark(base + idx, w),
+                    StreamEvent::Status(status) => valve.on_status(base + idx, status),
+                    StreamEvent::Barrier(id) => {
                         result.control = Some(InputControl::Barrier {
                             channel: base + idx,
                             id,
                         });
                         return Ok(result);
                     }
-                    Some(StreamEvent::EndOfInput) => {
-                        result.progressed = true;
+                    StreamEvent::EndOfInput => {
                         self.live[idx] = false;
                         self.open -= 1;
                         result.change = result.change.then(valve.on_end(base + idx));
@@ -357,11 +372,33 @@ impl<T> InputGate<T> {
                         });
                         return Ok(result);
                     }
-                    None => break,
+                };
+                result.change = result.change.then(change);
+                if change != ValveChange::default() {
+                    // A changed watermark or status is handed on before any later record, as
+                    // it came.
+                    return Ok(result);
                 }
             }
         }
         Ok(result)
+    }
+
+    /// [`InputGate::poll`] for a task of `rt`: counts every batch into the task's metrics and
+    /// hands it to `push` with its timestamps (empty for a batch that has none).
+    #[inline]
+    pub fn poll_counted(
+        &mut self,
+        rt: &TaskRuntime,
+        aligner: &BarrierAligner,
+        valve: &mut WatermarkValve,
+        base: usize,
+        mut push: impl FnMut(&mut Vec<T>, &mut Vec<Timestamp>) -> Result<()>,
+    ) -> Result<GatePoll> {
+        self.poll(aligner, valve, base, |mut batch, stamps| {
+            rt.metrics.add_in(batch.len());
+            push(&mut batch, &mut stamps.unwrap_or_default())
+        })
     }
 }
 
@@ -401,9 +438,7 @@ pub fn idle(
         timer.flushed();
         return Ok(());
     }
-    if rt.cancel.is_cancelled() {
-        return Err(HummerError::Cancelled);
-    }
+    rt.check_cancelled()?;
     let parked = std::time::Instant::now();
     std::thread::park_timeout(rt.park_time(wait.min(PARK_SAFETY_TIMEOUT)));
     rt.metrics.add_idle(parked.elapsed());
@@ -461,9 +496,7 @@ impl<T: Send + 'static> TaskBody for SourceTask<T> {
         // The minimum over the splits' watermarks, and whether they are all idle.
         let mut valve = WatermarkValve::new(1);
         loop {
-            if rt.cancel.is_cancelled() {
-                return Err(HummerError::Cancelled);
-            }
+            rt.check_cancelled()?;
             if let Some(hub) = &rt.checkpoints {
                 // A completion is delivered before the next snapshot, so that state
                 // snapshotted incrementally builds on the newest completed checkpoint.
@@ -595,12 +628,9 @@ impl<T: Send + 'static> TaskBody for OneInputTask<T> {
         let mut checkpoints = Checkpointing::new(rt, input.channels.len());
         let mut valve = WatermarkValve::new(input.channels.len());
         loop {
-            if rt.cancel.is_cancelled() {
-                return Err(HummerError::Cancelled);
-            }
-            let poll = input.poll(&checkpoints.aligner, &mut valve, 0, |mut batch, stamps| {
-                rt.metrics.add_in(batch.len());
-                head.push(&mut batch, &mut stamps.unwrap_or_default())
+            rt.check_cancelled()?;
+            let poll = input.poll_counted(rt, &checkpoints.aligner, &mut valve, 0, |b, s| {
+                head.push(b, s)
             })?;
             hand_on(poll.change, rt, |e| head.control(e))?;
             // A completion before the next snapshot (see the source loop).
@@ -645,34 +675,15 @@ where
         let mut checkpoints = Checkpointing::new(rt, first + input2.channels.len());
         let mut valve = WatermarkValve::new(first + input2.channels.len());
         loop {
-            if rt.cancel.is_cancelled() {
-                return Err(HummerError::Cancelled);
-            }
-            let p1 = input1.poll(&checkpoints.aligner, &mut valve, 0, |mut batch, stamps| {
-                rt.metrics.add_in(batch.len());
-                head.push1(&mut batch, &mut stamps.unwrap_or_default())
+            rt.check_cancelled()?;
+            let p1 = input1.poll_counted(rt, &checkpoints.aligner, &mut valve, 0, |b, s| {
+                head.push1(b, s)
             })?;
-            hand_on(p1.change, rt, |e| head.control(e))?;
-            if let Some(control) = p1.control {
-                // A completion before the next snapshot (see the source loop).
-                checkpoints.notify(|c| head.control(Control::CheckpointComplete(c)))?;
-                checkpoints.on_control(control, |s| head.control(Control::Barrier(s)))?;
-            }
-            let p2 = input2.poll(
-                &checkpoints.aligner,
-                &mut valve,
-                first,
-                |mut batch, stamps| {
-                    rt.metrics.add_in(batch.len());
-                    head.push2(&mut batch, &mut stamps.unwrap_or_default())
-                },
-            )?;
-            hand_on(p2.change, rt, |e| head.control(e))?;
-            if let Some(control) = p2.control {
-                // A completion before the next snapshot (see the source loop).
-                checkpoints.notify(|c| head.control(Control::CheckpointComplete(c)))?;
-                checkpoints.on_control(control, |s| head.control(Control::Barrier(s)))?;
-            }
+            p1.hand_on_input(rt, &mut checkpoints, |e| head.control(e))?;
+            let p2 = input2.poll_counted(rt, &checkpoints.aligner, &mut valve, first, |b, s| {
+                head.push2(b, s)
+            })?;
+            p2.hand_on_input(rt, &mut checkpoints, |e| head.control(e))?;
             checkpoints.notify(|c| head.control(Control::CheckpointComplete(c)))?;
             rt.fire_processing_time(|now| head.control(Control::ProcessingTime(now)))?;
             if input1.finished() && input2.finished() {

@@ -23,8 +23,7 @@ use hashbrown::hash_table::Entry;
 /// State per key, held by one subtask of a keyed operator.
 pub struct KeyedTable<K, V> {
     /// Key, state and the epoch of the state's last change.
-    table: HashTable<(K, V, Epoch)>,
-    hasher: foldhash::fast::RandomState,
+    slots: Slots<(K, V, Epoch)>,
     /// What changed since the last checkpoints, for incremental snapshots.
     pub changes: ChangeLog,
     /// Keys removed, with the epoch they were removed in, while a delta may need them.
@@ -36,15 +35,13 @@ pub struct KeyedTable<K, V> {
 /// value only (no epoch), and its fold does no marking: the batch WordCount combiner folds
 /// every word of the input through it.
 pub struct ScratchTable<K, V> {
-    table: HashTable<(K, V)>,
-    hasher: foldhash::fast::RandomState,
+    slots: Slots<(K, V)>,
 }
 
 impl<K, V> Default for ScratchTable<K, V> {
     fn default() -> Self {
         ScratchTable {
-            table: HashTable::new(),
-            hasher: foldhash::fast::RandomState::default(),
+            slots: Slots::default(),
         }
     }
 }
@@ -52,12 +49,12 @@ impl<K, V> Default for ScratchTable<K, V> {
 impl<K: Hash + Eq, V> ScratchTable<K, V> {
     /// Number of keys.
     pub fn len(&self) -> usize {
-        self.table.len()
+        self.slots.table.len()
     }
 
     /// Whether it holds no key.
     pub fn is_empty(&self) -> bool {
-        self.table.is_empty()
+        self.slots.table.is_empty()
     }
 
     /// Folds a batch in one loop, as [`KeyedTable::fold_batch`]: `step` gets the record's
@@ -69,10 +66,7 @@ impl<K: Hash + Eq, V> ScratchTable<K, V> {
         key_of: impl Fn(&T) -> K,
         mut step: impl FnMut(Option<&mut V>, T) -> Option<V>,
     ) {
-        let ScratchTable { table, hasher } = self;
-        fold_slots(
-            table,
-            hasher,
+        self.slots.fold(
             batch,
             key_of,
             |(k, _)| k,
@@ -88,32 +82,56 @@ impl<K: Hash + Eq, V> ScratchTable<K, V> {
 
     /// Takes every entry out.
     pub fn drain(&mut self) -> impl Iterator<Item = (K, V)> + '_ {
-        self.table.drain()
+        self.slots.table.drain()
     }
 }
 
-/// The one loop of every batch fold: per record its key, hash and probe, then `visit` with
-/// the key's slot (`Ok`) or, for a new key, the key itself (`Err`); a slot `visit` returns for
-/// a new key is inserted.
-#[inline(always)]
-fn fold_slots<S, K: Hash + Eq, T>(
-    table: &mut HashTable<S>,
-    hasher: &foldhash::fast::RandomState,
-    batch: &mut Vec<T>,
-    key_of: impl Fn(&T) -> K,
-    slot_key: impl Fn(&S) -> &K,
-    mut visit: impl FnMut(Result<&mut S, K>, T) -> Option<S>,
-) {
-    for record in batch.drain(..) {
-        let key = key_of(&record);
-        let hash = hasher.hash_one(&key);
-        match table.find_mut(hash, |slot| *slot_key(slot) == key) {
-            Some(slot) => {
-                visit(Ok(slot), record);
-            }
-            None => {
-                if let Some(slot) = visit(Err(key), record) {
-                    table.insert_unique(hash, slot, |s| hasher.hash_one(slot_key(s)));
+/// The slots of a table (key and value, and whatever else a table keeps per key) with the
+/// hasher that places them: what both tables are built on.
+struct Slots<S> {
+    table: HashTable<S>,
+    hasher: foldhash::fast::RandomState,
+}
+
+impl<S> Default for Slots<S> {
+    fn default() -> Self {
+        Slots {
+            table: HashTable::new(),
+            hasher: foldhash::fast::RandomState::default(),
+        }
+    }
+}
+
+impl<S> Slots<S> {
+    /// The hash of `key`, as the slots are placed by.
+    #[inline(always)]
+    fn hash<K: Hash>(&self, key: &K) -> u64 {
+        self.hasher.hash_one(key)
+    }
+
+    /// The one loop of every batch fold: per record its key, hash and probe, then `visit` with
+    /// the key's slot (`Ok`) or, for a new key, the key itself (`Err`); a slot `visit` returns
+    /// for a new key is inserted.
+    #[inline(always)]
+    fn fold<K: Hash + Eq, T>(
+        &mut self,
+        batch: &mut Vec<T>,
+        key_of: impl Fn(&T) -> K,
+        slot_key: impl Fn(&S) -> &K,
+        mut visit: impl FnMut(Result<&mut S, K>, T) -> Option<S>,
+    ) {
+        let Slots { table, hasher } = self;
+        for record in batch.drain(..) {
+            let key = key_of(&record);
+            let hash = hasher.hash_one(&key);
+            match table.find_mut(hash, |slot| *slot_key(slot) == key) {
+                Some(slot) => {
+                    visit(Ok(slot), record);
+                }
+                None => {
+                    if let Some(slot) = visit(Err(key), record) {
+                        table.insert_unique(hash, slot, |s| hasher.hash_one(slot_key(s)));
+                    }
                 }
             }
         }
@@ -266,8 +284,7 @@ impl ChangeLog {
 impl<K: Hash + Eq, V> Default for KeyedTable<K, V> {
     fn default() -> Self {
         KeyedTable {
-            table: HashTable::new(),
-            hasher: foldhash::fast::RandomState::default(),
+            slots: Slots::default(),
             changes: ChangeLog::default(),
             tombstones: Vec::new(),
         }
@@ -277,12 +294,12 @@ impl<K: Hash + Eq, V> Default for KeyedTable<K, V> {
 impl<K: Hash + Eq, V> KeyedTable<K, V> {
     /// Number of keys with state.
     pub fn len(&self) -> usize {
-        self.table.len()
+        self.slots.table.len()
     }
 
     /// True when no key has state.
     pub fn is_empty(&self) -> bool {
-        self.table.is_empty()
+        self.slots.table.is_empty()
     }
 
     /// Folds a batch into the table, draining it: for every record, calls
@@ -295,17 +312,10 @@ impl<K: Hash + Eq, V> KeyedTable<K, V> {
         key_of: impl Fn(&T) -> K,
         mut step: impl FnMut(&K, Option<&mut V>, T) -> Option<V>,
     ) {
-        let KeyedTable {
-            table,
-            hasher,
-            changes,
-            ..
-        } = self;
+        let KeyedTable { slots, changes, .. } = self;
         // Counted in a local, kept in a register across the loop.
         let (epoch, mut touched) = (changes.epoch, 0);
-        fold_slots(
-            table,
-            hasher,
+        slots.fold(
             batch,
             key_of,
             |(k, _, _)| k,
@@ -326,21 +336,20 @@ impl<K: Hash + Eq, V> KeyedTable<K, V> {
 
     /// Every entry.
     pub fn iter(&self) -> impl Iterator<Item = (&K, &V)> + '_ {
-        self.table.iter().map(|(k, v, _)| (k, v))
+        self.slots.table.iter().map(|(k, v, _)| (k, v))
     }
 
     /// Every entry with the epoch of its last change, its state open to a snapshot that
     /// records what it took (not a change: nothing is marked).
     pub(crate) fn slots_for_snapshot(&mut self) -> impl Iterator<Item = (&K, &mut V, Epoch)> + '_ {
-        self.table.iter_mut().map(|(k, v, e)| (&*k, v, *e))
+        self.slots.table.iter_mut().map(|(k, v, e)| (&*k, v, *e))
     }
 
     /// The slot of `key`: an existing one is marked changed; a vacant one is counted as a
     /// change, to be filled by the caller with the epoch returned.
     fn marked_entry(&mut self, key: &K) -> (Entry<'_, (K, V, Epoch)>, Epoch) {
         let KeyedTable {
-            table,
-            hasher,
+            slots: Slots { table, hasher },
             changes,
             ..
         } = self;
@@ -367,23 +376,18 @@ impl<K: Hash + Eq, V> KeyedTable<K, V> {
 
     /// The state of `key`.
     pub fn get(&self, key: &K) -> Option<&V> {
-        let hash = self.hasher.hash_one(key);
-        self.table
+        let hash = self.slots.hash(key);
+        self.slots
+            .table
             .find(hash, |(k, _, _)| k == key)
             .map(|(_, v, _)| v)
     }
 
     /// The state of `key`, to change.
     pub fn get_mut(&mut self, key: &K) -> Option<&mut V> {
-        let KeyedTable {
-            table,
-            hasher,
-            changes,
-            ..
-        } = self;
-        let hash = hasher.hash_one(key);
-        let (_, v, e) = table.find_mut(hash, |(k, _, _)| k == key)?;
-        changes.mark(e);
+        let hash = self.slots.hash(key);
+        let (_, v, e) = self.slots.table.find_mut(hash, |(k, _, _)| k == key)?;
+        self.changes.mark(e);
         Some(v)
     }
 
@@ -402,11 +406,9 @@ impl<K: Hash + Eq, V> KeyedTable<K, V> {
         K: Clone,
     {
         let KeyedTable {
-            table,
-            hasher,
+            slots: Slots { table, hasher },
             changes,
             tombstones,
-            ..
         } = self;
         let hash = hasher.hash_one(&key);
         match table.entry(hash, |(k, _, _)| *k == key, |(k, _, _)| hasher.hash_one(k)) {
@@ -439,8 +441,12 @@ impl<K: Hash + Eq, V> KeyedTable<K, V> {
     where
         K: Clone,
     {
-        let hash = self.hasher.hash_one(key);
-        let entry = self.table.find_entry(hash, |(k, _, _)| k == key).ok()?;
+        let hash = self.slots.hash(key);
+        let entry = self
+            .slots
+            .table
+            .find_entry(hash, |(k, _, _)| k == key)
+            .ok()?;
         let ((k, v, _), _) = entry.remove();
         self.changes.removed(&mut self.tombstones, k);
         Some(v)
@@ -458,7 +464,7 @@ impl<K: Hash + Eq, V> KeyedTable<K, V> {
     pub fn drain(&mut self) -> impl Iterator<Item = (K, V)> + '_ {
         self.changes.reset();
         self.tombstones.clear();
-        self.table.drain().map(|(k, v, _)| (k, v))
+        self.slots.table.drain().map(|(k, v, _)| (k, v))
     }
 
     /// Checkpoint `id` completed: a later snapshot may be a delta on the newest snapshot this
@@ -479,44 +485,59 @@ mod tests {
     use proptest::prelude::*;
     use std::collections::HashMap;
 
+    /// Batches of (key, amount) records.
+    fn batches() -> impl Strategy<Value = Vec<Vec<(u8, u16)>>> {
+        proptest::collection::vec(
+            proptest::collection::vec((0u8..40, any::<u16>()), 0..300),
+            0..6,
+        )
+    }
+
+    /// The step of a fold summing the amounts per key.
+    fn add(sum: Option<&mut u64>, r: (u8, u16)) -> Option<u64> {
+        match sum {
+            Some(sum) => {
+                *sum += u64::from(r.1);
+                None
+            }
+            None => Some(u64::from(r.1)),
+        }
+    }
+
+    /// Runs a copy of every batch through `fold` (which must drain it) and returns the sums
+    /// per key a `HashMap` gets.
+    fn fold_all(
+        batches: &[Vec<(u8, u16)>],
+        mut fold: impl FnMut(&mut Vec<(u8, u16)>),
+    ) -> HashMap<u8, u64> {
+        let mut reference: HashMap<u8, u64> = HashMap::new();
+        for batch in batches {
+            for (k, v) in batch {
+                *reference.entry(*k).or_default() += u64::from(*v);
+            }
+            let mut b = batch.clone();
+            fold(&mut b);
+            assert!(b.is_empty());
+        }
+        reference
+    }
+
     proptest! {
         #[test]
-        fn folds_like_a_hash_map(batches in proptest::collection::vec(
-            proptest::collection::vec((0u8..40, any::<u16>()), 0..300), 0..6)) {
+        fn folds_like_a_hash_map(batches in batches()) {
             let mut table = KeyedTable::<u8, u64>::default();
-            let mut reference: HashMap<u8, u64> = HashMap::new();
-            for batch in &batches {
-                for (k, v) in batch {
-                    *reference.entry(*k).or_default() += u64::from(*v);
-                }
-                let mut b = batch.clone();
-                table.fold_batch(&mut b, |r| r.0, |_, state, r| match state {
-                    Some(sum) => { *sum += u64::from(r.1); None }
-                    None => Some(u64::from(r.1)),
-                });
-                prop_assert!(b.is_empty());
-            }
+            let reference = fold_all(&batches, |b| {
+                table.fold_batch(b, |r| r.0, |_, sum, r| add(sum, r))
+            });
             prop_assert_eq!(table.len(), reference.len());
             let got: HashMap<u8, u64> = table.drain().collect();
             prop_assert_eq!(got, reference);
         }
 
         #[test]
-        fn a_scratch_table_folds_like_a_hash_map(batches in proptest::collection::vec(
-            proptest::collection::vec((0u8..40, any::<u16>()), 0..300), 0..6)) {
+        fn a_scratch_table_folds_like_a_hash_map(batches in batches()) {
             let mut table = ScratchTable::<u8, u64>::default();
-            let mut reference: HashMap<u8, u64> = HashMap::new();
-            for batch in &batches {
-                for (k, v) in batch {
-                    *reference.entry(*k).or_default() += u64::from(*v);
-                }
-                let mut b = batch.clone();
-                table.fold_batch(&mut b, |r| r.0, |state, r| match state {
-                    Some(sum) => { *sum += u64::from(r.1); None }
-                    None => Some(u64::from(r.1)),
-                });
-                prop_assert!(b.is_empty());
-            }
+            let reference = fold_all(&batches, |b| table.fold_batch(b, |r| r.0, add));
             prop_assert_eq!(table.len(), reference.len());
             prop_assert_eq!(table.is_empty(), reference.is_empty());
             let got: HashMap<u8, u64> = table.drain().collect();

@@ -64,14 +64,20 @@ mod tests {
     use crate::types::metrics::SubtaskMetrics;
     use crate::types::{StreamEvent, TaskWaker};
 
+    /// A data listener of `job` on a free local port, and the endpoint to connect to it.
+    fn local_listener(job: &str, cancel: &CancelToken) -> (DataListener, String) {
+        let listener = DataListener::bind("127.0.0.1", job, cancel.clone()).unwrap();
+        let endpoint = format!("127.0.0.1:{}", listener.port());
+        (listener, endpoint)
+    }
+
     /// Garbage, a wrong job and a truncated header on the data port are refused (and logged);
     /// the listener goes on routing a good connection.
     #[test]
     fn bad_data_connections_are_refused_and_good_ones_still_routed() {
         use std::io::Write;
         let cancel = CancelToken::default();
-        let listener = DataListener::bind("127.0.0.1", "job-2", cancel.clone()).unwrap();
-        let endpoint = format!("127.0.0.1:{}", listener.port());
+        let (listener, endpoint) = local_listener("job-2", &cancel);
         let good = listener.register_channel(3);
         for garbage in [
             &b"\xff\xff\xff\xff\x00"[..],
@@ -96,8 +102,7 @@ mod tests {
     #[test]
     fn credits_bound_what_a_stalled_consumer_lets_through() {
         let cancel = CancelToken::default();
-        let listener = DataListener::bind("127.0.0.1", "job-1", cancel.clone()).unwrap();
-        let endpoint = format!("127.0.0.1:{}", listener.port());
+        let (listener, endpoint) = local_listener("job-1", &cancel);
         let capacity = 2;
         let producer = Arc::new(TaskWaker::default());
         let (tx, rx) = channel::<u64>(capacity, producer.clone(), Arc::new(TaskWaker::default()));
@@ -160,8 +165,7 @@ mod tests {
     #[test]
     fn watermarks_keep_their_place_among_batches_across_the_network() {
         let cancel = CancelToken::default();
-        let listener = DataListener::bind("127.0.0.1", "job-3", cancel.clone()).unwrap();
-        let endpoint = format!("127.0.0.1:{}", listener.port());
+        let (listener, endpoint) = local_listener("job-3", &cancel);
         let (tx, rx) = channel::<u64>(4, Arc::new(TaskWaker::default()), Arc::default());
         let receiver = Box::new(ReceiverTask::new(1, listener.register_channel(1), tx, 4));
         let cancel_r = cancel.clone();

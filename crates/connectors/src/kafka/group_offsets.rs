@@ -148,12 +148,30 @@ async fn coordinator(brokers: &[String], group: &str) -> std::result::Result<Str
     Err(last)
 }
 
-/// Commits `offsets` (the next offset to read per partition) for `group`.
-pub(crate) fn commit(config: &KafkaConfig, group: &str, offsets: &Offsets) -> Result<()> {
+/// Sends `body` as request `api_key` (version `api_version`) to `group`'s coordinator and reads
+/// the answer with `read`, within the request timeout.
+fn group_request<T: Send + 'static>(
+    config: &KafkaConfig,
+    group: &str,
+    api_key: i16,
+    api_version: i16,
+    body: Encoder,
+    read: impl FnOnce(&mut Decoder<'_>) -> std::result::Result<T, String> + Send + 'static,
+) -> Result<T> {
     let brokers = config.bootstrap_servers.clone();
     let group = group.to_string();
+    let target = format!("consumer group '{group}' on {}", config.brokers());
+    block_on_within(config.request_timeout()?, &target, async move {
+        let address = coordinator(&brokers, &group).await?;
+        let answer = request(&address, api_key, api_version, &body.0).await?;
+        read(&mut Decoder(&answer))
+    })
+}
+
+/// Commits `offsets` (the next offset to read per partition) for `group`.
+pub(crate) fn commit(config: &KafkaConfig, group: &str, offsets: &Offsets) -> Result<()> {
     let mut body = Encoder::default();
-    body.string(&group).i32(-1).string("").i64(-1);
+    body.string(group).i32(-1).string("").i64(-1);
     body.i32(offsets.len() as i32);
     for (topic, partitions) in offsets {
         body.string(topic).i32(partitions.len() as i32);
@@ -161,12 +179,7 @@ pub(crate) fn commit(config: &KafkaConfig, group: &str, offsets: &Offsets) -> Re
             body.i32(p).i64(offset).null_string();
         }
     }
-    let body = body.0;
-    let target = format!("consumer group '{group}' on {}", config.brokers());
-    block_on_within(config.request_timeout()?, &target, async move {
-        let address = coordinator(&brokers, &group).await?;
-        let answer = request(&address, OFFSET_COMMIT, 2, &body).await?;
-        let mut d = Decoder(&answer);
+    group_request(config, group, OFFSET_COMMIT, 2, body, |d| {
         for _ in 0..d.count()? {
             let topic = d.string()?;
             for _ in 0..d.count()? {
@@ -179,7 +192,7 @@ pub(crate) fn commit(config: &KafkaConfig, group: &str, offsets: &Offsets) -> Re
                 }
             }
         }
-        Ok::<_, String>(())
+        Ok(())
     })
 }
 
@@ -189,22 +202,15 @@ pub(crate) fn fetch(
     group: &str,
     partitions: &BTreeMap<String, Vec<i32>>,
 ) -> Result<Offsets> {
-    let brokers = config.bootstrap_servers.clone();
-    let group = group.to_string();
     let mut body = Encoder::default();
-    body.string(&group).i32(partitions.len() as i32);
+    body.string(group).i32(partitions.len() as i32);
     for (topic, ps) in partitions {
         body.string(topic).i32(ps.len() as i32);
         for &p in ps {
             body.i32(p);
         }
     }
-    let body = body.0;
-    let target = format!("consumer group '{group}' on {}", config.brokers());
-    block_on_within(config.request_timeout()?, &target, async move {
-        let address = coordinator(&brokers, &group).await?;
-        let answer = request(&address, OFFSET_FETCH, 1, &body).await?;
-        let mut d = Decoder(&answer);
+    group_request(config, group, OFFSET_FETCH, 1, body, |d| {
         let mut out = Offsets::new();
         for _ in 0..d.count()? {
             let topic = d.string()?;
@@ -218,6 +224,6 @@ pub(crate) fn fetch(
                 }
             }
         }
-        Ok::<_, String>(out)
+        Ok(out)
     })
 }

@@ -395,34 +395,15 @@ mod tests {
     #[test]
     fn bad_reports_are_rejected_with_a_reason() {
         assert!(node(4.0, 0.5, 0.5, 1.0).validate().is_ok());
-        assert!(
-            node(0.0, 0.5, 0.5, 1.0)
-                .validate()
-                .unwrap_err()
-                .to_string()
-                .contains("cores")
-        );
-        assert!(
-            node(4.0, -0.1, 0.5, 1.0)
-                .validate()
-                .unwrap_err()
-                .to_string()
-                .contains("CPU utilisation")
-        );
-        assert!(
-            node(4.0, f64::NAN, 0.5, 1.0)
-                .validate()
-                .unwrap_err()
-                .to_string()
-                .contains("NaN")
-        );
-        assert!(
-            node(4.0, 0.5, 1.5, 1.0)
-                .validate()
-                .unwrap_err()
-                .to_string()
-                .contains("memory")
-        );
+        for (report, reason) in [
+            (node(0.0, 0.5, 0.5, 1.0), "cores"),
+            (node(4.0, -0.1, 0.5, 1.0), "CPU utilisation"),
+            (node(4.0, f64::NAN, 0.5, 1.0), "NaN"),
+            (node(4.0, 0.5, 1.5, 1.0), "memory"),
+        ] {
+            let err = report.validate().unwrap_err().to_string();
+            assert!(err.contains(reason), "{err}");
+        }
     }
 
     #[test]

@@ -16,9 +16,11 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 
+use crate::jobmanager::jobs::JobEntry;
 use crate::jobmanager::refusal::Refusal;
 use crate::jobmanager::{Shared, lock};
 use crate::protocol::{JobId, JobStatus};
+use crate::scheduler::parallelism::VertexRequest;
 use crate::scheduler::rfts::Assessment;
 use responses::*;
 
@@ -250,6 +252,11 @@ async fn jobs(State(shared): State<Shared>) -> Json<JobsResponse> {
     Json(JobsResponse { jobs })
 }
 
+/// A job's vertices, each with its index and the parallelism decided for it.
+fn vertices_of(j: &JobEntry) -> impl Iterator<Item = (usize, (&VertexRequest, &usize))> {
+    j.request.vertices.iter().zip(&j.parallelism).enumerate()
+}
+
 async fn job(State(shared): State<Shared>, Path(id): Path<String>) -> Answer<JobDetails> {
     let state = lock(&shared);
     let j = state.jobs.get(&id).ok_or_else(|| no_such_job(&id))?;
@@ -257,12 +264,7 @@ async fn job(State(shared): State<Shared>, Path(id): Path<String>) -> Answer<Job
     let duration_ms = j.duration_ms();
     let topology = &j.request.topology;
     let watermark = |w: crate::types::Timestamp| (w != crate::types::MIN_WATERMARK).then_some(w);
-    let vertices = j
-        .request
-        .vertices
-        .iter()
-        .zip(&j.parallelism)
-        .enumerate()
+    let vertices = vertices_of(j)
         .map(|(i, (v, p))| {
             let m = totals.get(i);
             // Share of its subtasks' time spent waiting on full output channels.
@@ -565,12 +567,7 @@ async fn partitions(
 async fn plan(State(shared): State<Shared>, Path(id): Path<String>) -> Answer<PlanResponse> {
     let state = lock(&shared);
     let j = state.jobs.get(&id).ok_or_else(|| no_such_job(&id))?;
-    let nodes = j
-        .request
-        .vertices
-        .iter()
-        .zip(&j.parallelism)
-        .enumerate()
+    let nodes = vertices_of(j)
         .map(|(i, (v, p))| PlanNode {
             id: i,
             description: v.name.clone(),
