@@ -4,9 +4,13 @@
 # in every round (the machine is shared: compare ratios, not absolute figures):
 #   1. batch WordCount on the KJV corpus, with rust-2t of ../shared/bench as the yardstick;
 #   2. streaming per-record latency (examples/streaming_latency: 100k records/s, 10 s, p=2);
-#   3. distributed WordCount on a local cluster (JobManager + 3 TaskManagers x 2 slots).
+#   3. distributed WordCount on a local cluster (JobManager + 3 TaskManagers x 2 slots);
+#   4. streaming WordCount (`--mode streaming`, a running count per word, parallelism 2);
+#   5. Nexmark q5, q7, q16 and q19 (NEXMARK_QUERIES overrides) on the harness's CSV events
+#      (NEXMARK_EVENTS, default 10,000,000), parallelism 2: wall and CPU seconds.
 # REV is built once into $PEERS_TMP/before-<rev> (BEFORE_BIN_DIR overrides: a directory
 # holding `hummer` and `streaming_latency`). Outputs are checked against the reference.
+# ONLY="nexmark streaming" runs just those sections (batch latency cluster streaming nexmark).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 REV=${1:?usage: bench/before_after.sh REV [MB] [ROUNDS]}
@@ -52,9 +56,11 @@ timed() { # name cmd... : appends "wall_s" to $out/name.times
   local t1=$EPOCHREALTIME
   awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.4f\n", b - a}' >> "$out/$name.times"
 }
+want() { [ -z "${ONLY:-}" ] || [[ " $ONLY " == *" $1 "* ]]; }
 median() { sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 
 # 1. Batch WordCount.
+if want batch; then
 for ((r = 0; r <= ROUNDS; r++)); do
   rm -rf "$out/wc-"*
   mkdir -p "$out/wc-rust"
@@ -76,8 +82,10 @@ for v in before after; do
   w=$(median < "$out/wc-$v.times")
   awk -v v="$v" -v w="$w" -v b="$rust" 'BEGIN {printf "| %s | %.3f | %.2fx |\n", v, w, b / w}'
 done
+fi
 
 # 2. Streaming latency.
+if want latency; then
 echo "## Streaming latency, 100k records/s, 10 s, parallelism 2"
 for ((r = 0; r < 4; r++)); do
   for v in before after; do
@@ -85,8 +93,10 @@ for ((r = 0; r < 4; r++)); do
     echo "- $v (round $((r + 1))): $line"
   done
 done
+fi
 
 # 3. Cluster WordCount.
+if want cluster; then
 for v in before after; do
   "$out/$v-hummer" cluster start --taskmanagers 3 --slots 2 --dir "$out/cluster-$v" >/dev/null
 done
@@ -111,3 +121,58 @@ for v in before after; do
   w=$(median < "$out/cl-$v.times")
   awk -v v="$v" -v w="$w" -v b="$b" 'BEGIN {printf "| %s | %.3f | %.2f |\n", v, w, w / b}'
 done
+fi
+
+# 4. Streaming WordCount.
+if want streaming; then
+for ((r = 0; r <= ROUNDS; r++)); do
+  for v in before after; do
+    rm -rf "$out/sw-out-$v"
+    timed "sw-$v" "$out/$v-hummer" wordcount "$corpus" --parallelism 2 --mode streaming \
+      --output "$out/sw-out-$v" --jobmanager ""
+  done
+  if [ "$r" -eq 0 ]; then : > "$out/sw-before.times"; : > "$out/sw-after.times"; fi
+done
+rm -rf "$out/sw-out-"*
+echo "## Streaming WordCount, $MB MiB, parallelism 2 ($ROUNDS rounds)"
+echo "| build | median wall s | after/before |"
+echo "|---|---|---|"
+b=$(median < "$out/sw-before.times")
+for v in before after; do
+  w=$(median < "$out/sw-$v.times")
+  awk -v v="$v" -v w="$w" -v b="$b" 'BEGIN {printf "| %s | %.3f | %.2f |\n", v, w, w / b}'
+done
+fi
+
+# 5. Nexmark, on the events bench/nexmark.sh generates (and caches).
+if want nexmark; then
+EVENTS=${NEXMARK_EVENTS:-10000000}
+read -r -a queries <<< "${NEXMARK_QUERIES:-q5 q7 q16 q19}"
+harness=$(cd "$here/../shared/bench/nexmark" && pwd)
+gen_target=/var/tmp/nexmark-gen-target
+[ -x "$gen_target/release/nexmark-gen" ] ||
+  cargo build -q --release --manifest-path "$harness/gen/Cargo.toml" --target-dir "$gen_target"
+data=$T/nexmark/data/$EVENTS
+[ -f "$data/MANIFEST" ] || "$gen_target/release/nexmark-gen" "$EVENTS" "$data" --parts 2 >/dev/null
+cat "$data"/*/* > /dev/null
+echo "## Nexmark, $EVENTS events, parallelism 2 ($ROUNDS rounds): median wall (CPU) s"
+echo "| query | before | after | after/before wall | after/before CPU |"
+echo "|---|---|---|---|---|"
+for q in "${queries[@]}"; do
+  for ((r = 0; r <= ROUNDS; r++)); do
+    for v in before after; do
+      rm -rf "$out/nx-$v"
+      stats=$( { /usr/bin/time -f "%e %U %S" "$out/$v-hummer" nexmark --query "$q" --input "$data" \
+        --parallelism 2 --output "$out/nx-$v" >/dev/null; } 2>&1 | tail -1)
+      [ "$r" -eq 0 ] || echo "$stats" >> "$out/nx-$q-$v.times"
+    done
+  done
+  rm -rf "$out/nx-"*/
+  wb=$(cut -d' ' -f1 < "$out/nx-$q-before.times" | median)
+  wa=$(cut -d' ' -f1 < "$out/nx-$q-after.times" | median)
+  cb=$(awk '{print $2 + $3}' < "$out/nx-$q-before.times" | median)
+  ca=$(awk '{print $2 + $3}' < "$out/nx-$q-after.times" | median)
+  awk -v q="$q" -v wb="$wb" -v wa="$wa" -v cb="$cb" -v ca="$ca" \
+    'BEGIN {printf "| %s | %.2f (%.2f) | %.2f (%.2f) | %.3f | %.3f |\n", q, wb, cb, wa, ca, wa / wb, ca / cb}'
+done
+fi
