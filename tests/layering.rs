@@ -20,6 +20,7 @@ const LAYERS: &[&[&str]] = &[
     &["cluster"],
     &["api"],
     &["jobs"],
+    &["sql"],
     &["hummer"],
 ];
 

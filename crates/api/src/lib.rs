@@ -6,7 +6,7 @@
 //! [`StreamExecutionEnvironment::execute`]. Each call adds a node to the environment's stream
 //! graph; nothing runs before `execute`.
 //!
-//! Layer 9 of 11: builds jobs and hands them to an executor; above `cluster` and `execution`,
+//! Layer 9 of 12: builds jobs and hands them to an executor; above `cluster` and `execution`,
 //! below `jobs` (the layers are listed in `tests/layering.rs`).
 
 #![warn(missing_docs)]

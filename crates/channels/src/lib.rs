@@ -12,7 +12,7 @@
 //! * [`secure`]: mutual TLS (or, when asked, plaintext) for every TCP connection of a
 //!   cluster.
 //!
-//! Layer 2 of 11, beside `scheduler`, `image` and `state`: depends on `types` only; below
+//! Layer 2 of 12, beside `scheduler`, `image` and `state`: depends on `types` only; below
 //! `runtime` (the layers are listed in `tests/layering.rs`).
 
 #![warn(missing_docs)]

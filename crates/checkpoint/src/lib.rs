@@ -17,7 +17,7 @@
 //! * [`chains`]: task files of incremental checkpoints, read with the deltas they build on.
 //! * `direct_write` (private): large checkpoint files written past the page cache.
 //!
-//! Layer 3 of 11, beside `operators`: depends on `types` and `state` only; below everything
+//! Layer 3 of 12, beside `operators`: depends on `types` and `state` only; below everything
 //! that runs tasks (the layers are listed in `tests/layering.rs`).
 
 #![warn(missing_docs)]

@@ -16,7 +16,7 @@
 //! messages. Data moves on dedicated TCP connections between workers
 //! ([`crate::channels::network`]).
 //!
-//! Layer 8 of 11: above `execution` (the JobManager drives each job through its job controller)
+//! Layer 8 of 12: above `execution` (the JobManager drives each job through its job controller)
 //! and `scheduler`, below `api` (the layers are listed in `tests/layering.rs`).
 
 #![warn(missing_docs)]

@@ -14,7 +14,7 @@
 //! Sinks: [`print`], [`text_file_sink`] (a part file per subtask), [`collect`] (results
 //! returned in the `JobResult`), [`kafka`] (`KafkaSink`: at-least-once or exactly-once).
 //!
-//! Layer 4 of 11: above `operators` (sinks are operators) and `state`, below `runtime` (the
+//! Layer 4 of 12: above `operators` (sinks are operators) and `state`, below `runtime` (the
 //! layers are listed in `tests/layering.rs`).
 
 #![warn(missing_docs)]

@@ -12,7 +12,7 @@
 //! * [`restart_strategy`]: whether, and after how long, a failed job restarts.
 //! * [`supervised`]: a local job that takes checkpoints and restarts after failures.
 //!
-//! Layer 7 of 11: above `graph` and `runtime`, below `cluster` and `api` (the layers are listed
+//! Layer 7 of 12: above `graph` and `runtime`, below `cluster` and `api` (the layers are listed
 //! in `tests/layering.rs`).
 
 #![warn(missing_docs)]

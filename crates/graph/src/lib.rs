@@ -8,7 +8,7 @@
 //!   channels between them.
 //! * [`render`]: the three graphs as text, JSON and Graphviz DOT (`env.explain()`).
 //!
-//! Layer 6 of 11: above `runtime` (nodes carry the factories and typed glue that build tasks)
+//! Layer 6 of 12: above `runtime` (nodes carry the factories and typed glue that build tasks)
 //! and `scheduler`, below `execution` (the layers are listed in `tests/layering.rs`).
 
 #![warn(missing_docs)]

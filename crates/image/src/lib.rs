@@ -7,7 +7,7 @@
 //! the kernel command line, the role as a child, power-off at the end), and [`qemu`] boots an
 //! image with qemu's `microvm` machine; [`cpio`] writes the initramfs archive.
 //!
-//! Layer 2 of 11, beside `scheduler`, `state` and `channels`: depends on `types` only. The
+//! Layer 2 of 12, beside `scheduler`, `state` and `channels`: depends on `types` only. The
 //! roles a VM runs (TaskManager, JobManager) are started as a child process of `/init`, so
 //! nothing of `cluster` is imported here (the layers are listed in `tests/layering.rs`).
 

@@ -1,7 +1,7 @@
 //! Built-in jobs, written against the public API only. The `hummer` command line runs them;
 //! the programs under `examples/` call the same code.
 //!
-//! Layer 10 of 11, below only the `hummer` facade and its binary: built on the public API
+//! Layer 10 of 12, below only `sql` and the `hummer` facade and its binary: built on the public API
 //! (`api`, and the public items of `connectors`, `operators`, `state` and `types`; the layers
 //! are listed in `tests/layering.rs`).
 

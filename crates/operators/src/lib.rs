@@ -12,7 +12,7 @@
 //! [`interval_join`], [`co_map`], [`union`], [`sink`], [`timestamps`] (with
 //! [`watermark_strategy`]), and [`window`] (assigners, triggers, the window operator).
 //!
-//! Layer 3 of 11, beside `checkpoint`: depends on `types` and `state` only (the layers are
+//! Layer 3 of 12, beside `checkpoint`: depends on `types` and `state` only (the layers are
 //! listed in `tests/layering.rs`).
 
 #![warn(missing_docs)]

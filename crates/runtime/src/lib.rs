@@ -9,7 +9,7 @@
 //! * [`watermark_valve`]: a task's watermark as the minimum over its input channels.
 //! * `source_splits`: the splits a source subtask reads, each with its own watermark.
 //!
-//! Layer 5 of 11: below `graph` and `execution`; depends on `types`, `state`, `channels`,
+//! Layer 5 of 12: below `graph` and `execution`; depends on `types`, `state`, `channels`,
 //! `checkpoint`, `operators` and `connectors` only (the layers are listed in
 //! `tests/layering.rs`).
 

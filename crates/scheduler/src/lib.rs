@@ -11,7 +11,7 @@
 //! Also here: [`parallelism`] (each vertex's parallelism from its bounds and the free slots)
 //! and [`simulator`] (the strategies on simulated clusters).
 //!
-//! Layer 2 of 11, beside `image`, `state` and `channels`: depends on `types` only (the layers
+//! Layer 2 of 12, beside `image`, `state` and `channels`: depends on `types` only (the layers
 //! are listed in `tests/layering.rs`); pure placement decisions, no I/O.
 
 #![warn(missing_docs)]

@@ -21,7 +21,7 @@
 //!   [`GrowSet`], a set that only grows, checkpointed as what was added since.
 //! * `prefetch` (private): prefetching entries' heap data ahead of their encoding.
 //!
-//! Layer 2 of 11, beside `scheduler`, `image` and `channels`: depends on `types` only (the
+//! Layer 2 of 12, beside `scheduler`, `image` and `channels`: depends on `types` only (the
 //! layers are listed in `tests/layering.rs`).
 
 #![warn(missing_docs)]

@@ -8,7 +8,7 @@
 //! monitoring shows it ([`JobTopology`]), the counters tasks keep ([`metrics`]) and the
 //! process's one TLS crypto provider ([`crypto`]).
 //!
-//! Layer 1 of 11, the bottom: depends on no other crate of the workspace. Each layer is a
+//! Layer 1 of 12, the bottom: depends on no other crate of the workspace. Each layer is a
 //! crate, so Cargo refuses an import against the order; `tests/layering.rs` lists the layers
 //! and `docs/architecture.md` draws them.
 

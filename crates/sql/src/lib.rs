@@ -1,0 +1,19 @@
+//! Flink SQL on Hummer: a script of Flink SQL statements, run as Hummer jobs.
+//!
+//! A script is split into statements ([`script`]), each parsed by `sqlparser` in Flink's
+//! dialect ([`dialect`]) with Flink's types ([`types`]). Every error before a job runs names
+//! the line and column it is about ([`error`]).
+//!
+//! Layer 11 of 12: above `jobs`, below the `hummer` facade (the layers are listed in
+//! `tests/layering.rs`). Issue 31 builds the rest here: the catalog, the planner onto Hummer's
+//! operators and `hummer sql`.
+
+#![warn(missing_docs)]
+
+pub mod dialect;
+pub mod error;
+pub mod script;
+pub mod statement;
+pub mod types;
+
+pub use error::{Position, Result, SqlError};
