@@ -41,6 +41,7 @@
 //! * 9 [`cluster`]: JobManager, TaskManager, worker processes, client, high availability.
 //! * 10 [`api`]: the DataStream API that job programs are written against.
 //! * 11 [`jobs`]: built-in jobs (WordCount, EventCount, Nexmark, ...) on the public API.
+//! * 12 [`sql`]: Flink SQL scripts: statements, the DDL, the session (`hummer sql`).
 
 #![warn(missing_docs)]
 
@@ -56,6 +57,7 @@ pub use hummer_jobs as jobs;
 pub use hummer_operators as operators;
 pub use hummer_runtime as runtime;
 pub use hummer_scheduler as scheduler;
+pub use hummer_sql as sql;
 pub use hummer_state as state;
 pub use hummer_types as types;
 pub use hummer_types::error;

@@ -2,7 +2,9 @@
 //!
 //! A script is split into statements ([`script`]), each parsed by `sqlparser` in Flink's
 //! dialect ([`dialect`]) with Flink's types ([`types`]). Every error before a job runs names
-//! the line and column it is about ([`error`]).
+//! the line and column it is about ([`error`]). A [`session::Session`] runs the statements
+//! one after the other: the DDL builds its [`catalog`], `SET` its options, and results print
+//! as Flink's client prints them ([`tableau`]).
 //!
 //! Layer 11 of 12: above `jobs`, below the `hummer` facade (the layers are listed in
 //! `tests/layering.rs`). Issue 31 builds the rest here: the catalog, the planner onto Hummer's
@@ -10,10 +12,14 @@
 
 #![warn(missing_docs)]
 
+pub mod catalog;
 pub mod dialect;
 pub mod error;
 pub mod script;
+pub mod session;
 pub mod statement;
+pub mod tableau;
 pub mod types;
 
 pub use error::{Position, Result, SqlError};
+pub use session::{Outcome, Session};

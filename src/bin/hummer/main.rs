@@ -5,6 +5,7 @@ mod image;
 mod kafka;
 mod nexmark;
 mod run;
+mod sql;
 mod wordcount;
 
 use std::process::ExitCode;
@@ -48,6 +49,8 @@ enum Command {
     Nexmark(nexmark::Args),
     /// Create, fill or check Kafka topics of the Kafka jobs.
     Kafka(kafka::Args),
+    /// Run a Flink SQL script (`-f FILE`, `-e 'STATEMENTS'`) or statements from standard input.
+    Sql(sql::Args),
 }
 
 fn main() -> ExitCode {
@@ -79,6 +82,7 @@ fn main() -> ExitCode {
         Command::Image(args) => image::run(args),
         Command::Nexmark(args) => nexmark::run(args),
         Command::Kafka(args) => kafka::run(args),
+        Command::Sql(args) => sql::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

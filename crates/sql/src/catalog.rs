@@ -1,0 +1,164 @@
+//! The session's catalog: the tables, views and functions that statements created, by name.
+//!
+//! Names are case-sensitive, as in Flink (`bid` and `Bid` are two tables); a name that does
+//! not resolve is refused with the nearest existing one. Flink's default catalog and database
+//! are the only ones, so `default_catalog.default_database.t` is `t`.
+
+use std::collections::BTreeMap;
+
+use crate::error::{Position, Result, SqlError};
+use crate::statement::{ObjectKind, TableDefinition};
+
+/// A view: a named query.
+#[derive(Debug, Clone)]
+pub struct View {
+    /// Column names given to the query's columns, if any.
+    pub columns: Vec<String>,
+    /// The query.
+    pub query: Box<sqlparser::ast::Query>,
+}
+
+/// What a session knows by name.
+#[derive(Debug, Clone, Default)]
+pub struct Catalog {
+    tables: BTreeMap<String, TableDefinition>,
+    views: BTreeMap<String, View>,
+    /// SQL name -> the class it was created with.
+    functions: BTreeMap<String, String>,
+}
+
+impl Catalog {
+    /// Adds a table; refused if a table or view of that name exists (unless `IF NOT EXISTS`,
+    /// then the existing one stays).
+    pub fn create_table(&mut self, table: TableDefinition) -> Result<()> {
+        if self.exists(&table.name) {
+            return match table.if_not_exists {
+                true => Ok(()),
+                false => Err(already_exists(table.at, &table.name)),
+            };
+        }
+        self.tables.insert(table.name.clone(), table);
+        Ok(())
+    }
+
+    /// Adds a view, as [`Catalog::create_table`].
+    pub fn create_view(
+        &mut self,
+        name: String,
+        view: View,
+        if_not_exists: bool,
+        at: Position,
+    ) -> Result<()> {
+        if self.exists(&name) {
+            return match if_not_exists {
+                true => Ok(()),
+                false => Err(already_exists(at, &name)),
+            };
+        }
+        self.views.insert(name, view);
+        Ok(())
+    }
+
+    /// Names `class` as the SQL function `name`.
+    pub fn create_function(
+        &mut self,
+        name: String,
+        class: String,
+        if_not_exists: bool,
+        at: Position,
+    ) -> Result<()> {
+        if self.functions.contains_key(&name) {
+            return match if_not_exists {
+                true => Ok(()),
+                false => Err(SqlError::Invalid {
+                    at,
+                    message: format!("a function named '{name}' exists already"),
+                }),
+            };
+        }
+        self.functions.insert(name, class);
+        Ok(())
+    }
+
+    /// Removes an object; an unknown one is refused unless `IF EXISTS`.
+    pub fn drop(
+        &mut self,
+        kind: ObjectKind,
+        name: &str,
+        if_exists: bool,
+        at: Position,
+    ) -> Result<()> {
+        let removed = match kind {
+            ObjectKind::Table => self.tables.remove(name).is_some(),
+            ObjectKind::View => self.views.remove(name).is_some(),
+            ObjectKind::Function => self.functions.remove(name).is_some(),
+        };
+        if removed || if_exists {
+            return Ok(());
+        }
+        Err(SqlError::unknown(
+            at,
+            kind_name(kind),
+            name,
+            self.names(kind),
+        ))
+    }
+
+    /// The table `name`.
+    pub fn table(&self, name: &str, at: Position) -> Result<&TableDefinition> {
+        self.tables
+            .get(name)
+            .ok_or_else(|| self.not_found(name, at))
+    }
+
+    /// The view `name`, if there is one.
+    pub fn view(&self, name: &str) -> Option<&View> {
+        self.views.get(name)
+    }
+
+    /// The class of function `name`, if it was created.
+    pub fn function(&self, name: &str) -> Option<&str> {
+        self.functions.get(name).map(String::as_str)
+    }
+
+    /// The names of the objects of `kind`, sorted.
+    pub fn names(&self, kind: ObjectKind) -> impl Iterator<Item = &str> {
+        let names: Box<dyn Iterator<Item = &String>> = match kind {
+            ObjectKind::Table => Box::new(self.tables.keys()),
+            ObjectKind::View => Box::new(self.views.keys()),
+            ObjectKind::Function => Box::new(self.functions.keys()),
+        };
+        names.map(String::as_str)
+    }
+
+    /// A table or view `name` that does not exist, with the nearest that does.
+    pub fn not_found(&self, name: &str, at: Position) -> SqlError {
+        let candidates = self
+            .tables
+            .keys()
+            .chain(self.views.keys())
+            .map(String::as_str);
+        SqlError::unknown(at, "table or view", name, candidates)
+    }
+
+    fn exists(&self, name: &str) -> bool {
+        self.tables.contains_key(name) || self.views.contains_key(name)
+    }
+}
+
+fn already_exists(at: Position, name: &str) -> SqlError {
+    SqlError::Invalid {
+        at,
+        message: format!(
+            "a table or view named '{name}' exists already (CREATE .. IF NOT EXISTS keeps it)"
+        ),
+    }
+}
+
+fn kind_name(kind: ObjectKind) -> &'static str {
+    match kind {
+        ObjectKind::Table => "table",
+        ObjectKind::View => "view",
+        ObjectKind::Function => "function",
+    }
+}

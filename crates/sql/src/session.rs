@@ -1,0 +1,421 @@
+//! A SQL session: the catalog and the options a script's statements build up, and what each
+//! statement does to them.
+//!
+//! `SET` takes Flink's option names. The options Hummer applies are checked when set (a bad
+//! value is refused with what it takes); options of Flink's planner that have no meaning
+//! here (`table.exec.mini-batch.*`, say) are accepted with a one-line note, as a script
+//! written for Flink must run unchanged.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use crate::catalog::{Catalog, View};
+use crate::error::{Position, Result, SqlError};
+use crate::script::split;
+use crate::statement::{self, ColumnKind, ObjectKind, SUPPORTED_STATEMENTS, Statement};
+use crate::tableau::Table;
+
+/// What a statement gives back to show.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// A line of information (`[INFO] ...`).
+    Info(String),
+    /// A result table.
+    Table(Table),
+    /// The client is to end (`QUIT`).
+    Quit,
+}
+
+/// An option Hummer applies, and what its value must be.
+struct KnownOption {
+    key: &'static str,
+    check: fn(&str) -> std::result::Result<(), String>,
+}
+
+/// The options a script may set that Hummer applies.
+const OPTIONS: &[KnownOption] = &[
+    KnownOption {
+        key: "parallelism.default",
+        check: |v| positive(v).map(|_| ()),
+    },
+    KnownOption {
+        key: "table.local-time-zone",
+        check: |v| non_empty(v),
+    },
+    KnownOption {
+        key: "execution.checkpointing.interval",
+        check: |v| parse_duration(v).map(|_| ()),
+    },
+    KnownOption {
+        key: "state.checkpoints.dir",
+        check: |v| non_empty(v),
+    },
+    KnownOption {
+        key: "pipeline.name",
+        check: |v| non_empty(v),
+    },
+    KnownOption {
+        key: "table.dml-sync",
+        check: |v| boolean(v).map(|_| ()),
+    },
+    KnownOption {
+        key: "execution.runtime-mode",
+        check: |v| match v.to_ascii_lowercase().as_str() {
+            "streaming" | "batch" | "automatic" => Ok(()),
+            _ => Err("it is 'streaming', 'batch' or 'automatic'".into()),
+        },
+    },
+    KnownOption {
+        key: "sql-client.execution.result-mode",
+        check: |v| match v.to_ascii_lowercase().as_str() {
+            "table" | "changelog" | "tableau" => Ok(()),
+            _ => Err("it is 'table', 'changelog' or 'tableau'".into()),
+        },
+    },
+];
+
+/// A session: what the statements so far created and set.
+#[derive(Debug, Clone, Default)]
+pub struct Session {
+    /// Tables, views and functions.
+    pub catalog: Catalog,
+    /// The options set, by key.
+    pub options: BTreeMap<String, String>,
+}
+
+impl Session {
+    /// A new session without tables or options.
+    pub fn new() -> Self {
+        Session::default()
+    }
+
+    /// Runs every statement of `script` in order, handing each outcome to `show`; stops at
+    /// the first error (nothing after it runs) or at `QUIT`.
+    pub fn run_script(&mut self, script: &str, mut show: impl FnMut(&Outcome)) -> Result<()> {
+        for text in split(script)? {
+            let parsed = statement::parse(&text)?;
+            let outcome = self.execute(parsed).map_err(|e| e.within(text.start))?;
+            show(&outcome);
+            if outcome == Outcome::Quit {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs one statement; positions in its errors are relative to the statement.
+    pub fn execute(&mut self, statement: Statement) -> Result<Outcome> {
+        match statement {
+            Statement::Set(None) => Ok(Outcome::Table(Table {
+                header: vec!["key".into(), "value".into()],
+                rows: self
+                    .options
+                    .iter()
+                    .map(|(k, v)| vec![k.clone(), v.clone()])
+                    .collect(),
+            })),
+            Statement::Set(Some((key, value))) => self.set(key, value),
+            Statement::Reset(None) => {
+                self.options.clear();
+                Ok(info(
+                    "All session properties have been set to their default values.",
+                ))
+            }
+            Statement::Reset(Some(key)) => {
+                self.options.remove(&key);
+                Ok(info(&format!("Session property '{key}' has been reset.")))
+            }
+            Statement::CreateTable(table) => {
+                self.catalog.create_table(*table)?;
+                Ok(info("Execute statement succeeded."))
+            }
+            Statement::CreateView {
+                name,
+                columns,
+                query,
+                if_not_exists,
+                at,
+            } => {
+                self.catalog
+                    .create_view(name, View { columns, query }, if_not_exists, at)?;
+                Ok(info("Execute statement succeeded."))
+            }
+            Statement::CreateFunction {
+                name,
+                class,
+                if_not_exists,
+                at,
+            } => {
+                self.catalog
+                    .create_function(name, class, if_not_exists, at)?;
+                Ok(info("Execute statement succeeded."))
+            }
+            Statement::Drop {
+                kind,
+                name,
+                if_exists,
+                at,
+            } => {
+                self.catalog.drop(kind, &name, if_exists, at)?;
+                Ok(info("Execute statement succeeded."))
+            }
+            Statement::Show(kind) => {
+                let header = match kind {
+                    ObjectKind::Table => "table name",
+                    ObjectKind::View => "view name",
+                    ObjectKind::Function => "function name",
+                };
+                let mut names: Vec<String> = self.catalog.names(kind).map(str::to_string).collect();
+                if kind == ObjectKind::Table {
+                    // Flink lists views among the tables.
+                    names.extend(self.catalog.names(ObjectKind::View).map(str::to_string));
+                    names.sort();
+                }
+                Ok(Outcome::Table(Table::column(header, names)))
+            }
+            Statement::Describe { name, at } => self.describe(&name, at),
+            Statement::Help => Ok(info(&format!(
+                "Hummer runs Flink SQL: {SUPPORTED_STATEMENTS}."
+            ))),
+            Statement::Quit => Ok(Outcome::Quit),
+            Statement::Explain(_) | Statement::Insert(..) | Statement::Query(..) => {
+                let at = match &statement {
+                    Statement::Insert(_, at) | Statement::Query(_, at) => *at,
+                    _ => Position::new(1, 1),
+                };
+                Err(SqlError::Unsupported {
+                    at,
+                    what: "running a query".into(),
+                    supported: "this build parses queries but does not plan them yet (issue \
+                                31); DDL, SET, SHOW and DESCRIBE run"
+                        .into(),
+                })
+            }
+        }
+    }
+
+    /// `SET key = value`: checked if Hummer applies the option, noted if it does not.
+    fn set(&mut self, key: String, value: String) -> Result<Outcome> {
+        let outcome = match OPTIONS.iter().find(|o| o.key == key) {
+            Some(option) => {
+                (option.check)(&value).map_err(|why| SqlError::Invalid {
+                    at: Position::new(1, 1),
+                    message: format!("'{value}' is not a value of '{key}': {why}"),
+                })?;
+                info("Execute statement succeeded.")
+            }
+            None => info(&format!(
+                "Session property '{key}' is accepted and has no effect in Hummer (it applies \
+                 options {}).",
+                OPTIONS.iter().map(|o| o.key).collect::<Vec<_>>().join(", ")
+            )),
+        };
+        self.options.insert(key, value);
+        Ok(outcome)
+    }
+
+    /// `DESCRIBE name`, as Flink's client shows a table: name, type, null, key, extras,
+    /// watermark.
+    fn describe(&self, name: &str, at: Position) -> Result<Outcome> {
+        if self.catalog.view(name).is_some() {
+            return Err(SqlError::Unsupported {
+                at,
+                what: format!("DESCRIBE of the view '{name}'"),
+                supported: "DESCRIBE of a table is (a view's columns are known once queries are \
+                            planned)"
+                    .into(),
+            });
+        }
+        let table = self.catalog.table(name, at)?;
+        let rows = table
+            .columns
+            .iter()
+            .map(|c| {
+                let (ty, null, extras) = match &c.kind {
+                    ColumnKind::Physical(t) => (
+                        t.ty.to_string(),
+                        if t.nullable { "TRUE" } else { "FALSE" },
+                        String::new(),
+                    ),
+                    ColumnKind::Computed(e) => (String::new(), "TRUE", format!("AS {e}")),
+                };
+                let key = if table.primary_key.contains(&c.name) {
+                    format!("PRI({})", table.primary_key.join(", "))
+                } else {
+                    String::new()
+                };
+                let watermark = match &table.watermark {
+                    Some(w) if w.column == c.name => w.expr.to_string(),
+                    _ => String::new(),
+                };
+                vec![c.name.clone(), ty, null.to_string(), key, extras, watermark]
+            })
+            .collect();
+        Ok(Outcome::Table(Table {
+            header: ["name", "type", "null", "key", "extras", "watermark"]
+                .map(String::from)
+                .to_vec(),
+            rows,
+        }))
+    }
+
+    /// The parallelism the session's jobs run at, if `parallelism.default` is set.
+    pub fn parallelism(&self) -> Option<usize> {
+        self.options
+            .get("parallelism.default")
+            .and_then(|v| positive(v).ok())
+    }
+
+    /// The checkpoint interval, if `execution.checkpointing.interval` is set.
+    pub fn checkpoint_interval(&self) -> Option<Duration> {
+        self.options
+            .get("execution.checkpointing.interval")
+            .and_then(|v| parse_duration(v).ok())
+    }
+}
+
+fn info(message: &str) -> Outcome {
+    Outcome::Info(format!("[INFO] {message}"))
+}
+
+fn positive(v: &str) -> std::result::Result<usize, String> {
+    match v.trim().parse::<usize>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err("it is a whole number of at least 1".into()),
+    }
+}
+
+fn boolean(v: &str) -> std::result::Result<bool, String> {
+    match v.trim().to_ascii_lowercase().as_str() {
+        "true" => Ok(true),
+        "false" => Ok(false),
+        _ => Err("it is 'true' or 'false'".into()),
+    }
+}
+
+fn non_empty(v: &str) -> std::result::Result<(), String> {
+    if v.trim().is_empty() {
+        Err("it may not be empty".into())
+    } else {
+        Ok(())
+    }
+}
+
+/// A duration as Flink writes one: a number and a unit (`10 s`, `500ms`, `1 min`, `2h`,
+/// `1 d`; milliseconds without a unit).
+pub fn parse_duration(text: &str) -> std::result::Result<Duration, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let bad = || format!("'{text}' is not a duration such as '10 s', '500 ms' or '1 min'");
+    let n: u64 = number.parse().map_err(|_| bad())?;
+    let millis = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "ms" | "milli" | "millis" | "millisecond" | "milliseconds" => n,
+        "s" | "sec" | "secs" | "second" | "seconds" => n.saturating_mul(1000),
+        "m" | "min" | "mins" | "minute" | "minutes" => n.saturating_mul(60_000),
+        "h" | "hour" | "hours" => n.saturating_mul(3_600_000),
+        "d" | "day" | "days" => n.saturating_mul(86_400_000),
+        _ => return Err(bad()),
+    };
+    Ok(Duration::from_millis(millis))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(session: &mut Session, script: &str) -> Result<Vec<Outcome>> {
+        let mut outcomes = Vec::new();
+        session.run_script(script, |o| outcomes.push(o.clone()))?;
+        Ok(outcomes)
+    }
+
+    #[test]
+    fn ddl_builds_the_catalog_that_show_and_describe_list() {
+        let mut s = Session::new();
+        let out = run(
+            &mut s,
+            "CREATE TABLE bid (auction BIGINT NOT NULL, price BIGINT, ts TIMESTAMP(3),\n\
+             WATERMARK FOR ts AS ts - INTERVAL '4' SECOND, PRIMARY KEY (auction) NOT ENFORCED)\n\
+             WITH ('connector' = 'blackhole');\n\
+             CREATE VIEW v AS SELECT auction FROM bid;\n\
+             SHOW TABLES; DESCRIBE bid;",
+        )
+        .unwrap();
+        assert_eq!(out.len(), 4);
+        let Outcome::Table(tables) = &out[2] else {
+            panic!("{:?}", out[2])
+        };
+        assert_eq!(tables.rows, [["bid"], ["v"]]);
+        let Outcome::Table(columns) = &out[3] else {
+            panic!("{:?}", out[3])
+        };
+        assert_eq!(
+            columns.rows[0],
+            ["auction", "BIGINT", "FALSE", "PRI(auction)", "", ""]
+        );
+        assert_eq!(columns.rows[2][5], "ts - INTERVAL '4' SECOND");
+    }
+
+    #[test]
+    fn a_duplicate_or_unknown_name_is_refused_with_where_and_what() {
+        let mut s = Session::new();
+        let e = run(&mut s, "CREATE TABLE t (a INT);\nCREATE TABLE t (b INT)").unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("line 2, column 1: a table or view named 't'"),
+            "{e}"
+        );
+        let e = run(&mut s, "DESCRIBE tt").unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "line 1, column 10: table or view 'tt' not found; did you mean 't'?"
+        );
+        assert!(run(&mut s, "CREATE TABLE IF NOT EXISTS t (c INT)").is_ok());
+    }
+
+    #[test]
+    fn options_hummer_applies_are_checked_and_others_are_noted() {
+        let mut s = Session::new();
+        run(
+            &mut s,
+            "SET 'parallelism.default' = '3'; SET 'execution.checkpointing.interval' = '10 s'",
+        )
+        .unwrap();
+        assert_eq!(s.parallelism(), Some(3));
+        assert_eq!(s.checkpoint_interval(), Some(Duration::from_secs(10)));
+        let e = run(&mut s, "SET 'parallelism.default' = 'many'")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("'many' is not a value of 'parallelism.default'"),
+            "{e}"
+        );
+        let out = run(&mut s, "SET 'table.exec.mini-batch.enabled' = 'true'").unwrap();
+        let Outcome::Info(note) = &out[0] else {
+            panic!()
+        };
+        assert!(note.contains("has no effect in Hummer"), "{note}");
+    }
+
+    #[test]
+    fn durations_read_as_flink_writes_them() {
+        for (text, ms) in [
+            ("10 s", 10_000),
+            ("500ms", 500),
+            ("1 min", 60_000),
+            ("2h", 7_200_000),
+            ("250", 250),
+        ] {
+            assert_eq!(
+                parse_duration(text),
+                Ok(Duration::from_millis(ms)),
+                "{text}"
+            );
+        }
+        assert!(parse_duration("ten seconds").is_err());
+        assert!(parse_duration("5 fortnights").is_err());
+    }
+}
