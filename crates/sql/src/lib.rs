@@ -20,6 +20,7 @@ pub mod session;
 pub mod statement;
 pub mod tableau;
 pub mod types;
+pub mod value;
 
 pub use error::{Position, Result, SqlError};
 pub use session::{Outcome, Session};
