@@ -15,6 +15,8 @@
 pub mod catalog;
 pub mod dialect;
 pub mod error;
+pub mod expr;
+pub mod schema;
 pub mod script;
 pub mod session;
 pub mod statement;

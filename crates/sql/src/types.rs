@@ -18,6 +18,8 @@ pub const STRING_LENGTH: u32 = i32::MAX as u32;
 /// A SQL type, without its nullability ([`DataType`] has both).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum SqlType {
+    /// The type of the literal `NULL`, which takes the type of what it meets.
+    Null,
     /// `BOOLEAN`.
     Boolean,
     /// `TINYINT`: 8 bits.
@@ -126,6 +128,7 @@ impl SqlType {
 impl fmt::Display for SqlType {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            SqlType::Null => f.write_str("NULL"),
             SqlType::Boolean => f.write_str("BOOLEAN"),
             SqlType::TinyInt => f.write_str("TINYINT"),
             SqlType::SmallInt => f.write_str("SMALLINT"),

@@ -1,0 +1,1046 @@
+//! Binding: a `sqlparser` expression resolved against a [`Schema`] and typed by Flink's
+//! rules, or refused with the line and column of what is wrong.
+//!
+//! Numeric types widen `TINYINT` < `SMALLINT` < `INT` < `BIGINT` < `DECIMAL` < `FLOAT` <
+//! `DOUBLE`; an integer meets a decimal as `DECIMAL(10, 0)` (`INT`) or `DECIMAL(19, 0)`
+//! (`BIGINT`); a decimal result's precision and scale follow Flink's `LogicalTypeMerging`.
+
+use sqlparser::ast::{self, BinaryOperator, CastKind, Spanned, UnaryOperator};
+
+use super::functions::{LikePattern, TrimSide};
+use super::{Arith, Compare, Expr, Function, Typed};
+use crate::error::{Position, Result, SqlError};
+use crate::schema::Schema;
+use crate::types::{DataType, SqlType, from_sqlparser};
+use crate::value::Value;
+
+/// Binds `expr` to the columns of `schema`.
+pub fn bind(expr: &ast::Expr, schema: &Schema) -> Result<Typed> {
+    Binder { schema }.bind(expr)
+}
+
+struct Binder<'a> {
+    schema: &'a Schema,
+}
+
+/// Where an expression starts.
+fn at(expr: &ast::Expr) -> Position {
+    let start = expr.span().start;
+    Position::new(start.line.max(1), start.column.max(1))
+}
+
+fn typed(expr: Expr, ty: SqlType, nullable: bool) -> Typed {
+    Typed {
+        expr,
+        ty: DataType { ty, nullable },
+    }
+}
+
+/// Numeric rank for widening.
+fn rank(ty: &SqlType) -> Option<u8> {
+    Some(match ty {
+        SqlType::TinyInt => 1,
+        SqlType::SmallInt => 2,
+        SqlType::Int => 3,
+        SqlType::BigInt => 4,
+        SqlType::Decimal { .. } => 5,
+        SqlType::Float => 6,
+        SqlType::Double => 7,
+        _ => return None,
+    })
+}
+
+/// An exact numeric type as a decimal's precision and scale.
+fn as_decimal(ty: &SqlType) -> (u8, u8) {
+    match ty {
+        SqlType::TinyInt => (3, 0),
+        SqlType::SmallInt => (5, 0),
+        SqlType::Int => (10, 0),
+        SqlType::BigInt => (19, 0),
+        SqlType::Decimal { precision, scale } => (*precision, *scale),
+        _ => (38, 0),
+    }
+}
+
+fn decimal(precision: i32, scale: i32) -> SqlType {
+    // Flink's adjustment when the exact result would not fit 38 digits: keep the integral
+    // digits, and at least 6 fraction digits.
+    let (precision, scale) = if precision > 38 {
+        let integral = precision - scale;
+        (38, (38 - integral).max(scale.min(6)))
+    } else {
+        (precision, scale)
+    };
+    SqlType::Decimal {
+        precision: precision.clamp(1, 38) as u8,
+        scale: scale.clamp(0, 38) as u8,
+    }
+}
+
+/// The type `a op b` is computed in, for two numeric types.
+fn arith_type(op: Arith, a: &SqlType, b: &SqlType) -> SqlType {
+    let (ra, rb) = (rank(a).unwrap_or(7), rank(b).unwrap_or(7));
+    if ra >= 6 || rb >= 6 {
+        return SqlType::Double;
+    }
+    if ra < 5 && rb < 5 {
+        return if ra >= rb { a.clone() } else { b.clone() };
+    }
+    let ((p1, s1), (p2, s2)) = (as_decimal(a), as_decimal(b));
+    let (p1, s1, p2, s2) = (i32::from(p1), i32::from(s1), i32::from(p2), i32::from(s2));
+    match op {
+        Arith::Add | Arith::Subtract => {
+            let s = s1.max(s2);
+            decimal((p1 - s1).max(p2 - s2) + s + 1, s)
+        }
+        Arith::Multiply => decimal(p1 + p2, s1 + s2),
+        Arith::Divide => {
+            let s = 6.max(s1 + p2 + 1);
+            decimal(p1 - s1 + s2 + s, s)
+        }
+        Arith::Modulo => {
+            let s = s1.max(s2);
+            decimal((p1 - s1).min(p2 - s2) + s, s)
+        }
+    }
+}
+
+/// The type values of `a` and `b` share (a `CASE`'s results, `COALESCE`'s arguments, the
+/// two sides of a comparison), if they have one.
+pub fn common_type(a: &SqlType, b: &SqlType) -> Option<SqlType> {
+    if a == b {
+        return Some(a.clone());
+    }
+    match (a, b) {
+        (SqlType::Null, t) | (t, SqlType::Null) => Some(t.clone()),
+        (x, y) if rank(x).is_some() && rank(y).is_some() => {
+            if rank(x)? >= 6 || rank(y)? >= 6 {
+                return Some(SqlType::Double);
+            }
+            if rank(x)? < 5 && rank(y)? < 5 {
+                return Some(if rank(x)? >= rank(y)? {
+                    x.clone()
+                } else {
+                    y.clone()
+                });
+            }
+            let ((p1, s1), (p2, s2)) = (as_decimal(x), as_decimal(y));
+            let s = s1.max(s2);
+            Some(decimal(
+                i32::from((p1 - s1).max(p2 - s2)) + i32::from(s),
+                i32::from(s),
+            ))
+        }
+        (x, y) if x.is_string() && y.is_string() => Some(SqlType::STRING),
+        (SqlType::Timestamp(p), SqlType::Timestamp(q)) => Some(SqlType::Timestamp(*p.max(q))),
+        (SqlType::TimestampLtz(p), SqlType::TimestampLtz(q)) => {
+            Some(SqlType::TimestampLtz(*p.max(q)))
+        }
+        _ => None,
+    }
+}
+
+impl Binder<'_> {
+    fn bind(&self, expr: &ast::Expr) -> Result<Typed> {
+        use ast::Expr as E;
+        let here = at(expr);
+        match expr {
+            E::Identifier(ident) => self.column(&ident.value, here),
+            E::CompoundIdentifier(parts) => match parts.last() {
+                Some(last) => self.column(&last.value, here),
+                None => Err(self.unsupported(expr, "an empty name")),
+            },
+            E::Nested(inner) => self.bind(inner),
+            E::Value(v) => literal(&v.value, here),
+            E::UnaryOp { op, expr: inner } => {
+                let e = self.bind(inner)?;
+                match op {
+                    UnaryOperator::Not => {
+                        self.expect_boolean(&e, inner)?;
+                        Ok(typed(
+                            Expr::Not(Box::new(e.expr)),
+                            SqlType::Boolean,
+                            e.ty.nullable,
+                        ))
+                    }
+                    UnaryOperator::Minus => {
+                        self.expect_numeric(&e, inner)?;
+                        Ok(Typed {
+                            expr: Expr::Negate(Box::new(e.expr)),
+                            ty: e.ty,
+                        })
+                    }
+                    UnaryOperator::Plus => {
+                        self.expect_numeric(&e, inner)?;
+                        Ok(e)
+                    }
+                    other => Err(self.unsupported(expr, &format!("the operator {other}"))),
+                }
+            }
+            E::BinaryOp { left, op, right } => self.binary(expr, left, op, right),
+            E::IsNull(inner) | E::IsNotNull(inner) => {
+                let e = self.bind(inner)?;
+                let negated = matches!(expr, E::IsNotNull(_));
+                Ok(typed(
+                    Expr::IsNull(Box::new(e.expr), negated),
+                    SqlType::Boolean,
+                    false,
+                ))
+            }
+            E::IsTrue(inner) | E::IsNotTrue(inner) | E::IsFalse(inner) | E::IsNotFalse(inner) => {
+                let e = self.bind(inner)?;
+                self.expect_boolean(&e, inner)?;
+                let wanted = matches!(expr, E::IsTrue(_) | E::IsNotTrue(_));
+                let negated = matches!(expr, E::IsNotTrue(_) | E::IsNotFalse(_));
+                // `x IS TRUE` is `COALESCE(x = TRUE, FALSE)`: never NULL.
+                let is = Expr::Coalesce(vec![
+                    Expr::Compare {
+                        op: Compare::Eq,
+                        left: Box::new(e.expr),
+                        right: Box::new(Expr::Literal(Value::Boolean(wanted))),
+                    },
+                    Expr::Literal(Value::Boolean(false)),
+                ]);
+                let is = if negated { Expr::Not(Box::new(is)) } else { is };
+                Ok(typed(is, SqlType::Boolean, false))
+            }
+            E::Between {
+                expr: value,
+                negated,
+                low,
+                high,
+            } => {
+                let ge = self.comparison(Compare::GtEq, value, low)?;
+                let le = self.comparison(Compare::LtEq, value, high)?;
+                let nullable = ge.ty.nullable || le.ty.nullable;
+                let both = Expr::And(vec![ge.expr, le.expr]);
+                let e = if *negated {
+                    Expr::Not(Box::new(both))
+                } else {
+                    both
+                };
+                Ok(typed(e, SqlType::Boolean, nullable))
+            }
+            E::In {
+                expr: value,
+                target: ast::InTarget::List(list),
+                negated,
+                ..
+            } => {
+                let v = self.bind(value)?;
+                let mut nullable = v.ty.nullable;
+                let mut items = Vec::with_capacity(list.len());
+                for item in list {
+                    let i = self.bind(item)?;
+                    if common_type(&v.ty.ty, &i.ty.ty).is_none() {
+                        return Err(SqlError::Invalid {
+                            at: at(item),
+                            message: format!("IN compares {} with {}", v.ty.ty, i.ty.ty),
+                        });
+                    }
+                    nullable |= i.ty.nullable;
+                    items.push(i.expr);
+                }
+                Ok(typed(
+                    Expr::InList {
+                        expr: Box::new(v.expr),
+                        list: items,
+                        negated: *negated,
+                    },
+                    SqlType::Boolean,
+                    nullable,
+                ))
+            }
+            E::Like {
+                negated,
+                any: false,
+                expr: value,
+                pattern,
+                escape_char,
+            } => {
+                let v = self.bind(value)?;
+                self.expect_string(&v, value)?;
+                let ast::Expr::Value(p) = pattern.as_ref() else {
+                    return Err(self.unsupported(pattern, "a LIKE pattern that is not a literal"));
+                };
+                let ast::Value::SingleQuotedString(text) = &p.value else {
+                    return Err(self.unsupported(pattern, "a LIKE pattern that is not a string"));
+                };
+                let escape = match escape_char.as_deref() {
+                    None => None,
+                    Some(ast::Expr::Value(v)) => match &v.value {
+                        ast::Value::SingleQuotedString(e) if e.chars().count() == 1 => {
+                            e.chars().next()
+                        }
+                        _ => {
+                            return Err(
+                                self.unsupported(expr, "an ESCAPE that is not one character")
+                            );
+                        }
+                    },
+                    Some(other) => {
+                        return Err(self.unsupported(other, "an ESCAPE that is not a literal"));
+                    }
+                };
+                let compiled =
+                    LikePattern::new(text, escape).map_err(|message| SqlError::Invalid {
+                        at: at(pattern),
+                        message,
+                    })?;
+                let like = Expr::Call {
+                    function: Function::Like(compiled),
+                    args: vec![v.expr],
+                };
+                let e = if *negated {
+                    Expr::Not(Box::new(like))
+                } else {
+                    like
+                };
+                Ok(typed(e, SqlType::Boolean, v.ty.nullable))
+            }
+            E::Case {
+                operand,
+                conditions,
+                else_result,
+                ..
+            } => {
+                let mut branches = Vec::with_capacity(conditions.len());
+                let mut ty = SqlType::Null;
+                let mut nullable = else_result.is_none();
+                for when in conditions {
+                    let condition = match operand {
+                        Some(op) => self.comparison(Compare::Eq, op, &when.condition)?,
+                        None => {
+                            let c = self.bind(&when.condition)?;
+                            self.expect_boolean(&c, &when.condition)?;
+                            c
+                        }
+                    };
+                    let result = self.bind(&when.result)?;
+                    ty = self.merge(&ty, &result.ty.ty, &when.result)?;
+                    nullable |= result.ty.nullable;
+                    branches.push((condition.expr, result.expr));
+                }
+                let otherwise = match else_result {
+                    Some(e) => {
+                        let r = self.bind(e)?;
+                        ty = self.merge(&ty, &r.ty.ty, e)?;
+                        nullable |= r.ty.nullable;
+                        r.expr
+                    }
+                    None => Expr::Literal(Value::Null),
+                };
+                let branches = branches
+                    .into_iter()
+                    .map(|(c, r)| (c, coerce(r, &ty)))
+                    .collect();
+                Ok(typed(
+                    Expr::Case {
+                        branches,
+                        otherwise: Box::new(coerce(otherwise, &ty)),
+                    },
+                    ty,
+                    nullable,
+                ))
+            }
+            E::Cast {
+                kind,
+                expr: value,
+                data_type,
+                ..
+            } => {
+                let v = self.bind(value)?;
+                let Some(to) = from_sqlparser(data_type) else {
+                    return Err(SqlError::Unsupported {
+                        at: here,
+                        what: format!("the type {data_type}"),
+                        supported: "Flink's types are".into(),
+                    });
+                };
+                let try_cast = matches!(kind, CastKind::TryCast | CastKind::SafeCast);
+                Ok(typed(
+                    Expr::Cast {
+                        expr: Box::new(v.expr),
+                        to: to.ty.clone(),
+                        try_cast,
+                    },
+                    to.ty,
+                    v.ty.nullable || try_cast,
+                ))
+            }
+            E::Substring {
+                expr: value,
+                substring_from,
+                substring_for,
+                ..
+            } => {
+                let mut args = vec![value.as_ref()];
+                args.extend(substring_from.as_deref());
+                args.extend(substring_for.as_deref());
+                self.call(expr, "SUBSTRING", &args)
+            }
+            E::Trim {
+                trim_where,
+                trim_what,
+                expr: value,
+                ..
+            } => {
+                let side = match trim_where {
+                    Some(ast::TrimWhereField::Leading) => TrimSide::Leading,
+                    Some(ast::TrimWhereField::Trailing) => TrimSide::Trailing,
+                    _ => TrimSide::Both,
+                };
+                let v = self.bind(value)?;
+                self.expect_string(&v, value)?;
+                let mut args = vec![v.expr];
+                let mut nullable = v.ty.nullable;
+                if let Some(what) = trim_what {
+                    let w = self.bind(what)?;
+                    self.expect_string(&w, what)?;
+                    nullable |= w.ty.nullable;
+                    args.push(w.expr);
+                }
+                Ok(typed(
+                    Expr::Call {
+                        function: Function::Trim(side),
+                        args,
+                    },
+                    SqlType::STRING,
+                    nullable,
+                ))
+            }
+            E::Position { expr: needle, r#in } => {
+                self.call(expr, "POSITION", &[needle.as_ref(), r#in.as_ref()])
+            }
+            E::Function(f) => {
+                let name = f.name.to_string().to_uppercase();
+                let ast::FunctionArguments::List(list) = &f.args else {
+                    return Err(self.unsupported(expr, &format!("{name} without arguments")));
+                };
+                if f.over.is_some() || f.filter.is_some() || list.duplicate_treatment.is_some() {
+                    return Err(self.unsupported(
+                        expr,
+                        &format!("the aggregate or window function {name} here"),
+                    ));
+                }
+                let mut args = Vec::with_capacity(list.args.len());
+                for a in &list.args {
+                    match a {
+                        ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => args.push(e),
+                        _ => {
+                            return Err(self.unsupported(
+                                expr,
+                                &format!("an argument of {name} of this form"),
+                            ));
+                        }
+                    }
+                }
+                self.call(expr, &name, &args)
+            }
+            other => Err(self.unsupported(other, "this expression")),
+        }
+    }
+
+    fn column(&self, name: &str, here: Position) -> Result<Typed> {
+        let index = self.schema.index_of(name, here)?;
+        let ty = self.schema.columns[index].ty.clone();
+        Ok(Typed {
+            expr: Expr::Column(index),
+            ty,
+        })
+    }
+
+    fn binary(
+        &self,
+        whole: &ast::Expr,
+        left: &ast::Expr,
+        op: &BinaryOperator,
+        right: &ast::Expr,
+    ) -> Result<Typed> {
+        let arith = match op {
+            BinaryOperator::Plus => Some(Arith::Add),
+            BinaryOperator::Minus => Some(Arith::Subtract),
+            BinaryOperator::Multiply => Some(Arith::Multiply),
+            BinaryOperator::Divide => Some(Arith::Divide),
+            BinaryOperator::Modulo => Some(Arith::Modulo),
+            _ => None,
+        };
+        if let Some(arith) = arith {
+            return self.arithmetic(arith, left, right);
+        }
+        let compare = match op {
+            BinaryOperator::Eq => Some(Compare::Eq),
+            BinaryOperator::NotEq => Some(Compare::NotEq),
+            BinaryOperator::Lt => Some(Compare::Lt),
+            BinaryOperator::LtEq => Some(Compare::LtEq),
+            BinaryOperator::Gt => Some(Compare::Gt),
+            BinaryOperator::GtEq => Some(Compare::GtEq),
+            _ => None,
+        };
+        if let Some(compare) = compare {
+            return self.comparison(compare, left, right);
+        }
+        match op {
+            BinaryOperator::And | BinaryOperator::Or => {
+                let (l, r) = (self.bind(left)?, self.bind(right)?);
+                self.expect_boolean(&l, left)?;
+                self.expect_boolean(&r, right)?;
+                let nullable = l.ty.nullable || r.ty.nullable;
+                let terms = vec![l.expr, r.expr];
+                let e = if *op == BinaryOperator::And {
+                    Expr::And(terms)
+                } else {
+                    Expr::Or(terms)
+                };
+                Ok(typed(e, SqlType::Boolean, nullable))
+            }
+            BinaryOperator::StringConcat => self.call(whole, "CONCAT", &[left, right]),
+            other => Err(self.unsupported(whole, &format!("the operator {other}"))),
+        }
+    }
+
+    fn arithmetic(&self, op: Arith, left: &ast::Expr, right: &ast::Expr) -> Result<Typed> {
+        let (l, r) = (self.bind(left)?, self.bind(right)?);
+        self.expect_numeric(&l, left)?;
+        self.expect_numeric(&r, right)?;
+        let ty = arith_type(op, &l.ty.ty, &r.ty.ty);
+        let nullable = l.ty.nullable || r.ty.nullable || matches!(ty, SqlType::Decimal { .. });
+        Ok(typed(
+            Expr::Arith {
+                op,
+                left: Box::new(l.expr),
+                right: Box::new(r.expr),
+                ty: ty.clone(),
+            },
+            ty,
+            nullable,
+        ))
+    }
+
+    fn comparison(&self, op: Compare, left: &ast::Expr, right: &ast::Expr) -> Result<Typed> {
+        let (l, r) = (self.bind(left)?, self.bind(right)?);
+        if common_type(&l.ty.ty, &r.ty.ty).is_none() {
+            return Err(SqlError::Invalid {
+                at: at(left),
+                message: format!("cannot compare {} with {}", l.ty.ty, r.ty.ty),
+            });
+        }
+        let nullable = l.ty.nullable || r.ty.nullable;
+        Ok(typed(
+            Expr::Compare {
+                op,
+                left: Box::new(l.expr),
+                right: Box::new(r.expr),
+            },
+            SqlType::Boolean,
+            nullable,
+        ))
+    }
+
+    /// A built-in function called `name` on `args`.
+    fn call(&self, whole: &ast::Expr, name: &str, args: &[&ast::Expr]) -> Result<Typed> {
+        let bound = args
+            .iter()
+            .map(|a| self.bind(a))
+            .collect::<Result<Vec<_>>>()?;
+        let arity = |range: std::ops::RangeInclusive<usize>| {
+            if range.contains(&bound.len()) {
+                Ok(())
+            } else {
+                Err(SqlError::Invalid {
+                    at: at(whole),
+                    message: format!(
+                        "{name} takes {} arguments, not {}",
+                        if range.start() == range.end() {
+                            range.start().to_string()
+                        } else {
+                            format!("{} to {}", range.start(), range.end())
+                        },
+                        bound.len()
+                    ),
+                })
+            }
+        };
+        let nullable = bound.iter().any(|b| b.ty.nullable);
+        // The first `count` arguments are strings.
+        let strings = |count: usize| -> Result<()> {
+            for (b, a) in bound.iter().zip(args).take(count) {
+                self.expect_string(b, a)?;
+            }
+            Ok(())
+        };
+        let (function, ty) = match name {
+            "UPPER" | "LOWER" => {
+                arity(1..=1)?;
+                strings(1)?;
+                let f = if name == "UPPER" {
+                    Function::Upper
+                } else {
+                    Function::Lower
+                };
+                (f, SqlType::STRING)
+            }
+            "CHAR_LENGTH" | "CHARACTER_LENGTH" => {
+                arity(1..=1)?;
+                strings(1)?;
+                (Function::CharLength, SqlType::Int)
+            }
+            "CONCAT" => {
+                arity(1..=usize::MAX)?;
+                (Function::Concat, SqlType::STRING)
+            }
+            "CONCAT_WS" => {
+                arity(2..=usize::MAX)?;
+                let mut args = bound;
+                let exprs = args.drain(..).map(|b| b.expr).collect();
+                return Ok(typed(
+                    Expr::Call {
+                        function: Function::ConcatWs,
+                        args: exprs,
+                    },
+                    SqlType::STRING,
+                    nullable,
+                ));
+            }
+            "SUBSTRING" | "SUBSTR" => {
+                arity(2..=3)?;
+                strings(1)?;
+                for (b, a) in bound.iter().zip(args).skip(1) {
+                    self.expect_integer(b, a)?;
+                }
+                (Function::Substring, SqlType::STRING)
+            }
+            "REPLACE" => {
+                arity(3..=3)?;
+                strings(3)?;
+                (Function::Replace, SqlType::STRING)
+            }
+            "POSITION" => {
+                arity(2..=2)?;
+                strings(2)?;
+                (Function::Position, SqlType::Int)
+            }
+            "ABS" => {
+                arity(1..=1)?;
+                self.expect_numeric(&bound[0], args[0])?;
+                let ty = bound[0].ty.ty.clone();
+                (Function::Abs, ty)
+            }
+            "MOD" => {
+                arity(2..=2)?;
+                return self.arithmetic(Arith::Modulo, args[0], args[1]);
+            }
+            "POWER" | "SQRT" | "LN" => {
+                arity(if name == "POWER" { 2..=2 } else { 1..=1 })?;
+                for (b, a) in bound.iter().zip(args) {
+                    self.expect_numeric(b, a)?;
+                }
+                let f = match name {
+                    "POWER" => Function::Power,
+                    "SQRT" => Function::Sqrt,
+                    _ => Function::Ln,
+                };
+                (f, SqlType::Double)
+            }
+            "ROUND" => {
+                arity(1..=2)?;
+                self.expect_numeric(&bound[0], args[0])?;
+                let digits = match args.get(1) {
+                    Some(a) => match literal_integer(a) {
+                        Some(d) => d,
+                        None => {
+                            return Err(
+                                self.unsupported(a, "ROUND's digits that are not a literal")
+                            );
+                        }
+                    },
+                    None => 0,
+                };
+                match &bound[0].ty.ty {
+                    SqlType::Decimal { precision, scale } => {
+                        let kept = digits.clamp(0, i64::from(*scale)) as u8;
+                        let p = (*precision - *scale + kept + 1).min(38);
+                        let ty = SqlType::Decimal {
+                            precision: p,
+                            scale: kept,
+                        };
+                        (Function::Round(Some(kept)), ty)
+                    }
+                    other => (Function::Round(None), other.clone()),
+                }
+            }
+            "NULLIF" => {
+                arity(2..=2)?;
+                let ty = bound[0].ty.ty.clone();
+                let mut it = bound.into_iter();
+                let (a, b) = (it.next().map(|b| b.expr), it.next().map(|b| b.expr));
+                return Ok(typed(
+                    Expr::Call {
+                        function: Function::NullIf,
+                        args: a.into_iter().chain(b).collect(),
+                    },
+                    ty,
+                    true,
+                ));
+            }
+            "COALESCE" => {
+                arity(1..=usize::MAX)?;
+                let mut ty = SqlType::Null;
+                for (b, a) in bound.iter().zip(args) {
+                    ty = self.merge(&ty, &b.ty.ty, a)?;
+                }
+                let nullable = bound.iter().all(|b| b.ty.nullable);
+                let exprs = bound.into_iter().map(|b| coerce(b.expr, &ty)).collect();
+                return Ok(typed(Expr::Coalesce(exprs), ty, nullable));
+            }
+            "IF" => {
+                arity(3..=3)?;
+                self.expect_boolean(&bound[0], args[0])?;
+                let ty = self.merge(&bound[1].ty.ty, &bound[2].ty.ty, args[2])?;
+                let nullable = bound[1].ty.nullable || bound[2].ty.nullable;
+                let mut it = bound.into_iter().map(|b| b.expr);
+                let (c, a, b) = (it.next(), it.next(), it.next());
+                let (Some(c), Some(a), Some(b)) = (c, a, b) else {
+                    return Err(self.unsupported(whole, "IF"));
+                };
+                return Ok(typed(
+                    Expr::Case {
+                        branches: vec![(c, coerce(a, &ty))],
+                        otherwise: Box::new(coerce(b, &ty)),
+                    },
+                    ty,
+                    nullable,
+                ));
+            }
+            _ => {
+                return Err(SqlError::unknown(
+                    at(whole),
+                    "function",
+                    name,
+                    FUNCTIONS.iter().copied(),
+                ));
+            }
+        };
+        Ok(typed(
+            Expr::Call {
+                function,
+                args: bound.into_iter().map(|b| b.expr).collect(),
+            },
+            ty,
+            nullable,
+        ))
+    }
+
+    /// The common type of `a` and `b`, or an error at `expr` (the one that does not fit).
+    fn merge(&self, a: &SqlType, b: &SqlType, expr: &ast::Expr) -> Result<SqlType> {
+        common_type(a, b).ok_or_else(|| SqlError::Invalid {
+            at: at(expr),
+            message: format!("{b} does not go with {a}: the results must have one type"),
+        })
+    }
+
+    fn expect_numeric(&self, e: &Typed, expr: &ast::Expr) -> Result<()> {
+        self.expect(
+            e,
+            expr,
+            e.ty.ty.is_numeric() || e.ty.ty == SqlType::Null,
+            "a number",
+        )
+    }
+
+    fn expect_integer(&self, e: &Typed, expr: &ast::Expr) -> Result<()> {
+        let integer = matches!(
+            e.ty.ty,
+            SqlType::TinyInt | SqlType::SmallInt | SqlType::Int | SqlType::BigInt | SqlType::Null
+        );
+        self.expect(e, expr, integer, "an integer")
+    }
+
+    fn expect_string(&self, e: &Typed, expr: &ast::Expr) -> Result<()> {
+        self.expect(
+            e,
+            expr,
+            e.ty.ty.is_string() || e.ty.ty == SqlType::Null,
+            "a string",
+        )
+    }
+
+    fn expect_boolean(&self, e: &Typed, expr: &ast::Expr) -> Result<()> {
+        let boolean = matches!(e.ty.ty, SqlType::Boolean | SqlType::Null);
+        self.expect(e, expr, boolean, "a BOOLEAN")
+    }
+
+    fn expect(&self, e: &Typed, expr: &ast::Expr, ok: bool, wanted: &str) -> Result<()> {
+        if ok {
+            Ok(())
+        } else {
+            Err(SqlError::Invalid {
+                at: at(expr),
+                message: format!("'{expr}' is {}, where {wanted} is expected", e.ty.ty),
+            })
+        }
+    }
+
+    fn unsupported(&self, expr: &ast::Expr, what: &str) -> SqlError {
+        SqlError::Unsupported {
+            at: at(expr),
+            what: format!("{what} ('{expr}')"),
+            supported: format!(
+                "columns, literals, arithmetic, comparisons, AND/OR/NOT, IS [NOT] NULL, \
+                 BETWEEN, IN, LIKE, CASE, CAST and the functions {} are",
+                FUNCTIONS.join(", ")
+            ),
+        }
+    }
+}
+
+/// The built-in functions by name, for errors and suggestions.
+const FUNCTIONS: &[&str] = &[
+    "ABS",
+    "CHAR_LENGTH",
+    "COALESCE",
+    "CONCAT",
+    "CONCAT_WS",
+    "IF",
+    "LN",
+    "LOWER",
+    "MOD",
+    "NULLIF",
+    "POSITION",
+    "POWER",
+    "REPLACE",
+    "ROUND",
+    "SQRT",
+    "SUBSTRING",
+    "TRIM",
+    "UPPER",
+];
+
+/// `expr` as a value of `ty` (a branch of a `CASE` whose results widen).
+fn coerce(expr: Expr, ty: &SqlType) -> Expr {
+    match (&expr, ty) {
+        (Expr::Literal(Value::Null), _) => expr,
+        (_, SqlType::Decimal { .. } | SqlType::Double | SqlType::BigInt) => Expr::Cast {
+            expr: Box::new(expr),
+            to: ty.clone(),
+            try_cast: false,
+        },
+        _ => expr,
+    }
+}
+
+fn literal_integer(expr: &ast::Expr) -> Option<i64> {
+    match expr {
+        ast::Expr::Value(v) => match &v.value {
+            ast::Value::Number(n, _) => n.parse().ok(),
+            _ => None,
+        },
+        ast::Expr::UnaryOp {
+            op: UnaryOperator::Minus,
+            expr,
+        } => literal_integer(expr).map(|n| -n),
+        _ => None,
+    }
+}
+
+/// A literal's value and type, as Flink types it: an integer literal is an `INT` if it fits,
+/// else a `BIGINT`; `1.5` is a `DECIMAL(2, 1)`; `1e3` a `DOUBLE`; `'abc'` a string.
+fn literal(v: &ast::Value, here: Position) -> Result<Typed> {
+    Ok(match v {
+        ast::Value::Number(text, _) => {
+            if text.contains(['e', 'E']) {
+                let d: f64 = text.parse().map_err(|_| bad_number(text, here))?;
+                typed(Expr::Literal(Value::Double(d)), SqlType::Double, false)
+            } else if let Some((whole, fraction)) = text.split_once('.') {
+                let scale = fraction.len();
+                let precision = (whole.trim_start_matches('0').len() + scale).max(1);
+                if precision > 38 {
+                    return Err(bad_number(text, here));
+                }
+                let digits = super::parse_decimal(text, scale as u8)
+                    .ok_or_else(|| bad_number(text, here))?;
+                typed(
+                    Expr::Literal(Value::Decimal(digits, scale as u8)),
+                    SqlType::Decimal {
+                        precision: precision as u8,
+                        scale: scale as u8,
+                    },
+                    false,
+                )
+            } else if let Ok(i) = text.parse::<i32>() {
+                typed(Expr::Literal(Value::Int(i)), SqlType::Int, false)
+            } else if let Ok(i) = text.parse::<i64>() {
+                typed(Expr::Literal(Value::BigInt(i)), SqlType::BigInt, false)
+            } else {
+                return Err(bad_number(text, here));
+            }
+        }
+        ast::Value::SingleQuotedString(s) => typed(
+            Expr::Literal(Value::String(s.clone())),
+            SqlType::VarChar(s.chars().count().max(1) as u32),
+            false,
+        ),
+        ast::Value::Boolean(b) => typed(Expr::Literal(Value::Boolean(*b)), SqlType::Boolean, false),
+        ast::Value::Null => typed(Expr::Literal(Value::Null), SqlType::Null, true),
+        other => {
+            return Err(SqlError::Unsupported {
+                at: here,
+                what: format!("the literal {other}"),
+                supported: "numbers, 'strings', TRUE, FALSE and NULL are".into(),
+            });
+        }
+    })
+}
+
+fn bad_number(text: &str, here: Position) -> SqlError {
+    SqlError::Invalid {
+        at: here,
+        message: format!("the number {text} does not fit Flink's numeric types"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dialect::FlinkDialect;
+    use crate::schema::Column;
+    use sqlparser::parser::Parser;
+
+    fn schema() -> Schema {
+        let col = |name: &str, ty: SqlType, nullable: bool| Column {
+            name: name.into(),
+            ty: DataType { ty, nullable },
+        };
+        Schema::new(vec![
+            col("i", SqlType::Int, false),
+            col("b", SqlType::BigInt, true),
+            col(
+                "d",
+                SqlType::Decimal {
+                    precision: 10,
+                    scale: 2,
+                },
+                true,
+            ),
+            col("f", SqlType::Double, true),
+            col("s", SqlType::STRING, true),
+        ])
+    }
+
+    fn row() -> Vec<Value> {
+        vec![
+            Value::Int(7),
+            Value::BigInt(10),
+            Value::Decimal(1250, 2),
+            Value::Double(0.5),
+            Value::String("Hummer".into()),
+        ]
+    }
+
+    fn bound(text: &str) -> Result<Typed> {
+        let mut parser = Parser::new(&FlinkDialect).try_with_sql(text).unwrap();
+        bind(&parser.parse_expr().unwrap(), &schema())
+    }
+
+    fn eval(text: &str) -> Value {
+        let t = bound(text).unwrap_or_else(|e| panic!("{text}: {e}"));
+        t.expr
+            .eval(&row())
+            .unwrap_or_else(|e| panic!("{text}: {e}"))
+    }
+
+    #[test]
+    fn arithmetic_follows_flinks_types() {
+        assert_eq!(eval("i / 2"), Value::Int(3));
+        assert_eq!(bound("i / 2").unwrap().ty.ty, SqlType::Int);
+        assert_eq!(eval("i + b"), Value::BigInt(17));
+        assert_eq!(eval("2147483647 + 1"), Value::Int(i32::MIN));
+        assert_eq!(eval("d * 2"), Value::Decimal(2500, 2));
+        assert_eq!(bound("d * 2").unwrap().ty.ty.to_string(), "DECIMAL(20, 2)");
+        assert_eq!(eval("d + 1.5"), Value::Decimal(1400, 2));
+        assert_eq!(eval("d / 4").to_string(), "3.1250000000000");
+        assert_eq!(eval("f * 2"), Value::Double(1.0));
+        assert_eq!(eval("MOD(i, 4)"), Value::Int(3));
+        assert_eq!(eval("-i"), Value::Int(-7));
+        let zero = bound("i / 0").unwrap();
+        assert_eq!(
+            zero.expr.eval(&row()).unwrap_err().to_string(),
+            "division by zero"
+        );
+    }
+
+    #[test]
+    fn three_valued_logic_and_null_propagation() {
+        assert_eq!(eval("NULL + 1"), Value::Null);
+        assert_eq!(eval("i > 5 AND NULL"), Value::Null);
+        assert_eq!(eval("i < 5 AND NULL"), Value::Boolean(false));
+        assert_eq!(eval("i > 5 OR NULL"), Value::Boolean(true));
+        assert_eq!(eval("NULL IS NULL"), Value::Boolean(true));
+        assert_eq!(eval("(i = NULL) IS TRUE"), Value::Boolean(false));
+        assert_eq!(eval("i IN (1, NULL)"), Value::Null);
+        assert_eq!(eval("i IN (7, NULL)"), Value::Boolean(true));
+        assert_eq!(eval("i NOT IN (1, 2)"), Value::Boolean(true));
+        assert_eq!(eval("i BETWEEN 7 AND b"), Value::Boolean(true));
+        assert_eq!(eval("COALESCE(NULL, b, 3)"), Value::BigInt(10));
+        assert_eq!(eval("NULLIF(i, 7)"), Value::Null);
+    }
+
+    #[test]
+    fn strings_case_and_casts() {
+        assert_eq!(eval("UPPER(s) || '!'"), Value::String("HUMMER!".into()));
+        assert_eq!(
+            eval("SUBSTRING(s FROM 2 FOR 3)"),
+            Value::String("umm".into())
+        );
+        assert_eq!(eval("CHAR_LENGTH(s)"), Value::Int(6));
+        assert_eq!(eval("s LIKE 'H%r'"), Value::Boolean(true));
+        assert_eq!(eval("s NOT LIKE '_u%'"), Value::Boolean(false));
+        assert_eq!(eval("TRIM(BOTH 'H' FROM s)"), Value::String("ummer".into()));
+        assert_eq!(
+            eval("CASE WHEN i > 10 THEN 'big' WHEN i > 5 THEN 'mid' ELSE 'small' END"),
+            Value::String("mid".into())
+        );
+        assert_eq!(eval("CASE i WHEN 7 THEN b ELSE 1 END"), Value::BigInt(10));
+        assert_eq!(eval("CAST('42' AS INT) + 1"), Value::Int(43));
+        assert_eq!(eval("CAST(d AS INT)"), Value::Int(12));
+        assert_eq!(eval("CAST(i AS STRING)"), Value::String("7".into()));
+        assert_eq!(
+            eval("CAST('2023-01-01 00:00:01' AS TIMESTAMP(3))"),
+            Value::Timestamp(1_672_531_201_000)
+        );
+        assert_eq!(eval("TRY_CAST('x' AS INT)"), Value::Null);
+        let bad = bound("CAST('x' AS INT)").unwrap();
+        assert!(
+            bad.expr
+                .eval(&row())
+                .unwrap_err()
+                .to_string()
+                .contains("cannot cast 'x' to INT")
+        );
+    }
+
+    #[test]
+    fn wrong_expressions_are_refused_with_where_and_what() {
+        let e = bound("pric + 1").unwrap_err().to_string();
+        assert_eq!(e, "line 1, column 1: column 'pric' not found");
+        let e = bound("i + ss").unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "line 1, column 5: column 'ss' not found; did you mean 's'?"
+        );
+        let e = bound("s + 1").unwrap_err().to_string();
+        assert!(
+            e.contains("'s' is STRING, where a number is expected"),
+            "{e}"
+        );
+        let e = bound("UPPERR(s)").unwrap_err().to_string();
+        assert!(
+            e.contains("function 'UPPERR' not found; did you mean 'UPPER'?"),
+            "{e}"
+        );
+        let e = bound("s = 1").unwrap_err().to_string();
+        assert!(e.contains("cannot compare STRING with INT"), "{e}");
+        let e = bound("SUBSTRING(s, 1, 2, 3)").unwrap_err().to_string();
+        assert!(e.contains("SUBSTRING takes 2 to 3 arguments, not 4"), "{e}");
+    }
+}

@@ -1,0 +1,406 @@
+//! The built-in scalar functions, with Flink's semantics: each is `NULL` where an argument
+//! is `NULL` (unless said otherwise), strings count characters (not bytes) from 1.
+
+use super::{EvalError, rescale};
+use crate::value::Value;
+
+/// Where `TRIM` trims.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TrimSide {
+    /// `BOTH` (the default).
+    Both,
+    /// `LEADING`.
+    Leading,
+    /// `TRAILING`.
+    Trailing,
+}
+
+/// A built-in function.
+#[derive(Clone, Debug)]
+pub enum Function {
+    /// `UPPER(s)`.
+    Upper,
+    /// `LOWER(s)`.
+    Lower,
+    /// `CHAR_LENGTH(s)`, `CHARACTER_LENGTH(s)`.
+    CharLength,
+    /// `CONCAT(a, b, ..)`: `NULL` if any is.
+    Concat,
+    /// `CONCAT_WS(sep, a, b, ..)`: skips `NULL`s.
+    ConcatWs,
+    /// `SUBSTRING(s FROM start [FOR length])`, `SUBSTR(s, start[, length])`.
+    Substring,
+    /// `TRIM([side] [chars] FROM s)`; the arguments are `s` and the characters.
+    Trim(TrimSide),
+    /// `REPLACE(s, from, to)`.
+    Replace,
+    /// `POSITION(needle IN s)`: from 1, 0 if absent.
+    Position,
+    /// `s LIKE pattern` with the pattern compiled; the argument is `s`.
+    Like(LikePattern),
+    /// `ABS(n)`.
+    Abs,
+    /// `NULLIF(a, b)`: `NULL` if `a = b`, else `a`.
+    NullIf,
+    /// `POWER(a, b)`.
+    Power,
+    /// `SQRT(n)`.
+    Sqrt,
+    /// `LN(n)`.
+    Ln,
+    /// `ROUND(n[, digits])` on a decimal of this scale (`None`: a double).
+    Round(Option<u8>),
+}
+
+impl Function {
+    /// The function on `args`.
+    pub fn call(&self, args: &[Value]) -> Result<Value, EvalError> {
+        let nulls = !matches!(self, Function::ConcatWs | Function::NullIf)
+            && args.iter().any(Value::is_null);
+        if nulls {
+            return Ok(Value::Null);
+        }
+        let text = |i: usize| match args.get(i) {
+            Some(Value::String(s)) => Ok(s.as_str()),
+            other => Err(EvalError(format!(
+                "expected a string argument, got {other:?}"
+            ))),
+        };
+        let int = |i: usize| match args.get(i) {
+            Some(Value::Int(n)) => Ok(i64::from(*n)),
+            Some(Value::BigInt(n)) => Ok(*n),
+            other => Err(EvalError(format!(
+                "expected an integer argument, got {other:?}"
+            ))),
+        };
+        Ok(match self {
+            Function::Upper => Value::String(text(0)?.to_uppercase()),
+            Function::Lower => Value::String(text(0)?.to_lowercase()),
+            Function::CharLength => Value::Int(text(0)?.chars().count() as i32),
+            Function::Concat => {
+                let mut out = String::new();
+                for a in args {
+                    out.push_str(&a.to_string());
+                }
+                Value::String(out)
+            }
+            Function::ConcatWs => match args.first() {
+                Some(Value::String(sep)) => {
+                    let parts: Vec<String> = args[1..]
+                        .iter()
+                        .filter(|a| !a.is_null())
+                        .map(Value::to_string)
+                        .collect();
+                    Value::String(parts.join(sep))
+                }
+                _ => Value::Null,
+            },
+            Function::Substring => {
+                let s = text(0)?;
+                let start = int(1)?;
+                let length = if args.len() > 2 { Some(int(2)?) } else { None };
+                Value::String(substring(s, start, length)?)
+            }
+            Function::Trim(side) => {
+                let s = text(0)?;
+                let chars: Vec<char> = match args.get(1) {
+                    Some(Value::String(c)) => c.chars().collect(),
+                    _ => vec![' '],
+                };
+                let trimmed = match side {
+                    TrimSide::Both => s.trim_matches(|c| chars.contains(&c)),
+                    TrimSide::Leading => s.trim_start_matches(|c| chars.contains(&c)),
+                    TrimSide::Trailing => s.trim_end_matches(|c| chars.contains(&c)),
+                };
+                Value::String(trimmed.to_string())
+            }
+            Function::Replace => {
+                let (s, from, to) = (text(0)?, text(1)?, text(2)?);
+                if from.is_empty() {
+                    Value::String(s.to_string())
+                } else {
+                    Value::String(s.replace(from, to))
+                }
+            }
+            Function::Position => {
+                let (needle, haystack) = (text(0)?, text(1)?);
+                let at = haystack
+                    .find(needle)
+                    .map_or(0, |byte| haystack[..byte].chars().count() + 1);
+                Value::Int(at as i32)
+            }
+            Function::Like(pattern) => Value::Boolean(pattern.matches(text(0)?)),
+            Function::Abs => match args[0] {
+                Value::Int(n) => Value::Int(n.wrapping_abs()),
+                Value::BigInt(n) => Value::BigInt(n.wrapping_abs()),
+                Value::Double(d) => Value::Double(d.abs()),
+                Value::Decimal(d, s) => Value::Decimal(d.abs(), s),
+                _ => Value::Null,
+            },
+            Function::NullIf => {
+                if !args[0].is_null() && !args[1].is_null() && args[0] == args[1] {
+                    Value::Null
+                } else {
+                    args[0].clone()
+                }
+            }
+            Function::Power => Value::Double(double(&args[0]).powf(double(&args[1]))),
+            Function::Sqrt => Value::Double(double(&args[0]).sqrt()),
+            Function::Ln => Value::Double(double(&args[0]).ln()),
+            Function::Round(scale) => {
+                let digits = if args.len() > 1 { int(1)? } else { 0 };
+                match (&args[0], scale) {
+                    (Value::Decimal(d, s), Some(to)) => {
+                        let kept = u8::try_from(digits.clamp(0, i64::from(*s))).unwrap_or(0);
+                        let rounded = rescale(*d, *s, kept).and_then(|r| rescale(r, kept, *to));
+                        rounded.map_or(Value::Null, |r| Value::Decimal(r, *to))
+                    }
+                    (Value::Int(n), _) => Value::Int(*n),
+                    (Value::BigInt(n), _) => Value::BigInt(*n),
+                    (v, _) => {
+                        let factor = 10f64.powi(digits as i32);
+                        Value::Double((double(v) * factor).round() / factor)
+                    }
+                }
+            }
+        })
+    }
+}
+
+fn double(v: &Value) -> f64 {
+    match *v {
+        Value::Int(i) => f64::from(i),
+        Value::BigInt(i) => i as f64,
+        Value::Double(d) => d,
+        Value::Decimal(d, s) => d as f64 / 10f64.powi(i32::from(s)),
+        _ => f64::NAN,
+    }
+}
+
+/// Flink's `SUBSTRING`: characters from `start` (1-based; 0 is taken as 1, a negative start
+/// counts from the end), `length` of them (all without one); a negative length fails.
+fn substring(s: &str, start: i64, length: Option<i64>) -> Result<String, EvalError> {
+    let chars: Vec<char> = s.chars().collect();
+    let n = chars.len() as i64;
+    let from = match start {
+        0 => 0,
+        s if s > 0 => s - 1,
+        s => (n + s).max(0),
+    };
+    let to = match length {
+        Some(l) if l < 0 => {
+            return Err(EvalError(format!("SUBSTRING with a negative length ({l})")));
+        }
+        Some(l) => from.saturating_add(l).min(n),
+        None => n,
+    };
+    if from >= n || to <= from {
+        return Ok(String::new());
+    }
+    Ok(chars[from as usize..to as usize].iter().collect())
+}
+
+/// A `LIKE` pattern: `%` any characters, `_` one, `escape` before either to match it as is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LikePattern {
+    parts: Vec<LikePart>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum LikePart {
+    Char(char),
+    One,
+    Any,
+}
+
+impl LikePattern {
+    /// Compiles `pattern`; `escape` is the escape character, if any. An escape that is not
+    /// before `%`, `_` or itself is refused.
+    pub fn new(pattern: &str, escape: Option<char>) -> Result<Self, String> {
+        let mut parts = Vec::new();
+        let mut chars = pattern.chars();
+        while let Some(c) = chars.next() {
+            if Some(c) == escape {
+                match chars.next() {
+                    Some(e) if e == '%' || e == '_' || Some(e) == escape => {
+                        parts.push(LikePart::Char(e))
+                    }
+                    _ => {
+                        return Err(format!(
+                            "the LIKE pattern '{pattern}' has an escape that escapes nothing"
+                        ));
+                    }
+                }
+            } else {
+                parts.push(match c {
+                    '%' => LikePart::Any,
+                    '_' => LikePart::One,
+                    c => LikePart::Char(c),
+                });
+            }
+        }
+        Ok(LikePattern { parts })
+    }
+
+    /// Whether `s` matches the whole pattern.
+    pub fn matches(&self, s: &str) -> bool {
+        let text: Vec<char> = s.chars().collect();
+        // Greedy matching with one backtrack point per `%` (the classic wildcard algorithm).
+        let (mut t, mut p) = (0, 0);
+        let mut star: Option<(usize, usize)> = None;
+        while t < text.len() {
+            match self.parts.get(p) {
+                Some(LikePart::Char(c)) if *c == text[t] => {
+                    t += 1;
+                    p += 1;
+                }
+                Some(LikePart::One) => {
+                    t += 1;
+                    p += 1;
+                }
+                Some(LikePart::Any) => {
+                    star = Some((p, t));
+                    p += 1;
+                }
+                _ => match star {
+                    Some((sp, st)) => {
+                        p = sp + 1;
+                        t = st + 1;
+                        star = Some((sp, st + 1));
+                    }
+                    None => return false,
+                },
+            }
+        }
+        self.parts[p..].iter().all(|part| *part == LikePart::Any)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The reference: a LIKE pattern as a regular expression.
+    fn like_by_regex(pattern: &str, s: &str) -> bool {
+        let mut re = String::from("^");
+        for c in pattern.chars() {
+            match c {
+                '%' => re.push_str(".*"),
+                '_' => re.push('.'),
+                c => re.push_str(&regex_escape(c)),
+            }
+        }
+        re.push('$');
+        regex_lite_match(&re, s)
+    }
+
+    fn regex_escape(c: char) -> String {
+        if c.is_alphanumeric() {
+            c.to_string()
+        } else {
+            format!("\\{c}")
+        }
+    }
+
+    /// A tiny backtracking matcher for `^...$` with `.`, `.*` and literals (the reference
+    /// must not share the tested algorithm).
+    fn regex_lite_match(re: &str, s: &str) -> bool {
+        fn go(p: &[char], t: &[char]) -> bool {
+            match p {
+                [] => t.is_empty(),
+                ['.', '*', rest @ ..] => (0..=t.len()).any(|k| go(rest, &t[k..])),
+                ['\\', c, rest @ ..] => t.first() == Some(c) && go(rest, &t[1..]),
+                ['.', rest @ ..] => !t.is_empty() && go(rest, &t[1..]),
+                [c, rest @ ..] => t.first() == Some(c) && go(rest, &t[1..]),
+            }
+        }
+        let p: Vec<char> = re
+            .trim_start_matches('^')
+            .trim_end_matches('$')
+            .chars()
+            .collect();
+        let t: Vec<char> = s.chars().collect();
+        go(&p, &t)
+    }
+
+    proptest! {
+        #[test]
+        fn like_matches_as_a_regular_expression_would(
+            pattern in "[ab%_]{0,6}",
+            s in "[abc]{0,8}",
+        ) {
+            let compiled = LikePattern::new(&pattern, None).unwrap();
+            prop_assert_eq!(compiled.matches(&s), like_by_regex(&pattern, &s));
+        }
+
+        #[test]
+        fn substring_takes_the_characters_flink_takes(
+            s in "[a-zé]{0,8}", start in -10i64..10, length in proptest::option::of(0i64..10),
+        ) {
+            let chars: Vec<char> = s.chars().collect();
+            let n = chars.len() as i64;
+            let from = if start > 0 { start - 1 } else if start == 0 { 0 } else { (n + start).max(0) };
+            let expected: String = chars
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| {
+                    let i = *i as i64;
+                    i >= from && length.is_none_or(|l| i < from + l)
+                })
+                .map(|(_, c)| *c)
+                .collect();
+            prop_assert_eq!(substring(&s, start, length).unwrap(), expected);
+        }
+    }
+
+    #[test]
+    fn functions_follow_flinks_null_and_string_rules() {
+        let s = |t: &str| Value::String(t.into());
+        assert_eq!(Function::Upper.call(&[s("abé")]).unwrap(), s("ABÉ"));
+        assert_eq!(
+            Function::CharLength.call(&[s("héllo")]).unwrap(),
+            Value::Int(5)
+        );
+        assert!(
+            Function::Concat
+                .call(&[s("a"), Value::Null])
+                .unwrap()
+                .is_null()
+        );
+        assert_eq!(
+            Function::ConcatWs
+                .call(&[s("-"), s("a"), Value::Null, s("b")])
+                .unwrap(),
+            s("a-b")
+        );
+        assert_eq!(
+            Function::Position.call(&[s("lo"), s("héllo")]).unwrap(),
+            Value::Int(4)
+        );
+        assert_eq!(
+            Function::Trim(TrimSide::Leading)
+                .call(&[s("xxaxx"), s("x")])
+                .unwrap(),
+            s("axx")
+        );
+        assert_eq!(
+            Function::NullIf
+                .call(&[Value::Int(1), Value::BigInt(1)])
+                .unwrap(),
+            Value::Null
+        );
+        assert_eq!(
+            Function::Round(Some(1))
+                .call(&[Value::Decimal(1255, 2), Value::Int(1)])
+                .unwrap(),
+            Value::Decimal(126, 1)
+        );
+        assert!(LikePattern::new("a!", Some('!')).is_err());
+        assert!(
+            LikePattern::new("100!%", Some('!'))
+                .unwrap()
+                .matches("100%")
+        );
+    }
+}

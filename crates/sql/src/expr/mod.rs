@@ -1,0 +1,590 @@
+//! Scalar expressions: a `sqlparser` expression bound to a row's columns and typed by
+//! Flink's rules ([`bind`]), then evaluated once per row ([`Expr::eval`]).
+//!
+//! Semantics are Flink's: `NULL` in gives `NULL` out (but `AND`, `OR`, `IS NULL`, `CASE`
+//! and `COALESCE` follow three-valued logic); integer arithmetic wraps on overflow as Java's
+//! does, and an integer division by zero fails the job; `INT / INT` is an `INT`; a filter
+//! keeps a row only where its condition is `TRUE`.
+
+pub mod bind;
+mod functions;
+
+use crate::types::{DataType, SqlType};
+use crate::value::{Value, align};
+
+pub use functions::Function;
+
+/// What an expression's evaluation refused (a division by zero, a bad cast).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct EvalError(pub String);
+
+/// An arithmetic operator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Arith {
+    /// `+`.
+    Add,
+    /// `-`.
+    Subtract,
+    /// `*`.
+    Multiply,
+    /// `/`.
+    Divide,
+    /// `%`, `MOD`.
+    Modulo,
+}
+
+/// A comparison.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Compare {
+    /// `=`.
+    Eq,
+    /// `<>`.
+    NotEq,
+    /// `<`.
+    Lt,
+    /// `<=`.
+    LtEq,
+    /// `>`.
+    Gt,
+    /// `>=`.
+    GtEq,
+}
+
+/// A bound expression.
+#[derive(Clone, Debug)]
+pub enum Expr {
+    /// A constant.
+    Literal(Value),
+    /// The row's column at this index.
+    Column(usize),
+    /// `NOT e`.
+    Not(Box<Expr>),
+    /// `-e`.
+    Negate(Box<Expr>),
+    /// `a op b`, computed in `ty`.
+    Arith {
+        /// The operator.
+        op: Arith,
+        /// Left operand.
+        left: Box<Expr>,
+        /// Right operand.
+        right: Box<Expr>,
+        /// The result's type (the operands are computed in it).
+        ty: SqlType,
+    },
+    /// `a op b`.
+    Compare {
+        /// The comparison.
+        op: Compare,
+        /// Left operand.
+        left: Box<Expr>,
+        /// Right operand.
+        right: Box<Expr>,
+    },
+    /// `a AND b AND ..`.
+    And(Vec<Expr>),
+    /// `a OR b OR ..`.
+    Or(Vec<Expr>),
+    /// `e IS NULL` (`negated`: `IS NOT NULL`).
+    IsNull(Box<Expr>, bool),
+    /// `e [NOT] IN (list)`.
+    InList {
+        /// The value.
+        expr: Box<Expr>,
+        /// The list.
+        list: Vec<Expr>,
+        /// `NOT IN`.
+        negated: bool,
+    },
+    /// `CASE WHEN c THEN r .. ELSE e END` (a `CASE x WHEN v` is bound to `x = v` conditions).
+    Case {
+        /// Conditions and their results, in order.
+        branches: Vec<(Expr, Expr)>,
+        /// The `ELSE` result (`NULL` without one).
+        otherwise: Box<Expr>,
+    },
+    /// `COALESCE(a, b, ..)`: the first that is not `NULL`.
+    Coalesce(Vec<Expr>),
+    /// `CAST(e AS ty)`; `TRY_CAST` gives `NULL` where `CAST` fails.
+    Cast {
+        /// The value.
+        expr: Box<Expr>,
+        /// The type it becomes.
+        to: SqlType,
+        /// `TRY_CAST`.
+        try_cast: bool,
+    },
+    /// A built-in function.
+    Call {
+        /// The function.
+        function: Function,
+        /// Its arguments.
+        args: Vec<Expr>,
+    },
+}
+
+/// An expression and its type.
+#[derive(Clone, Debug)]
+pub struct Typed {
+    /// The expression.
+    pub expr: Expr,
+    /// Its type.
+    pub ty: DataType,
+}
+
+impl Expr {
+    /// The value of the expression on `row`.
+    pub fn eval(&self, row: &[Value]) -> Result<Value, EvalError> {
+        Ok(match self {
+            Expr::Literal(v) => v.clone(),
+            Expr::Column(i) => row.get(*i).cloned().unwrap_or(Value::Null),
+            Expr::Not(e) => match e.eval(row)? {
+                Value::Boolean(b) => Value::Boolean(!b),
+                _ => Value::Null,
+            },
+            Expr::Negate(e) => negate(e.eval(row)?),
+            Expr::Arith {
+                op,
+                left,
+                right,
+                ty,
+            } => arith(*op, left.eval(row)?, right.eval(row)?, ty)?,
+            Expr::Compare { op, left, right } => {
+                let (a, b) = (left.eval(row)?, right.eval(row)?);
+                if a.is_null() || b.is_null() {
+                    Value::Null
+                } else {
+                    Value::Boolean(compare(*op, &a, &b))
+                }
+            }
+            Expr::And(terms) => {
+                // FALSE wins over NULL, NULL over TRUE.
+                let mut unknown = false;
+                for t in terms {
+                    match t.eval(row)? {
+                        Value::Boolean(false) => return Ok(Value::Boolean(false)),
+                        Value::Boolean(true) => {}
+                        _ => unknown = true,
+                    }
+                }
+                if unknown {
+                    Value::Null
+                } else {
+                    Value::Boolean(true)
+                }
+            }
+            Expr::Or(terms) => {
+                let mut unknown = false;
+                for t in terms {
+                    match t.eval(row)? {
+                        Value::Boolean(true) => return Ok(Value::Boolean(true)),
+                        Value::Boolean(false) => {}
+                        _ => unknown = true,
+                    }
+                }
+                if unknown {
+                    Value::Null
+                } else {
+                    Value::Boolean(false)
+                }
+            }
+            Expr::IsNull(e, negated) => Value::Boolean(e.eval(row)?.is_null() != *negated),
+            Expr::InList {
+                expr,
+                list,
+                negated,
+            } => {
+                let v = expr.eval(row)?;
+                if v.is_null() {
+                    return Ok(Value::Null);
+                }
+                let mut unknown = false;
+                for item in list {
+                    let item = item.eval(row)?;
+                    if item.is_null() {
+                        unknown = true;
+                    } else if item == v {
+                        return Ok(Value::Boolean(!negated));
+                    }
+                }
+                if unknown {
+                    Value::Null
+                } else {
+                    Value::Boolean(*negated)
+                }
+            }
+            Expr::Case {
+                branches,
+                otherwise,
+            } => {
+                for (condition, result) in branches {
+                    if matches!(condition.eval(row)?, Value::Boolean(true)) {
+                        return result.eval(row);
+                    }
+                }
+                otherwise.eval(row)?
+            }
+            Expr::Coalesce(args) => {
+                for a in args {
+                    let v = a.eval(row)?;
+                    if !v.is_null() {
+                        return Ok(v);
+                    }
+                }
+                Value::Null
+            }
+            Expr::Cast { expr, to, try_cast } => match cast(expr.eval(row)?, to) {
+                Ok(v) => v,
+                Err(_) if *try_cast => Value::Null,
+                Err(e) => return Err(e),
+            },
+            Expr::Call { function, args } => {
+                let values = args
+                    .iter()
+                    .map(|a| a.eval(row))
+                    .collect::<Result<Vec<_>, _>>()?;
+                function.call(&values)?
+            }
+        })
+    }
+
+    /// True if the expression is `TRUE` on `row` (a filter's rule: `NULL` and `FALSE` drop).
+    pub fn holds(&self, row: &[Value]) -> Result<bool, EvalError> {
+        Ok(matches!(self.eval(row)?, Value::Boolean(true)))
+    }
+}
+
+fn negate(v: Value) -> Value {
+    match v {
+        Value::Int(i) => Value::Int(i.wrapping_neg()),
+        Value::BigInt(i) => Value::BigInt(i.wrapping_neg()),
+        Value::Double(d) => Value::Double(-d),
+        Value::Decimal(d, s) => Value::Decimal(-d, s),
+        _ => Value::Null,
+    }
+}
+
+/// `a op b` in the result type `ty` (both operands are numbers of a kind that widens to it).
+fn arith(op: Arith, a: Value, b: Value, ty: &SqlType) -> Result<Value, EvalError> {
+    if a.is_null() || b.is_null() {
+        return Ok(Value::Null);
+    }
+    Ok(match ty {
+        SqlType::TinyInt | SqlType::SmallInt | SqlType::Int => {
+            let (x, y) = (as_i64(&a) as i32, as_i64(&b) as i32);
+            Value::Int(match op {
+                Arith::Add => x.wrapping_add(y),
+                Arith::Subtract => x.wrapping_sub(y),
+                Arith::Multiply => x.wrapping_mul(y),
+                Arith::Divide => x.wrapping_div(nonzero(y)?),
+                Arith::Modulo => x.wrapping_rem(nonzero(y)?),
+            })
+        }
+        SqlType::BigInt => {
+            let (x, y) = (as_i64(&a), as_i64(&b));
+            Value::BigInt(match op {
+                Arith::Add => x.wrapping_add(y),
+                Arith::Subtract => x.wrapping_sub(y),
+                Arith::Multiply => x.wrapping_mul(y),
+                Arith::Divide => x.wrapping_div(nonzero(y)?),
+                Arith::Modulo => x.wrapping_rem(nonzero(y)?),
+            })
+        }
+        SqlType::Decimal { precision, scale } => decimal_arith(op, &a, &b, *precision, *scale)?,
+        _ => {
+            let (x, y) = (as_f64(&a), as_f64(&b));
+            Value::Double(match op {
+                Arith::Add => x + y,
+                Arith::Subtract => x - y,
+                Arith::Multiply => x * y,
+                Arith::Divide => x / y,
+                Arith::Modulo => x % y,
+            })
+        }
+    })
+}
+
+/// `y` if it is not zero (a division's divisor); Java's integer division by zero fails.
+fn nonzero<T: PartialEq + Default>(y: T) -> Result<T, EvalError> {
+    if y == T::default() {
+        Err(division_by_zero())
+    } else {
+        Ok(y)
+    }
+}
+
+fn division_by_zero() -> EvalError {
+    EvalError("division by zero".into())
+}
+
+/// A decimal result of `precision` and `scale`; `NULL` if it does not fit (Flink's rule for
+/// a decimal overflow).
+fn decimal_arith(
+    op: Arith,
+    a: &Value,
+    b: &Value,
+    precision: u8,
+    scale: u8,
+) -> Result<Value, EvalError> {
+    let ((x, sx), (y, sy)) = (as_decimal(a), as_decimal(b));
+    let exact = match op {
+        Arith::Add | Arith::Subtract => {
+            let (x, y) = align(x, sx, y, sy);
+            let s = sx.max(sy);
+            let sum = if op == Arith::Add {
+                x.checked_add(y)
+            } else {
+                x.checked_sub(y)
+            };
+            sum.map(|d| (d, s))
+        }
+        Arith::Multiply => x.checked_mul(y).map(|d| (d, sx + sy)),
+        Arith::Divide | Arith::Modulo => {
+            if y == 0 {
+                return Err(division_by_zero());
+            }
+            if op == Arith::Modulo {
+                let (x, y) = align(x, sx, y, sy);
+                Some((x % y, sx.max(sy)))
+            } else {
+                // x / y at `scale` digits, rounded half up: x * 10^(scale + sy - sx) / y.
+                let shift = i32::from(scale) + i32::from(sy) - i32::from(sx);
+                let numerator = if shift >= 0 {
+                    x.checked_mul(10i128.checked_pow(shift as u32).unwrap_or(i128::MAX))
+                } else {
+                    Some(x / 10i128.pow((-shift) as u32))
+                };
+                numerator.map(|n| (round_div(n, y), scale))
+            }
+        }
+    };
+    Ok(match exact.and_then(|(d, s)| rescale(d, s, scale)) {
+        Some(d) if fits(d, precision) => Value::Decimal(d, scale),
+        _ => Value::Null,
+    })
+}
+
+/// `n / d` rounded half away from zero.
+fn round_div(n: i128, d: i128) -> i128 {
+    let (q, r) = (n / d, n % d);
+    if r.abs() * 2 >= d.abs() {
+        q + if (n < 0) == (d < 0) { 1 } else { -1 }
+    } else {
+        q
+    }
+}
+
+/// Digits at scale `from` as digits at scale `to` (rounded half up when digits are lost).
+pub fn rescale(d: i128, from: u8, to: u8) -> Option<i128> {
+    if to >= from {
+        d.checked_mul(10i128.checked_pow(u32::from(to - from))?)
+    } else {
+        Some(round_div(d, 10i128.pow(u32::from(from - to))))
+    }
+}
+
+/// Whether `d` has at most `precision` digits.
+pub fn fits(d: i128, precision: u8) -> bool {
+    d.unsigned_abs() < 10u128.pow(u32::from(precision.min(38)))
+}
+
+fn as_i64(v: &Value) -> i64 {
+    match *v {
+        Value::Int(i) => i64::from(i),
+        Value::BigInt(i) => i,
+        Value::Double(d) => d as i64,
+        Value::Decimal(d, s) => (d / 10i128.pow(u32::from(s))) as i64,
+        _ => 0,
+    }
+}
+
+fn as_f64(v: &Value) -> f64 {
+    match *v {
+        Value::Int(i) => f64::from(i),
+        Value::BigInt(i) => i as f64,
+        Value::Double(d) => d,
+        Value::Decimal(d, s) => d as f64 / 10f64.powi(i32::from(s)),
+        _ => f64::NAN,
+    }
+}
+
+fn as_decimal(v: &Value) -> (i128, u8) {
+    match *v {
+        Value::Int(i) => (i128::from(i), 0),
+        Value::BigInt(i) => (i128::from(i), 0),
+        Value::Decimal(d, s) => (d, s),
+        _ => (0, 0),
+    }
+}
+
+fn compare(op: Compare, a: &Value, b: &Value) -> bool {
+    let order = a.cmp(b);
+    match op {
+        Compare::Eq => order.is_eq(),
+        Compare::NotEq => order.is_ne(),
+        Compare::Lt => order.is_lt(),
+        Compare::LtEq => order.is_le(),
+        Compare::Gt => order.is_gt(),
+        Compare::GtEq => order.is_ge(),
+    }
+}
+
+/// `CAST(v AS to)` as Flink casts: numbers between kinds (a fraction truncated toward zero
+/// into an integer), strings to numbers, booleans and timestamps and back; a string that is
+/// not one fails (`TRY_CAST` gives `NULL`).
+pub fn cast(v: Value, to: &SqlType) -> Result<Value, EvalError> {
+    if v.is_null() {
+        return Ok(Value::Null);
+    }
+    let bad = |v: &Value| EvalError(format!("cannot cast '{v}' to {to}"));
+    Ok(match to {
+        SqlType::TinyInt | SqlType::SmallInt | SqlType::Int => match &v {
+            Value::String(s) => Value::Int(s.trim().parse().map_err(|_| bad(&v))?),
+            Value::Boolean(b) => Value::Int(i32::from(*b)),
+            n => Value::Int(as_i64(n) as i32),
+        },
+        SqlType::BigInt => match &v {
+            Value::String(s) => Value::BigInt(s.trim().parse().map_err(|_| bad(&v))?),
+            Value::Boolean(b) => Value::BigInt(i64::from(*b)),
+            Value::Timestamp(ms) | Value::TimestampLtz(ms) => Value::BigInt(ms.div_euclid(1000)),
+            n => Value::BigInt(as_i64(n)),
+        },
+        SqlType::Float | SqlType::Double => match &v {
+            Value::String(s) => Value::Double(s.trim().parse().map_err(|_| bad(&v))?),
+            Value::Boolean(b) => Value::Double(f64::from(u8::from(*b))),
+            n => Value::Double(as_f64(n)),
+        },
+        SqlType::Decimal { precision, scale } => {
+            let digits = match &v {
+                Value::String(s) => parse_decimal(s.trim(), *scale).ok_or_else(|| bad(&v))?,
+                Value::Double(d) => (d * 10f64.powi(i32::from(*scale))).round() as i128,
+                n => {
+                    let (d, s) = as_decimal(n);
+                    rescale(d, s, *scale).ok_or_else(|| bad(&v))?
+                }
+            };
+            if fits(digits, *precision) {
+                Value::Decimal(digits, *scale)
+            } else {
+                Value::Null
+            }
+        }
+        SqlType::Boolean => match &v {
+            Value::Boolean(b) => Value::Boolean(*b),
+            Value::String(s) => match s.trim().to_ascii_lowercase().as_str() {
+                "true" => Value::Boolean(true),
+                "false" => Value::Boolean(false),
+                _ => return Err(bad(&v)),
+            },
+            n => Value::Boolean(as_f64(n) != 0.0),
+        },
+        SqlType::Char(_) | SqlType::VarChar(_) => Value::String(v.to_string()),
+        SqlType::Timestamp(_) | SqlType::TimestampLtz(_) => {
+            let ms = match &v {
+                Value::String(s) => crate::value::parse_timestamp(s).ok_or_else(|| bad(&v))?,
+                Value::Timestamp(ms) | Value::TimestampLtz(ms) => *ms,
+                _ => return Err(bad(&v)),
+            };
+            if matches!(to, SqlType::Timestamp(_)) {
+                Value::Timestamp(ms)
+            } else {
+                Value::TimestampLtz(ms)
+            }
+        }
+        _ => return Err(bad(&v)),
+    })
+}
+
+/// A decimal's text (`-12.5`) as digits at `scale`, rounded half up; `None` if it is not one.
+pub fn parse_decimal(text: &str, scale: u8) -> Option<i128> {
+    let (negative, digits) = match text.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, text.strip_prefix('+').unwrap_or(text)),
+    };
+    let (whole, fraction) = digits.split_once('.').unwrap_or((digits, ""));
+    if whole.is_empty() && fraction.is_empty()
+        || !whole
+            .bytes()
+            .chain(fraction.bytes())
+            .all(|b| b.is_ascii_digit())
+    {
+        return None;
+    }
+    let all: String = whole.chars().chain(fraction.chars()).collect();
+    let value: i128 = if all.is_empty() { 0 } else { all.parse().ok()? };
+    let d = rescale(value, u8::try_from(fraction.len()).ok()?, scale)?;
+    Some(if negative { -d } else { d })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn ops() -> impl Strategy<Value = Arith> {
+        prop_oneof![
+            Just(Arith::Add),
+            Just(Arith::Subtract),
+            Just(Arith::Multiply),
+            Just(Arith::Divide),
+            Just(Arith::Modulo),
+        ]
+    }
+
+    proptest! {
+        /// INT arithmetic is Java's: wrapping, truncating division, a remainder with the
+        /// dividend's sign, and an error on division by zero.
+        #[test]
+        fn int_arithmetic_is_javas(
+            a in prop_oneof![any::<i32>(), Just(i32::MIN)],
+            b in prop_oneof![any::<i32>(), Just(-1), Just(0)],
+            op in ops(),
+        ) {
+            let got = arith(op, Value::Int(a), Value::Int(b), &SqlType::Int);
+            let expected = match op {
+                Arith::Add => Some(a.wrapping_add(b)),
+                Arith::Subtract => Some(a.wrapping_sub(b)),
+                Arith::Multiply => Some(a.wrapping_mul(b)),
+                Arith::Divide => (b != 0).then(|| (i64::from(a) / i64::from(b)) as i32),
+                Arith::Modulo => (b != 0).then(|| (i64::from(a) % i64::from(b)) as i32),
+            };
+            match expected {
+                Some(v) => prop_assert_eq!(got.unwrap(), Value::Int(v)),
+                None => prop_assert!(got.is_err()),
+            }
+        }
+
+        /// Decimal sums and products are exact (against the rational value in i128), and
+        /// `NULL` where the result does not fit its precision.
+        #[test]
+        fn decimal_sums_and_products_are_exact(
+            x in -10_000_000i64..10_000_000, sx in 0u8..4,
+            y in -10_000_000i64..10_000_000, sy in 0u8..4,
+            multiply in any::<bool>(),
+        ) {
+            let (op, scale) = if multiply { (Arith::Multiply, sx + sy) } else { (Arith::Add, sx.max(sy)) };
+            let precision = 12;
+            let got = arith(op, Value::Decimal(x.into(), sx), Value::Decimal(y.into(), sy), &SqlType::Decimal { precision, scale });
+            let exact: i128 = if multiply {
+                i128::from(x) * i128::from(y)
+            } else {
+                let (a, b) = align(x.into(), sx, y.into(), sy);
+                a + b
+            };
+            let expected = if fits(exact, precision) { Value::Decimal(exact, scale) } else { Value::Null };
+            let got = got.unwrap();
+            prop_assert!(matches!((&got, &expected), (Value::Null, Value::Null)) || got == expected, "{:?} vs {:?}", got, expected);
+            if let (Value::Decimal(_, s), Value::Decimal(..)) = (&got, &expected) {
+                prop_assert_eq!(*s, scale);
+            }
+        }
+
+        /// A decimal's text parses to the digits that print back as the same text.
+        #[test]
+        fn decimal_text_round_trips(d in -1_000_000_000i64..1_000_000_000, scale in 0u8..6) {
+            let text = Value::Decimal(d.into(), scale).to_string();
+            prop_assert_eq!(parse_decimal(&text, scale), Some(i128::from(d)));
+        }
+    }
+}
