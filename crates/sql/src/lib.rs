@@ -16,6 +16,7 @@ pub mod catalog;
 pub mod dialect;
 pub mod error;
 pub mod expr;
+pub mod lower;
 pub mod schema;
 pub mod script;
 pub mod session;

@@ -1,0 +1,6 @@
+//! Lowering: a plan's nodes as Hummer's own operators, one file per operator (the planner
+//! that builds the plan from a query comes with issue 31's next steps).
+
+pub mod calc;
+
+pub use calc::Calc;
