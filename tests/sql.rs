@@ -80,3 +80,88 @@ fn piped_statements_run_one_by_one_and_an_error_does_not_end_the_session() {
         "QUIT ends the session: {out}"
     );
 }
+
+#[test]
+fn insert_into_a_csv_table_writes_the_filtered_projection_at_any_parallelism() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let input = dir.path().join("bids");
+    std::fs::create_dir(&input).expect("input dir");
+    let mut expected = Vec::new();
+    for part in 0..2 {
+        let mut text = String::new();
+        for i in 0..500u64 {
+            let (auction, price) = (i % 7 + part * 100, (i * 37) % 1000);
+            // Some prices are missing: an empty field of a BIGINT column is NULL.
+            let shown = if i % 50 == 0 {
+                String::new()
+            } else {
+                price.to_string()
+            };
+            text.push_str(&format!("{auction},{shown},channel-{i}\n"));
+            if i % 50 != 0 && price > 600 {
+                expected.push(format!("{auction},{},\"c,{i}\"", price * 2));
+            }
+        }
+        std::fs::write(input.join(format!("part-{part}.csv")), text).expect("write input");
+    }
+    for parallelism in [1, 3] {
+        let output = dir.path().join(format!("out-{parallelism}"));
+        let script = format!(
+            "SET 'parallelism.default' = '{parallelism}';\n\
+             CREATE TABLE bid (auction BIGINT, price BIGINT, channel STRING,\n\
+               doubled AS price * 2)\n\
+             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');\n\
+             CREATE TABLE out (auction BIGINT, doubled BIGINT, label STRING)\n\
+             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');\n\
+             INSERT INTO out SELECT auction, doubled, REPLACE(channel, 'channel-', 'c,')\n\
+               FROM bid WHERE price > 600;",
+            input.display(),
+            output.display()
+        );
+        let (ok, out, err) = hummer_sql(&["-e", &script], "");
+        assert!(ok, "{err}");
+        assert!(
+            out.contains("Complete execution of the SQL update statement"),
+            "{out}"
+        );
+        let mut got: Vec<String> = std::fs::read_dir(&output)
+            .expect("output dir")
+            .flat_map(|f| {
+                let text = std::fs::read_to_string(f.expect("entry").path()).expect("part");
+                text.lines().map(str::to_string).collect::<Vec<_>>()
+            })
+            .collect();
+        got.sort();
+        expected.sort();
+        assert_eq!(got, expected, "parallelism {parallelism}");
+    }
+}
+
+#[test]
+fn a_select_prints_its_rows_and_a_bad_line_fails_naming_it() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let input = dir.path().join("t.csv");
+    std::fs::write(&input, "1,a\n2,b\n").expect("write");
+    let table = format!(
+        "CREATE TABLE t (id INT, name STRING) WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');\n",
+        input.display()
+    );
+    let (ok, out, err) = hummer_sql(
+        &[
+            "-e",
+            &format!("{table}SELECT id * 10 AS x, UPPER(name) FROM t WHERE id > 1"),
+        ],
+        "",
+    );
+    assert!(ok, "{err}");
+    assert!(out.contains("| op |  x | EXPR$1 |"), "{out}");
+    assert!(out.contains("| +I | 20 |      B |"), "{out}");
+    std::fs::write(&input, "1,a\nx,b\n").expect("write");
+    let (ok, _, err) = hummer_sql(&["-e", &format!("{table}SELECT * FROM t")], "");
+    assert!(!ok);
+    assert!(err.contains("the line 'x,b' of table 't'"), "{err}");
+    assert!(err.contains("column 'id' (INT) cannot hold 'x'"), "{err}");
+    let (ok, _, err) = hummer_sql(&["-e", &format!("{table}SELECT id FROM t GROUP BY id")], "");
+    assert!(!ok);
+    assert!(err.contains("GROUP BY is not supported"), "{err}");
+}

@@ -13,10 +13,13 @@
 #![warn(missing_docs)]
 
 pub mod catalog;
+pub mod connector;
 pub mod dialect;
 pub mod error;
 pub mod expr;
+pub mod format;
 pub mod lower;
+pub mod plan;
 pub mod schema;
 pub mod script;
 pub mod session;

@@ -9,8 +9,13 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use hummer_api::StreamExecutionEnvironment;
+use sqlparser::ast;
+
 use crate::catalog::{Catalog, View};
+use crate::connector;
 use crate::error::{Position, Result, SqlError};
+use crate::plan::plan_query;
 use crate::script::split;
 use crate::statement::{self, ColumnKind, ObjectKind, SUPPORTED_STATEMENTS, Statement};
 use crate::tableau::Table;
@@ -178,20 +183,95 @@ impl Session {
                 "Hummer runs Flink SQL: {SUPPORTED_STATEMENTS}."
             ))),
             Statement::Quit => Ok(Outcome::Quit),
-            Statement::Explain(_) | Statement::Insert(..) | Statement::Query(..) => {
-                let at = match &statement {
-                    Statement::Insert(_, at) | Statement::Query(_, at) => *at,
-                    _ => Position::new(1, 1),
-                };
-                Err(SqlError::Unsupported {
-                    at,
-                    what: "running a query".into(),
-                    supported: "this build parses queries but does not plan them yet (issue \
-                                31); DDL, SET, SHOW and DESCRIBE run"
-                        .into(),
-                })
-            }
+            Statement::Insert(insert, at) => self.insert(&insert, at),
+            Statement::Query(query, at) => self.select(&query, at),
+            Statement::Explain(_) => Err(SqlError::Unsupported {
+                at: Position::new(1, 1),
+                what: "EXPLAIN".into(),
+                supported: "INSERT and SELECT run; EXPLAIN comes with the planner's next steps"
+                    .into(),
+            }),
         }
+    }
+
+    /// An environment for one job of this session, as its options say.
+    fn environment(&self) -> StreamExecutionEnvironment {
+        let env = StreamExecutionEnvironment::local();
+        if let Some(p) = self.parallelism() {
+            env.set_parallelism(p);
+        }
+        if let Some(interval) = self.checkpoint_interval() {
+            env.enable_checkpointing(interval);
+        }
+        env
+    }
+
+    fn job_name(&self, default: String) -> String {
+        self.options
+            .get("pipeline.name")
+            .cloned()
+            .unwrap_or(default)
+    }
+
+    /// `INSERT INTO table query`: runs the job to its end (a bounded input).
+    fn insert(&mut self, insert: &ast::Statement, at: Position) -> Result<Outcome> {
+        let ast::Statement::Insert(insert) = insert else {
+            return Err(SqlError::Unsupported {
+                at,
+                what: "this statement".into(),
+                supported: SUPPORTED_STATEMENTS.into(),
+            });
+        };
+        let (ast::TableObject::TableName(name), Some(source)) = (&insert.table, &insert.source)
+        else {
+            return Err(SqlError::Unsupported {
+                at,
+                what: "this INSERT form".into(),
+                supported: "INSERT INTO table SELECT .. is".into(),
+            });
+        };
+        if !insert.columns.is_empty() {
+            return Err(SqlError::Unsupported {
+                at,
+                what: "an INSERT column list".into(),
+                supported: "INSERT INTO table SELECT .. (all the table's columns, in order) is"
+                    .into(),
+            });
+        }
+        let target = name
+            .0
+            .last()
+            .and_then(|p| p.as_ident())
+            .map(|i| i.value.clone())
+            .unwrap_or_default();
+        let table = self.catalog.table(&target, at)?.clone();
+        let env = self.environment();
+        let planned = plan_query(&self.catalog, &env, source, at)?;
+        connector::write(&planned.rows, &planned.schema, &table)?;
+        env.execute(&self.job_name(format!("insert-into_{target}")))?;
+        Ok(info("Complete execution of the SQL update statement."))
+    }
+
+    /// A bare query: runs it and shows its rows, with Flink's `op` column.
+    fn select(&mut self, query: &ast::Query, at: Position) -> Result<Outcome> {
+        let env = self.environment();
+        let planned = plan_query(&self.catalog, &env, query, at)?;
+        let out = planned.rows.collect();
+        let mut result = env.execute(&self.job_name("collect".into()))?;
+        let rows = result.collected(&out)?;
+        let mut header = vec!["op".to_string()];
+        header.extend(planned.schema.columns.iter().map(|c| c.name.clone()));
+        Ok(Outcome::Table(Table {
+            header,
+            rows: rows
+                .into_iter()
+                .map(|row| {
+                    std::iter::once("+I".to_string())
+                        .chain(row.iter().map(ToString::to_string))
+                        .collect()
+                })
+                .collect(),
+        }))
     }
 
     /// `SET key = value`: checked if Hummer applies the option, noted if it does not.
