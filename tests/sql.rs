@@ -165,3 +165,57 @@ fn a_select_prints_its_rows_and_a_bad_line_fails_naming_it() {
     assert!(!ok);
     assert!(err.contains("GROUP BY is not supported"), "{err}");
 }
+
+#[test]
+fn a_nexmark_shaped_script_runs_through_a_view_with_event_time_columns() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let input = dir.path().join("bid.csv");
+    // auction, bidder, price, dateTime in epoch milliseconds, extra.
+    std::fs::write(
+        &input,
+        "1000,1001,73134520,1672531200000,x\n1004,1001,3992,1672531200001,y\n1123,7,50,1672531260500,\n",
+    )
+    .expect("write");
+    let output = dir.path().join("raw");
+    let script = format!(
+        "SET 'table.local-time-zone' = 'UTC';\n\
+         CREATE TABLE bid_csv (auction BIGINT, bidder BIGINT, price BIGINT, dateTime_ms BIGINT, extra STRING,\n\
+           `dateTime` AS TO_TIMESTAMP_LTZ(dateTime_ms, 3),\n\
+           WATERMARK FOR `dateTime` AS `dateTime` - INTERVAL '4' SECOND)\n\
+         WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');\n\
+         CREATE VIEW bid AS SELECT auction, bidder, price, `dateTime`, extra FROM bid_csv;\n\
+         CREATE VIEW q_result AS SELECT auction, bidder, 0.908 * price AS price, `dateTime`, extra\n\
+           FROM bid WHERE MOD(auction, 1000) <> 123;\n\
+         DESCRIBE q_result;\n\
+         CREATE TABLE q_sink (auction BIGINT, bidder BIGINT, price DECIMAL(23, 3), `dateTime` TIMESTAMP_LTZ(3), extra STRING)\n\
+         WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');\n\
+         INSERT INTO q_sink SELECT * FROM q_result;",
+        input.display(),
+        output.display()
+    );
+    let (ok, out, err) = hummer_sql(&["-e", &script], "");
+    assert!(ok, "{err}");
+    assert!(
+        out.contains("|    price |   DECIMAL(23, 3) | TRUE |"),
+        "{out}"
+    );
+    assert!(
+        out.contains("| dateTime | TIMESTAMP_LTZ(3) | TRUE |"),
+        "{out}"
+    );
+    let mut got: Vec<String> = std::fs::read_dir(&output)
+        .expect("output")
+        .flat_map(|f| {
+            let text = std::fs::read_to_string(f.expect("entry").path()).expect("part");
+            text.lines().map(str::to_string).collect::<Vec<_>>()
+        })
+        .collect();
+    got.sort();
+    assert_eq!(
+        got,
+        [
+            "1000,1001,66406144.160,2023-01-01 00:00:00.000,x",
+            "1004,1001,3624.736,2023-01-01 00:00:00.001,y",
+        ]
+    );
+}

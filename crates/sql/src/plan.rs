@@ -1,8 +1,8 @@
 //! Planning: a query as a stream of rows built from Hummer's operators, with the schema of
 //! its result.
 //!
-//! So far a query is a `SELECT` list and an optional `WHERE` over one table: the scan, then
-//! one [`Calc`]. Every other clause is refused before anything runs, with its line and column
+//! So far a query is a `SELECT` list and an optional `WHERE` over one table or view: the
+//! scan (or the view's plan), then one [`Calc`]. Every other clause is refused before anything runs, with its line and column
 //! and what is supported (joins, aggregations and windows come with issue 31's next steps).
 
 use hummer_api::{DataStream, StreamExecutionEnvironment};
@@ -26,7 +26,7 @@ pub struct Planned {
 }
 
 /// What a query may hold so far, for errors.
-const SUPPORTED: &str = "a SELECT list with WHERE over one table is (joins, GROUP BY, \
+const SUPPORTED: &str = "a SELECT list with WHERE over one table or view is (joins, GROUP BY, \
     windows, ORDER BY and LIMIT come next)";
 
 fn at_span(span: sqlparser::tokenizer::Span) -> Position {
@@ -44,6 +44,38 @@ fn unsupported(what: &str, span: sqlparser::tokenizer::Span, fallback: Position)
         what: what.into(),
         supported: SUPPORTED.into(),
     }
+}
+
+/// The rows of the table or view `name`: a table's scan, or a view's query planned in its
+/// place (with the view's column names, if it gives them).
+fn relation(
+    catalog: &Catalog,
+    env: &StreamExecutionEnvironment,
+    name: &str,
+    at: Position,
+) -> Result<(DataStream<Row>, Schema)> {
+    if let Some(view) = catalog.view(name) {
+        let planned = plan_query(catalog, env, &view.query, at)?;
+        let mut schema = planned.schema;
+        if !view.columns.is_empty() {
+            if view.columns.len() != schema.columns.len() {
+                return Err(SqlError::Invalid {
+                    at,
+                    message: format!(
+                        "the view '{name}' names {} columns and its query has {}",
+                        view.columns.len(),
+                        schema.columns.len()
+                    ),
+                });
+            }
+            for (c, n) in schema.columns.iter_mut().zip(&view.columns) {
+                c.name.clone_from(n);
+            }
+        }
+        return Ok((planned.rows, schema));
+    }
+    let table = catalog.table(name, at)?;
+    connector::scan(env, table)
 }
 
 /// Plans `query` over the tables of `catalog` on `env`; `at` is where the statement starts.
@@ -102,15 +134,7 @@ pub fn plan_query(
         .map(|i| i.value.clone())
         .unwrap_or_default();
     let name_at = at_span(name.span());
-    if catalog.view(&table_name).is_some() {
-        return Err(SqlError::Unsupported {
-            at: name_at,
-            what: format!("reading the view '{table_name}'"),
-            supported: "reading tables is (views come with the planner's next steps)".into(),
-        });
-    }
-    let table = catalog.table(&table_name, name_at)?;
-    let (rows, input) = connector::scan(env, table)?;
+    let (rows, input) = relation(catalog, env, &table_name, name_at)?;
     let condition = match &select.selection {
         Some(e) => {
             let bound = bind(e, &input)?;

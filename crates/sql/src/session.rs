@@ -297,27 +297,46 @@ impl Session {
     /// `DESCRIBE name`, as Flink's client shows a table: name, type, null, key, extras,
     /// watermark.
     fn describe(&self, name: &str, at: Position) -> Result<Outcome> {
-        if self.catalog.view(name).is_some() {
-            return Err(SqlError::Unsupported {
-                at,
-                what: format!("DESCRIBE of the view '{name}'"),
-                supported: "DESCRIBE of a table is (a view's columns are known once queries are \
-                            planned)"
-                    .into(),
-            });
+        let header = ["name", "type", "null", "key", "extras", "watermark"]
+            .map(String::from)
+            .to_vec();
+        let null = |nullable: bool| if nullable { "TRUE" } else { "FALSE" }.to_string();
+        if let Some(view) = self.catalog.view(name) {
+            // A view's columns are its query's: planned on an environment of its own.
+            let scratch = StreamExecutionEnvironment::local();
+            let mut schema = plan_query(&self.catalog, &scratch, &view.query, at)?.schema;
+            for (c, n) in schema.columns.iter_mut().zip(&view.columns) {
+                c.name.clone_from(n);
+            }
+            let rows = schema
+                .columns
+                .iter()
+                .map(|c| {
+                    let blank = String::new;
+                    vec![
+                        c.name.clone(),
+                        c.ty.ty.to_string(),
+                        null(c.ty.nullable),
+                        blank(),
+                        blank(),
+                        blank(),
+                    ]
+                })
+                .collect();
+            return Ok(Outcome::Table(Table { header, rows }));
         }
         let table = self.catalog.table(name, at)?;
+        let (schema, _) = connector::table_schema(table)?;
         let rows = table
             .columns
             .iter()
-            .map(|c| {
-                let (ty, null, extras) = match &c.kind {
-                    ColumnKind::Physical(t) => (
-                        t.ty.to_string(),
-                        if t.nullable { "TRUE" } else { "FALSE" },
-                        String::new(),
-                    ),
-                    ColumnKind::Computed(e) => (String::new(), "TRUE", format!("AS {e}")),
+            .zip(&schema.columns)
+            .map(|(c, typed)| {
+                let ty = typed.ty.ty.to_string();
+                let null = null(typed.ty.nullable);
+                let extras = match &c.kind {
+                    ColumnKind::Physical(_) => String::new(),
+                    ColumnKind::Computed(e) => format!("AS {e}"),
                 };
                 let key = if table.primary_key.contains(&c.name) {
                     format!("PRI({})", table.primary_key.join(", "))
@@ -328,15 +347,10 @@ impl Session {
                     Some(w) if w.column == c.name => w.expr.to_string(),
                     _ => String::new(),
                 };
-                vec![c.name.clone(), ty, null.to_string(), key, extras, watermark]
+                vec![c.name.clone(), ty, null, key, extras, watermark]
             })
             .collect();
-        Ok(Outcome::Table(Table {
-            header: ["name", "type", "null", "key", "extras", "watermark"]
-                .map(String::from)
-                .to_vec(),
-            rows,
-        }))
+        Ok(Outcome::Table(Table { header, rows }))
     }
 
     /// The parallelism the session's jobs run at, if `parallelism.default` is set.

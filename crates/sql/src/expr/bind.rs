@@ -93,7 +93,7 @@ fn arith_type(op: Arith, a: &SqlType, b: &SqlType) -> SqlType {
             let s = s1.max(s2);
             decimal((p1 - s1).max(p2 - s2) + s + 1, s)
         }
-        Arith::Multiply => decimal(p1 + p2, s1 + s2),
+        Arith::Multiply => decimal(p1 + p2 + 1, s1 + s2),
         Arith::Divide => {
             let s = 6.max(s1 + p2 + 1);
             decimal(p1 - s1 + s2 + s, s)
@@ -669,6 +669,33 @@ impl Binder<'_> {
                     other => (Function::Round(None), other.clone()),
                 }
             }
+            "TO_TIMESTAMP_LTZ" => {
+                arity(1..=2)?;
+                self.expect_numeric(&bound[0], args[0])?;
+                let precision = match args.get(1) {
+                    None => 3,
+                    Some(a) => match literal_integer(a) {
+                        Some(p @ (0 | 3)) => p as u8,
+                        _ => {
+                            return Err(SqlError::Invalid {
+                                at: at(a),
+                                message: "TO_TIMESTAMP_LTZ's precision is 0 (seconds) or 3 \
+                                          (milliseconds)"
+                                    .into(),
+                            });
+                        }
+                    },
+                };
+                let first = bound.into_iter().next().map(|b| b.expr);
+                return Ok(typed(
+                    Expr::Call {
+                        function: Function::ToTimestampLtz(precision),
+                        args: first.into_iter().collect(),
+                    },
+                    SqlType::TimestampLtz(3),
+                    nullable,
+                ));
+            }
             "NULLIF" => {
                 arity(2..=2)?;
                 let ty = bound[0].ty.ty.clone();
@@ -956,7 +983,11 @@ mod tests {
         assert_eq!(eval("i + b"), Value::BigInt(17));
         assert_eq!(eval("2147483647 + 1"), Value::Int(i32::MIN));
         assert_eq!(eval("d * 2"), Value::Decimal(2500, 2));
-        assert_eq!(bound("d * 2").unwrap().ty.ty.to_string(), "DECIMAL(20, 2)");
+        assert_eq!(bound("d * 2").unwrap().ty.ty.to_string(), "DECIMAL(21, 2)");
+        assert_eq!(
+            bound("0.908 * b").unwrap().ty.ty.to_string(),
+            "DECIMAL(23, 3)"
+        );
         assert_eq!(eval("d + 1.5"), Value::Decimal(1400, 2));
         assert_eq!(eval("d / 4").to_string(), "3.1250000000000");
         assert_eq!(eval("f * 2"), Value::Double(1.0));
@@ -1009,6 +1040,13 @@ mod tests {
             Value::Timestamp(1_672_531_201_000)
         );
         assert_eq!(eval("TRY_CAST('x' AS INT)"), Value::Null);
+        assert_eq!(eval("TO_TIMESTAMP_LTZ(b, 3)"), Value::TimestampLtz(10));
+        assert_eq!(eval("TO_TIMESTAMP_LTZ(i, 0)"), Value::TimestampLtz(7000));
+        assert_eq!(
+            bound("TO_TIMESTAMP_LTZ(b, 3)").unwrap().ty.ty,
+            SqlType::TimestampLtz(3)
+        );
+        assert!(bound("TO_TIMESTAMP_LTZ(b, 2)").is_err());
         let bad = bound("CAST('x' AS INT)").unwrap();
         assert!(
             bad.expr

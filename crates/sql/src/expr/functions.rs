@@ -50,6 +50,9 @@ pub enum Function {
     Ln,
     /// `ROUND(n[, digits])` on a decimal of this scale (`None`: a double).
     Round(Option<u8>),
+    /// `TO_TIMESTAMP_LTZ(n, precision)`: `n` seconds (precision 0) or milliseconds (3)
+    /// since the epoch, as an instant.
+    ToTimestampLtz(u8),
 }
 
 impl Function {
@@ -147,6 +150,15 @@ impl Function {
             Function::Power => Value::Double(double(&args[0]).powf(double(&args[1]))),
             Function::Sqrt => Value::Double(double(&args[0]).sqrt()),
             Function::Ln => Value::Double(double(&args[0]).ln()),
+            Function::ToTimestampLtz(precision) => {
+                let unit = if *precision == 0 { 1000.0 } else { 1.0 };
+                let ms = match args[0] {
+                    Value::Int(n) => i64::from(n).saturating_mul(unit as i64),
+                    Value::BigInt(n) => n.saturating_mul(unit as i64),
+                    ref v => (double(v) * unit) as i64,
+                };
+                Value::TimestampLtz(ms)
+            }
             Function::Round(scale) => {
                 let digits = if args.len() > 1 { int(1)? } else { 0 };
                 match (&args[0], scale) {
