@@ -56,6 +56,16 @@ timed() { # name cmd... : appends "wall_s" to $out/name.times
   local t1=$EPOCHREALTIME
   awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.4f\n", b - a}' >> "$out/$name.times"
 }
+after_before_table() { # name : the medians of $out/name-{before,after}.times and their ratio
+  echo "| build | median wall s | after/before |"
+  echo "|---|---|---|"
+  local b w v
+  b=$(median < "$out/$1-before.times")
+  for v in before after; do
+    w=$(median < "$out/$1-$v.times")
+    awk -v v="$v" -v w="$w" -v b="$b" 'BEGIN {printf "| %s | %.3f | %.2f |\n", v, w, w / b}'
+  done
+}
 want() { [ -z "${ONLY:-}" ] || [[ " $ONLY " == *" $1 "* ]]; }
 median() { sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 
@@ -114,13 +124,7 @@ for v in before after; do
   printf 'cluster %s: output %s\n' "$v" "$("$shared/check.sh" "$v" "$out/cl-out-$v" "$ref")" >&2
 done
 echo "## Cluster WordCount, $MB MiB, 3 TaskManagers x 2 slots, parallelism 6 ($ROUNDS rounds)"
-echo "| build | median wall s | after/before |"
-echo "|---|---|---|"
-b=$(median < "$out/cl-before.times")
-for v in before after; do
-  w=$(median < "$out/cl-$v.times")
-  awk -v v="$v" -v w="$w" -v b="$b" 'BEGIN {printf "| %s | %.3f | %.2f |\n", v, w, w / b}'
-done
+after_before_table cl
 fi
 
 # 4. Streaming WordCount.
@@ -135,13 +139,7 @@ for ((r = 0; r <= ROUNDS; r++)); do
 done
 rm -rf "$out/sw-out-"*
 echo "## Streaming WordCount, $MB MiB, parallelism 2 ($ROUNDS rounds)"
-echo "| build | median wall s | after/before |"
-echo "|---|---|---|"
-b=$(median < "$out/sw-before.times")
-for v in before after; do
-  w=$(median < "$out/sw-$v.times")
-  awk -v v="$v" -v w="$w" -v b="$b" 'BEGIN {printf "| %s | %.3f | %.2f |\n", v, w, w / b}'
-done
+after_before_table sw
 fi
 
 # 5. Nexmark, on the events bench/nexmark.sh generates (and caches).

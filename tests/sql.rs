@@ -27,6 +27,19 @@ fn hummer_sql(args: &[&str], stdin: &str) -> (bool, String, String) {
     )
 }
 
+/// Every line of the part files a sink wrote under `dir`, sorted.
+fn sorted_lines(dir: &std::path::Path) -> Vec<String> {
+    let mut lines: Vec<String> = std::fs::read_dir(dir)
+        .expect("the sink's directory")
+        .flat_map(|f| {
+            let text = std::fs::read_to_string(f.expect("entry").path()).expect("part file");
+            text.lines().map(str::to_string).collect::<Vec<_>>()
+        })
+        .collect();
+    lines.sort();
+    lines
+}
+
 const DDL: &str = "-- the Nexmark bids, as the harness declares them\n\
     CREATE TABLE bid (\n\
       auction BIGINT,\n\
@@ -124,14 +137,7 @@ fn insert_into_a_csv_table_writes_the_filtered_projection_at_any_parallelism() {
             out.contains("Complete execution of the SQL update statement"),
             "{out}"
         );
-        let mut got: Vec<String> = std::fs::read_dir(&output)
-            .expect("output dir")
-            .flat_map(|f| {
-                let text = std::fs::read_to_string(f.expect("entry").path()).expect("part");
-                text.lines().map(str::to_string).collect::<Vec<_>>()
-            })
-            .collect();
-        got.sort();
+        let got = sorted_lines(&output);
         expected.sort();
         assert_eq!(got, expected, "parallelism {parallelism}");
     }
@@ -203,14 +209,7 @@ fn a_nexmark_shaped_script_runs_through_a_view_with_event_time_columns() {
         out.contains("| dateTime | TIMESTAMP_LTZ(3) | TRUE |"),
         "{out}"
     );
-    let mut got: Vec<String> = std::fs::read_dir(&output)
-        .expect("output")
-        .flat_map(|f| {
-            let text = std::fs::read_to_string(f.expect("entry").path()).expect("part");
-            text.lines().map(str::to_string).collect::<Vec<_>>()
-        })
-        .collect();
-    got.sort();
+    let got = sorted_lines(&output);
     assert_eq!(
         got,
         [

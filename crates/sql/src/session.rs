@@ -31,53 +31,36 @@ pub enum Outcome {
     Quit,
 }
 
-/// An option Hummer applies, and what its value must be.
-struct KnownOption {
-    key: &'static str,
-    check: fn(&str) -> std::result::Result<(), String>,
-}
+/// An option Hummer applies, and what its value must be: its key and the check of a value.
+type KnownOption = (&'static str, fn(&str) -> std::result::Result<(), String>);
 
 /// The options a script may set that Hummer applies.
 const OPTIONS: &[KnownOption] = &[
-    KnownOption {
-        key: "parallelism.default",
-        check: |v| positive(v).map(|_| ()),
-    },
-    KnownOption {
-        key: "table.local-time-zone",
-        check: |v| non_empty(v),
-    },
-    KnownOption {
-        key: "execution.checkpointing.interval",
-        check: |v| parse_duration(v).map(|_| ()),
-    },
-    KnownOption {
-        key: "state.checkpoints.dir",
-        check: |v| non_empty(v),
-    },
-    KnownOption {
-        key: "pipeline.name",
-        check: |v| non_empty(v),
-    },
-    KnownOption {
-        key: "table.dml-sync",
-        check: |v| boolean(v).map(|_| ()),
-    },
-    KnownOption {
-        key: "execution.runtime-mode",
-        check: |v| match v.to_ascii_lowercase().as_str() {
-            "streaming" | "batch" | "automatic" => Ok(()),
-            _ => Err("it is 'streaming', 'batch' or 'automatic'".into()),
-        },
-    },
-    KnownOption {
-        key: "sql-client.execution.result-mode",
-        check: |v| match v.to_ascii_lowercase().as_str() {
-            "table" | "changelog" | "tableau" => Ok(()),
-            _ => Err("it is 'table', 'changelog' or 'tableau'".into()),
-        },
-    },
+    ("parallelism.default", |v| positive(v).map(|_| ())),
+    ("table.local-time-zone", non_empty),
+    ("execution.checkpointing.interval", |v| {
+        parse_duration(v).map(|_| ())
+    }),
+    ("state.checkpoints.dir", non_empty),
+    ("pipeline.name", non_empty),
+    ("table.dml-sync", |v| boolean(v).map(|_| ())),
+    ("execution.runtime-mode", |v| {
+        one_of(v, &["streaming", "batch", "automatic"])
+    }),
+    ("sql-client.execution.result-mode", |v| {
+        one_of(v, &["table", "changelog", "tableau"])
+    }),
 ];
+
+/// `Ok` if `v` is one of `allowed` (in any case).
+fn one_of(v: &str, allowed: &[&str]) -> std::result::Result<(), String> {
+    if allowed.iter().any(|a| a.eq_ignore_ascii_case(v)) {
+        return Ok(());
+    }
+    let quoted: Vec<String> = allowed.iter().map(|a| format!("'{a}'")).collect();
+    let (last, rest) = quoted.split_last().expect("a non-empty list");
+    Err(format!("it is {} or {last}", rest.join(", ")))
+}
 
 /// A session: what the statements so far created and set.
 #[derive(Debug, Clone, Default)]
@@ -276,9 +259,9 @@ impl Session {
 
     /// `SET key = value`: checked if Hummer applies the option, noted if it does not.
     fn set(&mut self, key: String, value: String) -> Result<Outcome> {
-        let outcome = match OPTIONS.iter().find(|o| o.key == key) {
-            Some(option) => {
-                (option.check)(&value).map_err(|why| SqlError::Invalid {
+        let outcome = match OPTIONS.iter().find(|(known, _)| *known == key) {
+            Some((_, check)) => {
+                check(&value).map_err(|why| SqlError::Invalid {
                     at: Position::new(1, 1),
                     message: format!("'{value}' is not a value of '{key}': {why}"),
                 })?;
@@ -287,7 +270,11 @@ impl Session {
             None => info(&format!(
                 "Session property '{key}' is accepted and has no effect in Hummer (it applies \
                  options {}).",
-                OPTIONS.iter().map(|o| o.key).collect::<Vec<_>>().join(", ")
+                OPTIONS
+                    .iter()
+                    .map(|(known, _)| *known)
+                    .collect::<Vec<_>>()
+                    .join(", ")
             )),
         };
         self.options.insert(key, value);

@@ -312,31 +312,29 @@ fn object_kind_plural(parser: &mut Parser<'_>) -> Result<ObjectKind> {
     }
 }
 
-/// `TABLE`, `VIEW`, `FUNCTION`.
-fn object_kind(parser: &mut Parser<'_>) -> Option<ObjectKind> {
+/// After `CREATE` or `DROP` (`verb`): `[TEMPORARY [SYSTEM]] TABLE|VIEW|FUNCTION`.
+fn object_kind(parser: &mut Parser<'_>, verb: &str) -> Result<ObjectKind> {
+    let _ = parser.parse_keyword(Keyword::TEMPORARY);
+    let _ = parser.parse_keyword(Keyword::SYSTEM);
+    let kind_at = position(&parser.peek_token());
     if parser.parse_keyword(Keyword::TABLE) {
-        Some(ObjectKind::Table)
+        Ok(ObjectKind::Table)
     } else if parser.parse_keyword(Keyword::VIEW) {
-        Some(ObjectKind::View)
+        Ok(ObjectKind::View)
     } else if parser.parse_keyword(Keyword::FUNCTION) {
-        Some(ObjectKind::Function)
+        Ok(ObjectKind::Function)
     } else {
-        None
+        Err(SqlError::Unsupported {
+            at: kind_at,
+            what: format!("{verb} {}", parser.peek_token().token),
+            supported: format!("{verb} TABLE, {verb} VIEW and {verb} FUNCTION are"),
+        })
     }
 }
 
 fn parse_create(parser: &mut Parser<'_>, at: Position) -> Result<Statement> {
     parser.next_token();
-    let _ = parser.parse_keyword(Keyword::TEMPORARY);
-    let _ = parser.parse_keyword(Keyword::SYSTEM);
-    let kind_at = position(&parser.peek_token());
-    let Some(kind) = object_kind(parser) else {
-        return Err(SqlError::Unsupported {
-            at: kind_at,
-            what: format!("CREATE {}", parser.peek_token().token),
-            supported: "CREATE TABLE, CREATE VIEW and CREATE FUNCTION are".into(),
-        });
-    };
+    let kind = object_kind(parser, "CREATE")?;
     let if_not_exists = parser.parse_keywords(&[Keyword::IF, Keyword::NOT, Keyword::EXISTS]);
     let name = object_name(parser)?;
     match kind {
@@ -380,16 +378,7 @@ fn parse_create(parser: &mut Parser<'_>, at: Position) -> Result<Statement> {
 
 fn parse_drop(parser: &mut Parser<'_>, at: Position) -> Result<Statement> {
     parser.next_token();
-    let _ = parser.parse_keyword(Keyword::TEMPORARY);
-    let _ = parser.parse_keyword(Keyword::SYSTEM);
-    let kind_at = position(&parser.peek_token());
-    let Some(kind) = object_kind(parser) else {
-        return Err(SqlError::Unsupported {
-            at: kind_at,
-            what: format!("DROP {}", parser.peek_token().token),
-            supported: "DROP TABLE, DROP VIEW and DROP FUNCTION are".into(),
-        });
-    };
+    let kind = object_kind(parser, "DROP")?;
     let if_exists = parser.parse_keywords(&[Keyword::IF, Keyword::EXISTS]);
     let name = object_name(parser)?;
     Ok(Statement::Drop {

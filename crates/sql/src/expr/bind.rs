@@ -767,38 +767,36 @@ impl Binder<'_> {
     }
 
     fn expect_numeric(&self, e: &Typed, expr: &ast::Expr) -> Result<()> {
-        self.expect(
-            e,
-            expr,
-            e.ty.ty.is_numeric() || e.ty.ty == SqlType::Null,
-            "a number",
-        )
+        self.expect(e, expr, SqlType::is_numeric, "a number")
     }
 
     fn expect_integer(&self, e: &Typed, expr: &ast::Expr) -> Result<()> {
-        let integer = matches!(
-            e.ty.ty,
-            SqlType::TinyInt | SqlType::SmallInt | SqlType::Int | SqlType::BigInt | SqlType::Null
-        );
+        let integer = |t: &SqlType| {
+            matches!(
+                t,
+                SqlType::TinyInt | SqlType::SmallInt | SqlType::Int | SqlType::BigInt
+            )
+        };
         self.expect(e, expr, integer, "an integer")
     }
 
     fn expect_string(&self, e: &Typed, expr: &ast::Expr) -> Result<()> {
-        self.expect(
-            e,
-            expr,
-            e.ty.ty.is_string() || e.ty.ty == SqlType::Null,
-            "a string",
-        )
+        self.expect(e, expr, SqlType::is_string, "a string")
     }
 
     fn expect_boolean(&self, e: &Typed, expr: &ast::Expr) -> Result<()> {
-        let boolean = matches!(e.ty.ty, SqlType::Boolean | SqlType::Null);
-        self.expect(e, expr, boolean, "a BOOLEAN")
+        self.expect(e, expr, |t| *t == SqlType::Boolean, "a BOOLEAN")
     }
 
-    fn expect(&self, e: &Typed, expr: &ast::Expr, ok: bool, wanted: &str) -> Result<()> {
-        if ok {
+    /// `Ok` if `e`'s type is `wanted` (as `fits` tells) or `NULL` (which fits every type).
+    fn expect(
+        &self,
+        e: &Typed,
+        expr: &ast::Expr,
+        fits: impl Fn(&SqlType) -> bool,
+        wanted: &str,
+    ) -> Result<()> {
+        if fits(&e.ty.ty) || e.ty.ty == SqlType::Null {
             Ok(())
         } else {
             Err(SqlError::Invalid {

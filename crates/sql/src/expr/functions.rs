@@ -1,7 +1,7 @@
 //! The built-in scalar functions, with Flink's semantics: each is `NULL` where an argument
 //! is `NULL` (unless said otherwise), strings count characters (not bytes) from 1.
 
-use super::{EvalError, rescale};
+use super::{EvalError, as_f64, rescale};
 use crate::value::Value;
 
 /// Where `TRIM` trims.
@@ -147,15 +147,15 @@ impl Function {
                     args[0].clone()
                 }
             }
-            Function::Power => Value::Double(double(&args[0]).powf(double(&args[1]))),
-            Function::Sqrt => Value::Double(double(&args[0]).sqrt()),
-            Function::Ln => Value::Double(double(&args[0]).ln()),
+            Function::Power => Value::Double(as_f64(&args[0]).powf(as_f64(&args[1]))),
+            Function::Sqrt => Value::Double(as_f64(&args[0]).sqrt()),
+            Function::Ln => Value::Double(as_f64(&args[0]).ln()),
             Function::ToTimestampLtz(precision) => {
                 let unit = if *precision == 0 { 1000.0 } else { 1.0 };
                 let ms = match args[0] {
                     Value::Int(n) => i64::from(n).saturating_mul(unit as i64),
                     Value::BigInt(n) => n.saturating_mul(unit as i64),
-                    ref v => (double(v) * unit) as i64,
+                    ref v => (as_f64(v) * unit) as i64,
                 };
                 Value::TimestampLtz(ms)
             }
@@ -171,21 +171,11 @@ impl Function {
                     (Value::BigInt(n), _) => Value::BigInt(*n),
                     (v, _) => {
                         let factor = 10f64.powi(digits as i32);
-                        Value::Double((double(v) * factor).round() / factor)
+                        Value::Double((as_f64(v) * factor).round() / factor)
                     }
                 }
             }
         })
-    }
-}
-
-fn double(v: &Value) -> f64 {
-    match *v {
-        Value::Int(i) => f64::from(i),
-        Value::BigInt(i) => i as f64,
-        Value::Double(d) => d,
-        Value::Decimal(d, s) => d as f64 / 10f64.powi(i32::from(s)),
-        _ => f64::NAN,
     }
 }
 

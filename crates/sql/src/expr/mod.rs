@@ -158,37 +158,8 @@ impl Expr {
                     Value::Boolean(compare(*op, &a, &b))
                 }
             }
-            Expr::And(terms) => {
-                // FALSE wins over NULL, NULL over TRUE.
-                let mut unknown = false;
-                for t in terms {
-                    match t.eval(row)? {
-                        Value::Boolean(false) => return Ok(Value::Boolean(false)),
-                        Value::Boolean(true) => {}
-                        _ => unknown = true,
-                    }
-                }
-                if unknown {
-                    Value::Null
-                } else {
-                    Value::Boolean(true)
-                }
-            }
-            Expr::Or(terms) => {
-                let mut unknown = false;
-                for t in terms {
-                    match t.eval(row)? {
-                        Value::Boolean(true) => return Ok(Value::Boolean(true)),
-                        Value::Boolean(false) => {}
-                        _ => unknown = true,
-                    }
-                }
-                if unknown {
-                    Value::Null
-                } else {
-                    Value::Boolean(false)
-                }
-            }
+            Expr::And(terms) => connective(terms, row, false)?,
+            Expr::Or(terms) => connective(terms, row, true)?,
             Expr::IsNull(e, negated) => Value::Boolean(e.eval(row)?.is_null() != *negated),
             Expr::InList {
                 expr,
@@ -255,6 +226,24 @@ impl Expr {
     }
 }
 
+/// `AND` (`wins` false) or `OR` (`wins` true) in three-valued logic: a term that is `wins`
+/// decides, else `NULL` if any term is `NULL`, else `!wins`.
+fn connective(terms: &[Expr], row: &[Value], wins: bool) -> Result<Value, EvalError> {
+    let mut unknown = false;
+    for t in terms {
+        match t.eval(row)? {
+            Value::Boolean(b) if b == wins => return Ok(Value::Boolean(wins)),
+            Value::Boolean(_) => {}
+            _ => unknown = true,
+        }
+    }
+    Ok(if unknown {
+        Value::Null
+    } else {
+        Value::Boolean(!wins)
+    })
+}
+
 fn negate(v: Value) -> Value {
     match v {
         Value::Int(i) => Value::Int(i.wrapping_neg()),
@@ -271,26 +260,14 @@ fn arith(op: Arith, a: Value, b: Value, ty: &SqlType) -> Result<Value, EvalError
         return Ok(Value::Null);
     }
     Ok(match ty {
+        // INT arithmetic wraps at 32 bits as Java's does: the low 32 bits of the 64-bit
+        // wrapping result (for division too: only MIN / -1 overflows, to MIN either way).
         SqlType::TinyInt | SqlType::SmallInt | SqlType::Int => {
-            let (x, y) = (as_i64(&a) as i32, as_i64(&b) as i32);
-            Value::Int(match op {
-                Arith::Add => x.wrapping_add(y),
-                Arith::Subtract => x.wrapping_sub(y),
-                Arith::Multiply => x.wrapping_mul(y),
-                Arith::Divide => x.wrapping_div(nonzero(y)?),
-                Arith::Modulo => x.wrapping_rem(nonzero(y)?),
-            })
+            Value::Int(
+                integer_arith(op, as_i64(&a) as i32 as i64, as_i64(&b) as i32 as i64)? as i32,
+            )
         }
-        SqlType::BigInt => {
-            let (x, y) = (as_i64(&a), as_i64(&b));
-            Value::BigInt(match op {
-                Arith::Add => x.wrapping_add(y),
-                Arith::Subtract => x.wrapping_sub(y),
-                Arith::Multiply => x.wrapping_mul(y),
-                Arith::Divide => x.wrapping_div(nonzero(y)?),
-                Arith::Modulo => x.wrapping_rem(nonzero(y)?),
-            })
-        }
+        SqlType::BigInt => Value::BigInt(integer_arith(op, as_i64(&a), as_i64(&b))?),
         SqlType::Decimal { precision, scale } => decimal_arith(op, &a, &b, *precision, *scale)?,
         _ => {
             let (x, y) = (as_f64(&a), as_f64(&b));
@@ -302,6 +279,17 @@ fn arith(op: Arith, a: Value, b: Value, ty: &SqlType) -> Result<Value, EvalError
                 Arith::Modulo => x % y,
             })
         }
+    })
+}
+
+/// Java's `long` arithmetic: wrapping, and a division by zero fails.
+fn integer_arith(op: Arith, x: i64, y: i64) -> Result<i64, EvalError> {
+    Ok(match op {
+        Arith::Add => x.wrapping_add(y),
+        Arith::Subtract => x.wrapping_sub(y),
+        Arith::Multiply => x.wrapping_mul(y),
+        Arith::Divide => x.wrapping_div(nonzero(y)?),
+        Arith::Modulo => x.wrapping_rem(nonzero(y)?),
     })
 }
 
@@ -399,7 +387,8 @@ fn as_i64(v: &Value) -> i64 {
     }
 }
 
-fn as_f64(v: &Value) -> f64 {
+/// A number as a double (NaN for what is not a number).
+pub(crate) fn as_f64(v: &Value) -> f64 {
     match *v {
         Value::Int(i) => f64::from(i),
         Value::BigInt(i) => i as f64,
