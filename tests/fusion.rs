@@ -76,12 +76,12 @@ proptest! {
         let job = env.job_graph().unwrap();
         let graph = job.stream_graph();
         let mut inputs: HashMap<usize, usize> = HashMap::new();
-        for e in graph.edges() {
+        for e in &graph.edges {
             *inputs.entry(e.target()).or_default() += 1;
         }
-        for e in graph.edges() {
+        for e in &graph.edges {
             let (s, t) = (e.source(), e.target());
-            let target = &graph.nodes()[t];
+            let target = &graph.nodes[t];
             let allowed = matches!(e.partitioning(), Partitioning::Forward)
                 && job.node_parallelism(s) == job.node_parallelism(t)
                 && inputs[&t] == 1
@@ -89,23 +89,23 @@ proptest! {
                 && target.kind() != hummer::graph::stream_graph::NodeKind::Source
                 && target.chaining() == Chaining::Always;
             prop_assert_eq!(job.vertex_of(s) == job.vertex_of(t), allowed,
-                "edge {} -> {} ({:?})", graph.nodes()[s].name(), target.name(), e.partitioning());
+                "edge {} -> {} ({:?})", graph.nodes[s].name(), target.name(), e.partitioning());
         }
-        for v in job.vertices() {
+        for v in &job.vertices {
             for &n in &v.nodes {
                 prop_assert_eq!(job.node_parallelism(n), v.parallelism);
             }
         }
         // Batch mode puts a combiner before every keyed count's shuffle, fused to its input.
-        let combiners = graph.nodes().iter().filter(|n| n.name().starts_with("Combine(")).count();
+        let combiners = graph.nodes.iter().filter(|n| n.name().starts_with("Combine(")).count();
         let counts = steps.iter().filter(|s| matches!(s, Step::KeyCount(_))).count();
         prop_assert_eq!(combiners, if batch { counts } else { 0 });
 
         let exec = ExecutionGraph::from_job_graph(&job);
-        let subtasks: usize = job.vertices().iter().map(|v| v.parallelism).sum();
+        let subtasks: usize = job.vertices.iter().map(|v| v.parallelism).sum();
         prop_assert_eq!(exec.subtasks.len(), subtasks);
-        let channels: usize = job.edges().iter().map(|e| {
-            let (ps, pt) = (job.vertices()[e.source].parallelism, job.vertices()[e.target].parallelism);
+        let channels: usize = job.edges.iter().map(|e| {
+            let (ps, pt) = (job.vertices[e.source].parallelism, job.vertices[e.target].parallelism);
             if matches!(e.partitioning, Partitioning::Forward) && ps == pt { ps } else { ps * pt }
         }).sum();
         prop_assert_eq!(exec.channels.len(), channels);

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use crate::graph::stream_graph::{CombineRewrite, NodeKind};
 use crate::operators::Collector;
 use crate::operators::keyed_aggregate::{
-    Aggregation, Count, Extreme, KeyedAggregate, MergeAggregate, PartialAggregate, Reduce, Sum,
+    Aggregation, Count, FieldAggregate, KeyedAggregate, MergeAggregate, PartialAggregate, Reduce,
 };
 use crate::operators::keyed_join::KeyedJoin;
 use crate::operators::keyed_process::KeyedProcess;
@@ -173,37 +173,17 @@ where
         N: Data + AddAssign,
         F: Fn(&T) -> N + UserFn,
     {
-        self.aggregate("Sum", Sum { field })
+        self.aggregate("Sum", FieldAggregate::sum(field))
     }
 
     /// Smallest `field` per key: `(key, min)`.
-    pub fn min<V, F>(&self, field: F) -> DataStream<(K, V)>
-    where
-        V: Data + Ord,
-        F: Fn(&T) -> V + UserFn,
-    {
-        self.aggregate(
-            "Min",
-            Extreme {
-                field,
-                largest: false,
-            },
-        )
+    pub fn min<V: Data + Ord>(&self, field: impl Fn(&T) -> V + UserFn) -> DataStream<(K, V)> {
+        self.aggregate("Min", FieldAggregate::extreme(field, false))
     }
 
     /// Largest `field` per key: `(key, max)`.
-    pub fn max<V, F>(&self, field: F) -> DataStream<(K, V)>
-    where
-        V: Data + Ord,
-        F: Fn(&T) -> V + UserFn,
-    {
-        self.aggregate(
-            "Max",
-            Extreme {
-                field,
-                largest: true,
-            },
-        )
+    pub fn max<V: Data + Ord>(&self, field: impl Fn(&T) -> V + UserFn) -> DataStream<(K, V)> {
+        self.aggregate("Max", FieldAggregate::extreme(field, true))
     }
 
     /// Combines the records of each key with an associative function.

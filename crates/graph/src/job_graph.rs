@@ -80,16 +80,6 @@ pub struct JobGraph {
 }
 
 impl JobGraph {
-    /// The chains.
-    pub fn vertices(&self) -> &[JobVertex] {
-        &self.vertices
-    }
-
-    /// The connections between chains.
-    pub fn edges(&self) -> &[JobEdge] {
-        &self.edges
-    }
-
     /// The resolved runtime mode (never `Automatic`).
     pub fn mode(&self) -> RuntimeMode {
         self.mode

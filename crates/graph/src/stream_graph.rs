@@ -148,16 +148,6 @@ pub struct StreamGraph {
 }
 
 impl StreamGraph {
-    /// All nodes, by id.
-    pub fn nodes(&self) -> &[StreamNode] {
-        &self.nodes
-    }
-
-    /// All edges.
-    pub fn edges(&self) -> &[StreamEdge] {
-        &self.edges
-    }
-
     /// Adds a node; returns its id.
     pub fn add_node(
         &mut self,

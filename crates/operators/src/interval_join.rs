@@ -21,7 +21,7 @@ use crate::state::snapshot::OperatorWatermark;
 use crate::state::timer_queue::TimerQueue;
 use crate::types::metrics::SubtaskMetrics;
 use crate::types::{Data, Key, NO_TIMESTAMP, Timestamp};
-use crate::{Collector, Operator, OperatorContext, TwoInputBatch};
+use crate::{Collector, Operator, OperatorContext, TimeDomain, TwoInputBatch};
 
 /// One side's buffered records of a key, by timestamp.
 type Times<V> = BTreeMap<Timestamp, Vec<V>>;
@@ -243,13 +243,16 @@ where
         }
     }
 
-    fn process_watermark(
+    fn on_time(
         &mut self,
-        watermark: Timestamp,
+        domain: TimeDomain,
+        time: Timestamp,
         _out: &mut Collector<'_, O>,
     ) -> Result<()> {
-        self.watermark.advance(watermark);
-        self.clean_up();
+        if domain == TimeDomain::EventTime {
+            self.watermark.advance(time);
+            self.clean_up();
+        }
         Ok(())
     }
 
@@ -311,7 +314,8 @@ mod tests {
             )
             .unwrap();
             if i % 100 == 99 {
-                join.process_watermark(i - 10, &mut out).unwrap();
+                join.on_time(TimeDomain::EventTime, i - 10, &mut out)
+                    .unwrap();
             }
             out.done().unwrap();
             matches += sink.0.len();

@@ -75,79 +75,75 @@ impl<T, K: Key> Aggregation<T, K> for Count {
     }
 }
 
-/// Sum of a numeric field per key: emits `(key, sum)`.
+/// One field of a record per key, folded by `combine` (`sum`, `min`, `max`): emits
+/// `(key, value)`.
 #[derive(Clone)]
-pub struct Sum<F> {
-    /// Extracts the summed field of a record.
+pub struct FieldAggregate<F, C> {
+    /// Extracts the folded field of a record.
     pub field: F,
+    /// Folds a value into the accumulator.
+    pub combine: C,
+    /// The name shown in plans.
+    pub name: &'static str,
 }
 
-impl<T, K: Key, N, F> Aggregation<T, K> for Sum<F>
-where
-    N: Data + AddAssign,
-    F: Fn(&T) -> N + Clone + Send + Sync + 'static,
-{
-    type Acc = N;
-    type Out = (K, N);
-    fn name(&self) -> &'static str {
-        "sum"
+impl<F> FieldAggregate<F, ()> {
+    /// The sum of `field`.
+    pub fn sum<T, N: AddAssign>(
+        field: F,
+    ) -> FieldAggregate<F, impl Fn(&mut N, N) + Clone + Send + Sync + 'static>
+    where
+        F: Fn(&T) -> N,
+    {
+        FieldAggregate {
+            field,
+            combine: |acc: &mut N, v: N| *acc += v,
+            name: "sum",
+        }
     }
-    fn create(&self, record: T) -> N {
-        (self.field)(&record)
-    }
-    fn add(&self, acc: &mut N, record: T) {
-        *acc += (self.field)(&record);
-    }
-    fn merge(&self, acc: &mut N, other: N) {
-        *acc += other;
-    }
-    fn result(&self, key: &K, acc: &N) -> (K, N) {
-        (key.clone(), acc.clone())
-    }
-}
 
-/// Smallest or largest value of a field per key: emits `(key, value)`.
-#[derive(Clone)]
-pub struct Extreme<F> {
-    /// Extracts the compared field of a record.
-    pub field: F,
-    /// Keeps the largest record if true, the smallest otherwise.
-    pub largest: bool,
-}
-
-impl<F> Extreme<F> {
-    fn better<V: Ord>(&self, candidate: &V, current: &V) -> bool {
-        if self.largest {
-            candidate > current
-        } else {
-            candidate < current
+    /// The smallest (`largest` false) or largest value of `field`.
+    pub fn extreme<T, V: Ord>(
+        field: F,
+        largest: bool,
+    ) -> FieldAggregate<F, impl Fn(&mut V, V) + Clone + Send + Sync + 'static>
+    where
+        F: Fn(&T) -> V,
+    {
+        FieldAggregate {
+            field,
+            combine: move |acc: &mut V, v: V| {
+                if (largest && v > *acc) || (!largest && v < *acc) {
+                    *acc = v;
+                }
+            },
+            name: if largest { "max" } else { "min" },
         }
     }
 }
 
-impl<T, K: Key, V, F> Aggregation<T, K> for Extreme<F>
+impl<T, K: Key, V, F, C> Aggregation<T, K> for FieldAggregate<F, C>
 where
-    V: Data + Ord,
+    V: Data,
     F: Fn(&T) -> V + Clone + Send + Sync + 'static,
+    C: Fn(&mut V, V) + Clone + Send + Sync + 'static,
 {
     type Acc = V;
     type Out = (K, V);
     fn name(&self) -> &'static str {
-        if self.largest { "max" } else { "min" }
+        self.name
     }
+    #[inline]
     fn create(&self, record: T) -> V {
         (self.field)(&record)
     }
+    #[inline]
     fn add(&self, acc: &mut V, record: T) {
-        let v = (self.field)(&record);
-        if self.better(&v, acc) {
-            *acc = v;
-        }
+        (self.combine)(acc, (self.field)(&record));
     }
+    #[inline]
     fn merge(&self, acc: &mut V, other: V) {
-        if self.better(&other, acc) {
-            *acc = other;
-        }
+        (self.combine)(acc, other);
     }
     fn result(&self, key: &K, acc: &V) -> (K, V) {
         (key.clone(), acc.clone())

@@ -69,7 +69,7 @@ pub trait KeyedProcessFunction<K, T>: Clone + Send + Sync + 'static {
 /// The clocks, and the timers of what is being processed: the current key of a keyed process
 /// function (a timer calls its `on_timer`), or a window (through a trigger's
 /// [`TriggerContext`](crate::window::TriggerContext), a timer calls the trigger's
-/// `on_event_time` / `on_processing_time`). One timer per time domain and time.
+/// `on_timer`). One timer per time domain and time.
 pub struct TimerService<'a> {
     pub(crate) watermark: Timestamp,
     pub(crate) now: Timestamp,
@@ -307,23 +307,22 @@ where
         Ok(())
     }
 
-    fn process_watermark(
+    fn on_time(
         &mut self,
-        watermark: Timestamp,
+        domain: TimeDomain,
+        time: Timestamp,
         out: &mut Collector<'_, F::Out>,
     ) -> Result<()> {
-        self.watermark.advance(watermark);
-        self.fire(TimeDomain::EventTime, self.watermark.get(), out);
-        Ok(())
-    }
-
-    fn on_processing_time(
-        &mut self,
-        now: Timestamp,
-        out: &mut Collector<'_, F::Out>,
-    ) -> Result<()> {
-        self.fire(TimeDomain::ProcessingTime, now, out);
-        self.timers.request_processing_time();
+        match domain {
+            TimeDomain::EventTime => {
+                self.watermark.advance(time);
+                self.fire(domain, self.watermark.get(), out);
+            }
+            TimeDomain::ProcessingTime => {
+                self.fire(domain, time, out);
+                self.timers.request_processing_time();
+            }
+        }
         Ok(())
     }
 

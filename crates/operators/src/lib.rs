@@ -43,6 +43,7 @@ pub mod window;
 
 pub use collector::Collector;
 pub use context::OperatorContext;
+pub use keyed_timers::TimeDomain;
 pub use operator::{Batch, Checkpointed, Drain, Inputs, Operator, TwoInputBatch};
 pub use output::{Control, Discard, Output, VecOutput};
 pub use watermark_strategy::{WatermarkGenerator, WatermarkOutput, WatermarkStrategy};

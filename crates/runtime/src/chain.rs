@@ -13,7 +13,8 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use crate::error::{HummerError, Result, panic_message};
 use crate::operators::{
-    Batch, Checkpointed, Collector, Control, Operator, OperatorContext, Output, TwoInputBatch,
+    Batch, Checkpointed, Collector, Control, Operator, OperatorContext, Output, TimeDomain,
+    TwoInputBatch,
 };
 use crate::state::snapshot::SnapshotBuffer;
 use crate::state::task_state::TaskSnapshot;
@@ -168,7 +169,7 @@ impl<Op: Operator> Link<Op> {
                 guarded(&self.ctx, || op.checkpoint_complete(id))?;
             }
             Control::Watermark(watermark) => {
-                self.call(|op, out| op.process_watermark(watermark, out))?;
+                self.call(|op, out| op.on_time(TimeDomain::EventTime, watermark, out))?;
                 if self.generates_watermarks {
                     return Ok(());
                 }
@@ -177,20 +178,13 @@ impl<Op: Operator> Link<Op> {
             Control::WatermarkStatus(_) => {}
             Control::ProcessingTime(now) => {
                 if !self.ended {
-                    self.call(|op, out| op.on_processing_time(now, out))?;
+                    self.call(|op, out| op.on_time(TimeDomain::ProcessingTime, now, out))?;
                 }
             }
         }
         self.next.control(event)
     }
 }
-
-/// One fused link of a chain: a one-input operator and everything downstream of it.
-pub type ChainLink<Op> = Link<Op>;
-
-/// The head of a chain that starts with a two-input operator (the task calls
-/// [`Link::push1`] and [`Link::push2`]).
-pub type TwoInputHead<Op> = Link<Op>;
 
 impl<T, Op> Output<T> for Link<Op>
 where
@@ -362,13 +356,13 @@ mod tests {
     }
 
     /// A two-input head over a [`CommitOnComplete`] that has seen nothing, and its downstream.
-    fn commit_head() -> (TwoInputHead<CommitOnComplete>, SharedDownstream) {
+    fn commit_head() -> (Link<CommitOnComplete>, SharedDownstream) {
         let down = downstream();
         let op = CommitOnComplete {
             pending: Vec::new(),
             committed: Vec::new(),
         };
-        (TwoInputHead::new(op, ctx(), Box::new(down.clone())), down)
+        (Link::new(op, ctx(), Box::new(down.clone())), down)
     }
 
     #[test]
@@ -432,7 +426,12 @@ mod tests {
             Ok(())
         }
 
-        fn on_processing_time(&mut self, _: Timestamp, _: &mut Collector<'_, u32>) -> Result<()> {
+        fn on_time(
+            &mut self,
+            _: TimeDomain,
+            _: Timestamp,
+            _: &mut Collector<'_, u32>,
+        ) -> Result<()> {
             self.timers += 1;
             Ok(())
         }
@@ -454,7 +453,7 @@ mod tests {
         snapshot.unwrap().unwrap()
     }
 
-    fn barrier(link: &mut ChainLink<SumAtEnd>, id: CheckpointId, is_final: bool) -> TaskSnapshot {
+    fn barrier(link: &mut Link<SumAtEnd>, id: CheckpointId, is_final: bool) -> TaskSnapshot {
         let mut snapshot = TaskSnapshot::new(id, 128);
         snapshot.is_final = is_final;
         link.control(Control::Barrier(&mut snapshot)).unwrap();
@@ -464,7 +463,7 @@ mod tests {
     #[test]
     fn at_the_final_barrier_an_operator_ends_before_its_snapshot_and_only_once() {
         let down = downstream();
-        let mut link = ChainLink::new(SumAtEnd::default(), ctx(), Box::new(down.clone()));
+        let mut link = Link::new(SumAtEnd::default(), ctx(), Box::new(down.clone()));
         link.push(&mut vec![1, 2], &mut Vec::new()).unwrap();
         let regular = barrier(&mut link, 1, false);
         assert_eq!(regular.operators, vec![(3, sums_snapshot(&[3]))]);
@@ -499,7 +498,7 @@ mod tests {
             sink: true,
             ..SumAtEnd::default()
         };
-        let mut link = ChainLink::new(op, ctx(), Box::new(down.clone()));
+        let mut link = Link::new(op, ctx(), Box::new(down.clone()));
         link.push(&mut vec![5], &mut Vec::new()).unwrap();
         let last = barrier(&mut link, 1, true);
         assert_eq!(last.operators, vec![(3, sums_snapshot(&[5]))]);
@@ -513,7 +512,7 @@ mod tests {
     fn restored_from_ended_subtasks_an_operator_is_ended_unless_one_was_not() {
         let ended = || {
             let down = downstream();
-            let mut link = ChainLink::new(SumAtEnd::default(), ctx(), Box::new(down.clone()));
+            let mut link = Link::new(SumAtEnd::default(), ctx(), Box::new(down.clone()));
             link.restore(&[ENDED.to_vec(), ENDED.to_vec()]).unwrap();
             link.control(Control::EndOfInput).unwrap();
             (link.op.ends, down.lock().unwrap().records.0.clone())
@@ -524,7 +523,7 @@ mod tests {
             "its end's output was in the checkpoint already"
         );
         let down = downstream();
-        let mut link = ChainLink::new(SumAtEnd::default(), ctx(), Box::new(down.clone()));
+        let mut link = Link::new(SumAtEnd::default(), ctx(), Box::new(down.clone()));
         link.restore(&[ENDED.to_vec(), sums_snapshot(&[2, 4])])
             .unwrap();
         link.control(Control::EndOfInput).unwrap();
@@ -563,7 +562,7 @@ mod tests {
         let fan = FanOut {
             outputs: vec![Box::new(a.clone()), Box::new(b.clone())],
         };
-        let mut link = ChainLink::new(Union::default(), ctx(), Box::new(fan));
+        let mut link = Link::new(Union::default(), ctx(), Box::new(fan));
         let mut snapshot = TaskSnapshot::new(7, 128);
         link.push(&mut vec![1, 2], &mut Vec::new()).unwrap();
         link.control(Control::Watermark(5)).unwrap();

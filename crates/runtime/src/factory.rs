@@ -7,7 +7,7 @@
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use crate::chain::{ChainLink, TwoInputHead};
+use crate::chain::Link;
 use crate::connectors::{Source, SourceContext};
 use crate::error::Result;
 use crate::operators::{Operator, OperatorContext};
@@ -132,9 +132,21 @@ where
         }
     }
 
-    /// The operator of one subtask; its failure names the operator and subtask.
-    fn make(&self, ctx: &OperatorContext) -> Result<Op> {
-        (self.make)(ctx).map_err(|e| e.attribute(&ctx.name, ctx.subtask))
+    /// The link of one subtask's operator, writing to `out`, with its `restored` state
+    /// loaded; a failure to make it names the operator and subtask.
+    fn link(
+        &self,
+        ctx: &OperatorContext,
+        out: ErasedOutput,
+        restored: &[Vec<u8>],
+    ) -> Result<Link<Op>>
+    where
+        Op::Out: Send + 'static,
+    {
+        let op = (self.make)(ctx).map_err(|e| e.attribute(&ctx.name, ctx.subtask))?;
+        let mut link = Link::new(op, ctx.clone(), out.downcast::<Op::Out>()?);
+        link.restore(restored)?;
+        Ok(link)
     }
 }
 
@@ -151,8 +163,7 @@ where
         out: ErasedOutput,
         restored: &[Vec<u8>],
     ) -> Result<ErasedOutput> {
-        let mut link = ChainLink::new(self.make(ctx)?, ctx.clone(), out.downcast::<Op::Out>()?);
-        link.restore(restored)?;
+        let link = self.link(ctx, out, restored)?;
         Ok(ErasedOutput::new::<T>(Box::new(link)))
     }
 }
@@ -173,12 +184,10 @@ where
         input2: Vec<ErasedReceiver>,
         restored: &[Vec<u8>],
     ) -> Result<Box<dyn TaskBody>> {
-        let mut head = TwoInputHead::new(self.make(ctx)?, ctx.clone(), out.downcast::<Op::Out>()?);
-        head.restore(restored)?;
         Ok(Box::new(TwoInputTask {
             input1: input_gate::<L>(input1)?,
             input2: input_gate::<R>(input2)?,
-            head,
+            head: self.link(ctx, out, restored)?,
         }))
     }
 }

@@ -14,7 +14,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::chain::{TwoInputHead, guarded};
+use crate::chain::{Link, guarded};
 use crate::channels::NetworkTask;
 use crate::channels::local::ChannelReceiver;
 use crate::checkpoint::barrier_aligner::{BarrierAction, BarrierAligner};
@@ -654,7 +654,7 @@ impl<T: Send + 'static> TaskBody for OneInputTask<T> {
 pub struct TwoInputTask<L, R, Op: Operator<In = (L, R)>> {
     pub(crate) input1: InputGate<L>,
     pub(crate) input2: InputGate<R>,
-    pub(crate) head: TwoInputHead<Op>,
+    pub(crate) head: Link<Op>,
 }
 
 impl<L, R, Op> TaskBody for TwoInputTask<L, R, Op>

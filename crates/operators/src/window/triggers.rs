@@ -41,7 +41,7 @@ impl TriggerResult {
 
 /// What a trigger sees of the window operator while it decides: the window's
 /// [`TimerService`] (the clocks, and the window's timers: one fires the trigger's
-/// [`Trigger::on_event_time`] or [`Trigger::on_processing_time`]), which it derefs to, and the
+/// [`Trigger::on_timer`]), which it derefs to, and the
 /// number the trigger keeps.
 pub struct TriggerContext<'a> {
     pub(crate) timers: TimerService<'a>,
@@ -79,24 +79,16 @@ pub trait Trigger<T>: Send + Sync {
         window: &TimeWindow,
         ctx: &mut TriggerContext<'_>,
     ) -> TriggerResult;
-    /// An event-time timer of `window` fired at `time` (by default: nothing happens).
-    fn on_event_time(
+    /// A timer the trigger registered for `window` in `domain` fired at `time` (by default:
+    /// nothing happens). Flink's `onEventTime` and `onProcessingTime`, one hook told which.
+    fn on_timer(
         &self,
+        domain: TimeDomain,
         time: Timestamp,
         window: &TimeWindow,
         ctx: &mut TriggerContext<'_>,
     ) -> TriggerResult {
-        let _ = (time, window, ctx);
-        TriggerResult::Continue
-    }
-    /// A processing-time timer of `window` fired at `time` (by default: nothing happens).
-    fn on_processing_time(
-        &self,
-        time: Timestamp,
-        window: &TimeWindow,
-        ctx: &mut TriggerContext<'_>,
-    ) -> TriggerResult {
-        let _ = (time, window, ctx);
+        let _ = (domain, time, window, ctx);
         TriggerResult::Continue
     }
     /// Whether the trigger works with merging (session) windows.
@@ -117,7 +109,7 @@ pub trait Trigger<T>: Send + Sync {
 /// The trigger that fires when the clock of a time domain passes the window's end (the
 /// default of windows in that domain), written once for both.
 macro_rules! window_end_trigger {
-    ($(#[$doc:meta])* $name:ident, $domain:expr, $on_timer:ident) => {
+    ($(#[$doc:meta])* $name:ident, $domain:expr) => {
         $(#[$doc])*
         #[derive(Clone, Copy, Debug, Default)]
         pub struct $name;
@@ -139,14 +131,20 @@ macro_rules! window_end_trigger {
                     TriggerResult::Continue
                 }
             }
-            fn $on_timer(
+            fn on_timer(
                 &self,
+                domain: TimeDomain,
                 time: Timestamp,
                 window: &TimeWindow,
                 _ctx: &mut TriggerContext<'_>,
             ) -> TriggerResult {
-                // In processing time every timer fires (as Flink's), in event time the end's.
-                if matches!($domain, TimeDomain::ProcessingTime) || time == window.max_timestamp() {
+                // Only timers of its own domain; in processing time every one fires (as
+                // Flink's), in event time the end's.
+                if domain != $domain {
+                    TriggerResult::Continue
+                } else if matches!($domain, TimeDomain::ProcessingTime)
+                    || time == window.max_timestamp()
+                {
                     TriggerResult::Fire
                 } else {
                     TriggerResult::Continue
@@ -171,16 +169,14 @@ window_end_trigger!(
     /// Fires once the watermark passes the window's end, and again for every late record
     /// within the allowed lateness (the default of event-time windows).
     EventTimeTrigger,
-    TimeDomain::EventTime,
-    on_event_time
+    TimeDomain::EventTime
 );
 
 window_end_trigger!(
     /// Fires when the processing-time clock passes the window's end (the default of
     /// processing-time windows).
     ProcessingTimeTrigger,
-    TimeDomain::ProcessingTime,
-    on_processing_time
+    TimeDomain::ProcessingTime
 );
 
 /// Fires every `count` records of a window (its count restarts after each firing).
@@ -253,21 +249,14 @@ impl<T> Trigger<T> for PurgingTrigger<T> {
     ) -> TriggerResult {
         purging(self.inner.on_element(record, timestamp, window, ctx))
     }
-    fn on_event_time(
+    fn on_timer(
         &self,
+        domain: TimeDomain,
         time: Timestamp,
         window: &TimeWindow,
         ctx: &mut TriggerContext<'_>,
     ) -> TriggerResult {
-        purging(self.inner.on_event_time(time, window, ctx))
-    }
-    fn on_processing_time(
-        &self,
-        time: Timestamp,
-        window: &TimeWindow,
-        ctx: &mut TriggerContext<'_>,
-    ) -> TriggerResult {
-        purging(self.inner.on_processing_time(time, window, ctx))
+        purging(self.inner.on_timer(domain, time, window, ctx))
     }
     fn can_merge(&self) -> bool {
         self.inner.can_merge()

@@ -525,9 +525,8 @@ where
             // Deleted since it was queued.
             return Ok(());
         }
-        let result = self.ask_trigger(key, entry, now, |t, w, ctx| match domain {
-            TimeDomain::EventTime => t.on_event_time(time, w, ctx),
-            TimeDomain::ProcessingTime => t.on_processing_time(time, w, ctx),
+        let result = self.ask_trigger(key, entry, now, |t, w, ctx| {
+            t.on_timer(domain, time, w, ctx)
         });
         self.act(key, entry, result, out)?;
         if domain == self.domain() && time == self.cleanup_time(&window) {
@@ -564,24 +563,24 @@ where
             .try_for_each(|(record, t)| self.process_record(record, t, now, out))
     }
 
-    fn process_watermark(
+    fn on_time(
         &mut self,
-        watermark: Timestamp,
+        domain: TimeDomain,
+        time: Timestamp,
         out: &mut Collector<'_, Self::Out>,
     ) -> Result<()> {
-        self.core.watermark.advance(watermark);
-        let w = self.core.watermark.get();
-        self.fire_timers(TimeDomain::EventTime, w, out)
-    }
-
-    fn on_processing_time(
-        &mut self,
-        now: Timestamp,
-        out: &mut Collector<'_, Self::Out>,
-    ) -> Result<()> {
-        self.fire_timers(TimeDomain::ProcessingTime, now, out)?;
-        self.core.timers.request_processing_time();
-        Ok(())
+        match domain {
+            TimeDomain::EventTime => {
+                self.core.watermark.advance(time);
+                let w = self.core.watermark.get();
+                self.fire_timers(domain, w, out)
+            }
+            TimeDomain::ProcessingTime => {
+                self.fire_timers(domain, time, out)?;
+                self.core.timers.request_processing_time();
+                Ok(())
+            }
+        }
     }
 
     fn end_of_input(&mut self, out: &mut Collector<'_, Self::Out>) -> Result<()> {
@@ -892,7 +891,8 @@ mod tests {
         let mut ts: Vec<i64> = b.iter().map(|r| r.1).collect();
         op.process_batch(Batch::with_timestamps(&mut b, &mut ts), &mut out)
             .unwrap();
-        op.process_watermark(watermark, &mut out).unwrap();
+        op.on_time(TimeDomain::EventTime, watermark, &mut out)
+            .unwrap();
         out.done().unwrap();
         let mut got: Vec<String> = sink.0.iter().map(|r| format!("{r:?}")).collect();
         got.sort();
@@ -1076,7 +1076,8 @@ mod tests {
             let mut ts: Vec<i64> = batch.iter().map(|r| r.1).collect();
             op.process_batch(Batch::with_timestamps(&mut batch, &mut ts), &mut out)
                 .unwrap();
-            op.process_watermark(chunk * 10 - 1, &mut out).unwrap();
+            op.on_time(TimeDomain::EventTime, chunk * 10 - 1, &mut out)
+                .unwrap();
             out.done().unwrap();
             for r in sink.0.drain(..) {
                 if let WindowOutput::Result(WindowResult { value: n, .. }) = r {
@@ -1087,7 +1088,8 @@ mod tests {
             peak_timers = peak_timers.max(op.core.timers.event_len());
         }
         let mut out = Collector::new(&mut buf, &mut stamps, &mut sink, 1024);
-        op.process_watermark(Timestamp::MAX, &mut out).unwrap();
+        op.on_time(TimeDomain::EventTime, Timestamp::MAX, &mut out)
+            .unwrap();
         out.done().unwrap();
         for r in sink.0.drain(..) {
             if let WindowOutput::Result(WindowResult { value: n, .. }) = r {

@@ -708,7 +708,8 @@ async fn prometheus(
         .into_iter()
         .filter_map(|tm| state.cluster.monitor.latest(&tm).cloned())
         .collect();
-    let per_tm = |f: fn(&crate::scheduler::rfts::NodeSample) -> f64| {
+    type SampleField = fn(&crate::scheduler::rfts::NodeSample) -> f64;
+    let per_tm = |f: SampleField| {
         latest
             .iter()
             .map(|r| {
@@ -719,26 +720,25 @@ async fn prometheus(
             })
             .collect::<Vec<_>>()
     };
-    gauge(
-        "hummer_taskmanager_cpu_utilisation",
-        "CPU utilisation, 0 to 1.",
-        per_tm(|s| s.cpu),
-    );
-    gauge(
-        "hummer_taskmanager_memory_utilisation",
-        "Memory utilisation, 0 to 1.",
-        per_tm(|s| s.memory),
-    );
-    gauge(
-        "hummer_taskmanager_cores",
-        "CPU cores.",
-        per_tm(|s| s.cores),
-    );
-    gauge(
-        "hummer_taskmanager_memory_bytes",
-        "Total memory.",
-        per_tm(|s| s.total_memory),
-    );
+    let per_tm_gauges: [(&str, &str, SampleField); 4] = [
+        (
+            "hummer_taskmanager_cpu_utilisation",
+            "CPU utilisation, 0 to 1.",
+            |s| s.cpu,
+        ),
+        (
+            "hummer_taskmanager_memory_utilisation",
+            "Memory utilisation, 0 to 1.",
+            |s| s.memory,
+        ),
+        ("hummer_taskmanager_cores", "CPU cores.", |s| s.cores),
+        ("hummer_taskmanager_memory_bytes", "Total memory.", |s| {
+            s.total_memory
+        }),
+    ];
+    for (name, help, value) in per_tm_gauges {
+        gauge(name, help, per_tm(value));
+    }
     (
         StatusCode::OK,
         [(

@@ -6,7 +6,7 @@
 use std::marker::PhantomData;
 
 use crate::error::Result;
-use crate::operators::{Batch, Collector, Operator};
+use crate::operators::{Batch, Collector, Operator, TimeDomain};
 use crate::state::declared::DeclaredState;
 use crate::state::keyed_table::KeyedTable;
 use crate::types::{Data, Key, MAX_WATERMARK, Timestamp};
@@ -65,12 +65,13 @@ where
         Ok(())
     }
 
-    fn process_watermark(
+    fn on_time(
         &mut self,
-        watermark: Timestamp,
+        domain: TimeDomain,
+        time: Timestamp,
         out: &mut Collector<'_, S>,
     ) -> Result<()> {
-        if watermark == MAX_WATERMARK {
+        if domain == TimeDomain::EventTime && time == MAX_WATERMARK {
             out.collect_all(self.table.drain().map(|(_, row)| row));
         }
         Ok(())

@@ -14,7 +14,7 @@
 use crate::api::DataStream;
 use crate::operators::keyed_process_function::{KeyedProcessFunction, ProcessContext};
 use crate::operators::window::{
-    EventTimeTrigger, TimeWindow, Trigger, TriggerContext, TriggerResult,
+    EventTimeTrigger, TimeDomain, TimeWindow, Trigger, TriggerContext, TriggerResult,
 };
 use crate::types::{Key, Timestamp};
 
@@ -45,14 +45,17 @@ impl<T> Trigger<T> for ResultTrigger {
             Emit::Updates => TriggerResult::Fire,
         }
     }
-    fn on_event_time(
+    fn on_timer(
         &self,
+        domain: TimeDomain,
         time: Timestamp,
         window: &TimeWindow,
         ctx: &mut TriggerContext<'_>,
     ) -> TriggerResult {
         match self.0 {
-            Emit::FinalTable => Trigger::<T>::on_event_time(&EventTimeTrigger, time, window, ctx),
+            Emit::FinalTable => {
+                Trigger::<T>::on_timer(&EventTimeTrigger, domain, time, window, ctx)
+            }
             Emit::Updates => TriggerResult::Continue,
         }
     }
