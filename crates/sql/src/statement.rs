@@ -150,7 +150,7 @@ pub fn parse(statement: &StatementText) -> Result<Statement> {
 }
 
 /// Parses the text of one statement (positions relative to it).
-fn parse_text(text: &str) -> Result<Statement> {
+pub(crate) fn parse_text(text: &str) -> Result<Statement> {
     let dialect = FlinkDialect;
     let mut parser = Parser::new(&dialect)
         .try_with_sql(text)

@@ -61,6 +61,9 @@ pub enum SqlType {
     Array(Box<DataType>),
     /// `MAP<k, v>`.
     Map(Box<DataType>, Box<DataType>),
+    /// A day-time interval (`INTERVAL '4' SECOND`), held as milliseconds in a `BIGINT`
+    /// value.
+    Interval,
 }
 
 /// A field of a `ROW` type.
@@ -157,6 +160,7 @@ impl fmt::Display for SqlType {
             }
             SqlType::Array(t) => write!(f, "ARRAY<{t}>"),
             SqlType::Map(k, v) => write!(f, "MAP<{k}, {v}>"),
+            SqlType::Interval => f.write_str("INTERVAL DAY TO SECOND(3)"),
         }
     }
 }

@@ -7,7 +7,7 @@
 
 use sqlparser::ast::{self, BinaryOperator, CastKind, Spanned, UnaryOperator};
 
-use super::functions::{LikePattern, TrimSide};
+use super::functions::{LikePattern, TimeField, TrimSide, date_pattern};
 use super::{Arith, Compare, Expr, Function, Typed};
 use crate::error::{Position, Result, SqlError};
 use crate::schema::Schema;
@@ -152,6 +152,11 @@ impl Binder<'_> {
             },
             E::Nested(inner) => self.bind(inner),
             E::Value(v) => literal(&v.value, here),
+            E::Interval(interval) => Ok(typed(
+                Expr::Literal(Value::BigInt(interval_millis(interval, here)?)),
+                SqlType::Interval,
+                false,
+            )),
             E::UnaryOp { op, expr: inner } => {
                 let e = self.bind(inner)?;
                 match op {
@@ -501,6 +506,25 @@ impl Binder<'_> {
 
     fn arithmetic(&self, op: Arith, left: &ast::Expr, right: &ast::Expr) -> Result<Typed> {
         let (l, r) = (self.bind(left)?, self.bind(right)?);
+        if is_time(&l.ty.ty) && matches!(op, Arith::Add | Arith::Subtract) {
+            if r.ty.ty != SqlType::Interval {
+                return Err(SqlError::Invalid {
+                    at: at(right),
+                    message: format!(
+                        "'{right}' is {}, where an INTERVAL is expected (a time moves by an \
+                         interval)",
+                        r.ty.ty
+                    ),
+                });
+            }
+            let nullable = l.ty.nullable || r.ty.nullable;
+            let shifted = Expr::ShiftTime {
+                time: Box::new(l.expr),
+                by: Box::new(r.expr),
+                subtract: op == Arith::Subtract,
+            };
+            return Ok(typed(shifted, l.ty.ty, nullable));
+        }
         self.expect_numeric(&l, left)?;
         self.expect_numeric(&r, right)?;
         let ty = arith_type(op, &l.ty.ty, &r.ty.ty);
@@ -569,185 +593,269 @@ impl Binder<'_> {
             }
             Ok(())
         };
-        let (function, ty) = match name {
-            "UPPER" | "LOWER" => {
-                arity(1..=1)?;
-                strings(1)?;
-                let f = if name == "UPPER" {
-                    Function::Upper
-                } else {
-                    Function::Lower
-                };
-                (f, SqlType::STRING)
-            }
-            "CHAR_LENGTH" | "CHARACTER_LENGTH" => {
-                arity(1..=1)?;
-                strings(1)?;
-                (Function::CharLength, SqlType::Int)
-            }
-            "CONCAT" => {
-                arity(1..=usize::MAX)?;
-                (Function::Concat, SqlType::STRING)
-            }
-            "CONCAT_WS" => {
-                arity(2..=usize::MAX)?;
-                let mut args = bound;
-                let exprs = args.drain(..).map(|b| b.expr).collect();
-                return Ok(typed(
-                    Expr::Call {
-                        function: Function::ConcatWs,
-                        args: exprs,
-                    },
-                    SqlType::STRING,
-                    nullable,
-                ));
-            }
-            "SUBSTRING" | "SUBSTR" => {
-                arity(2..=3)?;
-                strings(1)?;
-                for (b, a) in bound.iter().zip(args).skip(1) {
-                    self.expect_integer(b, a)?;
+        let (function, ty) =
+            match name {
+                "UPPER" | "LOWER" => {
+                    arity(1..=1)?;
+                    strings(1)?;
+                    let f = if name == "UPPER" {
+                        Function::Upper
+                    } else {
+                        Function::Lower
+                    };
+                    (f, SqlType::STRING)
                 }
-                (Function::Substring, SqlType::STRING)
-            }
-            "REPLACE" => {
-                arity(3..=3)?;
-                strings(3)?;
-                (Function::Replace, SqlType::STRING)
-            }
-            "POSITION" => {
-                arity(2..=2)?;
-                strings(2)?;
-                (Function::Position, SqlType::Int)
-            }
-            "ABS" => {
-                arity(1..=1)?;
-                self.expect_numeric(&bound[0], args[0])?;
-                let ty = bound[0].ty.ty.clone();
-                (Function::Abs, ty)
-            }
-            "MOD" => {
-                arity(2..=2)?;
-                return self.arithmetic(Arith::Modulo, args[0], args[1]);
-            }
-            "POWER" | "SQRT" | "LN" => {
-                arity(if name == "POWER" { 2..=2 } else { 1..=1 })?;
-                for (b, a) in bound.iter().zip(args) {
-                    self.expect_numeric(b, a)?;
+                "CHAR_LENGTH" | "CHARACTER_LENGTH" => {
+                    arity(1..=1)?;
+                    strings(1)?;
+                    (Function::CharLength, SqlType::Int)
                 }
-                let f = match name {
-                    "POWER" => Function::Power,
-                    "SQRT" => Function::Sqrt,
-                    _ => Function::Ln,
-                };
-                (f, SqlType::Double)
-            }
-            "ROUND" => {
-                arity(1..=2)?;
-                self.expect_numeric(&bound[0], args[0])?;
-                let digits = match args.get(1) {
-                    Some(a) => match literal_integer(a) {
-                        Some(d) => d,
-                        None => {
-                            return Err(
-                                self.unsupported(a, "ROUND's digits that are not a literal")
-                            );
-                        }
-                    },
-                    None => 0,
-                };
-                match &bound[0].ty.ty {
-                    SqlType::Decimal { precision, scale } => {
-                        let kept = digits.clamp(0, i64::from(*scale)) as u8;
-                        let p = (*precision - *scale + kept + 1).min(38);
-                        let ty = SqlType::Decimal {
-                            precision: p,
-                            scale: kept,
-                        };
-                        (Function::Round(Some(kept)), ty)
+                "CONCAT" => {
+                    arity(1..=usize::MAX)?;
+                    (Function::Concat, SqlType::STRING)
+                }
+                "CONCAT_WS" => {
+                    arity(2..=usize::MAX)?;
+                    let mut args = bound;
+                    let exprs = args.drain(..).map(|b| b.expr).collect();
+                    return Ok(typed(
+                        Expr::Call {
+                            function: Function::ConcatWs,
+                            args: exprs,
+                        },
+                        SqlType::STRING,
+                        nullable,
+                    ));
+                }
+                "SUBSTRING" | "SUBSTR" => {
+                    arity(2..=3)?;
+                    strings(1)?;
+                    for (b, a) in bound.iter().zip(args).skip(1) {
+                        self.expect_integer(b, a)?;
                     }
-                    other => (Function::Round(None), other.clone()),
+                    (Function::Substring, SqlType::STRING)
                 }
-            }
-            "TO_TIMESTAMP_LTZ" => {
-                arity(1..=2)?;
-                self.expect_numeric(&bound[0], args[0])?;
-                let precision = match args.get(1) {
-                    None => 3,
-                    Some(a) => match literal_integer(a) {
-                        Some(p @ (0 | 3)) => p as u8,
-                        _ => {
-                            return Err(SqlError::Invalid {
-                                at: at(a),
-                                message: "TO_TIMESTAMP_LTZ's precision is 0 (seconds) or 3 \
-                                          (milliseconds)"
-                                    .into(),
-                            });
+                "REPLACE" => {
+                    arity(3..=3)?;
+                    strings(3)?;
+                    (Function::Replace, SqlType::STRING)
+                }
+                "POSITION" => {
+                    arity(2..=2)?;
+                    strings(2)?;
+                    (Function::Position, SqlType::Int)
+                }
+                "ABS" => {
+                    arity(1..=1)?;
+                    self.expect_numeric(&bound[0], args[0])?;
+                    let ty = bound[0].ty.ty.clone();
+                    (Function::Abs, ty)
+                }
+                "DATE_FORMAT" => {
+                    arity(2..=2)?;
+                    self.expect(&bound[0], args[0], is_time, "a TIMESTAMP or TIMESTAMP_LTZ")?;
+                    let Some(pattern) = literal_string(args[1]) else {
+                        return Err(self
+                            .unsupported(args[1], "a DATE_FORMAT pattern that is not a literal"));
+                    };
+                    let pieces = date_pattern(&pattern).map_err(|why| SqlError::Invalid {
+                        at: at(args[1]),
+                        message: format!("the pattern '{pattern}' {why}"),
+                    })?;
+                    let first = bound.into_iter().next().map(|b| b.expr);
+                    return Ok(typed(
+                        Expr::Call {
+                            function: Function::DateFormat(pieces),
+                            args: first.into_iter().collect(),
+                        },
+                        SqlType::STRING,
+                        nullable,
+                    ));
+                }
+                "HOUR" | "MINUTE" | "SECOND" => {
+                    arity(1..=1)?;
+                    self.expect(&bound[0], args[0], is_time, "a TIMESTAMP or TIMESTAMP_LTZ")?;
+                    let field = match name {
+                        "HOUR" => TimeField::Hour,
+                        "MINUTE" => TimeField::Minute,
+                        _ => TimeField::Second,
+                    };
+                    (Function::TimeField(field), SqlType::BigInt)
+                }
+                "REGEXP_EXTRACT" => {
+                    arity(2..=3)?;
+                    strings(2)?;
+                    if let Some(group) = bound.get(2) {
+                        self.expect_integer(group, args[2])?;
+                    }
+                    let Some(pattern) = literal_string(args[1]) else {
+                        return Err(self
+                            .unsupported(args[1], "a REGEXP_EXTRACT regex that is not a literal"));
+                    };
+                    let regex = regex::Regex::new(&pattern).map_err(|e| SqlError::Invalid {
+                        at: at(args[1]),
+                        message: format!("the regex '{pattern}' does not compile: {e}"),
+                    })?;
+                    // NULL where nothing matches.
+                    let args = bound.into_iter().map(|b| b.expr).collect();
+                    return Ok(typed(
+                        Expr::Call {
+                            function: Function::RegexpExtract(regex),
+                            args,
+                        },
+                        SqlType::STRING,
+                        true,
+                    ));
+                }
+                "SPLIT_INDEX" => {
+                    arity(3..=3)?;
+                    strings(2)?;
+                    self.expect_integer(&bound[2], args[2])?;
+                    let args = bound.into_iter().map(|b| b.expr).collect();
+                    return Ok(typed(
+                        Expr::Call {
+                            function: Function::SplitIndex,
+                            args,
+                        },
+                        SqlType::STRING,
+                        true,
+                    ));
+                }
+                "COUNT_CHAR" => {
+                    arity(2..=2)?;
+                    strings(2)?;
+                    let args = bound.into_iter().map(|b| b.expr).collect();
+                    return Ok(typed(
+                        Expr::Call {
+                            function: Function::CountChar,
+                            args,
+                        },
+                        SqlType::BigInt,
+                        false,
+                    ));
+                }
+                "MOD" => {
+                    arity(2..=2)?;
+                    return self.arithmetic(Arith::Modulo, args[0], args[1]);
+                }
+                "POWER" | "SQRT" | "LN" => {
+                    arity(if name == "POWER" { 2..=2 } else { 1..=1 })?;
+                    for (b, a) in bound.iter().zip(args) {
+                        self.expect_numeric(b, a)?;
+                    }
+                    let f = match name {
+                        "POWER" => Function::Power,
+                        "SQRT" => Function::Sqrt,
+                        _ => Function::Ln,
+                    };
+                    (f, SqlType::Double)
+                }
+                "ROUND" => {
+                    arity(1..=2)?;
+                    self.expect_numeric(&bound[0], args[0])?;
+                    let digits = match args.get(1) {
+                        Some(a) => match literal_integer(a) {
+                            Some(d) => d,
+                            None => {
+                                return Err(
+                                    self.unsupported(a, "ROUND's digits that are not a literal")
+                                );
+                            }
+                        },
+                        None => 0,
+                    };
+                    match &bound[0].ty.ty {
+                        SqlType::Decimal { precision, scale } => {
+                            let kept = digits.clamp(0, i64::from(*scale)) as u8;
+                            let p = (*precision - *scale + kept + 1).min(38);
+                            let ty = SqlType::Decimal {
+                                precision: p,
+                                scale: kept,
+                            };
+                            (Function::Round(Some(kept)), ty)
                         }
-                    },
-                };
-                let first = bound.into_iter().next().map(|b| b.expr);
-                return Ok(typed(
-                    Expr::Call {
-                        function: Function::ToTimestampLtz(precision),
-                        args: first.into_iter().collect(),
-                    },
-                    SqlType::TimestampLtz(3),
-                    nullable,
-                ));
-            }
-            "NULLIF" => {
-                arity(2..=2)?;
-                let ty = bound[0].ty.ty.clone();
-                let mut it = bound.into_iter();
-                let (a, b) = (it.next().map(|b| b.expr), it.next().map(|b| b.expr));
-                return Ok(typed(
-                    Expr::Call {
-                        function: Function::NullIf,
-                        args: a.into_iter().chain(b).collect(),
-                    },
-                    ty,
-                    true,
-                ));
-            }
-            "COALESCE" => {
-                arity(1..=usize::MAX)?;
-                let mut ty = SqlType::Null;
-                for (b, a) in bound.iter().zip(args) {
-                    ty = self.merge(&ty, &b.ty.ty, a)?;
+                        other => (Function::Round(None), other.clone()),
+                    }
                 }
-                let nullable = bound.iter().all(|b| b.ty.nullable);
-                let exprs = bound.into_iter().map(|b| coerce(b.expr, &ty)).collect();
-                return Ok(typed(Expr::Coalesce(exprs), ty, nullable));
-            }
-            "IF" => {
-                arity(3..=3)?;
-                self.expect_boolean(&bound[0], args[0])?;
-                let ty = self.merge(&bound[1].ty.ty, &bound[2].ty.ty, args[2])?;
-                let nullable = bound[1].ty.nullable || bound[2].ty.nullable;
-                let mut it = bound.into_iter().map(|b| b.expr);
-                let (c, a, b) = (it.next(), it.next(), it.next());
-                let (Some(c), Some(a), Some(b)) = (c, a, b) else {
-                    return Err(self.unsupported(whole, "IF"));
-                };
-                return Ok(typed(
-                    Expr::Case {
-                        branches: vec![(c, coerce(a, &ty))],
-                        otherwise: Box::new(coerce(b, &ty)),
-                    },
-                    ty,
-                    nullable,
-                ));
-            }
-            _ => {
-                return Err(SqlError::unknown(
-                    at(whole),
-                    "function",
-                    name,
-                    FUNCTIONS.iter().copied(),
-                ));
-            }
-        };
+                "TO_TIMESTAMP_LTZ" => {
+                    arity(1..=2)?;
+                    self.expect_numeric(&bound[0], args[0])?;
+                    let precision = match args.get(1) {
+                        None => 3,
+                        Some(a) => match literal_integer(a) {
+                            Some(p @ (0 | 3)) => p as u8,
+                            _ => {
+                                return Err(SqlError::Invalid {
+                                    at: at(a),
+                                    message: "TO_TIMESTAMP_LTZ's precision is 0 (seconds) or 3 \
+                                          (milliseconds)"
+                                        .into(),
+                                });
+                            }
+                        },
+                    };
+                    let first = bound.into_iter().next().map(|b| b.expr);
+                    return Ok(typed(
+                        Expr::Call {
+                            function: Function::ToTimestampLtz(precision),
+                            args: first.into_iter().collect(),
+                        },
+                        SqlType::TimestampLtz(3),
+                        nullable,
+                    ));
+                }
+                "NULLIF" => {
+                    arity(2..=2)?;
+                    let ty = bound[0].ty.ty.clone();
+                    let mut it = bound.into_iter();
+                    let (a, b) = (it.next().map(|b| b.expr), it.next().map(|b| b.expr));
+                    return Ok(typed(
+                        Expr::Call {
+                            function: Function::NullIf,
+                            args: a.into_iter().chain(b).collect(),
+                        },
+                        ty,
+                        true,
+                    ));
+                }
+                "COALESCE" => {
+                    arity(1..=usize::MAX)?;
+                    let mut ty = SqlType::Null;
+                    for (b, a) in bound.iter().zip(args) {
+                        ty = self.merge(&ty, &b.ty.ty, a)?;
+                    }
+                    let nullable = bound.iter().all(|b| b.ty.nullable);
+                    let exprs = bound.into_iter().map(|b| coerce(b.expr, &ty)).collect();
+                    return Ok(typed(Expr::Coalesce(exprs), ty, nullable));
+                }
+                "IF" => {
+                    arity(3..=3)?;
+                    self.expect_boolean(&bound[0], args[0])?;
+                    let ty = self.merge(&bound[1].ty.ty, &bound[2].ty.ty, args[2])?;
+                    let nullable = bound[1].ty.nullable || bound[2].ty.nullable;
+                    let mut it = bound.into_iter().map(|b| b.expr);
+                    let (c, a, b) = (it.next(), it.next(), it.next());
+                    let (Some(c), Some(a), Some(b)) = (c, a, b) else {
+                        return Err(self.unsupported(whole, "IF"));
+                    };
+                    return Ok(typed(
+                        Expr::Case {
+                            branches: vec![(c, coerce(a, &ty))],
+                            otherwise: Box::new(coerce(b, &ty)),
+                        },
+                        ty,
+                        nullable,
+                    ));
+                }
+                _ => {
+                    return Err(SqlError::unknown(
+                        at(whole),
+                        "function",
+                        name,
+                        FUNCTIONS.iter().copied(),
+                    ));
+                }
+            };
         Ok(typed(
             Expr::Call {
                 function,
@@ -826,15 +934,22 @@ const FUNCTIONS: &[&str] = &[
     "COALESCE",
     "CONCAT",
     "CONCAT_WS",
+    "COUNT_CHAR",
+    "DATE_FORMAT",
+    "HOUR",
     "IF",
     "LN",
     "LOWER",
+    "MINUTE",
     "MOD",
     "NULLIF",
     "POSITION",
     "POWER",
+    "REGEXP_EXTRACT",
     "REPLACE",
     "ROUND",
+    "SECOND",
+    "SPLIT_INDEX",
     "SQRT",
     "SUBSTRING",
     "TRIM",
@@ -854,6 +969,23 @@ fn coerce(expr: Expr, ty: &SqlType) -> Expr {
     }
 }
 
+/// A time type: `TIMESTAMP(p)` or `TIMESTAMP_LTZ(p)`.
+fn is_time(t: &SqlType) -> bool {
+    matches!(t, SqlType::Timestamp(_) | SqlType::TimestampLtz(_))
+}
+
+/// The text of a string literal.
+fn literal_string(expr: &ast::Expr) -> Option<String> {
+    match expr {
+        ast::Expr::Value(v) => match &v.value {
+            ast::Value::SingleQuotedString(s) => Some(s.clone()),
+            _ => None,
+        },
+        ast::Expr::Nested(inner) => literal_string(inner),
+        _ => None,
+    }
+}
+
 fn literal_integer(expr: &ast::Expr) -> Option<i64> {
     match expr {
         ast::Expr::Value(v) => match &v.value {
@@ -870,6 +1002,48 @@ fn literal_integer(expr: &ast::Expr) -> Option<i64> {
 
 /// A literal's value and type, as Flink types it: an integer literal is an `INT` if it fits,
 /// else a `BIGINT`; `1.5` is a `DECIMAL(2, 1)`; `1e3` a `DOUBLE`; `'abc'` a string.
+/// The milliseconds of a day-time interval literal: `INTERVAL '4' SECOND`, `'1.5' SECOND`,
+/// `'10' MINUTE`, `'2' HOUR`, `'1' DAY`, `'250' MILLISECOND` (as Flink, one unit).
+fn interval_millis(interval: &ast::Interval, here: Position) -> Result<i64> {
+    use ast::DateTimeField as F;
+    let bad = |why: String| SqlError::Invalid {
+        at: here,
+        message: format!("the interval '{interval}' {why}"),
+    };
+    let text = match interval.value.as_ref() {
+        ast::Expr::Value(v) => match &v.value {
+            ast::Value::SingleQuotedString(s) | ast::Value::Number(s, _) => s.trim().to_string(),
+            other => return Err(bad(format!("has the value {other}, not a quoted number"))),
+        },
+        other => return Err(bad(format!("has the value {other}, not a quoted number"))),
+    };
+    if interval.last_field.is_some() {
+        return Err(SqlError::Unsupported {
+            at: here,
+            what: format!("the interval '{interval}'"),
+            supported: "intervals of one unit (DAY, HOUR, MINUTE, SECOND, MILLISECOND) are".into(),
+        });
+    }
+    let unit: f64 = match &interval.leading_field {
+        Some(F::Day | F::Days) => 86_400_000.0,
+        Some(F::Hour | F::Hours) => 3_600_000.0,
+        Some(F::Minute | F::Minutes) => 60_000.0,
+        Some(F::Second | F::Seconds) | None => 1_000.0,
+        Some(F::Millisecond | F::Milliseconds) => 1.0,
+        Some(other) => {
+            return Err(SqlError::Unsupported {
+                at: here,
+                what: format!("an interval in {other}"),
+                supported: "DAY, HOUR, MINUTE, SECOND and MILLISECOND intervals are".into(),
+            });
+        }
+    };
+    let n: f64 = text
+        .parse()
+        .map_err(|_| bad(format!("has '{text}', which is not a number")))?;
+    Ok((n * unit).round() as i64)
+}
+
 fn literal(v: &ast::Value, here: Position) -> Result<Typed> {
     Ok(match v {
         ast::Value::Number(text, _) => {
@@ -972,6 +1146,37 @@ mod tests {
         t.expr
             .eval(&row())
             .unwrap_or_else(|e| panic!("{text}: {e}"))
+    }
+
+    #[test]
+    fn a_time_moves_by_an_interval_and_nothing_else() {
+        let ts = |text: &str| {
+            let mut parser = Parser::new(&FlinkDialect).try_with_sql(text).unwrap();
+            let schema = Schema::new(vec![Column {
+                name: "t".into(),
+                ty: DataType::nullable(SqlType::Timestamp(3)),
+            }]);
+            bind(&parser.parse_expr().unwrap(), &schema)
+        };
+        let row = [Value::Timestamp(10_000)];
+        for (text, expected) in [
+            ("t - INTERVAL '4' SECOND", 6_000),
+            ("t + INTERVAL '1.5' SECOND", 11_500),
+            ("t - INTERVAL '1' MINUTE", -50_000),
+            ("t + INTERVAL '2' HOUR", 7_210_000),
+            ("t + INTERVAL '250' MILLISECOND", 10_250),
+        ] {
+            let bound = ts(text).unwrap_or_else(|e| panic!("{text}: {e}"));
+            assert_eq!(bound.ty.ty, SqlType::Timestamp(3), "{text}");
+            assert_eq!(
+                bound.expr.eval(&row).unwrap(),
+                Value::Timestamp(expected),
+                "{text}"
+            );
+        }
+        let err = ts("t - 4").expect_err("a number is not an interval");
+        assert!(err.to_string().contains("an INTERVAL is expected"), "{err}");
+        assert!(ts("t - INTERVAL 'x' SECOND").is_err());
     }
 
     #[test]

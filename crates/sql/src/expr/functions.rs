@@ -53,13 +53,28 @@ pub enum Function {
     /// `TO_TIMESTAMP_LTZ(n, precision)`: `n` seconds (precision 0) or milliseconds (3)
     /// since the epoch, as an instant.
     ToTimestampLtz(u8),
+    /// `DATE_FORMAT(time, 'pattern')`: the time in a Java `SimpleDateFormat` pattern.
+    DateFormat(Vec<DatePiece>),
+    /// `HOUR`, `MINUTE`, `SECOND` of a time: a `BIGINT`.
+    TimeField(TimeField),
+    /// `REGEXP_EXTRACT(s, regex [, group])`: the group (1 by default, 0 the whole match)
+    /// of the first match, `NULL` where there is none; the regex compiled once.
+    RegexpExtract(regex::Regex),
+    /// `SPLIT_INDEX(s, separator, i)`: the `i`-th (from 0) of the parts of `s` between
+    /// separators, `NULL` out of range.
+    SplitIndex,
+    /// Nexmark's `count_char(s, c)` (class `com.github.nexmark.flink.udf.CountChar`): how
+    /// often the first character of `c` occurs in `s` (0 for a `NULL` `s`).
+    CountChar,
 }
 
 impl Function {
     /// The function on `args`.
     pub fn call(&self, args: &[Value]) -> Result<Value, EvalError> {
-        let nulls = !matches!(self, Function::ConcatWs | Function::NullIf)
-            && args.iter().any(Value::is_null);
+        let nulls = !matches!(
+            self,
+            Function::ConcatWs | Function::NullIf | Function::CountChar
+        ) && args.iter().any(Value::is_null);
         if nulls {
             return Ok(Value::Null);
         }
@@ -133,6 +148,52 @@ impl Function {
                 Value::Int(at as i32)
             }
             Function::Like(pattern) => Value::Boolean(pattern.matches(text(0)?)),
+            Function::DateFormat(pattern) => match args[0] {
+                Value::Timestamp(t) | Value::TimestampLtz(t) => {
+                    Value::String(format_time(t, pattern))
+                }
+                _ => Value::Null,
+            },
+            Function::TimeField(field) => match args[0] {
+                Value::Timestamp(t) | Value::TimestampLtz(t) => {
+                    let ms_of_day = t.rem_euclid(86_400_000);
+                    Value::BigInt(match field {
+                        TimeField::Hour => ms_of_day / 3_600_000,
+                        TimeField::Minute => ms_of_day / 60_000 % 60,
+                        TimeField::Second => ms_of_day / 1_000 % 60,
+                    })
+                }
+                _ => Value::Null,
+            },
+            Function::RegexpExtract(regex) => {
+                let group = if args.len() > 2 { int(2)? } else { 1 };
+                let found = usize::try_from(group)
+                    .ok()
+                    .and_then(|g| regex.captures(text(0).ok()?)?.get(g));
+                found.map_or(Value::Null, |m| Value::String(m.as_str().to_string()))
+            }
+            Function::SplitIndex => {
+                let (s, separator, i) = (text(0)?, text(1)?, int(2)?);
+                let part = if s.is_empty() || separator.is_empty() {
+                    None
+                } else {
+                    usize::try_from(i)
+                        .ok()
+                        .and_then(|i| s.split(separator).nth(i))
+                };
+                part.map_or(Value::Null, |p| Value::String(p.to_string()))
+            }
+            Function::CountChar => {
+                let c = match args.get(1) {
+                    Some(Value::String(c)) => c.chars().next(),
+                    _ => None,
+                };
+                let count = match (args.first(), c) {
+                    (Some(Value::String(s)), Some(c)) => s.chars().filter(|&x| x == c).count(),
+                    _ => 0,
+                };
+                Value::BigInt(count as i64)
+            }
             Function::Abs => match args[0] {
                 Value::Int(n) => Value::Int(n.wrapping_abs()),
                 Value::BigInt(n) => Value::BigInt(n.wrapping_abs()),
@@ -177,6 +238,126 @@ impl Function {
             }
         })
     }
+}
+
+/// A field of the time of day.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimeField {
+    /// 0 to 23.
+    Hour,
+    /// 0 to 59.
+    Minute,
+    /// 0 to 59.
+    Second,
+}
+
+/// A piece of a `DATE_FORMAT` pattern: a field of the time, so many digits wide, or text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DatePiece {
+    /// `yyyy`: the year (`yy`: its last two digits).
+    Year(usize),
+    /// `MM`: the month, 1 to 12.
+    Month(usize),
+    /// `dd`: the day of the month.
+    Day(usize),
+    /// `HH`: the hour, 0 to 23.
+    Hour(usize),
+    /// `mm`: the minute.
+    Minute(usize),
+    /// `ss`: the second.
+    Second(usize),
+    /// `SSS`: the milliseconds.
+    Millis(usize),
+    /// Text as it is.
+    Text(String),
+}
+
+/// A Java `SimpleDateFormat` pattern's pieces: the letters `y M d H m s S`, text in single
+/// quotes (`''` is a quote) and any other character that is not a letter. Another letter is
+/// refused with what it is.
+pub fn date_pattern(pattern: &str) -> Result<Vec<DatePiece>, String> {
+    let chars: Vec<char> = pattern.chars().collect();
+    let mut pieces = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        let run = chars[i..].iter().take_while(|&&x| x == c).count();
+        let piece = match c {
+            'y' => DatePiece::Year(run),
+            'M' => DatePiece::Month(run),
+            'd' => DatePiece::Day(run),
+            'H' => DatePiece::Hour(run),
+            'm' => DatePiece::Minute(run),
+            's' => DatePiece::Second(run),
+            'S' => DatePiece::Millis(run),
+            '\'' => {
+                let mut text = String::new();
+                let mut j = i + 1;
+                loop {
+                    match (chars.get(j), chars.get(j + 1)) {
+                        (Some('\''), Some('\'')) => {
+                            text.push('\'');
+                            j += 2;
+                        }
+                        (Some('\''), _) => break,
+                        (Some(&x), _) => {
+                            text.push(x);
+                            j += 1;
+                        }
+                        (None, _) => return Err("has a quote that is not closed".into()),
+                    }
+                }
+                // `''` outside text is one quote.
+                pieces.push(DatePiece::Text(if j == i + 1 { "'".into() } else { text }));
+                i = j + 1;
+                continue;
+            }
+            c if c.is_ascii_alphabetic() => {
+                return Err(format!(
+                    "has the letter '{c}', which Hummer does not format (it formats y, M, d, \
+                     H, m, s and S)"
+                ));
+            }
+            c => DatePiece::Text(c.to_string()),
+        };
+        pieces.push(piece);
+        i += run.max(1);
+    }
+    Ok(pieces)
+}
+
+/// Milliseconds since 1970-01-01 00:00 as `pattern` shows them (UTC).
+pub fn format_time(ms: i64, pattern: &[DatePiece]) -> String {
+    let days = ms.div_euclid(86_400_000);
+    let ms_of_day = ms.rem_euclid(86_400_000);
+    let (year, month, day) = crate::value::civil_from_days(days);
+    let (month, day) = (i64::from(month), i64::from(day));
+    let mut out = String::new();
+    for piece in pattern {
+        let (value, width) = match piece {
+            DatePiece::Year(2) => (year.rem_euclid(100), 2),
+            DatePiece::Year(w) => (year, *w),
+            DatePiece::Month(w) => (month, *w),
+            DatePiece::Day(w) => (day, *w),
+            DatePiece::Hour(w) => (ms_of_day / 3_600_000, *w),
+            DatePiece::Minute(w) => (ms_of_day / 60_000 % 60, *w),
+            DatePiece::Second(w) => (ms_of_day / 1_000 % 60, *w),
+            DatePiece::Millis(w) => (ms_of_day % 1_000, *w),
+            DatePiece::Text(t) => {
+                out.push_str(t);
+                continue;
+            }
+        };
+        let digits = value.unsigned_abs().to_string();
+        if value < 0 {
+            out.push('-');
+        }
+        for _ in digits.len()..width {
+            out.push('0');
+        }
+        out.push_str(&digits);
+    }
+    out
 }
 
 /// Flink's `SUBSTRING`: characters from `start` (1-based; 0 is taken as 1, a negative start
@@ -282,6 +463,91 @@ impl LikePattern {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    fn s(text: &str) -> Value {
+        Value::String(text.into())
+    }
+
+    proptest! {
+        /// DATE_FORMAT with Flink's default pattern prints a timestamp as CAST to STRING
+        /// does (`value::write_timestamp`, itself checked against the civil calendar).
+        #[test]
+        fn date_format_agrees_with_the_timestamp_printing(ms in -5_000_000_000_000i64..5_000_000_000_000) {
+            let pattern = date_pattern("yyyy-MM-dd HH:mm:ss.SSS").expect("a pattern");
+            let mut expected = String::new();
+            crate::value::write_timestamp(&mut expected, ms, 3).expect("writes");
+            prop_assert_eq!(format_time(ms, &pattern), expected);
+        }
+
+        /// SPLIT_INDEX is the i-th part between separators, as a brute-force scan finds it.
+        #[test]
+        fn split_index_is_the_ith_part(text in "[a/]{0,12}", i in -1i64..8) {
+            let got = Function::SplitIndex.call(&[s(&text), s("/"), Value::BigInt(i)]).expect("calls");
+            let mut parts = vec![String::new()];
+            for c in text.chars() {
+                if c == '/' { parts.push(String::new()) } else if let Some(p) = parts.last_mut() { p.push(c) }
+            }
+            let expected = if text.is_empty() || i < 0 {
+                None
+            } else {
+                parts.get(i as usize).cloned()
+            };
+            prop_assert_eq!(got, expected.map_or(Value::Null, Value::String));
+        }
+    }
+
+    #[test]
+    fn date_format_takes_java_letters_and_quoted_text() {
+        let p = date_pattern("yy/M/d 'at' HH'h' ''").expect("a pattern");
+        // 2023-01-02 03:04:05.006 UTC
+        assert_eq!(format_time(1_672_628_645_006, &p), "23/1/2 at 03h '");
+        assert!(date_pattern("yyyy-MM-dd EEE").unwrap_err().contains("'E'"));
+        assert!(date_pattern("'open").is_err());
+    }
+
+    #[test]
+    fn regexp_extract_split_index_count_char_and_hour_as_flink() {
+        let re = |p: &str| Function::RegexpExtract(regex::Regex::new(p).expect("compiles"));
+        let url = s("https://x.com/a?channel_id=42&b=1");
+        let extract = re("(&|^|\\?)channel_id=([^&]*)");
+        assert_eq!(
+            extract.call(&[url.clone(), s(""), Value::Int(2)]).unwrap(),
+            s("42")
+        );
+        assert_eq!(
+            extract.call(&[url.clone(), s(""), Value::Int(0)]).unwrap(),
+            s("?channel_id=42")
+        );
+        assert_eq!(
+            extract.call(&[url.clone(), s(""), Value::Int(5)]).unwrap(),
+            Value::Null
+        );
+        assert_eq!(re("zzz").call(&[url, s("")]).unwrap(), Value::Null);
+        assert_eq!(
+            Function::CountChar.call(&[s("acccb"), s("c")]).unwrap(),
+            Value::BigInt(3)
+        );
+        assert_eq!(
+            Function::CountChar.call(&[Value::Null, s("c")]).unwrap(),
+            Value::BigInt(0)
+        );
+        let hour = Function::TimeField(TimeField::Hour);
+        assert_eq!(
+            hour.call(&[Value::Timestamp(1_672_628_645_006)]).unwrap(),
+            Value::BigInt(3)
+        );
+        assert_eq!(
+            hour.call(&[Value::Timestamp(-1)]).unwrap(),
+            Value::BigInt(23)
+        );
+        let minute = Function::TimeField(TimeField::Minute);
+        assert_eq!(
+            minute
+                .call(&[Value::TimestampLtz(1_672_628_645_006)])
+                .unwrap(),
+            Value::BigInt(4)
+        );
+    }
 
     /// The reference: a LIKE pattern as a regular expression.
     fn like_by_regex(pattern: &str, s: &str) -> bool {

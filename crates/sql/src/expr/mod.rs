@@ -73,6 +73,16 @@ pub enum Expr {
         /// The result's type (the operands are computed in it).
         ty: SqlType,
     },
+    /// A time moved by an interval (`ts - INTERVAL '4' SECOND`): a `TIMESTAMP` or
+    /// `TIMESTAMP_LTZ` of the same kind.
+    ShiftTime {
+        /// The time.
+        time: Box<Expr>,
+        /// The interval, in milliseconds.
+        by: Box<Expr>,
+        /// `-` rather than `+`.
+        subtract: bool,
+    },
     /// `a op b`.
     Compare {
         /// The comparison.
@@ -156,6 +166,18 @@ impl Expr {
                     Value::Null
                 } else {
                     Value::Boolean(compare(*op, &a, &b))
+                }
+            }
+            Expr::ShiftTime { time, by, subtract } => {
+                let (t, d) = (time.eval(row)?, by.eval(row)?);
+                let Value::BigInt(d) = d else {
+                    return Ok(Value::Null);
+                };
+                let d = if *subtract { d.wrapping_neg() } else { d };
+                match t {
+                    Value::Timestamp(t) => Value::Timestamp(t.wrapping_add(d)),
+                    Value::TimestampLtz(t) => Value::TimestampLtz(t.wrapping_add(d)),
+                    _ => Value::Null,
                 }
             }
             Expr::And(terms) => connective(terms, row, false)?,

@@ -2,7 +2,5 @@
 //! that builds the plan from a query comes with issue 31's next steps).
 
 pub mod calc;
-pub mod decode;
 
 pub use calc::Calc;
-pub use decode::Decode;

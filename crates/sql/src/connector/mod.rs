@@ -7,6 +7,12 @@
 
 use std::fmt;
 
+mod csv_files;
+mod watermark;
+
+pub use csv_files::{CsvFiles, list_files};
+pub use watermark::EventTime;
+
 use hummer_api::{DataStream, StreamExecutionEnvironment};
 use hummer_operators::OperatorContext;
 use hummer_operators::sink::{Sink, SinkWriter};
@@ -14,8 +20,8 @@ use hummer_operators::sink::{Sink, SinkWriter};
 use crate::error::{Result, SqlError};
 use crate::expr::bind::bind;
 use crate::format::Csv;
+use crate::lower::Calc;
 use crate::lower::calc::Named;
-use crate::lower::{Calc, Decode};
 use crate::schema::{Column, Schema};
 use crate::statement::{ColumnKind, TableDefinition};
 use crate::value::Row;
@@ -89,6 +95,23 @@ fn required<'a>(table: &'a TableDefinition, key: &str) -> Result<&'a str> {
         })
 }
 
+/// The `path` of a `filesystem` table as a local path: a plain path or a `file://` URL, as
+/// Flink takes them.
+fn local_path(table: &TableDefinition) -> Result<std::path::PathBuf> {
+    let path = required(table, "path")?;
+    if let Some(local) = path.strip_prefix("file://") {
+        return Ok(local.into());
+    }
+    match path.split_once("://") {
+        Some((scheme, _)) => Err(SqlError::Unsupported {
+            at: table.at,
+            what: format!("the path '{path}' of table '{}'", table.name),
+            supported: format!("local paths and file:// URLs are (not {scheme}://)"),
+        }),
+        None => Ok(path.into()),
+    }
+}
+
 fn connector(table: &TableDefinition) -> Result<&str> {
     required(table, "connector")
 }
@@ -124,24 +147,30 @@ fn csv(table: &TableDefinition) -> Result<Csv> {
     Ok(csv)
 }
 
-/// Reads `table` into a stream of its rows (every column, computed ones included).
+/// Reads `table` into a stream of its rows (every column, computed ones included), with
+/// event time where the table declares a watermark.
 pub fn scan(
     env: &StreamExecutionEnvironment,
     table: &TableDefinition,
 ) -> Result<(DataStream<Row>, Schema)> {
     let (schema, computed) = table_schema(table)?;
+    let event_time = match &table.watermark {
+        Some(w) => Some(EventTime::bind(w, &schema)?),
+        None => None,
+    };
     let rows = match connector(table)? {
         "filesystem" => {
-            let path = required(table, "path")?;
-            let decode = Decode {
+            let source = CsvFiles {
                 table: table.name.clone(),
+                path: local_path(table)?,
                 csv: csv(table)?,
-                schema: physical_schema(table),
+                physical: physical_schema(table),
+                computed,
             };
-            env.read_text_file(path)
-                .transform(&format!("Decode CSV: {}", table.name), move |_| {
-                    Ok(decode.clone())
-                })
+            match event_time {
+                Some(event_time) => env.from_source(source, event_time.strategy()),
+                None => env.add_source(source),
+            }
         }
         other => {
             return Err(SqlError::Unsupported {
@@ -150,12 +179,6 @@ pub fn scan(
                 supported: "reading 'filesystem' (format 'csv') is".into(),
             });
         }
-    };
-    let rows = match computed {
-        Some(calc) => rows.transform(&format!("Computed columns: {}", table.name), move |_| {
-            Ok(calc.clone())
-        }),
-        None => rows,
     };
     Ok((rows, schema))
 }
@@ -176,7 +199,7 @@ pub fn write(rows: &DataStream<Row>, schema: &Schema, table: &TableDefinition) -
     }
     match connector(table)? {
         "filesystem" => {
-            let path = required(table, "path")?.to_string();
+            let path = local_path(table)?;
             let csv = csv(table)?;
             let types: Vec<_> = target.columns.iter().map(|c| c.ty.ty.clone()).collect();
             rows.map(move |row: Row| {
