@@ -563,7 +563,7 @@ impl Binder<'_> {
 
     /// A built-in function called `name` on `args`.
     fn call(&self, whole: &ast::Expr, name: &str, args: &[&ast::Expr]) -> Result<Typed> {
-        let bound = args
+        let mut bound = args
             .iter()
             .map(|a| self.bind(a))
             .collect::<Result<Vec<_>>>()?;
@@ -585,7 +585,8 @@ impl Binder<'_> {
                 })
             }
         };
-        let nullable = bound.iter().any(|b| b.ty.nullable);
+        // Whether the result may be NULL: where an argument may, unless an arm says otherwise.
+        let mut nullable = bound.iter().any(|b| b.ty.nullable);
         // The first `count` arguments are strings.
         let strings = |count: usize| -> Result<()> {
             for (b, a) in bound.iter().zip(args).take(count) {
@@ -616,16 +617,7 @@ impl Binder<'_> {
                 }
                 "CONCAT_WS" => {
                     arity(2..=usize::MAX)?;
-                    let mut args = bound;
-                    let exprs = args.drain(..).map(|b| b.expr).collect();
-                    return Ok(typed(
-                        Expr::Call {
-                            function: Function::ConcatWs,
-                            args: exprs,
-                        },
-                        SqlType::STRING,
-                        nullable,
-                    ));
+                    (Function::ConcatWs, SqlType::STRING)
                 }
                 "SUBSTRING" | "SUBSTR" => {
                     arity(2..=3)?;
@@ -662,15 +654,9 @@ impl Binder<'_> {
                         at: at(args[1]),
                         message: format!("the pattern '{pattern}' {why}"),
                     })?;
-                    let first = bound.into_iter().next().map(|b| b.expr);
-                    return Ok(typed(
-                        Expr::Call {
-                            function: Function::DateFormat(pieces),
-                            args: first.into_iter().collect(),
-                        },
-                        SqlType::STRING,
-                        nullable,
-                    ));
+                    // The pattern is applied at bind time: the call takes the time only.
+                    bound.truncate(1);
+                    (Function::DateFormat(pieces), SqlType::STRING)
                 }
                 "HOUR" | "MINUTE" | "SECOND" => {
                     arity(1..=1)?;
@@ -697,42 +683,23 @@ impl Binder<'_> {
                         message: format!("the regex '{pattern}' does not compile: {e}"),
                     })?;
                     // NULL where nothing matches.
-                    let args = bound.into_iter().map(|b| b.expr).collect();
-                    return Ok(typed(
-                        Expr::Call {
-                            function: Function::RegexpExtract(regex),
-                            args,
-                        },
-                        SqlType::STRING,
-                        true,
-                    ));
+                    nullable = true;
+                    (Function::RegexpExtract(regex), SqlType::STRING)
                 }
                 "SPLIT_INDEX" => {
                     arity(3..=3)?;
                     strings(2)?;
                     self.expect_integer(&bound[2], args[2])?;
-                    let args = bound.into_iter().map(|b| b.expr).collect();
-                    return Ok(typed(
-                        Expr::Call {
-                            function: Function::SplitIndex,
-                            args,
-                        },
-                        SqlType::STRING,
-                        true,
-                    ));
+                    // NULL out of range.
+                    nullable = true;
+                    (Function::SplitIndex, SqlType::STRING)
                 }
                 "COUNT_CHAR" => {
                     arity(2..=2)?;
                     strings(2)?;
-                    let args = bound.into_iter().map(|b| b.expr).collect();
-                    return Ok(typed(
-                        Expr::Call {
-                            function: Function::CountChar,
-                            args,
-                        },
-                        SqlType::BigInt,
-                        false,
-                    ));
+                    // 0, not NULL, for a NULL string.
+                    nullable = false;
+                    (Function::CountChar, SqlType::BigInt)
                 }
                 "MOD" => {
                     arity(2..=2)?;
