@@ -13,6 +13,7 @@
 #![warn(missing_docs)]
 
 pub mod catalog;
+pub mod changelog;
 pub mod connector;
 pub mod dialect;
 pub mod error;

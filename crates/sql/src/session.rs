@@ -230,7 +230,7 @@ impl Session {
         let table = self.catalog.table(&target, at)?.clone();
         let env = self.environment();
         let planned = plan_query(&self.catalog, &env, source, at)?;
-        connector::write(&planned.rows, &planned.schema, &table)?;
+        connector::write(&planned, &table)?;
         env.execute(&self.job_name(format!("insert-into_{target}")))?;
         Ok(info("Complete execution of the SQL update statement."))
     }
@@ -248,9 +248,9 @@ impl Session {
             header,
             rows: rows
                 .into_iter()
-                .map(|row| {
-                    std::iter::once("+I".to_string())
-                        .chain(row.iter().map(ToString::to_string))
+                .map(|change| {
+                    std::iter::once(change.kind.short().to_string())
+                        .chain(change.row.iter().map(ToString::to_string))
                         .collect()
                 })
                 .collect(),

@@ -17,17 +17,20 @@ use hummer_api::{DataStream, StreamExecutionEnvironment};
 use hummer_operators::OperatorContext;
 use hummer_operators::sink::{Sink, SinkWriter};
 
+use crate::changelog::Change;
 use crate::error::{Result, SqlError};
 use crate::expr::bind::bind;
 use crate::format::Csv;
 use crate::lower::Calc;
 use crate::lower::calc::Named;
+use crate::plan::Planned;
 use crate::schema::{Column, Schema};
 use crate::statement::{ColumnKind, TableDefinition};
 use crate::value::Row;
 
 /// The connectors, for errors.
-const CONNECTORS: &str = "'filesystem' (format 'csv'), 'print' and 'blackhole' are";
+const CONNECTORS: &str =
+    "'filesystem' (formats 'csv' and 'debezium-json'), 'print' and 'blackhole' are";
 
 /// The table's physical columns (what its connector reads or writes).
 pub fn physical_schema(table: &TableDefinition) -> Schema {
@@ -116,6 +119,22 @@ fn connector(table: &TableDefinition) -> Result<&str> {
     required(table, "connector")
 }
 
+/// A `filesystem` table's format.
+enum Format {
+    /// `csv`.
+    Csv(Csv),
+    /// `debezium-json` (a sink's changelog).
+    DebeziumJson,
+}
+
+/// The format of a `filesystem` table, from its options.
+fn format(table: &TableDefinition) -> Result<Format> {
+    match required(table, "format")? {
+        "debezium-json" => Ok(Format::DebeziumJson),
+        _ => csv(table).map(Format::Csv),
+    }
+}
+
 /// The `csv` format of a `filesystem` table, from its options.
 fn csv(table: &TableDefinition) -> Result<Csv> {
     let format = required(table, "format")?;
@@ -123,7 +142,9 @@ fn csv(table: &TableDefinition) -> Result<Csv> {
         return Err(SqlError::Unsupported {
             at: table.at,
             what: format!("the format '{format}' of table '{}'", table.name),
-            supported: "the format 'csv' is (json and debezium-json come next)".into(),
+            supported: "the formats 'csv' (read and written) and 'debezium-json' (written) \
+                        are"
+            .into(),
         });
     }
     let mut csv = Csv::default();
@@ -183,8 +204,10 @@ pub fn scan(
     Ok((rows, schema))
 }
 
-/// Writes `rows` (of `schema`) into `table`.
-pub fn write(rows: &DataStream<Row>, schema: &Schema, table: &TableDefinition) -> Result<()> {
+/// Writes the query's rows into `table`: a sink that takes only inserts (`csv`) refuses an
+/// updating query before anything runs, naming the operator that updates, as Flink does.
+pub fn write(planned: &Planned, table: &TableDefinition) -> Result<()> {
+    let (rows, schema) = (&planned.rows, &planned.schema);
     let target = physical_schema(table);
     if target.columns.len() != schema.columns.len() {
         return Err(SqlError::Invalid {
@@ -197,21 +220,41 @@ pub fn write(rows: &DataStream<Row>, schema: &Schema, table: &TableDefinition) -
             ),
         });
     }
+    let inserts_only = |format: &str| match &planned.updated_by {
+        Some(node) => Err(SqlError::Invalid {
+            at: table.at,
+            message: format!(
+                "Table sink '{}' doesn't support consuming update changes which is produced \
+                 by node {node} (its format '{format}' takes inserts only; 'debezium-json' \
+                 takes updates)",
+                table.name
+            ),
+        }),
+        None => Ok(()),
+    };
     match connector(table)? {
         "filesystem" => {
             let path = local_path(table)?;
-            let csv = csv(table)?;
             let types: Vec<_> = target.columns.iter().map(|c| c.ty.ty.clone()).collect();
-            rows.map(move |row: Row| {
+            let encoder = match format(table)? {
+                Format::Csv(csv) => {
+                    inserts_only("csv")?;
+                    Encoder::Csv(csv, types)
+                }
+                Format::DebeziumJson => {
+                    Encoder::DebeziumJson(target.columns.iter().map(|c| c.name.clone()).collect())
+                }
+            };
+            rows.map(move |c: Change| {
                 let mut line = String::new();
-                csv.encode(&row, &types, &mut line);
+                encoder.encode(&c, &mut line);
                 line
             })
-            .name(&format!("Encode CSV: {}", table.name))
+            .name(&format!("Encode: {}", table.name))
             .write_text_file(path);
         }
         "print" => {
-            rows.map(|row: Row| Printed::of(&row))
+            rows.map(|c: Change| Printed(c.printed()))
                 .name(&format!("Print: {}", table.name))
                 .print();
         }
@@ -229,17 +272,83 @@ pub fn write(rows: &DataStream<Row>, schema: &Schema, table: &TableDefinition) -
     Ok(())
 }
 
-/// A row as Flink's `print` connector shows it: `+I[1, abc]`.
-#[derive(Clone, serde::Serialize, serde::Deserialize)]
-pub struct Printed(String);
+/// How a `filesystem` sink writes a change as a line.
+#[derive(Clone)]
+enum Encoder {
+    /// `csv`: the row (inserts only).
+    Csv(Csv, Vec<crate::types::SqlType>),
+    /// `debezium-json`: the change, with the columns' names.
+    DebeziumJson(Vec<String>),
+}
 
-impl Printed {
-    /// The printed form of an inserted row.
-    pub fn of(row: &[crate::value::Value]) -> Self {
-        let cells: Vec<String> = row.iter().map(ToString::to_string).collect();
-        Printed(format!("+I[{}]", cells.join(", ")))
+impl Encoder {
+    fn encode(&self, change: &Change, line: &mut String) {
+        match self {
+            Encoder::Csv(csv, types) => csv.encode(&change.row, types, line),
+            Encoder::DebeziumJson(names) => debezium_json(change, names, line),
+        }
     }
 }
+
+/// A change as Flink's `debezium-json` format writes it: an insert or the new row of an
+/// update as `{"before":null,"after":{..},"op":"c"}`, a delete or the old row of an update
+/// as `{"before":{..},"after":null,"op":"d"}`.
+pub fn debezium_json(change: &Change, names: &[String], out: &mut String) {
+    let mut object = String::from("{");
+    for (i, (name, value)) in names.iter().zip(&change.row).enumerate() {
+        if i > 0 {
+            object.push(',');
+        }
+        json_string(name, &mut object);
+        object.push(':');
+        json_value(value, &mut object);
+    }
+    object.push('}');
+    if change.kind.retracts() {
+        out.push_str(&format!(
+            "{{\"before\":{object},\"after\":null,\"op\":\"d\"}}"
+        ));
+    } else {
+        out.push_str(&format!(
+            "{{\"before\":null,\"after\":{object},\"op\":\"c\"}}"
+        ));
+    }
+}
+
+/// A value in JSON, as Flink's JSON formats write it: numbers and booleans bare, `NULL` as
+/// `null`, everything else as the string `CAST(v AS STRING)` gives.
+fn json_value(value: &crate::value::Value, out: &mut String) {
+    use crate::value::Value;
+    match value {
+        Value::Null => out.push_str("null"),
+        Value::Boolean(_) | Value::Int(_) | Value::BigInt(_) | Value::Decimal(..) => {
+            out.push_str(&value.to_string())
+        }
+        Value::Double(d) if d.is_finite() => out.push_str(&value.to_string()),
+        other => json_string(&other.to_string(), out),
+    }
+}
+
+/// `s` as a JSON string.
+fn json_string(s: &str, out: &mut String) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+/// A row as Flink's `print` connector shows it: `+I[1, abc]`, `-U[..]`.
+#[derive(Clone, serde::Serialize, serde::Deserialize)]
+pub struct Printed(String);
 
 impl fmt::Debug for Printed {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -250,20 +359,20 @@ impl fmt::Debug for Printed {
 /// The `blackhole` connector: takes every row and keeps none.
 struct Blackhole;
 
-impl Sink<Row> for Blackhole {
+impl Sink<Change> for Blackhole {
     fn name(&self) -> String {
         "Blackhole".into()
     }
     fn create_writer(
         &self,
         _: &OperatorContext,
-    ) -> hummer_types::error::Result<Box<dyn SinkWriter<Row>>> {
+    ) -> hummer_types::error::Result<Box<dyn SinkWriter<Change>>> {
         Ok(Box::new(Blackhole))
     }
 }
 
-impl SinkWriter<Row> for Blackhole {
-    fn write_batch(&mut self, batch: &mut Vec<Row>) -> hummer_types::error::Result<()> {
+impl SinkWriter<Change> for Blackhole {
+    fn write_batch(&mut self, batch: &mut Vec<Change>) -> hummer_types::error::Result<()> {
         batch.clear();
         Ok(())
     }

@@ -277,7 +277,7 @@ fn negate(v: Value) -> Value {
 }
 
 /// `a op b` in the result type `ty` (both operands are numbers of a kind that widens to it).
-fn arith(op: Arith, a: Value, b: Value, ty: &SqlType) -> Result<Value, EvalError> {
+pub(crate) fn arith(op: Arith, a: Value, b: Value, ty: &SqlType) -> Result<Value, EvalError> {
     if a.is_null() || b.is_null() {
         return Ok(Value::Null);
     }

@@ -2,12 +2,14 @@
 //! query's `WHERE` and `SELECT` list above a scan into one `Calc`.
 //!
 //! A row the condition does not hold for (`FALSE` or `NULL`) is dropped; every kept row is
-//! projected. An expression that fails on a row (a division by zero, a bad `CAST`) fails the
+//! projected, keeping its changelog kind (a retraction of a row that passes is a retraction of
+//! its projection, as Flink's `Calc` passes kinds through). An expression that fails on a row (a division by zero, a bad `CAST`) fails the
 //! job with the row and the expression named.
 
 use hummer_operators::{Batch, Collector, Operator};
 use hummer_types::error::{HummerError, Result};
 
+use crate::changelog::Change;
 use crate::expr::{EvalError, Expr};
 use crate::value::Row;
 
@@ -54,14 +56,21 @@ fn failed(expr: &Named, row: &[crate::value::Value], e: EvalError) -> HummerErro
 }
 
 impl Operator for Calc {
-    type In = (Row,);
-    type Out = Row;
+    type In = (Change,);
+    type Out = Change;
 
     #[inline]
-    fn process_batch(&mut self, batch: Batch<'_, Row>, out: &mut Collector<'_, Row>) -> Result<()> {
-        batch.for_each(out, |row, out| {
-            if let Some(projected) = self.apply(&row)? {
-                out.collect(projected);
+    fn process_batch(
+        &mut self,
+        batch: Batch<'_, Change>,
+        out: &mut Collector<'_, Change>,
+    ) -> Result<()> {
+        batch.for_each(out, |change, out| {
+            if let Some(row) = self.apply(&change.row)? {
+                out.collect(Change {
+                    kind: change.kind,
+                    row,
+                });
             }
             Ok(())
         })
@@ -115,11 +124,11 @@ mod tests {
         let env = StreamExecutionEnvironment::local();
         env.set_parallelism(parallelism);
         let out = env
-            .from_collection(rows)
+            .from_collection(rows.into_iter().map(Change::insert).collect::<Vec<_>>())
             .transform("Calc", move |_| Ok(calc.clone()))
             .collect();
         let mut result = env.execute("calc")?;
-        result.collected(&out)
+        Ok(result.collected(&out)?.into_iter().map(|c| c.row).collect())
     }
 
     proptest! {

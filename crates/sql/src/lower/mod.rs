@@ -2,5 +2,6 @@
 //! that builds the plan from a query comes with issue 31's next steps).
 
 pub mod calc;
+pub mod group_aggregate;
 
 pub use calc::Calc;

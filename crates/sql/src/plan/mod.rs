@@ -1,39 +1,51 @@
-//! Planning: a query as a stream of rows built from Hummer's operators, with the schema of
-//! its result.
+//! Planning: a query as a stream of changelog rows built from Hummer's operators, with the
+//! schema of its result and whether it updates what it emitted.
 //!
-//! So far a query is a `SELECT` list and an optional `WHERE` over one table or view: the
-//! scan (or the view's plan), then one [`Calc`]. Every other clause is refused before anything runs, with its line and column
-//! and what is supported (joins, aggregations and windows come with issue 31's next steps).
+//! So far a query is a `SELECT` list with `WHERE`, `GROUP BY` and `HAVING` over one table or
+//! view: the scan (or the view's plan), then one [`Calc`] (the filter and projection), or for
+//! a `GROUP BY` ([`aggregate`]) a `Calc` computing the keys and the aggregates' inputs, the
+//! group aggregate, and a `Calc` for `HAVING` and the `SELECT` list. Every other clause is
+//! refused before anything runs, with its line and column and what is supported (joins and
+//! windows come with issue 31's next steps).
+
+pub mod aggregate;
 
 use hummer_api::{DataStream, StreamExecutionEnvironment};
 use sqlparser::ast::{self, GroupByExpr, SelectItem, SetExpr, Spanned, TableFactor};
 
 use crate::catalog::Catalog;
+use crate::changelog::Change;
 use crate::connector;
 use crate::error::{Position, Result, SqlError};
 use crate::expr::bind::bind;
 use crate::lower::Calc;
 use crate::lower::calc::Named;
 use crate::schema::{Column, Schema};
-use crate::value::Row;
 
 /// A planned query: its rows and their columns.
 pub struct Planned {
     /// The result's rows.
-    pub rows: DataStream<Row>,
+    pub rows: DataStream<Change>,
     /// The result's columns.
     pub schema: Schema,
+    /// The operator that makes the result updating (it retracts rows it emitted), if one
+    /// does: a sink that takes only inserts refuses it, naming it.
+    pub updated_by: Option<String>,
 }
 
 /// What a query may hold so far, for errors.
-const SUPPORTED: &str = "a SELECT list with WHERE over one table or view is (joins, GROUP BY, \
-    windows, ORDER BY and LIMIT come next)";
+const SUPPORTED: &str = "a SELECT list with WHERE, GROUP BY and HAVING over one table or view \
+    is (joins, windows, ORDER BY and LIMIT come next)";
 
-fn at_span(span: sqlparser::tokenizer::Span) -> Position {
+pub(crate) fn at_span(span: sqlparser::tokenizer::Span) -> Position {
     Position::new(span.start.line.max(1), span.start.column.max(1))
 }
 
-fn unsupported(what: &str, span: sqlparser::tokenizer::Span, fallback: Position) -> SqlError {
+pub(crate) fn unsupported(
+    what: &str,
+    span: sqlparser::tokenizer::Span,
+    fallback: Position,
+) -> SqlError {
     let at = if span.start.line == 0 {
         fallback
     } else {
@@ -53,7 +65,7 @@ fn relation(
     env: &StreamExecutionEnvironment,
     name: &str,
     at: Position,
-) -> Result<(DataStream<Row>, Schema)> {
+) -> Result<Planned> {
     if let Some(view) = catalog.view(name) {
         let planned = plan_query(catalog, env, &view.query, at)?;
         let mut schema = planned.schema;
@@ -72,10 +84,15 @@ fn relation(
                 c.name.clone_from(n);
             }
         }
-        return Ok((planned.rows, schema));
+        return Ok(Planned { schema, ..planned });
     }
     let table = catalog.table(name, at)?;
-    connector::scan(env, table)
+    let (rows, schema) = connector::scan(env, table)?;
+    Ok(Planned {
+        rows: rows.map(Change::insert).name(&format!("Rows: {name}")),
+        schema,
+        updated_by: None,
+    })
 }
 
 /// Plans `query` over the tables of `catalog` on `env`; `at` is where the statement starts.
@@ -102,12 +119,10 @@ pub fn plan_query(
     if select.distinct.is_some() {
         return Err(unsupported("DISTINCT", select.span(), at));
     }
-    if !matches!(&select.group_by, GroupByExpr::Expressions(e, _) if e.is_empty()) {
-        return Err(unsupported("GROUP BY", select.span(), at));
-    }
-    if let Some(having) = &select.having {
-        return Err(unsupported("HAVING", having.span(), at));
-    }
+    let group_by = match &select.group_by {
+        GroupByExpr::Expressions(e, modifiers) if modifiers.is_empty() => e,
+        other => return Err(unsupported("this GROUP BY", other.span(), at)),
+    };
     let [from] = select.from.as_slice() else {
         return Err(unsupported(
             "a FROM of other than one table",
@@ -134,35 +149,77 @@ pub fn plan_query(
         .map(|i| i.value.clone())
         .unwrap_or_default();
     let name_at = at_span(name.span());
-    let (rows, input) = relation(catalog, env, &table_name, name_at)?;
+    let input = relation(catalog, env, &table_name, name_at)?;
+    if !group_by.is_empty() || select.having.is_some() || aggregate::has_aggregates(select) {
+        return aggregate::plan(select, group_by, input, &table_name, at);
+    }
+    let Planned {
+        rows,
+        schema: input,
+        updated_by,
+    } = input;
     let condition = match &select.selection {
-        Some(e) => {
-            let bound = bind(e, &input)?;
-            if !matches!(
-                bound.ty.ty,
-                crate::types::SqlType::Boolean | crate::types::SqlType::Null
-            ) {
-                return Err(SqlError::Invalid {
-                    at: at_span(e.span()),
-                    message: format!(
-                        "WHERE '{e}' is {}, where a BOOLEAN is expected",
-                        bound.ty.ty
-                    ),
-                });
-            }
-            Some(Named {
-                expr: bound.expr,
-                text: e.to_string(),
-            })
-        }
+        Some(e) => Some(condition(e, &e.clone(), &input, "WHERE")?),
         None => None,
     };
+    let (projection, columns) = select_list(&select.projection, &input, |e| Ok(e.clone()), at)?;
+    let calc = Calc {
+        condition,
+        projection,
+    };
+    let rows = rows.transform(&format!("Calc: SELECT .. FROM {table_name}"), move |_| {
+        Ok(calc.clone())
+    });
+    Ok(Planned {
+        rows,
+        schema: Schema::new(columns),
+        updated_by,
+    })
+}
+
+/// A `WHERE` or `HAVING` condition (`clause`), `bound` (the condition as written, or as the
+/// planner rewrote it) bound to `schema`: it must be a `BOOLEAN`.
+pub(crate) fn condition(
+    written: &ast::Expr,
+    bound: &ast::Expr,
+    schema: &Schema,
+    clause: &str,
+) -> Result<Named> {
+    let typed = bind(bound, schema)?;
+    if !matches!(
+        typed.ty.ty,
+        crate::types::SqlType::Boolean | crate::types::SqlType::Null
+    ) {
+        return Err(SqlError::Invalid {
+            at: at_span(written.span()),
+            message: format!(
+                "{clause} '{written}' is {}, where a BOOLEAN is expected",
+                typed.ty.ty
+            ),
+        });
+    }
+    Ok(Named {
+        expr: typed.expr,
+        text: written.to_string(),
+    })
+}
+
+/// The `SELECT` list bound to `schema`, each item after `rewrite` (the identity, or a
+/// `GROUP BY`'s mapping onto its keys and aggregates); a column is named by its alias, the
+/// column it is, or `EXPR$i` (as Flink names them).
+pub(crate) fn select_list(
+    items: &[SelectItem],
+    schema: &Schema,
+    rewrite: impl Fn(&ast::Expr) -> Result<ast::Expr>,
+    at: Position,
+) -> Result<(Vec<Named>, Vec<Column>)> {
     let mut projection = Vec::new();
     let mut columns = Vec::new();
-    for (i, item) in select.projection.iter().enumerate() {
+    for (i, item) in items.iter().enumerate() {
         match item {
+            // Every column of `schema` (a `GROUP BY` refuses `*` before it comes here).
             SelectItem::Wildcard(_) => {
-                for (j, c) in input.columns.iter().enumerate() {
+                for (j, c) in schema.columns.iter().enumerate() {
                     projection.push(Named {
                         expr: crate::expr::Expr::Column(j),
                         text: c.name.clone(),
@@ -171,7 +228,7 @@ pub fn plan_query(
                 }
             }
             SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => {
-                let bound = bind(e, &input)?;
+                let bound = bind(&rewrite(e)?, schema)?;
                 let name = match (item, e) {
                     (SelectItem::ExprWithAlias { alias, .. }, _) => alias.value.clone(),
                     (_, ast::Expr::Identifier(id)) => id.value.clone(),
@@ -189,15 +246,5 @@ pub fn plan_query(
             other => return Err(unsupported("this SELECT item", other.span(), at)),
         }
     }
-    let calc = Calc {
-        condition,
-        projection,
-    };
-    let rows = rows.transform(&format!("Calc: SELECT .. FROM {table_name}"), move |_| {
-        Ok(calc.clone())
-    });
-    Ok(Planned {
-        rows,
-        schema: Schema::new(columns),
-    })
+    Ok((projection, columns))
 }
