@@ -441,3 +441,162 @@ fn a_group_by_writes_a_changelog_that_applies_to_the_brute_force_result() {
         "{err}"
     );
 }
+
+/// `HH:mm:ss.SSS` of milliseconds since the epoch (the tests' event times are within a day).
+fn clock(ms: i64) -> String {
+    let ms = ms.rem_euclid(86_400_000);
+    format!(
+        "{:02}:{:02}:{:02}.{:03}",
+        ms / 3_600_000,
+        ms / 60_000 % 60,
+        ms / 1_000 % 60,
+        ms % 1_000
+    )
+}
+
+/// Window aggregations over TUMBLE, HOP and CUMULATE (window table functions) and a legacy
+/// SESSION group window, on bids in three part files each in event-time order, at
+/// parallelism 1 and 3: each window's COUNT and MAX per auction, once (an append-only result
+/// a csv sink takes), as brute force computes them; nothing is dropped as late.
+#[test]
+fn window_aggregations_match_brute_force_windows() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let input = dir.path().join("bids");
+    std::fs::create_dir(&input).expect("mkdir");
+    let mut bids = Vec::new();
+    let mut seed = 11u64;
+    for part in 0..3 {
+        let mut text = String::new();
+        let mut t = 0i64;
+        for _ in 0..300 {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            t += ((seed >> 33) % 300) as i64; // in order within the file
+            let (auction, price) = ((seed >> 50) % 4, (seed >> 20) % 1000);
+            text.push_str(&format!("{auction},{price},{t}\n"));
+            bids.push((auction as i64, price as i64, t));
+        }
+        std::fs::write(input.join(format!("part-{part}.csv")), text).expect("write");
+    }
+    let source = format!(
+        "CREATE TABLE bid (auction BIGINT, price BIGINT, ms BIGINT,\n\
+           ts AS CAST(TO_TIMESTAMP_LTZ(ms, 3) AS TIMESTAMP(3)),\n\
+           WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)\n\
+         WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');\n",
+        input.display()
+    );
+    // Each case: the FROM, the GROUP BY, and the windows of a time.
+    type Windows = Box<dyn Fn(i64) -> Vec<(i64, i64)>>;
+    let cases: Vec<(&str, &str, Windows)> = vec![
+        (
+            "TABLE(TUMBLE(TABLE bid, DESCRIPTOR(ts), INTERVAL '5' SECOND))",
+            "GROUP BY auction, window_start, window_end",
+            Box::new(|t| vec![(t / 5_000 * 5_000, t / 5_000 * 5_000 + 5_000)]),
+        ),
+        (
+            "TABLE(HOP(TABLE bid, DESCRIPTOR(ts), INTERVAL '2' SECOND, INTERVAL '6' SECOND))",
+            "GROUP BY window_start, auction, window_end",
+            Box::new(|t| {
+                (0..3)
+                    .map(|k| {
+                        (
+                            t / 2_000 * 2_000 - k * 2_000,
+                            t / 2_000 * 2_000 - k * 2_000 + 6_000,
+                        )
+                    })
+                    .collect()
+            }),
+        ),
+        (
+            "TABLE(CUMULATE(TABLE bid, DESCRIPTOR(ts), INTERVAL '2' SECOND, INTERVAL '6' SECOND))",
+            "GROUP BY auction, window_start, window_end",
+            Box::new(|t| {
+                let start = t / 6_000 * 6_000;
+                (1..=3)
+                    .map(|k| (start, start + k * 2_000))
+                    .filter(|&(_, e)| t < e)
+                    .collect()
+            }),
+        ),
+    ];
+    for (from, group_by, windows) in &cases {
+        let mut expected: std::collections::BTreeMap<(i64, i64, i64), (i64, i64)> =
+            Default::default();
+        for &(auction, price, t) in &bids {
+            for w in windows(t) {
+                let e = expected.entry((auction, w.0, w.1)).or_insert((0, 0));
+                e.0 += 1;
+                e.1 = e.1.max(price);
+            }
+        }
+        let mut expected: Vec<String> = expected
+            .iter()
+            .map(|((a, s, e), (n, max))| format!("{a},{},{},{n},{max}", clock(*s), clock(*e)))
+            .collect();
+        expected.sort();
+        for parallelism in [1, 3] {
+            let output = dir.path().join(format!("raw-{parallelism}-{}", from.len()));
+            let script = format!(
+                "SET 'parallelism.default' = '{parallelism}';\n{source}\
+                 CREATE TABLE q_sink (auction BIGINT, s STRING, e STRING, n BIGINT, hi BIGINT)\n\
+                 WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');\n\
+                 INSERT INTO q_sink SELECT auction, DATE_FORMAT(window_start, 'HH:mm:ss.SSS'),\n\
+                   DATE_FORMAT(window_end, 'HH:mm:ss.SSS'), COUNT(*), MAX(price)\n\
+                 FROM {from} {group_by};",
+                output.display()
+            );
+            let (ok, out, err) = hummer_sql(&["-e", &script], "");
+            assert!(ok, "{from} at parallelism {parallelism}: {out}\n{err}");
+            assert_eq!(
+                sorted_lines(&output),
+                expected,
+                "{from} at parallelism {parallelism}"
+            );
+        }
+    }
+    // A legacy session window: sessions per auction closed by more than 400 ms without a
+    // bid.
+    let mut per_auction: std::collections::BTreeMap<i64, Vec<i64>> = Default::default();
+    for &(auction, _, t) in &bids {
+        per_auction.entry(auction).or_default().push(t);
+    }
+    let mut expected = Vec::new();
+    for (auction, mut times) in per_auction {
+        times.sort_unstable();
+        let (mut start, mut last, mut n) = (times[0], times[0], 0);
+        for t in times {
+            // Windows [t, t + gap) that touch merge, as Flink's do.
+            if t > last + 400 {
+                expected.push(format!(
+                    "{auction},{},{},{n}",
+                    clock(start),
+                    clock(last + 400)
+                ));
+                (start, n) = (t, 0);
+            }
+            last = t;
+            n += 1;
+        }
+        expected.push(format!(
+            "{auction},{},{},{n}",
+            clock(start),
+            clock(last + 400)
+        ));
+    }
+    expected.sort();
+    let output = dir.path().join("sessions");
+    let script = format!(
+        "SET 'parallelism.default' = '3';\n{source}\
+         CREATE TABLE q_sink (auction BIGINT, s STRING, e STRING, n BIGINT)\n\
+         WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');\n\
+         INSERT INTO q_sink SELECT B.auction,\n\
+           DATE_FORMAT(SESSION_START(B.ts, INTERVAL '0.4' SECOND), 'HH:mm:ss.SSS'),\n\
+           DATE_FORMAT(SESSION_END(B.ts, INTERVAL '0.4' SECOND), 'HH:mm:ss.SSS'), COUNT(*)\n\
+         FROM bid B GROUP BY B.auction, SESSION(B.ts, INTERVAL '0.4' SECOND);",
+        output.display()
+    );
+    let (ok, out, err) = hummer_sql(&["-e", &script], "");
+    assert!(ok, "sessions: {out}\n{err}");
+    assert_eq!(sorted_lines(&output), expected, "sessions");
+}

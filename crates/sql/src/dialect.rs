@@ -4,13 +4,20 @@
 //! - Identifiers may be quoted with backticks (`` `time` ``), as in Flink;
 //! - types are Flink's (`STRING`, `TIMESTAMP_LTZ(3)`, `ROW<..>`: [`crate::types`]), so a
 //!   `CAST(x AS TIMESTAMP_LTZ(3))` parses;
-//! - aggregates take `FILTER (WHERE ..)`; windows' `PARTITION BY` may follow `ORDER BY`.
+//! - aggregates take `FILTER (WHERE ..)`; windows' `PARTITION BY` may follow `ORDER BY`;
+//! - a window table function's table argument `TABLE name` (in
+//!   `TABLE(TUMBLE(TABLE bid, DESCRIPTOR(ts), ..))`) parses as the call `TABLE(name)`, which
+//!   the planner reads back ([`table_argument`]).
 //!
 //! The DDL that has no `sqlparser` statement (`WATERMARK FOR`, computed columns, `WITH`
 //! options as Flink writes them) is parsed by [`crate::ddl`] on the same tokens.
 
-use sqlparser::ast::{DataType, Ident, ObjectName};
+use sqlparser::ast::{
+    self, DataType, Expr, FunctionArg, FunctionArgExpr, FunctionArgumentList, FunctionArguments,
+    Ident, ObjectName,
+};
 use sqlparser::dialect::Dialect;
+use sqlparser::keywords::Keyword;
 use sqlparser::parser::{Parser, ParserError};
 use sqlparser::tokenizer::Token;
 
@@ -45,6 +52,38 @@ impl Dialect for FlinkDialect {
         true
     }
 
+    /// `TABLE name` where an expression starts (a table function's argument).
+    fn parse_prefix(&self, parser: &mut Parser) -> Option<Result<Expr, ParserError>> {
+        let is_table = matches!(&parser.peek_token().token, Token::Word(w) if w.keyword == Keyword::TABLE)
+            && matches!(&parser.peek_nth_token(1).token, Token::Word(_));
+        if !is_table {
+            return None;
+        }
+        parser.next_token();
+        Some(parser.parse_object_name(false).map(|name| {
+            let arg = Expr::CompoundIdentifier(
+                name.0
+                    .iter()
+                    .filter_map(|p| p.as_ident().cloned())
+                    .collect(),
+            );
+            Expr::Function(ast::Function {
+                name: ObjectName::from(vec![Ident::new(TABLE_ARGUMENT)]),
+                uses_odbc_syntax: false,
+                parameters: FunctionArguments::None,
+                args: FunctionArguments::List(FunctionArgumentList {
+                    duplicate_treatment: None,
+                    args: vec![FunctionArg::Unnamed(FunctionArgExpr::Expr(arg))],
+                    clauses: vec![],
+                }),
+                filter: None,
+                null_treatment: None,
+                over: None,
+                within_group: vec![],
+            })
+        }))
+    }
+
     /// Flink's own type names; the others (`INT`, `DECIMAL(p, s)`, ...) as `sqlparser` has
     /// them.
     fn parse_data_type(&self, parser: &mut Parser) -> Option<Result<DataType, ParserError>> {
@@ -59,8 +98,66 @@ impl Dialect for FlinkDialect {
     }
 }
 
+/// The name of the call a `TABLE name` argument parses as.
+const TABLE_ARGUMENT: &str = "TABLE";
+
+/// The table a `TABLE name` argument names (its last name part), if `expr` is one.
+pub fn table_argument(expr: &Expr) -> Option<String> {
+    let Expr::Function(f) = expr else {
+        return None;
+    };
+    if f.name.to_string() != TABLE_ARGUMENT {
+        return None;
+    }
+    let FunctionArguments::List(list) = &f.args else {
+        return None;
+    };
+    match list.args.as_slice() {
+        [FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::CompoundIdentifier(parts)))] => {
+            parts.last().map(|p| p.value.clone())
+        }
+        _ => None,
+    }
+}
+
 /// The `sqlparser` spelling of a Flink type, which [`crate::types::from_sqlparser`] reads
 /// back: a custom type named as Flink prints the type.
 fn to_sqlparser(ty: &types::DataType) -> DataType {
     DataType::Custom(ObjectName::from(vec![Ident::new(ty.to_string())]), vec![])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sqlparser::ast::{SetExpr, Statement, TableFactor};
+
+    /// Flink's window table functions parse: the table argument comes back by name.
+    #[test]
+    fn a_window_table_function_parses_with_its_table_argument() {
+        let sql = "SELECT * FROM TABLE(HOP(TABLE bid, DESCRIPTOR(`dateTime`), \
+                   INTERVAL '2' SECOND, INTERVAL '10' SECOND))";
+        let statements = sqlparser::parser::Parser::parse_sql(&FlinkDialect, sql).expect("parses");
+        let Statement::Query(q) = &statements[0] else {
+            panic!("a query");
+        };
+        let SetExpr::Select(select) = q.body.as_ref() else {
+            panic!("a select");
+        };
+        let TableFactor::TableFunction {
+            expr: Expr::Function(hop),
+            ..
+        } = &select.from[0].relation
+        else {
+            panic!("a table function: {:?}", select.from[0].relation);
+        };
+        assert_eq!(hop.name.to_string(), "HOP");
+        let FunctionArguments::List(list) = &hop.args else {
+            panic!("arguments");
+        };
+        let FunctionArg::Unnamed(FunctionArgExpr::Expr(first)) = &list.args[0] else {
+            panic!("an unnamed argument");
+        };
+        assert_eq!(table_argument(first).as_deref(), Some("bid"));
+        assert_eq!(list.args.len(), 4);
+    }
 }

@@ -158,6 +158,65 @@ sliding!(
     "Fixed-size windows of processing time, a new one every `slide`."
 );
 
+/// Cumulating windows of event time (Flink SQL's `CUMULATE`): windows of `size` aligned to
+/// the epoch, each seen growing a `step` at a time: a record at `t` is in the windows
+/// `[start, start + k * step)` of its aligned `size` window that already contain it.
+#[derive(Clone, Copy, Debug)]
+pub struct CumulativeEventTimeWindows {
+    step: i64,
+    size: i64,
+    offset: i64,
+}
+
+impl CumulativeEventTimeWindows {
+    /// Windows growing by `step` up to `size`.
+    ///
+    /// Panics if either is below a millisecond or `size` is not a multiple of `step` (a
+    /// programming error; SQL's planner checks it first).
+    pub fn of(step: Duration, size: Duration) -> Self {
+        let (step, size) = (millis(step, "a window step"), millis(size, "a window size"));
+        assert!(
+            size % step == 0,
+            "a cumulating window's size ({size} ms) is a multiple of its step ({step} ms)"
+        );
+        CumulativeEventTimeWindows {
+            step,
+            size,
+            offset: 0,
+        }
+    }
+
+    /// Shifts the windows by `offset`.
+    pub fn with_offset(mut self, offset: Duration) -> Self {
+        self.offset = (offset.as_millis() as i64).rem_euclid(self.size);
+        self
+    }
+}
+
+impl WindowAssigner for CumulativeEventTimeWindows {
+    fn assign(&self, timestamp: Timestamp, out: &mut Vec<TimeWindow>) {
+        let start = window_start(timestamp, self.offset, self.size);
+        let mut end = start.saturating_add(self.step);
+        // The first end after the record, then every step up to the whole window.
+        while end <= timestamp {
+            end = end.saturating_add(self.step);
+        }
+        while end <= start.saturating_add(self.size) {
+            out.push(TimeWindow::new(start, end));
+            end = end.saturating_add(self.step);
+        }
+    }
+    fn is_event_time(&self) -> bool {
+        true
+    }
+    fn describe(&self) -> String {
+        format!(
+            "CumulativeEventTimeWindows({} ms in steps of {} ms)",
+            self.size, self.step
+        )
+    }
+}
+
 macro_rules! sessions {
     ($name:ident, $event:expr, $doc:literal) => {
         #[doc = $doc]
@@ -246,6 +305,26 @@ mod tests {
         a.assign(t, &mut out);
         out.sort();
         out
+    }
+
+    proptest! {
+        /// Against the definition: a record is in every window `[start, start + k * step)`
+        /// of its aligned `size` window that contains it, for k = 1 ..= size / step.
+        #[test]
+        fn cumulating_windows_are_the_grown_windows_containing_the_timestamp(
+            t in -100_000i64..100_000, step in 1i64..20, steps in 1i64..8,
+        ) {
+            let size = step * steps;
+            let a = CumulativeEventTimeWindows::of(
+                Duration::from_millis(step as u64), Duration::from_millis(size as u64),
+            );
+            let start = t.div_euclid(size) * size;
+            let expected: Vec<TimeWindow> = (1..=steps)
+                .map(|k| TimeWindow::new(start, start + k * step))
+                .filter(|w| w.start <= t && t < w.end)
+                .collect();
+            prop_assert_eq!(windows(&a, t), expected);
+        }
     }
 
     proptest! {

@@ -13,9 +13,9 @@ mod window_operator;
 
 pub use crate::keyed_timers::TimeDomain;
 pub use assigners::{
-    EventTimeSessionWindows, GlobalWindows, ProcessingTimeSessionWindows, SlidingEventTimeWindows,
-    SlidingProcessingTimeWindows, TumblingEventTimeWindows, TumblingProcessingTimeWindows,
-    WindowAssigner,
+    CumulativeEventTimeWindows, EventTimeSessionWindows, GlobalWindows,
+    ProcessingTimeSessionWindows, SlidingEventTimeWindows, SlidingProcessingTimeWindows,
+    TumblingEventTimeWindows, TumblingProcessingTimeWindows, WindowAssigner,
 };
 pub use functions::{
     AccChanges, AggregateFunction, AggregateWindow, CountAggregate, IncrementalProcess,

@@ -90,7 +90,8 @@ fn failed(call: &AggCall, e: EvalError) -> hummer_types::error::HummerError {
 }
 
 impl GroupAggregate {
-    fn new_state(&self) -> GroupState {
+    /// A group without rows.
+    pub fn new_state(&self) -> GroupState {
         GroupState {
             accs: self
                 .calls
@@ -105,8 +106,8 @@ impl GroupAggregate {
         }
     }
 
-    /// Folds `change` (a row of key and inputs) into `state`; `sign` is +1 or -1.
-    fn fold(
+    /// Folds `row` (of key and inputs) into `state`; `sign` is +1 or -1 (a retraction).
+    pub fn fold(
         &self,
         state: &mut GroupState,
         row: &[Value],
@@ -153,8 +154,40 @@ impl GroupAggregate {
         Ok(())
     }
 
+    /// One group's state made of two (session windows that merge): the sums of counts and
+    /// sums, the union of value multiplicities.
+    pub fn merge(&self, mut a: GroupState, b: GroupState) -> GroupState {
+        a.rows += b.rows;
+        for (call, (x, y)) in self.calls.iter().zip(a.accs.iter_mut().zip(b.accs)) {
+            match (x, y) {
+                (Acc::Count(n), Acc::Count(m)) => *n += m,
+                (Acc::Sum(s, n), Acc::Sum(t, m)) => {
+                    if s.is_null() {
+                        *s = t;
+                    } else if !t.is_null() {
+                        // A sum of two sums of the same type: its overflow wraps or is
+                        // NULL as the type's arithmetic says; an error keeps the first.
+                        if let Ok(v) = arith(Arith::Add, s.clone(), t, &call.ty) {
+                            *s = v;
+                        }
+                    }
+                    *n += m;
+                }
+                (Acc::Values(v), Acc::Values(w)) => {
+                    for (value, n) in w {
+                        *v.entry(value).or_insert(0) += n;
+                    }
+                    v.retain(|_, n| *n != 0);
+                }
+                // Accumulators of one call are of one kind (`new_state` makes them).
+                _ => {}
+            }
+        }
+        a
+    }
+
     /// The aggregates' results.
-    fn results(&self, state: &GroupState) -> hummer_types::error::Result<Vec<Value>> {
+    pub fn results(&self, state: &GroupState) -> hummer_types::error::Result<Vec<Value>> {
         self.calls
             .iter()
             .zip(&state.accs)

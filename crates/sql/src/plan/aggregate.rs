@@ -13,6 +13,9 @@ use std::ops::ControlFlow;
 
 use sqlparser::ast::{self, Spanned, VisitMut, VisitorMut};
 
+use hummer_operators::window::WindowResult;
+
+use super::window::{WindowSpec, window_values};
 use super::{Planned, at_span, condition, select_list, unsupported};
 use crate::changelog::Change;
 use crate::error::{Position, Result, SqlError};
@@ -22,7 +25,7 @@ use crate::lower::calc::Named;
 use crate::lower::group_aggregate::{AggCall, AggKind, GroupAggregate, GroupAggregateOperator};
 use crate::schema::{Column, Schema};
 use crate::types::{DataType, SqlType};
-use crate::value::Row;
+use crate::value::{Row, Value};
 
 /// The aggregate functions, by name.
 fn aggregate_kind(name: &str, star: bool) -> Option<AggKind> {
@@ -108,6 +111,8 @@ fn match_key(e: &ast::Expr) -> String {
 struct OntoOutput<'a> {
     keys: &'a HashMap<String, usize>,
     calls: &'a HashMap<String, usize>,
+    /// A window aggregation: `TUMBLE_START(..)`, `SESSION_END(..)`, ... are its bounds.
+    windowed: bool,
     error: Option<SqlError>,
 }
 
@@ -117,6 +122,23 @@ impl VisitorMut for OntoOutput<'_> {
         if let Some(&i) = self.keys.get(&match_key(expr)) {
             *expr = ast::Expr::Identifier(ast::Ident::new(format!("$g{i}")));
             return ControlFlow::Continue(());
+        }
+        if let ast::Expr::Function(f) = expr
+            && self.windowed
+        {
+            let name = f.name.to_string().to_uppercase();
+            let bound =
+                ["TUMBLE", "HOP", "SESSION"]
+                    .iter()
+                    .find_map(|w| match name.strip_prefix(w) {
+                        Some("_START") => Some("$ws"),
+                        Some("_END") => Some("$we"),
+                        _ => None,
+                    });
+            if let Some(bound) = bound {
+                *expr = ast::Expr::Identifier(ast::Ident::new(bound));
+                return ControlFlow::Continue(());
+            }
         }
         match expr {
             ast::Expr::Function(f) if aggregate_name(f).is_some() => {
@@ -218,6 +240,102 @@ fn result_type(kind: AggKind, arg: Option<&DataType>, at: Position) -> Result<Da
     }
 }
 
+/// What a `GROUP BY` expression is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Role {
+    /// A key: the rows are grouped by its value.
+    Key,
+    /// A window table function's `window_start`, `window_end`, `window_time`.
+    WindowStart,
+    WindowEnd,
+    WindowTime,
+    /// A legacy group window (`TUMBLE(ts, size)`): its value is the window's start.
+    LegacyWindow,
+}
+
+/// A column's name, if `e` is a column (its last name part).
+pub fn column_name(e: &ast::Expr) -> Option<String> {
+    match e {
+        ast::Expr::Identifier(id) => Some(id.value.clone()),
+        ast::Expr::CompoundIdentifier(parts) => parts.last().map(|p| p.value.clone()),
+        ast::Expr::Nested(inner) => column_name(inner),
+        _ => None,
+    }
+}
+
+/// The window of a `GROUP BY` and the role of each of its expressions: a window table
+/// function grouped by `window_start` and `window_end`, or a legacy group window; `None`
+/// where the grouping is not by windows.
+fn windowing(group_by: &[ast::Expr], input: &Planned) -> Result<Option<(WindowSpec, Vec<Role>)>> {
+    let mut roles = vec![Role::Key; group_by.len()];
+    let mut legacy = None;
+    for (g, role) in group_by.iter().zip(&mut roles) {
+        if let Some(pending) = &input.window {
+            let name = column_name(g);
+            let column = name.and_then(|n| input.schema.columns.iter().position(|c| c.name == n));
+            *role = match column.map(|c| c.checked_sub(pending.first_column)) {
+                Some(Some(0)) => Role::WindowStart,
+                Some(Some(1)) => Role::WindowEnd,
+                Some(Some(2)) => Role::WindowTime,
+                _ => Role::Key,
+            };
+        }
+        let ast::Expr::Function(f) = g else { continue };
+        let name = f.name.to_string().to_uppercase();
+        if !matches!(name.as_str(), "TUMBLE" | "HOP" | "SESSION") {
+            continue;
+        }
+        let at = at_span(g.span());
+        let args = match &f.args {
+            ast::FunctionArguments::List(l) => l
+                .args
+                .iter()
+                .filter_map(|a| match a {
+                    ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => Some(e),
+                    _ => None,
+                })
+                .collect::<Vec<_>>(),
+            _ => Vec::new(),
+        };
+        let Some((time, sizes)) = args.split_first() else {
+            return Err(SqlError::Invalid {
+                at,
+                message: format!("{name} takes a time column and intervals"),
+            });
+        };
+        let column = column_name(time)
+            .map(|n| input.schema.index_of(&n, at_span(time.span())))
+            .transpose()?;
+        if column.is_none() || column != input.rowtime {
+            return Err(SqlError::Invalid {
+                at: at_span(time.span()),
+                message: format!(
+                    "'{time}' is not the rowtime of the rows grouped (a group window is on the \
+                     time attribute a table declares with WATERMARK FOR)"
+                ),
+            });
+        }
+        // The legacy HOP is HOP(ts, slide, size), as the function table's.
+        if legacy.is_some() {
+            return Err(SqlError::Invalid {
+                at,
+                message: "a GROUP BY has at most one group window".into(),
+            });
+        }
+        legacy = Some(WindowSpec::of(&name, sizes, at)?);
+        *role = Role::LegacyWindow;
+    }
+    if let Some(spec) = legacy {
+        return Ok(Some((spec, roles)));
+    }
+    match &input.window {
+        Some(pending) if roles.contains(&Role::WindowStart) && roles.contains(&Role::WindowEnd) => {
+            Ok(Some((pending.spec, roles)))
+        }
+        _ => Ok(None),
+    }
+}
+
 /// Plans `select` (with `group_by`, possibly empty for a global aggregate) over `input`.
 pub fn plan(
     select: &ast::Select,
@@ -238,6 +356,16 @@ pub fn plan(
             at,
         ));
     }
+    let windowing = windowing(group_by, &input)?;
+    // Grouped by other than the window: the window table function's rows first.
+    let input = match windowing {
+        Some(_) => input,
+        None => super::window::materialize(input, at)?,
+    };
+    let roles = match &windowing {
+        Some((_, roles)) => roles.clone(),
+        None => vec![Role::Key; group_by.len()],
+    };
     let schema = &input.schema;
     // The first Calc: WHERE, then the keys, the aggregates' arguments and filters.
     let where_condition = match &select.selection {
@@ -247,17 +375,31 @@ pub fn plan(
     let mut pre = Vec::new();
     let mut output = Vec::new();
     let mut keys = HashMap::new();
-    for (i, g) in group_by.iter().enumerate() {
-        let bound = bind(g, schema)?;
+    for (i, (g, role)) in group_by.iter().zip(&roles).enumerate() {
         keys.insert(match_key(g), i);
+        let ty = if *role == Role::Key {
+            let bound = bind(g, schema)?;
+            pre.push(Named {
+                expr: bound.expr,
+                text: g.to_string(),
+            });
+            bound.ty
+        } else {
+            DataType::not_null(SqlType::Timestamp(3))
+        };
         output.push(Column {
             name: format!("$g{i}"),
-            ty: bound.ty.clone(),
+            ty,
         });
-        pre.push(Named {
-            expr: bound.expr,
-            text: g.to_string(),
-        });
+    }
+    let key_count = pre.len();
+    if windowing.is_some() {
+        for c in ["$ws", "$we"] {
+            output.push(Column {
+                name: c.into(),
+                ty: DataType::not_null(SqlType::Timestamp(3)),
+            });
+        }
     }
     let mut found = Vec::new();
     for item in &select.projection {
@@ -310,6 +452,7 @@ pub fn plan(
         let mut onto = OntoOutput {
             keys: &keys,
             calls: &call_index,
+            windowed: windowing.is_some(),
             error: None,
         };
         let _ = e.visit(&mut onto);
@@ -324,26 +467,53 @@ pub fn plan(
     };
     let (projection, columns) = select_list(&select.projection, &output, rewrite, at)?;
 
-    let key_count = group_by.len();
     let agg = GroupAggregate {
         keys: key_count,
         calls,
     };
-    let description = describe(group_by, &found);
     let pre = Calc {
         condition: where_condition,
         projection: pre,
     };
-    let rows = input
+    let keyed = input
         .rows
         .transform(
             &format!("Calc: GROUP BY input of {table_name}"),
             move |_| Ok(pre.clone()),
         )
-        .key_by(move |c: &Change| -> Row { c.row[..key_count].to_vec() })
-        .transform(&description, move |_| {
-            Ok(GroupAggregateOperator::new(agg.clone()))
-        });
+        .key_by(move |c: &Change| -> Row { c.row[..key_count].to_vec() });
+    let (rows, updated_by) = match windowing {
+        None => {
+            let description = describe("GroupAggregate", group_by, &found);
+            let rows = keyed.transform(&description, move |_| {
+                Ok(GroupAggregateOperator::new(agg.clone()))
+            });
+            (rows, Some(description))
+        }
+        Some((spec, roles)) => {
+            let description = describe("WindowAggregate", group_by, &found);
+            let rows = spec
+                .aggregate(&keyed, agg)
+                .map(move |r: WindowResult<Row, Row>| {
+                    let [start, end, time] = window_values(&r.window);
+                    let mut key = r.key.into_iter();
+                    let mut row: Row = roles
+                        .iter()
+                        .map(|role| match role {
+                            Role::Key => key.next().unwrap_or(Value::Null),
+                            Role::WindowStart | Role::LegacyWindow => start.clone(),
+                            Role::WindowEnd => end.clone(),
+                            Role::WindowTime => time.clone(),
+                        })
+                        .collect();
+                    row.extend([start, end]);
+                    row.extend(r.value);
+                    Change::insert(row)
+                })
+                .name(&description);
+            (rows, None)
+        }
+    };
     let post = Calc {
         condition: having,
         projection,
@@ -354,17 +524,19 @@ pub fn plan(
     Ok(Planned {
         rows,
         schema: Schema::new(columns),
-        updated_by: Some(description),
+        updated_by,
+        rowtime: None,
+        window: None,
     })
 }
 
 /// The operator's name, as Flink's plan shows it: `GroupAggregate(groupBy=[..],
-/// select=[..])`.
-fn describe(group_by: &[ast::Expr], calls: &[ast::Function]) -> String {
+/// select=[..])` (or `WindowAggregate`).
+fn describe(operator: &str, group_by: &[ast::Expr], calls: &[ast::Function]) -> String {
     let keys: Vec<String> = group_by.iter().map(ToString::to_string).collect();
     let calls: Vec<String> = calls.iter().map(ToString::to_string).collect();
     format!(
-        "GroupAggregate(groupBy=[{}], select=[{}])",
+        "{operator}(groupBy=[{}], select=[{}])",
         keys.join(", "),
         calls.join(", ")
     )
@@ -377,7 +549,9 @@ mod tests {
     use sqlparser::parser::Parser;
 
     fn key(text: &str) -> String {
-        let mut parser = Parser::new(&FlinkDialect).try_with_sql(text).expect("tokens");
+        let mut parser = Parser::new(&FlinkDialect)
+            .try_with_sql(text)
+            .expect("tokens");
         match_key(&parser.parse_expr().expect("an expression"))
     }
 

@@ -9,6 +9,7 @@
 //! windows come with issue 31's next steps).
 
 pub mod aggregate;
+pub mod window;
 
 use hummer_api::{DataStream, StreamExecutionEnvironment};
 use sqlparser::ast::{self, GroupByExpr, SelectItem, SetExpr, Spanned, TableFactor};
@@ -31,6 +32,11 @@ pub struct Planned {
     /// The operator that makes the result updating (it retracts rows it emitted), if one
     /// does: a sink that takes only inserts refuses it, naming it.
     pub updated_by: Option<String>,
+    /// The column that is the rows' event time (the rowtime attribute), if one is: the time a
+    /// window is on.
+    pub rowtime: Option<usize>,
+    /// A window table function whose rows are not assigned to windows yet.
+    pub window: Option<window::PendingWindow>,
 }
 
 /// What a query may hold so far, for errors.
@@ -88,10 +94,16 @@ fn relation(
     }
     let table = catalog.table(name, at)?;
     let (rows, schema) = connector::scan(env, table)?;
+    let rowtime = match &table.watermark {
+        Some(w) => Some(schema.index_of(&w.column, w.at)?),
+        None => None,
+    };
     Ok(Planned {
         rows: rows.map(Change::insert).name(&format!("Rows: {name}")),
         schema,
         updated_by: None,
+        rowtime,
+        window: None,
     })
 }
 
@@ -133,23 +145,7 @@ pub fn plan_query(
     if let Some(join) = from.joins.first() {
         return Err(unsupported("JOIN", join.relation.span(), at));
     }
-    let TableFactor::Table {
-        name,
-        args: None,
-        version: None,
-        ..
-    } = &from.relation
-    else {
-        return Err(unsupported("this FROM item", from.relation.span(), at));
-    };
-    let table_name = name
-        .0
-        .last()
-        .and_then(|p| p.as_ident())
-        .map(|i| i.value.clone())
-        .unwrap_or_default();
-    let name_at = at_span(name.span());
-    let input = relation(catalog, env, &table_name, name_at)?;
+    let (input, table_name) = from_item(catalog, env, &from.relation, at)?;
     if !group_by.is_empty() || select.having.is_some() || aggregate::has_aggregates(select) {
         return aggregate::plan(select, group_by, input, &table_name, at);
     }
@@ -157,7 +153,9 @@ pub fn plan_query(
         rows,
         schema: input,
         updated_by,
-    } = input;
+        rowtime,
+        ..
+    } = window::materialize(input, at)?;
     let condition = match &select.selection {
         Some(e) => Some(condition(e, &e.clone(), &input, "WHERE")?),
         None => None,
@@ -167,6 +165,12 @@ pub fn plan_query(
         condition,
         projection,
     };
+    // The rowtime stays a time attribute where it is selected as it is.
+    let rowtime = rowtime.and_then(|r| {
+        calc.projection
+            .iter()
+            .position(|p| matches!(p.expr, crate::expr::Expr::Column(c) if c == r))
+    });
     let rows = rows.transform(&format!("Calc: SELECT .. FROM {table_name}"), move |_| {
         Ok(calc.clone())
     });
@@ -174,7 +178,56 @@ pub fn plan_query(
         rows,
         schema: Schema::new(columns),
         updated_by,
+        rowtime,
+        window: None,
     })
+}
+
+/// A `FROM` item planned, with a name for its operators: a table or view, a window table
+/// function over one, or a subquery.
+fn from_item(
+    catalog: &Catalog,
+    env: &StreamExecutionEnvironment,
+    factor: &TableFactor,
+    at: Position,
+) -> Result<(Planned, String)> {
+    match factor {
+        TableFactor::Table {
+            name,
+            args: None,
+            version: None,
+            ..
+        } => {
+            let table_name = name
+                .0
+                .last()
+                .and_then(|p| p.as_ident())
+                .map(|i| i.value.clone())
+                .unwrap_or_default();
+            let planned = relation(catalog, env, &table_name, at_span(name.span()))?;
+            Ok((planned, table_name))
+        }
+        TableFactor::TableFunction {
+            expr: ast::Expr::Function(f),
+            ..
+        } => {
+            let planned = window::table_function(f, |name, at| relation(catalog, env, name, at))?;
+            Ok((planned, f.name.to_string()))
+        }
+        TableFactor::Derived {
+            lateral: false,
+            subquery,
+            alias,
+            ..
+        } => {
+            let planned = plan_query(catalog, env, subquery, at_span(subquery.span()))?;
+            let name = alias
+                .as_ref()
+                .map_or_else(|| "subquery".to_string(), |a| a.name.value.clone());
+            Ok((planned, name))
+        }
+        other => Err(unsupported("this FROM item", other.span(), at)),
+    }
 }
 
 /// A `WHERE` or `HAVING` condition (`clause`), `bound` (the condition as written, or as the

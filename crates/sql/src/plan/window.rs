@@ -1,0 +1,379 @@
+//! Windows in event time: Flink's window table functions (`TUMBLE`, `HOP`, `CUMULATE`,
+//! `SESSION` in `FROM TABLE(..)`) and the legacy group windows (`GROUP BY TUMBLE(ts, ..)`),
+//! lowered onto Hummer's window operator.
+//!
+//! A window table function adds `window_start`, `window_end` and `window_time` to its
+//! table's columns. Grouped by `window_start` and `window_end` it is a window aggregation: the
+//! rows are keyed by the other group keys, assigned to windows by the record's event time
+//! (its rowtime), and each window's aggregates are emitted once, when the watermark passes
+//! its end (an append-only result, as Flink's `WindowAggregate`). Anywhere else the rows are
+//! copied once per window they fall in, with the three columns filled (Flink's
+//! `WindowTableFunction`).
+
+use std::time::Duration;
+
+use hummer_api::{DataStream, KeyedStream};
+use hummer_operators::window::{
+    AggregateFunction, CumulativeEventTimeWindows, EventTimeSessionWindows,
+    SlidingEventTimeWindows, TimeWindow, TumblingEventTimeWindows, WindowAssigner, WindowResult,
+};
+use sqlparser::ast::{self, Spanned};
+
+use super::{Planned, at_span};
+use crate::changelog::Change;
+use crate::dialect::table_argument;
+use crate::error::{Position, Result, SqlError};
+use crate::expr::bind::bind;
+use crate::lower::group_aggregate::{GroupAggregate, GroupState};
+use crate::schema::{Column, Schema};
+use crate::types::{DataType, SqlType};
+use crate::value::{Row, Value};
+
+/// The names of the columns a window table function adds, in order.
+pub const WINDOW_COLUMNS: [&str; 3] = ["window_start", "window_end", "window_time"];
+
+/// A window kind with its sizes, in milliseconds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WindowSpec {
+    /// `TUMBLE(.., size [, offset])`.
+    Tumble {
+        /// The window's length.
+        size: i64,
+        /// The shift of the windows from the epoch.
+        offset: i64,
+    },
+    /// `HOP(.., slide, size [, offset])`.
+    Hop {
+        /// How often a window starts.
+        slide: i64,
+        /// The window's length.
+        size: i64,
+        /// The shift of the windows from the epoch.
+        offset: i64,
+    },
+    /// `CUMULATE(.., step, size [, offset])`.
+    Cumulate {
+        /// How much a window grows at a time.
+        step: i64,
+        /// The window's largest length.
+        size: i64,
+        /// The shift of the windows from the epoch.
+        offset: i64,
+    },
+    /// `SESSION(.., gap)`.
+    Session {
+        /// The time without rows that closes a session.
+        gap: i64,
+    },
+}
+
+/// A window table function not yet applied: the rows are the table's, and the columns
+/// from `first_column` on are the window's (see [`WINDOW_COLUMNS`]).
+#[derive(Clone, Debug)]
+pub struct PendingWindow {
+    /// The window.
+    pub spec: WindowSpec,
+    /// The index of `window_start` in the planned schema.
+    pub first_column: usize,
+    /// The rowtime column the windows are on.
+    pub rowtime: usize,
+    /// `SESSION(TABLE t PARTITION BY ..)`: the columns sessions are kept apart by.
+    pub partition: Vec<usize>,
+}
+
+fn ms(d: i64) -> Duration {
+    Duration::from_millis(d.max(0) as u64)
+}
+
+fn refuse(what: String, at: Position) -> SqlError {
+    SqlError::Unsupported {
+        at,
+        what,
+        supported: "TUMBLE(TABLE t, DESCRIPTOR(rowtime), size [, offset]), HOP(.., slide, size \
+                    [, offset]), CUMULATE(.., step, size [, offset]) and SESSION(TABLE t \
+                    [PARTITION BY cols], DESCRIPTOR(rowtime), gap) in event time are"
+            .into(),
+    }
+}
+
+/// The milliseconds of an interval argument.
+fn interval(arg: &ast::Expr) -> Result<i64> {
+    let bound = bind(arg, &Schema::default())?;
+    match (bound.ty.ty, bound.expr.eval(&[])) {
+        (SqlType::Interval, Ok(Value::BigInt(ms))) if ms > 0 => Ok(ms),
+        (ty, _) => Err(SqlError::Invalid {
+            at: at_span(arg.span()),
+            message: format!("'{arg}' is {ty}, where a positive INTERVAL is expected"),
+        }),
+    }
+}
+
+impl WindowSpec {
+    /// The window of function `name` with the interval arguments `args` (after the table and
+    /// the time column).
+    pub fn of(name: &str, args: &[&ast::Expr], at: Position) -> Result<WindowSpec> {
+        let n: Vec<i64> = args.iter().map(|a| interval(a)).collect::<Result<_>>()?;
+        let spec = match (name, n.as_slice()) {
+            ("TUMBLE", [size]) => WindowSpec::Tumble {
+                size: *size,
+                offset: 0,
+            },
+            ("TUMBLE", [size, offset]) => WindowSpec::Tumble {
+                size: *size,
+                offset: *offset,
+            },
+            ("HOP", [slide, size]) => WindowSpec::Hop {
+                slide: *slide,
+                size: *size,
+                offset: 0,
+            },
+            ("HOP", [slide, size, offset]) => WindowSpec::Hop {
+                slide: *slide,
+                size: *size,
+                offset: *offset,
+            },
+            ("CUMULATE", [step, size, rest @ ..]) if rest.len() <= 1 => {
+                if size % step != 0 {
+                    return Err(SqlError::Invalid {
+                        at,
+                        message: format!(
+                            "CUMULATE's size ({size} ms) must be a multiple of its step \
+                             ({step} ms)"
+                        ),
+                    });
+                }
+                WindowSpec::Cumulate {
+                    step: *step,
+                    size: *size,
+                    offset: rest.first().copied().unwrap_or(0),
+                }
+            }
+            ("SESSION", [gap]) => WindowSpec::Session { gap: *gap },
+            _ => {
+                return Err(refuse(
+                    format!("{name} with {} interval arguments", n.len()),
+                    at,
+                ));
+            }
+        };
+        Ok(spec)
+    }
+
+    /// The windows a row at `t` falls in (not for sessions, which merge).
+    fn assign(&self, t: i64, out: &mut Vec<TimeWindow>) {
+        match *self {
+            WindowSpec::Tumble { size, offset } => TumblingEventTimeWindows::of(ms(size))
+                .with_offset(ms(offset))
+                .assign(t, out),
+            WindowSpec::Hop {
+                slide,
+                size,
+                offset,
+            } => SlidingEventTimeWindows::of(ms(size), ms(slide))
+                .with_offset(ms(offset))
+                .assign(t, out),
+            WindowSpec::Cumulate { step, size, offset } => {
+                CumulativeEventTimeWindows::of(ms(step), ms(size))
+                    .with_offset(ms(offset))
+                    .assign(t, out)
+            }
+            WindowSpec::Session { gap } => out.push(TimeWindow::new(t, t.saturating_add(gap))),
+        }
+    }
+
+    /// The aggregates of `keyed` rows per window, as results of Hummer's window operator.
+    pub fn aggregate<KS>(
+        &self,
+        keyed: &KeyedStream<Change, Row, KS>,
+        agg: GroupAggregate,
+    ) -> DataStream<WindowResult<Row, Row>>
+    where
+        KS: Fn(&Change) -> Row + Clone + Send + Sync + 'static,
+    {
+        let f = WindowAggregate(agg);
+        match *self {
+            WindowSpec::Tumble { size, offset } => keyed
+                .window(TumblingEventTimeWindows::of(ms(size)).with_offset(ms(offset)))
+                .aggregate(f),
+            WindowSpec::Hop {
+                slide,
+                size,
+                offset,
+            } => keyed
+                .window(SlidingEventTimeWindows::of(ms(size), ms(slide)).with_offset(ms(offset)))
+                .aggregate(f),
+            WindowSpec::Cumulate { step, size, offset } => keyed
+                .window(CumulativeEventTimeWindows::of(ms(step), ms(size)).with_offset(ms(offset)))
+                .aggregate(f),
+            WindowSpec::Session { gap } => keyed
+                .window(EventTimeSessionWindows::with_gap(ms(gap)))
+                .aggregate(f),
+        }
+    }
+}
+
+/// A `GROUP BY`'s aggregates as a window's aggregate function.
+#[derive(Clone)]
+struct WindowAggregate(GroupAggregate);
+
+impl AggregateFunction<Change> for WindowAggregate {
+    type Acc = GroupState;
+    type Out = Row;
+    fn create_accumulator(&self) -> GroupState {
+        self.0.new_state()
+    }
+    fn add(&self, change: &Change, acc: &mut GroupState) {
+        let sign = if change.kind.retracts() { -1 } else { 1 };
+        // Only a value out of its type's range fails here; the runtime fails the job naming
+        // the operator and subtask.
+        if let Err(e) = self.0.fold(acc, &change.row, sign) {
+            panic!("{e}");
+        }
+    }
+    fn get_result(&self, acc: &GroupState) -> Row {
+        match self.0.results(acc) {
+            Ok(row) => row,
+            Err(e) => panic!("{e}"),
+        }
+    }
+    fn merge(&self, a: GroupState, b: GroupState) -> GroupState {
+        self.0.merge(a, b)
+    }
+}
+
+/// `FROM TABLE(f(TABLE t [PARTITION BY ..], DESCRIPTOR(col), ..))`: `input` is `t` planned;
+/// the result has its columns and the three window columns, the window pending.
+pub fn table_function(
+    f: &ast::Function,
+    input: impl FnOnce(&str, Position) -> Result<Planned>,
+) -> Result<Planned> {
+    let at = at_span(f.span());
+    let name = f.name.to_string().to_uppercase();
+    if !matches!(name.as_str(), "TUMBLE" | "HOP" | "CUMULATE" | "SESSION") {
+        return Err(refuse(format!("the table function {name}"), at));
+    }
+    let ast::FunctionArguments::List(list) = &f.args else {
+        return Err(refuse(format!("{name} without arguments"), at));
+    };
+    let args: Vec<&ast::Expr> = list
+        .args
+        .iter()
+        .map(|a| match a {
+            ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => Ok(e),
+            other => Err(refuse(format!("the argument {other}"), at)),
+        })
+        .collect::<Result<_>>()?;
+    let [table, descriptor, rest @ ..] = args.as_slice() else {
+        return Err(refuse(
+            format!("{name} with fewer than three arguments"),
+            at,
+        ));
+    };
+    let Some(table_name) = table_argument(table) else {
+        return Err(refuse(format!("'{table}' as {name}'s table"), at));
+    };
+    let planned = input(&table_name, at_span(table.span()))?;
+    let time_column = match descriptor {
+        ast::Expr::Function(d) if d.name.to_string().eq_ignore_ascii_case("DESCRIPTOR") => {
+            match &d.args {
+                ast::FunctionArguments::List(l) => match l.args.as_slice() {
+                    [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(c))] => {
+                        super::aggregate::column_name(c)
+                    }
+                    _ => None,
+                },
+                _ => None,
+            }
+        }
+        _ => None,
+    };
+    let Some(time_column) = time_column else {
+        return Err(refuse(
+            format!("'{descriptor}' as {name}'s time column"),
+            at,
+        ));
+    };
+    let column = planned
+        .schema
+        .index_of(&time_column, at_span(descriptor.span()))?;
+    if planned.rowtime != Some(column) {
+        return Err(SqlError::Invalid {
+            at: at_span(descriptor.span()),
+            message: format!(
+                "the column '{time_column}' is not a time attribute of '{table_name}' (a \
+                 window's time column is the rowtime its table declares with WATERMARK FOR{})",
+                match planned.rowtime {
+                    Some(r) => format!(": '{}'", planned.schema.columns[r].name),
+                    None => ", and it declares none".into(),
+                }
+            ),
+        });
+    }
+    let spec = WindowSpec::of(&name, rest, at)?;
+    let first_column = planned.schema.columns.len();
+    let mut columns = planned.schema.columns.clone();
+    for c in WINDOW_COLUMNS {
+        columns.push(Column {
+            name: c.into(),
+            ty: DataType::not_null(SqlType::Timestamp(3)),
+        });
+    }
+    Ok(Planned {
+        schema: Schema::new(columns),
+        window: Some(PendingWindow {
+            spec,
+            first_column,
+            rowtime: column,
+            partition: Vec::new(),
+        }),
+        ..planned
+    })
+}
+
+/// `planned` with its pending window table function applied row by row: each row once per
+/// window it falls in, with the window's columns filled (sessions are refused: they merge,
+/// and only an aggregation over them is supported).
+pub fn materialize(planned: Planned, at: Position) -> Result<Planned> {
+    let Some(window) = planned.window.clone() else {
+        return Ok(planned);
+    };
+    if matches!(window.spec, WindowSpec::Session { .. }) {
+        return Err(refuse(
+            "SESSION windows other than in a GROUP BY window_start, window_end".into(),
+            at,
+        ));
+    }
+    let rows = planned
+        .rows
+        .flat_map(move |c: Change| {
+            let t = match c.row[window.rowtime] {
+                Value::Timestamp(t) | Value::TimestampLtz(t) => t,
+                _ => return Vec::new(),
+            };
+            let mut windows = Vec::new();
+            window.spec.assign(t, &mut windows);
+            windows
+                .into_iter()
+                .map(|w| {
+                    let mut row = c.row.clone();
+                    row.extend(window_values(&w));
+                    Change { kind: c.kind, row }
+                })
+                .collect::<Vec<_>>()
+        })
+        .name("WindowTableFunction");
+    Ok(Planned {
+        rows,
+        window: None,
+        ..planned
+    })
+}
+
+/// A window's `window_start`, `window_end` and `window_time` (its last millisecond).
+pub fn window_values(w: &TimeWindow) -> [Value; 3] {
+    [
+        Value::Timestamp(w.start),
+        Value::Timestamp(w.end),
+        Value::Timestamp(w.end - 1),
+    ]
+}
