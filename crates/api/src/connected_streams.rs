@@ -57,15 +57,32 @@ impl<A: Data, B: Data> ConnectedStreams<A, B> {
         F1: FnMut(A) -> It1 + UserFn,
         F2: FnMut(B) -> It2 + UserFn,
     {
-        let factory = NodeFactory::TwoInput(Arc::new(OperatorFactory::new(move |_| {
+        self.transform("CoFlatMap", move |_| {
             Ok(CoFlatMap::new(f1.clone(), f2.clone()))
-        })));
+        })
+    }
+
+    /// A custom two-input operator (Flink's `ConnectedStreams.transform`): `make` builds one
+    /// per subtask; each input keeps its partitioning (keyed, when the streams were connected
+    /// as keyed streams, see [`crate::KeyedStream::connect`]).
+    pub fn transform<O: Data, Op>(
+        &self,
+        name: &str,
+        make: impl Fn(&crate::operators::OperatorContext) -> crate::error::Result<Op>
+        + Send
+        + Sync
+        + 'static,
+    ) -> DataStream<O>
+    where
+        Op: crate::operators::Operator<In = (A, B), Out = O>,
+    {
+        let factory = NodeFactory::TwoInput(Arc::new(OperatorFactory::new(make)));
         let env = &self.first.env;
         let id = env.add_node(
-            "CoFlatMap".to_string(),
+            name.to_string(),
             NodeKind::Operator,
             factory,
-            type_ops::<It1::Item>(),
+            type_ops::<O>(),
         );
         env.add_edge(
             self.first.node,

@@ -78,6 +78,23 @@ where
             .transform(name, make)
     }
 
+    /// Connects two keyed streams with the same key (Flink's keyed `connect`): both are
+    /// partitioned by their keys, so a record of either input reaches the subtask of its key,
+    /// and a two-input operator on them ([`crate::ConnectedStreams::transform`]) may keep
+    /// keyed state.
+    pub fn connect<U: Data, KU>(
+        &self,
+        other: &KeyedStream<U, K, KU>,
+    ) -> crate::ConnectedStreams<T, U>
+    where
+        KU: Fn(&U) -> K + UserFn,
+    {
+        crate::ConnectedStreams::new(
+            self.stream.with_partitioning(self.hash_partitioning()),
+            other.stream.with_partitioning(other.hash_partitioning()),
+        )
+    }
+
     /// Runs a [`KeyedProcessFunction`]: per-key state and timers in event and processing
     /// time (see [`crate::operators::keyed_process_function`]).
     pub fn process_function<F: KeyedProcessFunction<K, T>>(&self, f: F) -> DataStream<F::Out> {

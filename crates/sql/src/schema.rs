@@ -13,32 +13,84 @@ pub struct Column {
     pub ty: DataType,
 }
 
-/// The columns of a relation, in order.
+/// The columns of a relation, in order, and the table (or alias) each comes from where a
+/// `FROM` names one: `A.id` and `P.id` of a join are two columns.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Schema {
     /// The columns.
     pub columns: Vec<Column>,
+    /// The table or alias of each column, where known (empty: none known).
+    pub qualifiers: Vec<Option<String>>,
 }
 
 impl Schema {
     /// A schema of `columns`.
     pub fn new(columns: Vec<Column>) -> Self {
-        Schema { columns }
+        Schema {
+            columns,
+            qualifiers: Vec::new(),
+        }
+    }
+
+    /// The same columns, all of the table (or alias) `name`.
+    pub fn qualified(self, name: &str) -> Self {
+        let qualifiers = vec![Some(name.to_string()); self.columns.len()];
+        Schema { qualifiers, ..self }
+    }
+
+    /// The columns of `left` then those of `right` (a join's).
+    pub fn join(left: &Schema, right: &Schema) -> Self {
+        let qualifiers = |s: &Schema| -> Vec<Option<String>> {
+            (0..s.columns.len())
+                .map(|i| s.qualifiers.get(i).cloned().flatten())
+                .collect()
+        };
+        let mut columns = left.columns.clone();
+        columns.extend(right.columns.iter().cloned());
+        let mut q = qualifiers(left);
+        q.extend(qualifiers(right));
+        Schema {
+            columns,
+            qualifiers: q,
+        }
     }
 
     /// The index of the column `name` (case-sensitive, as Flink's names); an unknown name is
-    /// refused with the nearest one.
+    /// refused with the nearest one, a name two columns have (a join's) as ambiguous.
     pub fn index_of(&self, name: &str, at: Position) -> Result<usize> {
-        self.columns
-            .iter()
-            .position(|c| c.name == name)
-            .ok_or_else(|| {
-                SqlError::unknown(
-                    at,
-                    "column",
-                    name,
-                    self.columns.iter().map(|c| c.name.as_str()),
-                )
-            })
+        self.find(|i| self.columns[i].name == name, name, at)
+    }
+
+    /// The index of `table.name`: the column `name` of the table (or alias) `table` where
+    /// the schema knows its columns' tables, else the column `name`.
+    pub fn index_of_qualified(&self, table: &str, name: &str, at: Position) -> Result<usize> {
+        if self.qualifiers.iter().all(Option::is_none) {
+            return self.index_of(name, at);
+        }
+        self.find(
+            |i| {
+                self.columns[i].name == name
+                    && self.qualifiers.get(i).and_then(Option::as_deref) == Some(table)
+            },
+            &format!("{table}.{name}"),
+            at,
+        )
+    }
+
+    fn find(&self, matches: impl Fn(usize) -> bool, name: &str, at: Position) -> Result<usize> {
+        let mut found = (0..self.columns.len()).filter(|&i| matches(i));
+        match (found.next(), found.next()) {
+            (Some(i), None) => Ok(i),
+            (Some(_), Some(_)) => Err(SqlError::Invalid {
+                at,
+                message: format!("Column '{name}' is ambiguous (qualify it with its table)"),
+            }),
+            (None, _) => Err(SqlError::unknown(
+                at,
+                "column",
+                name,
+                self.columns.iter().map(|c| c.name.as_str()),
+            )),
+        }
     }
 }

@@ -146,9 +146,18 @@ impl Binder<'_> {
         let here = at(expr);
         match expr {
             E::Identifier(ident) => self.column(&ident.value, here),
-            E::CompoundIdentifier(parts) => match parts.last() {
-                Some(last) => self.column(&last.value, here),
-                None => Err(self.unsupported(expr, "an empty name")),
+            E::CompoundIdentifier(parts) => match parts.as_slice() {
+                [.., table, column] => {
+                    let index =
+                        self.schema
+                            .index_of_qualified(&table.value, &column.value, here)?;
+                    Ok(Typed {
+                        expr: Expr::Column(index),
+                        ty: self.schema.columns[index].ty.clone(),
+                    })
+                }
+                [column] => self.column(&column.value, here),
+                [] => Err(self.unsupported(expr, "an empty name")),
             },
             E::Nested(inner) => self.bind(inner),
             E::Value(v) => literal(&v.value, here),

@@ -32,6 +32,13 @@ pub struct Calc {
 }
 
 impl Calc {
+    /// The output column that is input column `column` as it is, if one is.
+    pub fn position_of(&self, column: usize) -> Option<usize> {
+        self.projection
+            .iter()
+            .position(|p| matches!(p.expr, Expr::Column(c) if c == column))
+    }
+
     /// The output row of `row`, or `None` if the condition drops it.
     pub fn apply(&self, row: &[crate::value::Value]) -> Result<Option<Row>> {
         if let Some(c) = &self.condition

@@ -3,5 +3,6 @@
 
 pub mod calc;
 pub mod group_aggregate;
+pub mod join;
 
 pub use calc::Calc;

@@ -264,10 +264,25 @@ pub fn column_name(e: &ast::Expr) -> Option<String> {
 }
 
 /// The window of a `GROUP BY` and the role of each of its expressions: a window table
-/// function grouped by `window_start` and `window_end`, or a legacy group window; `None`
-/// where the grouping is not by windows.
+/// function grouped by `window_start` and `window_end`, a legacy group window, or the
+/// bounds of the windows a window aggregation's rows are results of (each row is then in one
+/// window already: a tumbling window of a millisecond at its time, the window's end less one,
+/// gathers a window's rows, keyed by its bounds); `None` where the grouping is not by
+/// windows.
 fn windowing(group_by: &[ast::Expr], input: &Planned) -> Result<Option<(WindowSpec, Vec<Role>)>> {
     let mut roles = vec![Role::Key; group_by.len()];
+    if let Some((start, end)) = input.window_bounds {
+        let columns: Vec<Option<usize>> = group_by
+            .iter()
+            .map(|g| {
+                let name = column_name(g)?;
+                input.schema.columns.iter().position(|c| c.name == name)
+            })
+            .collect();
+        if columns.contains(&Some(start)) && columns.contains(&Some(end)) {
+            return Ok(Some((WindowSpec::Tumble { size: 1, offset: 0 }, roles)));
+        }
+    }
     let mut legacy = None;
     for (g, role) in group_by.iter().zip(&mut roles) {
         if let Some(pending) = &input.window {
@@ -475,6 +490,7 @@ pub fn plan(
         condition: where_condition,
         projection: pre,
     };
+    let mut window_bounds = None;
     let keyed = input
         .rows
         .transform(
@@ -492,6 +508,23 @@ pub fn plan(
         }
         Some((spec, roles)) => {
             let description = describe("WindowAggregate", group_by, &found);
+            let role_at = |r: Role| roles.iter().position(|x| *x == r);
+            window_bounds = match (role_at(Role::WindowStart), role_at(Role::WindowEnd)) {
+                (Some(s), Some(e)) => Some((s, e)),
+                // A legacy window's bounds, or the bounds grouped by again.
+                _ if roles.contains(&Role::LegacyWindow) => {
+                    Some((group_by.len(), group_by.len() + 1))
+                }
+                _ => input.window_bounds.and_then(|(s, e)| {
+                    let name = |c: usize| input.schema.columns[c].name.clone();
+                    let at = |n: String| {
+                        group_by
+                            .iter()
+                            .position(|g| column_name(g) == Some(n.clone()))
+                    };
+                    Some((at(name(s))?, at(name(e))?))
+                }),
+            };
             let rows = spec
                 .aggregate(&keyed, agg)
                 .map(move |r: WindowResult<Row, Row>| {
@@ -518,6 +551,8 @@ pub fn plan(
         condition: having,
         projection,
     };
+    let window_bounds =
+        window_bounds.and_then(|(s, e)| Some((post.position_of(s)?, post.position_of(e)?)));
     let rows = rows.transform(&format!("Calc: SELECT .. FROM {table_name}"), move |_| {
         Ok(post.clone())
     });
@@ -527,6 +562,7 @@ pub fn plan(
         updated_by,
         rowtime: None,
         window: None,
+        window_bounds,
     })
 }
 

@@ -9,10 +9,12 @@
 //! windows come with issue 31's next steps).
 
 pub mod aggregate;
+pub mod join;
 pub mod window;
 
 use hummer_api::{DataStream, StreamExecutionEnvironment};
 use sqlparser::ast::{self, GroupByExpr, SelectItem, SetExpr, Spanned, TableFactor};
+use sqlparser::tokenizer::Span;
 
 use crate::catalog::Catalog;
 use crate::changelog::Change;
@@ -37,6 +39,10 @@ pub struct Planned {
     pub rowtime: Option<usize>,
     /// A window table function whose rows are not assigned to windows yet.
     pub window: Option<window::PendingWindow>,
+    /// The columns holding the start and end of the window each row is a result of (a
+    /// window aggregation's, kept through projections): grouped by both, the rows are
+    /// aggregated per window again (Flink's cascading window aggregation).
+    pub window_bounds: Option<(usize, usize)>,
 }
 
 /// What a query may hold so far, for errors.
@@ -104,6 +110,7 @@ fn relation(
         updated_by: None,
         rowtime,
         window: None,
+        window_bounds: None,
     })
 }
 
@@ -135,17 +142,8 @@ pub fn plan_query(
         GroupByExpr::Expressions(e, modifiers) if modifiers.is_empty() => e,
         other => return Err(unsupported("this GROUP BY", other.span(), at)),
     };
-    let [from] = select.from.as_slice() else {
-        return Err(unsupported(
-            "a FROM of other than one table",
-            select.span(),
-            at,
-        ));
-    };
-    if let Some(join) = from.joins.first() {
-        return Err(unsupported("JOIN", join.relation.span(), at));
-    }
-    let (input, table_name) = from_item(catalog, env, &from.relation, at)?;
+    let (input, table_name) =
+        from_clause(catalog, env, &select.from, select.selection.as_ref(), at)?;
     if !group_by.is_empty() || select.having.is_some() || aggregate::has_aggregates(select) {
         return aggregate::plan(select, group_by, input, &table_name, at);
     }
@@ -154,6 +152,7 @@ pub fn plan_query(
         schema: input,
         updated_by,
         rowtime,
+        window_bounds,
         ..
     } = window::materialize(input, at)?;
     let condition = match &select.selection {
@@ -165,12 +164,11 @@ pub fn plan_query(
         condition,
         projection,
     };
-    // The rowtime stays a time attribute where it is selected as it is.
-    let rowtime = rowtime.and_then(|r| {
-        calc.projection
-            .iter()
-            .position(|p| matches!(p.expr, crate::expr::Expr::Column(c) if c == r))
-    });
+    // The rowtime stays a time attribute where it is selected as it is, and so do a
+    // window's bounds.
+    let rowtime = rowtime.and_then(|r| calc.position_of(r));
+    let window_bounds =
+        window_bounds.and_then(|(s, e)| Some((calc.position_of(s)?, calc.position_of(e)?)));
     let rows = rows.transform(&format!("Calc: SELECT .. FROM {table_name}"), move |_| {
         Ok(calc.clone())
     });
@@ -180,11 +178,49 @@ pub fn plan_query(
         updated_by,
         rowtime,
         window: None,
+        window_bounds,
     })
 }
 
+/// The `FROM` clause planned: one item, or items joined (`JOIN .. ON`, or a comma with the
+/// equalities in `WHERE`), with a name for its operators.
+fn from_clause(
+    catalog: &Catalog,
+    env: &StreamExecutionEnvironment,
+    from: &[ast::TableWithJoins],
+    selection: Option<&ast::Expr>,
+    at: Position,
+) -> Result<(Planned, String)> {
+    let mut items: Vec<(&TableFactor, Option<&ast::Expr>)> = Vec::new();
+    for item in from {
+        items.push((&item.relation, None));
+        for j in &item.joins {
+            match &j.join_operator {
+                ast::JoinOperator::Inner(ast::JoinConstraint::On(on))
+                | ast::JoinOperator::Join(ast::JoinConstraint::On(on)) => {
+                    items.push((&j.relation, Some(on)));
+                }
+                _ => {
+                    return Err(unsupported("this kind of JOIN", j.relation.span(), at));
+                }
+            }
+        }
+    }
+    let Some(((first, _), rest)) = items.split_first() else {
+        return Err(unsupported("a query without FROM", Span::empty(), at));
+    };
+    let (mut planned, mut name) = from_item(catalog, env, first, at)?;
+    for (factor, on) in rest {
+        let (right, right_name) = from_item(catalog, env, factor, at)?;
+        let conditions = on.or(selection);
+        planned = join::plan(planned, right, conditions, on.is_some(), at)?;
+        name = format!("{name} JOIN {right_name}");
+    }
+    Ok((planned, name))
+}
+
 /// A `FROM` item planned, with a name for its operators: a table or view, a window table
-/// function over one, or a subquery.
+/// function over one, or a subquery; its columns qualified by its alias (or table name).
 fn from_item(
     catalog: &Catalog,
     env: &StreamExecutionEnvironment,
@@ -194,6 +230,7 @@ fn from_item(
     match factor {
         TableFactor::Table {
             name,
+            alias,
             args: None,
             version: None,
             ..
@@ -205,7 +242,9 @@ fn from_item(
                 .map(|i| i.value.clone())
                 .unwrap_or_default();
             let planned = relation(catalog, env, &table_name, at_span(name.span()))?;
-            Ok((planned, table_name))
+            let qualifier = alias.as_ref().map_or(&table_name, |a| &a.name.value);
+            let schema = planned.schema.clone().qualified(qualifier);
+            Ok((Planned { schema, ..planned }, table_name))
         }
         TableFactor::TableFunction {
             expr: ast::Expr::Function(f),
@@ -221,10 +260,13 @@ fn from_item(
             ..
         } => {
             let planned = plan_query(catalog, env, subquery, at_span(subquery.span()))?;
-            let name = alias
-                .as_ref()
-                .map_or_else(|| "subquery".to_string(), |a| a.name.value.clone());
-            Ok((planned, name))
+            match alias {
+                Some(a) => {
+                    let schema = planned.schema.clone().qualified(&a.name.value);
+                    Ok((Planned { schema, ..planned }, a.name.value.clone()))
+                }
+                None => Ok((planned, "subquery".to_string())),
+            }
         }
         other => Err(unsupported("this FROM item", other.span(), at)),
     }
@@ -289,6 +331,16 @@ pub(crate) fn select_list(
                         ids.last().map(|i| i.value.clone()).unwrap_or_default()
                     }
                     _ => format!("EXPR${i}"),
+                };
+                // A name taken already gets a number, as Flink's (`dateTime0`).
+                let taken = |n: &str| columns.iter().any(|c: &Column| c.name == n);
+                let name = if taken(&name) {
+                    (0..)
+                        .map(|k| format!("{name}{k}"))
+                        .find(|n| !taken(n))
+                        .unwrap_or(name)
+                } else {
+                    name
                 };
                 columns.push(Column { name, ty: bound.ty });
                 projection.push(Named {
