@@ -708,3 +708,81 @@ fn inner_joins_match_brute_force_joins() {
     assert!(!ok);
     assert!(err.contains("a cross join"), "{err}");
 }
+
+/// Top-N and deduplication with ROW_NUMBER at parallelism 1 and 3: the top 3 bids by price
+/// per auction (ties by arrival do not occur: prices are distinct per auction) and the last
+/// bid per bidder, as debezium-json changelogs whose applied result is the brute-force
+/// ranking; ROW_NUMBER without a limit outside is refused.
+#[test]
+fn row_number_top_n_and_dedup_match_brute_force() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let input = dir.path().join("bids");
+    std::fs::create_dir(&input).expect("mkdir");
+    let mut bids = Vec::new();
+    for part in 0..2i64 {
+        let mut text = String::new();
+        for i in 0..400i64 {
+            let n = part * 400 + i;
+            let (auction, bidder, price, t) = (n % 9, n % 13, (n * 7919) % 100_003, n * 10 + part);
+            text.push_str(&format!("{auction},{bidder},{price},{t}\n"));
+            bids.push((auction, bidder, price, t));
+        }
+        std::fs::write(input.join(format!("part-{part}.csv")), text).expect("write");
+    }
+    let mut top: Vec<String> = Vec::new();
+    for a in 0..9 {
+        let mut of: Vec<_> = bids.iter().filter(|b| b.0 == a).collect();
+        of.sort_by_key(|b| std::cmp::Reverse(b.2));
+        for (rank, b) in of.iter().take(3).enumerate() {
+            top.push(format!("{},{},{}", b.0, b.2, rank + 1));
+        }
+    }
+    top.sort();
+    let mut last: Vec<String> = (0..13)
+        .filter_map(|bidder| {
+            let b = bids.iter().filter(|b| b.1 == bidder).max_by_key(|b| b.3)?;
+            Some(format!("{},{}", b.1, b.3))
+        })
+        .collect();
+    last.sort();
+    let table = format!(
+        "CREATE TABLE bid (auction BIGINT, bidder BIGINT, price BIGINT, t BIGINT)\n\
+         WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');\n",
+        input.display()
+    );
+    for parallelism in [1, 3] {
+        let (top_out, last_out) = (
+            dir.path().join(format!("top-{parallelism}")),
+            dir.path().join(format!("last-{parallelism}")),
+        );
+        let script = format!(
+            "SET 'parallelism.default' = '{parallelism}';\n{table}\
+             CREATE TABLE top_sink (auction BIGINT, price BIGINT, rn BIGINT)\n\
+             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'debezium-json');\n\
+             CREATE TABLE last_sink (bidder BIGINT, t BIGINT)\n\
+             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'debezium-json');\n\
+             INSERT INTO top_sink SELECT auction, price, rn FROM (SELECT *, ROW_NUMBER() OVER\n\
+               (PARTITION BY auction ORDER BY price DESC) AS rn FROM bid) WHERE rn <= 3;\n\
+             INSERT INTO last_sink SELECT bidder, t FROM (SELECT bidder, t, ROW_NUMBER() OVER\n\
+               (PARTITION BY bidder ORDER BY t DESC) AS rk FROM bid) WHERE rk = 1;",
+            top_out.display(),
+            last_out.display()
+        );
+        let (ok, out, err) = hummer_sql(&["-e", &script], "");
+        assert!(ok, "parallelism {parallelism}: {out}\n{err}");
+        assert_eq!(apply_debezium(&top_out, &["auction", "price", "rn"]), top);
+        assert_eq!(apply_debezium(&last_out, &["bidder", "t"]), last);
+    }
+    let (ok, _, err) = hummer_sql(
+        &[
+            "-e",
+            &format!(
+                "{table}SELECT * FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY auction \
+                 ORDER BY price) AS rn FROM bid)"
+            ),
+        ],
+        "",
+    );
+    assert!(!ok);
+    assert!(err.contains("without a limit on it outside"), "{err}");
+}

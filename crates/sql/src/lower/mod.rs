@@ -4,5 +4,6 @@
 pub mod calc;
 pub mod group_aggregate;
 pub mod join;
+pub mod rank;
 
 pub use calc::Calc;

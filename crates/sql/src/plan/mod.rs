@@ -10,6 +10,7 @@
 
 pub mod aggregate;
 pub mod join;
+pub mod rank;
 pub mod window;
 
 use hummer_api::{DataStream, StreamExecutionEnvironment};
@@ -209,9 +210,11 @@ fn from_clause(
     let Some(((first, _), rest)) = items.split_first() else {
         return Err(unsupported("a query without FROM", Span::empty(), at));
     };
-    let (mut planned, mut name) = from_item(catalog, env, first, at)?;
+    // A lone subquery may rank its rows for this query's WHERE to limit (Top-N).
+    let outer_where = if rest.is_empty() { selection } else { None };
+    let (mut planned, mut name) = from_item(catalog, env, first, outer_where, at)?;
     for (factor, on) in rest {
-        let (right, right_name) = from_item(catalog, env, factor, at)?;
+        let (right, right_name) = from_item(catalog, env, factor, None, at)?;
         let conditions = on.or(selection);
         planned = join::plan(planned, right, conditions, on.is_some(), at)?;
         name = format!("{name} JOIN {right_name}");
@@ -225,6 +228,7 @@ fn from_item(
     catalog: &Catalog,
     env: &StreamExecutionEnvironment,
     factor: &TableFactor,
+    outer_where: Option<&ast::Expr>,
     at: Position,
 ) -> Result<(Planned, String)> {
     match factor {
@@ -259,7 +263,11 @@ fn from_item(
             alias,
             ..
         } => {
-            let planned = plan_query(catalog, env, subquery, at_span(subquery.span()))?;
+            let sub_at = at_span(subquery.span());
+            let planned = match rank::plan(catalog, env, subquery, outer_where, sub_at)? {
+                Some(ranked) => ranked,
+                None => plan_query(catalog, env, subquery, sub_at)?,
+            };
             match alias {
                 Some(a) => {
                     let schema = planned.schema.clone().qualified(&a.name.value);
@@ -312,14 +320,45 @@ pub(crate) fn select_list(
     let mut columns = Vec::new();
     for (i, item) in items.iter().enumerate() {
         match item {
-            // Every column of `schema` (a `GROUP BY` refuses `*` before it comes here).
-            SelectItem::Wildcard(_) => {
-                for (j, c) in schema.columns.iter().enumerate() {
+            // Every column of `schema`, or of one table of a join (`A.*`); a `GROUP BY`
+            // refuses `*` before it comes here.
+            SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..) => {
+                let table = match item {
+                    SelectItem::QualifiedWildcard(
+                        ast::SelectItemQualifiedWildcardKind::ObjectName(name),
+                        _,
+                    ) => name
+                        .0
+                        .last()
+                        .and_then(|p| p.as_ident())
+                        .map(|i| i.value.clone()),
+                    SelectItem::QualifiedWildcard(..) => {
+                        return Err(unsupported("this SELECT item", item.span(), at));
+                    }
+                    _ => None,
+                };
+                let of_table = |j: usize| match &table {
+                    None => true,
+                    Some(t) => schema.qualifiers.get(j).and_then(Option::as_deref) == Some(t),
+                };
+                let before = projection.len();
+                for (j, c) in schema
+                    .columns
+                    .iter()
+                    .enumerate()
+                    .filter(|(j, _)| of_table(*j))
+                {
                     projection.push(Named {
                         expr: crate::expr::Expr::Column(j),
                         text: c.name.clone(),
                     });
                     columns.push(c.clone());
+                }
+                if projection.len() == before {
+                    return Err(SqlError::Invalid {
+                        at: at_span(item.span()),
+                        message: format!("'{item}' names no table of the FROM"),
+                    });
                 }
             }
             SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => {

@@ -1,0 +1,191 @@
+//! Top-N and deduplication: a subquery with `ROW_NUMBER() OVER (PARTITION BY .. ORDER BY ..)
+//! AS rn` filtered by `rn <= N` (or `rn < N`, `rn = 1`) outside, lowered onto a
+//! [`RankOperator`], as Flink's planner turns the pattern into its `Rank` node.
+//!
+//! The subquery is planned without its `ROW_NUMBER` item and with the partition and sort
+//! keys appended to its columns; the rows are keyed by the partition key and ranked. The
+//! result has the subquery's columns with the row number where the query put it, and is
+//! updating (a row leaves the first N when a better one comes).
+
+use sqlparser::ast::{self, BinaryOperator, Spanned};
+
+use super::{Planned, at_span};
+use crate::catalog::Catalog;
+use crate::changelog::Change;
+use crate::error::{Position, Result, SqlError};
+use crate::lower::rank::{RankOperator, RankSpec};
+use crate::schema::{Column, Schema};
+use crate::types::{DataType, SqlType};
+use crate::value::Row;
+use hummer_api::StreamExecutionEnvironment;
+
+/// The `ROW_NUMBER() OVER (..)` item of `select`: its index, alias and window.
+fn row_number(select: &ast::Select) -> Option<(usize, String, &ast::WindowSpec)> {
+    select.projection.iter().enumerate().find_map(|(i, item)| {
+        let ast::SelectItem::ExprWithAlias {
+            expr: ast::Expr::Function(f),
+            alias,
+        } = item
+        else {
+            return None;
+        };
+        let over = match &f.over {
+            Some(ast::WindowType::WindowSpec(spec)) => spec,
+            _ => return None,
+        };
+        f.name
+            .to_string()
+            .eq_ignore_ascii_case("ROW_NUMBER")
+            .then(|| (i, alias.value.clone(), over))
+    })
+}
+
+/// The limit a conjunct puts on the column `name`: `name <= N`, `name < N`, `name = N` (N
+/// from 1), or `None`.
+fn limit_of(conjunct: &ast::Expr, name: &str) -> Option<usize> {
+    let ast::Expr::BinaryOp { left, op, right } = conjunct else {
+        return None;
+    };
+    let column = super::aggregate::column_name(left)?;
+    if column != name {
+        return None;
+    }
+    let ast::Expr::Value(v) = right.as_ref() else {
+        return None;
+    };
+    let ast::Value::Number(n, _) = &v.value else {
+        return None;
+    };
+    let n: usize = n.parse().ok()?;
+    match op {
+        BinaryOperator::LtEq | BinaryOperator::Eq if n >= 1 => Some(n),
+        BinaryOperator::Lt if n >= 2 => Some(n - 1),
+        _ => None,
+    }
+}
+
+/// The conjuncts of a `WHERE`.
+fn conjuncts(e: &ast::Expr) -> Vec<&ast::Expr> {
+    match e {
+        ast::Expr::BinaryOp {
+            left,
+            op: BinaryOperator::And,
+            right,
+        } => {
+            let mut all = conjuncts(left);
+            all.extend(conjuncts(right));
+            all
+        }
+        ast::Expr::Nested(inner) => conjuncts(inner),
+        other => vec![other],
+    }
+}
+
+/// If `subquery` ranks its rows with `ROW_NUMBER` and `outer_where` limits the rank, the
+/// Top-N planned; `None` if the pattern is not there.
+pub fn plan(
+    catalog: &Catalog,
+    env: &StreamExecutionEnvironment,
+    subquery: &ast::Query,
+    outer_where: Option<&ast::Expr>,
+    at: Position,
+) -> Result<Option<Planned>> {
+    let ast::SetExpr::Select(select) = subquery.body.as_ref() else {
+        return Ok(None);
+    };
+    let Some((number_at, name, over)) = row_number(select) else {
+        return Ok(None);
+    };
+    let over_at = at_span(select.projection[number_at].span());
+    let limit = outer_where
+        .map(conjuncts)
+        .unwrap_or_default()
+        .into_iter()
+        .find_map(|c| limit_of(c, &name));
+    let Some(limit) = limit else {
+        return Err(SqlError::Unsupported {
+            at: over_at,
+            what: format!("ROW_NUMBER ('{name}') without a limit on it outside"),
+            supported: format!(
+                "ROW_NUMBER in a subquery whose rows the query limits with WHERE {name} <= N \
+                 (Top-N) is"
+            ),
+        });
+    };
+    if over.order_by.is_empty() || over.window_frame.is_some() {
+        return Err(SqlError::Unsupported {
+            at: over_at,
+            what: "ROW_NUMBER without ORDER BY, or with a frame".into(),
+            supported: "ROW_NUMBER() OVER (PARTITION BY .. ORDER BY ..) is".into(),
+        });
+    }
+    // The subquery without ROW_NUMBER, with the partition and sort keys as its last columns.
+    let mut inner = subquery.clone();
+    let ast::SetExpr::Select(inner_select) = inner.body.as_mut() else {
+        return Ok(None);
+    };
+    inner_select.projection.remove(number_at);
+    let keyed = |prefix: &str, i: usize, e: &ast::Expr| ast::SelectItem::ExprWithAlias {
+        expr: e.clone(),
+        alias: ast::Ident::new(format!("${prefix}{i}")),
+    };
+    for (i, p) in over.partition_by.iter().enumerate() {
+        inner_select.projection.push(keyed("p", i, p));
+    }
+    for (i, o) in over.order_by.iter().enumerate() {
+        inner_select.projection.push(keyed("o", i, &o.expr));
+    }
+    let planned = super::plan_query(catalog, env, &inner, at)?;
+    let (partition, sorts) = (over.partition_by.len(), over.order_by.len());
+    let width = planned.schema.columns.len() - partition - sorts;
+    // The row number's column: after the visible columns of the items before it (the items
+    // after it are single columns; a `*` before it counts whole).
+    let after = select.projection.len() - number_at - 1;
+    let number_at = width.saturating_sub(after);
+    let mut columns: Vec<Column> = planned.schema.columns[..width].to_vec();
+    columns.insert(
+        number_at,
+        Column {
+            name: name.clone(),
+            ty: DataType::not_null(SqlType::BigInt),
+        },
+    );
+    let spec = RankSpec {
+        width,
+        partition,
+        descending: over
+            .order_by
+            .iter()
+            .map(|o| matches!(o.options.sort, Some(ast::OrderBySort::Desc)))
+            .collect(),
+        limit,
+        number_at,
+        keep_all: planned.updated_by.is_some(),
+    };
+    let description = format!(
+        "Rank(rankType=[ROW_NUMBER], rankRange=[rankStart=1, rankEnd={limit}], \
+         partitionBy=[{}], orderBy=[{}])",
+        over.partition_by
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(", "),
+        over.order_by
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let rows = planned
+        .rows
+        .key_by(move |c: &Change| -> Row { c.row[width..width + partition].to_vec() })
+        .transform(&description, move |_| Ok(RankOperator::new(spec.clone())));
+    Ok(Some(Planned {
+        rows,
+        schema: Schema::new(columns),
+        updated_by: Some(description),
+        rowtime: None,
+        window: None,
+        window_bounds: None,
+    }))
+}
