@@ -68,10 +68,7 @@ impl<A: Data, B: Data> ConnectedStreams<A, B> {
     pub fn transform<O: Data, Op>(
         &self,
         name: &str,
-        make: impl Fn(&crate::operators::OperatorContext) -> crate::error::Result<Op>
-        + Send
-        + Sync
-        + 'static,
+        make: impl crate::MakeOperator<Op>,
     ) -> DataStream<O>
     where
         Op: crate::operators::Operator<In = (A, B), Out = O>,

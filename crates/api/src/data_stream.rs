@@ -113,7 +113,7 @@ impl<T: Data> DataStream<T> {
     pub fn transform<O: Data, Op>(
         &self,
         name: &str,
-        make: impl Fn(&OperatorContext) -> Result<Op> + Send + Sync + 'static,
+        make: impl crate::MakeOperator<Op>,
     ) -> DataStream<O>
     where
         Op: Operator<In = (T,), Out = O>,

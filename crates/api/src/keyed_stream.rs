@@ -65,10 +65,7 @@ where
     pub fn transform<O: Data, Op>(
         &self,
         name: &str,
-        make: impl Fn(&crate::operators::OperatorContext) -> crate::error::Result<Op>
-        + Send
-        + Sync
-        + 'static,
+        make: impl crate::MakeOperator<Op>,
     ) -> DataStream<O>
     where
         Op: crate::operators::Operator<In = (T,), Out = O>,

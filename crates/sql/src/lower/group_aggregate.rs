@@ -9,11 +9,9 @@
 
 use std::collections::BTreeMap;
 
-use hummer_operators::{Batch, Collector, Operator};
-use hummer_state::declared::DeclaredState;
-use hummer_state::keyed_table::KeyedTable;
 use serde::{Deserialize, Serialize};
 
+use super::per_key::KeyedChanges;
 use crate::changelog::{Change, RowKind};
 use crate::expr::{Arith, EvalError, arith};
 use crate::types::SqlType;
@@ -284,51 +282,21 @@ impl GroupAggregate {
     }
 }
 
-/// The operator: one [`GroupState`] per key (the leading `keys` columns of its rows), in a
-/// keyed table the runtime snapshots, restores and redistributes by key group.
-pub struct GroupAggregateOperator {
-    agg: GroupAggregate,
-    groups: KeyedTable<Row, GroupState>,
-    changes: Vec<Change>,
-}
+impl KeyedChanges for GroupAggregate {
+    type State = GroupState;
+    const TABLE: &'static str = "groups";
 
-impl GroupAggregateOperator {
-    /// The operator of `agg`, with no groups yet.
-    pub fn new(agg: GroupAggregate) -> Self {
-        GroupAggregateOperator {
-            agg,
-            groups: KeyedTable::default(),
-            changes: Vec::new(),
-        }
+    fn key(&self, row: &[Value]) -> Row {
+        row[..self.keys].to_vec()
     }
-}
 
-impl Operator for GroupAggregateOperator {
-    type In = (Change,);
-    type Out = Change;
-
-    fn process_batch(
-        &mut self,
-        batch: Batch<'_, Change>,
-        out: &mut Collector<'_, Change>,
+    fn apply(
+        &self,
+        state: &mut Option<GroupState>,
+        change: Change,
+        out: &mut Vec<Change>,
     ) -> hummer_types::error::Result<()> {
-        let GroupAggregateOperator {
-            agg,
-            groups,
-            changes,
-        } = self;
-        batch.for_each(out, |change, out| {
-            let key = change.row[..agg.keys].to_vec();
-            groups.update(key, |_, state| agg.apply(state, change, changes))?;
-            for c in changes.drain(..) {
-                out.collect(c);
-            }
-            Ok(())
-        })
-    }
-
-    fn state(&mut self) -> DeclaredState<'_> {
-        DeclaredState::new().table("groups", &mut self.groups)
+        GroupAggregate::apply(self, state, change, out)
     }
 }
 

@@ -4,6 +4,7 @@
 pub mod calc;
 pub mod group_aggregate;
 pub mod join;
+pub mod per_key;
 pub mod rank;
 
 pub use calc::Calc;

@@ -12,11 +12,9 @@
 
 use std::cmp::Ordering;
 
-use hummer_operators::{Batch, Collector, Operator};
-use hummer_state::declared::DeclaredState;
-use hummer_state::keyed_table::KeyedTable;
 use serde::{Deserialize, Serialize};
 
+use super::per_key::KeyedChanges;
 use crate::changelog::{Change, RowKind};
 use crate::value::{Row, Value};
 
@@ -127,57 +125,26 @@ impl RankSpec {
     }
 }
 
-/// The operator: a [`Ranked`] partition per key, in a keyed table the runtime snapshots and
-/// redistributes by key group.
-pub struct RankOperator {
-    spec: RankSpec,
-    partitions: KeyedTable<Row, Ranked>,
-    changes: Vec<Change>,
-}
+impl KeyedChanges for RankSpec {
+    type State = Ranked;
+    const TABLE: &'static str = "ranked rows per partition";
 
-impl RankOperator {
-    /// The operator of `spec`, without rows yet.
-    pub fn new(spec: RankSpec) -> Self {
-        RankOperator {
-            spec,
-            partitions: KeyedTable::default(),
-            changes: Vec::new(),
-        }
+    fn key(&self, row: &[Value]) -> Row {
+        row[self.width..self.width + self.partition].to_vec()
     }
-}
 
-impl Operator for RankOperator {
-    type In = (Change,);
-    type Out = Change;
-
-    fn process_batch(
-        &mut self,
-        batch: Batch<'_, Change>,
-        out: &mut Collector<'_, Change>,
+    fn apply(
+        &self,
+        state: &mut Option<Ranked>,
+        change: Change,
+        out: &mut Vec<Change>,
     ) -> hummer_types::error::Result<()> {
-        let RankOperator {
-            spec,
-            partitions,
-            changes,
-        } = self;
-        batch.for_each(out, |change, out| {
-            let key = change.row[spec.width..spec.width + spec.partition].to_vec();
-            partitions.update(key, |_, slot| {
-                let ranked = slot.get_or_insert_with(Ranked::default);
-                spec.apply(ranked, change, changes);
-                if ranked.rows.is_empty() {
-                    *slot = None;
-                }
-            });
-            for c in changes.drain(..) {
-                out.collect(c);
-            }
-            Ok(())
-        })
-    }
-
-    fn state(&mut self) -> DeclaredState<'_> {
-        DeclaredState::new().table("ranked rows per partition", &mut self.partitions)
+        let ranked = state.get_or_insert_with(Ranked::default);
+        RankSpec::apply(self, ranked, change, out);
+        if ranked.rows.is_empty() {
+            *state = None;
+        }
+        Ok(())
     }
 }
 

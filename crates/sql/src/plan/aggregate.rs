@@ -22,7 +22,8 @@ use crate::error::{Position, Result, SqlError};
 use crate::expr::bind::bind;
 use crate::lower::Calc;
 use crate::lower::calc::Named;
-use crate::lower::group_aggregate::{AggCall, AggKind, GroupAggregate, GroupAggregateOperator};
+use crate::lower::group_aggregate::{AggCall, AggKind, GroupAggregate};
+use crate::lower::per_key::PerKey;
 use crate::schema::{Column, Schema};
 use crate::types::{DataType, SqlType};
 use crate::value::{Row, Value};
@@ -501,9 +502,7 @@ pub fn plan(
     let (rows, updated_by) = match windowing {
         None => {
             let description = describe("GroupAggregate", group_by, &found);
-            let rows = keyed.transform(&description, move |_| {
-                Ok(GroupAggregateOperator::new(agg.clone()))
-            });
+            let rows = keyed.transform(&description, move |_| Ok(PerKey::new(agg.clone())));
             (rows, Some(description))
         }
         Some((spec, roles)) => {

@@ -9,7 +9,7 @@
 
 use sqlparser::ast::{self, BinaryOperator, Spanned};
 
-use super::{Planned, at_span, condition};
+use super::{Planned, at_span, condition, conjuncts};
 use crate::changelog::Change;
 use crate::error::{Position, Result, SqlError};
 use crate::expr::Expr;
@@ -19,23 +19,6 @@ use crate::lower::calc::Named;
 use crate::lower::join::RegularJoin;
 use crate::schema::Schema;
 use crate::value::Row;
-
-/// The conjuncts of `e` (`a AND b AND c`).
-fn conjuncts(e: &ast::Expr) -> Vec<&ast::Expr> {
-    match e {
-        ast::Expr::BinaryOp {
-            left,
-            op: BinaryOperator::And,
-            right,
-        } => {
-            let mut all = conjuncts(left);
-            all.extend(conjuncts(right));
-            all
-        }
-        ast::Expr::Nested(inner) => conjuncts(inner),
-        other => vec![other],
-    }
-}
 
 /// `e` bound to `schema` if every column it names is one of `schema`'s.
 fn bound_to(e: &ast::Expr, schema: &Schema) -> Option<Named> {

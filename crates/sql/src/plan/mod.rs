@@ -392,3 +392,20 @@ pub(crate) fn select_list(
     }
     Ok((projection, columns))
 }
+
+/// The conjuncts of `e` (`a AND b AND c`).
+pub(crate) fn conjuncts(e: &ast::Expr) -> Vec<&ast::Expr> {
+    match e {
+        ast::Expr::BinaryOp {
+            left,
+            op: ast::BinaryOperator::And,
+            right,
+        } => {
+            let mut all = conjuncts(left);
+            all.extend(conjuncts(right));
+            all
+        }
+        ast::Expr::Nested(inner) => conjuncts(inner),
+        other => vec![other],
+    }
+}

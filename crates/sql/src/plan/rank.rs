@@ -1,6 +1,6 @@
 //! Top-N and deduplication: a subquery with `ROW_NUMBER() OVER (PARTITION BY .. ORDER BY ..)
 //! AS rn` filtered by `rn <= N` (or `rn < N`, `rn = 1`) outside, lowered onto a
-//! [`RankOperator`], as Flink's planner turns the pattern into its `Rank` node.
+//! rank ([`crate::lower::rank`]), as Flink's planner turns the pattern into its `Rank` node.
 //!
 //! The subquery is planned without its `ROW_NUMBER` item and with the partition and sort
 //! keys appended to its columns; the rows are keyed by the partition key and ranked. The
@@ -9,11 +9,12 @@
 
 use sqlparser::ast::{self, BinaryOperator, Spanned};
 
-use super::{Planned, at_span};
+use super::{Planned, at_span, conjuncts};
 use crate::catalog::Catalog;
 use crate::changelog::Change;
 use crate::error::{Position, Result, SqlError};
-use crate::lower::rank::{RankOperator, RankSpec};
+use crate::lower::per_key::PerKey;
+use crate::lower::rank::RankSpec;
 use crate::schema::{Column, Schema};
 use crate::types::{DataType, SqlType};
 use crate::value::Row;
@@ -61,23 +62,6 @@ fn limit_of(conjunct: &ast::Expr, name: &str) -> Option<usize> {
         BinaryOperator::LtEq | BinaryOperator::Eq if n >= 1 => Some(n),
         BinaryOperator::Lt if n >= 2 => Some(n - 1),
         _ => None,
-    }
-}
-
-/// The conjuncts of a `WHERE`.
-fn conjuncts(e: &ast::Expr) -> Vec<&ast::Expr> {
-    match e {
-        ast::Expr::BinaryOp {
-            left,
-            op: BinaryOperator::And,
-            right,
-        } => {
-            let mut all = conjuncts(left);
-            all.extend(conjuncts(right));
-            all
-        }
-        ast::Expr::Nested(inner) => conjuncts(inner),
-        other => vec![other],
     }
 }
 
@@ -179,7 +163,7 @@ pub fn plan(
     let rows = planned
         .rows
         .key_by(move |c: &Change| -> Row { c.row[width..width + partition].to_vec() })
-        .transform(&description, move |_| Ok(RankOperator::new(spec.clone())));
+        .transform(&description, move |_| Ok(PerKey::new(spec.clone())));
     Ok(Some(Planned {
         rows,
         schema: Schema::new(columns),
