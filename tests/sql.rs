@@ -786,3 +786,124 @@ fn row_number_top_n_and_dedup_match_brute_force() {
     assert!(!ok);
     assert!(err.contains("without a limit on it outside"), "{err}");
 }
+
+/// The `nexmark` connector with upstream's table shape (event_type, then person, auction and
+/// bid ROWs, a computed dateTime and a watermark), read through views by field: 2,000 events
+/// are 40 persons, 120 auctions and 1,840 bids (the generator's 1:3:46 per 50 events), at
+/// parallelism 1 and 3, and every bid falls in some tumbling window of its event time.
+#[test]
+fn the_nexmark_connector_generates_upstreams_table_read_by_field() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let ddl = "CREATE TABLE datagen (event_type INT,\n\
+          person ROW<id BIGINT, name VARCHAR, emailAddress VARCHAR, creditCard VARCHAR,\n\
+            city VARCHAR, state VARCHAR, `dateTime` TIMESTAMP(3), extra VARCHAR>,\n\
+          auction ROW<id BIGINT, itemName VARCHAR, description VARCHAR, initialBid BIGINT,\n\
+            reserve BIGINT, `dateTime` TIMESTAMP(3), expires TIMESTAMP(3), seller BIGINT,\n\
+            category BIGINT, extra VARCHAR>,\n\
+          bid ROW<auction BIGINT, bidder BIGINT, price BIGINT, channel VARCHAR, url VARCHAR,\n\
+            `dateTime` TIMESTAMP(3), extra VARCHAR>,\n\
+          `dateTime` AS CASE WHEN event_type = 0 THEN person.`dateTime`\n\
+            WHEN event_type = 1 THEN auction.`dateTime` ELSE bid.`dateTime` END,\n\
+          WATERMARK FOR `dateTime` AS `dateTime` - INTERVAL '4' SECOND)\n\
+        WITH ('connector' = 'nexmark', 'events.num' = '2000', 'first-event.rate' = '1000');\n\
+        CREATE VIEW bid AS SELECT bid.auction, bid.bidder, bid.price, `dateTime`\n\
+          FROM datagen WHERE event_type = 2;\n";
+    for parallelism in [1, 3] {
+        let (kinds, windows) = (
+            dir.path().join(format!("kinds-{parallelism}")),
+            dir.path().join(format!("windows-{parallelism}")),
+        );
+        let script = format!(
+            "SET 'parallelism.default' = '{parallelism}';\n{ddl}\
+             CREATE TABLE kinds (event_type INT, n BIGINT)\n\
+             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'debezium-json');\n\
+             CREATE TABLE windows (n BIGINT, positive BIGINT)\n\
+             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');\n\
+             INSERT INTO kinds SELECT event_type, COUNT(*) FROM datagen GROUP BY event_type;\n\
+             INSERT INTO windows SELECT COUNT(*), COUNT(*) FILTER (WHERE price > 0)\n\
+             FROM TABLE(TUMBLE(TABLE bid, DESCRIPTOR(`dateTime`), INTERVAL '1' SECOND))\n\
+             GROUP BY window_start, window_end;",
+            kinds.display(),
+            windows.display()
+        );
+        let (ok, out, err) = hummer_sql(&["-e", &script], "");
+        assert!(ok, "parallelism {parallelism}: {out}\n{err}");
+        assert_eq!(
+            apply_debezium(&kinds, &["event_type", "n"]),
+            ["0,40", "1,120", "2,1840"],
+            "parallelism {parallelism}"
+        );
+        let (mut bids, mut positive) = (0, 0);
+        for line in sorted_lines(&windows) {
+            let (n, p) = line.split_once(',').expect("two columns");
+            bids += n.parse::<i64>().expect("a count");
+            positive += p.parse::<i64>().expect("a count");
+        }
+        assert_eq!((bids, positive), (1840, 1840), "parallelism {parallelism}");
+    }
+}
+
+/// WITH (common table expressions), UNION ALL and EXPLAIN: a CTE is a view for what follows
+/// it, UNION ALL gives every row of both sides (columns of other types are refused, naming
+/// them), and EXPLAIN shows the result's columns, whether it updates and the operator graph
+/// without running the job.
+#[test]
+fn with_union_all_and_explain() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let input = dir.path().join("t.csv");
+    let rows: Vec<(i64, String)> = (0..50).map(|i| (i, format!("n{}", i % 7))).collect();
+    let text: String = rows.iter().map(|(i, n)| format!("{i},{n}\n")).collect();
+    std::fs::write(&input, text).expect("write");
+    let output = dir.path().join("out");
+    let table = format!(
+        "CREATE TABLE t (id BIGINT, name STRING)\n\
+         WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');\n",
+        input.display()
+    );
+    let script = format!(
+        "SET 'parallelism.default' = '3';\n{table}\
+         CREATE TABLE out (id BIGINT, name STRING)\n\
+         WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');\n\
+         INSERT INTO out WITH low AS (SELECT id, name FROM t WHERE id < 10),\n\
+           high AS (SELECT id + 1000 AS id, name FROM t WHERE id >= 40)\n\
+         SELECT * FROM low UNION ALL SELECT * FROM high UNION ALL SELECT id, name FROM low;",
+        output.display()
+    );
+    let (ok, out, err) = hummer_sql(&["-e", &script], "");
+    assert!(ok, "{out}\n{err}");
+    let mut expected: Vec<String> = rows
+        .iter()
+        .filter(|(i, _)| *i < 10)
+        .flat_map(|(i, n)| [format!("{i},{n}"), format!("{i},{n}")])
+        .chain(
+            rows.iter()
+                .filter(|(i, _)| *i >= 40)
+                .map(|(i, n)| format!("{},{n}", i + 1000)),
+        )
+        .collect();
+    expected.sort();
+    assert_eq!(sorted_lines(&output), expected);
+    let (ok, _, err) = hummer_sql(
+        &[
+            "-e",
+            &format!("{table}SELECT id FROM t UNION ALL SELECT name FROM t"),
+        ],
+        "",
+    );
+    assert!(!ok);
+    assert!(err.contains("is BIGINT on the left and STRING"), "{err}");
+    let (ok, out, err) = hummer_sql(
+        &[
+            "-e",
+            &format!("{table}EXPLAIN SELECT name, COUNT(*) AS n FROM t GROUP BY name"),
+        ],
+        "",
+    );
+    assert!(ok, "{err}");
+    assert!(out.contains("n BIGINT NOT NULL"), "{out}");
+    assert!(
+        out.contains("updating (+I/-U/+U/-D), by GroupAggregate(groupBy=[name]"),
+        "{out}"
+    );
+    assert!(out.contains("== JobGraph"), "{out}");
+}

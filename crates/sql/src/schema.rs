@@ -55,6 +55,11 @@ impl Schema {
         }
     }
 
+    /// Whether a column of the schema is of the table (or alias) `name`.
+    pub fn is_qualifier(&self, name: &str) -> bool {
+        self.qualifiers.iter().any(|q| q.as_deref() == Some(name))
+    }
+
     /// The index of the column `name` (case-sensitive, as Flink's names); an unknown name is
     /// refused with the nearest one, a name two columns have (a join's) as ambiguous.
     pub fn index_of(&self, name: &str, at: Position) -> Result<usize> {

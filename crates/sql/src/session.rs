@@ -168,12 +168,7 @@ impl Session {
             Statement::Quit => Ok(Outcome::Quit),
             Statement::Insert(insert, at) => self.insert(&insert, at),
             Statement::Query(query, at) => self.select(&query, at),
-            Statement::Explain(_) => Err(SqlError::Unsupported {
-                at: Position::new(1, 1),
-                what: "EXPLAIN".into(),
-                supported: "INSERT and SELECT run; EXPLAIN comes with the planner's next steps"
-                    .into(),
-            }),
+            Statement::Explain(inner) => self.explain(*inner),
         }
     }
 
@@ -198,6 +193,67 @@ impl Session {
 
     /// `INSERT INTO table query`: runs the job to its end (a bounded input).
     fn insert(&mut self, insert: &ast::Statement, at: Position) -> Result<Outcome> {
+        let (env, target) = self.plan_insert(insert, at)?;
+        env.execute(&self.job_name(format!("insert-into_{target}")))?;
+        Ok(info("Complete execution of the SQL update statement."))
+    }
+
+    /// `EXPLAIN` of an `INSERT` or a query: its result's columns and whether it updates,
+    /// then the job's operator graph (the stream graph, the fused job graph, the subtasks),
+    /// without running it.
+    fn explain(&mut self, statement: Statement) -> Result<Outcome> {
+        let (env, planned) = match statement {
+            Statement::Insert(insert, at) => {
+                let env = self.plan_insert(&insert, at)?.0;
+                let ast::Statement::Insert(i) = insert.as_ref() else {
+                    return Err(SqlError::Unsupported {
+                        at,
+                        what: "this statement".into(),
+                        supported: SUPPORTED_STATEMENTS.into(),
+                    });
+                };
+                let source = i.source.as_deref().ok_or_else(|| SqlError::Unsupported {
+                    at,
+                    what: "this INSERT form".into(),
+                    supported: "INSERT INTO table SELECT .. is".into(),
+                })?;
+                // The query's own plan, for its columns (the job is `env`'s).
+                let scratch = StreamExecutionEnvironment::local();
+                (env, plan_query(&self.catalog, &scratch, source, at)?)
+            }
+            Statement::Query(query, at) => {
+                let env = self.environment();
+                let planned = plan_query(&self.catalog, &env, &query, at)?;
+                let _ = planned.rows.collect();
+                (env, planned)
+            }
+            _ => {
+                return Err(SqlError::Unsupported {
+                    at: Position::new(1, 1),
+                    what: "EXPLAIN of this statement".into(),
+                    supported: "EXPLAIN of an INSERT or a query is".into(),
+                });
+            }
+        };
+        let mut text = String::from("== Result ==\n");
+        for c in &planned.schema.columns {
+            text.push_str(&format!("{} {}\n", c.name, c.ty));
+        }
+        match &planned.updated_by {
+            Some(node) => text.push_str(&format!("updating (+I/-U/+U/-D), by {node}\n")),
+            None => text.push_str("append-only (+I)\n"),
+        }
+        text.push_str("\n== Operators ==\n");
+        text.push_str(&env.explain()?);
+        Ok(Outcome::Info(text))
+    }
+
+    /// The job of an `INSERT INTO`, planned on an environment of its own, and its target.
+    fn plan_insert(
+        &mut self,
+        insert: &ast::Statement,
+        at: Position,
+    ) -> Result<(StreamExecutionEnvironment, String)> {
         let ast::Statement::Insert(insert) = insert else {
             return Err(SqlError::Unsupported {
                 at,
@@ -231,8 +287,7 @@ impl Session {
         let env = self.environment();
         let planned = plan_query(&self.catalog, &env, source, at)?;
         connector::write(&planned, &table)?;
-        env.execute(&self.job_name(format!("insert-into_{target}")))?;
-        Ok(info("Complete execution of the SQL update statement."))
+        Ok((env, target))
     }
 
     /// A bare query: runs it and shows its rows, with Flink's `op` column.

@@ -8,9 +8,11 @@
 use std::fmt;
 
 mod csv_files;
+mod nexmark;
 mod watermark;
 
 pub use csv_files::{CsvFiles, list_files};
+pub use nexmark::NexmarkEvents;
 pub use watermark::EventTime;
 
 use hummer_api::{DataStream, StreamExecutionEnvironment};
@@ -179,6 +181,17 @@ pub fn scan(
         Some(w) => Some(EventTime::bind(w, &schema)?),
         None => None,
     };
+    // A source of rows with every column, with the table's event time if it has one.
+    fn from<S: hummer_connectors::Source<Row>>(
+        env: &StreamExecutionEnvironment,
+        source: S,
+        event_time: Option<EventTime>,
+    ) -> DataStream<Row> {
+        match event_time {
+            Some(event_time) => env.from_source(source, event_time.strategy()),
+            None => env.add_source(source),
+        }
+    }
     let rows = match connector(table)? {
         "filesystem" => {
             let source = CsvFiles {
@@ -188,16 +201,17 @@ pub fn scan(
                 physical: physical_schema(table),
                 computed,
             };
-            match event_time {
-                Some(event_time) => env.from_source(source, event_time.strategy()),
-                None => env.add_source(source),
-            }
+            from(env, source, event_time)
+        }
+        "nexmark" => {
+            let source = NexmarkEvents::of(table, &physical_schema(table), computed)?;
+            from(env, source, event_time)
         }
         other => {
             return Err(SqlError::Unsupported {
                 at: table.at,
                 what: format!("reading the connector '{other}' of table '{}'", table.name),
-                supported: "reading 'filesystem' (format 'csv') is".into(),
+                supported: "reading 'filesystem' (format 'csv') and 'nexmark' is".into(),
             });
         }
     };

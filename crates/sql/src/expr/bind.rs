@@ -147,6 +147,24 @@ impl Binder<'_> {
         match expr {
             E::Identifier(ident) => self.column(&ident.value, here),
             E::CompoundIdentifier(parts) => match parts.as_slice() {
+                // A ROW column's field (`person.id`), where no table is so named.
+                [column, field]
+                    if !self.schema.is_qualifier(&column.value)
+                        && self.schema.index_of(&column.value, here).is_ok() =>
+                {
+                    let row = self.column(&column.value, here)?;
+                    self.field(row, &field.value, here)
+                }
+                [table, column, field] => {
+                    let index =
+                        self.schema
+                            .index_of_qualified(&table.value, &column.value, here)?;
+                    let row = Typed {
+                        expr: Expr::Column(index),
+                        ty: self.schema.columns[index].ty.clone(),
+                    };
+                    self.field(row, &field.value, here)
+                }
                 [.., table, column] => {
                     let index =
                         self.schema
@@ -453,6 +471,38 @@ impl Binder<'_> {
             }
             other => Err(self.unsupported(other, "this expression")),
         }
+    }
+
+    /// The field `name` of the `ROW` value `row`.
+    fn field(&self, row: Typed, name: &str, here: Position) -> Result<Typed> {
+        let SqlType::Row(fields) = &row.ty.ty else {
+            return Err(SqlError::Invalid {
+                at: here,
+                message: format!(
+                    "'{name}' is a field of a ROW, and this value is {}",
+                    row.ty.ty
+                ),
+            });
+        };
+        let Some(index) = fields.iter().position(|f| f.name == name) else {
+            return Err(SqlError::unknown(
+                here,
+                "field",
+                name,
+                fields.iter().map(|f| f.name.as_str()),
+            ));
+        };
+        let ty = DataType {
+            nullable: row.ty.nullable || fields[index].ty.nullable,
+            ..fields[index].ty.clone()
+        };
+        Ok(Typed {
+            expr: Expr::Field {
+                row: Box::new(row.expr),
+                index,
+            },
+            ty,
+        })
     }
 
     fn column(&self, name: &str, here: Position) -> Result<Typed> {

@@ -73,6 +73,13 @@ pub enum Expr {
         /// The result's type (the operands are computed in it).
         ty: SqlType,
     },
+    /// A field of a `ROW` value (`person.id`), `NULL` for a `NULL` row.
+    Field {
+        /// The row.
+        row: Box<Expr>,
+        /// The field's index.
+        index: usize,
+    },
     /// A time moved by an interval (`ts - INTERVAL '4' SECOND`): a `TIMESTAMP` or
     /// `TIMESTAMP_LTZ` of the same kind.
     ShiftTime {
@@ -168,6 +175,10 @@ impl Expr {
                     Value::Boolean(compare(*op, &a, &b))
                 }
             }
+            Expr::Field { row: r, index } => match r.eval(row)? {
+                Value::Row(mut fields) if *index < fields.len() => fields.swap_remove(*index),
+                _ => Value::Null,
+            },
             Expr::ShiftTime { time, by, subtract } => {
                 let (t, d) = (time.eval(row)?, by.eval(row)?);
                 let Value::BigInt(d) = d else {

@@ -122,20 +122,111 @@ pub fn plan_query(
     query: &ast::Query,
     at: Position,
 ) -> Result<Planned> {
-    if let Some(with) = &query.with {
-        return Err(unsupported("WITH", with.span(), at));
-    }
     if let Some(order) = &query.order_by {
         return Err(unsupported("ORDER BY", order.span(), at));
     }
     if let Some(limit) = &query.limit_clause {
         return Err(unsupported("LIMIT", limit.span(), at));
     }
-    let select = match query.body.as_ref() {
-        SetExpr::Select(select) => select,
-        SetExpr::Query(inner) => return plan_query(catalog, env, inner, at),
-        other => return Err(unsupported("this query form", other.span(), at)),
-    };
+    // WITH: each common table expression is a view for what follows it.
+    if let Some(with) = &query.with {
+        if with.recursive {
+            return Err(unsupported("WITH RECURSIVE", with.span(), at));
+        }
+        let mut scoped = catalog.clone();
+        for cte in &with.cte_tables {
+            let view = crate::catalog::View {
+                columns: cte
+                    .alias
+                    .columns
+                    .iter()
+                    .map(|c| c.name.value.clone())
+                    .collect(),
+                query: cte.query.clone(),
+            };
+            let name_at = at_span(cte.alias.name.span);
+            scoped.create_view(cte.alias.name.value.clone(), view, false, name_at)?;
+        }
+        let mut body = query.clone();
+        body.with = None;
+        return plan_query(&scoped, env, &body, at);
+    }
+    plan_body(catalog, env, &query.body, at)
+}
+
+/// Plans a query's body: a `SELECT`, a parenthesised query, or a `UNION ALL`.
+fn plan_body(
+    catalog: &Catalog,
+    env: &StreamExecutionEnvironment,
+    body: &SetExpr,
+    at: Position,
+) -> Result<Planned> {
+    match body {
+        SetExpr::Select(select) => plan_select(catalog, env, select, at),
+        SetExpr::Query(inner) => plan_query(catalog, env, inner, at),
+        SetExpr::SetOperation {
+            op: ast::SetOperator::Union,
+            set_quantifier: ast::SetQuantifier::All,
+            left,
+            right,
+        } => union_all(
+            plan_body(catalog, env, left, at)?,
+            plan_body(catalog, env, right, at)?,
+            at_span(body.span()),
+        ),
+        other => Err(unsupported("this query form", other.span(), at)),
+    }
+}
+
+/// `left UNION ALL right`: the rows of both, under the left's names; the columns must have
+/// the same types (a `CAST` makes them so).
+fn union_all(left: Planned, right: Planned, at: Position) -> Result<Planned> {
+    let left = window::materialize(left, at)?;
+    let right = window::materialize(right, at)?;
+    let (l, r) = (&left.schema.columns, &right.schema.columns);
+    if l.len() != r.len() {
+        return Err(SqlError::Invalid {
+            at,
+            message: format!(
+                "the two sides of UNION ALL have {} and {} columns",
+                l.len(),
+                r.len()
+            ),
+        });
+    }
+    let mut columns = Vec::with_capacity(l.len());
+    for (a, b) in l.iter().zip(r) {
+        if a.ty.ty != b.ty.ty {
+            return Err(SqlError::Invalid {
+                at,
+                message: format!(
+                    "UNION ALL's column '{}' is {} on the left and {} on the right (CAST one \
+                     side to the other's type)",
+                    a.name, a.ty.ty, b.ty.ty
+                ),
+            });
+        }
+        let mut c = a.clone();
+        c.ty.nullable |= b.ty.nullable;
+        columns.push(c);
+    }
+    Ok(Planned {
+        rows: left.rows.union(&[right.rows]),
+        schema: Schema::new(columns),
+        updated_by: left.updated_by.or(right.updated_by),
+        rowtime: left.rowtime.filter(|r| Some(*r) == right.rowtime),
+        window: None,
+        window_bounds: None,
+    })
+}
+
+/// Plans one `SELECT`.
+fn plan_select(
+    catalog: &Catalog,
+    env: &StreamExecutionEnvironment,
+    select: &ast::Select,
+    at: Position,
+) -> Result<Planned> {
     if select.distinct.is_some() {
         return Err(unsupported("DISTINCT", select.span(), at));
     }
