@@ -77,6 +77,24 @@ pub enum SourceStatus {
     Finished,
 }
 
+/// A reader position that is the number of the next record (generators): eight bytes,
+/// big-endian.
+pub fn count_position(next: u64) -> Vec<u8> {
+    next.to_be_bytes().to_vec()
+}
+
+/// The number a [`count_position`] holds; a position of another length is refused naming
+/// `source`.
+pub fn read_count_position(position: &[u8], source: &str) -> Result<u64> {
+    let bytes: [u8; 8] = position
+        .try_into()
+        .map_err(|_| crate::error::HummerError::BadInput {
+            input: format!("the checkpointed position of {source}"),
+            reason: format!("{} bytes, where 8 are expected", position.len()),
+        })?;
+    Ok(u64::from_be_bytes(bytes))
+}
+
 /// A source of records (Flink's `Source`): creates one reader per parallel subtask.
 pub trait Source<T>: Send + Sync + 'static {
     /// Name shown in plans and error messages.

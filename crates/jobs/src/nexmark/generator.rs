@@ -247,15 +247,12 @@ impl<T: Table> SourceReader<T> for NexmarkReader<T> {
     }
 
     fn snapshot_position(&self) -> Option<Vec<u8>> {
-        Some(self.next.to_be_bytes().to_vec())
+        Some(crate::connectors::count_position(self.next))
     }
 
     fn restore_position(&mut self, position: &[u8]) -> Result<()> {
-        let bytes: [u8; 8] = position.try_into().map_err(|_| HummerError::BadInput {
-            input: format!("checkpointed position of the Nexmark {} source", T::NAME),
-            reason: format!("{} bytes, expected 8", position.len()),
-        })?;
-        self.next = u64::from_be_bytes(bytes);
+        let source = format!("the Nexmark {} source", T::NAME);
+        self.next = crate::connectors::read_count_position(position, &source)?;
         self.generator = generator::<T>(self.next, self.step);
         Ok(())
     }

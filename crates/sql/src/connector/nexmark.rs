@@ -10,10 +10,12 @@
 //! options of upstream's DDL, which are accepted (the events come as fast as the job takes
 //! them, in the generator's fixed proportions 1:3:46).
 
-use hummer_connectors::{Source, SourceContext, SourceReader, SourceStatus};
+use hummer_connectors::{
+    Source, SourceContext, SourceReader, SourceStatus, count_position, read_count_position,
+};
 use hummer_jobs::nexmark::generator::config;
 use hummer_jobs::nexmark::model::{Auction, Bid, Person};
-use hummer_types::error::{HummerError, Result};
+use hummer_types::error::Result;
 use nexmark::EventGenerator;
 use nexmark::event::Event;
 
@@ -260,18 +262,12 @@ impl SourceReader<Row> for NexmarkEventsReader {
     }
 
     fn snapshot_position(&self) -> Option<Vec<u8>> {
-        Some(self.next.to_be_bytes().to_vec())
+        Some(count_position(self.next))
     }
 
     fn restore_position(&mut self, position: &[u8]) -> Result<()> {
-        let bytes: [u8; 8] = position.try_into().map_err(|_| HummerError::BadInput {
-            input: format!(
-                "the checkpointed position of the nexmark table '{}'",
-                self.table
-            ),
-            reason: format!("{} bytes, where 8 are expected", position.len()),
-        })?;
-        self.next = u64::from_be_bytes(bytes);
+        let source = format!("the nexmark table '{}'", self.table);
+        self.next = read_count_position(position, &source)?;
         self.generator = EventGenerator::new(config())
             .with_offset(self.next)
             .with_step(self.step);

@@ -753,6 +753,11 @@ impl Binder<'_> {
                     nullable = true;
                     (Function::SplitIndex, SqlType::STRING)
                 }
+                "PROCTIME" => {
+                    arity(0..=0)?;
+                    nullable = false;
+                    (Function::ProcTime, SqlType::TimestampLtz(3))
+                }
                 "COUNT_CHAR" => {
                     arity(2..=2)?;
                     strings(2)?;
@@ -971,6 +976,7 @@ const FUNCTIONS: &[&str] = &[
     "NULLIF",
     "POSITION",
     "POWER",
+    "PROCTIME",
     "REGEXP_EXTRACT",
     "REPLACE",
     "ROUND",

@@ -66,6 +66,9 @@ pub enum Function {
     /// Nexmark's `count_char(s, c)` (class `com.github.nexmark.flink.udf.CountChar`): how
     /// often the first character of `c` occurs in `s` (0 for a `NULL` `s`).
     CountChar,
+    /// `PROCTIME()`: the processing time, a `TIMESTAMP_LTZ(3)` (the column it computes is a
+    /// processing-time attribute).
+    ProcTime,
 }
 
 impl Function {
@@ -182,6 +185,12 @@ impl Function {
                         .and_then(|i| s.split(separator).nth(i))
                 };
                 part.map_or(Value::Null, |p| Value::String(p.to_string()))
+            }
+            Function::ProcTime => {
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_millis() as i64);
+                Value::TimestampLtz(now)
             }
             Function::CountChar => {
                 let c = match args.get(1) {

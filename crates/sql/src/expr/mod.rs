@@ -151,6 +151,17 @@ pub struct Typed {
 }
 
 impl Expr {
+    /// Whether this is `PROCTIME()`: what it computes is a processing-time attribute.
+    pub fn is_proctime(&self) -> bool {
+        matches!(
+            self,
+            Expr::Call {
+                function: Function::ProcTime,
+                ..
+            }
+        )
+    }
+
     /// The value of the expression on `row`.
     pub fn eval(&self, row: &[Value]) -> Result<Value, EvalError> {
         Ok(match self {

@@ -39,6 +39,11 @@ impl Calc {
             .position(|p| matches!(p.expr, Expr::Column(c) if c == column))
     }
 
+    /// The output column that `PROCTIME()` computes, if one does.
+    pub fn proctime_column(&self) -> Option<usize> {
+        self.projection.iter().position(|p| p.expr.is_proctime())
+    }
+
     /// The output row of `row`, or `None` if the condition drops it.
     pub fn apply(&self, row: &[crate::value::Value]) -> Result<Option<Row>> {
         if let Some(c) = &self.condition

@@ -270,7 +270,10 @@ pub fn column_name(e: &ast::Expr) -> Option<String> {
 /// window already: a tumbling window of a millisecond at its time, the window's end less one,
 /// gathers a window's rows, keyed by its bounds); `None` where the grouping is not by
 /// windows.
-fn windowing(group_by: &[ast::Expr], input: &Planned) -> Result<Option<(WindowSpec, Vec<Role>)>> {
+fn windowing(
+    group_by: &[ast::Expr],
+    input: &Planned,
+) -> Result<Option<(WindowSpec, Vec<Role>, bool)>> {
     let mut roles = vec![Role::Key; group_by.len()];
     if let Some((start, end)) = input.window_bounds {
         let columns: Vec<Option<usize>> = group_by
@@ -281,7 +284,11 @@ fn windowing(group_by: &[ast::Expr], input: &Planned) -> Result<Option<(WindowSp
             })
             .collect();
         if columns.contains(&Some(start)) && columns.contains(&Some(end)) {
-            return Ok(Some((WindowSpec::Tumble { size: 1, offset: 0 }, roles)));
+            return Ok(Some((
+                WindowSpec::Tumble { size: 1, offset: 0 },
+                roles,
+                false,
+            )));
         }
     }
     let mut legacy = None;
@@ -322,12 +329,13 @@ fn windowing(group_by: &[ast::Expr], input: &Planned) -> Result<Option<(WindowSp
         let column = column_name(time)
             .map(|n| input.schema.index_of(&n, at_span(time.span())))
             .transpose()?;
-        if column.is_none() || column != input.rowtime {
+        let processing_time = column.is_some() && column == input.proctime;
+        if column.is_none() || (column != input.rowtime && !processing_time) {
             return Err(SqlError::Invalid {
                 at: at_span(time.span()),
                 message: format!(
                     "'{time}' is not the rowtime of the rows grouped (a group window is on the \
-                     time attribute a table declares with WATERMARK FOR)"
+                     time attribute a table declares with WATERMARK FOR, or on PROCTIME())"
                 ),
             });
         }
@@ -338,15 +346,15 @@ fn windowing(group_by: &[ast::Expr], input: &Planned) -> Result<Option<(WindowSp
                 message: "a GROUP BY has at most one group window".into(),
             });
         }
-        legacy = Some(WindowSpec::of(&name, sizes, at)?);
+        legacy = Some((WindowSpec::of(&name, sizes, at)?, processing_time));
         *role = Role::LegacyWindow;
     }
-    if let Some(spec) = legacy {
-        return Ok(Some((spec, roles)));
+    if let Some((spec, processing_time)) = legacy {
+        return Ok(Some((spec, roles, processing_time)));
     }
     match &input.window {
         Some(pending) if roles.contains(&Role::WindowStart) && roles.contains(&Role::WindowEnd) => {
-            Ok(Some((pending.spec, roles)))
+            Ok(Some((pending.spec, roles, pending.processing_time)))
         }
         _ => Ok(None),
     }
@@ -379,7 +387,7 @@ pub fn plan(
         None => super::window::materialize(input, at)?,
     };
     let roles = match &windowing {
-        Some((_, roles)) => roles.clone(),
+        Some((_, roles, _)) => roles.clone(),
         None => vec![Role::Key; group_by.len()],
     };
     let schema = &input.schema;
@@ -505,7 +513,7 @@ pub fn plan(
             let rows = keyed.transform(&description, move |_| Ok(PerKey::new(agg.clone())));
             (rows, Some(description))
         }
-        Some((spec, roles)) => {
+        Some((spec, roles, processing_time)) => {
             let description = describe("WindowAggregate", group_by, &found);
             let role_at = |r: Role| roles.iter().position(|x| *x == r);
             window_bounds = match (role_at(Role::WindowStart), role_at(Role::WindowEnd)) {
@@ -525,7 +533,7 @@ pub fn plan(
                 }),
             };
             let rows = spec
-                .aggregate(&keyed, agg)
+                .aggregate(&keyed, agg, processing_time, at)?
                 .map(move |r: WindowResult<Row, Row>| {
                     let [start, end, time] = window_values(&r.window);
                     let mut key = r.key.into_iter();
@@ -560,6 +568,7 @@ pub fn plan(
         schema: Schema::new(columns),
         updated_by,
         rowtime: None,
+        proctime: None,
         window: None,
         window_bounds,
     })

@@ -151,6 +151,7 @@ pub fn plan(
         schema,
         updated_by: left.updated_by.or(right.updated_by),
         rowtime: None,
+        proctime: None,
         window: None,
         window_bounds: None,
     })

@@ -40,6 +40,8 @@ pub struct Planned {
     pub rowtime: Option<usize>,
     /// A window table function whose rows are not assigned to windows yet.
     pub window: Option<window::PendingWindow>,
+    /// The column that is the rows' processing time (`PROCTIME()`), if one is.
+    pub proctime: Option<usize>,
     /// The columns holding the start and end of the window each row is a result of (a
     /// window aggregation's, kept through projections): grouped by both, the rows are
     /// aggregated per window again (Flink's cascading window aggregation).
@@ -101,6 +103,9 @@ fn relation(
     }
     let table = catalog.table(name, at)?;
     let (rows, schema) = connector::scan(env, table)?;
+    let proctime = connector::table_schema(table)?
+        .1
+        .and_then(|computed| computed.proctime_column());
     let rowtime = match &table.watermark {
         Some(w) => Some(schema.index_of(&w.column, w.at)?),
         None => None,
@@ -110,6 +115,7 @@ fn relation(
         schema,
         updated_by: None,
         rowtime,
+        proctime,
         window: None,
         window_bounds: None,
     })
@@ -215,6 +221,7 @@ fn union_all(left: Planned, right: Planned, at: Position) -> Result<Planned> {
         schema: Schema::new(columns),
         updated_by: left.updated_by.or(right.updated_by),
         rowtime: left.rowtime.filter(|r| Some(*r) == right.rowtime),
+        proctime: left.proctime.filter(|p| Some(*p) == right.proctime),
         window: None,
         window_bounds: None,
     })
@@ -244,6 +251,7 @@ fn plan_select(
         schema: input,
         updated_by,
         rowtime,
+        proctime,
         window_bounds,
         ..
     } = window::materialize(input, at)?;
@@ -259,6 +267,9 @@ fn plan_select(
     // The rowtime stays a time attribute where it is selected as it is, and so do a
     // window's bounds.
     let rowtime = rowtime.and_then(|r| calc.position_of(r));
+    let proctime = proctime
+        .and_then(|p| calc.position_of(p))
+        .or_else(|| calc.proctime_column());
     let window_bounds =
         window_bounds.and_then(|(s, e)| Some((calc.position_of(s)?, calc.position_of(e)?)));
     let rows = rows.transform(&format!("Calc: SELECT .. FROM {table_name}"), move |_| {
@@ -269,6 +280,7 @@ fn plan_select(
         schema: Schema::new(columns),
         updated_by,
         rowtime,
+        proctime,
         window: None,
         window_bounds,
     })

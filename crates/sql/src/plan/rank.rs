@@ -169,6 +169,7 @@ pub fn plan(
         schema: Schema::new(columns),
         updated_by: Some(description),
         rowtime: None,
+        proctime: None,
         window: None,
         window_bounds: None,
     }))

@@ -15,7 +15,9 @@ use std::time::Duration;
 use hummer_api::{DataStream, KeyedStream};
 use hummer_operators::window::{
     AggregateFunction, CumulativeEventTimeWindows, EventTimeSessionWindows,
-    SlidingEventTimeWindows, TimeWindow, TumblingEventTimeWindows, WindowAssigner, WindowResult,
+    ProcessingTimeSessionWindows, SlidingEventTimeWindows, SlidingProcessingTimeWindows,
+    TimeWindow, TumblingEventTimeWindows, TumblingProcessingTimeWindows, WindowAssigner,
+    WindowResult,
 };
 use sqlparser::ast::{self, Spanned};
 
@@ -75,8 +77,10 @@ pub struct PendingWindow {
     pub spec: WindowSpec,
     /// The index of `window_start` in the planned schema.
     pub first_column: usize,
-    /// The rowtime column the windows are on.
+    /// The time column the windows are on.
     pub rowtime: usize,
+    /// The windows are in processing time (on a `PROCTIME()` column), not event time.
+    pub processing_time: bool,
     /// `SESSION(TABLE t PARTITION BY ..)`: the columns sessions are kept apart by.
     pub partition: Vec<usize>,
 }
@@ -181,17 +185,43 @@ impl WindowSpec {
         }
     }
 
-    /// The aggregates of `keyed` rows per window, as results of Hummer's window operator.
+    /// The aggregates of `keyed` rows per window, as results of Hummer's window operator,
+    /// in event time or (`processing_time`) processing time.
     pub fn aggregate<KS>(
         &self,
         keyed: &KeyedStream<Change, Row, KS>,
         agg: GroupAggregate,
-    ) -> DataStream<WindowResult<Row, Row>>
+        processing_time: bool,
+        at: Position,
+    ) -> Result<DataStream<WindowResult<Row, Row>>>
     where
         KS: Fn(&Change) -> Row + Clone + Send + Sync + 'static,
     {
         let f = WindowAggregate(agg);
-        match *self {
+        if processing_time {
+            return Ok(match *self {
+                WindowSpec::Tumble { size, offset } => keyed
+                    .window(TumblingProcessingTimeWindows::of(ms(size)).with_offset(ms(offset)))
+                    .aggregate(f),
+                WindowSpec::Hop {
+                    slide,
+                    size,
+                    offset,
+                } => keyed
+                    .window(
+                        SlidingProcessingTimeWindows::of(ms(size), ms(slide))
+                            .with_offset(ms(offset)),
+                    )
+                    .aggregate(f),
+                WindowSpec::Session { gap } => keyed
+                    .window(ProcessingTimeSessionWindows::with_gap(ms(gap)))
+                    .aggregate(f),
+                WindowSpec::Cumulate { .. } => {
+                    return Err(refuse("CUMULATE in processing time".into(), at));
+                }
+            });
+        }
+        Ok(match *self {
             WindowSpec::Tumble { size, offset } => keyed
                 .window(TumblingEventTimeWindows::of(ms(size)).with_offset(ms(offset)))
                 .aggregate(f),
@@ -208,7 +238,7 @@ impl WindowSpec {
             WindowSpec::Session { gap } => keyed
                 .window(EventTimeSessionWindows::with_gap(ms(gap)))
                 .aggregate(f),
-        }
+        })
     }
 }
 
@@ -296,12 +326,14 @@ pub fn table_function(
     let column = planned
         .schema
         .index_of(&time_column, at_span(descriptor.span()))?;
-    if planned.rowtime != Some(column) {
+    let processing_time = planned.proctime == Some(column);
+    if planned.rowtime != Some(column) && !processing_time {
         return Err(SqlError::Invalid {
             at: at_span(descriptor.span()),
             message: format!(
                 "the column '{time_column}' is not a time attribute of '{table_name}' (a \
-                 window's time column is the rowtime its table declares with WATERMARK FOR{})",
+                 window's time column is the rowtime its table declares with WATERMARK FOR, or a \
+                 PROCTIME() column{})",
                 match planned.rowtime {
                     Some(r) => format!(": '{}'", planned.schema.columns[r].name),
                     None => ", and it declares none".into(),
@@ -324,6 +356,7 @@ pub fn table_function(
             spec,
             first_column,
             rowtime: column,
+            processing_time,
             partition: Vec::new(),
         }),
         ..planned
