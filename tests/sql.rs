@@ -945,3 +945,83 @@ fn processing_time_windows_count_every_row_of_a_bounded_input() {
         assert_eq!(per_bidder.to_vec(), expected, "parallelism {parallelism}");
     }
 }
+
+/// LEFT, RIGHT and FULL OUTER joins at parallelism 1 and 3: rows without a match are padded
+/// with NULLs, and their padded form is retracted when a match arrives, so the applied
+/// changelog is the brute-force outer join; one side is itself updating (a GROUP BY).
+#[test]
+fn outer_joins_match_brute_force_outer_joins() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (a_dir, b_dir) = (dir.path().join("a"), dir.path().join("b"));
+    std::fs::create_dir(&a_dir).expect("mkdir");
+    std::fs::create_dir(&b_dir).expect("mkdir");
+    let auctions: Vec<i64> = (0..30).collect();
+    let bids: Vec<(i64, i64)> = (0..200).map(|i| (10 + (i * 7) % 35, i)).collect();
+    let text: String = auctions.iter().map(|a| format!("{a},s{a}\n")).collect();
+    std::fs::write(a_dir.join("part-0.csv"), text).expect("write");
+    for part in 0..2 {
+        let text: String = bids
+            .iter()
+            .skip(part)
+            .step_by(2)
+            .map(|(a, p)| format!("{a},{p}\n"))
+            .collect();
+        std::fs::write(b_dir.join(format!("part-{part}.csv")), text).expect("write");
+    }
+    // Per auction id: the highest bid (the updating side), as the query computes it.
+    let mut best: std::collections::BTreeMap<i64, i64> = Default::default();
+    for &(a, p) in &bids {
+        let e = best.entry(a).or_insert(p);
+        *e = (*e).max(p);
+    }
+    let cell = |v: Option<i64>| v.map_or(String::new(), |v| v.to_string());
+    let mut left = Vec::new();
+    let mut right = Vec::new();
+    for &a in &auctions {
+        left.push(format!("{a},{}", cell(best.get(&a).copied())));
+    }
+    for (&a, &p) in &best {
+        let matched = auctions.contains(&a);
+        right.push(format!("{},{p}", cell(matched.then_some(a))));
+    }
+    let mut full: Vec<String> = left.clone();
+    full.extend(
+        best.iter()
+            .filter(|(a, _)| !auctions.contains(a))
+            .map(|(_, p)| format!(",{p}")),
+    );
+    for v in [&mut left, &mut right, &mut full] {
+        v.sort();
+    }
+    let tables = format!(
+        "CREATE TABLE auction (id BIGINT, seller STRING)\n\
+         WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');\n\
+         CREATE TABLE bid (auction BIGINT, price BIGINT)\n\
+         WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');\n\
+         CREATE VIEW best AS SELECT auction, MAX(price) AS hi FROM bid GROUP BY auction;\n",
+        a_dir.display(),
+        b_dir.display()
+    );
+    for parallelism in [1, 3] {
+        for (join, expected) in [("LEFT", &left), ("RIGHT", &right), ("FULL OUTER", &full)] {
+            let output = dir
+                .path()
+                .join(format!("{}-{parallelism}", join.replace(' ', "_")));
+            let script = format!(
+                "SET 'parallelism.default' = '{parallelism}';\n{tables}\
+                 CREATE TABLE out (id BIGINT, hi BIGINT)\n\
+                 WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'debezium-json');\n\
+                 INSERT INTO out SELECT A.id, M.hi FROM auction A {join} JOIN best M\n\
+                   ON A.id = M.auction;",
+                output.display()
+            );
+            let (ok, out, err) = hummer_sql(&["-e", &script], "");
+            assert!(ok, "{join} at {parallelism}: {out}\n{err}");
+            assert_eq!(
+                &apply_debezium(&output, &["id", "hi"]),
+                expected,
+                "{join} at {parallelism}"
+            );
+        }
+    }
+}

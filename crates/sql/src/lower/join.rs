@@ -1,4 +1,5 @@
-//! `Join`: a regular inner equi-join of two changelogs, as Flink's streaming join runs it.
+//! `Join`: a regular equi-join (inner, left, right or full outer) of two changelogs, as
+//! Flink's streaming join runs it.
 //!
 //! Both inputs arrive keyed by the join key, which the `Calc` before each side appends to its
 //! rows (the last `key` columns). Per key the operator keeps both sides' rows with their
@@ -6,15 +7,20 @@
 //! change on one side is joined with every row the other side holds for its key and emitted
 //! with the change's kind (an insert joins as inserts, a retraction retracts the joined rows
 //! it made), so the output is a changelog of the join of the two tables, append-only when
-//! both inputs are.
+//! both inputs are and the join is inner.
+//!
+//! An outer join also keeps the rows of a preserved side that have no match: such a row is
+//! emitted padded with `NULL`s while the other side has no row for its key, its padded form
+//! retracted when the first match arrives, and emitted padded again when the last match is
+//! retracted.
 
 use hummer_operators::{Collector, Operator, TwoInputBatch};
 use hummer_state::declared::DeclaredState;
 use hummer_state::keyed_table::KeyedTable;
 use serde::{Deserialize, Serialize};
 
-use crate::changelog::Change;
-use crate::value::Row;
+use crate::changelog::{Change, RowKind};
+use crate::value::{Row, Value};
 
 /// The rows of one key on both sides, each with its multiplicity.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -25,9 +31,51 @@ pub struct JoinSides {
     pub right: Vec<(Row, i64)>,
 }
 
+/// Which rows without a match a join keeps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JoinKind {
+    /// None.
+    Inner,
+    /// The left input's.
+    Left,
+    /// The right input's.
+    Right,
+    /// Both inputs'.
+    Full,
+}
+
+impl JoinKind {
+    /// Whether rows of the left (`left`) or right input are kept without a match.
+    fn preserves(self, left: bool) -> bool {
+        match self {
+            JoinKind::Inner => false,
+            JoinKind::Left => left,
+            JoinKind::Right => !left,
+            JoinKind::Full => true,
+        }
+    }
+
+    /// Whether the left (`left`) or right input's columns are padded with `NULL`s where the
+    /// other side's rows have no match.
+    pub fn preserves_padding_of(self, left: bool) -> bool {
+        self.preserves(!left)
+    }
+
+    /// Flink's name of the join type, for plans.
+    pub fn name(self) -> &'static str {
+        match self {
+            JoinKind::Inner => "InnerJoin",
+            JoinKind::Left => "LeftOuterJoin",
+            JoinKind::Right => "RightOuterJoin",
+            JoinKind::Full => "FullOuterJoin",
+        }
+    }
+}
+
 /// The operator: rows of the left input have `left_width` columns then the key, the right
 /// input's `right_width` then the key.
 pub struct RegularJoin {
+    kind: JoinKind,
     left_width: usize,
     right_width: usize,
     keys: KeyedTable<Row, JoinSides>,
@@ -35,13 +83,19 @@ pub struct RegularJoin {
 
 impl RegularJoin {
     /// A join of rows `left_width` and `right_width` columns wide (before their keys).
-    pub fn new(left_width: usize, right_width: usize) -> Self {
+    pub fn new(kind: JoinKind, left_width: usize, right_width: usize) -> Self {
         RegularJoin {
+            kind,
             left_width,
             right_width,
             keys: KeyedTable::default(),
         }
     }
+}
+
+/// The rows a side holds, counting multiplicity.
+fn count(rows: &[(Row, i64)]) -> i64 {
+    rows.iter().map(|(_, n)| n).sum()
 }
 
 /// Adds `row` to `rows` (`sign` +1) or takes one of it away (-1).
@@ -62,14 +116,38 @@ fn account(rows: &mut Vec<(Row, i64)>, row: &Row, sign: i64) {
 impl RegularJoin {
     /// Applies `change` of one side (`from_left`) and emits its joins with the other side.
     fn apply(&mut self, change: Change, from_left: bool, out: &mut Collector<'_, Change>) {
-        let width = if from_left {
-            self.left_width
+        let (width, other_width) = if from_left {
+            (self.left_width, self.right_width)
         } else {
-            self.right_width
+            (self.right_width, self.left_width)
         };
+        let (mine_kept, theirs_kept) = (
+            self.kind.preserves(from_left),
+            self.kind.preserves(!from_left),
+        );
         let Change { kind, mut row } = change;
         let key = row.split_off(width);
         let sign = if kind.retracts() { -1 } else { 1 };
+        // `mine` joined with `other` (None: padded with NULLs), in the left-right order.
+        let joined = |mine: &Row, other: Option<&Row>| -> Row {
+            let other: Row = other
+                .cloned()
+                .unwrap_or_else(|| vec![Value::Null; other_width]);
+            if from_left {
+                [mine.as_slice(), other.as_slice()].concat()
+            } else {
+                [other.as_slice(), mine.as_slice()].concat()
+            }
+        };
+        // A row of the other side padded with NULLs where this side's columns go.
+        let theirs_padded = |other: &Row| -> Row {
+            let nulls = vec![Value::Null; width];
+            if from_left {
+                [nulls.as_slice(), other.as_slice()].concat()
+            } else {
+                [other.as_slice(), nulls.as_slice()].concat()
+            }
+        };
         self.keys.update(key, |_, slot| {
             let sides = slot.get_or_insert_with(JoinSides::default);
             let (mine, theirs) = if from_left {
@@ -77,17 +155,46 @@ impl RegularJoin {
             } else {
                 (&mut sides.right, &sides.left)
             };
-            for (other, n) in theirs {
-                for _ in 0..*n {
-                    let joined = if from_left {
-                        [row.as_slice(), other.as_slice()].concat()
-                    } else {
-                        [other.as_slice(), row.as_slice()].concat()
-                    };
-                    out.collect(Change { kind, row: joined });
+            let mine_before = count(mine);
+            if theirs.is_empty() {
+                // No match: a preserved side's row goes out padded.
+                if mine_kept {
+                    out.collect(Change {
+                        kind,
+                        row: joined(&row, None),
+                    });
+                }
+            } else {
+                // The other side's unmatched rows had gone out padded: an insert that gives
+                // them their first match retracts those first.
+                if theirs_kept && sign > 0 && mine_before == 0 {
+                    for (other, n) in theirs.iter() {
+                        for _ in 0..*n {
+                            out.collect(Change {
+                                kind: RowKind::Delete,
+                                row: theirs_padded(other),
+                            });
+                        }
+                    }
+                }
+                for (other, n) in theirs.iter() {
+                    for _ in 0..*n {
+                        out.collect(Change {
+                            kind,
+                            row: joined(&row, Some(other)),
+                        });
+                    }
                 }
             }
             account(mine, &row, sign);
+            // A retraction that took the other side's last match: they go out padded again.
+            if theirs_kept && sign < 0 && mine_before > 0 && mine.is_empty() {
+                for (other, n) in theirs.iter() {
+                    for _ in 0..*n {
+                        out.collect(Change::insert(theirs_padded(other)));
+                    }
+                }
+            }
             // A key without rows on either side leaves the table.
             if sides.left.is_empty() && sides.right.is_empty() {
                 *slot = None;

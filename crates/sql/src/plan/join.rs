@@ -16,7 +16,7 @@ use crate::expr::Expr;
 use crate::expr::bind::bind;
 use crate::lower::Calc;
 use crate::lower::calc::Named;
-use crate::lower::join::RegularJoin;
+use crate::lower::join::{JoinKind, RegularJoin};
 use crate::schema::Schema;
 use crate::value::Row;
 
@@ -50,6 +50,7 @@ fn with_keys(schema: &Schema, keys: Vec<Named>) -> Calc {
 pub fn plan(
     left: Planned,
     right: Planned,
+    kind: JoinKind,
     conditions: Option<&ast::Expr>,
     on: bool,
     at: Position,
@@ -96,9 +97,20 @@ pub fn plan(
                 .into(),
         });
     }
+    if kind != JoinKind::Inner && on && !residual.is_empty() {
+        return Err(SqlError::Unsupported {
+            at,
+            what: format!(
+                "an outer join's condition other than equalities ('{}')",
+                residual[0]
+            ),
+            supported: "outer joins on equalities between the two sides are".into(),
+        });
+    }
     let (left_width, right_width) = (left.schema.columns.len(), right.schema.columns.len());
     let description = format!(
-        "Join(joinType=[InnerJoin], where=[{}])",
+        "Join(joinType=[{}], where=[{}])",
+        kind.name(),
         left_keys
             .iter()
             .zip(&right_keys)
@@ -119,9 +131,15 @@ pub fn plan(
     let mut rows = left_rows
         .connect(&right_rows)
         .transform(&description, move |_| {
-            Ok(RegularJoin::new(left_width, right_width))
+            Ok(RegularJoin::new(kind, left_width, right_width))
         });
-    let schema = Schema::join(&left.schema, &right.schema);
+    let mut schema = Schema::join(&left.schema, &right.schema);
+    // The columns an outer join pads take NULL.
+    for (i, c) in schema.columns.iter_mut().enumerate() {
+        if kind.preserves_padding_of(i < left_width) {
+            c.ty.nullable = true;
+        }
+    }
     // An ON's other conditions filter the joined rows (a WHERE's come after, with the query).
     if on && !residual.is_empty() {
         let mut conditions = residual.into_iter();
@@ -149,7 +167,11 @@ pub fn plan(
     Ok(Planned {
         rows,
         schema,
-        updated_by: left.updated_by.or(right.updated_by),
+        // An outer join retracts the padded rows it emitted when their match comes.
+        updated_by: match kind {
+            JoinKind::Inner => left.updated_by.or(right.updated_by),
+            _ => Some(description.clone()),
+        },
         rowtime: None,
         proctime: None,
         window: None,

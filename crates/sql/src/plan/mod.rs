@@ -295,31 +295,40 @@ fn from_clause(
     selection: Option<&ast::Expr>,
     at: Position,
 ) -> Result<(Planned, String)> {
-    let mut items: Vec<(&TableFactor, Option<&ast::Expr>)> = Vec::new();
+    use crate::lower::join::JoinKind;
+    let mut items: Vec<(&TableFactor, JoinKind, Option<&ast::Expr>)> = Vec::new();
     for item in from {
-        items.push((&item.relation, None));
+        items.push((&item.relation, JoinKind::Inner, None));
         for j in &item.joins {
+            use ast::JoinConstraint::On;
+            use ast::JoinOperator as J;
             match &j.join_operator {
-                ast::JoinOperator::Inner(ast::JoinConstraint::On(on))
-                | ast::JoinOperator::Join(ast::JoinConstraint::On(on)) => {
-                    items.push((&j.relation, Some(on)));
+                J::Inner(On(on)) | J::Join(On(on)) => {
+                    items.push((&j.relation, JoinKind::Inner, Some(on)));
                 }
+                J::Left(On(on)) | J::LeftOuter(On(on)) => {
+                    items.push((&j.relation, JoinKind::Left, Some(on)));
+                }
+                J::Right(On(on)) | J::RightOuter(On(on)) => {
+                    items.push((&j.relation, JoinKind::Right, Some(on)));
+                }
+                J::FullOuter(On(on)) => items.push((&j.relation, JoinKind::Full, Some(on))),
                 _ => {
                     return Err(unsupported("this kind of JOIN", j.relation.span(), at));
                 }
             }
         }
     }
-    let Some(((first, _), rest)) = items.split_first() else {
+    let Some(((first, _, _), rest)) = items.split_first() else {
         return Err(unsupported("a query without FROM", Span::empty(), at));
     };
     // A lone subquery may rank its rows for this query's WHERE to limit (Top-N).
     let outer_where = if rest.is_empty() { selection } else { None };
     let (mut planned, mut name) = from_item(catalog, env, first, outer_where, at)?;
-    for (factor, on) in rest {
+    for (factor, kind, on) in rest {
         let (right, right_name) = from_item(catalog, env, factor, None, at)?;
         let conditions = on.or(selection);
-        planned = join::plan(planned, right, conditions, on.is_some(), at)?;
+        planned = join::plan(planned, right, *kind, conditions, on.is_some(), at)?;
         name = format!("{name} JOIN {right_name}");
     }
     Ok((planned, name))
