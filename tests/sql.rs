@@ -906,6 +906,17 @@ fn with_union_all_and_explain() {
         "{out}"
     );
     assert!(out.contains("== JobGraph"), "{out}");
+    // Streaming by default, as Flink's SQL client; batch when the script says so.
+    assert!(out.contains("Streaming mode"), "{out}");
+    let (ok, out, err) = hummer_sql(
+        &[
+            "-e",
+            &format!("SET 'execution.runtime-mode' = 'batch';\n{table}EXPLAIN SELECT id FROM t"),
+        ],
+        "",
+    );
+    assert!(ok, "{err}");
+    assert!(out.contains("Batch mode"), "{out}");
 }
 
 /// PROCTIME(): a view's processing-time column windows a bounded input in processing time

@@ -178,10 +178,26 @@ impl Session {
         if let Some(p) = self.parallelism() {
             env.set_parallelism(p);
         }
+        env.set_runtime_mode(self.runtime_mode());
         if let Some(interval) = self.checkpoint_interval() {
             env.enable_checkpointing(interval);
         }
         env
+    }
+
+    /// `execution.runtime-mode`: streaming by default, as Flink's SQL client.
+    fn runtime_mode(&self) -> hummer_api::RuntimeMode {
+        use hummer_api::RuntimeMode;
+        match self
+            .options
+            .get("execution.runtime-mode")
+            .map(|m| m.to_ascii_lowercase())
+            .as_deref()
+        {
+            Some("batch") => RuntimeMode::Batch,
+            Some("automatic") => RuntimeMode::Automatic,
+            _ => RuntimeMode::Streaming,
+        }
     }
 
     fn job_name(&self, default: String) -> String {
