@@ -197,47 +197,60 @@ impl WindowSpec {
     where
         KS: Fn(&Change) -> Row + Clone + Send + Sync + 'static,
     {
-        let f = WindowAggregate(agg);
-        if processing_time {
-            return Ok(match *self {
-                WindowSpec::Tumble { size, offset } => keyed
-                    .window(TumblingProcessingTimeWindows::of(ms(size)).with_offset(ms(offset)))
-                    .aggregate(f),
-                WindowSpec::Hop {
-                    slide,
-                    size,
-                    offset,
-                } => keyed
-                    .window(
-                        SlidingProcessingTimeWindows::of(ms(size), ms(slide))
-                            .with_offset(ms(offset)),
-                    )
-                    .aggregate(f),
-                WindowSpec::Session { gap } => keyed
-                    .window(ProcessingTimeSessionWindows::with_gap(ms(gap)))
-                    .aggregate(f),
-                WindowSpec::Cumulate { .. } => {
-                    return Err(refuse("CUMULATE in processing time".into(), at));
-                }
-            });
+        fn run<A: WindowAssigner, KS>(
+            keyed: &KeyedStream<Change, Row, KS>,
+            assigner: A,
+            agg: GroupAggregate,
+        ) -> DataStream<WindowResult<Row, Row>>
+        where
+            KS: Fn(&Change) -> Row + Clone + Send + Sync + 'static,
+        {
+            keyed.window(assigner).aggregate(WindowAggregate(agg))
         }
+        let p = processing_time;
         Ok(match *self {
-            WindowSpec::Tumble { size, offset } => keyed
-                .window(TumblingEventTimeWindows::of(ms(size)).with_offset(ms(offset)))
-                .aggregate(f),
+            WindowSpec::Tumble { size, offset } if p => run(
+                keyed,
+                TumblingProcessingTimeWindows::of(ms(size)).with_offset(ms(offset)),
+                agg,
+            ),
+            WindowSpec::Tumble { size, offset } => run(
+                keyed,
+                TumblingEventTimeWindows::of(ms(size)).with_offset(ms(offset)),
+                agg,
+            ),
             WindowSpec::Hop {
                 slide,
                 size,
                 offset,
-            } => keyed
-                .window(SlidingEventTimeWindows::of(ms(size), ms(slide)).with_offset(ms(offset)))
-                .aggregate(f),
-            WindowSpec::Cumulate { step, size, offset } => keyed
-                .window(CumulativeEventTimeWindows::of(ms(step), ms(size)).with_offset(ms(offset)))
-                .aggregate(f),
-            WindowSpec::Session { gap } => keyed
-                .window(EventTimeSessionWindows::with_gap(ms(gap)))
-                .aggregate(f),
+            } if p => run(
+                keyed,
+                SlidingProcessingTimeWindows::of(ms(size), ms(slide)).with_offset(ms(offset)),
+                agg,
+            ),
+            WindowSpec::Hop {
+                slide,
+                size,
+                offset,
+            } => run(
+                keyed,
+                SlidingEventTimeWindows::of(ms(size), ms(slide)).with_offset(ms(offset)),
+                agg,
+            ),
+            WindowSpec::Cumulate { .. } if p => {
+                return Err(refuse("CUMULATE in processing time".into(), at));
+            }
+            WindowSpec::Cumulate { step, size, offset } => run(
+                keyed,
+                CumulativeEventTimeWindows::of(ms(step), ms(size)).with_offset(ms(offset)),
+                agg,
+            ),
+            WindowSpec::Session { gap } if p => {
+                run(keyed, ProcessingTimeSessionWindows::with_gap(ms(gap)), agg)
+            }
+            WindowSpec::Session { gap } => {
+                run(keyed, EventTimeSessionWindows::with_gap(ms(gap)), agg)
+            }
         })
     }
 }
