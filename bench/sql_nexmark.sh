@@ -5,8 +5,9 @@
 #      --canonicalize-only, with the wall time of each run.
 #   2. Upstream's files (nexmark/nexmark: ddl_gen.sql with its ${..} parameters substituted,
 #      ddl_views.sql and each qN.sql with its blackhole sink) over EVENTS generated events.
-# Needs the harness set up (../shared/bench/nexmark/setup.sh, with NEXMARK_REPO: it copies
-# the upstream query files to $PEERS_TMP/nexmark/upstream-queries). Prints a Markdown table.
+# Needs the harness set up (../shared/bench/nexmark/setup.sh). Upstream's files are read from
+# NEXMARK_UPSTREAM_DIR, or taken from a nexmark/nexmark git directory NEXMARK_REPO (a bare
+# one will do). ONLY=harness or ONLY=upstream runs one part. Prints Markdown tables.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 EVENTS=${1:?usage: bench/sql_nexmark.sh EVENTS [PARALLELISM]}
@@ -14,7 +15,7 @@ P=${2:-2}
 harness=$here/../shared/bench/nexmark
 T=${PEERS_TMP:-/tmp/peers}
 PY=$T/venv/bin/python
-upstream=${NEXMARK_QUERIES_DIR:-$T/nexmark/upstream-queries}
+upstream=${NEXMARK_UPSTREAM_DIR:-}
 cargo build -q --release --manifest-path "$here/Cargo.toml" --bin hummer
 hummer=${CARGO_TARGET_DIR:-$here/target}/release/hummer
 data=$T/nexmark/data/$EVENTS
@@ -24,6 +25,8 @@ if [ ! -d "$data" ]; then
 fi
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
+want() { [ -z "${ONLY:-}" ] || [ "$ONLY" = "$1" ]; }
+if want harness; then
 echo "## Harness scripts, $EVENTS events, parallelism $P"
 echo "| query | hummer sql wall s | check |"
 echo "|---|---|---|"
@@ -46,6 +49,16 @@ for q in q0 q1 q2 q3 q4 q5 q7 q8 q9 q10 q11 q14 q15 q16 q17 q18 q19 q20 q21 q22;
   echo "| $q | $t | $check |"
 done
 echo
+fi
+want upstream || exit 0
+if [ -z "$upstream" ]; then
+  upstream=$out/upstream
+  mkdir -p "$upstream"
+  for f in ddl_gen ddl_views $(seq -f 'q%g' 0 23); do
+    git --git-dir="${NEXMARK_REPO:?NEXMARK_UPSTREAM_DIR or NEXMARK_REPO is needed}" show \
+      "HEAD:nexmark-flink/src/main/resources/queries/$f.sql" > "$upstream/$f.sql"
+  done
+fi
 echo "## Upstream files, $EVENTS events, parallelism $P"
 echo "| query | hummer sql wall s | outcome |"
 echo "|---|---|---|"
