@@ -69,8 +69,10 @@ sed -e 's/${NEXMARK_TABLE}/datagen/g' "$upstream/ddl_views.sql" >> "$out/ddl.sql
 for n in $(seq 0 23); do
   q=q$n
   [ -f "$upstream/$q.sql" ] || continue
-  { echo "SET 'parallelism.default' = '$P';"; cat "$out/ddl.sql"; echo ";"; cat "$upstream/$q.sql"; } \
-    > "$out/up-$q.sql"
+  # q10's filesystem sink writes under ${NEXMARK_DIR}: a folder of this run's.
+  { echo "SET 'parallelism.default' = '$P';"; cat "$out/ddl.sql"; echo ";"
+    sed -e "s|\${NEXMARK_DIR}|$out/nexmark-dir|g; s|\${SUBMIT_TIME}|run|g" "$upstream/$q.sql"
+  } > "$out/up-$q.sql"
   t0=$EPOCHREALTIME
   if "$hummer" sql -f "$out/up-$q.sql" >"$out/up-$q.log" 2>&1; then
     t=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN {printf "%.2f", b - a}')
