@@ -103,6 +103,11 @@ impl SqlType {
     /// `STRING`.
     pub const STRING: SqlType = SqlType::VarChar(STRING_LENGTH);
 
+    /// True for `TIMESTAMP(p)` and `TIMESTAMP_LTZ(p)`: the types of a time attribute.
+    pub fn is_time(&self) -> bool {
+        matches!(self, SqlType::Timestamp(_) | SqlType::TimestampLtz(_))
+    }
+
     /// True for the types that order and compare as numbers.
     pub fn is_numeric(&self) -> bool {
         matches!(

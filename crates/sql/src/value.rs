@@ -46,6 +46,14 @@ impl Value {
         matches!(self, Value::Null)
     }
 
+    /// The milliseconds of a `TIMESTAMP` or `TIMESTAMP_LTZ` value (`None` for any other).
+    pub fn time_millis(&self) -> Option<i64> {
+        match *self {
+            Value::Timestamp(t) | Value::TimestampLtz(t) => Some(t),
+            _ => None,
+        }
+    }
+
     /// The value as a number of its kind, for comparisons across numeric kinds.
     fn numeric(&self) -> Option<Numeric> {
         match *self {

@@ -14,7 +14,6 @@ use crate::expr::Expr;
 use crate::expr::bind::bind;
 use crate::schema::Schema;
 use crate::statement::WatermarkDefinition;
-use crate::types::SqlType;
 use crate::value::{Row, Value};
 
 /// A table's rowtime column and watermark expression, bound to its columns.
@@ -31,9 +30,8 @@ impl EventTime {
     /// exist and be a `TIMESTAMP(3)` or `TIMESTAMP_LTZ(3)`, and so must the expression.
     pub fn bind(definition: &WatermarkDefinition, schema: &Schema) -> Result<Self> {
         let rowtime = schema.index_of(&definition.column, definition.at)?;
-        let is_time = |t: &SqlType| matches!(t, SqlType::Timestamp(_) | SqlType::TimestampLtz(_));
         let column_type = &schema.columns[rowtime].ty.ty;
-        if !is_time(column_type) {
+        if !column_type.is_time() {
             return Err(SqlError::Invalid {
                 at: definition.at,
                 message: format!(
@@ -44,7 +42,7 @@ impl EventTime {
             });
         }
         let bound = bind(&definition.expr, schema)?;
-        if !is_time(&bound.ty.ty) {
+        if !bound.ty.ty.is_time() {
             return Err(SqlError::Invalid {
                 at: definition.at,
                 message: format!(
@@ -75,10 +73,7 @@ impl EventTime {
 
 /// A time value's milliseconds (`NO_TIMESTAMP` for `NULL`).
 fn millis(v: &Value) -> Timestamp {
-    match *v {
-        Value::Timestamp(t) | Value::TimestampLtz(t) => t,
-        _ => NO_TIMESTAMP,
-    }
+    v.time_millis().unwrap_or(NO_TIMESTAMP)
 }
 
 /// Flink SQL's watermark: the largest value the expression took.

@@ -565,7 +565,7 @@ impl Binder<'_> {
 
     fn arithmetic(&self, op: Arith, left: &ast::Expr, right: &ast::Expr) -> Result<Typed> {
         let (l, r) = (self.bind(left)?, self.bind(right)?);
-        if is_time(&l.ty.ty) && matches!(op, Arith::Add | Arith::Subtract) {
+        if l.ty.ty.is_time() && matches!(op, Arith::Add | Arith::Subtract) {
             if r.ty.ty != SqlType::Interval {
                 return Err(SqlError::Invalid {
                     at: at(right),
@@ -704,7 +704,12 @@ impl Binder<'_> {
                 }
                 "DATE_FORMAT" => {
                     arity(2..=2)?;
-                    self.expect(&bound[0], args[0], is_time, "a TIMESTAMP or TIMESTAMP_LTZ")?;
+                    self.expect(
+                        &bound[0],
+                        args[0],
+                        SqlType::is_time,
+                        "a TIMESTAMP or TIMESTAMP_LTZ",
+                    )?;
                     let Some(pattern) = literal_string(args[1]) else {
                         return Err(self
                             .unsupported(args[1], "a DATE_FORMAT pattern that is not a literal"));
@@ -719,7 +724,12 @@ impl Binder<'_> {
                 }
                 "HOUR" | "MINUTE" | "SECOND" => {
                     arity(1..=1)?;
-                    self.expect(&bound[0], args[0], is_time, "a TIMESTAMP or TIMESTAMP_LTZ")?;
+                    self.expect(
+                        &bound[0],
+                        args[0],
+                        SqlType::is_time,
+                        "a TIMESTAMP or TIMESTAMP_LTZ",
+                    )?;
                     let field = match name {
                         "HOUR" => TimeField::Hour,
                         "MINUTE" => TimeField::Minute,
@@ -999,11 +1009,6 @@ fn coerce(expr: Expr, ty: &SqlType) -> Expr {
         },
         _ => expr,
     }
-}
-
-/// A time type: `TIMESTAMP(p)` or `TIMESTAMP_LTZ(p)`.
-fn is_time(t: &SqlType) -> bool {
-    matches!(t, SqlType::Timestamp(_) | SqlType::TimestampLtz(_))
 }
 
 /// The text of a string literal.

@@ -151,14 +151,12 @@ impl Function {
                 Value::Int(at as i32)
             }
             Function::Like(pattern) => Value::Boolean(pattern.matches(text(0)?)),
-            Function::DateFormat(pattern) => match args[0] {
-                Value::Timestamp(t) | Value::TimestampLtz(t) => {
-                    Value::String(format_time(t, pattern))
-                }
-                _ => Value::Null,
+            Function::DateFormat(pattern) => match args[0].time_millis() {
+                Some(t) => Value::String(format_time(t, pattern)),
+                None => Value::Null,
             },
-            Function::TimeField(field) => match args[0] {
-                Value::Timestamp(t) | Value::TimestampLtz(t) => {
+            Function::TimeField(field) => match args[0].time_millis() {
+                Some(t) => {
                     let ms_of_day = t.rem_euclid(86_400_000);
                     Value::BigInt(match field {
                         TimeField::Hour => ms_of_day / 3_600_000,
@@ -166,7 +164,7 @@ impl Function {
                         TimeField::Second => ms_of_day / 1_000 % 60,
                     })
                 }
-                _ => Value::Null,
+                None => Value::Null,
             },
             Function::RegexpExtract(regex) => {
                 let group = if args.len() > 2 { int(2)? } else { 1 };

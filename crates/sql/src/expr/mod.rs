@@ -186,9 +186,16 @@ impl Expr {
                     Value::Boolean(compare(*op, &a, &b))
                 }
             }
-            Expr::Field { row: r, index } => match r.eval(row)? {
-                Value::Row(mut fields) if *index < fields.len() => fields.swap_remove(*index),
-                _ => Value::Null,
+            // A column's field is read in place: only the field is copied, not the row.
+            Expr::Field { row: r, index } => match r.as_ref() {
+                Expr::Column(c) => match &row[*c] {
+                    Value::Row(fields) => fields.get(*index).cloned().unwrap_or(Value::Null),
+                    _ => Value::Null,
+                },
+                other => match other.eval(row)? {
+                    Value::Row(mut fields) if *index < fields.len() => fields.swap_remove(*index),
+                    _ => Value::Null,
+                },
             },
             Expr::ShiftTime { time, by, subtract } => {
                 let (t, d) = (time.eval(row)?, by.eval(row)?);

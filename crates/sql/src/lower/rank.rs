@@ -67,24 +67,28 @@ impl RankSpec {
         let Change { kind, mut row } = change;
         let mut sort = row.split_off(self.width);
         let sort = sort.split_off(self.partition);
-        let before: Vec<Row> = ranked
-            .rows
-            .iter()
-            .take(self.limit)
-            .map(|(_, r)| r.clone())
-            .collect();
+        // Only the ranks from the changed place on can change: they are compared before and
+        // after; a change below the first `limit` changes none of them.
+        let visible = |rows: &Vec<(Row, Row)>, from: usize| -> Vec<Row> {
+            rows.iter()
+                .take(self.limit)
+                .skip(from)
+                .map(|(_, r)| r.clone())
+                .collect()
+        };
+        let from;
+        let before;
         if kind.retracts() {
-            match ranked
+            let Some(i) = ranked
                 .rows
                 .iter()
                 .position(|(s, r)| *s == sort && *r == row)
-            {
-                Some(i) => {
-                    ranked.rows.remove(i);
-                }
+            else {
                 // Never kept (below the first `limit` of an append-only input).
-                None => return,
-            }
+                return;
+            };
+            (from, before) = (i, visible(&ranked.rows, i));
+            ranked.rows.remove(i);
         } else {
             // After every row that sorts before it or equal to it: ties keep arrival order.
             let at = ranked
@@ -93,15 +97,24 @@ impl RankSpec {
             if at >= self.limit && !self.keep_all {
                 return;
             }
+            (from, before) = (at, visible(&ranked.rows, at));
             ranked.rows.insert(at, (sort, row));
             if !self.keep_all {
                 ranked.rows.truncate(self.limit);
             }
         }
-        let after = ranked.rows.iter().take(self.limit).map(|(_, r)| r);
+        if from >= self.limit {
+            return;
+        }
+        let after = ranked
+            .rows
+            .iter()
+            .take(self.limit)
+            .skip(from)
+            .map(|(_, r)| r);
         let mut before = before.iter();
         let mut after = after.peekable();
-        for number in 1..=self.limit {
+        for number in from + 1..=self.limit {
             match (before.next(), after.next()) {
                 (Some(b), Some(a)) if b == a => {}
                 (Some(b), Some(a)) => {

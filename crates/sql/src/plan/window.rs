@@ -392,9 +392,8 @@ pub fn materialize(planned: Planned, at: Position) -> Result<Planned> {
     let rows = planned
         .rows
         .flat_map(move |c: Change| {
-            let t = match c.row[window.rowtime] {
-                Value::Timestamp(t) | Value::TimestampLtz(t) => t,
-                _ => return Vec::new(),
+            let Some(t) = c.row[window.rowtime].time_millis() else {
+                return Vec::new();
             };
             let mut windows = Vec::new();
             window.spec.assign(t, &mut windows);
