@@ -1036,3 +1036,264 @@ fn outer_joins_match_brute_force_outer_joins() {
         }
     }
 }
+
+/// A bid: auction, price, event time in milliseconds.
+type TimedBid = (i64, i64, i64);
+
+/// Bids (auction, price, ms) in three part files, each in event-time order, every time
+/// distinct; and auctions (id, ms) in one file; written under `dir`, with their tables (a
+/// rowtime `ts` each, watermarks 1 s behind).
+fn timed_bids_and_auctions(dir: &std::path::Path) -> (Vec<TimedBid>, Vec<(i64, i64)>, String) {
+    let (bids_dir, auctions_dir) = (dir.join("bids"), dir.join("auctions"));
+    std::fs::create_dir(&bids_dir).expect("mkdir");
+    std::fs::create_dir(&auctions_dir).expect("mkdir");
+    let mut bids = Vec::new();
+    let mut seed = 23u64;
+    let mut next = || {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        seed >> 20
+    };
+    for part in 0..3 {
+        let mut text = String::new();
+        let mut t = 0i64;
+        for _ in 0..250 {
+            t += (next() % 120) as i64;
+            let ms = t * 3 + part; // distinct over all files
+            let (auction, price) = ((next() % 4) as i64, (next() % 1000) as i64);
+            text.push_str(&format!("{auction},{price},{ms}\n"));
+            bids.push((auction, price, ms));
+        }
+        std::fs::write(bids_dir.join(format!("part-{part}.csv")), text).expect("write");
+    }
+    let mut auctions = Vec::new();
+    let mut text = String::new();
+    let mut t = 0i64;
+    while t < 90_000 {
+        t += (next() % 2_500) as i64;
+        let id = (next() % 4) as i64;
+        text.push_str(&format!("{id},{t}\n"));
+        auctions.push((id, t));
+    }
+    std::fs::write(auctions_dir.join("part-0.csv"), text).expect("write");
+    let tables = format!(
+        "CREATE TABLE bid (auction BIGINT, price BIGINT, ms BIGINT,\n\
+           ts AS CAST(TO_TIMESTAMP_LTZ(ms, 3) AS TIMESTAMP(3)),\n\
+           WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)\n\
+         WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');\n\
+         CREATE TABLE auction (id BIGINT, ms BIGINT,\n\
+           ts AS CAST(TO_TIMESTAMP_LTZ(ms, 3) AS TIMESTAMP(3)),\n\
+           WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)\n\
+         WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');\n",
+        bids_dir.display(),
+        auctions_dir.display()
+    );
+    (bids, auctions, tables)
+}
+
+/// Runs `query` into a csv sink of `columns` at parallelism 1 and 3, and checks its lines
+/// against `expected` (sorted here).
+fn check_csv_query(
+    dir: &std::path::Path,
+    tables: &str,
+    name: &str,
+    columns: &str,
+    query: &str,
+    mut expected: Vec<String>,
+) {
+    expected.sort();
+    for parallelism in [1, 3] {
+        let output = dir.join(format!("{name}-{parallelism}"));
+        let script = format!(
+            "SET 'parallelism.default' = '{parallelism}';\n{tables}\
+             CREATE TABLE q_sink ({columns})\n\
+             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');\n\
+             {query};",
+            output.display()
+        );
+        let (ok, out, err) = hummer_sql(&["-e", &script], "");
+        assert!(ok, "{name} at parallelism {parallelism}: {out}\n{err}");
+        assert_eq!(
+            sorted_lines(&output),
+            expected,
+            "{name} at parallelism {parallelism}"
+        );
+    }
+}
+
+/// Window Top-N (over a window table function's rows, and over a window aggregation's) is
+/// append-only (a csv sink takes it) and per window the brute-force top rows with their
+/// numbers, at parallelism 1 and 3.
+#[test]
+fn window_top_n_is_the_brute_force_top_rows_of_each_window() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (bids, _, tables) = timed_bids_and_auctions(dir.path());
+    let mut by_window: std::collections::BTreeMap<i64, Vec<(i64, i64, i64)>> = Default::default();
+    for &(auction, price, ms) in &bids {
+        by_window
+            .entry(ms / 5_000 * 5_000)
+            .or_default()
+            .push((auction, price, ms));
+    }
+    let mut expected = Vec::new();
+    for (start, rows) in &by_window {
+        let mut rows = rows.clone();
+        rows.sort_by_key(|&(_, price, ms)| (std::cmp::Reverse(price), ms));
+        for (i, (auction, price, ms)) in rows.iter().take(3).enumerate() {
+            expected.push(format!(
+                "{},{auction},{price},{ms},{}",
+                clock(*start),
+                i + 1
+            ));
+        }
+    }
+    check_csv_query(
+        dir.path(),
+        &tables,
+        "top3",
+        "w STRING, auction BIGINT, price BIGINT, ms BIGINT, rn BIGINT",
+        "INSERT INTO q_sink SELECT DATE_FORMAT(window_start, 'HH:mm:ss.SSS'), auction, price,\n\
+           ms, rn FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY window_start, window_end\n\
+             ORDER BY price DESC, ms) AS rn\n\
+           FROM TABLE(TUMBLE(TABLE bid, DESCRIPTOR(ts), INTERVAL '5' SECOND)))\n\
+         WHERE rn <= 3",
+        expected,
+    );
+    let mut expected = Vec::new();
+    for (start, rows) in &by_window {
+        let mut counts: std::collections::BTreeMap<i64, i64> = Default::default();
+        for &(auction, _, _) in rows {
+            *counts.entry(auction).or_default() += 1;
+        }
+        let mut counts: Vec<(i64, i64)> = counts.into_iter().collect();
+        counts.sort_by_key(|&(auction, n)| (std::cmp::Reverse(n), auction));
+        for (i, (auction, n)) in counts.iter().take(2).enumerate() {
+            expected.push(format!("{},{auction},{n},{}", clock(*start), i + 1));
+        }
+    }
+    check_csv_query(
+        dir.path(),
+        &tables,
+        "top-auctions",
+        "w STRING, auction BIGINT, n BIGINT, rn BIGINT",
+        "INSERT INTO q_sink SELECT DATE_FORMAT(window_start, 'HH:mm:ss.SSS'), auction, n, rn\n\
+         FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY window_start, window_end\n\
+             ORDER BY n DESC, auction) AS rn\n\
+           FROM (SELECT auction, window_start, window_end, COUNT(*) AS n\n\
+             FROM TABLE(TUMBLE(TABLE bid, DESCRIPTOR(ts), INTERVAL '5' SECOND))\n\
+             GROUP BY auction, window_start, window_end))\n\
+         WHERE rn <= 2",
+        expected,
+    );
+}
+
+/// Over aggregations with a RANGE frame of an interval and a ROWS frame, per auction in
+/// event time: each bid with the SUM, MAX and COUNT of its brute-force frame, at parallelism
+/// 1 and 3, although the files interleave in time.
+#[test]
+fn over_aggregations_match_brute_force_frames() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (bids, _, tables) = timed_bids_and_auctions(dir.path());
+    let frame_rows = |in_frame: &dyn Fn(&TimedBid, &TimedBid) -> bool| {
+        bids.iter()
+            .map(|b| {
+                let prices: Vec<i64> = bids
+                    .iter()
+                    .filter(|o| o.0 == b.0 && o.2 <= b.2 && in_frame(o, b))
+                    .map(|o| o.1)
+                    .collect();
+                format!(
+                    "{},{},{},{},{},{}",
+                    b.0,
+                    b.2,
+                    b.1,
+                    prices.iter().sum::<i64>(),
+                    prices.iter().max().copied().unwrap_or_default(),
+                    prices.len()
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    let columns = "auction BIGINT, ms BIGINT, price BIGINT, s BIGINT, hi BIGINT, n BIGINT";
+    check_csv_query(
+        dir.path(),
+        &tables,
+        "range",
+        columns,
+        "INSERT INTO q_sink SELECT auction, ms, price, SUM(price) OVER w, MAX(price) OVER w,\n\
+           COUNT(*) OVER w FROM bid\n\
+         WINDOW w AS (PARTITION BY auction ORDER BY ts\n\
+           RANGE BETWEEN INTERVAL '2' SECOND PRECEDING AND CURRENT ROW)",
+        frame_rows(&|o, b| o.2 >= b.2 - 2_000),
+    );
+    check_csv_query(
+        dir.path(),
+        &tables,
+        "rows",
+        columns,
+        "INSERT INTO q_sink SELECT auction, ms, price,\n\
+           SUM(price) OVER (PARTITION BY auction ORDER BY ts ROWS BETWEEN 2 PRECEDING AND\n\
+             CURRENT ROW),\n\
+           MAX(price) OVER (PARTITION BY auction ORDER BY ts ROWS BETWEEN 2 PRECEDING AND\n\
+             CURRENT ROW),\n\
+           COUNT(*) OVER (PARTITION BY auction ORDER BY ts ROWS BETWEEN 2 PRECEDING AND\n\
+             CURRENT ROW) FROM bid",
+        frame_rows(&|o, b| {
+            // The bid and the two before it of its auction.
+            bids.iter()
+                .filter(|x| x.0 == b.0 && x.2 > o.2 && x.2 <= b.2)
+                .count()
+                <= 2
+        }),
+    );
+}
+
+/// An interval join (bids within 3 s after an auction of theirs) gives the brute-force
+/// pairs, append-only; its result keeps the bid's time as its rowtime, so a tumbling window
+/// over it counts every pair in the window of its bid, none dropped as late.
+#[test]
+fn an_interval_join_gives_the_brute_force_pairs_in_event_time() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (bids, auctions, tables) = timed_bids_and_auctions(dir.path());
+    let mut pairs = Vec::new();
+    for &(auction, price, ms) in &bids {
+        for &(id, at) in &auctions {
+            if id == auction && at <= ms && ms <= at + 3_000 {
+                pairs.push((auction, price, ms, at));
+            }
+        }
+    }
+    let view = "CREATE VIEW joined AS SELECT B.auction, B.price, B.ms, A.ms AS opened, B.ts\n\
+                FROM bid B JOIN auction A ON B.auction = A.id\n\
+                  AND B.ts BETWEEN A.ts AND A.ts + INTERVAL '3' SECOND;\n";
+    let tables = format!("{tables}{view}");
+    check_csv_query(
+        dir.path(),
+        &tables,
+        "pairs",
+        "auction BIGINT, price BIGINT, ms BIGINT, opened BIGINT",
+        "INSERT INTO q_sink SELECT auction, price, ms, opened FROM joined",
+        pairs
+            .iter()
+            .map(|(a, p, m, o)| format!("{a},{p},{m},{o}"))
+            .collect(),
+    );
+    let mut windows: std::collections::BTreeMap<(i64, i64), i64> = Default::default();
+    for &(auction, _, ms, _) in &pairs {
+        *windows.entry((auction, ms / 5_000 * 5_000)).or_default() += 1;
+    }
+    check_csv_query(
+        dir.path(),
+        &tables,
+        "pair-windows",
+        "auction BIGINT, w STRING, n BIGINT",
+        "INSERT INTO q_sink SELECT auction, DATE_FORMAT(window_start, 'HH:mm:ss.SSS'), COUNT(*)\n\
+         FROM TABLE(TUMBLE(TABLE joined, DESCRIPTOR(ts), INTERVAL '5' SECOND))\n\
+         GROUP BY auction, window_start, window_end",
+        windows
+            .iter()
+            .map(|((a, w), n)| format!("{a},{},{n}", clock(*w)))
+            .collect(),
+    );
+}

@@ -441,6 +441,82 @@ impl Binder<'_> {
                     nullable,
                 ))
             }
+            E::Extract {
+                field, expr: value, ..
+            } => {
+                let v = self.bind(value)?;
+                self.expect(&v, value, SqlType::is_time, "a TIMESTAMP or TIMESTAMP_LTZ")?;
+                let field = time_field(field).ok_or_else(|| SqlError::Unsupported {
+                    at: here,
+                    what: format!("EXTRACT({field} ..)"),
+                    supported: "EXTRACT of YEAR, QUARTER, MONTH, WEEK, DAY, DOW, DOY, HOUR, \
+                                MINUTE, SECOND and MILLISECOND is"
+                        .into(),
+                })?;
+                Ok(typed(
+                    Expr::Call {
+                        function: Function::TimeField(field),
+                        args: vec![v.expr],
+                    },
+                    SqlType::BigInt,
+                    v.ty.nullable,
+                ))
+            }
+            E::Floor { expr: value, field } | E::Ceil { expr: value, field } => {
+                let up = matches!(expr, E::Ceil { .. });
+                let v = self.bind(value)?;
+                let unit = match field {
+                    ast::CeilFloorKind::DateTimeField(ast::DateTimeField::NoDateTime) => None,
+                    ast::CeilFloorKind::DateTimeField(f) => Some(
+                        time_field(f)
+                            .filter(|u| u.floor(0).is_some())
+                            .ok_or_else(|| SqlError::Unsupported {
+                                at: here,
+                                what: format!("FLOOR/CEIL to {f}"),
+                                supported: "FLOOR and CEIL (t TO YEAR, QUARTER, MONTH, WEEK, \
+                                            DAY, HOUR, MINUTE, SECOND) are"
+                                    .into(),
+                            })?,
+                    ),
+                    ast::CeilFloorKind::Scale(_) => {
+                        return Err(SqlError::Unsupported {
+                            at: here,
+                            what: format!("'{expr}'"),
+                            supported: "FLOOR(n), CEIL(n) and FLOOR/CEIL(t TO unit) are".into(),
+                        });
+                    }
+                };
+                let (function, ty) = match unit {
+                    Some(unit) => {
+                        self.expect(&v, value, SqlType::is_time, "a TIMESTAMP or TIMESTAMP_LTZ")?;
+                        let f = if up {
+                            Function::CeilTime(unit)
+                        } else {
+                            Function::FloorTime(unit)
+                        };
+                        (f, v.ty.ty.clone())
+                    }
+                    None => {
+                        self.expect_numeric(&v, value)?;
+                        let ty = match v.ty.ty {
+                            SqlType::Decimal { precision, scale } => SqlType::Decimal {
+                                precision: (precision - scale + u8::from(scale > 0)).clamp(1, 38),
+                                scale: 0,
+                            },
+                            ref other => other.clone(),
+                        };
+                        (if up { Function::Ceil } else { Function::Floor }, ty)
+                    }
+                };
+                Ok(typed(
+                    Expr::Call {
+                        function,
+                        args: vec![v.expr],
+                    },
+                    ty,
+                    v.ty.nullable,
+                ))
+            }
             E::Position { expr: needle, r#in } => {
                 self.call(expr, "POSITION", &[needle.as_ref(), r#in.as_ref()])
             }
@@ -722,7 +798,8 @@ impl Binder<'_> {
                     bound.truncate(1);
                     (Function::DateFormat(pieces), SqlType::STRING)
                 }
-                "HOUR" | "MINUTE" | "SECOND" => {
+                "YEAR" | "QUARTER" | "MONTH" | "WEEK" | "DAYOFMONTH" | "DAYOFWEEK"
+                | "DAYOFYEAR" | "HOUR" | "MINUTE" | "SECOND" => {
                     arity(1..=1)?;
                     self.expect(
                         &bound[0],
@@ -731,6 +808,13 @@ impl Binder<'_> {
                         "a TIMESTAMP or TIMESTAMP_LTZ",
                     )?;
                     let field = match name {
+                        "YEAR" => TimeField::Year,
+                        "QUARTER" => TimeField::Quarter,
+                        "MONTH" => TimeField::Month,
+                        "WEEK" => TimeField::Week,
+                        "DAYOFMONTH" => TimeField::Day,
+                        "DAYOFWEEK" => TimeField::DayOfWeek,
+                        "DAYOFYEAR" => TimeField::DayOfYear,
                         "HOUR" => TimeField::Hour,
                         "MINUTE" => TimeField::Minute,
                         _ => TimeField::Second,
@@ -1039,6 +1123,25 @@ fn literal_integer(expr: &ast::Expr) -> Option<i64> {
 
 /// A literal's value and type, as Flink types it: an integer literal is an `INT` if it fits,
 /// else a `BIGINT`; `1.5` is a `DECIMAL(2, 1)`; `1e3` a `DOUBLE`; `'abc'` a string.
+/// The field of a time that `EXTRACT` reads, or the unit `FLOOR`/`CEIL` round to.
+fn time_field(field: &ast::DateTimeField) -> Option<TimeField> {
+    use ast::DateTimeField as F;
+    Some(match field {
+        F::Year | F::Years => TimeField::Year,
+        F::Quarter => TimeField::Quarter,
+        F::Month | F::Months => TimeField::Month,
+        F::Week(_) | F::Weeks => TimeField::Week,
+        F::Day | F::Days => TimeField::Day,
+        F::DayOfWeek | F::Dow => TimeField::DayOfWeek,
+        F::DayOfYear | F::Doy => TimeField::DayOfYear,
+        F::Hour | F::Hours => TimeField::Hour,
+        F::Minute | F::Minutes => TimeField::Minute,
+        F::Second | F::Seconds => TimeField::Second,
+        F::Millisecond | F::Milliseconds => TimeField::Millisecond,
+        _ => return None,
+    })
+}
+
 /// The milliseconds of a day-time interval literal: `INTERVAL '4' SECOND`, `'1.5' SECOND`,
 /// `'10' MINUTE`, `'2' HOUR`, `'1' DAY`, `'250' MILLISECOND` (as Flink, one unit).
 fn interval_millis(interval: &ast::Interval, here: Position) -> Result<i64> {

@@ -2,7 +2,7 @@
 //! is `NULL` (unless said otherwise), strings count characters (not bytes) from 1.
 
 use super::{EvalError, as_f64, rescale};
-use crate::value::Value;
+use crate::value::{Value, civil_from_days, days_from_civil};
 
 /// Where `TRIM` trims.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -57,6 +57,14 @@ pub enum Function {
     DateFormat(Vec<DatePiece>),
     /// `HOUR`, `MINUTE`, `SECOND` of a time: a `BIGINT`.
     TimeField(TimeField),
+    /// `FLOOR(t TO unit)`: the start of the unit `t` is in, of `t`'s type.
+    FloorTime(TimeField),
+    /// `CEIL(t TO unit)`: `t` if it starts a unit, else the start of the next.
+    CeilTime(TimeField),
+    /// `FLOOR(n)`: the largest whole number not above `n`, of `n`'s type.
+    Floor,
+    /// `CEIL(n)`, `CEILING(n)`: the smallest whole number not below `n`.
+    Ceil,
     /// `REGEXP_EXTRACT(s, regex [, group])`: the group (1 by default, 0 the whole match)
     /// of the first match, `NULL` where there is none; the regex compiled once.
     RegexpExtract(regex::Regex),
@@ -156,14 +164,7 @@ impl Function {
                 None => Value::Null,
             },
             Function::TimeField(field) => match args[0].time_millis() {
-                Some(t) => {
-                    let ms_of_day = t.rem_euclid(86_400_000);
-                    Value::BigInt(match field {
-                        TimeField::Hour => ms_of_day / 3_600_000,
-                        TimeField::Minute => ms_of_day / 60_000 % 60,
-                        TimeField::Second => ms_of_day / 1_000 % 60,
-                    })
-                }
+                Some(t) => Value::BigInt(field.of(t)),
                 None => Value::Null,
             },
             Function::RegexpExtract(regex) => {
@@ -200,6 +201,33 @@ impl Function {
                     _ => 0,
                 };
                 Value::BigInt(count as i64)
+            }
+            Function::FloorTime(unit) | Function::CeilTime(unit) => {
+                let round = |t: i64| match self {
+                    Function::CeilTime(_) => unit.ceil(t),
+                    _ => unit.floor(t),
+                };
+                match &args[0] {
+                    Value::Timestamp(t) => round(*t).map_or(Value::Null, Value::Timestamp),
+                    Value::TimestampLtz(t) => round(*t).map_or(Value::Null, Value::TimestampLtz),
+                    _ => Value::Null,
+                }
+            }
+            Function::Floor | Function::Ceil => {
+                let up = matches!(self, Function::Ceil);
+                match args[0] {
+                    Value::Double(d) => Value::Double(if up { d.ceil() } else { d.floor() }),
+                    Value::Decimal(d, s) => {
+                        let unit = 10i128.pow(u32::from(s));
+                        let whole = if up {
+                            -(-d).div_euclid(unit)
+                        } else {
+                            d.div_euclid(unit)
+                        };
+                        Value::Decimal(whole, 0)
+                    }
+                    ref whole => whole.clone(),
+                }
             }
             Function::Abs => match args[0] {
                 Value::Int(n) => Value::Int(n.wrapping_abs()),
@@ -247,15 +275,103 @@ impl Function {
     }
 }
 
-/// A field of the time of day.
+/// A field of a time (`EXTRACT(field FROM t)`, `HOUR(t)`, ..), or the unit a time is
+/// rounded to (`FLOOR(t TO unit)`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TimeField {
+    /// The year.
+    Year,
+    /// 1 to 4.
+    Quarter,
+    /// 1 to 12.
+    Month,
+    /// The ISO week of the year, 1 to 53 (weeks start on Monday).
+    Week,
+    /// The day of the month, 1 to 31.
+    Day,
+    /// 1 (Sunday) to 7 (Saturday), as Flink's `DAYOFWEEK`.
+    DayOfWeek,
+    /// 1 to 366.
+    DayOfYear,
     /// 0 to 23.
     Hour,
     /// 0 to 59.
     Minute,
     /// 0 to 59.
     Second,
+    /// 0 to 999 (within the second).
+    Millisecond,
+}
+
+impl TimeField {
+    /// The field of the time `t` (milliseconds since 1970-01-01 00:00:00).
+    pub fn of(self, t: i64) -> i64 {
+        let days = t.div_euclid(86_400_000);
+        let ms_of_day = t.rem_euclid(86_400_000);
+        let (y, m, d) = civil_from_days(days);
+        match self {
+            TimeField::Year => y,
+            TimeField::Quarter => i64::from((m - 1) / 3 + 1),
+            TimeField::Month => i64::from(m),
+            TimeField::Day => i64::from(d),
+            TimeField::DayOfWeek => (days + 4).rem_euclid(7) + 1,
+            TimeField::DayOfYear => days - days_from_civil(y, 1, 1) + 1,
+            TimeField::Week => {
+                // ISO 8601: the week with the year's first Thursday is week 1.
+                let weekday = (days + 3).rem_euclid(7); // Monday 0
+                let thursday = days - weekday + 3;
+                let (ty, _, _) = civil_from_days(thursday);
+                (thursday - days_from_civil(ty, 1, 1)) / 7 + 1
+            }
+            TimeField::Hour => ms_of_day / 3_600_000,
+            TimeField::Minute => ms_of_day / 60_000 % 60,
+            TimeField::Second => ms_of_day / 1_000 % 60,
+            TimeField::Millisecond => ms_of_day % 1_000,
+        }
+    }
+
+    /// The start of the unit (this field's) that `t` is in: `FLOOR(t TO unit)`; `None` for a
+    /// field that is not a unit of time.
+    pub fn floor(self, t: i64) -> Option<i64> {
+        let fixed = |unit: i64| Some(t.div_euclid(unit) * unit);
+        let days = t.div_euclid(86_400_000);
+        let (y, m, _) = civil_from_days(days);
+        let day_ms = |d: i64| Some(d * 86_400_000);
+        match self {
+            TimeField::Millisecond => Some(t),
+            TimeField::Second => fixed(1_000),
+            TimeField::Minute => fixed(60_000),
+            TimeField::Hour => fixed(3_600_000),
+            TimeField::Day => fixed(86_400_000),
+            TimeField::Week => day_ms(days - (days + 3).rem_euclid(7)),
+            TimeField::Month => day_ms(days_from_civil(y, m, 1)),
+            TimeField::Quarter => day_ms(days_from_civil(y, (m - 1) / 3 * 3 + 1, 1)),
+            TimeField::Year => day_ms(days_from_civil(y, 1, 1)),
+            TimeField::DayOfWeek | TimeField::DayOfYear => None,
+        }
+    }
+
+    /// `CEIL(t TO unit)`: `t` if it starts a unit, else the start of the next.
+    pub fn ceil(self, t: i64) -> Option<i64> {
+        let floor = self.floor(t)?;
+        if floor == t {
+            return Some(t);
+        }
+        // The next unit starts after the end of this one: floor of a time past its end.
+        let past = match self {
+            TimeField::Millisecond => 1,
+            TimeField::Second => 1_000,
+            TimeField::Minute => 60_000,
+            TimeField::Hour => 3_600_000,
+            TimeField::Day => 86_400_000,
+            TimeField::Week => 7 * 86_400_000,
+            TimeField::Month => 31 * 86_400_000,
+            TimeField::Quarter => 92 * 86_400_000,
+            TimeField::Year => 366 * 86_400_000,
+            TimeField::DayOfWeek | TimeField::DayOfYear => return None,
+        };
+        self.floor(floor + past)
+    }
 }
 
 /// A piece of a `DATE_FORMAT` pattern: a field of the time, so many digits wide, or text.
@@ -677,5 +793,72 @@ mod tests {
                 .unwrap()
                 .matches("100%")
         );
+    }
+
+    /// Known dates: 2024-02-29 13:45:30.250 was a Thursday, in ISO week 9, day 60 of its
+    /// year; 2021-01-03 (a Sunday) is in ISO week 53 of 2020.
+    #[test]
+    fn fields_of_known_dates() {
+        let leap = 1_709_214_330_250i64;
+        let fields = [
+            (TimeField::Year, 2024),
+            (TimeField::Quarter, 1),
+            (TimeField::Month, 2),
+            (TimeField::Week, 9),
+            (TimeField::Day, 29),
+            (TimeField::DayOfWeek, 5),
+            (TimeField::DayOfYear, 60),
+            (TimeField::Hour, 13),
+            (TimeField::Minute, 45),
+            (TimeField::Second, 30),
+            (TimeField::Millisecond, 250),
+        ];
+        for (field, value) in fields {
+            assert_eq!(field.of(leap), value, "{field:?}");
+        }
+        let sunday = 1_609_632_000_000i64;
+        assert_eq!(TimeField::Week.of(sunday), 53);
+        assert_eq!(TimeField::DayOfWeek.of(sunday), 1);
+        assert_eq!(
+            TimeField::Month.floor(leap),
+            Some(1_706_745_600_000),
+            "2024-02-01"
+        );
+        assert_eq!(
+            TimeField::Quarter.ceil(leap),
+            Some(1_711_929_600_000),
+            "2024-04-01"
+        );
+        assert_eq!(
+            TimeField::Week.floor(leap),
+            Some(1_708_905_600_000),
+            "Monday 2024-02-26"
+        );
+    }
+
+    proptest! {
+        /// FLOOR(t TO unit) is the start of the unit `t` is in: not after `t`, a unit start
+        /// (its own floor), and the field of every coarser unit is `t`'s; CEIL is `t` or the
+        /// next start.
+        #[test]
+        fn floor_and_ceil_bound_a_time_by_unit_starts(t in -4_000_000_000_000i64..4_000_000_000_000) {
+            use TimeField::*;
+            for unit in [Millisecond, Second, Minute, Hour, Day, Week, Month, Quarter, Year] {
+                let f = unit.floor(t).unwrap();
+                prop_assert!(f <= t);
+                prop_assert_eq!(unit.floor(f), Some(f));
+                let c = unit.ceil(t).unwrap();
+                prop_assert!(c >= t);
+                prop_assert_eq!(unit.floor(c), Some(c));
+                prop_assert!(c == t || unit.floor(c - 1) == Some(f), "{:?}: no start between", unit);
+                if unit != Week {
+                    prop_assert_eq!(Year.of(f), Year.of(t));
+                }
+                if matches!(unit, Day | Hour | Minute | Second) {
+                    prop_assert_eq!(Day.of(f), Day.of(t));
+                    prop_assert_eq!(Month.of(f), Month.of(t));
+                }
+            }
+        }
     }
 }

@@ -1,10 +1,14 @@
-//! Lowering: a plan's nodes as Hummer's own operators, one file per operator (the planner
-//! that builds the plan from a query comes with issue 31's next steps).
+//! Lowering: the plan's nodes as Hummer's own operators, one file per operator. The keyed
+//! ones keep their state in tables the runtime owns ([`per_key`], or a keyed process
+//! function's value and timers), so checkpoints, restore and rescaling cover them.
 
 pub mod calc;
 pub mod group_aggregate;
 pub mod join;
+pub mod over_aggregate;
 pub mod per_key;
 pub mod rank;
+pub mod rowtime;
+pub mod window_rank;
 
 pub use calc::Calc;

@@ -55,10 +55,24 @@ impl RankSpec {
     }
 
     /// The output row of `row` at rank `number` (from 1).
-    fn numbered(&self, row: &Row, number: usize) -> Row {
+    pub fn numbered(&self, row: &Row, number: usize) -> Row {
         let mut out = row.clone();
         out.insert(self.number_at, Value::BigInt(number as i64));
         out
+    }
+
+    /// Keeps `row` (of an append-only input) among the first `limit` of a partition's rows,
+    /// if it is one of them, with nothing emitted (a window Top-N emits when its window ends).
+    pub fn keep(&self, ranked: &mut Ranked, mut row: Row) {
+        let mut sort = row.split_off(self.width);
+        let sort = sort.split_off(self.partition);
+        let at = ranked
+            .rows
+            .partition_point(|(s, _)| self.compare(s, &sort) != Ordering::Greater);
+        if at < self.limit {
+            ranked.rows.insert(at, (sort, row));
+            ranked.rows.truncate(self.limit);
+        }
     }
 
     /// Applies one change to a partition's rows and appends the changes of its first

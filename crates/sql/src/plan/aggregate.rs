@@ -43,6 +43,10 @@ fn aggregate_kind(name: &str, star: bool) -> Option<AggKind> {
 
 /// A call's name, if it is an aggregate function.
 fn aggregate_name(f: &ast::Function) -> Option<String> {
+    if f.over.is_some() {
+        // An over aggregation's call ([`super::over`]), not a group's.
+        return None;
+    }
     let name = f.name.0.last()?.as_ident()?.value.clone();
     aggregate_kind(&name, false).map(|_| name)
 }
@@ -182,7 +186,7 @@ impl VisitorMut for Calls<'_> {
 }
 
 /// One aggregate call's parts: its kind, argument, `DISTINCT` and `FILTER`.
-fn call_parts(f: &ast::Function) -> Result<(AggKind, Option<ast::Expr>, bool)> {
+pub(crate) fn call_parts(f: &ast::Function) -> Result<(AggKind, Option<ast::Expr>, bool)> {
     let at = at_span(f.span());
     let refuse = |what: &str| SqlError::Unsupported {
         at,
@@ -219,7 +223,7 @@ fn call_parts(f: &ast::Function) -> Result<(AggKind, Option<ast::Expr>, bool)> {
 
 /// The result type of an aggregate over `arg` (Flink's: COUNT is `BIGINT NOT NULL`; SUM,
 /// MIN, MAX and AVG keep the argument's type).
-fn result_type(kind: AggKind, arg: Option<&DataType>, at: Position) -> Result<DataType> {
+pub(crate) fn result_type(kind: AggKind, arg: Option<&DataType>, at: Position) -> Result<DataType> {
     match (kind, arg) {
         (AggKind::CountStar | AggKind::Count, _) => Ok(DataType::not_null(SqlType::BigInt)),
         (AggKind::Sum | AggKind::Avg, Some(t)) if !t.ty.is_numeric() => Err(SqlError::Invalid {

@@ -6,6 +6,11 @@
 //! are partitioned by them and joined per key. An `ON`'s other conjuncts filter the joined
 //! rows right after the join; a comma join's `WHERE` is applied whole by the query after it.
 //! A join without any such equality (a cross join) is refused.
+//!
+//! An inner join of two append-only inputs whose conditions bound one side's rowtime by the
+//! other's (`B.ts BETWEEN A.ts AND A.ts + INTERVAL '3' SECOND`, or `>=`/`<=` pairs) is an
+//! interval join instead: Hummer's interval join operator, whose state the watermark bounds;
+//! its result is append-only and keeps the left side's rowtime as its time attribute.
 
 use sqlparser::ast::{self, BinaryOperator, Spanned};
 
@@ -17,6 +22,7 @@ use crate::expr::bind::bind;
 use crate::lower::Calc;
 use crate::lower::calc::Named;
 use crate::lower::join::{JoinKind, RegularJoin};
+use crate::lower::rowtime::Rowtime;
 use crate::schema::Schema;
 use crate::value::Row;
 
@@ -97,6 +103,20 @@ pub fn plan(
                 .into(),
         });
     }
+    // Bounds between the two sides' rowtimes make an inner join of append-only inputs an
+    // interval join: its state is bounded by the watermark, its result keeps the times.
+    let interval = match (kind, left.rowtime, right.rowtime) {
+        (JoinKind::Inner, Some(lt), Some(rt))
+            if left.updated_by.is_none() && right.updated_by.is_none() =>
+        {
+            let sides = TimeSides {
+                left: (&left.schema, lt),
+                right: (&right.schema, rt),
+            };
+            interval_bounds(&mut residual, &sides)?
+        }
+        _ => None,
+    };
     if kind != JoinKind::Inner && on && !residual.is_empty() {
         return Err(SqlError::Unsupported {
             at,
@@ -128,11 +148,39 @@ pub fn plan(
         .rows
         .transform("Calc: join key", move |_| Ok(right_calc.clone()))
         .key_by(move |c: &Change| -> Row { c.row[right_width..].to_vec() });
-    let mut rows = left_rows
-        .connect(&right_rows)
-        .transform(&description, move |_| {
-            Ok(RegularJoin::new(kind, left_width, right_width))
-        });
+    let left_rowtime = left.rowtime.unwrap_or(0);
+    let mut rows = match interval {
+        Some((lower, upper)) => {
+            let description = format!("Interval{description}, bounds=[{lower}, {upper}] ms");
+            left_rows
+                .interval_join(&right_rows)
+                .between(lower, upper)
+                .process(move |l: &Change, r: &Change, out| {
+                    let mut row = Vec::with_capacity(left_width + right_width);
+                    row.extend_from_slice(&l.row[..left_width]);
+                    row.extend_from_slice(&r.row[..right_width]);
+                    out.collect(Change::insert(row));
+                })
+                .name(&description)
+                .transform(
+                    &format!(
+                        "Rowtime: left time, watermark held back {} ms",
+                        upper.max(0)
+                    ),
+                    move |_| {
+                        Ok(Rowtime {
+                            column: left_rowtime,
+                            delay: upper.max(0),
+                        })
+                    },
+                )
+        }
+        None => left_rows
+            .connect(&right_rows)
+            .transform(&description, move |_| {
+                Ok(RegularJoin::new(kind, left_width, right_width))
+            }),
+    };
     let mut schema = Schema::join(&left.schema, &right.schema);
     // The columns an outer join pads take NULL.
     for (i, c) in schema.columns.iter_mut().enumerate() {
@@ -172,9 +220,141 @@ pub fn plan(
             JoinKind::Inner => left.updated_by.or(right.updated_by),
             _ => Some(description.clone()),
         },
-        rowtime: None,
+        // An interval join's result keeps the left side's rowtime as its time attribute.
+        rowtime: interval.and(left.rowtime),
         proctime: None,
         window: None,
         window_bounds: None,
     })
+}
+
+/// The rowtime columns of a join's two sides.
+struct TimeSides<'a> {
+    left: (&'a Schema, usize),
+    right: (&'a Schema, usize),
+}
+
+/// Which side's rowtime a term is, and the milliseconds added to it: `t`, `t + INTERVAL ..`
+/// or `t - INTERVAL ..`.
+fn time_term(e: &ast::Expr, sides: &TimeSides<'_>) -> Option<(bool, i64)> {
+    match e {
+        ast::Expr::Nested(inner) => time_term(inner, sides),
+        ast::Expr::BinaryOp {
+            left: t,
+            op: op @ (BinaryOperator::Plus | BinaryOperator::Minus),
+            right: interval,
+        } => {
+            let (is_left, offset) = time_term(t, sides)?;
+            let ms = super::window::interval(interval).ok()?;
+            Some((
+                is_left,
+                if *op == BinaryOperator::Plus {
+                    offset + ms
+                } else {
+                    offset - ms
+                },
+            ))
+        }
+        _ => {
+            let is = |(schema, rowtime): (&Schema, usize)| matches!(bind(e, schema), Ok(t) if matches!(t.expr, Expr::Column(c) if c == rowtime));
+            if is(sides.left) {
+                Some((true, 0))
+            } else if is(sides.right) {
+                Some((false, 0))
+            } else {
+                None
+            }
+        }
+    }
+}
+
+/// What a comparison of the two rowtimes says of `b - a` (a left row at `a`, a right at
+/// `b`): `(lower, upper)` bounds, either open.
+fn time_bound(
+    x: &ast::Expr,
+    op: &BinaryOperator,
+    y: &ast::Expr,
+    sides: &TimeSides<'_>,
+) -> Option<(Option<i64>, Option<i64>)> {
+    let (x_left, xo) = time_term(x, sides)?;
+    let (y_left, yo) = time_term(y, sides)?;
+    if x_left == y_left {
+        return None;
+    }
+    // As `a + lo (op) b + ro`, with the left side's term first.
+    let (lo, op, ro) = if x_left {
+        (xo, op.clone(), yo)
+    } else {
+        let flipped = match op {
+            BinaryOperator::Lt => BinaryOperator::Gt,
+            BinaryOperator::LtEq => BinaryOperator::GtEq,
+            BinaryOperator::Gt => BinaryOperator::Lt,
+            BinaryOperator::GtEq => BinaryOperator::LtEq,
+            other => other.clone(),
+        };
+        (yo, flipped, xo)
+    };
+    // a + lo <= b + ro  <=>  b - a >= lo - ro.
+    let d = lo - ro;
+    match op {
+        BinaryOperator::LtEq => Some((Some(d), None)),
+        BinaryOperator::Lt => Some((Some(d + 1), None)),
+        BinaryOperator::GtEq => Some((None, Some(d))),
+        BinaryOperator::Gt => Some((None, Some(d - 1))),
+        BinaryOperator::Eq => Some((Some(d), Some(d))),
+        _ => None,
+    }
+}
+
+/// The interval join's bounds on `b - a` if `conditions` bound the rowtimes on both sides,
+/// with the conjuncts that say so taken out of them; `None` if they do not.
+fn interval_bounds(
+    conditions: &mut Vec<&ast::Expr>,
+    sides: &TimeSides<'_>,
+) -> Result<Option<(i64, i64)>> {
+    let (mut lower, mut upper): (Option<i64>, Option<i64>) = (None, None);
+    let mut used = Vec::new();
+    for (i, c) in conditions.iter().enumerate() {
+        let bounds = match c {
+            ast::Expr::BinaryOp { left, op, right } => time_bound(left, op, right, sides)
+                .into_iter()
+                .collect::<Vec<_>>(),
+            ast::Expr::Between {
+                expr,
+                negated: false,
+                low,
+                high,
+            } => match (
+                time_bound(expr, &BinaryOperator::GtEq, low, sides),
+                time_bound(expr, &BinaryOperator::LtEq, high, sides),
+            ) {
+                (Some(a), Some(b)) => vec![a, b],
+                _ => Vec::new(),
+            },
+            _ => Vec::new(),
+        };
+        if bounds.is_empty() {
+            continue;
+        }
+        used.push(i);
+        for (lo, hi) in bounds {
+            if let Some(lo) = lo {
+                lower = Some(lower.map_or(lo, |l| l.max(lo)));
+            }
+            if let Some(hi) = hi {
+                upper = Some(upper.map_or(hi, |u| u.min(hi)));
+            }
+        }
+    }
+    let (Some(lower), Some(upper)) = (lower, upper) else {
+        return Ok(None);
+    };
+    if lower > upper {
+        // No pair can meet both: a regular join with the conditions finds none either.
+        return Ok(None);
+    }
+    for i in used.into_iter().rev() {
+        conditions.remove(i);
+    }
+    Ok(Some((lower, upper)))
 }

@@ -1,15 +1,16 @@
 //! Planning: a query as a stream of changelog rows built from Hummer's operators, with the
 //! schema of its result and whether it updates what it emitted.
 //!
-//! So far a query is a `SELECT` list with `WHERE`, `GROUP BY` and `HAVING` over one table or
-//! view: the scan (or the view's plan), then one [`Calc`] (the filter and projection), or for
-//! a `GROUP BY` ([`aggregate`]) a `Calc` computing the keys and the aggregates' inputs, the
-//! group aggregate, and a `Calc` for `HAVING` and the `SELECT` list. Every other clause is
-//! refused before anything runs, with its line and column and what is supported (joins and
-//! windows come with issue 31's next steps).
+//! A query is planned bottom-up into `DataStream<Change>`: the `FROM` items (a table's scan,
+//! a view's or subquery's plan, a window table function, joins of them: [`join`]), then one
+//! of: a [`Calc`] (filter and projection), a `GROUP BY` ([`aggregate`]: a group or window
+//! aggregation), an over aggregation ([`over`]), or a Top-N over a subquery ([`rank`]).
+//! Every clause that is not supported is refused before anything runs, with its line and
+//! column and what is supported.
 
 pub mod aggregate;
 pub mod join;
+pub mod over;
 pub mod rank;
 pub mod window;
 
@@ -49,8 +50,9 @@ pub struct Planned {
 }
 
 /// What a query may hold so far, for errors.
-const SUPPORTED: &str = "a SELECT list with WHERE, GROUP BY and HAVING over one table or view \
-    is (joins, windows, ORDER BY and LIMIT come next)";
+const SUPPORTED: &str = "SELECT [.. OVER ..] FROM tables, views, subqueries, window table \
+    functions and their joins, with WHERE, GROUP BY, HAVING, UNION ALL and WITH, is (ORDER BY \
+    and LIMIT are not)";
 
 pub(crate) fn at_span(span: sqlparser::tokenizer::Span) -> Position {
     Position::new(span.start.line.max(1), span.start.column.max(1))
@@ -243,6 +245,16 @@ fn plan_select(
     };
     let (input, table_name) =
         from_clause(catalog, env, &select.from, select.selection.as_ref(), at)?;
+    if over::has_over(select) {
+        if !group_by.is_empty() || select.having.is_some() {
+            return Err(unsupported(
+                "an over aggregation with GROUP BY or HAVING",
+                select.span(),
+                at,
+            ));
+        }
+        return over::plan(select, input, &table_name, at);
+    }
     if !group_by.is_empty() || select.having.is_some() || aggregate::has_aggregates(select) {
         return aggregate::plan(select, group_by, input, &table_name, at);
     }

@@ -15,10 +15,12 @@ use crate::changelog::Change;
 use crate::error::{Position, Result, SqlError};
 use crate::lower::per_key::PerKey;
 use crate::lower::rank::RankSpec;
+use crate::lower::window_rank::WindowRank;
 use crate::schema::{Column, Schema};
 use crate::types::{DataType, SqlType};
 use crate::value::Row;
 use hummer_api::StreamExecutionEnvironment;
+use hummer_operators::keyed_process_function::KeyedProcessOperator;
 
 /// The `ROW_NUMBER() OVER (..)` item of `select`: its index, alias and window.
 fn row_number(select: &ast::Select) -> Option<(usize, String, &ast::WindowSpec)> {
@@ -160,10 +162,51 @@ pub fn plan(
             .collect::<Vec<_>>()
             .join(", ")
     );
-    let rows = planned
+    // Partitioned by both bounds of an event-time window over an append-only input, it is a
+    // window Top-N: append-only, emitted when each window ends.
+    let key_index = |column: usize| -> Option<usize> {
+        if (width..width + partition).contains(&column) {
+            return Some(column - width);
+        }
+        let name = &planned.schema.columns[column].name;
+        over.partition_by.iter().position(|p| {
+            super::aggregate::column_name(p).is_some_and(|c| c.eq_ignore_ascii_case(name))
+        })
+    };
+    let window_end = planned
+        .window_bounds
+        .filter(|_| planned.updated_by.is_none())
+        .and_then(|(start, end)| {
+            key_index(start)?;
+            key_index(end)
+        });
+    let output_index = |i: usize| (i < width).then(|| if i < number_at { i } else { i + 1 });
+    let keyed = planned
         .rows
-        .key_by(move |c: &Change| -> Row { c.row[width..width + partition].to_vec() })
-        .transform(&description, move |_| Ok(PerKey::new(spec.clone())));
+        .key_by(move |c: &Change| -> Row { c.row[width..width + partition].to_vec() });
+    if let Some(end_in_key) = window_end {
+        let description = description.replacen("Rank(", "WindowRank(", 1);
+        let function = WindowRank { spec, end_in_key };
+        let rows = keyed.transform(&description, move |ctx| {
+            Ok(KeyedProcessOperator::new(
+                move |c: &Change| -> Row { c.row[width..width + partition].to_vec() },
+                function.clone(),
+                ctx,
+            ))
+        });
+        return Ok(Some(Planned {
+            rows,
+            schema: Schema::new(columns),
+            updated_by: None,
+            rowtime: planned.rowtime.and_then(output_index),
+            proctime: None,
+            window: None,
+            window_bounds: planned
+                .window_bounds
+                .and_then(|(s, e)| Some((output_index(s)?, output_index(e)?))),
+        }));
+    }
+    let rows = keyed.transform(&description, move |_| Ok(PerKey::new(spec.clone())));
     Ok(Some(Planned {
         rows,
         schema: Schema::new(columns),

@@ -101,7 +101,7 @@ fn refuse(what: String, at: Position) -> SqlError {
 }
 
 /// The milliseconds of an interval argument.
-fn interval(arg: &ast::Expr) -> Result<i64> {
+pub(crate) fn interval(arg: &ast::Expr) -> Result<i64> {
     let bound = bind(arg, &Schema::default())?;
     match (bound.ty.ty, bound.expr.eval(&[])) {
         (SqlType::Interval, Ok(Value::BigInt(ms))) if ms > 0 => Ok(ms),
@@ -407,9 +407,18 @@ pub fn materialize(planned: Planned, at: Position) -> Result<Planned> {
                 .collect::<Vec<_>>()
         })
         .name("WindowTableFunction");
+    // Each row is now in one window: its bounds are known (a window Top-N, a cascading
+    // window aggregation and a window join read them); processing-time windows have no
+    // watermark to close them by.
+    let window_bounds = if window.processing_time {
+        planned.window_bounds
+    } else {
+        Some((window.first_column, window.first_column + 1))
+    };
     Ok(Planned {
         rows,
         window: None,
+        window_bounds,
         ..planned
     })
 }
