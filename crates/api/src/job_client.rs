@@ -42,6 +42,12 @@ impl JobClient {
         self.handle.cancel();
     }
 
+    /// Whether the job has ended, so that [`JobClient::wait`] returns at once (`None` where
+    /// it cannot be told without waiting: a cluster job).
+    pub fn is_finished(&self) -> Option<bool> {
+        self.handle.is_finished()
+    }
+
     /// The job's id in the cluster (`None` for a local job).
     pub fn job_id(&self) -> Option<&str> {
         self.handle.job_id()

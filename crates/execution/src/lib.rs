@@ -92,6 +92,11 @@ pub trait JobHandle: Send {
     /// Waits for the job's end. Every task thread of a local job has exited when this
     /// returns; a cluster job's `collect()` records are in the submission's slots.
     fn wait(self: Box<Self>) -> Result<JobOutcome>;
+    /// Whether the job has ended, so that `wait` returns at once; `None` where the handle
+    /// cannot tell without waiting (a cluster job).
+    fn is_finished(&self) -> Option<bool> {
+        None
+    }
     /// The live counters per vertex (records, backpressure, watermarks, late records), where
     /// the handle has them at hand: a local job without supervision. Cluster jobs report
     /// them through the JobManager's REST API.

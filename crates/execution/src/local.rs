@@ -38,6 +38,10 @@ impl JobHandle for RunningJob {
     fn metrics(&self) -> Option<Vec<crate::types::metrics::VertexMetrics>> {
         Some(self.counters().snapshot())
     }
+
+    fn is_finished(&self) -> Option<bool> {
+        Some(RunningJob::is_finished(self))
+    }
 }
 
 impl JobHandle for SupervisedJob {
@@ -52,5 +56,9 @@ impl JobHandle for SupervisedJob {
             checkpoints: outcome.checkpoints,
             restarts: outcome.restarts,
         })
+    }
+
+    fn is_finished(&self) -> Option<bool> {
+        Some(SupervisedJob::is_finished(self))
     }
 }

@@ -92,6 +92,11 @@ impl SupervisedJob {
         self.cancel.cancel();
     }
 
+    /// Whether the job has ended (its supervisor has returned).
+    pub fn is_finished(&self) -> bool {
+        self.thread.is_finished()
+    }
+
     /// Waits for the job's end.
     pub fn wait(self) -> Result<SupervisedOutcome> {
         self.thread

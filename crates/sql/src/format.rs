@@ -33,57 +33,106 @@ impl Default for Csv {
 }
 
 impl Csv {
-    /// Splits a line into its fields (quotes removed).
-    pub fn fields(&self, line: &str) -> Vec<String> {
-        let mut fields = Vec::new();
+    /// The row of `line` for `schema`'s columns.
+    pub fn decode(&self, line: &str, schema: &Schema) -> Result<Row, String> {
+        self.decode_used(line, schema, None)
+    }
+
+    /// The row of `line` for `schema`'s columns, the columns `used` does not mark left
+    /// `NULL` without being read (a query's projection pushed into the format, as Flink's
+    /// csv format takes it). A field is sliced out of the line where it is not quoted, and
+    /// a number is parsed from the slice: only a string column's value is allocated.
+    pub fn decode_used(
+        &self,
+        line: &str,
+        schema: &Schema,
+        used: Option<&[bool]>,
+    ) -> Result<Row, String> {
+        let line = line.strip_suffix('\r').unwrap_or(line);
+        let mut row = Vec::with_capacity(schema.columns.len());
+        let mut rest = Some(line);
+        let mut count = 0;
+        while let Some(text) = rest {
+            let (field, after) = self.next_field(text);
+            rest = after;
+            let i = count;
+            count += 1;
+            let Some(column) = schema.columns.get(i) else {
+                continue;
+            };
+            if used.is_some_and(|u| !u.get(i).copied().unwrap_or(true)) {
+                row.push(Value::Null);
+                continue;
+            }
+            if self.null_literal.as_deref() == Some(&*field)
+                || (field.is_empty() && !column.ty.ty.is_string())
+            {
+                row.push(Value::Null);
+                continue;
+            }
+            let fast = match &column.ty.ty {
+                t if t.is_string() => Some(Value::String(field.clone().into_owned())),
+                SqlType::BigInt => field.parse().ok().map(Value::BigInt),
+                SqlType::Int => field.parse().ok().map(Value::Int),
+                _ => None,
+            };
+            let value = match fast {
+                Some(v) => v,
+                None => {
+                    let t = &column.ty.ty;
+                    cast(Value::String(field.clone().into_owned()), t).map_err(|_| {
+                        format!("column '{}' ({t}) cannot hold '{field}'", column.name)
+                    })?
+                }
+            };
+            row.push(value);
+        }
+        if count != schema.columns.len() {
+            return Err(format!(
+                "{count} fields where the table has {} columns",
+                schema.columns.len()
+            ));
+        }
+        Ok(row)
+    }
+
+    /// The first field of `text` and the text after its delimiter (`None` at the line's
+    /// end): a slice where it is not quoted, else unquoted into a string of its own.
+    fn next_field<'a>(&self, text: &'a str) -> (std::borrow::Cow<'a, str>, Option<&'a str>) {
+        if !text.starts_with('"') {
+            let at = if self.delimiter.is_ascii() {
+                memchr::memchr(self.delimiter as u8, text.as_bytes())
+            } else {
+                text.find(self.delimiter)
+            };
+            return match at {
+                Some(at) => (
+                    std::borrow::Cow::Borrowed(&text[..at]),
+                    Some(&text[at + self.delimiter.len_utf8()..]),
+                ),
+                None => (std::borrow::Cow::Borrowed(text), None),
+            };
+        }
         let mut field = String::new();
-        let mut quoted = false;
-        let mut chars = line.chars().peekable();
-        while let Some(c) = chars.next() {
+        let mut chars = text.char_indices().skip(1).peekable();
+        let mut quoted = true;
+        while let Some((at, c)) = chars.next() {
             match c {
-                '"' if quoted && chars.peek() == Some(&'"') => {
+                '"' if quoted && chars.peek().is_some_and(|&(_, n)| n == '"') => {
                     field.push('"');
                     chars.next();
                 }
                 '"' if quoted => quoted = false,
-                '"' if field.is_empty() => quoted = true,
-                c if c == self.delimiter && !quoted => fields.push(std::mem::take(&mut field)),
+                c if c == self.delimiter && !quoted => {
+                    return (
+                        std::borrow::Cow::Owned(field),
+                        Some(&text[at + c.len_utf8()..]),
+                    );
+                }
                 c => field.push(c),
             }
         }
-        fields.push(field);
-        fields
-    }
-
-    /// The row of `line` for `schema`'s columns.
-    pub fn decode(&self, line: &str, schema: &Schema) -> Result<Row, String> {
-        let line = line.strip_suffix('\r').unwrap_or(line);
-        let fields = self.fields(line);
-        if fields.len() != schema.columns.len() {
-            return Err(format!(
-                "{} fields where the table has {} columns",
-                fields.len(),
-                schema.columns.len()
-            ));
-        }
-        fields
-            .into_iter()
-            .zip(&schema.columns)
-            .map(|(field, column)| {
-                if self.null_literal.as_deref() == Some(field.as_str())
-                    || (field.is_empty() && !column.ty.ty.is_string())
-                {
-                    return Ok(Value::Null);
-                }
-                let value = match &column.ty.ty {
-                    t if t.is_string() => Value::String(field),
-                    t => cast(Value::String(field.clone()), t).map_err(|_| {
-                        format!("column '{}' ({t}) cannot hold '{field}'", column.name)
-                    })?,
-                };
-                Ok(value)
-            })
-            .collect()
+        (std::borrow::Cow::Owned(field), None)
     }
 
     /// Appends `row` as a line (without the line break).

@@ -30,4 +30,4 @@ pub mod types;
 pub mod value;
 
 pub use error::{Position, Result, SqlError};
-pub use session::{Outcome, Session};
+pub use session::{LiveResult, Outcome, Session};

@@ -20,6 +20,13 @@ use crate::script::split;
 use crate::statement::{self, ColumnKind, ObjectKind, SUPPORTED_STATEMENTS, Statement};
 use crate::tableau::Table;
 
+/// A change as the client shows it: its kind, then its cells.
+fn shown(change: &crate::changelog::Change) -> Vec<String> {
+    std::iter::once(change.kind.short().to_string())
+        .chain(change.row.iter().map(ToString::to_string))
+        .collect()
+}
+
 /// What a statement gives back to show.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
@@ -29,6 +36,22 @@ pub enum Outcome {
     Table(Table),
     /// The client is to end (`QUIT`).
     Quit,
+    /// What there was to show has been shown as it came (a query's rows, to a
+    /// [`LiveResult`]).
+    Shown,
+}
+
+/// Where a bare query's rows go while it runs: the interactive client's view of a result
+/// (an updating table, or Flink's tableau of changes), instead of one table at the end.
+pub trait LiveResult {
+    /// The query started: its columns (`op`, the change's kind, first).
+    fn start(&mut self, header: &[String]);
+    /// Rows that came, each its kind and cells.
+    fn rows(&mut self, rows: Vec<Vec<String>>);
+    /// Whether the user asked to stop the query (Ctrl-C); asked while it runs.
+    fn stop_requested(&mut self) -> bool;
+    /// The query ended after `count` rows (`cancelled`: the user stopped it).
+    fn end(&mut self, count: usize, cancelled: bool);
 }
 
 /// An option Hummer applies, and what its value must be: its key and the check of a value.
@@ -79,10 +102,24 @@ impl Session {
 
     /// Runs every statement of `script` in order, handing each outcome to `show`; stops at
     /// the first error (nothing after it runs) or at `QUIT`.
-    pub fn run_script(&mut self, script: &str, mut show: impl FnMut(&Outcome)) -> Result<()> {
+    pub fn run_script(&mut self, script: &str, show: impl FnMut(&Outcome)) -> Result<()> {
+        self.run_script_live(script, show, None)
+    }
+
+    /// As [`Session::run_script`], with a bare query's rows shown by `live` as they come.
+    pub fn run_script_live(
+        &mut self,
+        script: &str,
+        mut show: impl FnMut(&Outcome),
+        mut live: Option<&mut dyn LiveResult>,
+    ) -> Result<()> {
         for text in split(script)? {
             let parsed = statement::parse(&text)?;
-            let outcome = self.execute(parsed).map_err(|e| e.within(text.start))?;
+            let outcome = match (parsed, live.as_deref_mut()) {
+                (Statement::Query(query, at), Some(view)) => self.select_live(&query, at, view),
+                (parsed, _) => self.execute(parsed),
+            }
+            .map_err(|e| e.within(text.start))?;
             show(&outcome);
             if outcome == Outcome::Quit {
                 break;
@@ -240,7 +277,7 @@ impl Session {
             Statement::Query(query, at) => {
                 let env = self.environment();
                 let planned = plan_query(&self.catalog, &env, &query, at)?;
-                let _ = planned.rows.collect();
+                let _ = planned.rows().collect();
                 (env, planned)
             }
             _ => {
@@ -306,25 +343,64 @@ impl Session {
         Ok((env, target))
     }
 
+    /// A bare query run with its rows handed to `live` as they come; the user may stop it.
+    fn select_live(
+        &mut self,
+        query: &ast::Query,
+        at: Position,
+        live: &mut dyn LiveResult,
+    ) -> Result<Outcome> {
+        let env = self.environment();
+        let planned = plan_query(&self.catalog, &env, query, at)?;
+        let buffer = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        planned.rows().add_sink(connector::Shared(buffer.clone()));
+        let client = env.execute_async(&self.job_name("collect".into()))?;
+        let mut header = vec!["op".to_string()];
+        header.extend(planned.schema.columns.iter().map(|c| c.name.clone()));
+        live.start(&header);
+        let (mut count, mut cancelled) = (0, false);
+        loop {
+            let finished = client.is_finished().unwrap_or(false);
+            let changes: Vec<crate::changelog::Change> = std::mem::take(
+                &mut *buffer
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner),
+            );
+            if !changes.is_empty() {
+                count += changes.len();
+                live.rows(changes.iter().map(shown).collect());
+            }
+            if finished {
+                break;
+            }
+            if !cancelled && live.stop_requested() {
+                client.cancel();
+                cancelled = true;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        match client.wait() {
+            Err(hummer_types::error::HummerError::Cancelled) if cancelled => {}
+            other => {
+                other?;
+            }
+        }
+        live.end(count, cancelled);
+        Ok(Outcome::Shown)
+    }
+
     /// A bare query: runs it and shows its rows, with Flink's `op` column.
     fn select(&mut self, query: &ast::Query, at: Position) -> Result<Outcome> {
         let env = self.environment();
         let planned = plan_query(&self.catalog, &env, query, at)?;
-        let out = planned.rows.collect();
+        let out = planned.rows().collect();
         let mut result = env.execute(&self.job_name("collect".into()))?;
         let rows = result.collected(&out)?;
         let mut header = vec!["op".to_string()];
         header.extend(planned.schema.columns.iter().map(|c| c.name.clone()));
         Ok(Outcome::Table(Table {
             header,
-            rows: rows
-                .into_iter()
-                .map(|change| {
-                    std::iter::once(change.kind.short().to_string())
-                        .chain(change.row.iter().map(ToString::to_string))
-                        .collect()
-                })
-                .collect(),
+            rows: rows.iter().map(shown).collect(),
         }))
     }
 

@@ -13,9 +13,10 @@ use std::hash::{Hash, Hasher};
 use serde::{Deserialize, Serialize};
 
 /// One value.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub enum Value {
     /// `NULL`, of any type.
+    #[default]
     Null,
     /// `BOOLEAN`.
     Boolean(bool),

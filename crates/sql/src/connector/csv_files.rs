@@ -23,6 +23,7 @@ use hummer_types::error::{HummerError, Result};
 use hummer_types::{MIN_WATERMARK, NO_TIMESTAMP, Timestamp};
 use serde::{Deserialize, Serialize};
 
+use super::column_use::ColumnUse;
 use crate::format::Csv;
 use crate::lower::Calc;
 use crate::schema::Schema;
@@ -41,6 +42,13 @@ pub struct CsvFiles {
     pub physical: Schema,
     /// The computed columns, appended to the physical ones.
     pub computed: Option<Calc>,
+    /// The columns of the table's rows the query reads (the others stay `NULL`).
+    pub used: ColumnUse,
+    /// The physical columns to decode, once the readers are made (`None`: all).
+    pub decoded: Option<Vec<bool>>,
+    /// How many leading columns of the table's rows are the physical ones as they are (the
+    /// computed ones are then appended to the decoded row, not copied into a new one).
+    pub physical_prefix: usize,
 }
 
 impl CsvFiles {
@@ -49,12 +57,41 @@ impl CsvFiles {
         list_files(&self.path)
     }
 
+    /// The source as its readers run it: only the columns the query reads are decoded and
+    /// computed.
+    fn pruned(&self) -> CsvFiles {
+        let used = self.used.used();
+        let mut source = self.clone();
+        match &mut source.computed {
+            None => source.decoded = Some(used),
+            Some(calc) => {
+                for (p, u) in calc.projection.iter_mut().zip(&used) {
+                    // A physical column not read is not decoded: it is NULL as it is.
+                    if !u && !matches!(p.expr, crate::expr::Expr::Column(_)) {
+                        p.expr = crate::expr::Expr::Literal(crate::value::Value::Null);
+                    }
+                }
+                source.decoded = Some(calc.used(self.physical.columns.len()));
+                source.physical_prefix = calc
+                    .projection
+                    .iter()
+                    .enumerate()
+                    .take_while(|(i, p)| matches!(p.expr, crate::expr::Expr::Column(c) if c == *i))
+                    .count();
+            }
+        }
+        source
+    }
+
     /// The row of `line` (of `file`), `None` for a blank line or one skipped as unparsable.
     fn row(&self, line: &str, file: &Path) -> Result<Option<Row>> {
         if line.is_empty() {
             return Ok(None);
         }
-        let physical = match self.csv.decode(line, &self.physical) {
+        let physical = match self
+            .csv
+            .decode_used(line, &self.physical, self.decoded.as_deref())
+        {
             Ok(row) => row,
             Err(_) if self.csv.ignore_parse_errors => return Ok(None),
             Err(reason) => {
@@ -73,6 +110,19 @@ impl CsvFiles {
         };
         match &self.computed {
             None => Ok(Some(physical)),
+            Some(calc) if self.physical_prefix == physical.len() => {
+                let mut row = physical;
+                let width = row.len();
+                for p in &calc.projection[self.physical_prefix..] {
+                    // Computed columns read physical ones only, which stay in place.
+                    match p.expr.eval(&row[..width]) {
+                        Ok(v) => row.push(v),
+                        // The Calc names the row and the expression that failed.
+                        Err(_) => return calc.apply(&row[..width]),
+                    }
+                }
+                Ok(Some(row))
+            }
             Some(calc) => calc.apply(&physical),
         }
     }
@@ -126,7 +176,7 @@ impl Source<Row> for CsvFiles {
             .map(|(_, f)| f)
             .collect();
         let mut reader = CsvFilesReader {
-            source: self.clone(),
+            source: self.pruned(),
             ctx: ctx.clone(),
             files: Vec::new(),
             next: 0,
@@ -315,6 +365,9 @@ mod tests {
                 ty: DataType::nullable(SqlType::BigInt),
             }]),
             computed: None,
+            used: ColumnUse::default(),
+            decoded: None,
+            physical_prefix: 0,
         }
     }
 

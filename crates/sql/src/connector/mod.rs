@@ -7,6 +7,7 @@
 
 use std::fmt;
 
+pub mod column_use;
 mod csv_files;
 mod nexmark;
 mod watermark;
@@ -29,6 +30,7 @@ use crate::plan::Planned;
 use crate::schema::{Column, Schema};
 use crate::statement::{ColumnKind, TableDefinition};
 use crate::value::Row;
+use column_use::ColumnUse;
 
 /// The connectors, for errors.
 const CONNECTORS: &str =
@@ -175,12 +177,21 @@ fn csv(table: &TableDefinition) -> Result<Csv> {
 pub fn scan(
     env: &StreamExecutionEnvironment,
     table: &TableDefinition,
-) -> Result<(DataStream<Row>, Schema)> {
+) -> Result<(DataStream<Row>, Schema, Option<ColumnUse>)> {
     let (schema, computed) = table_schema(table)?;
     let event_time = match &table.watermark {
         Some(w) => Some(EventTime::bind(w, &schema)?),
         None => None,
     };
+    // The rowtime and what the watermark reads are read whatever the query reads.
+    let used = ColumnUse::new(schema.columns.len());
+    if let Some(e) = &event_time {
+        let mut time_columns = vec![false; schema.columns.len()];
+        time_columns[e.rowtime] = true;
+        e.watermark.columns(&mut |c| time_columns[c] = true);
+        used.mark(&time_columns);
+    }
+    let mut column_use = None;
     // A source of rows with every column, with the table's event time if it has one.
     fn from<S: hummer_connectors::Source<Row>>(
         env: &StreamExecutionEnvironment,
@@ -200,7 +211,11 @@ pub fn scan(
                 csv: csv(table)?,
                 physical: physical_schema(table),
                 computed,
+                used: used.clone(),
+                decoded: None,
+                physical_prefix: 0,
             };
+            column_use = Some(used);
             from(env, source, event_time)
         }
         "nexmark" => {
@@ -215,13 +230,13 @@ pub fn scan(
             });
         }
     };
-    Ok((rows, schema))
+    Ok((rows, schema, column_use))
 }
 
 /// Writes the query's rows into `table`: a sink that takes only inserts (`csv`) refuses an
 /// updating query before anything runs, naming the operator that updates, as Flink does.
 pub fn write(planned: &Planned, table: &TableDefinition) -> Result<()> {
-    let (rows, schema) = (&planned.rows, &planned.schema);
+    let (rows, schema) = (planned.rows(), &planned.schema);
     let target = physical_schema(table);
     if target.columns.len() != schema.columns.len() {
         return Err(SqlError::Invalid {
@@ -372,6 +387,36 @@ impl fmt::Debug for Printed {
 
 /// The `blackhole` connector: takes every row and keeps none.
 struct Blackhole;
+
+/// A sink that appends the changes to a shared buffer, for a reader beside the job (the
+/// interactive client's live results).
+#[derive(Clone)]
+pub struct Shared(pub std::sync::Arc<std::sync::Mutex<Vec<Change>>>);
+
+impl Sink<Change> for Shared {
+    fn name(&self) -> String {
+        "Live results".into()
+    }
+    fn create_writer(
+        &self,
+        _: &OperatorContext,
+    ) -> hummer_types::error::Result<Box<dyn SinkWriter<Change>>> {
+        Ok(Box::new(self.clone()))
+    }
+}
+
+impl SinkWriter<Change> for Shared {
+    fn write_batch(&mut self, batch: &mut Vec<Change>) -> hummer_types::error::Result<()> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .append(batch);
+        Ok(())
+    }
+    fn finish(&mut self) -> hummer_types::error::Result<()> {
+        Ok(())
+    }
+}
 
 impl Sink<Change> for Blackhole {
     fn name(&self) -> String {

@@ -162,6 +162,114 @@ impl Expr {
         )
     }
 
+    /// Calls `f` with every column the expression reads.
+    pub fn columns(&self, f: &mut impl FnMut(usize)) {
+        match self {
+            Expr::Column(i) => f(*i),
+            Expr::Literal(_) => {}
+            Expr::Not(e) | Expr::Negate(e) | Expr::IsNull(e, _) => e.columns(f),
+            Expr::Field { row: e, .. } | Expr::Cast { expr: e, .. } => e.columns(f),
+            Expr::Arith { left, right, .. } | Expr::Compare { left, right, .. } => {
+                left.columns(f);
+                right.columns(f);
+            }
+            Expr::ShiftTime { time, by, .. } => {
+                time.columns(f);
+                by.columns(f);
+            }
+            Expr::And(es) | Expr::Or(es) | Expr::Coalesce(es) | Expr::Call { args: es, .. } => {
+                es.iter().for_each(|e| e.columns(f));
+            }
+            Expr::InList { expr, list, .. } => {
+                expr.columns(f);
+                list.iter().for_each(|e| e.columns(f));
+            }
+            Expr::Case {
+                branches,
+                otherwise,
+            } => {
+                for (c, r) in branches {
+                    c.columns(f);
+                    r.columns(f);
+                }
+                otherwise.columns(f);
+            }
+        }
+    }
+
+    /// The expression with each column `i` replaced by `columns[i]` (an expression over the
+    /// rows a projection `columns` reads); a column out of range stays `NULL`, as it reads.
+    pub fn substitute(&self, columns: &[Expr]) -> Expr {
+        let sub = |e: &Expr| Box::new(e.substitute(columns));
+        let all = |es: &[Expr]| es.iter().map(|e| e.substitute(columns)).collect();
+        match self {
+            Expr::Column(i) => columns
+                .get(*i)
+                .cloned()
+                .unwrap_or(Expr::Literal(Value::Null)),
+            Expr::Literal(_) => self.clone(),
+            Expr::Not(e) => Expr::Not(sub(e)),
+            Expr::Negate(e) => Expr::Negate(sub(e)),
+            Expr::Arith {
+                op,
+                left,
+                right,
+                ty,
+            } => Expr::Arith {
+                op: *op,
+                left: sub(left),
+                right: sub(right),
+                ty: ty.clone(),
+            },
+            Expr::Field { row, index } => Expr::Field {
+                row: sub(row),
+                index: *index,
+            },
+            Expr::ShiftTime { time, by, subtract } => Expr::ShiftTime {
+                time: sub(time),
+                by: sub(by),
+                subtract: *subtract,
+            },
+            Expr::Compare { op, left, right } => Expr::Compare {
+                op: *op,
+                left: sub(left),
+                right: sub(right),
+            },
+            Expr::And(terms) => Expr::And(all(terms)),
+            Expr::Or(terms) => Expr::Or(all(terms)),
+            Expr::IsNull(e, negated) => Expr::IsNull(sub(e), *negated),
+            Expr::InList {
+                expr,
+                list,
+                negated,
+            } => Expr::InList {
+                expr: sub(expr),
+                list: all(list),
+                negated: *negated,
+            },
+            Expr::Case {
+                branches,
+                otherwise,
+            } => Expr::Case {
+                branches: branches
+                    .iter()
+                    .map(|(c, r)| (c.substitute(columns), r.substitute(columns)))
+                    .collect(),
+                otherwise: sub(otherwise),
+            },
+            Expr::Coalesce(es) => Expr::Coalesce(all(es)),
+            Expr::Cast { expr, to, try_cast } => Expr::Cast {
+                expr: sub(expr),
+                to: to.clone(),
+                try_cast: *try_cast,
+            },
+            Expr::Call { function, args } => Expr::Call {
+                function: function.clone(),
+                args: all(args),
+            },
+        }
+    }
+
     /// The value of the expression on `row`.
     pub fn eval(&self, row: &[Value]) -> Result<Value, EvalError> {
         Ok(match self {
@@ -261,13 +369,20 @@ impl Expr {
                 Err(_) if *try_cast => Value::Null,
                 Err(e) => return Err(e),
             },
-            Expr::Call { function, args } => {
-                let values = args
-                    .iter()
-                    .map(|a| a.eval(row))
-                    .collect::<Result<Vec<_>, _>>()?;
-                function.call(&values)?
-            }
+            // Up to three arguments on the stack: a call costs no allocation per row.
+            Expr::Call { function, args } => match args.as_slice() {
+                [] => function.call(&[])?,
+                [a] => function.call(&[a.eval(row)?])?,
+                [a, b] => function.call(&[a.eval(row)?, b.eval(row)?])?,
+                [a, b, c] => function.call(&[a.eval(row)?, b.eval(row)?, c.eval(row)?])?,
+                _ => {
+                    let values = args
+                        .iter()
+                        .map(|a| a.eval(row))
+                        .collect::<Result<Vec<_>, _>>()?;
+                    function.call(&values)?
+                }
+            },
         })
     }
 

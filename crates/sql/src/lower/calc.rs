@@ -39,9 +39,97 @@ impl Calc {
             .position(|p| matches!(p.expr, Expr::Column(c) if c == column))
     }
 
+    /// Which of `width` input columns the Calc reads.
+    pub fn used(&self, width: usize) -> Vec<bool> {
+        let mut used = vec![false; width];
+        let mut mark = |i: usize| {
+            if let Some(u) = used.get_mut(i) {
+                *u = true;
+            }
+        };
+        for e in self.condition.iter().chain(&self.projection) {
+            e.expr.columns(&mut mark);
+        }
+        used
+    }
+
     /// The output column that `PROCTIME()` computes, if one does.
     pub fn proctime_column(&self) -> Option<usize> {
         self.projection.iter().position(|p| p.expr.is_proctime())
+    }
+
+    /// This Calc and then `next` as one: `next`'s expressions read this one's outputs as the
+    /// expressions that compute them, and `next`'s condition is checked only on the rows
+    /// this one keeps (so it fails on no row this one drops).
+    pub fn then(&self, next: &Calc) -> Calc {
+        let columns: Vec<Expr> = self.projection.iter().map(|p| p.expr.clone()).collect();
+        let through = |n: &Named| Named {
+            expr: n.expr.substitute(&columns),
+            text: n.text.clone(),
+        };
+        let condition = match (&self.condition, &next.condition) {
+            (first, None) => first.clone(),
+            (None, Some(second)) => Some(through(second)),
+            (Some(first), Some(second)) => Some(Named {
+                // CASE WHEN first THEN second ELSE FALSE: `second` only where `first` holds.
+                expr: Expr::Case {
+                    branches: vec![(first.expr.clone(), through(second).expr)],
+                    otherwise: Box::new(Expr::Literal(crate::value::Value::Boolean(false))),
+                },
+                text: format!("{} AND {}", first.text, second.text),
+            }),
+        };
+        Calc {
+            condition,
+            projection: next.projection.iter().map(through).collect(),
+        }
+    }
+
+    /// Per output column, the input column it is as it is, if no other output column reads
+    /// that input column: its value can be moved out of an owned row instead of copied.
+    fn moves(&self) -> Vec<Option<usize>> {
+        let mut reads: Vec<u32> = Vec::new();
+        for p in &self.projection {
+            p.expr.columns(&mut |c| {
+                if reads.len() <= c {
+                    reads.resize(c + 1, 0);
+                }
+                reads[c] += 1;
+            });
+        }
+        self.projection
+            .iter()
+            .map(|p| match p.expr {
+                Expr::Column(c) if reads[c] == 1 => Some(c),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The output row of an owned `row` (as [`Calc::apply`]), the columns `moves` names moved
+    /// out of it: the other expressions are computed first, while the row is whole.
+    fn apply_owned(&self, mut row: Row, moves: &[Option<usize>]) -> Result<Option<Row>> {
+        use crate::value::Value;
+        if let Some(c) = &self.condition
+            && !c.expr.holds(&row).map_err(|e| failed(c, &row, e))?
+        {
+            return Ok(None);
+        }
+        let mut out = Vec::with_capacity(self.projection.len());
+        for (p, m) in self.projection.iter().zip(moves) {
+            out.push(match m {
+                Some(_) => Value::Null,
+                None => p.expr.eval(&row).map_err(|e| failed(p, &row, e))?,
+            });
+        }
+        for (o, m) in out.iter_mut().zip(moves) {
+            if let Some(c) = m
+                && let Some(v) = row.get_mut(*c)
+            {
+                *o = std::mem::take(v);
+            }
+        }
+        Ok(Some(out))
     }
 
     /// The output row of `row`, or `None` if the condition drops it.
@@ -77,8 +165,9 @@ impl Operator for Calc {
         batch: Batch<'_, Change>,
         out: &mut Collector<'_, Change>,
     ) -> Result<()> {
+        let moves = self.moves();
         batch.for_each(out, |change, out| {
-            if let Some(row) = self.apply(&change.row)? {
+            if let Some(row) = self.apply_owned(change.row, &moves)? {
                 out.collect(Change {
                     kind: change.kind,
                     row,
@@ -178,5 +267,37 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("division by zero"), "{text}");
+    }
+
+    proptest! {
+        /// Two Calcs fused are the second applied to the first's output: the same rows kept,
+        /// the same values; and the second's condition never fails on a row the first drops
+        /// (its division by zero is only reached where the first keeps the row).
+        #[test]
+        fn fused_calcs_are_one_then_the_other(
+            rows in proptest::collection::vec((0i64..50, proptest::option::of(0i64..20)), 0..100),
+        ) {
+            let first = calc("price IS NOT NULL AND price <> 0", &["price", "auction"]);
+            // Over the first's output: column 0 is the price, 1 the auction.
+            let second = Calc {
+                condition: Some(Named {
+                    expr: bind(
+                        &Parser::new(&FlinkDialect).try_with_sql("auction / price > 1").unwrap().parse_expr().unwrap(),
+                        &Schema::new(vec![schema().columns[1].clone(), schema().columns[0].clone()]),
+                    ).unwrap().expr,
+                    text: "auction / price > 1".into(),
+                }),
+                projection: vec![named("price + auction"), named("auction")],
+            };
+            let fused = first.then(&second);
+            for (a, p) in rows {
+                let row = vec![Value::BigInt(a), p.map_or(Value::Null, Value::BigInt)];
+                let stepwise = match first.apply(&row).unwrap() {
+                    Some(mid) => second.apply(&mid).unwrap(),
+                    None => None,
+                };
+                prop_assert_eq!(fused.apply(&row).unwrap(), stepwise);
+            }
+        }
     }
 }

@@ -505,11 +505,7 @@ pub fn plan(
     };
     let mut window_bounds = None;
     let keyed = input
-        .rows
-        .transform(
-            &format!("Calc: GROUP BY input of {table_name}"),
-            move |_| Ok(pre.clone()),
-        )
+        .rows_through(pre, &format!("Calc: GROUP BY input of {table_name}"))
         .key_by(move |c: &Change| -> Row { c.row[..key_count].to_vec() });
     let (rows, updated_by) = match windowing {
         None => {
@@ -568,7 +564,9 @@ pub fn plan(
         Ok(post.clone())
     });
     Ok(Planned {
-        rows,
+        input: rows,
+        pending: None,
+        scan: None,
         schema: Schema::new(columns),
         updated_by,
         rowtime: None,

@@ -140,15 +140,13 @@ pub fn plan(
     );
     let left_calc = with_keys(&left.schema, left_keys);
     let right_calc = with_keys(&right.schema, right_keys);
+    let left_rowtime = left.rowtime.unwrap_or(0);
     let left_rows = left
-        .rows
-        .transform("Calc: join key", move |_| Ok(left_calc.clone()))
+        .rows_through(left_calc, "Calc: join key")
         .key_by(move |c: &Change| -> Row { c.row[left_width..].to_vec() });
     let right_rows = right
-        .rows
-        .transform("Calc: join key", move |_| Ok(right_calc.clone()))
+        .rows_through(right_calc, "Calc: join key")
         .key_by(move |c: &Change| -> Row { c.row[right_width..].to_vec() });
-    let left_rowtime = left.rowtime.unwrap_or(0);
     let mut rows = match interval {
         Some((lower, upper)) => {
             let description = format!("Interval{description}, bounds=[{lower}, {upper}] ms");
@@ -213,7 +211,9 @@ pub fn plan(
         }
     }
     Ok(Planned {
-        rows,
+        input: rows,
+        pending: None,
+        scan: None,
         schema,
         // An outer join retracts the padded rows it emitted when their match comes.
         updated_by: match kind {

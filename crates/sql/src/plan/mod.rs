@@ -21,6 +21,7 @@ use sqlparser::tokenizer::Span;
 use crate::catalog::Catalog;
 use crate::changelog::Change;
 use crate::connector;
+use crate::connector::column_use::ColumnUse;
 use crate::error::{Position, Result, SqlError};
 use crate::expr::bind::bind;
 use crate::lower::Calc;
@@ -29,8 +30,15 @@ use crate::schema::{Column, Schema};
 
 /// A planned query: its rows and their columns.
 pub struct Planned {
-    /// The result's rows.
-    pub rows: DataStream<Change>,
+    /// The result's rows before `pending` (read them with [`Planned::rows`]).
+    pub input: DataStream<Change>,
+    /// A filter and projection of `input` not made an operator yet, with its name: the next
+    /// one fuses with it (see [`Planned::calc`]), so a chain of views and subqueries costs one
+    /// `Calc` per row, as Flink's planner merges adjacent Calcs.
+    pub pending: Option<(Calc, String)>,
+    /// The columns read of the scan that `input` is, if it is a table's scan: reading the
+    /// rows marks what the pending `Calc` reads (everything, without one).
+    pub scan: Option<ColumnUse>,
     /// The result's columns.
     pub schema: Schema,
     /// The operator that makes the result updating (it retracts rows it emitted), if one
@@ -47,6 +55,52 @@ pub struct Planned {
     /// window aggregation's, kept through projections): grouped by both, the rows are
     /// aggregated per window again (Flink's cascading window aggregation).
     pub window_bounds: Option<(usize, usize)>,
+}
+
+impl Planned {
+    /// The result's rows: `input` with the pending `Calc` applied. Call it once per use of
+    /// the rows (each call adds the pending `Calc` to the job).
+    pub fn rows(&self) -> DataStream<Change> {
+        if let Some(scan) = &self.scan {
+            match &self.pending {
+                Some((calc, _)) => scan.mark(&calc.used(scan.used().len())),
+                None => scan.mark_all(),
+            }
+        }
+        match &self.pending {
+            Some((calc, name)) => {
+                let calc = calc.clone();
+                self.input.transform(name, move |_| Ok(calc.clone()))
+            }
+            None => self.input.clone(),
+        }
+    }
+
+    /// The result's rows filtered and projected by `calc` (named `name`), fused with the
+    /// pending `Calc` into one operator.
+    pub fn rows_through(&self, calc: Calc, name: &str) -> DataStream<Change> {
+        let (calc, name) = match &self.pending {
+            Some((first, first_name)) => (first.then(&calc), format!("{first_name}, {name}")),
+            None => (calc, name.to_string()),
+        };
+        if let Some(scan) = &self.scan {
+            scan.mark(&calc.used(scan.used().len()));
+        }
+        self.input.transform(&name, move |_| Ok(calc.clone()))
+    }
+
+    /// The rows filtered and projected by `calc` (named `name`): fused with a pending `Calc`
+    /// into one, else pending itself.
+    pub fn calc(self, calc: Calc, name: &str) -> Planned {
+        let pending = match &self.pending {
+            Some((first, first_name)) => (first.then(&calc), format!("{first_name}, {name}")),
+            None => (calc, name.to_string()),
+        };
+        Planned {
+            pending: Some(pending),
+            ..self
+        }
+    }
 }
 
 /// What a query may hold so far, for errors.
@@ -104,7 +158,7 @@ fn relation(
         return Ok(Planned { schema, ..planned });
     }
     let table = catalog.table(name, at)?;
-    let (rows, schema) = connector::scan(env, table)?;
+    let (rows, schema, scan) = connector::scan(env, table)?;
     let proctime = connector::table_schema(table)?
         .1
         .and_then(|computed| computed.proctime_column());
@@ -113,7 +167,9 @@ fn relation(
         None => None,
     };
     Ok(Planned {
-        rows: rows.map(Change::insert).name(&format!("Rows: {name}")),
+        input: rows.map(Change::insert).name(&format!("Rows: {name}")),
+        pending: None,
+        scan,
         schema,
         updated_by: None,
         rowtime,
@@ -219,7 +275,9 @@ fn union_all(left: Planned, right: Planned, at: Position) -> Result<Planned> {
         columns.push(c);
     }
     Ok(Planned {
-        rows: left.rows.union(&[right.rows]),
+        input: left.rows().union(&[right.rows()]),
+        pending: None,
+        scan: None,
         schema: Schema::new(columns),
         updated_by: left.updated_by.or(right.updated_by),
         rowtime: left.rowtime.filter(|r| Some(*r) == right.rowtime),
@@ -258,15 +316,14 @@ fn plan_select(
     if !group_by.is_empty() || select.having.is_some() || aggregate::has_aggregates(select) {
         return aggregate::plan(select, group_by, input, &table_name, at);
     }
-    let Planned {
-        rows,
-        schema: input,
-        updated_by,
-        rowtime,
-        proctime,
-        window_bounds,
-        ..
-    } = window::materialize(input, at)?;
+    let planned = window::materialize(input, at)?;
+    let (input, updated_by, rowtime, proctime, window_bounds) = (
+        planned.schema.clone(),
+        planned.updated_by.clone(),
+        planned.rowtime,
+        planned.proctime,
+        planned.window_bounds,
+    );
     let condition = match &select.selection {
         Some(e) => Some(condition(e, &e.clone(), &input, "WHERE")?),
         None => None,
@@ -284,17 +341,14 @@ fn plan_select(
         .or_else(|| calc.proctime_column());
     let window_bounds =
         window_bounds.and_then(|(s, e)| Some((calc.position_of(s)?, calc.position_of(e)?)));
-    let rows = rows.transform(&format!("Calc: SELECT .. FROM {table_name}"), move |_| {
-        Ok(calc.clone())
-    });
     Ok(Planned {
-        rows,
         schema: Schema::new(columns),
         updated_by,
         rowtime,
         proctime,
         window: None,
         window_bounds,
+        ..planned.calc(calc, &format!("Calc: SELECT .. FROM {table_name}"))
     })
 }
 

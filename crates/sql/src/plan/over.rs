@@ -339,10 +339,7 @@ pub fn plan(
     };
     let key = move |c: &Change| -> Row { c.row[width..width + partition].to_vec() };
     let rows = input
-        .rows
-        .transform(&format!("Calc: OVER input of {table_name}"), move |_| {
-            Ok(pre.clone())
-        })
+        .rows_through(pre, &format!("Calc: OVER input of {table_name}"))
         .key_by(key)
         .transform(&description, move |ctx| {
             Ok(KeyedProcessOperator::new(key, function.clone(), ctx))
@@ -362,7 +359,9 @@ pub fn plan(
         ));
     }
     Ok(Planned {
-        rows,
+        input: rows,
+        pending: None,
+        scan: None,
         schema: Schema::new(columns),
         updated_by: None,
         rowtime,

@@ -182,7 +182,7 @@ pub fn plan(
         });
     let output_index = |i: usize| (i < width).then(|| if i < number_at { i } else { i + 1 });
     let keyed = planned
-        .rows
+        .rows()
         .key_by(move |c: &Change| -> Row { c.row[width..width + partition].to_vec() });
     if let Some(end_in_key) = window_end {
         let description = description.replacen("Rank(", "WindowRank(", 1);
@@ -195,7 +195,9 @@ pub fn plan(
             ))
         });
         return Ok(Some(Planned {
-            rows,
+            input: rows,
+            pending: None,
+            scan: None,
             schema: Schema::new(columns),
             updated_by: None,
             rowtime: planned.rowtime.and_then(output_index),
@@ -208,7 +210,9 @@ pub fn plan(
     }
     let rows = keyed.transform(&description, move |_| Ok(PerKey::new(spec.clone())));
     Ok(Some(Planned {
-        rows,
+        input: rows,
+        pending: None,
+        scan: None,
         schema: Schema::new(columns),
         updated_by: Some(description),
         rowtime: None,

@@ -390,7 +390,7 @@ pub fn materialize(planned: Planned, at: Position) -> Result<Planned> {
         ));
     }
     let rows = planned
-        .rows
+        .rows()
         .flat_map(move |c: Change| {
             let Some(t) = c.row[window.rowtime].time_millis() else {
                 return Vec::new();
@@ -416,7 +416,9 @@ pub fn materialize(planned: Planned, at: Position) -> Result<Planned> {
         Some((window.first_column, window.first_column + 1))
     };
     Ok(Planned {
-        rows,
+        input: rows,
+        pending: None,
+        scan: None,
         window: None,
         window_bounds,
         ..planned
