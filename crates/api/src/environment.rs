@@ -469,6 +469,12 @@ impl StreamExecutionEnvironment {
             .filter(|a| !a.is_empty())
     }
 
+    /// Whether this process is a cluster job's worker: a TaskManager started it to run its
+    /// share of a job, which `execute` then runs.
+    pub fn is_cluster_worker() -> bool {
+        std::env::var_os(crate::cluster::WORKER_ENV).is_some()
+    }
+
     /// Whether `execute` runs the whole job in this process: not as a TaskManager's worker,
     /// not on a cluster (see [`StreamExecutionEnvironment::executor`]).
     pub fn runs_in_process(&self) -> bool {

@@ -85,6 +85,12 @@ fn one_of(v: &str, allowed: &[&str]) -> std::result::Result<(), String> {
     Err(format!("it is {} or {last}", rest.join(", ")))
 }
 
+/// The environment variable that hands a cluster job's workers the statements they run:
+/// the session's definitions (`SET`, `CREATE ..`) and the job's own statement. A worker is
+/// Hummer itself started as `hummer sql` by a TaskManager: it plans the same job from them
+/// and runs its share, so no program is compiled for a SQL job.
+pub const SCRIPT_ENV: &str = "HUMMER_SQL_SCRIPT";
+
 /// A session: what the statements so far created and set.
 #[derive(Debug, Clone, Default)]
 pub struct Session {
@@ -92,6 +98,13 @@ pub struct Session {
     pub catalog: Catalog,
     /// The options set, by key.
     pub options: BTreeMap<String, String>,
+    /// The JobManager the session's jobs are submitted to (`None`: `HUMMER_JOBMANAGER`, else
+    /// an embedded local cluster).
+    pub jobmanager: Option<String>,
+    /// The text of the statements that defined the session so far (what a worker replays).
+    definitions: String,
+    /// The statement being run, while it runs.
+    current: Option<String>,
 }
 
 impl Session {
@@ -115,11 +128,25 @@ impl Session {
     ) -> Result<()> {
         for text in split(script)? {
             let parsed = statement::parse(&text)?;
+            let defines = matches!(
+                parsed,
+                Statement::Set(Some(_))
+                    | Statement::Reset(_)
+                    | Statement::CreateTable(_)
+                    | Statement::CreateView { .. }
+                    | Statement::CreateFunction { .. }
+            );
+            self.current = Some(text.text.clone());
             let outcome = match (parsed, live.as_deref_mut()) {
                 (Statement::Query(query, at), Some(view)) => self.select_live(&query, at, view),
                 (parsed, _) => self.execute(parsed),
+            };
+            self.current = None;
+            let outcome = outcome.map_err(|e| e.within(text.start))?;
+            if defines {
+                self.definitions.push_str(&text.text);
+                self.definitions.push_str(";\n");
             }
-            .map_err(|e| e.within(text.start))?;
             show(&outcome);
             if outcome == Outcome::Quit {
                 break;
@@ -219,6 +246,12 @@ impl Session {
         if let Some(interval) = self.checkpoint_interval() {
             env.enable_checkpointing(interval);
         }
+        if self.jobmanager.is_some() {
+            env.set_jobmanager(self.jobmanager.clone());
+        }
+        if let Some(statement) = &self.current {
+            env.set_worker_env(SCRIPT_ENV, &format!("{}{statement};\n", self.definitions));
+        }
         env
     }
 
@@ -244,11 +277,26 @@ impl Session {
             .unwrap_or(default)
     }
 
-    /// `INSERT INTO table query`: runs the job to its end (a bounded input).
+    /// `INSERT INTO table query`: in the embedded cluster, runs the job to its end (a bounded
+    /// input); on a cluster, submits it and prints its id, or waits for its end with
+    /// `table.dml-sync` (as Flink's client).
     fn insert(&mut self, insert: &ast::Statement, at: Position) -> Result<Outcome> {
         let (env, target) = self.plan_insert(insert, at)?;
-        env.execute(&self.job_name(format!("insert-into_{target}")))?;
-        Ok(info("Complete execution of the SQL update statement."))
+        let name = self.job_name(format!("insert-into_{target}"));
+        let sync = self
+            .options
+            .get("table.dml-sync")
+            .is_some_and(|v| v.eq_ignore_ascii_case("true"));
+        if env.runs_in_process() || StreamExecutionEnvironment::is_cluster_worker() || sync {
+            env.execute(&name)?;
+            return Ok(info("Complete execution of the SQL update statement."));
+        }
+        let client = env.execute_async(&name)?;
+        Ok(info(&format!(
+            "Submitting SQL update statement to the cluster...\n[INFO] SQL update statement has \
+             been successfully submitted to the cluster:\nJob ID: {}",
+            client.job_id().unwrap_or("-")
+        )))
     }
 
     /// `EXPLAIN` of an `INSERT` or a query: its result's columns and whether it updates,

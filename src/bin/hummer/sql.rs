@@ -20,11 +20,23 @@ pub struct Args {
     /// Statements separated by `;`.
     #[arg(short = 'e', long = "execute", allow_hyphen_values = true)]
     execute: Option<String>,
+    /// Run the jobs on the cluster of this JobManager (TLS as the other commands: with
+    /// `HUMMER_TLS_DIR`) instead of the embedded one; Hummer itself is the job's program.
+    #[arg(long, env = "HUMMER_JOBMANAGER")]
+    jobmanager: Option<String>,
 }
 
 /// Runs the script, or the statements typed or piped in.
 pub fn run(args: Args) -> Result<()> {
     let mut session = Session::new();
+    session.jobmanager = args.jobmanager.clone();
+    // A cluster job's worker: the statements of its job, as the submitting client handed
+    // them over (the script file may not be on this machine).
+    if let Ok(script) = std::env::var(hummer::sql::session::SCRIPT_ENV) {
+        return session
+            .run_script(&script, |_| {})
+            .map_err(|e| anyhow::anyhow!("the job's statements: {e}"));
+    }
     let script = match (&args.file, args.execute) {
         (Some(path), _) => std::fs::read_to_string(path)
             .with_context(|| format!("cannot read the script '{}'", path.display()))?,
