@@ -22,6 +22,21 @@ pub struct Named {
     pub text: String,
 }
 
+impl Named {
+    /// Every column of `schema` as it is, by name: a projection that keeps the rows whole.
+    pub fn columns(schema: &crate::schema::Schema) -> Vec<Named> {
+        schema
+            .columns
+            .iter()
+            .enumerate()
+            .map(|(i, c)| Named {
+                expr: Expr::Column(i),
+                text: c.name.clone(),
+            })
+            .collect()
+    }
+}
+
 /// The filter and projection of rows.
 #[derive(Clone, Debug)]
 pub struct Calc {

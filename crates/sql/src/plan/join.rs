@@ -36,15 +36,7 @@ fn bound_to(e: &ast::Expr, schema: &Schema) -> Option<Named> {
 
 /// A `Calc` that keeps every column of `schema` and appends `keys`.
 fn with_keys(schema: &Schema, keys: Vec<Named>) -> Calc {
-    let mut projection: Vec<Named> = schema
-        .columns
-        .iter()
-        .enumerate()
-        .map(|(i, c)| Named {
-            expr: Expr::Column(i),
-            text: c.name.clone(),
-        })
-        .collect();
+    let mut projection = Named::columns(schema);
     projection.extend(keys);
     Calc {
         condition: None,
@@ -200,12 +192,7 @@ pub fn plan(
         if let Some(all) = all {
             let filter = Calc {
                 condition: Some(condition(&all, &all, &schema, "ON")?),
-                projection: (0..schema.columns.len())
-                    .map(|i| Named {
-                        expr: Expr::Column(i),
-                        text: schema.columns[i].name.clone(),
-                    })
-                    .collect(),
+                projection: Named::columns(&schema),
             };
             rows = rows.transform("Calc: ON", move |_| Ok(filter.clone()));
         }

@@ -248,15 +248,7 @@ pub fn plan(
         None => None,
     };
     let width = schema.columns.len();
-    let mut pre: Vec<Named> = schema
-        .columns
-        .iter()
-        .enumerate()
-        .map(|(i, c)| Named {
-            expr: Expr::Column(i),
-            text: c.name.clone(),
-        })
-        .collect();
+    let mut pre = Named::columns(schema);
     for p in &spec.partition_by {
         pre.push(Named {
             expr: bind(p, schema)?.expr,
