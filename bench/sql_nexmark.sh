@@ -4,7 +4,8 @@
 #      query it runs, over its CSV events, checked against DuckDB with compare.py after
 #      --canonicalize-only, with the wall time of each run.
 #   2. Upstream's files (nexmark/nexmark: ddl_gen.sql with its ${..} parameters substituted,
-#      ddl_views.sql and each qN.sql with its blackhole sink) over EVENTS generated events.
+#      ddl_views.sql and each qN.sql with its blackhole sink) over EVENTS generated events;
+#      q13's side input is written where side_input_gen.sh puts it (10,000 rows).
 # Needs the harness set up (../shared/bench/nexmark/setup.sh). Upstream's files are read from
 # NEXMARK_UPSTREAM_DIR, or taken from a nexmark/nexmark git directory NEXMARK_REPO (a bare
 # one will do). ONLY=harness or ONLY=upstream runs one part. Prints Markdown tables.
@@ -66,12 +67,16 @@ sed -e "s/\${TPS}/10000000/g; s/\${EVENTS_NUM}/$EVENTS/g" \
   -e 's/${PERSON_PROPORTION}/1/g; s/${AUCTION_PROPORTION}/3/g; s/${BID_PROPORTION}/46/g' \
   "$upstream/ddl_gen.sql" > "$out/ddl.sql"
 sed -e 's/${NEXMARK_TABLE}/datagen/g' "$upstream/ddl_views.sql" >> "$out/ddl.sql"
+# q13's side input, where Nexmark's side_input_gen.sh writes it: ${FLINK_HOME}/data.
+mkdir -p "$out/flink-home/data"
+seq 0 9999 | awk '{print $1 "," $1}' > "$out/flink-home/data/side_input.txt"
 for n in $(seq 0 23); do
   q=q$n
   [ -f "$upstream/$q.sql" ] || continue
   # q10's filesystem sink writes under ${NEXMARK_DIR}: a folder of this run's.
   { echo "SET 'parallelism.default' = '$P';"; cat "$out/ddl.sql"; echo ";"
-    sed -e "s|\${NEXMARK_DIR}|$out/nexmark-dir|g; s|\${SUBMIT_TIME}|run|g" "$upstream/$q.sql"
+    sed -e "s|\${NEXMARK_DIR}|$out/nexmark-dir|g; s|\${SUBMIT_TIME}|run|g" \
+      -e "s|\${FLINK_HOME}|$out/flink-home|g" "$upstream/$q.sql"
   } > "$out/up-$q.sql"
   t0=$EPOCHREALTIME
   if "$hummer" sql -f "$out/up-$q.sql" >"$out/up-$q.log" 2>&1; then

@@ -52,6 +52,11 @@ impl Dialect for FlinkDialect {
         true
     }
 
+    /// `FOR SYSTEM_TIME AS OF t` after a table: a temporal or lookup join.
+    fn supports_table_versioning(&self) -> bool {
+        true
+    }
+
     /// `TABLE name` where an expression starts (a table function's argument).
     fn parse_prefix(&self, parser: &mut Parser) -> Option<Result<Expr, ParserError>> {
         let is_table = matches!(&parser.peek_token().token, Token::Word(w) if w.keyword == Keyword::TABLE)

@@ -128,6 +128,28 @@ impl CsvFiles {
     }
 }
 
+impl CsvFiles {
+    /// Every row of every file, read here and now: a lookup join's table, which each subtask
+    /// holds whole (Flink's lookup source of a bounded table, cached in full).
+    pub fn read_all(&self) -> Result<Vec<Row>> {
+        use std::io::BufRead;
+        let mut rows = Vec::new();
+        for file in self.files()? {
+            let reader = std::fs::File::open(&file)
+                .map(std::io::BufReader::new)
+                .map_err(|e| HummerError::io("cannot read", &file, e))?;
+            for line in reader.lines() {
+                let line = line.map_err(|e| HummerError::io("cannot read", &file, e))?;
+                let line = line.strip_suffix('\r').unwrap_or(&line);
+                if let Some(row) = self.row(line, &file)? {
+                    rows.push(row);
+                }
+            }
+        }
+        Ok(rows)
+    }
+}
+
 /// The regular, non-hidden files at `path` (itself, if it is a file), sorted.
 pub fn list_files(path: &Path) -> Result<Vec<PathBuf>> {
     let meta = std::fs::metadata(path).map_err(|e| HummerError::io("cannot read", path, e))?;

@@ -233,6 +233,38 @@ pub fn scan(
     Ok((rows, schema, column_use))
 }
 
+/// The source of a lookup join's table (`JOIN t FOR SYSTEM_TIME AS OF left.proctime`): a
+/// bounded `filesystem` table, which a lookup join reads whole in each subtask.
+pub fn lookup_source(table: &TableDefinition) -> Result<CsvFiles> {
+    match connector(table)? {
+        "filesystem" => {
+            let (schema, computed) = table_schema(table)?;
+            let used = ColumnUse::new(schema.columns.len());
+            used.mark_all();
+            Ok(CsvFiles {
+                table: table.name.clone(),
+                path: local_path(table)?,
+                csv: csv(table)?,
+                physical: physical_schema(table),
+                computed,
+                used,
+                decoded: None,
+                physical_prefix: 0,
+            })
+        }
+        other => Err(SqlError::Unsupported {
+            at: table.at,
+            what: format!(
+                "a processing-time temporal join with the '{other}' table '{}'",
+                table.name
+            ),
+            supported: "lookup joins with bounded 'filesystem' tables (read whole by each \
+                        subtask) and event-time temporal joins with versioned tables are"
+                .into(),
+        }),
+    }
+}
+
 /// Writes the query's rows into `table`: a sink that takes only inserts (`csv`) refuses an
 /// updating query before anything runs, naming the operator that updates, as Flink does.
 pub fn write(planned: &Planned, table: &TableDefinition) -> Result<()> {

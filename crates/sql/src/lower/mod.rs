@@ -5,10 +5,12 @@
 pub mod calc;
 pub mod group_aggregate;
 pub mod join;
+pub mod lookup_join;
 pub mod over_aggregate;
 pub mod per_key;
 pub mod rank;
 pub mod rowtime;
+pub mod temporal_join;
 pub mod window_rank;
 
 pub use calc::Calc;

@@ -35,7 +35,7 @@ fn bound_to(e: &ast::Expr, schema: &Schema) -> Option<Named> {
 }
 
 /// A `Calc` that keeps every column of `schema` and appends `keys`.
-fn with_keys(schema: &Schema, keys: Vec<Named>) -> Calc {
+pub(super) fn with_keys(schema: &Schema, keys: Vec<Named>) -> Calc {
     let mut projection = Named::columns(schema);
     projection.extend(keys);
     Calc {
@@ -44,17 +44,13 @@ fn with_keys(schema: &Schema, keys: Vec<Named>) -> Calc {
     }
 }
 
-/// Joins `left` and `right` on `conditions` (an `ON`, when `on`; else the query's `WHERE`).
-pub fn plan(
-    left: Planned,
-    right: Planned,
-    kind: JoinKind,
-    conditions: Option<&ast::Expr>,
-    on: bool,
-    at: Position,
-) -> Result<Planned> {
-    let left = super::window::materialize(left, at)?;
-    let right = super::window::materialize(right, at)?;
+/// The conjuncts of `conditions` that equate an expression of the left side's columns with
+/// one of the right side's (the join key, as left and right expressions), and the others.
+pub(super) fn equalities<'a>(
+    conditions: Option<&'a ast::Expr>,
+    left: &Schema,
+    right: &Schema,
+) -> (Vec<Named>, Vec<Named>, Vec<&'a ast::Expr>) {
     let mut left_keys = Vec::new();
     let mut right_keys = Vec::new();
     let mut residual = Vec::new();
@@ -64,9 +60,9 @@ pub fn plan(
                 left: a,
                 op: BinaryOperator::Eq,
                 right: b,
-            } => match (bound_to(a, &left.schema), bound_to(b, &right.schema)) {
+            } => match (bound_to(a, left), bound_to(b, right)) {
                 (Some(l), Some(r)) => Some((l, r)),
-                _ => match (bound_to(b, &left.schema), bound_to(a, &right.schema)) {
+                _ => match (bound_to(b, left), bound_to(a, right)) {
                     (Some(l), Some(r)) => Some((l, r)),
                     _ => None,
                 },
@@ -81,6 +77,40 @@ pub fn plan(
             None => residual.push(c),
         }
     }
+    (left_keys, right_keys, residual)
+}
+
+/// The conjuncts `conditions` as one condition over `schema` (a join's other conditions), in
+/// a `Calc` with no projection: it tells whether a row passes without copying it.
+pub(super) fn residual_filter(conditions: &[&ast::Expr], schema: &Schema) -> Result<Option<Calc>> {
+    let Some((first, rest)) = conditions.split_first() else {
+        return Ok(None);
+    };
+    let all = rest
+        .iter()
+        .fold((*first).clone(), |acc, c| ast::Expr::BinaryOp {
+            left: Box::new(acc),
+            op: BinaryOperator::And,
+            right: Box::new((*c).clone()),
+        });
+    Ok(Some(Calc {
+        condition: Some(condition(&all, &all, schema, "ON")?),
+        projection: Vec::new(),
+    }))
+}
+
+/// Joins `left` and `right` on `conditions` (an `ON`, when `on`; else the query's `WHERE`).
+pub fn plan(
+    left: Planned,
+    right: Planned,
+    kind: JoinKind,
+    conditions: Option<&ast::Expr>,
+    on: bool,
+    at: Position,
+) -> Result<Planned> {
+    let left = super::window::materialize(left, at)?;
+    let right = super::window::materialize(right, at)?;
+    let (left_keys, right_keys, mut residual) = equalities(conditions, &left.schema, &right.schema);
     if left_keys.is_empty() {
         let span = conditions.map_or_else(sqlparser::tokenizer::Span::empty, |c| c.span());
         return Err(SqlError::Unsupported {
@@ -179,23 +209,12 @@ pub fn plan(
         }
     }
     // An ON's other conditions filter the joined rows (a WHERE's come after, with the query).
-    if on && !residual.is_empty() {
-        let mut conditions = residual.into_iter();
-        let first = conditions.next().map(|c| (*c).clone());
-        let all = conditions.fold(first, |acc, c| {
-            acc.map(|a| ast::Expr::BinaryOp {
-                left: Box::new(a),
-                op: BinaryOperator::And,
-                right: Box::new(c.clone()),
-            })
-        });
-        if let Some(all) = all {
-            let filter = Calc {
-                condition: Some(condition(&all, &all, &schema, "ON")?),
-                projection: Named::columns(&schema),
-            };
-            rows = rows.transform("Calc: ON", move |_| Ok(filter.clone()));
-        }
+    if on && let Some(filter) = residual_filter(&residual, &schema)? {
+        let filter = Calc {
+            projection: Named::columns(&schema),
+            ..filter
+        };
+        rows = rows.transform("Calc: ON", move |_| Ok(filter.clone()));
     }
     Ok(Planned {
         input: rows,

@@ -2,9 +2,10 @@
 //! schema of its result and whether it updates what it emitted.
 //!
 //! A query is planned bottom-up into `DataStream<Change>`: the `FROM` items (a table's scan,
-//! a view's or subquery's plan, a window table function, joins of them: [`join`]), then one
-//! of: a [`Calc`] (filter and projection), a `GROUP BY` ([`aggregate`]: a group or window
-//! aggregation), an over aggregation ([`over`]), or a Top-N over a subquery ([`rank`]).
+//! a view's or subquery's plan, a window table function, joins of them: [`join`], and
+//! temporal joins: [`temporal`]), then one of: a [`Calc`] (filter and projection), a
+//! `GROUP BY` ([`aggregate`]: a group or window aggregation), an over aggregation
+//! ([`over`]), or a Top-N over a subquery ([`rank`]).
 //! Every clause that is not supported is refused before anything runs, with its line and
 //! column and what is supported.
 
@@ -12,6 +13,7 @@ pub mod aggregate;
 pub mod join;
 pub mod over;
 pub mod rank;
+pub mod temporal;
 pub mod window;
 
 use hummer_api::{DataStream, StreamExecutionEnvironment};
@@ -392,12 +394,42 @@ fn from_clause(
     let outer_where = if rest.is_empty() { selection } else { None };
     let (mut planned, mut name) = from_item(catalog, env, first, outer_where, at)?;
     for (factor, kind, on) in rest {
+        if let TableFactor::Table {
+            name: table,
+            alias,
+            args: None,
+            version: Some(version),
+            ..
+        } = factor
+        {
+            let ast::TableVersion::ForSystemTimeAsOf(time) = version else {
+                return Err(unsupported("this table version", factor.span(), at));
+            };
+            let table_name = last_name(table);
+            let versioned = temporal::VersionedTable {
+                name: &table_name,
+                qualifier: alias.as_ref().map_or(&table_name, |a| &a.name.value),
+                time,
+            };
+            planned = temporal::plan(catalog, env, planned, &versioned, *kind, *on, at)?;
+            name = format!("{name} JOIN {table_name}");
+            continue;
+        }
         let (right, right_name) = from_item(catalog, env, factor, None, at)?;
         let conditions = on.or(selection);
         planned = join::plan(planned, right, *kind, conditions, on.is_some(), at)?;
         name = format!("{name} JOIN {right_name}");
     }
     Ok((planned, name))
+}
+
+/// The table name of a possibly qualified `catalog.db.name`: its last part.
+fn last_name(name: &ast::ObjectName) -> String {
+    name.0
+        .last()
+        .and_then(|p| p.as_ident())
+        .map(|i| i.value.clone())
+        .unwrap_or_default()
 }
 
 /// A `FROM` item planned, with a name for its operators: a table or view, a window table
@@ -417,12 +449,7 @@ fn from_item(
             version: None,
             ..
         } => {
-            let table_name = name
-                .0
-                .last()
-                .and_then(|p| p.as_ident())
-                .map(|i| i.value.clone())
-                .unwrap_or_default();
+            let table_name = last_name(name);
             let planned = relation(catalog, env, &table_name, at_span(name.span()))?;
             let qualifier = alias.as_ref().map_or(&table_name, |a| &a.name.value);
             let schema = planned.schema.clone().qualified(qualifier);
