@@ -1420,3 +1420,40 @@ fn an_event_time_temporal_join_picks_the_version_at_each_rows_time() {
     );
     assert!(!ok && err.contains("primary key"), "{err}");
 }
+
+/// A `datagen` table with a sequence column is bounded: its rows, numbered once each over
+/// the subtasks, sum as the sequence does at parallelism 1 and 3, and random columns keep to
+/// their options; `rows-per-second` throttles them (1,000 rows at 4,000 a second take at
+/// least a quarter of a second).
+#[test]
+fn a_datagen_sequence_is_generated_once_and_throttled() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    for parallelism in [1, 3] {
+        let output = dir.path().join(format!("out-{parallelism}"));
+        let script = format!(
+            "SET 'parallelism.default' = '{parallelism}';\n\
+             CREATE TABLE g (id BIGINT, n INT, s STRING) WITH ('connector' = 'datagen',\n\
+               'rows-per-second' = '4000', 'fields.id.kind' = 'sequence',\n\
+               'fields.id.start' = '1', 'fields.id.end' = '1000',\n\
+               'fields.n.min' = '0', 'fields.n.max' = '9', 'fields.s.length' = '3');\n\
+             CREATE TABLE out (total BIGINT, in_range BIGINT, short BIGINT, rows_ BIGINT)\n\
+             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'debezium-json');\n\
+             INSERT INTO out SELECT SUM(id), COUNT(*) FILTER (WHERE n BETWEEN 0 AND 9),\n\
+               COUNT(*) FILTER (WHERE CHAR_LENGTH(s) = 3), COUNT(*) FROM g;",
+            output.display()
+        );
+        let started = std::time::Instant::now();
+        let (ok, out, err) = hummer_sql(&["-e", &script], "");
+        let took = started.elapsed();
+        assert!(ok, "at {parallelism}: {out}\n{err}");
+        assert_eq!(
+            apply_debezium(&output, &["total", "in_range", "short", "rows_"]),
+            vec!["500500,1000,1000,1000".to_string()],
+            "at {parallelism}"
+        );
+        assert!(
+            took >= std::time::Duration::from_millis(250),
+            "1,000 rows at 4,000 a second came in {took:?}"
+        );
+    }
+}

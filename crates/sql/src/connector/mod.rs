@@ -1,7 +1,8 @@
 //! The connectors a table's `WITH ('connector' = ..)` names, with Flink's option names:
 //! reading a table into a stream of rows, and writing a stream of rows into a table.
 //!
-//! Here so far: `filesystem` (the `csv` format, source and sink), `print` and `blackhole`.
+//! Here so far: `filesystem` (the `csv` format, source and sink), `nexmark` and `datagen`
+//! (sources), `print` and `blackhole` (sinks).
 //! A table's computed columns are computed right after its scan, so a query sees every
 //! column of the table in declaration order.
 
@@ -9,10 +10,12 @@ use std::fmt;
 
 pub mod column_use;
 mod csv_files;
+mod datagen;
 mod nexmark;
 mod watermark;
 
 pub use csv_files::{CsvFiles, list_files};
+pub use datagen::DataGen;
 pub use nexmark::NexmarkEvents;
 pub use watermark::EventTime;
 
@@ -33,8 +36,8 @@ use crate::value::Row;
 use column_use::ColumnUse;
 
 /// The connectors, for errors.
-const CONNECTORS: &str =
-    "'filesystem' (formats 'csv' and 'debezium-json'), 'print' and 'blackhole' are";
+const CONNECTORS: &str = "'filesystem' (formats 'csv' and 'debezium-json'), 'nexmark' and 'datagen' (read), 'print' \
+     and 'blackhole' (written) are";
 
 /// The table's physical columns (what its connector reads or writes).
 pub fn physical_schema(table: &TableDefinition) -> Schema {
@@ -222,11 +225,15 @@ pub fn scan(
             let source = NexmarkEvents::of(table, &physical_schema(table), computed)?;
             from(env, source, event_time)
         }
+        "datagen" => {
+            let source = DataGen::of(table, &physical_schema(table), computed)?;
+            from(env, source, event_time)
+        }
         other => {
             return Err(SqlError::Unsupported {
                 at: table.at,
                 what: format!("reading the connector '{other}' of table '{}'", table.name),
-                supported: "reading 'filesystem' (format 'csv') and 'nexmark' is".into(),
+                supported: "reading 'filesystem' (format 'csv'), 'nexmark' and 'datagen' is".into(),
             });
         }
     };
