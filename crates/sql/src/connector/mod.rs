@@ -9,14 +9,14 @@
 use std::fmt;
 
 pub mod column_use;
-mod csv_files;
 mod datagen;
 mod nexmark;
+mod table_files;
 mod watermark;
 
-pub use csv_files::{CsvFiles, list_files};
 pub use datagen::DataGen;
 pub use nexmark::NexmarkEvents;
+pub use table_files::{TableFiles, list_files};
 pub use watermark::EventTime;
 
 use hummer_api::{DataStream, StreamExecutionEnvironment};
@@ -26,7 +26,7 @@ use hummer_operators::sink::{Sink, SinkWriter};
 use crate::changelog::Change;
 use crate::error::{Result, SqlError};
 use crate::expr::bind::bind;
-use crate::format::Csv;
+use crate::format::{Encoder, Format};
 use crate::lower::Calc;
 use crate::lower::calc::Named;
 use crate::plan::Planned;
@@ -126,55 +126,6 @@ fn connector(table: &TableDefinition) -> Result<&str> {
     required(table, "connector")
 }
 
-/// A `filesystem` table's format.
-enum Format {
-    /// `csv`.
-    Csv(Csv),
-    /// `debezium-json` (a sink's changelog).
-    DebeziumJson,
-}
-
-/// The format of a `filesystem` table, from its options.
-fn format(table: &TableDefinition) -> Result<Format> {
-    match required(table, "format")? {
-        "debezium-json" => Ok(Format::DebeziumJson),
-        _ => csv(table).map(Format::Csv),
-    }
-}
-
-/// The `csv` format of a `filesystem` table, from its options.
-fn csv(table: &TableDefinition) -> Result<Csv> {
-    let format = required(table, "format")?;
-    if format != "csv" {
-        return Err(SqlError::Unsupported {
-            at: table.at,
-            what: format!("the format '{format}' of table '{}'", table.name),
-            supported: "the formats 'csv' (read and written) and 'debezium-json' (written) \
-                        are"
-            .into(),
-        });
-    }
-    let mut csv = Csv::default();
-    if let Some(d) = table.options.get("csv.field-delimiter") {
-        let mut chars = d.chars();
-        match (chars.next(), chars.next()) {
-            (Some(c), None) => csv.delimiter = c,
-            _ => {
-                return Err(SqlError::Invalid {
-                    at: table.at,
-                    message: format!("'csv.field-delimiter' is one character, not '{d}'"),
-                });
-            }
-        }
-    }
-    csv.null_literal = table.options.get("csv.null-literal").cloned();
-    csv.ignore_parse_errors = table
-        .options
-        .get("csv.ignore-parse-errors")
-        .is_some_and(|v| v.eq_ignore_ascii_case("true"));
-    Ok(csv)
-}
-
 /// Reads `table` into a stream of its rows (every column, computed ones included), with
 /// event time where the table declares a watermark.
 pub fn scan(
@@ -208,10 +159,10 @@ pub fn scan(
     }
     let rows = match connector(table)? {
         "filesystem" => {
-            let source = CsvFiles {
+            let source = TableFiles {
                 table: table.name.clone(),
                 path: local_path(table)?,
-                csv: csv(table)?,
+                format: Format::of(table, "format")?.readable(table)?,
                 physical: physical_schema(table),
                 computed,
                 used: used.clone(),
@@ -242,16 +193,16 @@ pub fn scan(
 
 /// The source of a lookup join's table (`JOIN t FOR SYSTEM_TIME AS OF left.proctime`): a
 /// bounded `filesystem` table, which a lookup join reads whole in each subtask.
-pub fn lookup_source(table: &TableDefinition) -> Result<CsvFiles> {
+pub fn lookup_source(table: &TableDefinition) -> Result<TableFiles> {
     match connector(table)? {
         "filesystem" => {
             let (schema, computed) = table_schema(table)?;
             let used = ColumnUse::new(schema.columns.len());
             used.mark_all();
-            Ok(CsvFiles {
+            Ok(TableFiles {
                 table: table.name.clone(),
                 path: local_path(table)?,
-                csv: csv(table)?,
+                format: Format::of(table, "format")?.readable(table)?,
                 physical: physical_schema(table),
                 computed,
                 used,
@@ -303,16 +254,11 @@ pub fn write(planned: &Planned, table: &TableDefinition) -> Result<()> {
     match connector(table)? {
         "filesystem" => {
             let path = local_path(table)?;
-            let types: Vec<_> = target.columns.iter().map(|c| c.ty.ty.clone()).collect();
-            let encoder = match format(table)? {
-                Format::Csv(csv) => {
-                    inserts_only("csv")?;
-                    Encoder::Csv(csv, types)
-                }
-                Format::DebeziumJson => {
-                    Encoder::DebeziumJson(target.columns.iter().map(|c| c.name.clone()).collect())
-                }
-            };
+            let format = Format::of(table, "format")?;
+            if !format.takes_updates() {
+                inserts_only(format.name())?;
+            }
+            let encoder = Encoder::new(format, &target);
             rows.map(move |c: Change| {
                 let mut line = String::new();
                 encoder.encode(&c, &mut line);
@@ -338,80 +284,6 @@ pub fn write(planned: &Planned, table: &TableDefinition) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// How a `filesystem` sink writes a change as a line.
-#[derive(Clone)]
-enum Encoder {
-    /// `csv`: the row (inserts only).
-    Csv(Csv, Vec<crate::types::SqlType>),
-    /// `debezium-json`: the change, with the columns' names.
-    DebeziumJson(Vec<String>),
-}
-
-impl Encoder {
-    fn encode(&self, change: &Change, line: &mut String) {
-        match self {
-            Encoder::Csv(csv, types) => csv.encode(&change.row, types, line),
-            Encoder::DebeziumJson(names) => debezium_json(change, names, line),
-        }
-    }
-}
-
-/// A change as Flink's `debezium-json` format writes it: an insert or the new row of an
-/// update as `{"before":null,"after":{..},"op":"c"}`, a delete or the old row of an update
-/// as `{"before":{..},"after":null,"op":"d"}`.
-pub fn debezium_json(change: &Change, names: &[String], out: &mut String) {
-    let mut object = String::from("{");
-    for (i, (name, value)) in names.iter().zip(&change.row).enumerate() {
-        if i > 0 {
-            object.push(',');
-        }
-        json_string(name, &mut object);
-        object.push(':');
-        json_value(value, &mut object);
-    }
-    object.push('}');
-    if change.kind.retracts() {
-        out.push_str(&format!(
-            "{{\"before\":{object},\"after\":null,\"op\":\"d\"}}"
-        ));
-    } else {
-        out.push_str(&format!(
-            "{{\"before\":null,\"after\":{object},\"op\":\"c\"}}"
-        ));
-    }
-}
-
-/// A value in JSON, as Flink's JSON formats write it: numbers and booleans bare, `NULL` as
-/// `null`, everything else as the string `CAST(v AS STRING)` gives.
-fn json_value(value: &crate::value::Value, out: &mut String) {
-    use crate::value::Value;
-    match value {
-        Value::Null => out.push_str("null"),
-        Value::Boolean(_) | Value::Int(_) | Value::BigInt(_) | Value::Decimal(..) => {
-            out.push_str(&value.to_string())
-        }
-        Value::Double(d) if d.is_finite() => out.push_str(&value.to_string()),
-        other => json_string(&other.to_string(), out),
-    }
-}
-
-/// `s` as a JSON string.
-fn json_string(s: &str, out: &mut String) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
 }
 
 /// A row as Flink's `print` connector shows it: `+I[1, abc]`, `-U[..]`.

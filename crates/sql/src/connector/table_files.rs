@@ -1,5 +1,5 @@
-//! The `filesystem` source of a `csv` table: the rows of every file under the table's path,
-//! each file one split with its own watermark.
+//! The `filesystem` source: the rows of every file under a table's path (a line each, in the
+//! table's `csv` or `json` format), each file one split with its own watermark.
 //!
 //! Flink's filesystem source reads each file as one split and keeps a watermark per split;
 //! the watermark of a source subtask is the minimum over the splits it has not finished. A
@@ -11,7 +11,8 @@
 //!
 //! A line is decoded into the table's physical columns, then its computed columns are
 //! computed ([`Calc`]); a line that does not decode fails the job naming the file, the line
-//! and what is wrong, unless the table says `'csv.ignore-parse-errors' = 'true'`.
+//! and what is wrong, unless the table says `'csv.ignore-parse-errors' = 'true'` (or
+//! `'json.ignore-parse-errors'`).
 
 use std::path::{Path, PathBuf};
 
@@ -24,20 +25,20 @@ use hummer_types::{MIN_WATERMARK, NO_TIMESTAMP, Timestamp};
 use serde::{Deserialize, Serialize};
 
 use super::column_use::ColumnUse;
-use crate::format::Csv;
+use crate::format::Format;
 use crate::lower::Calc;
 use crate::schema::Schema;
 use crate::value::Row;
 
-/// The rows of a `csv` table's files.
+/// The rows of a `filesystem` table's files.
 #[derive(Clone)]
-pub struct CsvFiles {
+pub struct TableFiles {
     /// The table's name, for errors.
     pub table: String,
     /// A file, or a directory of files.
     pub path: PathBuf,
-    /// The format's options.
-    pub csv: Csv,
+    /// The format of its lines.
+    pub format: Format,
     /// The physical columns, as the lines hold them.
     pub physical: Schema,
     /// The computed columns, appended to the physical ones.
@@ -51,7 +52,7 @@ pub struct CsvFiles {
     pub physical_prefix: usize,
 }
 
-impl CsvFiles {
+impl TableFiles {
     /// The files under the path, sorted.
     fn files(&self) -> Result<Vec<PathBuf>> {
         list_files(&self.path)
@@ -59,7 +60,7 @@ impl CsvFiles {
 
     /// The source as its readers run it: only the columns the query reads are decoded and
     /// computed.
-    fn pruned(&self) -> CsvFiles {
+    fn pruned(&self) -> TableFiles {
         let used = self.used.used();
         let mut source = self.clone();
         match &mut source.computed {
@@ -89,11 +90,11 @@ impl CsvFiles {
             return Ok(None);
         }
         let physical = match self
-            .csv
-            .decode_used(line, &self.physical, self.decoded.as_deref())
+            .format
+            .decode(line, &self.physical, self.decoded.as_deref())
         {
             Ok(row) => row,
-            Err(_) if self.csv.ignore_parse_errors => return Ok(None),
+            Err(_) if self.format.ignores_parse_errors() => return Ok(None),
             Err(reason) => {
                 return Err(HummerError::BadInput {
                     input: format!(
@@ -102,8 +103,9 @@ impl CsvFiles {
                         file.display()
                     ),
                     reason: format!(
-                        "{reason} (the table's 'csv.ignore-parse-errors' = 'true' skips such \
-                         lines)"
+                        "{reason} (the table's '{}.ignore-parse-errors' = 'true' skips such \
+                         lines)",
+                        self.format.name()
                     ),
                 });
             }
@@ -128,7 +130,7 @@ impl CsvFiles {
     }
 }
 
-impl CsvFiles {
+impl TableFiles {
     /// Every row of every file, read here and now: a lookup join's table, which each subtask
     /// holds whole (Flink's lookup source of a bounded table, cached in full).
     pub fn read_all(&self) -> Result<Vec<Row>> {
@@ -173,7 +175,7 @@ pub fn list_files(path: &Path) -> Result<Vec<PathBuf>> {
     Ok(files)
 }
 
-impl Source<Row> for CsvFiles {
+impl Source<Row> for TableFiles {
     fn name(&self) -> String {
         format!("CSV files: {}", self.table)
     }
@@ -197,7 +199,7 @@ impl Source<Row> for CsvFiles {
             .filter(|(i, _)| i % ctx.parallelism.max(1) == ctx.subtask)
             .map(|(_, f)| f)
             .collect();
-        let mut reader = CsvFilesReader {
+        let mut reader = TableFilesReader {
             source: self.pruned(),
             ctx: ctx.clone(),
             files: Vec::new(),
@@ -226,8 +228,8 @@ struct Position {
 }
 
 /// The reader of one subtask's files.
-struct CsvFilesReader {
-    source: CsvFiles,
+struct TableFilesReader {
+    source: TableFiles,
     ctx: SourceContext,
     files: Vec<FileSplit>,
     /// The file to read from next.
@@ -236,7 +238,7 @@ struct CsvFilesReader {
     strategy: Option<WatermarkStrategy<Row>>,
 }
 
-impl CsvFilesReader {
+impl TableFilesReader {
     /// Reads `files` from the start, or from where `positions` say.
     fn open(&mut self, files: Vec<PathBuf>, positions: Option<Position>) -> Result<()> {
         let mut positions = positions.map(|p| p.files.into_iter());
@@ -308,7 +310,7 @@ impl CsvFilesReader {
     }
 }
 
-impl SourceReader<Row> for CsvFilesReader {
+impl SourceReader<Row> for TableFilesReader {
     fn poll_next(&mut self, out: &mut Vec<Row>, max: usize) -> Result<SourceStatus> {
         self.poll(out, None, max)
     }
@@ -373,15 +375,16 @@ impl SourceReader<Row> for CsvFilesReader {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::format::Csv;
     use crate::schema::Column;
     use crate::types::{DataType, SqlType};
     use crate::value::Value;
 
-    fn source(dir: &Path) -> CsvFiles {
-        CsvFiles {
+    fn source(dir: &Path) -> TableFiles {
+        TableFiles {
             table: "t".into(),
             path: dir.to_path_buf(),
-            csv: Csv::default(),
+            format: Format::Csv(Csv::default()),
             physical: Schema::new(vec![Column {
                 name: "ts".into(),
                 ty: DataType::nullable(SqlType::BigInt),

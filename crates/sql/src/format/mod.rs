@@ -1,0 +1,182 @@
+//! Formats: a table's row as one line of a file or one message of a topic, and back, with
+//! Flink's format names and options (`'format' = 'csv'` with `'csv.field-delimiter'`, ...).
+//!
+//! A connector asks for its table's format once ([`Format::of`]) and decodes or encodes rows
+//! through it, so the filesystem and Kafka connectors read and write every format the same
+//! way. `csv` and `json` are read and written; `debezium-json`, a changelog, is written.
+
+pub mod csv;
+pub mod json;
+
+pub use csv::Csv;
+
+use crate::changelog::Change;
+use crate::error::{Result, SqlError};
+use crate::schema::Schema;
+use crate::statement::TableDefinition;
+use crate::types::SqlType;
+use crate::value::Row;
+
+/// The formats, for errors.
+const FORMATS: &str = "the formats 'csv' and 'json' (read and written) and 'debezium-json' \
+                       (written) are";
+
+/// A table's format.
+#[derive(Clone, Debug)]
+pub enum Format {
+    /// `csv`.
+    Csv(Csv),
+    /// `json`; `json.ignore-parse-errors` skips what does not decode.
+    Json {
+        /// `json.ignore-parse-errors`.
+        ignore_parse_errors: bool,
+    },
+    /// `debezium-json`: a changelog (written).
+    DebeziumJson,
+}
+
+/// Whether option `key` of `table` is `'true'`.
+fn flag(table: &TableDefinition, key: &str) -> bool {
+    table
+        .options
+        .get(key)
+        .is_some_and(|v| v.eq_ignore_ascii_case("true"))
+}
+
+impl Format {
+    /// The format `table` names with the option `key` (`format`, or `key.format` and
+    /// `value.format` for a message's two parts), with its options, which Flink prefixes as
+    /// the key is (`csv.field-delimiter`, `value.csv.field-delimiter`).
+    pub fn of(table: &TableDefinition, key: &str) -> Result<Format> {
+        let prefix = key.strip_suffix("format").unwrap_or("");
+        let name = table.options.get(key).ok_or_else(|| SqlError::Invalid {
+            at: table.at,
+            message: format!("the table '{}' needs the option '{key}'", table.name),
+        })?;
+        let option = |o: &str| format!("{prefix}{name}.{o}");
+        match name.as_str() {
+            "csv" => {
+                let mut csv = Csv::default();
+                if let Some(d) = table.options.get(&option("field-delimiter")) {
+                    let mut chars = d.chars();
+                    match (chars.next(), chars.next()) {
+                        (Some(c), None) => csv.delimiter = c,
+                        _ => {
+                            return Err(SqlError::Invalid {
+                                at: table.at,
+                                message: format!(
+                                    "'{}' is one character, not '{d}'",
+                                    option("field-delimiter")
+                                ),
+                            });
+                        }
+                    }
+                }
+                csv.null_literal = table.options.get(&option("null-literal")).cloned();
+                csv.ignore_parse_errors = flag(table, &option("ignore-parse-errors"));
+                Ok(Format::Csv(csv))
+            }
+            "json" => Ok(Format::Json {
+                ignore_parse_errors: flag(table, &option("ignore-parse-errors")),
+            }),
+            "debezium-json" => Ok(Format::DebeziumJson),
+            other => Err(SqlError::Unsupported {
+                at: table.at,
+                what: format!("the format '{other}' of table '{}'", table.name),
+                supported: FORMATS.into(),
+            }),
+        }
+    }
+
+    /// The format's name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Format::Csv(_) => "csv",
+            Format::Json { .. } => "json",
+            Format::DebeziumJson => "debezium-json",
+        }
+    }
+
+    /// Whether it writes updates and deletes (a changelog), not only inserts.
+    pub fn takes_updates(&self) -> bool {
+        matches!(self, Format::DebeziumJson)
+    }
+
+    /// Whether a row that does not decode is skipped rather than failing the job.
+    pub fn ignores_parse_errors(&self) -> bool {
+        match self {
+            Format::Csv(csv) => csv.ignore_parse_errors,
+            Format::Json {
+                ignore_parse_errors,
+            } => *ignore_parse_errors,
+            Format::DebeziumJson => false,
+        }
+    }
+
+    /// Refuses a format that is not read (a source's), naming `table`.
+    pub fn readable(self, table: &TableDefinition) -> Result<Format> {
+        match self {
+            Format::DebeziumJson => Err(SqlError::Unsupported {
+                at: table.at,
+                what: format!(
+                    "reading the format 'debezium-json' of table '{}'",
+                    table.name
+                ),
+                supported: FORMATS.into(),
+            }),
+            readable => Ok(readable),
+        }
+    }
+
+    /// The row of `text` for `schema`'s columns; with `used`, the columns it does not mark
+    /// may be left `NULL` unread.
+    pub fn decode(
+        &self,
+        text: &str,
+        schema: &Schema,
+        used: Option<&[bool]>,
+    ) -> std::result::Result<Row, String> {
+        match self {
+            Format::Csv(csv) => csv.decode_used(text, schema, used),
+            Format::Json { .. } => json::decode(text, schema),
+            Format::DebeziumJson => Err("debezium-json is not read".into()),
+        }
+    }
+}
+
+/// A format with the columns it writes: each change as one line or message.
+#[derive(Clone, Debug)]
+pub struct Encoder {
+    format: Format,
+    names: Vec<String>,
+    types: Vec<SqlType>,
+}
+
+impl Encoder {
+    /// Writes rows of `schema` in `format`.
+    pub fn new(format: Format, schema: &Schema) -> Self {
+        Encoder {
+            format,
+            names: schema.columns.iter().map(|c| c.name.clone()).collect(),
+            types: schema.columns.iter().map(|c| c.ty.ty.clone()).collect(),
+        }
+    }
+
+    /// Appends `change`: its row (`csv`, `json`, which take inserts only: the planner sees to
+    /// it), or the change (`debezium-json`).
+    pub fn encode(&self, change: &Change, out: &mut String) {
+        match &self.format {
+            Format::Csv(csv) => csv.encode(&change.row, &self.types, out),
+            Format::Json { .. } => json::encode(&change.row, &self.names, out),
+            Format::DebeziumJson => json::encode_debezium(change, &self.names, out),
+        }
+    }
+
+    /// Appends `row` alone (a message key's columns).
+    pub fn encode_row(&self, row: &[crate::value::Value], out: &mut String) {
+        match &self.format {
+            Format::Csv(csv) => csv.encode(row, &self.types, out),
+            Format::Json { .. } | Format::DebeziumJson => json::encode(row, &self.names, out),
+        }
+    }
+}
