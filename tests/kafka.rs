@@ -657,7 +657,7 @@ fn a_slow_partition_holds_back_the_watermark_of_its_subtask() {
             .serializer(
                 |(k, t): &(String, i64)| hummer::connectors::kafka::ProducerRecord {
                     key: Some(k.clone().into_bytes()),
-                    value: t.to_string().into_bytes(),
+                    value: Some(t.to_string().into_bytes()),
                 },
             )
             .build::<(String, i64)>()

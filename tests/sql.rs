@@ -1,44 +1,9 @@
 //! `hummer sql` as a user runs it: a script file, `-e`, and statements piped to standard
 //! input, with the results and errors the Flink SQL client would print.
 
-use std::io::Write;
-use std::process::{Command, Stdio};
+mod common;
 
-fn hummer_sql(args: &[&str], stdin: &str) -> (bool, String, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_hummer"))
-        .arg("sql")
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start hummer sql");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(stdin.as_bytes())
-        .expect("write stdin");
-    let out = child.wait_with_output().expect("hummer sql ends");
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-/// Every line of the part files a sink wrote under `dir`, sorted.
-fn sorted_lines(dir: &std::path::Path) -> Vec<String> {
-    let mut lines: Vec<String> = std::fs::read_dir(dir)
-        .expect("the sink's directory")
-        .flat_map(|f| {
-            let text = std::fs::read_to_string(f.expect("entry").path()).expect("part file");
-            text.lines().map(str::to_string).collect::<Vec<_>>()
-        })
-        .collect();
-    lines.sort();
-    lines
-}
+use common::sql::{hummer_sql, sorted_lines};
 
 const DDL: &str = "-- the Nexmark bids, as the harness declares them\n\
     CREATE TABLE bid (\n\

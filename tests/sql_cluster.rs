@@ -8,20 +8,7 @@ mod common;
 use std::time::Duration;
 
 use common::cluster::TestCluster;
-
-/// Every line of the part files under `dir`, sorted.
-fn sorted_lines(dir: &std::path::Path) -> Vec<String> {
-    let mut lines: Vec<String> = std::fs::read_dir(dir)
-        .expect("the sink's directory")
-        .flat_map(|f| {
-            let path = f.expect("entry").path();
-            let text = std::fs::read_to_string(path).expect("part file");
-            text.lines().map(str::to_string).collect::<Vec<_>>()
-        })
-        .collect();
-    lines.sort();
-    lines
-}
+use common::sql::sorted_lines;
 
 #[test]
 fn a_script_runs_its_jobs_on_the_cluster() {

@@ -14,6 +14,7 @@ pub mod heavy;
 pub mod http;
 pub mod kafka;
 pub mod netns;
+pub mod sql;
 
 pub use eventually::eventually;
 

@@ -135,7 +135,7 @@ fn copy(
             .topic(output)
             .serializer(|v: &Vec<u8>| ProducerRecord {
                 key: None,
-                value: v.clone(),
+                value: Some(v.clone()),
             })
             .delivery_guarantee(guarantee)
             .transactional_id_prefix(&format!("copy-{output}"))

@@ -9,8 +9,8 @@ use serde::Serialize;
 pub struct ProducerRecord {
     /// The key (its hash picks the partition unless the sink has a partitioner).
     pub key: Option<Vec<u8>>,
-    /// The value.
-    pub value: Vec<u8>,
+    /// The value (`None`: a tombstone, which deletes the key from a compacted topic).
+    pub value: Option<Vec<u8>>,
 }
 
 /// Makes a Kafka record of a stream record (Flink's `KafkaRecordSerializationSchema`).
@@ -39,7 +39,7 @@ where
     fn serialize(&self, record: &T) -> ProducerRecord {
         ProducerRecord {
             key: None,
-            value: record.as_ref().as_bytes().to_vec(),
+            value: Some(record.as_ref().as_bytes().to_vec()),
         }
     }
 }
@@ -54,8 +54,10 @@ impl<T: Serialize + Send + Sync + 'static> KafkaSerializer<T> for JsonSerializer
             key: None,
             // Serializing plain data into a Vec cannot fail (serde_json fails only on maps
             // with non-string keys, which then come out as an error text the reader sees).
-            value: serde_json::to_vec(record)
-                .unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}").into_bytes()),
+            value: Some(
+                serde_json::to_vec(record)
+                    .unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}").into_bytes()),
+            ),
         }
     }
 }

@@ -237,14 +237,14 @@ impl Transaction {
 }
 
 /// About the bytes a record takes in a produce request (for the batch size).
-fn record_size(key: &Option<Vec<u8>>, value: &[u8]) -> usize {
-    key.as_ref().map_or(0, Vec::len) + value.len() + 32
+fn record_size(key: &Option<Vec<u8>>, value: &Option<Vec<u8>>) -> usize {
+    key.as_ref().map_or(0, Vec::len) + value.as_ref().map_or(0, Vec::len) + 32
 }
 
 type Produced = tokio::task::JoinHandle<Result<()>>;
 
 /// A record held by the exactly-once writer: `(partition, key, value)`.
-type HeldRecord = (u32, Option<Vec<u8>>, Vec<u8>);
+type HeldRecord = (u32, Option<Vec<u8>>, Option<Vec<u8>>);
 
 struct KafkaWriter<T> {
     serializer: Arc<dyn KafkaSerializer<T>>,
@@ -327,7 +327,7 @@ impl<T> KafkaWriter<T> {
             *bytes += record_size(&key, &value);
             batch.push(Record {
                 key,
-                value: Some(value),
+                value,
                 headers,
                 timestamp: now(),
             });
@@ -480,7 +480,7 @@ impl<T: Send + 'static> SinkWriter<T> for KafkaWriter<T> {
                     self.buffered[p] += record_size(&r.key, &r.value);
                     self.buffers[p].push(Record {
                         key: r.key,
-                        value: Some(r.value),
+                        value: r.value,
                         headers: BTreeMap::new(),
                         timestamp: now(),
                     });

@@ -248,7 +248,7 @@ pub fn produce(brokers: &str, topic: &str, events: u64, partitions: i32) -> Resu
                 .topic(topic)
                 .serializer(|e: &JsonEvent| ProducerRecord {
                     key: None,
-                    value: serde_json::to_vec(e).unwrap_or_default(),
+                    value: Some(serde_json::to_vec(e).unwrap_or_default()),
                 })
                 .partitioner(Partitioner::RoundRobin)
                 .build::<JsonEvent>()?,

@@ -1,8 +1,9 @@
 //! The connectors a table's `WITH ('connector' = ..)` names, with Flink's option names:
 //! reading a table into a stream of rows, and writing a stream of rows into a table.
 //!
-//! Here so far: `filesystem` (the `csv` format, source and sink), `nexmark` and `datagen`
-//! (sources), `print` and `blackhole` (sinks).
+//! Here: `filesystem` (formats `csv`, `json` and `debezium-json`; source and sink), `kafka`
+//! and `upsert-kafka` (source and sink), `nexmark` and `datagen` (sources), `print` and
+//! `blackhole` (sinks).
 //! A table's computed columns are computed right after its scan, so a query sees every
 //! column of the table in declaration order.
 
@@ -10,6 +11,7 @@ use std::fmt;
 
 pub mod column_use;
 mod datagen;
+mod kafka;
 mod nexmark;
 mod table_files;
 mod watermark;
@@ -36,8 +38,8 @@ use crate::value::Row;
 use column_use::ColumnUse;
 
 /// The connectors, for errors.
-const CONNECTORS: &str = "'filesystem' (formats 'csv' and 'debezium-json'), 'nexmark' and 'datagen' (read), 'print' \
-     and 'blackhole' (written) are";
+const CONNECTORS: &str = "'filesystem' (formats 'csv', 'json' and 'debezium-json'), 'kafka', \
+     'upsert-kafka', 'nexmark' and 'datagen' (read), 'print' and 'blackhole' (written) are";
 
 /// The table's physical columns (what its connector reads or writes).
 pub fn physical_schema(table: &TableDefinition) -> Schema {
@@ -180,11 +182,12 @@ pub fn scan(
             let source = DataGen::of(table, &physical_schema(table), computed)?;
             from(env, source, event_time)
         }
+        "kafka" => from(env, kafka::source(table)?, event_time),
         other => {
             return Err(SqlError::Unsupported {
                 at: table.at,
                 what: format!("reading the connector '{other}' of table '{}'", table.name),
-                supported: "reading 'filesystem' (format 'csv'), 'nexmark' and 'datagen' is".into(),
+                supported: "reading 'filesystem', 'kafka', 'nexmark' and 'datagen' is".into(),
             });
         }
     };
@@ -274,6 +277,15 @@ pub fn write(planned: &Planned, table: &TableDefinition) -> Result<()> {
         }
         "blackhole" => {
             rows.add_sink(Blackhole);
+        }
+        "kafka" => {
+            if !kafka::takes_updates(table)? {
+                inserts_only(kafka::value_format(table)?.name())?;
+            }
+            rows.add_sink(kafka::sink(table, &target, false)?);
+        }
+        "upsert-kafka" => {
+            rows.add_sink(kafka::sink(table, &target, true)?);
         }
         other => {
             return Err(SqlError::Unsupported {

@@ -1,0 +1,42 @@
+//! `hummer sql` as a user runs it, and the files its sinks write.
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+/// Runs `hummer sql ARGS...` with `stdin` piped in: whether it succeeded, its stdout and its
+/// stderr.
+pub fn hummer_sql(args: &[&str], stdin: &str) -> (bool, String, String) {
+    let mut child = Command::new(super::cli::BIN)
+        .arg("sql")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start hummer sql");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(stdin.as_bytes())
+        .expect("write stdin");
+    let out = child.wait_with_output().expect("hummer sql ends");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Every line of the part files a sink wrote under `dir`, sorted.
+pub fn sorted_lines(dir: &std::path::Path) -> Vec<String> {
+    let mut lines: Vec<String> = std::fs::read_dir(dir)
+        .expect("the sink's directory")
+        .flat_map(|f| {
+            let text = std::fs::read_to_string(f.expect("entry").path()).expect("part file");
+            text.lines().map(str::to_string).collect::<Vec<_>>()
+        })
+        .collect();
+    lines.sort();
+    lines
+}

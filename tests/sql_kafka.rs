@@ -1,0 +1,206 @@
+//! SQL tables on Kafka topics, against a real Kafka-protocol broker (tansu, see
+//! `common/kafka.rs`): the `kafka` connector written and read back in event time, and
+//! `upsert-kafka` carrying an updating result as upserts and tombstones.
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use hummer::connectors::kafka::{KafkaConfig, KafkaRecord, KafkaSource, create_topic};
+use hummer::prelude::*;
+
+use common::kafka::Broker;
+use common::sql::{hummer_sql, sorted_lines};
+
+/// Bids `(auction, price, ms)` in event-time order, 0-300 ms apart.
+fn bids(count: usize, auctions: u64, seed: u64) -> Vec<(i64, i64, i64)> {
+    let mut rng = common::Rng::new(seed);
+    let mut t = 0i64;
+    (0..count)
+        .map(|_| {
+            t += rng.below(300) as i64;
+            (rng.below(auctions) as i64, rng.below(1000) as i64, t)
+        })
+        .collect()
+}
+
+fn write_csv(path: &std::path::Path, bids: &[(i64, i64, i64)]) {
+    let text: String = bids
+        .iter()
+        .map(|(a, p, t)| format!("{a},{p},{t}\n"))
+        .collect();
+    std::fs::write(path, text).expect("write the bids");
+}
+
+/// Every message of `topic` as (partition, offset, key, value), in offset order per
+/// partition.
+fn messages(broker: &Broker, topic: &str) -> Vec<(i32, i64, Option<String>, Option<String>)> {
+    let env = StreamExecutionEnvironment::local();
+    env.set_parallelism(1);
+    let text = |b: Option<&[u8]>| b.map(|b| String::from_utf8_lossy(b).into_owned());
+    let out = env
+        .add_source(
+            KafkaSource::builder()
+                .bootstrap_servers(&broker.address)
+                .topics([topic])
+                .bounded()
+                .deserializer(move |r: &KafkaRecord<'_>| {
+                    Ok((r.partition, r.offset, text(r.key), text(r.value)))
+                })
+                .build()
+                .expect("the source"),
+        )
+        .collect();
+    let mut result = env.execute("read the topic").expect("read the topic");
+    let mut messages = result.collected(&out).expect("collected");
+    messages.sort();
+    messages
+}
+
+/// A `kafka` table in json written by one job and read back by another at another
+/// parallelism with a watermark per partition: the tumbling-window counts are brute force's,
+/// none dropped as late though one subtask reads several partitions; an updating query into
+/// the same table is refused before it runs, with Flink's error.
+#[test]
+fn a_kafka_table_is_written_and_read_back_in_event_time() {
+    crate::require_heavy!("a Kafka broker (tansu)");
+    let broker = Broker::start();
+    create_topic(&KafkaConfig::new(&broker.address), "bids", 3).expect("create the topic");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let bids = bids(2_000, 7, 5);
+    write_csv(&dir.path().join("bids.csv"), &bids);
+    let kafka = format!(
+        "'connector' = 'kafka', 'topic' = 'bids', 'properties.bootstrap.servers' = '{}'",
+        broker.address
+    );
+    let write = format!(
+        "CREATE TABLE src (auction BIGINT, price BIGINT, ms BIGINT)\n\
+         WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');\n\
+         CREATE TABLE k (auction BIGINT, price BIGINT, ms BIGINT)\n\
+         WITH ({kafka}, 'format' = 'json', 'key.format' = 'csv', 'key.fields' = 'auction');\n",
+        dir.path().join("bids.csv").display()
+    );
+    let (ok, out, err) = hummer_sql(
+        &["-e", &format!("{write}INSERT INTO k SELECT * FROM src;")],
+        "",
+    );
+    assert!(ok, "{out}\n{err}");
+    let written = messages(&broker, "bids");
+    assert_eq!(written.len(), bids.len());
+    // Keyed by auction: each auction in one partition, its bids in order there.
+    let mut partition_of = BTreeMap::new();
+    for (partition, _, key, _) in &written {
+        let key = key.clone().expect("a key");
+        assert_eq!(*partition_of.entry(key).or_insert(*partition), *partition);
+    }
+
+    let output = dir.path().join("out");
+    let read = format!(
+        "SET 'parallelism.default' = '2';\n\
+         CREATE TABLE k (auction BIGINT, price BIGINT, ms BIGINT,\n\
+           ts AS CAST(TO_TIMESTAMP_LTZ(ms, 3) AS TIMESTAMP(3)),\n\
+           WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)\n\
+         WITH ({kafka}, 'format' = 'json', 'scan.startup.mode' = 'earliest-offset',\n\
+           'scan.bounded.mode' = 'latest-offset', 'properties.group.id' = 'sql');\n\
+         CREATE TABLE out (auction BIGINT, window_start TIMESTAMP(3), n BIGINT, top BIGINT)\n\
+         WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');\n\
+         INSERT INTO out SELECT auction, window_start, COUNT(*), MAX(price)\n\
+         FROM TABLE(TUMBLE(TABLE k, DESCRIPTOR(ts), INTERVAL '5' SECOND))\n\
+         GROUP BY auction, window_start, window_end;",
+        output.display()
+    );
+    let (ok, out, err) = hummer_sql(&["-e", &read], "");
+    assert!(ok, "{out}\n{err}");
+    let mut expected: BTreeMap<(i64, i64), (i64, i64)> = BTreeMap::new();
+    for &(auction, price, t) in &bids {
+        let e = expected.entry((auction, t / 5_000 * 5_000)).or_default();
+        e.0 += 1;
+        e.1 = e.1.max(price);
+    }
+    let mut expected: Vec<String> = expected
+        .into_iter()
+        .map(|((a, start), (n, top))| {
+            let (s, ms) = (start / 1000, start % 1000);
+            format!(
+                "{a},1970-01-01 {:02}:{:02}:{:02}.{ms:03},{n},{top}",
+                s / 3600,
+                s / 60 % 60,
+                s % 60
+            )
+        })
+        .collect();
+    expected.sort();
+    assert_eq!(sorted_lines(&output), expected);
+
+    let (ok, _, err) = hummer_sql(
+        &[
+            "-e",
+            &format!(
+                "{write}INSERT INTO k SELECT auction, MAX(price), 0 FROM src GROUP BY auction;"
+            ),
+        ],
+        "",
+    );
+    assert!(!ok, "an updating query into a json kafka table is refused");
+    assert!(
+        err.contains("doesn't support consuming update changes"),
+        "{err}"
+    );
+}
+
+/// An updating GROUP BY whose rows leave the result (a filter on the count) written into an
+/// `upsert-kafka` table: per key, the last message is the key's row in the brute-force
+/// result, or a tombstone where the key has left it; every message of a key is in one
+/// partition.
+#[test]
+fn an_upsert_kafka_table_holds_the_updating_result_by_key() {
+    crate::require_heavy!("a Kafka broker (tansu)");
+    let broker = Broker::start();
+    create_topic(&KafkaConfig::new(&broker.address), "counts", 2).expect("create the topic");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let bids = bids(1_500, 40, 9);
+    write_csv(&dir.path().join("bids.csv"), &bids);
+    let script = format!(
+        "SET 'parallelism.default' = '2';\n\
+         CREATE TABLE src (auction BIGINT, price BIGINT, ms BIGINT)\n\
+         WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');\n\
+         CREATE TABLE counts (auction BIGINT, n BIGINT, top BIGINT,\n\
+           PRIMARY KEY (auction) NOT ENFORCED)\n\
+         WITH ('connector' = 'upsert-kafka', 'topic' = 'counts',\n\
+           'properties.bootstrap.servers' = '{}', 'key.format' = 'json',\n\
+           'value.format' = 'json', 'value.fields-include' = 'EXCEPT_KEY');\n\
+         INSERT INTO counts SELECT auction, n, top FROM\n\
+           (SELECT auction, COUNT(*) AS n, MAX(price) AS top FROM src GROUP BY auction)\n\
+         WHERE n < 40;",
+        dir.path().join("bids.csv").display(),
+        broker.address
+    );
+    let (ok, out, err) = hummer_sql(&["-e", &script], "");
+    assert!(ok, "{out}\n{err}");
+    let mut expected: BTreeMap<i64, (i64, i64)> = BTreeMap::new();
+    for &(auction, price, _) in &bids {
+        let e = expected.entry(auction).or_default();
+        e.0 += 1;
+        e.1 = e.1.max(price);
+    }
+    let mut last: BTreeMap<String, (i32, Option<String>)> = BTreeMap::new();
+    for (partition, _, key, value) in messages(&broker, "counts") {
+        let key = key.expect("every message has a key");
+        let previous = last.insert(key.clone(), (partition, value));
+        if let Some((p, _)) = previous {
+            assert_eq!(p, partition, "the key {key} is in one partition");
+        }
+    }
+    for (auction, (n, top)) in expected {
+        let key = format!("{{\"auction\":{auction}}}");
+        let value = last.get(&key).and_then(|(_, v)| v.clone());
+        if n < 40 {
+            assert_eq!(value, Some(format!("{{\"n\":{n},\"top\":{top}}}")), "{key}");
+        } else {
+            assert!(
+                last.contains_key(&key) && value.is_none(),
+                "{key} left the result: its last message is a tombstone"
+            );
+        }
+    }
+}
