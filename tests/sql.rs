@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::sql::{hummer_sql, sorted_lines};
+use common::sql::{apply_debezium, hummer_sql, sorted_lines};
 
 const DDL: &str = "-- the Nexmark bids, as the harness declares them\n\
     CREATE TABLE bid (\n\
@@ -266,40 +266,6 @@ fn nexmark_functions_over_part_files_match_a_brute_force_evaluation() {
         assert!(ok, "parallelism {parallelism}: {out}\n{err}");
         assert_eq!(sorted_lines(&output), expected, "parallelism {parallelism}");
     }
-}
-
-/// Applies a `debezium-json` changelog (as the harness's canonicaliser does): each `after`
-/// adds its row, each `before` takes one away; the rows left, as `a,b,..` lines, sorted.
-fn apply_debezium(dir: &std::path::Path, columns: &[&str]) -> Vec<String> {
-    let mut table: std::collections::HashMap<String, i64> = Default::default();
-    for line in sorted_lines(dir) {
-        let event: serde_json::Value = serde_json::from_str(&line).expect("a JSON line");
-        for (side, sign) in [("before", -1), ("after", 1)] {
-            let row = &event[side];
-            if row.is_null() {
-                continue;
-            }
-            let cells: Vec<String> = columns
-                .iter()
-                .map(|c| match &row[c] {
-                    serde_json::Value::String(s) => s.clone(),
-                    serde_json::Value::Null => String::new(),
-                    other => other.to_string(),
-                })
-                .collect();
-            *table.entry(cells.join(",")).or_default() += sign;
-        }
-    }
-    assert!(
-        table.values().all(|&n| n >= 0),
-        "a row retracted more than added"
-    );
-    let mut rows: Vec<String> = table
-        .into_iter()
-        .flat_map(|(row, n)| std::iter::repeat_n(row, n as usize))
-        .collect();
-    rows.sort();
-    rows
 }
 
 /// A GROUP BY with COUNT(*), COUNT(DISTINCT), FILTER, SUM, MIN, MAX, AVG and HAVING over
@@ -1484,6 +1450,148 @@ fn json_lines_are_read_by_name_and_written_back() {
     assert!(!ok, "a bad line fails the job");
     assert!(
         err.contains("part-9.json") && err.contains("'id'") && err.contains("\"one\""),
+        "{err}"
+    );
+}
+
+/// A `debezium-json` table read as the changelog it is (inserts, snapshot reads, updates
+/// with their old rows, deletes; in several files, each key's changes in one of them), at
+/// parallelism 1 and 3: a filter and projection of it, and a GROUP BY over it, written as
+/// changelogs, apply to the brute-force result over the table's final rows; a csv sink
+/// refuses it naming the scan; an update without its old row fails naming the file.
+#[test]
+fn a_debezium_json_table_is_read_as_a_changelog() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let input = dir.path().join("products");
+    std::fs::create_dir(&input).expect("mkdir");
+    let names = ["anvil", "bolt", "cog", "drill"];
+    let mut rng = common::Rng::new(23);
+    let mut current: std::collections::BTreeMap<i64, (String, i64)> = Default::default();
+    let mut files = vec![String::new(); 3];
+    let object = |id: i64, (name, price): &(String, i64)| {
+        format!("{{\"id\":{id},\"name\":\"{name}\",\"price\":{price}}}")
+    };
+    for step in 0..900 {
+        let id = rng.below(40) as i64;
+        let row = (
+            names[rng.below(4) as usize].to_string(),
+            rng.below(50) as i64,
+        );
+        let line = match current.get(&id).cloned() {
+            None => {
+                let op = if step % 7 == 0 { "r" } else { "c" };
+                current.insert(id, row.clone());
+                format!(
+                    "{{\"before\":null,\"after\":{},\"op\":\"{op}\"}}",
+                    object(id, &row)
+                )
+            }
+            Some(old) if rng.below(4) == 0 => {
+                current.remove(&id);
+                format!(
+                    "{{\"before\":{},\"after\":null,\"op\":\"d\"}}",
+                    object(id, &old)
+                )
+            }
+            Some(old) => {
+                current.insert(id, row.clone());
+                let change = format!(
+                    "{{\"before\":{},\"after\":{},\"op\":\"u\",\"ts_ms\":{step}}}",
+                    object(id, &old),
+                    object(id, &row)
+                );
+                if step % 5 == 0 {
+                    format!("{{\"schema\":{{}},\"payload\":{change}}}")
+                } else {
+                    change
+                }
+            }
+        };
+        files[(id % 3) as usize].push_str(&line);
+        files[(id % 3) as usize].push('\n');
+    }
+    for (i, text) in files.iter().enumerate() {
+        std::fs::write(input.join(format!("part-{i}.json")), text).expect("write");
+    }
+    let mut filtered: Vec<String> = current
+        .iter()
+        .filter(|(_, (_, price))| *price > 20)
+        .map(|(id, (name, price))| format!("{id},{name},{}", price * 2))
+        .collect();
+    filtered.sort();
+    let mut groups: std::collections::BTreeMap<&str, (i64, i64)> = Default::default();
+    for (name, price) in current.values() {
+        let g = groups.entry(name).or_default();
+        g.0 += 1;
+        g.1 += price;
+    }
+    let grouped: Vec<String> = groups
+        .iter()
+        .map(|(name, (n, total))| format!("{name},{n},{total}"))
+        .collect();
+    let source = format!(
+        "CREATE TABLE products (id BIGINT, name STRING, price BIGINT)\n\
+         WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'debezium-json');\n",
+        input.display()
+    );
+    for parallelism in [1, 3] {
+        let (out1, out2) = (
+            dir.path().join(format!("filtered-{parallelism}")),
+            dir.path().join(format!("grouped-{parallelism}")),
+        );
+        let script = format!(
+            "SET 'parallelism.default' = '{parallelism}';\n{source}\
+             CREATE TABLE filtered (id BIGINT, name STRING, doubled BIGINT)\n\
+             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'debezium-json');\n\
+             CREATE TABLE grouped (name STRING, n BIGINT, total BIGINT)\n\
+             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'debezium-json');\n\
+             INSERT INTO filtered SELECT id, name, price * 2 FROM products WHERE price > 20;\n\
+             INSERT INTO grouped SELECT name, COUNT(*), SUM(price) FROM products GROUP BY name;",
+            out1.display(),
+            out2.display()
+        );
+        let (ok, out, err) = hummer_sql(&["-e", &script], "");
+        assert!(ok, "parallelism {parallelism}: {out}\n{err}");
+        assert_eq!(
+            apply_debezium(&out1, &["id", "name", "doubled"]),
+            filtered,
+            "parallelism {parallelism}"
+        );
+        assert_eq!(
+            apply_debezium(&out2, &["name", "n", "total"]),
+            grouped,
+            "parallelism {parallelism}"
+        );
+    }
+    let csv_out = dir.path().join("csv");
+    let (ok, _, err) = hummer_sql(
+        &[
+            "-e",
+            &format!(
+                "{source}CREATE TABLE c (id BIGINT, name STRING, price BIGINT)\n\
+                 WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');\n\
+                 INSERT INTO c SELECT * FROM products;",
+                csv_out.display()
+            ),
+        ],
+        "",
+    );
+    assert!(!ok, "a csv sink refuses a changelog");
+    assert!(
+        err.contains("doesn't support consuming update changes")
+            && err
+                .contains("TableSourceScan(table=[[default_catalog, default_database, products]]"),
+        "{err}"
+    );
+    std::fs::write(
+        input.join("part-9.json"),
+        "{\"before\":null,\"after\":{\"id\":99,\"name\":\"x\",\"price\":1},\"op\":\"u\"}\n",
+    )
+    .expect("write");
+    let (ok, _, err) = hummer_sql(&["-e", &format!("{source}SELECT id FROM products;")], "");
+    assert!(!ok, "an update without its old row fails the job");
+    assert!(
+        err.contains("part-9.json") && err.contains("'before'"),
         "{err}"
     );
 }

@@ -10,7 +10,7 @@ use hummer::connectors::kafka::{KafkaConfig, KafkaRecord, KafkaSource, create_to
 use hummer::prelude::*;
 
 use common::kafka::Broker;
-use common::sql::{hummer_sql, sorted_lines};
+use common::sql::{apply_debezium, hummer_sql, sorted_lines};
 
 /// Bids `(auction, price, ms)` in event-time order, 0-300 ms apart.
 fn bids(count: usize, auctions: u64, seed: u64) -> Vec<(i64, i64, i64)> {
@@ -151,7 +151,8 @@ fn a_kafka_table_is_written_and_read_back_in_event_time() {
 /// An updating GROUP BY whose rows leave the result (a filter on the count) written into an
 /// `upsert-kafka` table: per key, the last message is the key's row in the brute-force
 /// result, or a tombstone where the key has left it; every message of a key is in one
-/// partition.
+/// partition. Read back as an `upsert-kafka` table, the topic is that result again: as
+/// rows, and summed over (a GROUP BY over its normalized changelog).
 #[test]
 fn an_upsert_kafka_table_holds_the_updating_result_by_key() {
     crate::require_heavy!("a Kafka broker (tansu)");
@@ -191,7 +192,7 @@ fn an_upsert_kafka_table_holds_the_updating_result_by_key() {
             assert_eq!(p, partition, "the key {key} is in one partition");
         }
     }
-    for (auction, (n, top)) in expected {
+    for (&auction, &(n, top)) in &expected {
         let key = format!("{{\"auction\":{auction}}}");
         let value = last.get(&key).and_then(|(_, v)| v.clone());
         if n < 40 {
@@ -203,4 +204,42 @@ fn an_upsert_kafka_table_holds_the_updating_result_by_key() {
             );
         }
     }
+    let kept: Vec<(i64, i64, i64)> = expected
+        .iter()
+        .filter(|(_, (n, _))| *n < 40)
+        .map(|(a, (n, top))| (*a, *n, *top))
+        .collect();
+    let mut rows: Vec<String> = kept
+        .iter()
+        .map(|(a, n, top)| format!("{a},{n},{top}"))
+        .collect();
+    rows.sort();
+    let summary = vec![format!(
+        "{},{}",
+        kept.len(),
+        kept.iter().map(|(_, n, _)| n).sum::<i64>()
+    )];
+    let (copy, sums) = (dir.path().join("copy"), dir.path().join("sums"));
+    let read = format!(
+        "SET 'parallelism.default' = '2';\n\
+         CREATE TABLE counts (auction BIGINT, n BIGINT, top BIGINT,\n\
+           PRIMARY KEY (auction) NOT ENFORCED)\n\
+         WITH ('connector' = 'upsert-kafka', 'topic' = 'counts',\n\
+           'properties.bootstrap.servers' = '{}', 'key.format' = 'json',\n\
+           'value.format' = 'json', 'value.fields-include' = 'EXCEPT_KEY',\n\
+           'scan.bounded.mode' = 'latest-offset');\n\
+         CREATE TABLE copy (auction BIGINT, n BIGINT, top BIGINT)\n\
+         WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'debezium-json');\n\
+         CREATE TABLE sums (keys BIGINT, total BIGINT)\n\
+         WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'debezium-json');\n\
+         INSERT INTO copy SELECT * FROM counts;\n\
+         INSERT INTO sums SELECT COUNT(*), SUM(n) FROM counts;",
+        broker.address,
+        copy.display(),
+        sums.display()
+    );
+    let (ok, out, err) = hummer_sql(&["-e", &read], "");
+    assert!(ok, "{out}\n{err}");
+    assert_eq!(apply_debezium(&copy, &["auction", "n", "top"]), rows);
+    assert_eq!(apply_debezium(&sums, &["keys", "total"]), summary);
 }

@@ -40,3 +40,37 @@ pub fn sorted_lines(dir: &std::path::Path) -> Vec<String> {
     lines.sort();
     lines
 }
+
+/// Applies a `debezium-json` changelog (as the harness's canonicaliser does): each `after`
+/// adds its row, each `before` takes one away; the rows left, as `a,b,..` lines, sorted.
+pub fn apply_debezium(dir: &std::path::Path, columns: &[&str]) -> Vec<String> {
+    let mut table: std::collections::HashMap<String, i64> = Default::default();
+    for line in sorted_lines(dir) {
+        let event: serde_json::Value = serde_json::from_str(&line).expect("a JSON line");
+        for (side, sign) in [("before", -1), ("after", 1)] {
+            let row = &event[side];
+            if row.is_null() {
+                continue;
+            }
+            let cells: Vec<String> = columns
+                .iter()
+                .map(|c| match &row[c] {
+                    serde_json::Value::String(s) => s.clone(),
+                    serde_json::Value::Null => String::new(),
+                    other => other.to_string(),
+                })
+                .collect();
+            *table.entry(cells.join(",")).or_default() += sign;
+        }
+    }
+    assert!(
+        table.values().all(|&n| n >= 0),
+        "a row retracted more than added"
+    );
+    let mut rows: Vec<String> = table
+        .into_iter()
+        .flat_map(|(row, n)| std::iter::repeat_n(row, n as usize))
+        .collect();
+    rows.sort();
+    rows
+}

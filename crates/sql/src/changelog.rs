@@ -9,7 +9,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::value::Row;
+use crate::value::{Row, Value};
 
 /// What a changelog row does to the table (Flink's `RowKind`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -64,4 +64,53 @@ impl Change {
         let cells: Vec<String> = self.row.iter().map(ToString::to_string).collect();
         format!("{}[{}]", self.kind.short(), cells.join(", "))
     }
+}
+
+impl RowKind {
+    fn code(self) -> i32 {
+        match self {
+            RowKind::Insert => 0,
+            RowKind::UpdateBefore => 1,
+            RowKind::UpdateAfter => 2,
+            RowKind::Delete => 3,
+        }
+    }
+
+    fn of_code(code: i32) -> RowKind {
+        match code {
+            1 => RowKind::UpdateBefore,
+            2 => RowKind::UpdateAfter,
+            3 => RowKind::Delete,
+            _ => RowKind::Insert,
+        }
+    }
+}
+
+/// A change read by a source whose records are rows (a `debezium-json` line, an
+/// `upsert-kafka` message), carried as one row so that the source's watermark reads its
+/// columns in place: the row's `width` columns, then its kind, then for an update the old
+/// row's columns. [`uncarry`] turns it back into the changes.
+pub fn carry(kind: RowKind, mut row: Row, before: Option<Row>) -> Row {
+    row.push(Value::Int(kind.code()));
+    if let Some(before) = before {
+        row.extend(before);
+    }
+    row
+}
+
+/// The changes of a row that [`carry`] made of a row `width` wide, in order: an update's
+/// old row (`-U`), then the change itself.
+pub fn uncarry(mut row: Row, width: usize) -> impl Iterator<Item = Change> {
+    let before = (row.len() > width + 1).then(|| row.split_off(width + 1));
+    let kind = match row.pop() {
+        Some(Value::Int(code)) => RowKind::of_code(code),
+        _ => RowKind::Insert,
+    };
+    let before = before.map(|row| Change {
+        kind: RowKind::UpdateBefore,
+        row,
+    });
+    before
+        .into_iter()
+        .chain(std::iter::once(Change { kind, row }))
 }

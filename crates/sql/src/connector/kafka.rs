@@ -20,6 +20,9 @@
 //! value in `value.format`, and a delete or an update's old row is a tombstone (a message
 //! without a value), as Flink's upsert-kafka sink writes them: whatever the query's own
 //! key, the last message of a key is its row in the result, or a tombstone if it has none.
+//! Read, an `upsert-kafka` table is that: each message upserts its key, a tombstone deletes
+//! it, and the scan turns them into a changelog with the old rows (`ChangelogNormalize`);
+//! a `kafka` table in `debezium-json` is read as the changes it holds.
 
 use hummer_connectors::kafka::{
     DeliveryGuarantee, KafkaRecord, KafkaSink, KafkaSource, Partitioner, ProducerRecord,
@@ -27,7 +30,7 @@ use hummer_connectors::kafka::{
 };
 
 use super::{required, table_schema};
-use crate::changelog::{Change, RowKind};
+use crate::changelog::{Change, RowKind, carry};
 use crate::error::{Result, SqlError};
 use crate::format::{Encoder, Format};
 use crate::lower::Calc;
@@ -81,22 +84,134 @@ pub(super) fn value_format(table: &TableDefinition) -> Result<Format> {
     }
 }
 
-/// The columns of `schema` that option `key` lists (`a;b`), by index.
-fn listed_columns(table: &TableDefinition, key: &str, schema: &Schema) -> Result<Vec<usize>> {
-    let Some(list) = table.options.get(key) else {
-        return Ok(Vec::new());
-    };
-    list.split(';')
-        .map(|name| schema.index_of(name.trim(), table.at))
-        .collect()
+/// Where a table's columns are in a message: the key's columns in `key.format`, the value's
+/// in `value.format` (Flink's `key.fields` and `value.fields-include`; an `upsert-kafka`
+/// table's key is its primary key).
+#[derive(Clone, Debug)]
+struct Layout {
+    /// The key's columns and their encoding (none: messages without a key).
+    key: Vec<usize>,
+    key_format: Option<Format>,
+    key_schema: Schema,
+    /// The value's columns and their format.
+    value: Vec<usize>,
+    value_format: Format,
+    value_schema: Schema,
+    /// How many physical columns the table has.
+    width: usize,
 }
 
-/// The source of a `kafka` table: its messages' values decoded in its format, the computed
-/// columns appended.
-pub fn source(table: &TableDefinition) -> Result<KafkaSource<Row>> {
+impl Layout {
+    fn of(table: &TableDefinition, physical: &Schema, upsert: bool) -> Result<Layout> {
+        let key: Vec<usize> = if upsert {
+            if table.primary_key.is_empty() {
+                return Err(invalid(
+                    table,
+                    "'upsert-kafka' needs a PRIMARY KEY (..) NOT ENFORCED: the message key",
+                ));
+            }
+            table
+                .primary_key
+                .iter()
+                .map(|k| physical.index_of(k, table.at))
+                .collect::<Result<_>>()?
+        } else {
+            match table.options.get("key.fields") {
+                None => Vec::new(),
+                Some(list) => list
+                    .split(';')
+                    .map(|name| physical.index_of(name.trim(), table.at))
+                    .collect::<Result<_>>()?,
+            }
+        };
+        let key_format = if key.is_empty() {
+            None
+        } else {
+            Some(Format::of(table, "key.format")?)
+        };
+        let except_key = choice(table, "value.fields-include", &["ALL", "EXCEPT_KEY"])?
+            .is_some_and(|v| v.eq_ignore_ascii_case("EXCEPT_KEY"));
+        let value: Vec<usize> = (0..physical.columns.len())
+            .filter(|i| !(except_key && key.contains(i)))
+            .collect();
+        let columns =
+            |of: &[usize]| Schema::new(of.iter().map(|&i| physical.columns[i].clone()).collect());
+        Ok(Layout {
+            key_schema: columns(&key),
+            value_schema: columns(&value),
+            key,
+            key_format,
+            value,
+            value_format: value_format(table)?,
+            width: physical.columns.len(),
+        })
+    }
+
+    /// The physical row of a message and what it does: an insert (an upsert for
+    /// `upsert-kafka`), a `debezium-json` change (with an update's old row), or for a
+    /// tombstone of an `upsert` table the delete of its key (the other columns `NULL`).
+    fn decode(
+        &self,
+        key: Option<&[u8]>,
+        value: Option<&[u8]>,
+        upsert: bool,
+    ) -> std::result::Result<(RowKind, Row, Option<Row>), String> {
+        let text = |bytes: &[u8], what: &str| {
+            std::str::from_utf8(bytes)
+                .map(|t| t.trim_end_matches(['\n', '\r']).to_string())
+                .map_err(|e| format!("its {what} is not UTF-8 ({e})"))
+        };
+        let key_row = match (&self.key_format, key) {
+            (None, _) => None,
+            (Some(format), Some(bytes)) => Some(
+                format
+                    .decode(&text(bytes, "key")?, &self.key_schema, None)
+                    .map_err(|e| format!("its key: {e}"))?,
+            ),
+            (Some(_), None) if upsert => return Err("it has no key".into()),
+            (Some(_), None) => None,
+        };
+        let mut row = vec![crate::value::Value::Null; self.width];
+        let place = |row: &mut Row, columns: &[usize], values: Row| {
+            for (&i, v) in columns.iter().zip(values) {
+                row[i] = v;
+            }
+        };
+        let Some(value) = value else {
+            if !upsert {
+                return Err("the message has no value (a tombstone)".into());
+            }
+            place(&mut row, &self.key, key_row.unwrap_or_default());
+            return Ok((RowKind::Delete, row, None));
+        };
+        let (kind, values, before) = self
+            .value_format
+            .decode_change(&text(value, "value")?, &self.value_schema)?;
+        place(&mut row, &self.value, values);
+        let before = before.map(|values| {
+            let mut before = vec![crate::value::Value::Null; self.width];
+            place(&mut before, &self.value, values);
+            before
+        });
+        if self.value.len() < self.width {
+            // The key's columns are in the key only.
+            if let Some(key_row) = key_row {
+                place(&mut row, &self.key, key_row);
+            }
+        }
+        Ok((kind, row, before))
+    }
+}
+
+/// The source of a `kafka` (`upsert`: `upsert-kafka`) table: its messages decoded, the
+/// computed columns appended; a table whose messages are changes (`debezium-json`,
+/// `upsert-kafka`) gives each as one row ([`carry`]).
+pub fn source(table: &TableDefinition, upsert: bool) -> Result<KafkaSource<Row>> {
     let physical = super::physical_schema(table);
     let computed: Option<Calc> = table_schema(table)?.1;
-    let format = value_format(table)?.readable(table)?;
+    let layout = Layout::of(table, &physical, upsert)?;
+    let changelog = upsert || layout.value_format.takes_updates();
+    let ignores_parse_errors = layout.value_format.ignores_parse_errors();
     let mut builder =
         KafkaSource::builder().bootstrap_servers(required(table, "properties.bootstrap.servers")?);
     builder = match (
@@ -123,7 +238,8 @@ pub fn source(table: &TableDefinition) -> Result<KafkaSource<Row>> {
         "timestamp",
     ];
     let starting = match choice(table, "scan.startup.mode", &modes)? {
-        None if group => StartingOffsets::Committed,
+        // An upsert table is read whole: every key's last value.
+        None if group && !upsert => StartingOffsets::Committed,
         None | Some("earliest-offset") => StartingOffsets::Earliest,
         Some("latest-offset") => StartingOffsets::Latest,
         Some("group-offsets") => StartingOffsets::Committed,
@@ -142,15 +258,10 @@ pub fn source(table: &TableDefinition) -> Result<KafkaSource<Row>> {
     {
         builder = builder.bounded();
     }
-    if format.ignores_parse_errors() {
+    if ignores_parse_errors {
         builder = builder.skip_bad_records();
     }
-    let decode = move |record: &KafkaRecord<'_>| -> std::result::Result<Row, String> {
-        let bytes = record
-            .value
-            .ok_or_else(|| "the message has no value (a tombstone)".to_string())?;
-        let text = std::str::from_utf8(bytes).map_err(|e| format!("it is not UTF-8 ({e})"))?;
-        let row = format.decode(text.trim_end_matches(['\n', '\r']), &physical, None)?;
+    let computed_row = move |row: Row| -> std::result::Result<Row, String> {
         match &computed {
             None => Ok(row),
             Some(calc) => calc
@@ -158,6 +269,15 @@ pub fn source(table: &TableDefinition) -> Result<KafkaSource<Row>> {
                 .map_err(|e| e.to_string())?
                 .ok_or_else(|| "the computed columns dropped it".to_string()),
         }
+    };
+    let decode = move |record: &KafkaRecord<'_>| -> std::result::Result<Row, String> {
+        let (kind, row, before) = layout.decode(record.key, record.value, upsert)?;
+        let row = computed_row(row)?;
+        if !changelog {
+            return Ok(row);
+        }
+        let before = before.map(&computed_row).transpose()?;
+        Ok(carry(kind, row, before))
     };
     builder
         .deserializer(decode)
@@ -168,48 +288,13 @@ pub fn source(table: &TableDefinition) -> Result<KafkaSource<Row>> {
 /// The sink of a `kafka` (`upsert`: `upsert-kafka`) table whose physical columns are
 /// `target`: the changes it writes, as messages.
 pub fn sink(table: &TableDefinition, target: &Schema, upsert: bool) -> Result<KafkaSink<Change>> {
-    let value_format = value_format(table)?;
-    let key_columns = if upsert {
-        if table.primary_key.is_empty() {
-            return Err(invalid(
-                table,
-                "'upsert-kafka' needs a PRIMARY KEY (..) NOT ENFORCED: the message key",
-            ));
-        }
-        table
-            .primary_key
-            .iter()
-            .map(|k| target.index_of(k, table.at))
-            .collect::<Result<Vec<_>>>()?
-    } else {
-        listed_columns(table, "key.fields", target)?
-    };
-    let key = if key_columns.is_empty() {
-        None
-    } else {
-        let schema = Schema::new(
-            key_columns
-                .iter()
-                .map(|&i| target.columns[i].clone())
-                .collect(),
-        );
-        Some((
-            key_columns.clone(),
-            Encoder::new(Format::of(table, "key.format")?, &schema),
-        ))
-    };
-    let except_key = choice(table, "value.fields-include", &["ALL", "EXCEPT_KEY"])?
-        .is_some_and(|v| v.eq_ignore_ascii_case("EXCEPT_KEY"));
-    let value_columns: Vec<usize> = (0..target.columns.len())
-        .filter(|i| !(except_key && key_columns.contains(i)))
-        .collect();
-    let value_schema = Schema::new(
-        value_columns
-            .iter()
-            .map(|&i| target.columns[i].clone())
-            .collect(),
-    );
-    let value = Encoder::new(value_format, &value_schema);
+    let layout = Layout::of(table, target, upsert)?;
+    let key = layout
+        .key_format
+        .clone()
+        .map(|format| (layout.key.clone(), Encoder::new(format, &layout.key_schema)));
+    let value = Encoder::new(layout.value_format.clone(), &layout.value_schema);
+    let value_columns = layout.value;
     let all_columns = value_columns.len() == target.columns.len();
     let serialize = move |change: &Change| -> ProducerRecord {
         let key = key.as_ref().map(|(columns, encoder)| {
@@ -218,8 +303,7 @@ pub fn sink(table: &TableDefinition, target: &Schema, upsert: bool) -> Result<Ka
             encoder.encode_row(&row, &mut text);
             text.into_bytes()
         });
-        let retracts = matches!(change.kind, RowKind::Delete | RowKind::UpdateBefore);
-        let value = (!(upsert && retracts)).then(|| {
+        let value = (!(upsert && change.kind.retracts())).then(|| {
             let mut text = String::new();
             if all_columns {
                 value.encode(change, &mut text);

@@ -31,6 +31,8 @@ use crate::expr::bind::bind;
 use crate::format::{Encoder, Format};
 use crate::lower::Calc;
 use crate::lower::calc::Named;
+use crate::lower::changelog_normalize::ChangelogNormalize;
+use crate::lower::per_key::PerKey;
 use crate::plan::Planned;
 use crate::schema::{Column, Schema};
 use crate::statement::{ColumnKind, TableDefinition};
@@ -128,12 +130,23 @@ fn connector(table: &TableDefinition) -> Result<&str> {
     required(table, "connector")
 }
 
-/// Reads `table` into a stream of its rows (every column, computed ones included), with
-/// event time where the table declares a watermark.
-pub fn scan(
-    env: &StreamExecutionEnvironment,
-    table: &TableDefinition,
-) -> Result<(DataStream<Row>, Schema, Option<ColumnUse>)> {
+/// A table read: its changes (inserts, unless the table is a changelog), its columns, what
+/// its scan reads if it can skip columns, and the node that makes it updating if it is.
+pub struct Scan {
+    /// The table's changes, every column (computed ones included).
+    pub changes: DataStream<Change>,
+    /// Its columns.
+    pub schema: Schema,
+    /// The columns the query reads of a scan that decodes only those.
+    pub column_use: Option<ColumnUse>,
+    /// The node that makes the table updating (a changelog source), for a sink's refusal.
+    pub updated_by: Option<String>,
+}
+
+/// Reads `table` into a stream of its changes, with event time where the table declares a
+/// watermark: inserts of its rows, or the changes of a changelog (`debezium-json`,
+/// `upsert-kafka`, normalized by key as Flink's `ChangelogNormalize` does).
+pub fn scan(env: &StreamExecutionEnvironment, table: &TableDefinition) -> Result<Scan> {
     let (schema, computed) = table_schema(table)?;
     let event_time = match &table.watermark {
         Some(w) => Some(EventTime::bind(w, &schema)?),
@@ -159,53 +172,108 @@ pub fn scan(
             None => env.add_source(source),
         }
     }
-    let rows = match connector(table)? {
+    let connector = connector(table)?;
+    let (rows, changelog) = match connector {
         "filesystem" => {
+            let format = Format::of(table, "format")?;
+            let changelog = format.takes_updates();
             let source = TableFiles {
                 table: table.name.clone(),
                 path: local_path(table)?,
-                format: Format::of(table, "format")?.readable(table)?,
+                format,
                 physical: physical_schema(table),
                 computed,
                 used: used.clone(),
                 decoded: None,
                 physical_prefix: 0,
             };
-            column_use = Some(used);
-            from(env, source, event_time)
+            if !changelog {
+                column_use = Some(used);
+            }
+            (from(env, source, event_time), changelog)
         }
         "nexmark" => {
             let source = NexmarkEvents::of(table, &physical_schema(table), computed)?;
-            from(env, source, event_time)
+            (from(env, source, event_time), false)
         }
         "datagen" => {
             let source = DataGen::of(table, &physical_schema(table), computed)?;
-            from(env, source, event_time)
+            (from(env, source, event_time), false)
         }
-        "kafka" => from(env, kafka::source(table)?, event_time),
+        "kafka" => {
+            let changelog = kafka::takes_updates(table)?;
+            (
+                from(env, kafka::source(table, false)?, event_time),
+                changelog,
+            )
+        }
+        "upsert-kafka" => (from(env, kafka::source(table, true)?, event_time), true),
         other => {
             return Err(SqlError::Unsupported {
                 at: table.at,
                 what: format!("reading the connector '{other}' of table '{}'", table.name),
-                supported: "reading 'filesystem', 'kafka', 'nexmark' and 'datagen' is".into(),
+                supported: "reading 'filesystem', 'kafka', 'upsert-kafka', 'nexmark' and \
+                            'datagen' is"
+                    .into(),
             });
         }
     };
-    Ok((rows, schema, column_use))
+    let name = &table.name;
+    if !changelog {
+        return Ok(Scan {
+            changes: rows.map(Change::insert).name(&format!("Rows: {name}")),
+            schema,
+            column_use,
+            updated_by: None,
+        });
+    }
+    let width = schema.columns.len();
+    let changes = rows
+        .flat_map(move |row: Row| crate::changelog::uncarry(row, width))
+        .name(&format!("Changes: {name}"));
+    let fields: Vec<&str> = schema.columns.iter().map(|c| c.name.as_str()).collect();
+    let scan_node = format!(
+        "TableSourceScan(table=[[default_catalog, default_database, {name}]], fields=[{}])",
+        fields.join(", ")
+    );
+    if connector != "upsert-kafka" {
+        return Ok(Scan {
+            changes,
+            schema,
+            column_use,
+            updated_by: Some(scan_node),
+        });
+    }
+    let key = table
+        .primary_key
+        .iter()
+        .map(|k| schema.index_of(k, table.at))
+        .collect::<Result<Vec<_>>>()?;
+    let description = format!("ChangelogNormalize(key=[{}])", table.primary_key.join(", "));
+    let normalize = ChangelogNormalize { key: key.clone() };
+    let changes = changes
+        .key_by(move |c: &Change| -> Row { key.iter().map(|&i| c.row[i].clone()).collect() })
+        .transform(&description, move |_| Ok(PerKey::new(normalize.clone())));
+    Ok(Scan {
+        changes,
+        schema,
+        column_use,
+        updated_by: Some(description),
+    })
 }
 
 /// The source of a lookup join's table (`JOIN t FOR SYSTEM_TIME AS OF left.proctime`): a
 /// bounded `filesystem` table, which a lookup join reads whole in each subtask.
 pub fn lookup_source(table: &TableDefinition) -> Result<TableFiles> {
     match connector(table)? {
-        "filesystem" => {
+        "filesystem" if !Format::of(table, "format")?.takes_updates() => {
             let (schema, computed) = table_schema(table)?;
             let used = ColumnUse::new(schema.columns.len());
             used.mark_all();
             Ok(TableFiles {
                 table: table.name.clone(),
                 path: local_path(table)?,
-                format: Format::of(table, "format")?.readable(table)?,
+                format: Format::of(table, "format")?,
                 physical: physical_schema(table),
                 computed,
                 used,
@@ -216,7 +284,8 @@ pub fn lookup_source(table: &TableDefinition) -> Result<TableFiles> {
         other => Err(SqlError::Unsupported {
             at: table.at,
             what: format!(
-                "a processing-time temporal join with the '{other}' table '{}'",
+                "a processing-time temporal join with the '{other}' table '{}' (a changelog \
+                 cannot be a lookup table)",
                 table.name
             ),
             supported: "lookup joins with bounded 'filesystem' tables (read whole by each \

@@ -25,6 +25,7 @@ use hummer_types::{MIN_WATERMARK, NO_TIMESTAMP, Timestamp};
 use serde::{Deserialize, Serialize};
 
 use super::column_use::ColumnUse;
+use crate::changelog::carry;
 use crate::format::Format;
 use crate::lower::Calc;
 use crate::schema::Schema;
@@ -84,10 +85,14 @@ impl TableFiles {
         source
     }
 
-    /// The row of `line` (of `file`), `None` for a blank line or one skipped as unparsable.
+    /// The row of `line` (of `file`), `None` for a blank line or one skipped as unparsable;
+    /// in a changelog format, the change it holds as [`carry`] makes a row of it.
     fn row(&self, line: &str, file: &Path) -> Result<Option<Row>> {
         if line.is_empty() {
             return Ok(None);
+        }
+        if self.format.takes_updates() {
+            return self.change(line, file);
         }
         let physical = match self
             .format
@@ -95,21 +100,45 @@ impl TableFiles {
         {
             Ok(row) => row,
             Err(_) if self.format.ignores_parse_errors() => return Ok(None),
-            Err(reason) => {
-                return Err(HummerError::BadInput {
-                    input: format!(
-                        "the line '{line}' of table '{}' (file '{}')",
-                        self.table,
-                        file.display()
-                    ),
-                    reason: format!(
-                        "{reason} (the table's '{}.ignore-parse-errors' = 'true' skips such \
-                         lines)",
-                        self.format.name()
-                    ),
-                });
-            }
+            Err(reason) => return Err(self.bad_line(line, file, reason)),
         };
+        self.computed(physical)
+    }
+
+    /// The change of a changelog `line`, carried as one row.
+    fn change(&self, line: &str, file: &Path) -> Result<Option<Row>> {
+        let (kind, row, before) = match self.format.decode_change(line, &self.physical) {
+            Ok(change) => change,
+            Err(_) if self.format.ignores_parse_errors() => return Ok(None),
+            Err(reason) => return Err(self.bad_line(line, file, reason)),
+        };
+        let Some(row) = self.computed(row)? else {
+            return Ok(None);
+        };
+        let before = match before {
+            Some(before) => self.computed(before)?,
+            None => None,
+        };
+        Ok(Some(carry(kind, row, before)))
+    }
+
+    /// The error of a `line` of `file` that does not decode.
+    fn bad_line(&self, line: &str, file: &Path, reason: String) -> HummerError {
+        HummerError::BadInput {
+            input: format!(
+                "the line '{line}' of table '{}' (file '{}')",
+                self.table,
+                file.display()
+            ),
+            reason: format!(
+                "{reason} (the table's '{}.ignore-parse-errors' = 'true' skips such lines)",
+                self.format.name()
+            ),
+        }
+    }
+
+    /// The table's row of a `physical` row: its computed columns appended.
+    fn computed(&self, physical: Row) -> Result<Option<Row>> {
         match &self.computed {
             None => Ok(Some(physical)),
             Some(calc) if self.physical_prefix == physical.len() => {

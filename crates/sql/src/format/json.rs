@@ -10,7 +10,7 @@
 
 use serde_json::Value as Json;
 
-use crate::changelog::Change;
+use crate::changelog::{Change, RowKind};
 use crate::expr::cast;
 use crate::schema::Schema;
 use crate::types::{DataType, SqlType};
@@ -22,6 +22,60 @@ pub fn decode(text: &str, schema: &Schema) -> Result<Row, String> {
     let Json::Object(fields) = object else {
         return Err("it is not a JSON object".into());
     };
+    row(&fields, schema)
+}
+
+/// The change of the Debezium envelope `text` (`{"before":..,"after":..,"op":..}`, or the
+/// same under `"payload"`): `op` `c` or `r` inserts `after`, `u` updates `before` to `after`
+/// (the old row returned beside the new), `d` deletes `before`, as Flink's `debezium-json`
+/// reads them.
+pub fn decode_debezium(text: &str, schema: &Schema) -> Result<(RowKind, Row, Option<Row>), String> {
+    let object: Json = serde_json::from_str(text).map_err(|e| format!("it is not JSON ({e})"))?;
+    let envelope = match object.get("payload") {
+        Some(payload) if payload.get("op").is_some() => payload,
+        _ => &object,
+    };
+    let part = |name: &str| -> Result<Option<Row>, String> {
+        match envelope.get(name) {
+            None | Some(Json::Null) => Ok(None),
+            Some(Json::Object(fields)) => row(fields, schema)
+                .map(Some)
+                .map_err(|e| format!("'{name}': {e}")),
+            Some(other) => Err(format!("'{name}' is not a JSON object but {other}")),
+        }
+    };
+    let missing = |name: &str, op: &str| {
+        format!(
+            "the '{name}' row of an '{op}' change is null (a Postgres source table needs \
+             REPLICA IDENTITY FULL for updates and deletes)"
+        )
+    };
+    let op = envelope.get("op").and_then(Json::as_str);
+    match op {
+        Some(op @ ("c" | "r")) => Ok((
+            RowKind::Insert,
+            part("after")?.ok_or_else(|| missing("after", op))?,
+            None,
+        )),
+        Some("u") => {
+            let after = part("after")?.ok_or_else(|| missing("after", "u"))?;
+            let before = part("before")?.ok_or_else(|| missing("before", "u"))?;
+            Ok((RowKind::UpdateAfter, after, Some(before)))
+        }
+        Some("d") => Ok((
+            RowKind::Delete,
+            part("before")?.ok_or_else(|| missing("before", "d"))?,
+            None,
+        )),
+        Some(other) => Err(format!(
+            "the operation '{other}' is none of 'c', 'r', 'u' and 'd'"
+        )),
+        None => Err("it has no \"op\" (not a Debezium change)".into()),
+    }
+}
+
+/// The row of a JSON object's fields for `schema`'s columns.
+fn row(fields: &serde_json::Map<String, Json>, schema: &Schema) -> Result<Row, String> {
     schema
         .columns
         .iter()

@@ -3,14 +3,15 @@
 //!
 //! A connector asks for its table's format once ([`Format::of`]) and decodes or encodes rows
 //! through it, so the filesystem and Kafka connectors read and write every format the same
-//! way. `csv` and `json` are read and written; `debezium-json`, a changelog, is written.
+//! way. `csv` and `json` carry rows (inserts); `debezium-json` carries changes: a source
+//! in it reads an updating table ([`Format::decode_change`]), a sink writes one.
 
 pub mod csv;
 pub mod json;
 
 pub use csv::Csv;
 
-use crate::changelog::Change;
+use crate::changelog::{Change, RowKind};
 use crate::error::{Result, SqlError};
 use crate::schema::Schema;
 use crate::statement::TableDefinition;
@@ -18,8 +19,7 @@ use crate::types::SqlType;
 use crate::value::Row;
 
 /// The formats, for errors.
-const FORMATS: &str = "the formats 'csv' and 'json' (read and written) and 'debezium-json' \
-                       (written) are";
+const FORMATS: &str = "the formats 'csv', 'json' and 'debezium-json' are";
 
 /// A table's format.
 #[derive(Clone, Debug)]
@@ -31,7 +31,7 @@ pub enum Format {
         /// `json.ignore-parse-errors`.
         ignore_parse_errors: bool,
     },
-    /// `debezium-json`: a changelog (written).
+    /// `debezium-json`: a changelog.
     DebeziumJson,
 }
 
@@ -113,21 +113,6 @@ impl Format {
         }
     }
 
-    /// Refuses a format that is not read (a source's), naming `table`.
-    pub fn readable(self, table: &TableDefinition) -> Result<Format> {
-        match self {
-            Format::DebeziumJson => Err(SqlError::Unsupported {
-                at: table.at,
-                what: format!(
-                    "reading the format 'debezium-json' of table '{}'",
-                    table.name
-                ),
-                supported: FORMATS.into(),
-            }),
-            readable => Ok(readable),
-        }
-    }
-
     /// The row of `text` for `schema`'s columns; with `used`, the columns it does not mark
     /// may be left `NULL` unread.
     pub fn decode(
@@ -139,7 +124,20 @@ impl Format {
         match self {
             Format::Csv(csv) => csv.decode_used(text, schema, used),
             Format::Json { .. } => json::decode(text, schema),
-            Format::DebeziumJson => Err("debezium-json is not read".into()),
+            Format::DebeziumJson => Err("a debezium-json line is a change, not a row".into()),
+        }
+    }
+
+    /// The change of `text` for `schema`'s columns: an insert of its row in `csv` and
+    /// `json`; in `debezium-json` the change it holds, with the old row of an update.
+    pub fn decode_change(
+        &self,
+        text: &str,
+        schema: &Schema,
+    ) -> std::result::Result<(RowKind, Row, Option<Row>), String> {
+        match self {
+            Format::DebeziumJson => json::decode_debezium(text, schema),
+            other => Ok((RowKind::Insert, other.decode(text, schema, None)?, None)),
         }
     }
 }

@@ -3,6 +3,7 @@
 //! function's value and timers), so checkpoints, restore and rescaling cover them.
 
 pub mod calc;
+pub mod changelog_normalize;
 pub mod group_aggregate;
 pub mod join;
 pub mod lookup_join;

@@ -385,6 +385,13 @@ pub fn plan(
         ));
     }
     let windowing = windowing(group_by, &input)?;
+    if let (Some(_), Some(updated_by)) = (&windowing, &input.updated_by) {
+        return Err(unsupported(
+            &format!("a window aggregation of an updating input (updated by {updated_by})"),
+            group_by.first().map_or(select.span(), |g| g.span()),
+            at,
+        ));
+    }
     // Grouped by other than the window: the window table function's rows first.
     let input = match windowing {
         Some(_) => input,

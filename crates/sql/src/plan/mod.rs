@@ -160,7 +160,12 @@ fn relation(
         return Ok(Planned { schema, ..planned });
     }
     let table = catalog.table(name, at)?;
-    let (rows, schema, scan) = connector::scan(env, table)?;
+    let connector::Scan {
+        changes,
+        schema,
+        column_use,
+        updated_by,
+    } = connector::scan(env, table)?;
     let proctime = connector::table_schema(table)?
         .1
         .and_then(|computed| computed.proctime_column());
@@ -169,11 +174,11 @@ fn relation(
         None => None,
     };
     Ok(Planned {
-        input: rows.map(Change::insert).name(&format!("Rows: {name}")),
+        input: changes,
         pending: None,
-        scan,
+        scan: column_use,
         schema,
-        updated_by: None,
+        updated_by,
         rowtime,
         proctime,
         window: None,

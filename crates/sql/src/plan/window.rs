@@ -316,6 +316,12 @@ pub fn table_function(
         return Err(refuse(format!("'{table}' as {name}'s table"), at));
     };
     let planned = input(&table_name, at_span(table.span()))?;
+    if let Some(updated_by) = &planned.updated_by {
+        return Err(refuse(
+            format!("{name} over an updating input (updated by {updated_by})"),
+            at,
+        ));
+    }
     let time_column = match descriptor {
         ast::Expr::Function(d) if d.name.to_string().eq_ignore_ascii_case("DESCRIPTOR") => {
             match &d.args {
