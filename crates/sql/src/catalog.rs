@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 
 use crate::error::{Position, Result, SqlError};
+use crate::expr::udf::{Functions, ScalarFunction};
 use crate::statement::{ObjectKind, TableDefinition};
 
 /// A view: a named query.
@@ -25,6 +26,8 @@ pub struct Catalog {
     views: BTreeMap<String, View>,
     /// SQL name -> the class it was created with.
     functions: BTreeMap<String, String>,
+    /// The functions registered in Rust, and what the created names stand for.
+    udfs: Functions,
 }
 
 impl Catalog {
@@ -76,8 +79,22 @@ impl Catalog {
                 }),
             };
         }
+        self.udfs
+            .create(&name, &class)
+            .map_err(|message| SqlError::Invalid { at, message })?;
         self.functions.insert(name, class);
         Ok(())
+    }
+
+    /// Registers a function written in Rust as `name`: queries call it by that name, and
+    /// `CREATE FUNCTION f AS 'name'` names it `f`.
+    pub fn register_function(&mut self, name: &str, function: std::sync::Arc<dyn ScalarFunction>) {
+        self.udfs.register(name, function);
+    }
+
+    /// The functions a query can call beyond the built-in ones.
+    pub fn functions(&self) -> &Functions {
+        &self.udfs
     }
 
     /// Removes an object; an unknown one is refused unless `IF EXISTS`.
@@ -91,7 +108,10 @@ impl Catalog {
         let removed = match kind {
             ObjectKind::Table => self.tables.remove(name).is_some(),
             ObjectKind::View => self.views.remove(name).is_some(),
-            ObjectKind::Function => self.functions.remove(name).is_some(),
+            ObjectKind::Function => {
+                self.udfs.drop(name);
+                self.functions.remove(name).is_some()
+            }
         };
         if removed || if_exists {
             return Ok(());

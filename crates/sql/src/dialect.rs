@@ -10,7 +10,7 @@
 //!   the planner reads back ([`table_argument`]).
 //!
 //! The DDL that has no `sqlparser` statement (`WATERMARK FOR`, computed columns, `WITH`
-//! options as Flink writes them) is parsed by [`crate::ddl`] on the same tokens.
+//! options as Flink writes them) is parsed by [`crate::statement`] on the same tokens.
 
 use sqlparser::ast::{
     self, DataType, Expr, FunctionArg, FunctionArgExpr, FunctionArgumentList, FunctionArguments,

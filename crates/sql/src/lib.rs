@@ -7,8 +7,9 @@
 //! as Flink's client prints them ([`tableau`]).
 //!
 //! Layer 11 of 12: above `jobs`, below the `hummer` facade (the layers are listed in
-//! `tests/layering.rs`). Issue 31 builds the rest here: the catalog, the planner onto Hummer's
-//! operators and `hummer sql`.
+//! `tests/layering.rs`). The planner ([`plan`]) lowers queries onto Hummer's own operators
+//! ([`lower`]); the connectors ([`connector`]) read and write tables in their formats
+//! ([`mod@format`]); functions written in Rust are registered on the session ([`expr::udf`]).
 
 #![warn(missing_docs)]
 

@@ -155,8 +155,45 @@ impl Session {
         Ok(())
     }
 
+    /// Registers a scalar function written in Rust as `name`: the session's queries call it
+    /// by that name (or by the name a `CREATE FUNCTION f AS 'name'` gives it), Flink's
+    /// `createTemporarySystemFunction`.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use hummer_sql::Session;
+    /// use hummer_sql::expr::udf::ScalarUdf;
+    /// use hummer_sql::types::SqlType;
+    /// use hummer_sql::value::Value;
+    ///
+    /// let mut session = Session::new();
+    /// session.register_function(
+    ///     "com.example.Twice",
+    ///     Arc::new(ScalarUdf::new([SqlType::BigInt], SqlType::BigInt, |args| match args {
+    ///         [Value::BigInt(n)] => Ok(Value::BigInt(2 * n)),
+    ///         _ => Ok(Value::Null),
+    ///     })),
+    /// );
+    /// session
+    ///     .run_script("CREATE FUNCTION twice AS 'com.example.Twice';", |_| {})
+    ///     .unwrap();
+    /// ```
+    pub fn register_function(
+        &mut self,
+        name: &str,
+        function: std::sync::Arc<dyn crate::expr::udf::ScalarFunction>,
+    ) {
+        self.catalog.register_function(name, function);
+    }
+
     /// Runs one statement; positions in its errors are relative to the statement.
     pub fn execute(&mut self, statement: Statement) -> Result<Outcome> {
+        let functions = self.catalog.functions().clone();
+        crate::expr::udf::in_scope(&functions, || self.execute_in_scope(statement))
+    }
+
+    /// [`Session::execute`] with the catalog's functions in scope.
+    fn execute_in_scope(&mut self, statement: Statement) -> Result<Outcome> {
         match statement {
             Statement::Set(None) => Ok(Outcome::Table(Table {
                 header: vec!["key".into(), "value".into()],

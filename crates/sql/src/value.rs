@@ -2,7 +2,7 @@
 //! connector, CSV) and its ordering and equality (a `GROUP BY` key, a join key).
 //!
 //! The integer types up to `INT` are held as `Int`, `FLOAT` and `DOUBLE` as `Double`, and a
-//! `DECIMAL` as its unscaled digits with its scale; the column's [`SqlType`] says which one
+//! `DECIMAL` as its unscaled digits with its scale; the column's [`SqlType`](crate::types::SqlType) says which one
 //! it is. Times are milliseconds: `TIMESTAMP` since 1970-01-01 00:00 of no zone,
 //! `TIMESTAMP_LTZ` since the epoch.
 

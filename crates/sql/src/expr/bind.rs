@@ -8,7 +8,7 @@
 use sqlparser::ast::{self, BinaryOperator, CastKind, Spanned, UnaryOperator};
 
 use super::functions::{LikePattern, TimeField, TrimSide, date_pattern};
-use super::{Arith, Compare, Expr, Function, Typed};
+use super::{Arith, Compare, Expr, Function, Typed, udf};
 use crate::error::{Position, Result, SqlError};
 use crate::schema::Schema;
 use crate::types::{DataType, SqlType, from_sqlparser};
@@ -702,6 +702,30 @@ impl Binder<'_> {
             .iter()
             .map(|a| self.bind(a))
             .collect::<Result<Vec<_>>>()?;
+        let name = match udf::resolve(name) {
+            None => name,
+            Some(udf::Resolved::BuiltIn(builtin)) => builtin,
+            Some(udf::Resolved::Registered(udf)) => {
+                let types: Vec<DataType> = bound.iter().map(|b| b.ty.clone()).collect();
+                let ty = udf
+                    .function
+                    .result_type(&types)
+                    .map_err(|why| SqlError::Invalid {
+                        at: at(whole),
+                        message: format!(
+                            "the function '{}' does not take this call: {why}",
+                            udf.name
+                        ),
+                    })?;
+                return Ok(Typed {
+                    expr: Expr::Call {
+                        function: Function::Udf(udf),
+                        args: bound.into_iter().map(|b| b.expr).collect(),
+                    },
+                    ty,
+                });
+            }
+        };
         let arity = |range: std::ops::RangeInclusive<usize>| {
             if range.contains(&bound.len()) {
                 Ok(())

@@ -77,6 +77,8 @@ pub enum Function {
     /// `PROCTIME()`: the processing time, a `TIMESTAMP_LTZ(3)` (the column it computes is a
     /// processing-time attribute).
     ProcTime,
+    /// A function written in Rust and registered on the session (it sees `NULL`s itself).
+    Udf(super::udf::Udf),
 }
 
 impl Function {
@@ -84,7 +86,7 @@ impl Function {
     pub fn call(&self, args: &[Value]) -> Result<Value, EvalError> {
         let nulls = !matches!(
             self,
-            Function::ConcatWs | Function::NullIf | Function::CountChar
+            Function::ConcatWs | Function::NullIf | Function::CountChar | Function::Udf(_)
         ) && args.iter().any(Value::is_null);
         if nulls {
             return Ok(Value::Null);
@@ -185,6 +187,7 @@ impl Function {
                 };
                 part.map_or(Value::Null, |p| Value::String(p.to_string()))
             }
+            Function::Udf(udf) => udf.call(args)?,
             Function::ProcTime => {
                 let now = std::time::SystemTime::now()
                     .duration_since(std::time::UNIX_EPOCH)

@@ -8,6 +8,7 @@
 
 pub mod bind;
 mod functions;
+pub mod udf;
 
 use crate::types::{DataType, SqlType};
 use crate::value::{Value, align};

@@ -193,6 +193,18 @@ pub fn plan_query(
     query: &ast::Query,
     at: Position,
 ) -> Result<Planned> {
+    crate::expr::udf::in_scope(catalog.functions(), || {
+        plan_in_scope(catalog, env, query, at)
+    })
+}
+
+/// [`plan_query`] with the catalog's functions in scope.
+fn plan_in_scope(
+    catalog: &Catalog,
+    env: &StreamExecutionEnvironment,
+    query: &ast::Query,
+    at: Position,
+) -> Result<Planned> {
     if let Some(order) = &query.order_by {
         return Err(unsupported("ORDER BY", order.span(), at));
     }
