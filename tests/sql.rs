@@ -134,7 +134,10 @@ fn a_select_prints_its_rows_and_a_bad_line_fails_naming_it() {
     assert!(err.contains("column 'id' (INT) cannot hold 'x'"), "{err}");
     let (ok, _, err) = hummer_sql(&["-e", &format!("{table}SELECT id FROM t ORDER BY id")], "");
     assert!(!ok);
-    assert!(err.contains("ORDER BY is not supported"), "{err}");
+    assert!(
+        err.contains("Sort on a non-time-attribute field is not supported"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -1592,6 +1595,131 @@ fn a_debezium_json_table_is_read_as_a_changelog() {
     assert!(!ok, "an update without its old row fails the job");
     assert!(
         err.contains("part-9.json") && err.contains("'before'"),
+        "{err}"
+    );
+}
+
+/// `ORDER BY .. LIMIT .. OFFSET` over an append-only and over an updating result, `LIMIT`
+/// alone and `ORDER BY rowtime` alone, on random rows in three in-order files, at
+/// parallelism 1 and 3: the Top-N changelogs apply to brute force's rows, the limit keeps
+/// that many input rows, the temporal sort writes every row in time order; a sort on
+/// another column without a limit is refused with Flink's error.
+#[test]
+fn order_by_and_limit_match_brute_force() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let input = dir.path().join("rows");
+    std::fs::create_dir(&input).expect("mkdir");
+    let mut rng = common::Rng::new(41);
+    let mut rows = Vec::new();
+    for part in 0..3 {
+        let mut text = String::new();
+        let mut t = 0i64;
+        for i in 0..200i64 {
+            t += rng.below(200) as i64;
+            let (id, k, v) = (part * 1000 + i, rng.below(6) as i64, rng.below(50) as i64);
+            text.push_str(&format!("{id},{k},{v},{t}\n"));
+            rows.push((id, k, v, t));
+        }
+        std::fs::write(input.join(format!("part-{part}.csv")), text).expect("write");
+    }
+    let source = format!(
+        "CREATE TABLE t (id BIGINT, k BIGINT, v BIGINT, ms BIGINT,\n\
+           ts AS CAST(TO_TIMESTAMP_LTZ(ms, 3) AS TIMESTAMP(3)),\n\
+           WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)\n\
+         WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');\n",
+        input.display()
+    );
+    let sink = |name: &str, columns: &str, format: &str, path: &std::path::Path| {
+        format!(
+            "CREATE TABLE {name} ({columns})\n\
+             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = '{format}');\n",
+            path.display()
+        )
+    };
+    // The top 5 after the first 2 by v descending, then id.
+    let mut by_v = rows.clone();
+    by_v.sort_by_key(|&(id, _, v, _)| (std::cmp::Reverse(v), id));
+    let mut top: Vec<String> = by_v[2..7]
+        .iter()
+        .map(|(id, _, v, _)| format!("{id},{v}"))
+        .collect();
+    top.sort();
+    // The 3 keys with most rows (ties by key), from an updating GROUP BY.
+    let mut counts: std::collections::BTreeMap<i64, i64> = Default::default();
+    for &(_, k, _, _) in &rows {
+        *counts.entry(k).or_default() += 1;
+    }
+    let mut by_count: Vec<(i64, i64)> = counts.into_iter().collect();
+    by_count.sort_by_key(|&(k, n)| (std::cmp::Reverse(n), k));
+    let mut top_keys: Vec<String> = by_count[..3]
+        .iter()
+        .map(|(k, n)| format!("{k},{n}"))
+        .collect();
+    top_keys.sort();
+    // Every row by time, ties by id descending.
+    let mut by_time = rows.clone();
+    by_time.sort_by_key(|&(id, _, _, t)| (t, std::cmp::Reverse(id)));
+    let in_time_order: Vec<String> = by_time.iter().map(|(id, ..)| id.to_string()).collect();
+    let all: std::collections::BTreeSet<String> = rows
+        .iter()
+        .map(|(id, k, v, _)| format!("{id},{k},{v}"))
+        .collect();
+    for parallelism in [1, 3] {
+        let path = |name: &str| dir.path().join(format!("{name}-{parallelism}"));
+        let script = format!(
+            "SET 'parallelism.default' = '{parallelism}';\n{source}{}{}{}{}\
+             INSERT INTO top SELECT id, v FROM t ORDER BY v DESC, id LIMIT 5 OFFSET 2;\n\
+             INSERT INTO top_keys SELECT k, COUNT(*) AS n FROM t GROUP BY k\n\
+               ORDER BY n DESC, k FETCH FIRST 3 ROWS ONLY;\n\
+             INSERT INTO some SELECT id, k, v FROM t LIMIT 7;\n\
+             INSERT INTO timed SELECT id FROM t ORDER BY ts, id DESC;",
+            sink("top", "id BIGINT, v BIGINT", "debezium-json", &path("top")),
+            sink(
+                "top_keys",
+                "k BIGINT, n BIGINT",
+                "debezium-json",
+                &path("top_keys")
+            ),
+            sink(
+                "some",
+                "id BIGINT, k BIGINT, v BIGINT",
+                "csv",
+                &path("some")
+            ),
+            sink("timed", "id BIGINT", "csv", &path("timed")),
+        );
+        let (ok, out, err) = hummer_sql(&["-e", &script], "");
+        assert!(ok, "parallelism {parallelism}: {out}\n{err}");
+        assert_eq!(
+            apply_debezium(&path("top"), &["id", "v"]),
+            top,
+            "p={parallelism}"
+        );
+        assert_eq!(
+            apply_debezium(&path("top_keys"), &["k", "n"]),
+            top_keys,
+            "p={parallelism}"
+        );
+        let some = sorted_lines(&path("some"));
+        assert_eq!(some.len(), 7, "p={parallelism}: {some:?}");
+        assert!(
+            some.iter().all(|r| all.contains(r)),
+            "p={parallelism}: {some:?}"
+        );
+        // One subtask sorts: its part file holds every row, in time order.
+        let files: Vec<String> = std::fs::read_dir(path("timed"))
+            .expect("the sink's directory")
+            .map(|f| std::fs::read_to_string(f.expect("entry").path()).expect("part file"))
+            .filter(|text| !text.is_empty())
+            .collect();
+        assert_eq!(files.len(), 1, "p={parallelism}");
+        let timed: Vec<String> = files[0].lines().map(str::to_string).collect();
+        assert_eq!(timed, in_time_order, "p={parallelism}");
+    }
+    let (ok, _, err) = hummer_sql(&["-e", &format!("{source}SELECT v FROM t ORDER BY v;")], "");
+    assert!(!ok);
+    assert!(
+        err.contains("Sort on a non-time-attribute field") && err.contains("line 5, column 26"),
         "{err}"
     );
 }

@@ -243,3 +243,269 @@ fn an_upsert_kafka_table_holds_the_updating_result_by_key() {
     assert_eq!(apply_debezium(&copy, &["auction", "n", "top"]), rows);
     assert_eq!(apply_debezium(&sums, &["keys", "total"]), summary);
 }
+
+/// Writes `bids` as `seq,auction,price,ms` into `topic`, keyed by auction (so each auction's
+/// bids are in one partition, in time order), with a SQL job.
+fn write_bids(broker: &Broker, topic: &str, bids: &[(i64, i64, i64)], dir: &std::path::Path) {
+    let file = dir.join(format!("{topic}.csv"));
+    let text: String = bids
+        .iter()
+        .enumerate()
+        .map(|(seq, (a, p, t))| format!("{seq},{a},{p},{t}\n"))
+        .collect();
+    std::fs::write(&file, text).expect("write the bids");
+    let script = format!(
+        "CREATE TABLE src (seq BIGINT, auction BIGINT, price BIGINT, ms BIGINT)\n\
+         WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');\n\
+         CREATE TABLE k (seq BIGINT, auction BIGINT, price BIGINT, ms BIGINT)\n\
+         WITH ('connector' = 'kafka', 'topic' = '{topic}',\n\
+           'properties.bootstrap.servers' = '{}', 'format' = 'csv',\n\
+           'key.format' = 'csv', 'key.fields' = 'auction');\n\
+         INSERT INTO k SELECT * FROM src;",
+        file.display(),
+        broker.address
+    );
+    let (ok, out, err) = hummer_sql(&["-e", &script], "");
+    assert!(ok, "{out}\n{err}");
+}
+
+type PerKey = BTreeMap<Option<String>, Vec<Option<String>>>;
+
+/// Where the messages of one key differ between `expected` and `got`, if they do.
+fn first_difference(expected: &PerKey, got: &PerKey) -> Option<String> {
+    let keys: std::collections::BTreeSet<_> = expected.keys().chain(got.keys()).collect();
+    for key in keys {
+        let (e, g) = (
+            expected.get(key).cloned().unwrap_or_default(),
+            got.get(key).cloned().unwrap_or_default(),
+        );
+        if e == g {
+            continue;
+        }
+        let at = e.iter().zip(&g).take_while(|(a, b)| a == b).count();
+        return Some(format!(
+            "key {key:?}: {} messages expected, {} got; from message {at}: expected {:?}, got {:?}",
+            e.len(),
+            g.len(),
+            &e[at..(at + 4).min(e.len())],
+            &g[at..(at + 4).min(g.len())],
+        ));
+    }
+    None
+}
+
+/// The messages of `topic` per key, in order: (key, value) lists.
+fn per_key(broker: &Broker, topic: &str) -> BTreeMap<Option<String>, Vec<Option<String>>> {
+    let mut keys: BTreeMap<Option<String>, Vec<Option<String>>> = BTreeMap::new();
+    for (_, _, key, value) in messages(broker, topic) {
+        keys.entry(key).or_default().push(value);
+    }
+    keys
+}
+
+/// The exactly-once trials of SQL jobs: a window aggregation into a `kafka` table and an
+/// updating aggregation into an `upsert-kafka` table, both with
+/// `'sink.delivery-guarantee' = 'exactly-once'`, fail at random rows (a registered function
+/// fails once at each chosen row) and restart from their checkpoints, at a random
+/// parallelism over a random number of partitions. What they committed equals what an
+/// uninterrupted run of the same script committed, message for message per key, and that
+/// is brute force's result.
+#[test]
+fn sql_jobs_into_exactly_once_kafka_sinks_survive_randomized_failures() {
+    use std::collections::BTreeSet;
+    use std::sync::{Arc, Mutex};
+
+    use hummer::sql::Session;
+    use hummer::sql::expr::udf::ScalarUdf;
+    use hummer::sql::types::SqlType;
+    use hummer::sql::value::Value;
+
+    crate::require_heavy!("a Kafka broker (tansu)");
+    let broker = Broker::start();
+    let dir = tempfile::tempdir().expect("temp dir");
+    for seed in common::trial_seeds(3, 7_919) {
+        let mut rng = common::Rng::new(seed);
+        let events = 1_500 + rng.below(2_500) as usize;
+        let auctions = 1 + rng.below(20);
+        let partitions = 1 + rng.below(3) as i32;
+        let parallelism = 1 + rng.below(3);
+        let failures: BTreeSet<i64> = (0..1 + rng.below(3))
+            .map(|_| rng.below(events as u64) as i64)
+            .collect();
+        let label = format!(
+            "trial seed {seed}: {events} bids, {auctions} auctions, {partitions} partitions, \
+             p={parallelism}, failures at rows {failures:?}"
+        );
+        eprintln!("{label}");
+        let input = format!("bids-{seed}");
+        create_topic(&KafkaConfig::new(&broker.address), &input, partitions).expect("topic");
+        let bids = bids(events, auctions, seed);
+        write_bids(&broker, &input, &bids, dir.path());
+
+        let mut committed = Vec::new();
+        for (run, fail_at) in [("calm", BTreeSet::new()), ("failing", failures.clone())] {
+            let (windows, counts) = (format!("win-{seed}-{run}"), format!("cnt-{seed}-{run}"));
+            let config = KafkaConfig::new(&broker.address);
+            create_topic(&config, &windows, 2).expect("topic");
+            create_topic(&config, &counts, 2).expect("topic");
+            let pending = Arc::new(Mutex::new(BTreeSet::new()));
+            let mut session = Session::new();
+            let armed = pending.clone();
+            session.register_function(
+                "fail_once",
+                Arc::new(ScalarUdf::new(
+                    [SqlType::BigInt],
+                    SqlType::BigInt,
+                    move |args| {
+                        let [Value::BigInt(seq)] = args else {
+                            return Err(format!("unexpected {args:?}"));
+                        };
+                        // Slow enough that checkpoints complete between failures.
+                        std::thread::sleep(std::time::Duration::from_micros(40));
+                        if armed.lock().expect("the failures").remove(seq) {
+                            return Err(format!("the planned failure at row {seq}"));
+                        }
+                        Ok(Value::BigInt(*seq))
+                    },
+                )),
+            );
+            let definitions = format!(
+                "SET 'parallelism.default' = '{parallelism}';\n\
+                 SET 'execution.checkpointing.interval' = '40 ms';\n\
+                 SET 'state.checkpoints.dir' = 'file://{}';\n\
+                 SET 'restart-strategy.type' = 'fixed-delay';\n\
+                 SET 'restart-strategy.fixed-delay.attempts' = '20';\n\
+                 SET 'restart-strategy.fixed-delay.delay' = '10 ms';\n\
+                 CREATE TABLE bids (seq BIGINT, auction BIGINT, price BIGINT, ms BIGINT,\n\
+                   ts AS CAST(TO_TIMESTAMP_LTZ(ms, 3) AS TIMESTAMP(3)),\n\
+                   WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)\n\
+                 WITH ('connector' = 'kafka', 'topic' = '{input}',\n\
+                   'properties.bootstrap.servers' = '{address}', 'format' = 'csv',\n\
+                   'scan.startup.mode' = 'earliest-offset', 'scan.bounded.mode' = 'latest-offset');\n\
+                 CREATE VIEW checked AS SELECT * FROM bids WHERE fail_once(seq) >= 0;\n\
+                 CREATE TABLE windows (auction BIGINT, window_start TIMESTAMP(3), n BIGINT,\n\
+                   total BIGINT)\n\
+                 WITH ('connector' = 'kafka', 'topic' = '{windows}',\n\
+                   'properties.bootstrap.servers' = '{address}', 'format' = 'json',\n\
+                   'key.format' = 'json', 'key.fields' = 'auction',\n\
+                   'sink.delivery-guarantee' = 'exactly-once',\n\
+                   'sink.transactional-id-prefix' = '{windows}');\n\
+                 CREATE TABLE counts (auction BIGINT, n BIGINT, total BIGINT,\n\
+                   PRIMARY KEY (auction) NOT ENFORCED)\n\
+                 WITH ('connector' = 'upsert-kafka', 'topic' = '{counts}',\n\
+                   'properties.bootstrap.servers' = '{address}', 'key.format' = 'json',\n\
+                   'value.format' = 'json', 'sink.delivery-guarantee' = 'exactly-once',\n\
+                   'sink.transactional-id-prefix' = '{counts}');\n",
+                dir.path()
+                    .join(format!("checkpoints-{seed}-{run}"))
+                    .display(),
+                address = broker.address,
+            );
+            session
+                .run_script(&definitions, |_| {})
+                .unwrap_or_else(|e| panic!("{label}: {e}"));
+            let mut run_script = |script: &str| {
+                pending.lock().expect("the failures").clone_from(&fail_at);
+                session
+                    .run_script(script, |_| {})
+                    .unwrap_or_else(|e| panic!("{label} ({run}): {e}"));
+                assert!(
+                    pending.lock().expect("the failures").is_empty(),
+                    "{label} ({run}): every planned failure happened"
+                );
+            };
+            run_script(
+                "INSERT INTO windows SELECT auction, window_start, COUNT(*), SUM(price)\n\
+                 FROM TABLE(TUMBLE(TABLE checked, DESCRIPTOR(ts), INTERVAL '2' SECOND))\n\
+                 GROUP BY auction, window_start, window_end;",
+            );
+            run_script(
+                "INSERT INTO counts SELECT auction, COUNT(*), SUM(price) FROM checked\n\
+                 GROUP BY auction;",
+            );
+            let checkpoints = dir.path().join(format!("checkpoints-{seed}-{run}"));
+            // Both jobs checkpointed where the script said.
+            let jobs = std::fs::read_dir(&checkpoints).expect("the checkpoint directory");
+            let checkpointed = jobs
+                .filter_map(|job| std::fs::read_dir(job.ok()?.path()).ok())
+                .map(|chk| chk.collect::<Vec<_>>())
+                .filter(|chk| {
+                    chk.iter()
+                        .flatten()
+                        .any(|c| c.file_name().to_string_lossy().starts_with("chk-"))
+                })
+                .count();
+            assert_eq!(
+                checkpointed, 2,
+                "{label} ({run}): both jobs took checkpoints"
+            );
+            committed.push((per_key(&broker, &windows), per_key(&broker, &counts)));
+            std::thread::sleep(std::time::Duration::from_secs(1));
+            let again = (per_key(&broker, &windows), per_key(&broker, &counts));
+            if again != *committed.last().unwrap() {
+                eprintln!(
+                    "DEBUG reread differs for {run}: {:?} {:?}",
+                    first_difference(&committed.last().unwrap().0, &again.0),
+                    first_difference(&committed.last().unwrap().1, &again.1)
+                );
+                panic!("DEBUG reread differs");
+            }
+        }
+        let (calm, failing) = (&committed[0], &committed[1]);
+        // The calm run is brute force's result.
+        let mut windows: BTreeMap<(i64, i64), (i64, i64)> = BTreeMap::new();
+        let mut totals: BTreeMap<i64, (i64, i64)> = BTreeMap::new();
+        for &(auction, price, t) in &bids {
+            let w = windows.entry((auction, t / 2_000 * 2_000)).or_default();
+            w.0 += 1;
+            w.1 += price;
+            let c = totals.entry(auction).or_default();
+            c.0 += 1;
+            c.1 += price;
+        }
+        let window_count: usize = calm.0.values().map(Vec::len).sum();
+        assert_eq!(
+            window_count,
+            windows.len(),
+            "{label}: one message per window"
+        );
+        for (auction, (n, total)) in &totals {
+            let key = Some(format!("{{\"auction\":{auction}}}"));
+            let last = calm.1.get(&key).and_then(|values| values.last().cloned());
+            if last
+                != Some(Some(format!(
+                    "{{\"auction\":{auction},\"n\":{n},\"total\":{total}}}"
+                )))
+            {
+                let ns: Vec<String> = calm.1[&key]
+                    .iter()
+                    .map(|v| {
+                        v.clone()
+                            .unwrap_or("-".into())
+                            .split(',')
+                            .nth(1)
+                            .unwrap_or("")
+                            .to_string()
+                    })
+                    .collect();
+                eprintln!("DEBUG {key:?}: {}", ns.join(" "));
+            }
+            assert_eq!(
+                last,
+                Some(Some(format!(
+                    "{{\"auction\":{auction},\"n\":{n},\"total\":{total}}}"
+                ))),
+                "{label}"
+            );
+        }
+        // What the failing run committed is the calm run's, message for message per key.
+        for (what, calm, failing) in [
+            ("the window results", &calm.0, &failing.0),
+            ("the upserts", &calm.1, &failing.1),
+        ] {
+            if let Some(difference) = first_difference(calm, failing) {
+                panic!("{label}: {what} differ: {difference}");
+            }
+        }
+    }
+}

@@ -10,6 +10,8 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use hummer_api::StreamExecutionEnvironment;
+use hummer_checkpoint::coordinator::CheckpointConfig;
+use hummer_execution::restart_strategy::RestartStrategy;
 use sqlparser::ast;
 
 use crate::catalog::{Catalog, View};
@@ -65,6 +67,27 @@ const OPTIONS: &[KnownOption] = &[
         parse_duration(v).map(|_| ())
     }),
     ("state.checkpoints.dir", non_empty),
+    ("execution.savepoint.path", non_empty),
+    ("restart-strategy.type", |v| one_of(v, RESTART_STRATEGIES)),
+    ("restart-strategy.fixed-delay.attempts", |v| {
+        count(v).map(|_| ())
+    }),
+    ("restart-strategy.fixed-delay.delay", |v| {
+        parse_duration(v).map(|_| ())
+    }),
+    (
+        "restart-strategy.failure-rate.max-failures-per-interval",
+        |v| positive(v).map(|_| ()),
+    ),
+    ("restart-strategy.failure-rate.failure-rate-interval", |v| {
+        parse_duration(v).map(|_| ())
+    }),
+    ("restart-strategy.failure-rate.delay", |v| {
+        parse_duration(v).map(|_| ())
+    }),
+    ("restart-strategy.exponential-delay.initial-backoff", |v| {
+        parse_duration(v).map(|_| ())
+    }),
     ("pipeline.name", non_empty),
     ("table.dml-sync", |v| boolean(v).map(|_| ())),
     ("execution.runtime-mode", |v| {
@@ -73,6 +96,19 @@ const OPTIONS: &[KnownOption] = &[
     ("sql-client.execution.result-mode", |v| {
         one_of(v, &["table", "changelog", "tableau"])
     }),
+];
+
+/// The values of `restart-strategy.type`, as Flink names them.
+const RESTART_STRATEGIES: &[&str] = &[
+    "none",
+    "off",
+    "disable",
+    "fixed-delay",
+    "fixeddelay",
+    "failure-rate",
+    "failurerate",
+    "exponential-delay",
+    "exponentialdelay",
 ];
 
 /// `Ok` if `v` is one of `allowed` (in any case).
@@ -281,7 +317,18 @@ impl Session {
         }
         env.set_runtime_mode(self.runtime_mode());
         if let Some(interval) = self.checkpoint_interval() {
-            env.enable_checkpointing(interval);
+            match self.options.get("state.checkpoints.dir") {
+                Some(dir) => {
+                    env.set_checkpoint_config(CheckpointConfig::new(interval, local_or_url(dir)))
+                }
+                None => env.enable_checkpointing(interval),
+            };
+        }
+        if let Some(strategy) = self.restart_strategy() {
+            env.set_restart_strategy(strategy);
+        }
+        if let Some(path) = self.options.get("execution.savepoint.path") {
+            env.set_restore_from(Some(local_or_url(path)));
         }
         if self.jobmanager.is_some() {
             env.set_jobmanager(self.jobmanager.clone());
@@ -572,6 +619,48 @@ impl Session {
         Ok(Outcome::Table(Table { header, rows }))
     }
 
+    /// The restart strategy `restart-strategy.*` set, with Flink's defaults for what is not
+    /// (`None`: not set, the engine's default). Hummer's restarts do not grow their delay:
+    /// `exponential-delay` restarts without a limit after its initial backoff.
+    pub fn restart_strategy(&self) -> Option<RestartStrategy> {
+        let kind = self
+            .options
+            .get("restart-strategy.type")?
+            .to_ascii_lowercase();
+        let duration = |key: &str, default: Duration| {
+            self.options
+                .get(key)
+                .and_then(|v| parse_duration(v).ok())
+                .unwrap_or(default)
+        };
+        let number = |key: &str, default: u32| {
+            self.options
+                .get(key)
+                .and_then(|v| count(v).ok())
+                .unwrap_or(default)
+        };
+        let second = Duration::from_secs(1);
+        Some(match kind.as_str() {
+            "fixed-delay" | "fixeddelay" => RestartStrategy::FixedDelay {
+                attempts: number("restart-strategy.fixed-delay.attempts", 1),
+                delay: duration("restart-strategy.fixed-delay.delay", second),
+            },
+            "failure-rate" | "failurerate" => RestartStrategy::FailureRate {
+                max_failures: number("restart-strategy.failure-rate.max-failures-per-interval", 1),
+                interval: duration(
+                    "restart-strategy.failure-rate.failure-rate-interval",
+                    Duration::from_secs(60),
+                ),
+                delay: duration("restart-strategy.failure-rate.delay", second),
+            },
+            "exponential-delay" | "exponentialdelay" => RestartStrategy::FixedDelay {
+                attempts: u32::MAX,
+                delay: duration("restart-strategy.exponential-delay.initial-backoff", second),
+            },
+            _ => RestartStrategy::None,
+        })
+    }
+
     /// The parallelism the session's jobs run at, if `parallelism.default` is set.
     pub fn parallelism(&self) -> Option<usize> {
         self.options
@@ -596,6 +685,18 @@ fn positive(v: &str) -> std::result::Result<usize, String> {
         Ok(n) if n >= 1 => Ok(n),
         _ => Err("it is a whole number of at least 1".into()),
     }
+}
+
+fn count(v: &str) -> std::result::Result<u32, String> {
+    v.trim()
+        .parse::<u32>()
+        .map_err(|_| "it is a whole number of at least 0".into())
+}
+
+/// A path option as the engine takes it: a `file://` URL as its local path, anything else
+/// (a plain path, an `s3://` URL) as it is.
+fn local_or_url(path: &str) -> std::path::PathBuf {
+    path.strip_prefix("file://").unwrap_or(path).into()
 }
 
 fn boolean(v: &str) -> std::result::Result<bool, String> {

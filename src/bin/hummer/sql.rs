@@ -56,10 +56,21 @@ pub fn run(args: Args) -> Result<()> {
 
 fn show(outcome: &Outcome) {
     match outcome {
-        Outcome::Info(line) => println!("{line}"),
-        Outcome::Table(table) => println!("{table}"),
-        Outcome::Quit => println!("[INFO] Exiting Hummer SQL."),
+        Outcome::Info(line) => print_line(line),
+        Outcome::Table(table) => print_line(&table.to_string()),
+        Outcome::Quit => print_line("[INFO] Exiting Hummer SQL."),
         Outcome::Shown => {}
+    }
+}
+
+/// Prints `text`; a reader that went away (`hummer sql -e .. | head`) ends the command
+/// quietly, as command-line tools do.
+fn print_line(text: &str) {
+    use std::io::Write;
+    if let Err(e) = writeln!(std::io::stdout().lock(), "{text}")
+        && e.kind() == std::io::ErrorKind::BrokenPipe
+    {
+        std::process::exit(0);
     }
 }
 

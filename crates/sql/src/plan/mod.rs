@@ -11,6 +11,7 @@
 
 pub mod aggregate;
 pub mod join;
+pub mod order;
 pub mod over;
 pub mod rank;
 pub mod temporal;
@@ -205,11 +206,10 @@ fn plan_in_scope(
     query: &ast::Query,
     at: Position,
 ) -> Result<Planned> {
-    if let Some(order) = &query.order_by {
-        return Err(unsupported("ORDER BY", order.span(), at));
-    }
-    if let Some(limit) = &query.limit_clause {
-        return Err(unsupported("LIMIT", limit.span(), at));
+    if query.order_by.is_some() || query.limit_clause.is_some() || query.fetch.is_some() {
+        let (unordered, sorted, hidden) = order::unordered(query);
+        let planned = plan_query(catalog, env, &unordered, at)?;
+        return order::order_and_limit(planned, &sorted, hidden, at);
     }
     // WITH: each common table expression is a view for what follows it.
     if let Some(with) = &query.with {

@@ -1,0 +1,428 @@
+//! `ORDER BY`, `LIMIT`, `OFFSET` and `FETCH FIRST` on a streaming query, as Flink plans them:
+//!
+//! - `ORDER BY cols LIMIT n [OFFSET m]`: a Top-N over the whole result (a rank without a
+//!   partition key, [`crate::lower::rank`]), updating: a row leaves the first `n` when a
+//!   better one comes;
+//! - `LIMIT n [OFFSET m]` without `ORDER BY`: the first rows to come, append-only;
+//! - `ORDER BY rowtime [ASC] [, cols]` without `LIMIT`: the rows in event-time order
+//!   ([`crate::lower::temporal_sort`]), append-only;
+//! - any other `ORDER BY` without `LIMIT` is refused with Flink's error: a stream cannot be
+//!   sorted on a column that is not its time.
+//!
+//! Each runs in one subtask (its rows keyed by an empty key), as Flink's global sort and
+//! limit do. `NULL`s sort first ascending and last descending (Flink's default).
+
+use serde::{Deserialize, Serialize};
+use sqlparser::ast::{self, Spanned};
+
+use super::{Planned, at_span};
+use crate::changelog::Change;
+use crate::error::{Position, Result, SqlError};
+use crate::expr::bind::bind;
+use crate::lower::Calc;
+use crate::lower::calc::Named;
+use crate::lower::per_key::{KeyedChanges, PerKey};
+use crate::lower::rank::RankSpec;
+use crate::lower::temporal_sort::TemporalSort;
+use crate::value::{Row, Value};
+use hummer_operators::keyed_process_function::KeyedProcessOperator;
+
+/// What the query's `LIMIT`/`OFFSET`/`FETCH` keep: the rows after the first `offset`, at
+/// most `fetch` of them (`None`: all).
+struct Bounds {
+    fetch: Option<usize>,
+    offset: usize,
+}
+
+fn count(e: &ast::Expr, what: &str, at: Position) -> Result<usize> {
+    let number = match e {
+        ast::Expr::Value(v) => match &v.value {
+            ast::Value::Number(n, _) => n.parse::<usize>().ok(),
+            _ => None,
+        },
+        _ => None,
+    };
+    number.ok_or_else(|| SqlError::Unsupported {
+        at: if e.span().start.line == 0 {
+            at
+        } else {
+            at_span(e.span())
+        },
+        what: format!("'{e}' as the {what}"),
+        supported: format!("a whole number literal as the {what} is"),
+    })
+}
+
+fn bounds(query: &ast::Query, at: Position) -> Result<Bounds> {
+    let mut bounds = Bounds {
+        fetch: None,
+        offset: 0,
+    };
+    match &query.limit_clause {
+        None => {}
+        Some(ast::LimitClause::LimitOffset {
+            limit,
+            offset,
+            limit_by,
+        }) => {
+            if let Some(by) = limit_by.first() {
+                return Err(super::unsupported("LIMIT BY", by.span(), at));
+            }
+            if let Some(limit) = limit {
+                bounds.fetch = Some(count(limit, "LIMIT", at)?);
+            }
+            if let Some(offset) = offset {
+                bounds.offset = count(&offset.value, "OFFSET", at)?;
+            }
+        }
+        Some(ast::LimitClause::OffsetCommaLimit { offset, limit }) => {
+            bounds.offset = count(offset, "OFFSET", at)?;
+            bounds.fetch = Some(count(limit, "LIMIT", at)?);
+        }
+    }
+    if let Some(fetch) = &query.fetch {
+        if fetch.percent || fetch.with_ties {
+            return Err(SqlError::Unsupported {
+                at,
+                what: "FETCH .. PERCENT or WITH TIES".into(),
+                supported: "FETCH FIRST n ROWS ONLY is".into(),
+            });
+        }
+        bounds.fetch = match &fetch.quantity {
+            Some(q) => Some(count(q, "FETCH count", at)?),
+            None => Some(1),
+        };
+    }
+    Ok(bounds)
+}
+
+/// `query` without its `ORDER BY`, `LIMIT` and `FETCH`, each `ORDER BY` expression that is
+/// not one of its output columns appended to its `SELECT` list as a hidden column (`$oN`),
+/// and the `ORDER BY` on the output columns; the number of hidden columns.
+pub fn unordered(query: &ast::Query) -> (ast::Query, ast::Query, usize) {
+    let mut sorted = query.clone();
+    let mut body = query.clone();
+    body.order_by = None;
+    body.limit_clause = None;
+    body.fetch = None;
+    let mut hidden = 0;
+    let (Some(ast::OrderByKind::Expressions(order)), ast::SetExpr::Select(select)) = (
+        sorted.order_by.as_mut().map(|o| &mut o.kind),
+        body.body.as_mut(),
+    ) else {
+        return (body, sorted, 0);
+    };
+    let wildcard = select.projection.iter().any(|item| {
+        matches!(
+            item,
+            ast::SelectItem::Wildcard(_) | ast::SelectItem::QualifiedWildcard(..)
+        )
+    });
+    let outputs: Vec<String> = select
+        .projection
+        .iter()
+        .filter_map(|item| match item {
+            ast::SelectItem::ExprWithAlias { alias, .. } => Some(alias.value.clone()),
+            ast::SelectItem::UnnamedExpr(e) => super::aggregate::column_name(e),
+            _ => None,
+        })
+        .collect();
+    let grouped = !matches!(&select.group_by, ast::GroupByExpr::Expressions(g, _) if g.is_empty())
+        || select.distinct.is_some();
+    for o in order.iter_mut() {
+        let output = super::aggregate::column_name(&o.expr)
+            .is_some_and(|n| wildcard || outputs.iter().any(|c| c.eq_ignore_ascii_case(&n)));
+        if output || grouped {
+            continue;
+        }
+        let name = format!("$o{hidden}");
+        select.projection.push(ast::SelectItem::ExprWithAlias {
+            expr: o.expr.clone(),
+            alias: ast::Ident::new(name.clone()),
+        });
+        o.expr = ast::Expr::Identifier(ast::Ident::new(name));
+        hidden += 1;
+    }
+    (body, sorted, hidden)
+}
+
+/// `planned` (the query without its `ORDER BY` and `LIMIT`, from [`unordered`], its last
+/// `hidden` columns there only to sort by) ordered and limited as `query` says.
+pub fn order_and_limit(
+    planned: Planned,
+    query: &ast::Query,
+    hidden: usize,
+    at: Position,
+) -> Result<Planned> {
+    let bounds = bounds(query, at)?;
+    let order: &[ast::OrderByExpr] = match query.order_by.as_ref().map(|o| &o.kind) {
+        None => &[],
+        Some(ast::OrderByKind::Expressions(exprs)) => exprs,
+        Some(ast::OrderByKind::All(_)) => {
+            return Err(super::unsupported(
+                "ORDER BY ALL",
+                query.order_by.as_ref().map_or(query.span(), |o| o.span()),
+                at,
+            ));
+        }
+    };
+    let order_at = |o: &ast::OrderByExpr| at_span(o.expr.span());
+    let mut sorts = Vec::with_capacity(order.len());
+    for o in order {
+        let descending = match &o.options.sort {
+            None | Some(ast::OrderBySort::Asc) => false,
+            Some(ast::OrderBySort::Desc) => true,
+            Some(ast::OrderBySort::Using(_)) => {
+                return Err(super::unsupported("ORDER BY .. USING", o.span(), at));
+            }
+        };
+        if o.options
+            .nulls_first
+            .is_some_and(|first| first == descending)
+        {
+            return Err(SqlError::Unsupported {
+                at: order_at(o),
+                what: format!("'{o}'"),
+                supported: "NULLS FIRST ascending and NULLS LAST descending (the default) are"
+                    .into(),
+            });
+        }
+        let bound = bind(&o.expr, &planned.schema)?;
+        sorts.push((bound.expr, o.expr.to_string(), descending));
+    }
+    if sorts.is_empty() {
+        return limit(planned, bounds, at);
+    }
+    let visible = planned.schema.columns.len() - hidden;
+    let Some(fetch) = bounds.fetch else {
+        return temporal_sort(planned, sorts, order, bounds.offset, visible, at);
+    };
+    top_n(planned, sorts, fetch, bounds.offset, visible)
+}
+
+/// The first `visible` columns of `schema`.
+fn visible_schema(schema: &crate::schema::Schema, visible: usize) -> crate::schema::Schema {
+    crate::schema::Schema::new(schema.columns[..visible].to_vec())
+}
+
+/// `LIMIT` without `ORDER BY`: the first rows to come.
+fn limit(planned: Planned, bounds: Bounds, at: Position) -> Result<Planned> {
+    if let Some(updated_by) = &planned.updated_by {
+        return Err(SqlError::Unsupported {
+            at,
+            what: format!("LIMIT without ORDER BY on an updating result (updated by {updated_by})"),
+            supported: "LIMIT without ORDER BY on an append-only result, and ORDER BY .. LIMIT \
+                        on any, are"
+                .into(),
+        });
+    }
+    let Some(fetch) = bounds.fetch else {
+        return Ok(planned);
+    };
+    let step = FirstRows {
+        offset: bounds.offset,
+        fetch,
+    };
+    let description = format!("Limit(offset=[{}], fetch=[{fetch}])", bounds.offset);
+    let rows = planned
+        .rows()
+        .key_by(|_: &Change| -> Row { Row::new() })
+        .transform(&description, move |_| Ok(PerKey::new(step.clone())));
+    Ok(Planned {
+        input: rows,
+        pending: None,
+        scan: None,
+        ..planned
+    })
+}
+
+/// The rows after the first `offset`, at most `fetch` of them, in arrival order.
+#[derive(Clone, Debug)]
+struct FirstRows {
+    offset: usize,
+    fetch: usize,
+}
+
+/// How many rows have come.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+struct Seen(usize);
+
+impl KeyedChanges for FirstRows {
+    type State = Seen;
+    const TABLE: &'static str = "rows seen";
+
+    fn key(&self, _: &[Value]) -> Row {
+        Row::new()
+    }
+
+    fn apply(
+        &self,
+        state: &mut Option<Seen>,
+        change: Change,
+        out: &mut Vec<Change>,
+    ) -> hummer_types::error::Result<()> {
+        let seen = state.get_or_insert_with(Seen::default);
+        if seen.0 >= self.offset && seen.0 < self.offset + self.fetch {
+            out.push(change);
+        }
+        seen.0 = seen.0.saturating_add(1);
+        Ok(())
+    }
+}
+
+/// The query's columns then the sort expressions' values, for a sort over them.
+fn with_sort_columns(planned: Planned, sorts: &[(crate::expr::Expr, String, bool)]) -> Planned {
+    let mut projection = Named::columns(&planned.schema);
+    for (expr, text, _) in sorts {
+        projection.push(Named {
+            expr: expr.clone(),
+            text: text.clone(),
+        });
+    }
+    let calc = Calc {
+        condition: None,
+        projection,
+    };
+    planned.calc(calc, "Calc: ORDER BY keys")
+}
+
+/// `ORDER BY .. LIMIT n [OFFSET m]`: a Top-N of the whole result, the row number dropped.
+fn top_n(
+    planned: Planned,
+    sorts: Vec<(crate::expr::Expr, String, bool)>,
+    fetch: usize,
+    offset: usize,
+    visible: usize,
+) -> Result<Planned> {
+    let width = planned.schema.columns.len();
+    let spec = RankSpec {
+        width,
+        partition: 0,
+        descending: sorts.iter().map(|(_, _, d)| *d).collect(),
+        limit: fetch.saturating_add(offset),
+        number_at: width,
+        keep_all: planned.updated_by.is_some(),
+    };
+    let description = format!(
+        "SortLimit(orderBy=[{}], offset=[{offset}], fetch=[{fetch}])",
+        sorts
+            .iter()
+            .map(|(_, t, d)| format!("{t} {}", if *d { "DESC" } else { "ASC" }))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let schema = visible_schema(&planned.schema, visible);
+    let sorted = with_sort_columns(planned, &sorts);
+    let rows = sorted
+        .rows()
+        .key_by(|_: &Change| -> Row { Row::new() })
+        .transform(&description, move |_| Ok(PerKey::new(spec.clone())));
+    // The rank's rows are the query's columns and the row number: the first `offset` ranks
+    // are skipped, the number dropped.
+    let condition = (offset > 0).then(|| Named {
+        expr: crate::expr::Expr::Compare {
+            op: crate::expr::Compare::Gt,
+            left: Box::new(crate::expr::Expr::Column(width)),
+            right: Box::new(crate::expr::Expr::Literal(Value::BigInt(offset as i64))),
+        },
+        text: format!("rank > {offset}"),
+    });
+    let calc = Calc {
+        condition,
+        projection: Named::columns(&schema),
+    };
+    Ok(Planned {
+        input: rows,
+        pending: Some((calc, "Calc: the sorted rows".into())),
+        scan: None,
+        schema,
+        updated_by: Some(description),
+        rowtime: None,
+        proctime: None,
+        window: None,
+        window_bounds: None,
+    })
+}
+
+/// `ORDER BY rowtime [ASC] [, cols]` without `LIMIT`: the rows in event-time order.
+fn temporal_sort(
+    planned: Planned,
+    sorts: Vec<(crate::expr::Expr, String, bool)>,
+    order: &[ast::OrderByExpr],
+    offset: usize,
+    visible: usize,
+    at: Position,
+) -> Result<Planned> {
+    let first_at = order.first().map_or(at, |o| at_span(o.expr.span()));
+    let refuse = || SqlError::Unsupported {
+        at: first_at,
+        what: "Sort on a non-time-attribute field".into(),
+        supported: "on a stream, ORDER BY its rowtime ascending first (then any columns), or \
+                    ORDER BY any columns with a LIMIT, is"
+            .into(),
+    };
+    let time = match (&sorts[0], planned.rowtime) {
+        ((crate::expr::Expr::Column(c), _, false), Some(rowtime)) if *c == rowtime => rowtime,
+        _ => return Err(refuse()),
+    };
+    if offset > 0 {
+        return Err(super::unsupported(
+            "OFFSET without LIMIT",
+            order[0].span(),
+            at,
+        ));
+    }
+    if let Some(updated_by) = &planned.updated_by {
+        return Err(SqlError::Unsupported {
+            at: first_at,
+            what: format!("ORDER BY on an updating result (updated by {updated_by})"),
+            supported: "ORDER BY rowtime on an append-only result is".into(),
+        });
+    }
+    let width = planned.schema.columns.len();
+    let sort = TemporalSort {
+        time,
+        then: (1..sorts.len()).map(|i| (width + i, sorts[i].2)).collect(),
+    };
+    let description = format!(
+        "TemporalSort(orderBy=[{}])",
+        sorts
+            .iter()
+            .map(|(_, t, d)| format!("{t} {}", if *d { "DESC" } else { "ASC" }))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let schema = visible_schema(&planned.schema, visible);
+    let (rowtime, proctime) = (
+        planned.rowtime.filter(|&c| c < visible),
+        planned.proctime.filter(|&c| c < visible),
+    );
+    let sorted = with_sort_columns(planned, &sorts);
+    let rows = sorted
+        .rows()
+        .key_by(|_: &Change| -> Row { Row::new() })
+        .transform(&description, move |ctx| {
+            Ok(KeyedProcessOperator::new(
+                |_: &Change| -> Row { Row::new() },
+                sort.clone(),
+                ctx,
+            ))
+        });
+    Ok(Planned {
+        input: rows,
+        pending: Some((
+            Calc {
+                condition: None,
+                projection: Named::columns(&schema),
+            },
+            "Calc: the sorted rows".into(),
+        )),
+        scan: None,
+        schema,
+        updated_by: None,
+        rowtime,
+        proctime,
+        window: None,
+        window_bounds: None,
+    })
+}
