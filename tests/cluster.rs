@@ -308,6 +308,7 @@ fn bad_requests_get_clear_errors_and_the_jobmanager_keeps_serving() {
             queue: false,
             priority: 0,
             env: vec![],
+            sql: None,
             recovery: None,
             topology: Default::default(),
         })
@@ -360,6 +361,7 @@ fn worker_failures_fail_the_job_not_the_taskmanager() {
             queue: false,
             priority: 0,
             env: vec![],
+            sql: None,
             recovery: None,
             topology: Default::default(),
         })
@@ -396,6 +398,7 @@ fn worker_failures_fail_the_job_not_the_taskmanager() {
             queue: false,
             priority: 0,
             env: vec![],
+            sql: None,
             recovery: None,
             topology: Default::default(),
         })

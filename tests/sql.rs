@@ -1723,3 +1723,79 @@ fn order_by_and_limit_match_brute_force() {
         "{err}"
     );
 }
+
+/// A SQL job restored from a checkpoint of another plan is refused before it runs, naming
+/// the operators whose state does not fit; restored from its own plan's checkpoint (at
+/// another parallelism) it runs and adds nothing the checkpoint had already counted.
+#[test]
+fn a_restore_checks_the_plan_that_took_the_checkpoint() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let input = dir.path().join("bids.csv");
+    let text: String = (0..3_000)
+        .map(|i| format!("{},{}\n", i % 7, i % 101))
+        .collect();
+    std::fs::write(&input, text).expect("write");
+    let checkpoints = dir.path().join("checkpoints");
+    let script = |query: &str, restore: bool, parallelism: usize, out: &str| {
+        format!(
+            "SET 'parallelism.default' = '{parallelism}';\n\
+             SET 'execution.checkpointing.interval' = '20 ms';\n\
+             SET 'state.checkpoints.dir' = '{}';\n{}\
+             CREATE TABLE bid (auction BIGINT, price BIGINT)\n\
+             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');\n\
+             CREATE TABLE out (auction BIGINT, x BIGINT)\n\
+             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'debezium-json');\n\
+             INSERT INTO out {query};",
+            checkpoints.display(),
+            if restore {
+                format!(
+                    "SET 'execution.savepoint.path' = '{}';\n",
+                    newest_job_dir(&checkpoints).display()
+                )
+            } else {
+                String::new()
+            },
+            input.display(),
+            dir.path().join(out).display()
+        )
+    };
+    let sum = "SELECT auction, SUM(price) FROM bid GROUP BY auction";
+    let (ok, out, err) = hummer_sql(&["-e", &script(sum, false, 2, "first")], "");
+    assert!(ok, "{out}\n{err}");
+    let max = "SELECT auction, MAX(price) FROM bid GROUP BY auction";
+    let (ok, _, err) = hummer_sql(&["-e", &script(max, true, 2, "other")], "");
+    assert!(!ok, "another plan's checkpoint is refused");
+    assert!(
+        err.contains("does not match this job") && err.contains("GroupAggregate"),
+        "{err}"
+    );
+    assert!(!dir.path().join("other").exists(), "nothing ran");
+    let first = apply_debezium(&dir.path().join("first"), &["auction", "x"]);
+    let (ok, out, err) = hummer_sql(&["-e", &script(sum, true, 3, "first")], "");
+    assert!(ok, "its own plan's checkpoint restores: {out}\n{err}");
+    // The checkpoint was taken at the end of the input: nothing is added twice.
+    assert_eq!(
+        apply_debezium(&dir.path().join("first"), &["auction", "x"]),
+        first
+    );
+    let mut sums = [0i64; 7];
+    for i in 0..3_000 {
+        sums[i % 7] += (i % 101) as i64;
+    }
+    let expected: Vec<String> = sums
+        .iter()
+        .enumerate()
+        .map(|(a, s)| format!("{a},{s}"))
+        .collect();
+    assert_eq!(first, expected);
+}
+
+/// The directory of the newest job under a checkpoint directory.
+fn newest_job_dir(checkpoints: &std::path::Path) -> std::path::PathBuf {
+    std::fs::read_dir(checkpoints)
+        .expect("the checkpoint directory")
+        .flatten()
+        .max_by_key(|e| e.metadata().and_then(|m| m.modified()).ok())
+        .expect("a job's checkpoints")
+        .path()
+}

@@ -1,7 +1,8 @@
 //! `hummer sql` on a cluster of real processes: the jobs of a script run on the TaskManagers
 //! with Hummer itself as their program (no Rust compiler, and no copy of the script on the
 //! workers' side), one job per `INSERT`; with `table.dml-sync` the client waits for each,
-//! without it it prints the job's id and returns.
+//! without it it prints the job's id and returns; the job's view in REST (and the dashboard)
+//! shows the statement.
 
 mod common;
 
@@ -105,4 +106,12 @@ fn a_script_runs_its_jobs_on_the_cluster() {
         .to_string();
     client.wait_for_job_status(&id, "Finished", Duration::from_secs(120));
     assert_eq!(sorted_lines(&again), sorted_lines(&filtered));
+    // The job's view shows the statement it runs.
+    let (status, job) = cluster.http().get_json(&format!("/jobs/{id}"));
+    assert_eq!(status, 200, "{job}");
+    assert_eq!(
+        job["sql"].as_str(),
+        Some("INSERT INTO filtered SELECT auction, price * 2 FROM bid WHERE price > 250"),
+        "{job}"
+    );
 }

@@ -321,9 +321,9 @@ fn sql_jobs_into_exactly_once_kafka_sinks_survive_randomized_failures() {
     use hummer::sql::value::Value;
 
     crate::require_heavy!("a Kafka broker (tansu)");
-    let broker = Broker::start();
     let dir = tempfile::tempdir().expect("temp dir");
-    for seed in common::trial_seeds(3, 7_919) {
+    for seed in common::trial_seeds(2, 7_919) {
+        let broker = Broker::start();
         let mut rng = common::Rng::new(seed);
         let events = 1_500 + rng.below(2_500) as usize;
         let auctions = 1 + rng.below(20);
@@ -440,16 +440,6 @@ fn sql_jobs_into_exactly_once_kafka_sinks_survive_randomized_failures() {
                 "{label} ({run}): both jobs took checkpoints"
             );
             committed.push((per_key(&broker, &windows), per_key(&broker, &counts)));
-            std::thread::sleep(std::time::Duration::from_secs(1));
-            let again = (per_key(&broker, &windows), per_key(&broker, &counts));
-            if again != *committed.last().unwrap() {
-                eprintln!(
-                    "DEBUG reread differs for {run}: {:?} {:?}",
-                    first_difference(&committed.last().unwrap().0, &again.0),
-                    first_difference(&committed.last().unwrap().1, &again.1)
-                );
-                panic!("DEBUG reread differs");
-            }
         }
         let (calm, failing) = (&committed[0], &committed[1]);
         // The calm run is brute force's result.
@@ -472,24 +462,6 @@ fn sql_jobs_into_exactly_once_kafka_sinks_survive_randomized_failures() {
         for (auction, (n, total)) in &totals {
             let key = Some(format!("{{\"auction\":{auction}}}"));
             let last = calm.1.get(&key).and_then(|values| values.last().cloned());
-            if last
-                != Some(Some(format!(
-                    "{{\"auction\":{auction},\"n\":{n},\"total\":{total}}}"
-                )))
-            {
-                let ns: Vec<String> = calm.1[&key]
-                    .iter()
-                    .map(|v| {
-                        v.clone()
-                            .unwrap_or("-".into())
-                            .split(',')
-                            .nth(1)
-                            .unwrap_or("")
-                            .to_string()
-                    })
-                    .collect();
-                eprintln!("DEBUG {key:?}: {}", ns.join(" "));
-            }
             assert_eq!(
                 last,
                 Some(Some(format!(

@@ -41,6 +41,8 @@ pub(crate) struct EnvState {
     pub(crate) priority: i32,
     /// Environment variables for the job's workers in cluster mode.
     pub(crate) worker_env: Vec<(String, String)>,
+    /// The SQL statement the job runs, for the dashboard's job view.
+    pub(crate) sql: Option<String>,
     pub(crate) config: ExecutionConfig,
     pub(crate) collect_slots: Vec<(NodeId, SharedCollectSlot)>,
     pub(crate) progress: Arc<JobProgress>,
@@ -99,6 +101,7 @@ impl StreamExecutionEnvironment {
                 queue_when_busy: false,
                 priority: 0,
                 worker_env: Vec::new(),
+                sql: None,
                 config: ExecutionConfig::default(),
                 collect_slots: Vec::new(),
                 progress: Arc::new(JobProgress::default()),
@@ -191,6 +194,13 @@ impl StreamExecutionEnvironment {
         state.queue_when_busy = queue;
         state.priority = priority;
         drop(state);
+        self
+    }
+
+    /// Records the SQL statement the job runs (a `hummer sql` job): a cluster's dashboard
+    /// shows it in the job's view.
+    pub fn set_sql(&self, statement: &str) -> &Self {
+        self.state.borrow_mut().sql = Some(statement.to_string());
         self
     }
 
@@ -497,6 +507,7 @@ impl StreamExecutionEnvironment {
                 queue_when_busy: state.queue_when_busy,
                 priority: state.priority,
                 worker_env: state.worker_env.clone(),
+                sql: state.sql.clone(),
                 default_parallelism: state.config.parallelism,
             }),
             None => Box::new(LocalExecutor),

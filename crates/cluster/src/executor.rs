@@ -32,6 +32,8 @@ pub struct ClusterExecutor {
     pub priority: i32,
     /// Environment variables for the job's workers.
     pub worker_env: Vec<(String, String)>,
+    /// The SQL statement the job runs, if it is a SQL job.
+    pub sql: Option<String>,
     /// Parallelism of vertices that set none (the JobManager may lower it to fit).
     pub default_parallelism: usize,
 }
@@ -56,6 +58,7 @@ impl Executor for ClusterExecutor {
             queue: self.queue_when_busy,
             priority: self.priority,
             env: self.worker_env.clone(),
+            sql: self.sql.clone(),
             recovery: recovery_request(&s, &s.job)?,
             topology: s.job.topology(),
         })?;

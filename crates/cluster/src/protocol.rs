@@ -118,6 +118,9 @@ pub struct SubmitRequest {
     /// Environment variables the workers get (besides the ones the TaskManager sets).
     #[serde(default)]
     pub env: Vec<(String, String)>,
+    /// The SQL statement the job runs (a `hummer sql` job), for the dashboard.
+    #[serde(default)]
+    pub sql: Option<String>,
     /// Checkpoints and restarts, if the job takes checkpoints or may restart.
     #[serde(default)]
     pub recovery: Option<RecoveryRequest>,

@@ -62,7 +62,7 @@ type KnownOption = (&'static str, fn(&str) -> std::result::Result<(), String>);
 /// The options a script may set that Hummer applies.
 const OPTIONS: &[KnownOption] = &[
     ("parallelism.default", |v| positive(v).map(|_| ())),
-    ("table.local-time-zone", non_empty),
+    ("table.local-time-zone", utc),
     ("execution.checkpointing.interval", |v| {
         parse_duration(v).map(|_| ())
     }),
@@ -335,6 +335,7 @@ impl Session {
         }
         if let Some(statement) = &self.current {
             env.set_worker_env(SCRIPT_ENV, &format!("{}{statement};\n", self.definitions));
+            env.set_sql(statement.trim());
         }
         env
     }
@@ -704,6 +705,19 @@ fn boolean(v: &str) -> std::result::Result<bool, String> {
         "true" => Ok(true),
         "false" => Ok(false),
         _ => Err("it is 'true' or 'false'".into()),
+    }
+}
+
+/// Hummer computes `TIMESTAMP_LTZ` values in UTC: a session in another zone is refused
+/// rather than given UTC wall times where it expects its own.
+fn utc(v: &str) -> std::result::Result<(), String> {
+    const UTC: &[&str] = &[
+        "UTC", "GMT", "Z", "+00:00", "-00:00", "UTC+0", "GMT+0", "Etc/UTC",
+    ];
+    if UTC.iter().any(|z| z.eq_ignore_ascii_case(v.trim())) {
+        Ok(())
+    } else {
+        Err("Hummer shows and computes TIMESTAMP_LTZ values in 'UTC' only, so far".into())
     }
 }
 

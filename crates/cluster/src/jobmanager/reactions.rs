@@ -316,6 +316,7 @@ mod tests {
             queue: false,
             priority: 0,
             env: Vec::new(),
+            sql: None,
             recovery: None,
             topology: Default::default(),
         };

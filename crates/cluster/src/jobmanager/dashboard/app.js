@@ -740,6 +740,7 @@
     f.jid = h('code', { 'data-field': 'jid', text: jobId });
     f.kind = h('span', { class: 'muted', 'data-field': 'streaming' });
     f.error = h('div', { class: 'job-error', 'data-field': 'error', hidden: true });
+    f.sql = h('pre', { class: 'job-sql', 'data-field': 'sql', 'aria-label': 'SQL statement', hidden: true });
     const tabs = h('nav', { class: 'tabs', 'aria-label': 'Job views' },
       h('a', { href: jobHref(jobId), class: tab === 'graph' ? 'tab active' : 'tab', 'aria-current': tab === 'graph' ? 'page' : null, text: 'Graph & metrics' }),
       h('a', { href: `${jobHref(jobId)}/checkpoints`, class: tab === 'checkpoints' ? 'tab active' : 'tab', 'aria-current': tab === 'checkpoints' ? 'page' : null, text: 'Checkpoints & exceptions' }));
@@ -752,7 +753,7 @@
         fact('Start', 'start-time'), fact('End', 'end-time'), fact('Duration', 'duration'),
         fact('Restarts', 'restarts'), fact('Attempt', 'attempt'), fact('Priority', 'priority'),
         fact('Placement', 'placement'), fact('Queued on', 'queuedOn')),
-      f.error, result, tabs);
+      f.sql, f.error, result, tabs);
     let job = null;
 
     async function ask(kind) {
@@ -805,6 +806,8 @@
         setField(f.priority, isNum(j.priority) ? String(j.priority) : '—', j.priority);
         setLinks(f.placement, (j.placement || []).map((tm) => ({ href: tmHref(tm), text: tm })));
         setLinks(f.queuedOn, j.queuedOn ? [{ href: tmHref(j.queuedOn), text: j.queuedOn }] : []);
+        f.sql.hidden = !j.sql;
+        setText(f.sql, j.sql || '');
         f.error.hidden = !j.error;
         setText(f.error, j.error || '');
         renderActions();

@@ -342,6 +342,7 @@ async fn job(State(shared): State<Shared>, Path(id): Path<String>) -> Answer<Job
         queued_on: j.queued_on.clone(),
         priority: j.request.priority,
         restarts: j.controller.restarts(),
+        sql: j.request.sql.clone(),
     }))
 }
 

@@ -183,6 +183,8 @@ pub struct JobDetails {
     pub priority: i32,
     /// Restarts after failures.
     pub restarts: u32,
+    /// The SQL statement it runs, if it is a SQL job.
+    pub sql: Option<String>,
 }
 
 /// One vertex of `GET /jobs/{id}`.
@@ -767,6 +769,7 @@ mod tests {
                 queued_on: Some("tm".into()),
                 priority: 0,
                 restarts: 0,
+                sql: Some("INSERT INTO t SELECT 1".into()),
             }),
             sample(PlanResponse {
                 plan: Plan {
