@@ -1799,3 +1799,72 @@ fn newest_job_dir(checkpoints: &std::path::Path) -> std::path::PathBuf {
         .expect("a job's checkpoints")
         .path()
 }
+
+/// A statement set runs its INSERTs as one job, in both of Flink's spellings (`EXECUTE
+/// STATEMENT SET BEGIN .. END;` and `BEGIN STATEMENT SET; .. END;`), each table getting what
+/// its INSERT alone would write; a query inside a set is refused, and an INSERT's error names
+/// its line before anything runs.
+#[test]
+fn a_statement_set_runs_its_inserts_as_one_job() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let input = dir.path().join("bids.csv");
+    let text: String = (0..500)
+        .map(|i| format!("{},{}\n", i % 9, (i * 37) % 100))
+        .collect();
+    std::fs::write(&input, text).expect("write");
+    let mut filtered: Vec<String> = (0..500)
+        .filter(|i| (i * 37) % 100 > 50)
+        .map(|i| format!("{},{}", i % 9, (i * 37) % 100))
+        .collect();
+    filtered.sort();
+    let counts: Vec<String> = (0..9)
+        .map(|a| format!("{a},{}", (0..500).filter(|i| i % 9 == a).count()))
+        .collect();
+    for (form, end) in [
+        ("EXECUTE STATEMENT SET\nBEGIN\n", "END;"),
+        ("BEGIN STATEMENT SET;\n", "END;"),
+    ] {
+        let (a, b) = (
+            dir.path().join(format!("a-{}", form.len())),
+            dir.path().join(format!("b-{}", form.len())),
+        );
+        let script = format!(
+            "SET 'parallelism.default' = '2';\n\
+             CREATE TABLE bid (auction BIGINT, price BIGINT)\n\
+             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');\n\
+             CREATE TABLE a (auction BIGINT, price BIGINT)\n\
+             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');\n\
+             CREATE TABLE b (auction BIGINT, n BIGINT)\n\
+             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'debezium-json');\n\
+             {form}\
+             INSERT INTO a SELECT auction, price FROM bid WHERE price > 50;\n\
+             INSERT INTO b SELECT auction, COUNT(*) FROM bid GROUP BY auction;\n\
+             {end}",
+            input.display(),
+            a.display(),
+            b.display()
+        );
+        let (ok, out, err) = hummer_sql(&["-e", &script], "");
+        assert!(ok, "{form}: {out}\n{err}");
+        assert_eq!(
+            out.matches("Complete execution of the SQL update statement.")
+                .count(),
+            1,
+            "{form}: one job: {out}"
+        );
+        assert_eq!(sorted_lines(&a), filtered, "{form}");
+        assert_eq!(apply_debezium(&b, &["auction", "n"]), counts, "{form}");
+    }
+    let (ok, _, err) = hummer_sql(&["-e", "BEGIN STATEMENT SET;\nSELECT 1;\nEND;"], "");
+    assert!(!ok);
+    assert!(err.contains("a query in a statement set"), "{err}");
+    let (ok, _, err) = hummer_sql(
+        &[
+            "-e",
+            "BEGIN STATEMENT SET;\nINSERT INTO nowhere SELECT 1;\nEND;",
+        ],
+        "",
+    );
+    assert!(!ok);
+    assert!(err.contains("line 2") && err.contains("nowhere"), "{err}");
+}

@@ -106,6 +106,34 @@ fn a_script_runs_its_jobs_on_the_cluster() {
         .to_string();
     client.wait_for_job_status(&id, "Finished", Duration::from_secs(120));
     assert_eq!(sorted_lines(&again), sorted_lines(&filtered));
+    // A statement set is one cluster job, whose workers replay the whole set.
+    let (x, y) = (dir.path().join("x"), dir.path().join("y"));
+    let definitions = &script[..script
+        .find("CREATE TABLE filtered")
+        .expect("the sink's DDL")];
+    let set = format!(
+        "{definitions}SET 'table.dml-sync' = 'true';\n\
+         CREATE TABLE x (auction BIGINT, doubled BIGINT)\n\
+         WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');\n\
+         CREATE TABLE y (auction BIGINT, doubled BIGINT)\n\
+         WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');\n\
+         EXECUTE STATEMENT SET BEGIN\n\
+         INSERT INTO x SELECT auction, price * 2 FROM bid WHERE price > 250;\n\
+         INSERT INTO y SELECT auction, price * 2 FROM bid WHERE price > 250;\n\
+         END;",
+        x.display(),
+        y.display()
+    );
+    let run = client.hummer_ok(&["sql", "-e", &set]);
+    let out = String::from_utf8_lossy(&run.stdout);
+    assert_eq!(
+        out.matches("Complete execution of the SQL update statement.")
+            .count(),
+        1,
+        "{out}"
+    );
+    assert_eq!(sorted_lines(&x), sorted_lines(&filtered));
+    assert_eq!(sorted_lines(&y), sorted_lines(&filtered));
     // The job's view shows the statement it runs.
     let (status, job) = cluster.http().get_json(&format!("/jobs/{id}"));
     assert_eq!(status, 200, "{job}");

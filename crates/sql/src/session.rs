@@ -141,6 +141,17 @@ pub struct Session {
     definitions: String,
     /// The statement being run, while it runs.
     current: Option<String>,
+    /// The statement set being collected (`BEGIN STATEMENT SET` .. `END`), if one is.
+    statement_set: Option<StatementSet>,
+}
+
+/// The `INSERT`s of a statement set, run as one job at its `END`.
+#[derive(Debug, Clone, Default)]
+struct StatementSet {
+    /// The text that began it.
+    begun_by: String,
+    /// Each `INSERT` with where it is and its text.
+    inserts: Vec<(ast::Statement, Position, String)>,
 }
 
 impl Session {
@@ -230,6 +241,9 @@ impl Session {
 
     /// [`Session::execute`] with the catalog's functions in scope.
     fn execute_in_scope(&mut self, statement: Statement) -> Result<Outcome> {
+        if self.statement_set.is_some() {
+            return self.in_statement_set(statement);
+        }
         match statement {
             Statement::Set(None) => Ok(Outcome::Table(Table {
                 header: vec!["key".into(), "value".into()],
@@ -304,6 +318,20 @@ impl Session {
             ))),
             Statement::Quit => Ok(Outcome::Quit),
             Statement::Insert(insert, at) => self.insert(&insert, at),
+            Statement::BeginStatementSet(first) => {
+                self.statement_set = Some(StatementSet {
+                    begun_by: self.current.clone().unwrap_or_default(),
+                    inserts: Vec::new(),
+                });
+                match first {
+                    Some((insert, at)) => self.in_statement_set(Statement::Insert(insert, at)),
+                    None => Ok(info("Begin a statement set.")),
+                }
+            }
+            Statement::End => Err(SqlError::Invalid {
+                at: Position::new(1, 1),
+                message: "END without BEGIN STATEMENT SET".into(),
+            }),
             Statement::Query(query, at) => self.select(&query, at),
             Statement::Explain(inner) => self.explain(*inner),
         }
@@ -362,21 +390,78 @@ impl Session {
             .unwrap_or(default)
     }
 
+    /// A statement while a statement set is open: an `INSERT` is planned (so that an error
+    /// shows where it is) and added; `END` runs them all as one job; anything else is refused.
+    fn in_statement_set(&mut self, statement: Statement) -> Result<Outcome> {
+        match statement {
+            Statement::Insert(insert, at) => {
+                let scratch = StreamExecutionEnvironment::local();
+                self.plan_insert_onto(&scratch, &insert, at)?;
+                let text = self.current.clone().unwrap_or_default();
+                if let Some(set) = &mut self.statement_set {
+                    set.inserts.push((*insert, at, text));
+                }
+                Ok(info("Add SQL update statement to the statement set."))
+            }
+            Statement::End => {
+                let set = self.statement_set.take().unwrap_or_default();
+                if set.inserts.is_empty() {
+                    return Ok(info("No statement in the statement set, skip submit."));
+                }
+                // What a cluster's workers replay: the whole set.
+                let mut text = format!("{};\n", set.begun_by);
+                for (_, _, insert) in set.inserts.iter().skip(usize::from(
+                    set.begun_by.to_ascii_uppercase().starts_with("EXECUTE"),
+                )) {
+                    text.push_str(insert);
+                    text.push_str(";\n");
+                }
+                text.push_str("END");
+                self.current = Some(text);
+                let env = self.environment();
+                let mut targets = Vec::new();
+                for (insert, at, _) in &set.inserts {
+                    targets.push(self.plan_insert_onto(&env, insert, *at)?);
+                }
+                let name = self.job_name(format!("insert-into_{}", targets.join("_")));
+                self.run_insert_job(&env, &name)
+            }
+            other => Err(SqlError::Unsupported {
+                at: Position::new(1, 1),
+                what: format!(
+                    "{} in a statement set",
+                    match other {
+                        Statement::BeginStatementSet(_) => "another BEGIN STATEMENT SET",
+                        Statement::Query(..) => "a query",
+                        _ => "this statement",
+                    }
+                ),
+                supported: "INSERT INTO statements, then END, are".into(),
+            }),
+        }
+    }
+
     /// `INSERT INTO table query`: in the embedded cluster, runs the job to its end (a bounded
     /// input); on a cluster, submits it and prints its id, or waits for its end with
     /// `table.dml-sync` (as Flink's client).
     fn insert(&mut self, insert: &ast::Statement, at: Position) -> Result<Outcome> {
         let (env, target) = self.plan_insert(insert, at)?;
         let name = self.job_name(format!("insert-into_{target}"));
+        self.run_insert_job(&env, &name)
+    }
+
+    /// Runs the job of `INSERT`s planned onto `env`: to its end locally, else submitted
+    /// (waited for with `table.dml-sync`).
+    fn run_insert_job(&self, env: &StreamExecutionEnvironment, name: &str) -> Result<Outcome> {
         let sync = self
             .options
             .get("table.dml-sync")
             .is_some_and(|v| v.eq_ignore_ascii_case("true"));
         if env.runs_in_process() || StreamExecutionEnvironment::is_cluster_worker() || sync {
-            env.execute(&name)?;
+            env.execute(name)?;
             return Ok(info("Complete execution of the SQL update statement."));
         }
-        let client = env.execute_async(&name)?;
+        let client = env.execute_async(name)?;
         Ok(info(&format!(
             "Submitting SQL update statement to the cluster...\n[INFO] SQL update statement has \
              been successfully submitted to the cluster:\nJob ID: {}",
@@ -435,11 +520,12 @@ impl Session {
     }
 
     /// The job of an `INSERT INTO`, planned on an environment of its own, and its target.
-    fn plan_insert(
+    fn plan_insert_onto(
         &mut self,
+        env: &StreamExecutionEnvironment,
         insert: &ast::Statement,
         at: Position,
-    ) -> Result<(StreamExecutionEnvironment, String)> {
+    ) -> Result<String> {
         let ast::Statement::Insert(insert) = insert else {
             return Err(SqlError::Unsupported {
                 at,
@@ -470,9 +556,19 @@ impl Session {
             .map(|i| i.value.clone())
             .unwrap_or_default();
         let table = self.catalog.table(&target, at)?.clone();
-        let env = self.environment();
-        let planned = plan_query(&self.catalog, &env, source, at)?;
+        let planned = plan_query(&self.catalog, env, source, at)?;
         connector::write(&planned, &table)?;
+        Ok(target)
+    }
+
+    /// Plans `INSERT INTO table query` onto an environment of its own.
+    fn plan_insert(
+        &mut self,
+        insert: &ast::Statement,
+        at: Position,
+    ) -> Result<(StreamExecutionEnvironment, String)> {
+        let env = self.environment();
+        let target = self.plan_insert_onto(&env, insert, at)?;
         Ok((env, target))
     }
 

@@ -77,6 +77,11 @@ pub enum Statement {
     Insert(Box<ast::Statement>, Position),
     /// A query (`SELECT`, `WITH`, `VALUES`, a set operation).
     Query(Box<ast::Query>, Position),
+    /// `BEGIN STATEMENT SET`, or `EXECUTE STATEMENT SET BEGIN` with the first `INSERT` of
+    /// the set after it: the `INSERT`s up to `END` run as one job.
+    BeginStatementSet(Option<(Box<ast::Statement>, Position)>),
+    /// `END` of a statement set.
+    End,
     /// `HELP`.
     Help,
     /// `QUIT` / `EXIT`.
@@ -215,6 +220,36 @@ fn parse_statement(parser: &mut Parser<'_>) -> Result<Statement> {
         }
         "CREATE" => parse_create(parser, at),
         "DROP" => parse_drop(parser, at),
+        "BEGIN" => {
+            parser.next_token();
+            expect_words(parser, &["STATEMENT", "SET"])?;
+            Ok(Statement::BeginStatementSet(None))
+        }
+        "EXECUTE" => {
+            parser.next_token();
+            if !next_is_word(parser, "STATEMENT") {
+                // `EXECUTE INSERT INTO ..`: the INSERT.
+                return parse_statement(parser);
+            }
+            expect_words(parser, &["STATEMENT", "SET", "BEGIN"])?;
+            if matches!(parser.peek_token().token, Token::EOF | Token::SemiColon) {
+                return Ok(Statement::BeginStatementSet(None));
+            }
+            match parse_statement(parser)? {
+                Statement::Insert(insert, at) => {
+                    Ok(Statement::BeginStatementSet(Some((insert, at))))
+                }
+                _ => Err(SqlError::Unsupported {
+                    at,
+                    what: "a statement other than INSERT INTO in a statement set".into(),
+                    supported: "INSERT INTO statements are".into(),
+                }),
+            }
+        }
+        "END" => {
+            parser.next_token();
+            Ok(Statement::End)
+        }
         _ => {
             let statement = parser.parse_statement().map_err(syntax_error)?;
             match statement {
@@ -224,6 +259,26 @@ fn parse_statement(parser: &mut Parser<'_>) -> Result<Statement> {
             }
         }
     }
+}
+
+/// Whether the next token is the word `word` (in any case).
+fn next_is_word(parser: &Parser<'_>, word: &str) -> bool {
+    matches!(&parser.peek_token().token, Token::Word(w) if w.value.eq_ignore_ascii_case(word))
+}
+
+/// Consumes the words `words` (in any case), or says which was expected.
+fn expect_words(parser: &mut Parser<'_>, words: &[&str]) -> Result<()> {
+    for word in words {
+        if !next_is_word(parser, word) {
+            let found = parser.peek_token();
+            return Err(SqlError::Syntax {
+                at: position(&found),
+                message: format!("expected {}, found '{}'", words.join(" "), found.token),
+            });
+        }
+        parser.next_token();
+    }
+    Ok(())
 }
 
 fn unsupported_statement(text: &str, at: Position) -> SqlError {
@@ -242,7 +297,8 @@ fn unsupported_statement(text: &str, at: Position) -> SqlError {
 /// What a script may hold, for errors and `HELP`.
 pub const SUPPORTED_STATEMENTS: &str = "the statements are SET, RESET, CREATE [TEMPORARY] \
     TABLE|VIEW|FUNCTION, DROP TABLE|VIEW|FUNCTION, SHOW TABLES|VIEWS|FUNCTIONS, DESCRIBE, \
-    EXPLAIN, INSERT INTO, SELECT (and WITH, VALUES, UNION ALL), HELP and QUIT";
+    EXPLAIN, INSERT INTO, SELECT (and WITH, VALUES, UNION ALL), BEGIN STATEMENT SET (or \
+    EXECUTE STATEMENT SET BEGIN) .. END, HELP and QUIT";
 
 /// `SET` or `SET 'key' = 'value'`.
 fn parse_set(parser: &mut Parser<'_>) -> Result<Statement> {
