@@ -1855,6 +1855,9 @@ fn a_statement_set_runs_its_inserts_as_one_job() {
         assert_eq!(sorted_lines(&a), filtered, "{form}");
         assert_eq!(apply_debezium(&b, &["auction", "n"]), counts, "{form}");
     }
+    let (ok, _, err) = hummer_sql(&["-e", "BEGIN STATEMENT SET;"], "");
+    assert!(!ok);
+    assert!(err.contains("the statement set has no END"), "{err}");
     let (ok, _, err) = hummer_sql(&["-e", "BEGIN STATEMENT SET;\nSELECT 1;\nEND;"], "");
     assert!(!ok);
     assert!(err.contains("a query in a statement set"), "{err}");

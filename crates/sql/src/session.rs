@@ -233,6 +233,11 @@ impl Session {
         self.catalog.register_function(name, function);
     }
 
+    /// Whether a statement set is open (`BEGIN STATEMENT SET` without its `END` yet).
+    pub fn has_open_statement_set(&self) -> bool {
+        self.statement_set.is_some()
+    }
+
     /// Runs one statement; positions in its errors are relative to the statement.
     pub fn execute(&mut self, statement: Statement) -> Result<Outcome> {
         let functions = self.catalog.functions().clone();

@@ -51,6 +51,9 @@ pub fn run(args: Args) -> Result<()> {
     if let Err(e) = session.run_script(&script, show) {
         bail!("{source}: {e}");
     }
+    if session.has_open_statement_set() {
+        bail!("{source}: the statement set has no END, so its INSERTs did not run");
+    }
     Ok(())
 }
 
