@@ -1871,3 +1871,101 @@ fn a_statement_set_runs_its_inserts_as_one_job() {
     assert!(!ok);
     assert!(err.contains("line 2") && err.contains("nowhere"), "{err}");
 }
+
+/// Outer joins whose ON has a condition besides the equality (`AND price > lo`), over an
+/// append-only side with many rows per key and over an updating side (a GROUP BY), at
+/// parallelism 1 and 3: the changelog applies to brute force's outer join, in which a row is
+/// padded exactly when no row of the other side meets the whole condition.
+#[test]
+fn outer_joins_with_a_non_equi_condition_match_brute_force() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (a_dir, b_dir) = (dir.path().join("a"), dir.path().join("b"));
+    std::fs::create_dir(&a_dir).expect("mkdir");
+    std::fs::create_dir(&b_dir).expect("mkdir");
+    let mut rng = common::Rng::new(77);
+    let auctions: Vec<(i64, i64)> = (0..25).map(|id| (id, rng.below(100) as i64)).collect();
+    let bids: Vec<(i64, i64)> = (0..300)
+        .map(|_| (rng.below(30) as i64, rng.below(120) as i64))
+        .collect();
+    let text: String = auctions
+        .iter()
+        .map(|(a, lo)| format!("{a},{lo}\n"))
+        .collect();
+    std::fs::write(a_dir.join("part-0.csv"), text).expect("write");
+    for part in 0..2 {
+        let text: String = bids
+            .iter()
+            .skip(part)
+            .step_by(2)
+            .map(|(a, p)| format!("{a},{p}\n"))
+            .collect();
+        std::fs::write(b_dir.join(format!("part-{part}.csv")), text).expect("write");
+    }
+    // Brute force: `rights` are the other side's (key, value) rows.
+    let outer = |rights: &[(i64, i64)], full: bool| -> Vec<String> {
+        let mut rows = Vec::new();
+        for &(id, lo) in &auctions {
+            let matched: Vec<i64> = rights
+                .iter()
+                .filter(|&&(k, v)| k == id && v > lo)
+                .map(|&(_, v)| v)
+                .collect();
+            if matched.is_empty() {
+                rows.push(format!("{id},"));
+            }
+            rows.extend(matched.iter().map(|v| format!("{id},{v}")));
+        }
+        if full {
+            for &(k, v) in rights {
+                if !auctions.iter().any(|&(id, lo)| id == k && v > lo) {
+                    rows.push(format!(",{v}"));
+                }
+            }
+        }
+        rows.sort();
+        rows
+    };
+    let mut best: std::collections::BTreeMap<i64, i64> = Default::default();
+    for &(a, p) in &bids {
+        let e = best.entry(a).or_insert(p);
+        *e = (*e).max(p);
+    }
+    let best: Vec<(i64, i64)> = best.into_iter().collect();
+    let tables = format!(
+        "CREATE TABLE auction (id BIGINT, lo BIGINT)\n\
+         WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');\n\
+         CREATE TABLE bid (auction BIGINT, price BIGINT)\n\
+         WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');\n\
+         CREATE VIEW best AS SELECT auction, MAX(price) AS price FROM bid GROUP BY auction;\n",
+        a_dir.display(),
+        b_dir.display()
+    );
+    for parallelism in [1, 3] {
+        for (join, other, expected) in [
+            ("LEFT", "bid", outer(&bids, false)),
+            ("FULL OUTER", "bid", outer(&bids, true)),
+            ("LEFT", "best", outer(&best, false)),
+            ("FULL OUTER", "best", outer(&best, true)),
+        ] {
+            let label = format!("{join} JOIN {other} at {parallelism}");
+            let output = dir
+                .path()
+                .join(format!("{}-{other}-{parallelism}", join.replace(' ', "_")));
+            let script = format!(
+                "SET 'parallelism.default' = '{parallelism}';\n{tables}\
+                 CREATE TABLE out (id BIGINT, price BIGINT)\n\
+                 WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'debezium-json');\n\
+                 INSERT INTO out SELECT A.id, B.price FROM auction A {join} JOIN {other} B\n\
+                   ON A.id = B.auction AND B.price > A.lo;",
+                output.display()
+            );
+            let (ok, out, err) = hummer_sql(&["-e", &script], "");
+            assert!(ok, "{label}: {out}\n{err}");
+            assert_eq!(
+                apply_debezium(&output, &["id", "price"]),
+                expected,
+                "{label}"
+            );
+        }
+    }
+}

@@ -12,7 +12,10 @@
 //! An outer join also keeps the rows of a preserved side that have no match: such a row is
 //! emitted padded with `NULL`s while the other side has no row for its key, its padded form
 //! retracted when the first match arrives, and emitted padded again when the last match is
-//! retracted.
+//! retracted. With a condition besides the equalities (`ON a.k = b.k AND a.x > b.y`), a
+//! match is a row of the other side with the same key for which the condition holds on the
+//! joined row, and each row's padding follows its own matches (Flink's outer join with a
+//! non-equi condition).
 
 use hummer_operators::{Collector, Operator, TwoInputBatch};
 use hummer_state::declared::DeclaredState;
@@ -20,6 +23,7 @@ use hummer_state::keyed_table::KeyedTable;
 use serde::{Deserialize, Serialize};
 
 use crate::changelog::{Change, RowKind};
+use crate::expr::Expr;
 use crate::value::{Row, Value};
 
 /// The rows of one key on both sides, each with its multiplicity.
@@ -78,6 +82,8 @@ pub struct RegularJoin {
     kind: JoinKind,
     left_width: usize,
     right_width: usize,
+    /// What a pair of rows with equal keys must also meet to match (on the joined row).
+    condition: Option<Expr>,
     keys: KeyedTable<Row, JoinSides>,
 }
 
@@ -88,9 +94,22 @@ impl RegularJoin {
             kind,
             left_width,
             right_width,
+            condition: None,
             keys: KeyedTable::default(),
         }
     }
+
+    /// The join whose pairs match only where `condition` (on the joined row, left columns
+    /// then right) is `TRUE`.
+    pub fn with_condition(mut self, condition: Expr) -> Self {
+        self.condition = Some(condition);
+        self
+    }
+}
+
+/// Whether `condition` holds on `row` (only `TRUE` does; an error or `NULL` does not).
+fn holds(condition: &Expr, row: &[Value]) -> bool {
+    matches!(condition.eval(row), Ok(Value::Boolean(true)))
 }
 
 /// The rows a side holds, counting multiplicity.
@@ -148,6 +167,10 @@ impl RegularJoin {
                 [other.as_slice(), nulls.as_slice()].concat()
             }
         };
+        if let Some(condition) = &self.condition {
+            let condition = condition.clone();
+            return self.apply_conditional(&condition, kind, row, key, from_left, out);
+        }
         self.keys.update(key, |_, slot| {
             let sides = slot.get_or_insert_with(JoinSides::default);
             let (mine, theirs) = if from_left {
@@ -196,6 +219,111 @@ impl RegularJoin {
                 }
             }
             // A key without rows on either side leaves the table.
+            if sides.left.is_empty() && sides.right.is_empty() {
+                *slot = None;
+            }
+        });
+    }
+}
+
+impl RegularJoin {
+    /// [`RegularJoin::apply`] with a condition besides the key: the matches of a row are
+    /// the other side's rows of its key for which the condition holds, and each preserved
+    /// row is padded exactly while it has none.
+    fn apply_conditional(
+        &mut self,
+        condition: &Expr,
+        kind: RowKind,
+        row: Row,
+        key: Row,
+        from_left: bool,
+        out: &mut Collector<'_, Change>,
+    ) {
+        let (width, other_width) = if from_left {
+            (self.left_width, self.right_width)
+        } else {
+            (self.right_width, self.left_width)
+        };
+        let (mine_kept, theirs_kept) = (
+            self.kind.preserves(from_left),
+            self.kind.preserves(!from_left),
+        );
+        let sign = if kind.retracts() { -1 } else { 1 };
+        // `mine` and `other` (None: NULLs) in the left-right order.
+        let joined = |mine: Option<&Row>, other: Option<&Row>, mine_is_left: bool| -> Row {
+            let (l, r, lw, rw) = if mine_is_left {
+                (mine, other, width, other_width)
+            } else {
+                (other, mine, other_width, width)
+            };
+            let mut out = Vec::with_capacity(lw + rw);
+            match l {
+                Some(l) => out.extend_from_slice(l),
+                None => out.resize(lw, Value::Null),
+            }
+            match r {
+                Some(r) => out.extend_from_slice(r),
+                None => out.resize(lw + rw, Value::Null),
+            }
+            out
+        };
+        let matches = |a: &Row, b: &Row| holds(condition, &joined(Some(a), Some(b), from_left));
+        self.keys.update(key, |_, slot| {
+            let sides = slot.get_or_insert_with(JoinSides::default);
+            let (mine, theirs) = if from_left {
+                (&mut sides.left, &sides.right)
+            } else {
+                (&mut sides.right, &sides.left)
+            };
+            // How many of `mine` match `other`, counting multiplicity.
+            let matched_by = |mine: &Vec<(Row, i64)>, other: &Row| -> i64 {
+                mine.iter()
+                    .filter(|(m, _)| matches(m, other))
+                    .map(|(_, n)| n)
+                    .sum()
+            };
+            let partners: Vec<(Row, i64, i64)> = theirs
+                .iter()
+                .filter(|(other, _)| matches(&row, other))
+                .map(|(other, n)| (other.clone(), *n, matched_by(mine, other)))
+                .collect();
+            if partners.is_empty() {
+                if mine_kept {
+                    out.collect(Change {
+                        kind,
+                        row: joined(Some(&row), None, from_left),
+                    });
+                }
+            } else {
+                for (other, n, before) in &partners {
+                    // Its first match: its padded form goes.
+                    if theirs_kept && sign > 0 && *before == 0 {
+                        for _ in 0..*n {
+                            out.collect(Change {
+                                kind: RowKind::Delete,
+                                row: joined(None, Some(other), from_left),
+                            });
+                        }
+                    }
+                    for _ in 0..*n {
+                        out.collect(Change {
+                            kind,
+                            row: joined(Some(&row), Some(other), from_left),
+                        });
+                    }
+                }
+            }
+            account(mine, &row, sign);
+            if theirs_kept && sign < 0 {
+                // Its last match went: it goes out padded again.
+                for (other, n, _) in &partners {
+                    if matched_by(mine, other) == 0 {
+                        for _ in 0..*n {
+                            out.collect(Change::insert(joined(None, Some(other), from_left)));
+                        }
+                    }
+                }
+            }
             if sides.left.is_empty() && sides.right.is_empty() {
                 *slot = None;
             }

@@ -139,17 +139,17 @@ pub fn plan(
         }
         _ => None,
     };
-    if kind != JoinKind::Inner && on && !residual.is_empty() {
-        return Err(SqlError::Unsupported {
-            at,
-            what: format!(
-                "an outer join's condition other than equalities ('{}')",
-                residual[0]
-            ),
-            supported: "outer joins on equalities between the two sides are".into(),
-        });
-    }
     let (left_width, right_width) = (left.schema.columns.len(), right.schema.columns.len());
+    // An outer join's other ON conditions decide what matches, inside the join.
+    let condition_text: Vec<String> = residual.iter().map(ToString::to_string).collect();
+    let outer_condition = if kind != JoinKind::Inner && on && !residual.is_empty() {
+        let joined = Schema::join(&left.schema, &right.schema);
+        let condition = residual_filter(&residual, &joined)?.and_then(|c| c.condition);
+        residual.clear();
+        condition.map(|c| c.expr)
+    } else {
+        None
+    };
     let description = format!(
         "Join(joinType=[{}], where=[{}])",
         kind.name(),
@@ -157,6 +157,12 @@ pub fn plan(
             .iter()
             .zip(&right_keys)
             .map(|(l, r)| format!("{} = {}", l.text, r.text))
+            .chain(
+                condition_text
+                    .iter()
+                    .filter(|_| outer_condition.is_some())
+                    .cloned()
+            )
             .collect::<Vec<_>>()
             .join(" AND ")
     );
@@ -198,7 +204,11 @@ pub fn plan(
         None => left_rows
             .connect(&right_rows)
             .transform(&description, move |_| {
-                Ok(RegularJoin::new(kind, left_width, right_width))
+                let join = RegularJoin::new(kind, left_width, right_width);
+                Ok(match &outer_condition {
+                    Some(condition) => join.with_condition(condition.clone()),
+                    None => join,
+                })
             }),
     };
     let mut schema = Schema::join(&left.schema, &right.schema);
