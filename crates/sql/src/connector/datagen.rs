@@ -378,7 +378,7 @@ impl SourceReader<Row> for DataGenReader {
             let row = self.source.row(self.next, now)?;
             match &self.source.computed {
                 None => out.push(row),
-                Some(calc) => out.extend(calc.apply(&row)?),
+                Some(calc) => out.extend(calc.extend_row(row)?),
             }
             self.next += self.step;
         }

@@ -265,7 +265,7 @@ pub fn source(table: &TableDefinition, upsert: bool) -> Result<KafkaSource<Row>>
         match &computed {
             None => Ok(row),
             Some(calc) => calc
-                .apply(&row)
+                .extend_row(row)
                 .map_err(|e| e.to_string())?
                 .ok_or_else(|| "the computed columns dropped it".to_string()),
         }

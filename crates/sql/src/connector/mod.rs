@@ -185,7 +185,6 @@ pub fn scan(env: &StreamExecutionEnvironment, table: &TableDefinition) -> Result
                 computed,
                 used: used.clone(),
                 decoded: None,
-                physical_prefix: 0,
             };
             if !changelog {
                 column_use = Some(used);
@@ -278,7 +277,6 @@ pub fn lookup_source(table: &TableDefinition) -> Result<TableFiles> {
                 computed,
                 used,
                 decoded: None,
-                physical_prefix: 0,
             })
         }
         other => Err(SqlError::Unsupported {

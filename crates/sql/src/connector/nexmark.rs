@@ -249,7 +249,7 @@ impl SourceReader<Row> for NexmarkEventsReader {
                 let row = row(event);
                 match &self.computed {
                     None => out.push(row),
-                    Some(calc) => out.extend(calc.apply(&row)?),
+                    Some(calc) => out.extend(calc.extend_row(row)?),
                 }
             }
             self.next += self.step;

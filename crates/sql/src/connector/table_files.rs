@@ -48,9 +48,6 @@ pub struct TableFiles {
     pub used: ColumnUse,
     /// The physical columns to decode, once the readers are made (`None`: all).
     pub decoded: Option<Vec<bool>>,
-    /// How many leading columns of the table's rows are the physical ones as they are (the
-    /// computed ones are then appended to the decoded row, not copied into a new one).
-    pub physical_prefix: usize,
 }
 
 impl TableFiles {
@@ -74,12 +71,6 @@ impl TableFiles {
                     }
                 }
                 source.decoded = Some(calc.used(self.physical.columns.len()));
-                source.physical_prefix = calc
-                    .projection
-                    .iter()
-                    .enumerate()
-                    .take_while(|(i, p)| matches!(p.expr, crate::expr::Expr::Column(c) if c == *i))
-                    .count();
             }
         }
         source
@@ -141,20 +132,7 @@ impl TableFiles {
     fn computed(&self, physical: Row) -> Result<Option<Row>> {
         match &self.computed {
             None => Ok(Some(physical)),
-            Some(calc) if self.physical_prefix == physical.len() => {
-                let mut row = physical;
-                let width = row.len();
-                for p in &calc.projection[self.physical_prefix..] {
-                    // Computed columns read physical ones only, which stay in place.
-                    match p.expr.eval(&row[..width]) {
-                        Ok(v) => row.push(v),
-                        // The Calc names the row and the expression that failed.
-                        Err(_) => return calc.apply(&row[..width]),
-                    }
-                }
-                Ok(Some(row))
-            }
-            Some(calc) => calc.apply(&physical),
+            Some(calc) => calc.extend_row(physical),
         }
     }
 }
@@ -421,7 +399,6 @@ mod tests {
             computed: None,
             used: ColumnUse::default(),
             decoded: None,
-            physical_prefix: 0,
         }
     }
 
