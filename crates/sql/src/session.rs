@@ -148,10 +148,10 @@ pub struct Session {
 /// The `INSERT`s of a statement set, run as one job at its `END`.
 #[derive(Debug, Clone, Default)]
 struct StatementSet {
-    /// The text that began it.
-    begun_by: String,
-    /// Each `INSERT` with where it is and its text.
-    inserts: Vec<(ast::Statement, Position, String)>,
+    /// Its statements' texts so far, `;`-terminated: what a cluster's workers replay.
+    script: String,
+    /// Each `INSERT` with where it is.
+    inserts: Vec<(ast::Statement, Position)>,
 }
 
 impl Session {
@@ -324,12 +324,10 @@ impl Session {
             Statement::Quit => Ok(Outcome::Quit),
             Statement::Insert(insert, at) => self.insert(&insert, at),
             Statement::BeginStatementSet(first) => {
-                self.statement_set = Some(StatementSet {
-                    begun_by: self.current.clone().unwrap_or_default(),
-                    inserts: Vec::new(),
-                });
+                self.statement_set = Some(StatementSet::default());
+                self.record_in_statement_set();
                 match first {
-                    Some((insert, at)) => self.in_statement_set(Statement::Insert(insert, at)),
+                    Some((insert, at)) => self.add_to_statement_set(*insert, at),
                     None => Ok(info("Begin a statement set.")),
                 }
             }
@@ -395,37 +393,42 @@ impl Session {
             .unwrap_or(default)
     }
 
+    /// Appends the statement being run to the open statement set's script.
+    fn record_in_statement_set(&mut self) {
+        if let (Some(set), Some(text)) = (&mut self.statement_set, &self.current) {
+            set.script.push_str(text);
+            set.script.push_str(";\n");
+        }
+    }
+
+    /// Adds `insert` to the open statement set, planned first so that an error shows where
+    /// it is.
+    fn add_to_statement_set(&mut self, insert: ast::Statement, at: Position) -> Result<Outcome> {
+        let scratch = StreamExecutionEnvironment::local();
+        self.plan_insert_onto(&scratch, &insert, at)?;
+        if let Some(set) = &mut self.statement_set {
+            set.inserts.push((insert, at));
+        }
+        Ok(info("Add SQL update statement to the statement set."))
+    }
+
     /// A statement while a statement set is open: an `INSERT` is planned (so that an error
     /// shows where it is) and added; `END` runs them all as one job; anything else is refused.
     fn in_statement_set(&mut self, statement: Statement) -> Result<Outcome> {
         match statement {
             Statement::Insert(insert, at) => {
-                let scratch = StreamExecutionEnvironment::local();
-                self.plan_insert_onto(&scratch, &insert, at)?;
-                let text = self.current.clone().unwrap_or_default();
-                if let Some(set) = &mut self.statement_set {
-                    set.inserts.push((*insert, at, text));
-                }
-                Ok(info("Add SQL update statement to the statement set."))
+                self.record_in_statement_set();
+                self.add_to_statement_set(*insert, at)
             }
             Statement::End => {
                 let set = self.statement_set.take().unwrap_or_default();
                 if set.inserts.is_empty() {
                     return Ok(info("No statement in the statement set, skip submit."));
                 }
-                // What a cluster's workers replay: the whole set.
-                let mut text = format!("{};\n", set.begun_by);
-                for (_, _, insert) in set.inserts.iter().skip(usize::from(
-                    set.begun_by.to_ascii_uppercase().starts_with("EXECUTE"),
-                )) {
-                    text.push_str(insert);
-                    text.push_str(";\n");
-                }
-                text.push_str("END");
-                self.current = Some(text);
+                self.current = Some(format!("{}END", set.script));
                 let env = self.environment();
                 let mut targets = Vec::new();
-                for (insert, at, _) in &set.inserts {
+                for (insert, at) in &set.inserts {
                     targets.push(self.plan_insert_onto(&env, insert, *at)?);
                 }
                 let name = self.job_name(format!("insert-into_{}", targets.join("_")));

@@ -156,51 +156,58 @@ impl Layout {
         value: Option<&[u8]>,
         upsert: bool,
     ) -> std::result::Result<(RowKind, Row, Option<Row>), String> {
-        let text = |bytes: &[u8], what: &str| {
-            std::str::from_utf8(bytes)
-                .map(|t| t.trim_end_matches(['\n', '\r']).to_string())
-                .map_err(|e| format!("its {what} is not UTF-8 ({e})"))
+        // The key is read only where the value does not hold its columns.
+        let key_row = || -> std::result::Result<Option<Row>, String> {
+            match (&self.key_format, key) {
+                (None, _) => Ok(None),
+                (Some(format), Some(bytes)) => format
+                    .decode(text(bytes, "key")?, &self.key_schema, None)
+                    .map(Some)
+                    .map_err(|e| format!("its key: {e}")),
+                (Some(_), None) if upsert => Err("it has no key".into()),
+                (Some(_), None) => Ok(None),
+            }
         };
-        let key_row = match (&self.key_format, key) {
-            (None, _) => None,
-            (Some(format), Some(bytes)) => Some(
-                format
-                    .decode(&text(bytes, "key")?, &self.key_schema, None)
-                    .map_err(|e| format!("its key: {e}"))?,
-            ),
-            (Some(_), None) if upsert => return Err("it has no key".into()),
-            (Some(_), None) => None,
-        };
-        let mut row = vec![crate::value::Value::Null; self.width];
-        let place = |row: &mut Row, columns: &[usize], values: Row| {
+        let placed = |columns: &[usize], values: Row| -> Row {
+            if columns.len() == self.width {
+                // Every column, in order.
+                return values;
+            }
+            let mut row = vec![crate::value::Value::Null; self.width];
             for (&i, v) in columns.iter().zip(values) {
                 row[i] = v;
             }
+            row
         };
         let Some(value) = value else {
             if !upsert {
                 return Err("the message has no value (a tombstone)".into());
             }
-            place(&mut row, &self.key, key_row.unwrap_or_default());
-            return Ok((RowKind::Delete, row, None));
+            let key_row = key_row()?.unwrap_or_default();
+            return Ok((RowKind::Delete, placed(&self.key, key_row), None));
         };
         let (kind, values, before) = self
             .value_format
-            .decode_change(&text(value, "value")?, &self.value_schema)?;
-        place(&mut row, &self.value, values);
-        let before = before.map(|values| {
-            let mut before = vec![crate::value::Value::Null; self.width];
-            place(&mut before, &self.value, values);
-            before
-        });
-        if self.value.len() < self.width {
+            .decode_change(text(value, "value")?, &self.value_schema)?;
+        let mut row = placed(&self.value, values);
+        let before = before.map(|values| placed(&self.value, values));
+        if self.value.len() < self.width
+            && let Some(key_row) = key_row()?
+        {
             // The key's columns are in the key only.
-            if let Some(key_row) = key_row {
-                place(&mut row, &self.key, key_row);
+            for (&i, v) in self.key.iter().zip(key_row) {
+                row[i] = v;
             }
         }
         Ok((kind, row, before))
     }
+}
+
+/// A message's key or value (`what`) as text, without a trailing line break.
+fn text<'a>(bytes: &'a [u8], what: &str) -> std::result::Result<&'a str, String> {
+    std::str::from_utf8(bytes)
+        .map(|t| t.trim_end_matches(['\n', '\r']))
+        .map_err(|e| format!("its {what} is not UTF-8 ({e})"))
 }
 
 /// The source of a `kafka` (`upsert`: `upsert-kafka`) table: its messages decoded, the

@@ -132,142 +132,161 @@ fn account(rows: &mut Vec<(Row, i64)>, row: &Row, sign: i64) {
     }
 }
 
-impl RegularJoin {
-    /// Applies `change` of one side (`from_left`) and emits its joins with the other side.
-    fn apply(&mut self, change: Change, from_left: bool, out: &mut Collector<'_, Change>) {
-        let (width, other_width) = if from_left {
-            (self.left_width, self.right_width)
+/// One change as the join sees it: what it does, which input it came from, the widths of
+/// its side's (`mine`) and the other side's rows, and which sides keep unmatched rows.
+struct Step {
+    kind: RowKind,
+    /// +1 for a row added, -1 for one retracted.
+    sign: i64,
+    from_left: bool,
+    width: usize,
+    other_width: usize,
+    mine_kept: bool,
+    theirs_kept: bool,
+}
+
+impl Step {
+    /// `mine` and `other` (each `None`: `NULL`s) as one row, in the left-right order.
+    fn joined(&self, mine: Option<&Row>, other: Option<&Row>) -> Row {
+        let (l, r, lw, rw) = if self.from_left {
+            (mine, other, self.width, self.other_width)
         } else {
-            (self.right_width, self.left_width)
+            (other, mine, self.other_width, self.width)
         };
-        let (mine_kept, theirs_kept) = (
-            self.kind.preserves(from_left),
-            self.kind.preserves(!from_left),
-        );
-        let Change { kind, mut row } = change;
-        let key = row.split_off(width);
-        let sign = if kind.retracts() { -1 } else { 1 };
-        // `mine` joined with `other` (None: padded with NULLs), in the left-right order.
-        let joined = |mine: &Row, other: Option<&Row>| -> Row {
-            let other: Row = other
-                .cloned()
-                .unwrap_or_else(|| vec![Value::Null; other_width]);
-            if from_left {
-                [mine.as_slice(), other.as_slice()].concat()
-            } else {
-                [other.as_slice(), mine.as_slice()].concat()
-            }
-        };
-        // A row of the other side padded with NULLs where this side's columns go.
-        let theirs_padded = |other: &Row| -> Row {
-            let nulls = vec![Value::Null; width];
-            if from_left {
-                [nulls.as_slice(), other.as_slice()].concat()
-            } else {
-                [other.as_slice(), nulls.as_slice()].concat()
-            }
-        };
-        if let Some(condition) = &self.condition {
-            let condition = condition.clone();
-            return self.apply_conditional(&condition, kind, row, key, from_left, out);
+        let mut out = Vec::with_capacity(lw + rw);
+        match l {
+            Some(l) => out.extend_from_slice(l),
+            None => out.resize(lw, Value::Null),
         }
-        self.keys.update(key, |_, slot| {
-            let sides = slot.get_or_insert_with(JoinSides::default);
-            let (mine, theirs) = if from_left {
-                (&mut sides.left, &sides.right)
-            } else {
-                (&mut sides.right, &sides.left)
-            };
-            let mine_before = count(mine);
-            if theirs.is_empty() {
-                // No match: a preserved side's row goes out padded.
-                if mine_kept {
-                    out.collect(Change {
-                        kind,
-                        row: joined(&row, None),
-                    });
-                }
-            } else {
-                // The other side's unmatched rows had gone out padded: an insert that gives
-                // them their first match retracts those first.
-                if theirs_kept && sign > 0 && mine_before == 0 {
-                    for (other, n) in theirs.iter() {
-                        for _ in 0..*n {
-                            out.collect(Change {
-                                kind: RowKind::Delete,
-                                row: theirs_padded(other),
-                            });
-                        }
-                    }
-                }
-                for (other, n) in theirs.iter() {
-                    for _ in 0..*n {
-                        out.collect(Change {
-                            kind,
-                            row: joined(&row, Some(other)),
-                        });
-                    }
+        match r {
+            Some(r) => out.extend_from_slice(r),
+            None => out.resize(lw + rw, Value::Null),
+        }
+        out
+    }
+
+    /// Emits `other` (`n` times) padded with `NULL`s where this side's columns go.
+    fn padded(&self, kind: RowKind, other: &Row, n: i64, out: &mut Collector<'_, Change>) {
+        for _ in 0..n {
+            out.collect(Change {
+                kind,
+                row: self.joined(None, Some(other)),
+            });
+        }
+    }
+
+    /// Emits `row` joined with `other` (`n` times), or padded alone if `other` is `None`.
+    fn pairs(&self, row: &Row, other: Option<&Row>, n: i64, out: &mut Collector<'_, Change>) {
+        for _ in 0..n {
+            out.collect(Change {
+                kind: self.kind,
+                row: self.joined(Some(row), other),
+            });
+        }
+    }
+
+    /// The change of `row` against the rows of its key when every pair of them matches
+    /// (an equi-join): the padding of the other side follows this side's row count.
+    fn equi(
+        &self,
+        row: &Row,
+        mine: &mut Vec<(Row, i64)>,
+        theirs: &[(Row, i64)],
+        out: &mut Collector<'_, Change>,
+    ) {
+        let mine_before = count(mine);
+        if theirs.is_empty() {
+            // No match: a preserved side's row goes out padded.
+            if self.mine_kept {
+                self.pairs(row, None, 1, out);
+            }
+        } else {
+            // The other side's unmatched rows had gone out padded: an insert that gives
+            // them their first match retracts those first.
+            if self.theirs_kept && self.sign > 0 && mine_before == 0 {
+                for (other, n) in theirs {
+                    self.padded(RowKind::Delete, other, *n, out);
                 }
             }
-            account(mine, &row, sign);
-            // A retraction that took the other side's last match: they go out padded again.
-            if theirs_kept && sign < 0 && mine_before > 0 && mine.is_empty() {
-                for (other, n) in theirs.iter() {
-                    for _ in 0..*n {
-                        out.collect(Change::insert(theirs_padded(other)));
-                    }
+            for (other, n) in theirs {
+                self.pairs(row, Some(other), *n, out);
+            }
+        }
+        account(mine, row, self.sign);
+        // A retraction that took the other side's last match: they go out padded again.
+        if self.theirs_kept && self.sign < 0 && mine_before > 0 && mine.is_empty() {
+            for (other, n) in theirs {
+                self.padded(RowKind::Insert, other, *n, out);
+            }
+        }
+    }
+
+    /// The change of `row` when a pair matches only where `condition` holds on it: a row's
+    /// partners are the other side's rows for which it does, and each preserved row is
+    /// padded exactly while it has none.
+    fn conditional(
+        &self,
+        condition: &Expr,
+        row: &Row,
+        mine: &mut Vec<(Row, i64)>,
+        theirs: &[(Row, i64)],
+        out: &mut Collector<'_, Change>,
+    ) {
+        let matches = |a: &Row, b: &Row| holds(condition, &self.joined(Some(a), Some(b)));
+        // How many of `mine` match `other`, counting multiplicity.
+        let matched_by = |mine: &[(Row, i64)], other: &Row| -> i64 {
+            mine.iter()
+                .filter(|(m, _)| matches(m, other))
+                .map(|(_, n)| n)
+                .sum()
+        };
+        let partners: Vec<(&Row, i64, i64)> = theirs
+            .iter()
+            .filter(|(other, _)| matches(row, other))
+            .map(|(other, n)| (other, *n, matched_by(mine, other)))
+            .collect();
+        if partners.is_empty() && self.mine_kept {
+            self.pairs(row, None, 1, out);
+        }
+        for &(other, n, before) in &partners {
+            // Its first match: its padded form goes.
+            if self.theirs_kept && self.sign > 0 && before == 0 {
+                self.padded(RowKind::Delete, other, n, out);
+            }
+            self.pairs(row, Some(other), n, out);
+        }
+        account(mine, row, self.sign);
+        if self.theirs_kept && self.sign < 0 {
+            // Its last match went: it goes out padded again.
+            for &(other, n, _) in &partners {
+                if matched_by(mine, other) == 0 {
+                    self.padded(RowKind::Insert, other, n, out);
                 }
             }
-            // A key without rows on either side leaves the table.
-            if sides.left.is_empty() && sides.right.is_empty() {
-                *slot = None;
-            }
-        });
+        }
     }
 }
 
 impl RegularJoin {
-    /// [`RegularJoin::apply`] with a condition besides the key: the matches of a row are
-    /// the other side's rows of its key for which the condition holds, and each preserved
-    /// row is padded exactly while it has none.
-    fn apply_conditional(
-        &mut self,
-        condition: &Expr,
-        kind: RowKind,
-        row: Row,
-        key: Row,
-        from_left: bool,
-        out: &mut Collector<'_, Change>,
-    ) {
+    /// Applies `change` of one side (`from_left`) and emits its joins with the other side.
+    fn apply(&mut self, change: Change, from_left: bool, out: &mut Collector<'_, Change>) {
+        let Change { kind, mut row } = change;
         let (width, other_width) = if from_left {
             (self.left_width, self.right_width)
         } else {
             (self.right_width, self.left_width)
         };
-        let (mine_kept, theirs_kept) = (
-            self.kind.preserves(from_left),
-            self.kind.preserves(!from_left),
-        );
-        let sign = if kind.retracts() { -1 } else { 1 };
-        // `mine` and `other` (None: NULLs) in the left-right order.
-        let joined = |mine: Option<&Row>, other: Option<&Row>, mine_is_left: bool| -> Row {
-            let (l, r, lw, rw) = if mine_is_left {
-                (mine, other, width, other_width)
-            } else {
-                (other, mine, other_width, width)
-            };
-            let mut out = Vec::with_capacity(lw + rw);
-            match l {
-                Some(l) => out.extend_from_slice(l),
-                None => out.resize(lw, Value::Null),
-            }
-            match r {
-                Some(r) => out.extend_from_slice(r),
-                None => out.resize(lw + rw, Value::Null),
-            }
-            out
+        let step = Step {
+            kind,
+            sign: if kind.retracts() { -1 } else { 1 },
+            from_left,
+            width,
+            other_width,
+            mine_kept: self.kind.preserves(from_left),
+            theirs_kept: self.kind.preserves(!from_left),
         };
-        let matches = |a: &Row, b: &Row| holds(condition, &joined(Some(a), Some(b), from_left));
+        let key = row.split_off(width);
+        let condition = &self.condition;
         self.keys.update(key, |_, slot| {
             let sides = slot.get_or_insert_with(JoinSides::default);
             let (mine, theirs) = if from_left {
@@ -275,55 +294,11 @@ impl RegularJoin {
             } else {
                 (&mut sides.right, &sides.left)
             };
-            // How many of `mine` match `other`, counting multiplicity.
-            let matched_by = |mine: &Vec<(Row, i64)>, other: &Row| -> i64 {
-                mine.iter()
-                    .filter(|(m, _)| matches(m, other))
-                    .map(|(_, n)| n)
-                    .sum()
-            };
-            let partners: Vec<(Row, i64, i64)> = theirs
-                .iter()
-                .filter(|(other, _)| matches(&row, other))
-                .map(|(other, n)| (other.clone(), *n, matched_by(mine, other)))
-                .collect();
-            if partners.is_empty() {
-                if mine_kept {
-                    out.collect(Change {
-                        kind,
-                        row: joined(Some(&row), None, from_left),
-                    });
-                }
-            } else {
-                for (other, n, before) in &partners {
-                    // Its first match: its padded form goes.
-                    if theirs_kept && sign > 0 && *before == 0 {
-                        for _ in 0..*n {
-                            out.collect(Change {
-                                kind: RowKind::Delete,
-                                row: joined(None, Some(other), from_left),
-                            });
-                        }
-                    }
-                    for _ in 0..*n {
-                        out.collect(Change {
-                            kind,
-                            row: joined(Some(&row), Some(other), from_left),
-                        });
-                    }
-                }
+            match condition {
+                None => step.equi(&row, mine, theirs, out),
+                Some(condition) => step.conditional(condition, &row, mine, theirs, out),
             }
-            account(mine, &row, sign);
-            if theirs_kept && sign < 0 {
-                // Its last match went: it goes out padded again.
-                for (other, n, _) in &partners {
-                    if matched_by(mine, other) == 0 {
-                        for _ in 0..*n {
-                            out.collect(Change::insert(joined(None, Some(other), from_left)));
-                        }
-                    }
-                }
-            }
+            // A key without rows on either side leaves the table.
             if sides.left.is_empty() && sides.right.is_empty() {
                 *slot = None;
             }

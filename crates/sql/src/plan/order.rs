@@ -12,12 +12,12 @@
 //! Each runs in one subtask (its rows keyed by an empty key), as Flink's global sort and
 //! limit do. `NULL`s sort first ascending and last descending (Flink's default).
 
-use serde::{Deserialize, Serialize};
 use sqlparser::ast::{self, Spanned};
 
 use super::{Planned, at_span};
 use crate::changelog::Change;
 use crate::error::{Position, Result, SqlError};
+use crate::expr::Expr;
 use crate::expr::bind::bind;
 use crate::lower::Calc;
 use crate::lower::calc::Named;
@@ -26,6 +26,23 @@ use crate::lower::rank::RankSpec;
 use crate::lower::temporal_sort::TemporalSort;
 use crate::value::{Row, Value};
 use hummer_operators::keyed_process_function::KeyedProcessOperator;
+
+/// One `ORDER BY` key: its expression over the planned columns, as written, and its
+/// direction.
+struct SortKey {
+    expr: Expr,
+    text: String,
+    descending: bool,
+}
+
+/// The keys as plans show them: `a DESC, b ASC`.
+fn order_text(sorts: &[SortKey]) -> String {
+    sorts
+        .iter()
+        .map(|k| format!("{} {}", k.text, if k.descending { "DESC" } else { "ASC" }))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
 
 /// What the query's `LIMIT`/`OFFSET`/`FETCH` keep: the rows after the first `offset`, at
 /// most `fetch` of them (`None`: all).
@@ -187,8 +204,11 @@ pub fn order_and_limit(
                     .into(),
             });
         }
-        let bound = bind(&o.expr, &planned.schema)?;
-        sorts.push((bound.expr, o.expr.to_string(), descending));
+        sorts.push(SortKey {
+            expr: bind(&o.expr, &planned.schema)?.expr,
+            text: o.expr.to_string(),
+            descending,
+        });
     }
     if sorts.is_empty() {
         return limit(planned, bounds, at);
@@ -243,12 +263,9 @@ struct FirstRows {
     fetch: usize,
 }
 
-/// How many rows have come.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-struct Seen(usize);
-
 impl KeyedChanges for FirstRows {
-    type State = Seen;
+    /// How many rows have come.
+    type State = usize;
     const TABLE: &'static str = "rows seen";
 
     fn key(&self, _: &[Value]) -> Row {
@@ -257,26 +274,26 @@ impl KeyedChanges for FirstRows {
 
     fn apply(
         &self,
-        state: &mut Option<Seen>,
+        state: &mut Option<usize>,
         change: Change,
         out: &mut Vec<Change>,
     ) -> hummer_types::error::Result<()> {
-        let seen = state.get_or_insert_with(Seen::default);
-        if seen.0 >= self.offset && seen.0 < self.offset + self.fetch {
+        let seen = state.get_or_insert(0);
+        if *seen >= self.offset && *seen < self.offset + self.fetch {
             out.push(change);
         }
-        seen.0 = seen.0.saturating_add(1);
+        *seen = seen.saturating_add(1);
         Ok(())
     }
 }
 
-/// The query's columns then the sort expressions' values, for a sort over them.
-fn with_sort_columns(planned: Planned, sorts: &[(crate::expr::Expr, String, bool)]) -> Planned {
+/// The query's columns then the sort keys' values, for a rank over them.
+fn with_sort_columns(planned: Planned, sorts: &[SortKey]) -> Planned {
     let mut projection = Named::columns(&planned.schema);
-    for (expr, text, _) in sorts {
+    for k in sorts {
         projection.push(Named {
-            expr: expr.clone(),
-            text: text.clone(),
+            expr: k.expr.clone(),
+            text: k.text.clone(),
         });
     }
     let calc = Calc {
@@ -289,7 +306,7 @@ fn with_sort_columns(planned: Planned, sorts: &[(crate::expr::Expr, String, bool
 /// `ORDER BY .. LIMIT n [OFFSET m]`: a Top-N of the whole result, the row number dropped.
 fn top_n(
     planned: Planned,
-    sorts: Vec<(crate::expr::Expr, String, bool)>,
+    sorts: Vec<SortKey>,
     fetch: usize,
     offset: usize,
     visible: usize,
@@ -298,18 +315,14 @@ fn top_n(
     let spec = RankSpec {
         width,
         partition: 0,
-        descending: sorts.iter().map(|(_, _, d)| *d).collect(),
+        descending: sorts.iter().map(|k| k.descending).collect(),
         limit: fetch.saturating_add(offset),
         number_at: width,
         keep_all: planned.updated_by.is_some(),
     };
     let description = format!(
         "SortLimit(orderBy=[{}], offset=[{offset}], fetch=[{fetch}])",
-        sorts
-            .iter()
-            .map(|(_, t, d)| format!("{t} {}", if *d { "DESC" } else { "ASC" }))
-            .collect::<Vec<_>>()
-            .join(", ")
+        order_text(&sorts)
     );
     let schema = visible_schema(&planned.schema, visible);
     let sorted = with_sort_columns(planned, &sorts);
@@ -320,10 +333,10 @@ fn top_n(
     // The rank's rows are the query's columns and the row number: the first `offset` ranks
     // are skipped, the number dropped.
     let condition = (offset > 0).then(|| Named {
-        expr: crate::expr::Expr::Compare {
+        expr: Expr::Compare {
             op: crate::expr::Compare::Gt,
-            left: Box::new(crate::expr::Expr::Column(width)),
-            right: Box::new(crate::expr::Expr::Literal(Value::BigInt(offset as i64))),
+            left: Box::new(Expr::Column(width)),
+            right: Box::new(Expr::Literal(Value::BigInt(offset as i64))),
         },
         text: format!("rank > {offset}"),
     });
@@ -347,7 +360,7 @@ fn top_n(
 /// `ORDER BY rowtime [ASC] [, cols]` without `LIMIT`: the rows in event-time order.
 fn temporal_sort(
     planned: Planned,
-    sorts: Vec<(crate::expr::Expr, String, bool)>,
+    sorts: Vec<SortKey>,
     order: &[ast::OrderByExpr],
     offset: usize,
     visible: usize,
@@ -362,7 +375,14 @@ fn temporal_sort(
             .into(),
     };
     let time = match (&sorts[0], planned.rowtime) {
-        ((crate::expr::Expr::Column(c), _, false), Some(rowtime)) if *c == rowtime => rowtime,
+        (
+            SortKey {
+                expr: Expr::Column(c),
+                descending: false,
+                ..
+            },
+            Some(rowtime),
+        ) if *c == rowtime => rowtime,
         _ => return Err(refuse()),
     };
     if offset > 0 {
@@ -379,25 +399,44 @@ fn temporal_sort(
             supported: "ORDER BY rowtime on an append-only result is".into(),
         });
     }
+    // The further keys are read where they are; one that is not a column is computed into
+    // a column after the query's, and only then are columns dropped after the sort.
+    let mut computed = Vec::new();
     let width = planned.schema.columns.len();
-    let sort = TemporalSort {
-        time,
-        then: (1..sorts.len()).map(|i| (width + i, sorts[i].2)).collect(),
-    };
-    let description = format!(
-        "TemporalSort(orderBy=[{}])",
-        sorts
-            .iter()
-            .map(|(_, t, d)| format!("{t} {}", if *d { "DESC" } else { "ASC" }))
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
+    let then = sorts[1..]
+        .iter()
+        .map(|k| match k.expr {
+            Expr::Column(c) => (c, k.descending),
+            _ => {
+                computed.push(Named {
+                    expr: k.expr.clone(),
+                    text: k.text.clone(),
+                });
+                (width + computed.len() - 1, k.descending)
+            }
+        })
+        .collect();
+    let sort = TemporalSort { time, then };
+    let description = format!("TemporalSort(orderBy=[{}])", order_text(&sorts));
     let schema = visible_schema(&planned.schema, visible);
     let (rowtime, proctime) = (
         planned.rowtime.filter(|&c| c < visible),
         planned.proctime.filter(|&c| c < visible),
     );
-    let sorted = with_sort_columns(planned, &sorts);
+    let extra = width - visible + computed.len();
+    let sorted = if computed.is_empty() {
+        planned
+    } else {
+        let mut projection = Named::columns(&planned.schema);
+        projection.extend(computed);
+        planned.calc(
+            Calc {
+                condition: None,
+                projection,
+            },
+            "Calc: ORDER BY keys",
+        )
+    };
     let rows = sorted
         .rows()
         .key_by(|_: &Change| -> Row { Row::new() })
@@ -408,15 +447,18 @@ fn temporal_sort(
                 ctx,
             ))
         });
-    Ok(Planned {
-        input: rows,
-        pending: Some((
+    let pending = (extra > 0).then(|| {
+        (
             Calc {
                 condition: None,
                 projection: Named::columns(&schema),
             },
-            "Calc: the sorted rows".into(),
-        )),
+            "Calc: the sorted rows".to_string(),
+        )
+    });
+    Ok(Planned {
+        input: rows,
+        pending,
         scan: None,
         schema,
         updated_by: None,
