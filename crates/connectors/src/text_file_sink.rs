@@ -1,4 +1,6 @@
-//! `write_text_file(dir)`: part files of `{record}\n` lines (Display).
+//! `write_text_file(dir)`: part files of `{record}\n` lines (Display, or an encoder of the
+//! caller's, as the SQL filesystem sink writes its CSV and JSON rows straight into the file's
+//! buffer).
 //!
 //! Without checkpoints, subtask *i* writes `dir/.part-i.inprogress` and renames it to
 //! `dir/part-i` when its input ends, so a reader never sees a half-written part file. Part
@@ -20,8 +22,8 @@
 use std::fmt::Display;
 use std::fs::File;
 use std::io::{BufWriter, Write};
-use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -30,18 +32,36 @@ use crate::operators::OperatorContext;
 use crate::operators::sink::{Sink, SinkWriter};
 use crate::types::CheckpointId;
 
+/// Appends a record's line (without its newline) to a string.
+pub type LineEncoder<T> = Arc<dyn Fn(&T, &mut String) + Send + Sync>;
+
 /// Writes records as text lines into a directory of part files.
 pub struct TextFileSink<T> {
     dir: PathBuf,
-    _types: PhantomData<fn(T)>,
+    encode: LineEncoder<T>,
+}
+
+impl<T: Display> TextFileSink<T> {
+    /// A sink writing each record's `Display` into `dir` (created if missing).
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        use std::fmt::Write as _;
+        // Writing to a String fails only if a Display impl reports an error; its line is
+        // then what it wrote before.
+        Self::with_encoder(dir, |r: &T, line: &mut String| {
+            let _ = write!(line, "{r}");
+        })
+    }
 }
 
 impl<T> TextFileSink<T> {
-    /// A sink writing into `dir` (created if missing).
-    pub fn new(dir: impl Into<PathBuf>) -> Self {
+    /// A sink writing the line `encode` makes of each record into `dir`.
+    pub fn with_encoder(
+        dir: impl Into<PathBuf>,
+        encode: impl Fn(&T, &mut String) + Send + Sync + 'static,
+    ) -> Self {
         TextFileSink {
             dir: dir.into(),
-            _types: PhantomData,
+            encode: Arc::new(encode),
         }
     }
 }
@@ -72,20 +92,19 @@ fn remove_stale_parts(dir: &Path, parallelism: usize) -> Result<()> {
     Ok(())
 }
 
-/// Writes `batch` as `{record}\n` lines, draining it. The lines are formatted into
-/// `scratch` (kept between batches) and written in large slices: formatting into a string
-/// costs far less per line than formatting through an `io::Write`.
-fn write_lines<T: Display>(
+/// Writes `batch` as lines, draining it. The lines are encoded into `scratch` (kept between
+/// batches) and written in large slices: formatting into a string costs far less per line
+/// than formatting through an `io::Write`.
+fn write_lines<T>(
     out: &mut impl Write,
     batch: &mut Vec<T>,
+    encode: &LineEncoder<T>,
     scratch: &mut String,
 ) -> std::io::Result<()> {
-    use std::fmt::Write as _;
     const FLUSH_AT: usize = 1 << 16;
     scratch.clear();
     for r in batch.drain(..) {
-        // Writing to a String cannot fail unless a Display impl reports an error.
-        write!(scratch, "{r}").map_err(|_| std::io::Error::other("a record failed to format"))?;
+        encode(&r, scratch);
         scratch.push('\n');
         if scratch.len() >= FLUSH_AT {
             out.write_all(scratch.as_bytes())?;
@@ -97,13 +116,13 @@ fn write_lines<T: Display>(
 
 struct TextFileWriter<T> {
     out: BufWriter<File>,
+    encode: LineEncoder<T>,
     scratch: String,
     in_progress: PathBuf,
     committed: PathBuf,
-    _types: PhantomData<fn(T)>,
 }
 
-impl<T: Display + Send + 'static> Sink<T> for TextFileSink<T> {
+impl<T: Send + 'static> Sink<T> for TextFileSink<T> {
     fn name(&self) -> String {
         format!("Text File Sink ({})", self.dir.display())
     }
@@ -116,6 +135,7 @@ impl<T: Display + Send + 'static> Sink<T> for TextFileSink<T> {
                 &self.dir,
                 ctx.subtask,
                 ctx.parallelism,
+                self.encode.clone(),
             )));
         }
         if ctx.subtask == 0 {
@@ -126,17 +146,17 @@ impl<T: Display + Send + 'static> Sink<T> for TextFileSink<T> {
             .map_err(|e| HummerError::io("cannot create output file", &in_progress, e))?;
         Ok(Box::new(TextFileWriter {
             out: BufWriter::with_capacity(1 << 20, file),
+            encode: self.encode.clone(),
             scratch: String::new(),
             in_progress,
             committed: part_file(&self.dir, ctx.subtask),
-            _types: PhantomData,
         }))
     }
 }
 
-impl<T: Display + Send> SinkWriter<T> for TextFileWriter<T> {
+impl<T: Send> SinkWriter<T> for TextFileWriter<T> {
     fn write_batch(&mut self, batch: &mut Vec<T>) -> Result<()> {
-        write_lines(&mut self.out, batch, &mut self.scratch)
+        write_lines(&mut self.out, batch, &self.encode, &mut self.scratch)
             .map_err(|e| HummerError::io("cannot write output file", &self.in_progress, e))
     }
 
@@ -176,7 +196,7 @@ struct TransactionalWriter<T> {
     /// States of the restored run, applied before the first record.
     restored: Vec<PendingFiles>,
     recovered: bool,
-    _types: PhantomData<fn(T)>,
+    encode: LineEncoder<T>,
 }
 
 fn pending_name(committed: &str) -> String {
@@ -207,7 +227,7 @@ fn uncommitted_subtask(name: &str) -> Option<usize> {
 }
 
 impl<T> TransactionalWriter<T> {
-    fn new(dir: &Path, subtask: usize, parallelism: usize) -> Self {
+    fn new(dir: &Path, subtask: usize, parallelism: usize, encode: LineEncoder<T>) -> Self {
         TransactionalWriter {
             dir: dir.to_path_buf(),
             subtask,
@@ -218,7 +238,7 @@ impl<T> TransactionalWriter<T> {
             syncing: Vec::new(),
             restored: Vec::new(),
             recovered: false,
-            _types: PhantomData,
+            encode,
         }
     }
 
@@ -279,7 +299,7 @@ impl<T> TransactionalWriter<T> {
     }
 }
 
-impl<T: Display + Send> SinkWriter<T> for TransactionalWriter<T> {
+impl<T: Send> SinkWriter<T> for TransactionalWriter<T> {
     fn write_batch(&mut self, batch: &mut Vec<T>) -> Result<()> {
         self.recover()?;
         if self.out.is_none() {
@@ -290,7 +310,7 @@ impl<T: Display + Send> SinkWriter<T> for TransactionalWriter<T> {
         }
         let path = self.in_progress();
         if let Some(out) = &mut self.out {
-            write_lines(out, batch, &mut self.scratch)
+            write_lines(out, batch, &self.encode, &mut self.scratch)
                 .map_err(|e| HummerError::io("cannot write output file", &path, e))?;
         }
         Ok(())
@@ -385,7 +405,8 @@ mod tests {
     }
 
     fn writer(dir: &Path, subtask: usize, parallelism: usize) -> TransactionalWriter<u32> {
-        TransactionalWriter::new(dir, subtask, parallelism)
+        let sink = TextFileSink::<u32>::new(dir);
+        TransactionalWriter::new(dir, subtask, parallelism, sink.encode)
     }
 
     fn visible(dir: &Path) -> Vec<String> {

@@ -22,6 +22,7 @@ pub use table_files::{TableFiles, list_files};
 pub use watermark::EventTime;
 
 use hummer_api::{DataStream, StreamExecutionEnvironment};
+use hummer_connectors::text_file_sink::TextFileSink;
 use hummer_operators::OperatorContext;
 use hummer_operators::sink::{Sink, SinkWriter};
 
@@ -90,10 +91,7 @@ pub fn table_schema(table: &TableDefinition) -> Result<(Schema, Option<Calc>)> {
         });
         projection.push(Named { expr, text });
     }
-    let calc = Calc {
-        condition: None,
-        projection,
-    };
+    let calc = Calc::new(None, projection);
     Ok((Schema::new(columns), Some(calc)))
 }
 
@@ -329,13 +327,10 @@ pub fn write(planned: &Planned, table: &TableDefinition) -> Result<()> {
                 inserts_only(format.name())?;
             }
             let encoder = Encoder::new(format, &target);
-            rows.map(move |c: Change| {
-                let mut line = String::new();
-                encoder.encode(&c, &mut line);
-                line
-            })
-            .name(&format!("Encode: {}", table.name))
-            .write_text_file(path);
+            // Rows are encoded straight into the part file's buffer: no string per row.
+            rows.add_sink(TextFileSink::with_encoder(path, move |c: &Change, line| {
+                encoder.encode(c, line)
+            }));
         }
         "print" => {
             rows.map(|c: Change| Printed(c.printed()))

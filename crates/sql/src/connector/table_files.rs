@@ -64,12 +64,14 @@ impl TableFiles {
         match &mut source.computed {
             None => source.decoded = Some(used),
             Some(calc) => {
-                for (p, u) in calc.projection.iter_mut().zip(&used) {
+                let (condition, mut projection) = calc.clone().into_parts();
+                for (p, u) in projection.iter_mut().zip(&used) {
                     // A physical column not read is not decoded: it is NULL as it is.
                     if !u && !matches!(p.expr, crate::expr::Expr::Column(_)) {
                         p.expr = crate::expr::Expr::Literal(crate::value::Value::Null);
                     }
                 }
+                *calc = Calc::new(condition, projection);
                 source.decoded = Some(calc.used(self.physical.columns.len()));
             }
         }

@@ -10,8 +10,8 @@ use hummer_operators::watermark_strategy::{WatermarkGenerator, WatermarkOutput};
 use hummer_types::{NO_TIMESTAMP, Timestamp};
 
 use crate::error::{Result, SqlError};
-use crate::expr::Expr;
 use crate::expr::bind::bind;
+use crate::expr::{Compiled, Expr};
 use crate::schema::Schema;
 use crate::statement::WatermarkDefinition;
 use crate::value::{Row, Value};
@@ -63,6 +63,7 @@ impl EventTime {
     pub fn strategy(self) -> WatermarkStrategy<Row> {
         let rowtime = self.rowtime;
         let watermark = self.watermark;
+        let watermark = Compiled::new(&watermark);
         WatermarkStrategy::for_generator(move || LargestWatermark {
             expr: watermark.clone(),
             largest: None,
@@ -78,7 +79,7 @@ fn millis(v: &Value) -> Timestamp {
 
 /// Flink SQL's watermark: the largest value the expression took.
 struct LargestWatermark {
-    expr: Expr,
+    expr: Compiled,
     largest: Option<Timestamp>,
 }
 

@@ -454,11 +454,11 @@ pub fn date_pattern(pattern: &str) -> Result<Vec<DatePiece>, String> {
 
 /// Milliseconds since 1970-01-01 00:00 as `pattern` shows them (UTC).
 pub fn format_time(ms: i64, pattern: &[DatePiece]) -> String {
+    let mut out = String::with_capacity(24);
     let days = ms.div_euclid(86_400_000);
     let ms_of_day = ms.rem_euclid(86_400_000);
     let (year, month, day) = crate::value::civil_from_days(days);
     let (month, day) = (i64::from(month), i64::from(day));
-    let mut out = String::new();
     for piece in pattern {
         let (value, width) = match piece {
             DatePiece::Year(2) => (year.rem_euclid(100), 2),
@@ -474,16 +474,32 @@ pub fn format_time(ms: i64, pattern: &[DatePiece]) -> String {
                 continue;
             }
         };
-        let digits = value.unsigned_abs().to_string();
-        if value < 0 {
-            out.push('-');
-        }
-        for _ in digits.len()..width {
-            out.push('0');
-        }
-        out.push_str(&digits);
+        push_padded(&mut out, value, width);
     }
     out
+}
+
+/// Appends `value` with at least `width` digits (zeros in front; a minus sign before them).
+fn push_padded(out: &mut String, value: i64, width: usize) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut rest = value.unsigned_abs();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    if value < 0 {
+        out.push('-');
+    }
+    for _ in digits.len() - at..width {
+        out.push('0');
+    }
+    // ASCII digits.
+    out.extend(digits[at..].iter().map(|&d| char::from(d)));
 }
 
 /// Flink's `SUBSTRING`: characters from `start` (1-based; 0 is taken as 1, a negative start

@@ -8,12 +8,14 @@
 
 pub mod bind;
 mod functions;
+mod kernel;
 pub mod udf;
 
 use crate::types::{DataType, SqlType};
 use crate::value::{Value, align};
 
 pub use functions::Function;
+pub use kernel::Compiled;
 
 /// What an expression's evaluation refused (a division by zero, a bad cast).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -135,31 +135,50 @@ impl Csv {
         (std::borrow::Cow::Owned(field), None)
     }
 
-    /// Appends `row` as a line (without the line break).
+    /// Appends `row` as a line (without the line break). Each field is written in place and
+    /// quoted afterwards only if it holds the delimiter, a quote or a line break.
     pub fn encode(&self, row: &[Value], types: &[SqlType], out: &mut String) {
+        use std::fmt::Write as _;
         for (i, value) in row.iter().enumerate() {
             if i > 0 {
                 out.push(self.delimiter);
             }
-            let text = match (value, types.get(i)) {
-                (Value::Null, _) => self.null_literal.clone().unwrap_or_default(),
+            if let Value::String(text) = value {
+                self.push_field(out, text);
+                continue;
+            }
+            let start = out.len();
+            // Writing to a String does not fail.
+            let _ = match (value, types.get(i)) {
+                (Value::Null, _) => {
+                    out.push_str(self.null_literal.as_deref().unwrap_or_default());
+                    Ok(())
+                }
                 (
                     Value::Timestamp(ms) | Value::TimestampLtz(ms),
                     Some(SqlType::Timestamp(p) | SqlType::TimestampLtz(p)),
-                ) => {
-                    let mut t = String::new();
-                    let _ = write_timestamp(&mut t, *ms, *p);
-                    t
-                }
-                (v, _) => v.to_string(),
+                ) => write_timestamp(out, *ms, *p),
+                (v, _) => write!(out, "{v}"),
             };
-            if text.contains([self.delimiter, '"', '\n', '\r']) {
-                out.push('"');
-                out.push_str(&text.replace('"', "\"\""));
-                out.push('"');
-            } else {
-                out.push_str(&text);
+            if self.needs_quotes(&out[start..]) {
+                let text = out.split_off(start);
+                self.push_field(out, &text);
             }
+        }
+    }
+
+    fn needs_quotes(&self, text: &str) -> bool {
+        text.contains([self.delimiter, '"', '\n', '\r'])
+    }
+
+    /// Appends `text` as a field, quoted (its quotes doubled) where it must be.
+    fn push_field(&self, out: &mut String, text: &str) {
+        if self.needs_quotes(text) {
+            out.push('"');
+            out.push_str(&text.replace('"', "\"\""));
+            out.push('"');
+        } else {
+            out.push_str(text);
         }
     }
 }

@@ -9,8 +9,10 @@
 use hummer_operators::{Batch, Collector, Operator};
 use hummer_types::error::{HummerError, Result};
 
+use std::sync::OnceLock;
+
 use crate::changelog::Change;
-use crate::expr::{EvalError, Expr};
+use crate::expr::{Compiled, EvalError, Expr};
 use crate::value::Row;
 
 /// One bound expression with its SQL text, for errors.
@@ -41,12 +43,73 @@ impl Named {
 #[derive(Clone, Debug)]
 pub struct Calc {
     /// The condition rows must meet, if any.
-    pub condition: Option<Named>,
+    condition: Option<Named>,
     /// The output columns, computed from the input row.
-    pub projection: Vec<Named>,
+    projection: Vec<Named>,
+    /// The expressions compiled, when the Calc first runs.
+    compiled: OnceLock<Program>,
+}
+
+/// A Calc's expressions as they run.
+#[derive(Clone, Debug)]
+struct Program {
+    condition: Option<Compiled>,
+    projection: Vec<Compiled>,
+    /// See [`Calc::moves`].
+    moves: Vec<Option<usize>>,
+    /// The projection keeps a row's `width` first columns in place: see [`Calc::extend_row`].
+    keeps_in_place: usize,
 }
 
 impl Calc {
+    /// Rows that meet `condition` (all rows without one), projected to `projection`.
+    pub fn new(condition: Option<Named>, projection: Vec<Named>) -> Calc {
+        Calc {
+            condition,
+            projection,
+            compiled: OnceLock::new(),
+        }
+    }
+
+    /// The condition rows must meet, if any.
+    pub fn condition(&self) -> Option<&Named> {
+        self.condition.as_ref()
+    }
+
+    /// The output columns, computed from the input row.
+    pub fn projection(&self) -> &[Named] {
+        &self.projection
+    }
+
+    /// The parts: the condition and the projection.
+    pub fn into_parts(self) -> (Option<Named>, Vec<Named>) {
+        (self.condition, self.projection)
+    }
+
+    fn program(&self) -> &Program {
+        self.compiled.get_or_init(|| {
+            let keeps_in_place = if self.condition.is_some() {
+                0
+            } else {
+                self.projection
+                    .iter()
+                    .enumerate()
+                    .take_while(|(i, p)| matches!(p.expr, Expr::Column(c) if c == *i))
+                    .count()
+            };
+            Program {
+                condition: self.condition.as_ref().map(|c| Compiled::new(&c.expr)),
+                projection: self
+                    .projection
+                    .iter()
+                    .map(|p| Compiled::new(&p.expr))
+                    .collect(),
+                moves: self.moves(),
+                keeps_in_place,
+            }
+        })
+    }
+
     /// The output column that is input column `column` as it is, if one is.
     pub fn position_of(&self, column: usize) -> Option<usize> {
         self.projection
@@ -94,10 +157,7 @@ impl Calc {
                 text: format!("{} AND {}", first.text, second.text),
             }),
         };
-        Calc {
-            condition,
-            projection: next.projection.iter().map(through).collect(),
-        }
+        Calc::new(condition, next.projection.iter().map(through).collect())
     }
 
     /// Per output column, the input column it is as it is, if no other output column reads
@@ -123,21 +183,20 @@ impl Calc {
 
     /// The output row of an owned `row` (as [`Calc::apply`]), the columns `moves` names moved
     /// out of it: the other expressions are computed first, while the row is whole.
-    fn apply_owned(&self, mut row: Row, moves: &[Option<usize>]) -> Result<Option<Row>> {
+    fn apply_owned(&self, mut row: Row) -> Result<Option<Row>> {
         use crate::value::Value;
-        if let Some(c) = &self.condition
-            && !c.expr.holds(&row).map_err(|e| failed(c, &row, e))?
-        {
+        let program = self.program();
+        if !self.holds(program, &row)? {
             return Ok(None);
         }
         let mut out = Vec::with_capacity(self.projection.len());
-        for (p, m) in self.projection.iter().zip(moves) {
+        for (i, m) in program.moves.iter().enumerate() {
             out.push(match m {
                 Some(_) => Value::Null,
-                None => p.expr.eval(&row).map_err(|e| failed(p, &row, e))?,
+                None => self.eval(program, i, &row)?,
             });
         }
-        for (o, m) in out.iter_mut().zip(moves) {
+        for (o, m) in out.iter_mut().zip(&program.moves) {
             if let Some(c) = m
                 && let Some(v) = row.get_mut(*c)
             {
@@ -151,19 +210,14 @@ impl Calc {
     /// in place first (a table's computed columns, declared after them), only the computed
     /// columns are evaluated and appended, nothing is copied; else as [`Calc::apply`].
     pub fn extend_row(&self, physical: Row) -> Result<Option<Row>> {
+        let program = self.program();
         let width = physical.len();
-        let in_place = self.condition.is_none()
-            && self.projection.len() >= width
-            && self.projection[..width]
-                .iter()
-                .enumerate()
-                .all(|(i, p)| matches!(p.expr, Expr::Column(c) if c == i));
-        if !in_place {
+        if program.keeps_in_place < width || self.projection.len() < width {
             return self.apply(&physical);
         }
         let mut row = physical;
-        for p in &self.projection[width..] {
-            match p.expr.eval(&row[..width]) {
+        for p in &program.projection[width..] {
+            match p.eval(&row[..width]) {
                 Ok(v) => row.push(v),
                 // Apply names the row and the expression that failed.
                 Err(_) => return self.apply(&row[..width]),
@@ -174,16 +228,34 @@ impl Calc {
 
     /// The output row of `row`, or `None` if the condition drops it.
     pub fn apply(&self, row: &[crate::value::Value]) -> Result<Option<Row>> {
-        if let Some(c) = &self.condition
-            && !c.expr.holds(row).map_err(|e| failed(c, row, e))?
-        {
+        let program = self.program();
+        if !self.holds(program, row)? {
             return Ok(None);
         }
-        self.projection
-            .iter()
-            .map(|p| p.expr.eval(row).map_err(|e| failed(p, row, e)))
+        (0..self.projection.len())
+            .map(|i| self.eval(program, i, row))
             .collect::<Result<Row>>()
             .map(Some)
+    }
+
+    #[inline]
+    fn holds(&self, program: &Program, row: &[crate::value::Value]) -> Result<bool> {
+        match (&program.condition, &self.condition) {
+            (Some(compiled), Some(c)) => compiled.holds(row).map_err(|e| failed(c, row, e)),
+            _ => Ok(true),
+        }
+    }
+
+    #[inline]
+    fn eval(
+        &self,
+        program: &Program,
+        i: usize,
+        row: &[crate::value::Value],
+    ) -> Result<crate::value::Value> {
+        program.projection[i]
+            .eval(row)
+            .map_err(|e| failed(&self.projection[i], row, e))
     }
 }
 
@@ -205,9 +277,8 @@ impl Operator for Calc {
         batch: Batch<'_, Change>,
         out: &mut Collector<'_, Change>,
     ) -> Result<()> {
-        let moves = self.moves();
         batch.for_each(out, |change, out| {
-            if let Some(row) = self.apply_owned(change.row, &moves)? {
+            if let Some(row) = self.apply_owned(change.row)? {
                 out.collect(Change {
                     kind: change.kind,
                     row,
@@ -255,10 +326,10 @@ mod tests {
     }
 
     fn calc(condition: &str, projection: &[&str]) -> Calc {
-        Calc {
-            condition: Some(named(condition)),
-            projection: projection.iter().map(|p| named(p)).collect(),
-        }
+        Calc::new(
+            Some(named(condition)),
+            projection.iter().map(|p| named(p)).collect(),
+        )
     }
 
     fn run(rows: Vec<Row>, calc: Calc, parallelism: usize) -> Result<Vec<Row>> {
@@ -285,10 +356,7 @@ mod tests {
                 &["auction", "price", "price * 2", "auction + price"][..],
                 &["price", "auction", "auction * 3"][..],
             ] {
-                let calc = Calc {
-                    condition: None,
-                    projection: projection.iter().map(|p| named(p)).collect(),
-                };
+                let calc = Calc::new(None, projection.iter().map(|p| named(p)).collect());
                 prop_assert_eq!(
                     calc.extend_row(row.clone()).unwrap(),
                     calc.apply(&row).unwrap()
@@ -344,16 +412,16 @@ mod tests {
         ) {
             let first = calc("price IS NOT NULL AND price <> 0", &["price", "auction"]);
             // Over the first's output: column 0 is the price, 1 the auction.
-            let second = Calc {
-                condition: Some(Named {
+            let second = Calc::new(
+                Some(Named {
                     expr: bind(
                         &Parser::new(&FlinkDialect).try_with_sql("auction / price > 1").unwrap().parse_expr().unwrap(),
                         &Schema::new(vec![schema().columns[1].clone(), schema().columns[0].clone()]),
                     ).unwrap().expr,
                     text: "auction / price > 1".into(),
                 }),
-                projection: vec![named("price + auction"), named("auction")],
-            };
+                vec![named("price + auction"), named("auction")],
+            );
             let fused = first.then(&second);
             for (a, p) in rows {
                 let row = vec![Value::BigInt(a), p.map_or(Value::Null, Value::BigInt)];

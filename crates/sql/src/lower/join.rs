@@ -23,7 +23,7 @@ use hummer_state::keyed_table::KeyedTable;
 use serde::{Deserialize, Serialize};
 
 use crate::changelog::{Change, RowKind};
-use crate::expr::Expr;
+use crate::expr::{Compiled, Expr};
 use crate::value::{Row, Value};
 
 /// The rows of one key on both sides, each with its multiplicity.
@@ -83,7 +83,7 @@ pub struct RegularJoin {
     left_width: usize,
     right_width: usize,
     /// What a pair of rows with equal keys must also meet to match (on the joined row).
-    condition: Option<Expr>,
+    condition: Option<Compiled>,
     keys: KeyedTable<Row, JoinSides>,
 }
 
@@ -102,14 +102,14 @@ impl RegularJoin {
     /// The join whose pairs match only where `condition` (on the joined row, left columns
     /// then right) is `TRUE`.
     pub fn with_condition(mut self, condition: Expr) -> Self {
-        self.condition = Some(condition);
+        self.condition = Some(Compiled::new(&condition));
         self
     }
 }
 
 /// Whether `condition` holds on `row` (only `TRUE` does; an error or `NULL` does not).
-fn holds(condition: &Expr, row: &[Value]) -> bool {
-    matches!(condition.eval(row), Ok(Value::Boolean(true)))
+fn holds(condition: &Compiled, row: &[Value]) -> bool {
+    matches!(condition.holds(row), Ok(true))
 }
 
 /// The rows a side holds, counting multiplicity.
@@ -226,7 +226,7 @@ impl Step {
     /// padded exactly while it has none.
     fn conditional(
         &self,
-        condition: &Expr,
+        condition: &Compiled,
         row: &Row,
         mine: &mut Vec<(Row, i64)>,
         theirs: &[(Row, i64)],

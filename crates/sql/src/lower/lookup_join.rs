@@ -115,10 +115,7 @@ mod tests {
             vec![Value::Null, Value::String("b".into())],
             vec![Value::BigInt(1), Value::String("c".into())],
         ];
-        let key = Calc {
-            condition: None,
-            projection: vec![column(0)],
-        };
+        let key = Calc::new(None, vec![column(0)]);
         let table = index(rows, &key).unwrap();
         assert_eq!(table.len(), 1);
         assert_eq!(table[&vec![Value::BigInt(1)]].len(), 2);

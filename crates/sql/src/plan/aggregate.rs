@@ -506,10 +506,7 @@ pub fn plan(
         keys: key_count,
         calls,
     };
-    let pre = Calc {
-        condition: where_condition,
-        projection: pre,
-    };
+    let pre = Calc::new(where_condition, pre);
     let mut window_bounds = None;
     let keyed = input
         .rows_through(pre, &format!("Calc: GROUP BY input of {table_name}"))
@@ -561,10 +558,7 @@ pub fn plan(
             (rows, None)
         }
     };
-    let post = Calc {
-        condition: having,
-        projection,
-    };
+    let post = Calc::new(having, projection);
     let window_bounds =
         window_bounds.and_then(|(s, e)| Some((post.position_of(s)?, post.position_of(e)?)));
     let rows = rows.transform(&format!("Calc: SELECT .. FROM {table_name}"), move |_| {

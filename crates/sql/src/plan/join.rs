@@ -38,10 +38,7 @@ fn bound_to(e: &ast::Expr, schema: &Schema) -> Option<Named> {
 pub(super) fn with_keys(schema: &Schema, keys: Vec<Named>) -> Calc {
     let mut projection = Named::columns(schema);
     projection.extend(keys);
-    Calc {
-        condition: None,
-        projection,
-    }
+    Calc::new(None, projection)
 }
 
 /// The conjuncts of `conditions` that equate an expression of the left side's columns with
@@ -93,10 +90,10 @@ pub(super) fn residual_filter(conditions: &[&ast::Expr], schema: &Schema) -> Res
             op: BinaryOperator::And,
             right: Box::new((*c).clone()),
         });
-    Ok(Some(Calc {
-        condition: Some(condition(&all, &all, schema, "ON")?),
-        projection: Vec::new(),
-    }))
+    Ok(Some(Calc::new(
+        Some(condition(&all, &all, schema, "ON")?),
+        Vec::new(),
+    )))
 }
 
 /// Joins `left` and `right` on `conditions` (an `ON`, when `on`; else the query's `WHERE`).
@@ -144,7 +141,7 @@ pub fn plan(
     let condition_text: Vec<String> = residual.iter().map(ToString::to_string).collect();
     let outer_condition = if kind != JoinKind::Inner && on && !residual.is_empty() {
         let joined = Schema::join(&left.schema, &right.schema);
-        let condition = residual_filter(&residual, &joined)?.and_then(|c| c.condition);
+        let condition = residual_filter(&residual, &joined)?.and_then(|c| c.into_parts().0);
         residual.clear();
         condition.map(|c| c.expr)
     } else {
@@ -220,10 +217,7 @@ pub fn plan(
     }
     // An ON's other conditions filter the joined rows (a WHERE's come after, with the query).
     if on && let Some(filter) = residual_filter(&residual, &schema)? {
-        let filter = Calc {
-            projection: Named::columns(&schema),
-            ..filter
-        };
+        let filter = Calc::new(filter.into_parts().0, Named::columns(&schema));
         rows = rows.transform("Calc: ON", move |_| Ok(filter.clone()));
     }
     Ok(Planned {

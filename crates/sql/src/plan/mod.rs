@@ -348,10 +348,7 @@ fn plan_select(
         None => None,
     };
     let (projection, columns) = select_list(&select.projection, &input, |e| Ok(e.clone()), at)?;
-    let calc = Calc {
-        condition,
-        projection,
-    };
+    let calc = Calc::new(condition, projection);
     // The rowtime stays a time attribute where it is selected as it is, and so do a
     // window's bounds.
     let rowtime = rowtime.and_then(|r| calc.position_of(r));

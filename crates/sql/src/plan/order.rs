@@ -296,10 +296,7 @@ fn with_sort_columns(planned: Planned, sorts: &[SortKey]) -> Planned {
             text: k.text.clone(),
         });
     }
-    let calc = Calc {
-        condition: None,
-        projection,
-    };
+    let calc = Calc::new(None, projection);
     planned.calc(calc, "Calc: ORDER BY keys")
 }
 
@@ -340,10 +337,7 @@ fn top_n(
         },
         text: format!("rank > {offset}"),
     });
-    let calc = Calc {
-        condition,
-        projection: Named::columns(&schema),
-    };
+    let calc = Calc::new(condition, Named::columns(&schema));
     Ok(Planned {
         input: rows,
         pending: Some((calc, "Calc: the sorted rows".into())),
@@ -429,13 +423,7 @@ fn temporal_sort(
     } else {
         let mut projection = Named::columns(&planned.schema);
         projection.extend(computed);
-        planned.calc(
-            Calc {
-                condition: None,
-                projection,
-            },
-            "Calc: ORDER BY keys",
-        )
+        planned.calc(Calc::new(None, projection), "Calc: ORDER BY keys")
     };
     let rows = sorted
         .rows()
@@ -449,10 +437,7 @@ fn temporal_sort(
         });
     let pending = (extra > 0).then(|| {
         (
-            Calc {
-                condition: None,
-                projection: Named::columns(&schema),
-            },
+            Calc::new(None, Named::columns(&schema)),
             "Calc: the sorted rows".to_string(),
         )
     });

@@ -296,10 +296,7 @@ pub fn plan(
     }
     let output = Schema::new(output);
     let (projection, columns) = select_list(&items, &output, |e| Ok(e.clone()), at)?;
-    let post = Calc {
-        condition: None,
-        projection,
-    };
+    let post = Calc::new(None, projection);
     let description = format!(
         "OverAggregate(partitionBy=[{}], orderBy=[{}], window=[{}], select=[{}])",
         spec.partition_by
@@ -325,10 +322,7 @@ pub fn plan(
         time: time.0,
         processing_time: time.1,
     };
-    let pre = Calc {
-        condition: where_condition,
-        projection: pre,
-    };
+    let pre = Calc::new(where_condition, pre);
     let key = move |c: &Change| -> Row { c.row[width..width + partition].to_vec() };
     let rows = input
         .rows_through(pre, &format!("Calc: OVER input of {table_name}"))

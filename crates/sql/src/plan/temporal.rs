@@ -174,10 +174,7 @@ fn lookup(
         described(&left_keys, &right_keys)
     );
     let (left_width, right_width) = (left.schema.columns.len(), right.columns.len());
-    let right_key = Calc {
-        condition: None,
-        projection: right_keys,
-    };
+    let right_key = Calc::new(None, right_keys);
     let rows = left
         .rows_through(with_keys(&left.schema, left_keys), "Calc: lookup key")
         .transform(&description, move |_| {
@@ -287,10 +284,7 @@ fn event_time(
         }];
         projection.extend(key);
         projection.extend(Named::columns(schema));
-        Calc {
-            condition: None,
-            projection,
-        }
+        Calc::new(None, projection)
     };
     let left_rows = left.rows_through(
         tagged(true, &left.schema, left_keys),
