@@ -13,7 +13,7 @@ const DDL: &str = "-- the Nexmark bids, as the harness declares them\n\
       `dateTime` TIMESTAMP(3),\n\
       WATERMARK FOR `dateTime` AS `dateTime` - INTERVAL '4' SECOND\n\
     ) WITH ('connector' = 'filesystem', 'path' = '/tmp/bid', 'format' = 'csv');\n\
-    SET 'table.exec.mini-batch.enabled' = 'true';\n";
+    SET 'table.optimizer.distinct-agg.split.enabled' = 'true';\n";
 
 #[test]
 fn a_script_file_builds_the_catalog_and_describes_it() {
@@ -333,21 +333,47 @@ fn a_group_by_writes_a_changelog_that_applies_to_the_brute_force_result() {
          WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');\n",
         input.display()
     );
-    for parallelism in [1, 3] {
-        let output = dir.path().join(format!("raw-{parallelism}"));
+    // Without a mini-batch, with one of 7 records, and with one that holds every update
+    // back to the end (then each group's result goes out once, as one insert).
+    let batches = [None, None, Some(7), Some(1_000_000)];
+    for (run, (parallelism, batch)) in [1, 3, 1, 3].into_iter().zip(batches).enumerate() {
+        let output = dir.path().join(format!("raw-{run}"));
+        let mini_batch = batch.map_or(String::new(), |size| {
+            format!(
+                "SET 'table.exec.mini-batch.enabled' = 'true';\n\
+                 SET 'table.exec.mini-batch.allow-latency' = '1 h';\n\
+                 SET 'table.exec.mini-batch.size' = '{size}';\n"
+            )
+        });
         let script = format!(
-            "SET 'parallelism.default' = '{parallelism}';\n{source}{}{query}",
+            "SET 'parallelism.default' = '{parallelism}';\n{mini_batch}{source}{}{query}",
             table("debezium-json", &output)
         );
         let (ok, out, err) = hummer_sql(&["-e", &script], "");
-        assert!(ok, "parallelism {parallelism}: {out}\n{err}");
+        assert!(ok, "parallelism {parallelism}, {batch:?}: {out}\n{err}");
         let got = apply_debezium(
             &output,
             &[
                 "channel", "n", "bidders", "cheap", "total", "lo", "hi", "mean",
             ],
         );
-        assert_eq!(got, expected, "parallelism {parallelism}");
+        assert_eq!(
+            got, expected,
+            "parallelism {parallelism}, mini-batch {batch:?}"
+        );
+        if batch == Some(1_000_000) {
+            let lines: usize = std::fs::read_dir(&output)
+                .expect("output")
+                .flatten()
+                .map(|f| {
+                    std::fs::read_to_string(f.path())
+                        .unwrap_or_default()
+                        .lines()
+                        .count()
+                })
+                .sum();
+            assert_eq!(lines, expected.len(), "one insert per group");
+        }
     }
     let csv_out = dir.path().join("csv");
     let (ok, _, err) = hummer_sql(

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 
 use crate::error::{Position, Result, SqlError};
 use crate::expr::udf::{Functions, ScalarFunction};
+use crate::lower::per_key::MiniBatch;
 use crate::statement::{ObjectKind, TableDefinition};
 
 /// A view: a named query.
@@ -20,7 +21,7 @@ pub struct View {
 }
 
 /// What a session knows by name.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Catalog {
     tables: BTreeMap<String, TableDefinition>,
     views: BTreeMap<String, View>,
@@ -28,6 +29,21 @@ pub struct Catalog {
     functions: BTreeMap<String, String>,
     /// The functions registered in Rust, and what the created names stand for.
     udfs: Functions,
+    /// The mini-batch an aggregation's updates go out in, if the session enabled it, or why
+    /// its settings do not make one.
+    mini_batch: std::result::Result<Option<MiniBatch>, String>,
+}
+
+impl Default for Catalog {
+    fn default() -> Self {
+        Catalog {
+            tables: BTreeMap::new(),
+            views: BTreeMap::new(),
+            functions: BTreeMap::new(),
+            udfs: Functions::default(),
+            mini_batch: Ok(None),
+        }
+    }
 }
 
 impl Catalog {
@@ -90,6 +106,20 @@ impl Catalog {
     /// `CREATE FUNCTION f AS 'name'` names it `f`.
     pub fn register_function(&mut self, name: &str, function: std::sync::Arc<dyn ScalarFunction>) {
         self.udfs.register(name, function);
+    }
+
+    /// Sets the mini-batch of aggregations (the session's `table.exec.mini-batch.*`), or why
+    /// its settings are wrong (told when a query is planned, as Flink's planner tells it).
+    pub fn set_mini_batch(&mut self, mini_batch: std::result::Result<Option<MiniBatch>, String>) {
+        self.mini_batch = mini_batch;
+    }
+
+    /// The mini-batch of aggregations, if enabled; an error for a query at `at` if the
+    /// session's settings do not make one.
+    pub fn mini_batch(&self, at: Position) -> Result<Option<MiniBatch>> {
+        self.mini_batch
+            .clone()
+            .map_err(|message| SqlError::Invalid { at, message })
     }
 
     /// The functions a query can call beyond the built-in ones.

@@ -3,8 +3,8 @@
 //!
 //! `SET` takes Flink's option names. The options Hummer applies are checked when set (a bad
 //! value is refused with what it takes); options of Flink's planner that have no meaning
-//! here (`table.exec.mini-batch.*`, say) are accepted with a one-line note, as a script
-//! written for Flink must run unchanged.
+//! here (`table.optimizer.distinct-agg.split.enabled`, say) are accepted with a one-line
+//! note, as a script written for Flink must run unchanged.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -17,6 +17,7 @@ use sqlparser::ast;
 use crate::catalog::{Catalog, View};
 use crate::connector;
 use crate::error::{Position, Result, SqlError};
+use crate::lower::per_key::MiniBatch;
 use crate::plan::plan_query;
 use crate::script::split;
 use crate::statement::{self, ColumnKind, ObjectKind, SUPPORTED_STATEMENTS, Statement};
@@ -90,6 +91,11 @@ const OPTIONS: &[KnownOption] = &[
     }),
     ("pipeline.name", non_empty),
     ("table.dml-sync", |v| boolean(v).map(|_| ())),
+    ("table.exec.mini-batch.enabled", |v| boolean(v).map(|_| ())),
+    ("table.exec.mini-batch.allow-latency", |v| {
+        parse_duration(v).map(|_| ())
+    }),
+    ("table.exec.mini-batch.size", |v| positive(v).map(|_| ())),
     ("execution.runtime-mode", |v| {
         one_of(v, &["streaming", "batch", "automatic"])
     }),
@@ -662,7 +668,31 @@ impl Session {
             )),
         };
         self.options.insert(key, value);
+        self.catalog.set_mini_batch(self.mini_batch());
         Ok(outcome)
+    }
+
+    /// The mini-batch of `table.exec.mini-batch.*`: `None` unless enabled; enabled, it needs
+    /// a latency above zero and a size, as Flink's planner does.
+    fn mini_batch(&self) -> std::result::Result<Option<MiniBatch>, String> {
+        let get = |key: &str| self.options.get(key).map(String::as_str);
+        if get("table.exec.mini-batch.enabled").is_none_or(|v| boolean(v) != Ok(true)) {
+            return Ok(None);
+        }
+        let latency = get("table.exec.mini-batch.allow-latency")
+            .and_then(|v| parse_duration(v).ok())
+            .filter(|d| !d.is_zero())
+            .ok_or(
+                "'table.exec.mini-batch.allow-latency' must be set above 0 ms when \
+                 'table.exec.mini-batch.enabled' is true",
+            )?;
+        let size = get("table.exec.mini-batch.size")
+            .and_then(|v| positive(v).ok())
+            .ok_or(
+                "'table.exec.mini-batch.size' must be set above 0 when \
+                 'table.exec.mini-batch.enabled' is true",
+            )?;
+        Ok(Some(MiniBatch { size, latency }))
     }
 
     /// `DESCRIBE name`, as Flink's client shows a table: name, type, null, key, extras,
@@ -925,11 +955,34 @@ mod tests {
             e.contains("'many' is not a value of 'parallelism.default'"),
             "{e}"
         );
-        let out = run(&mut s, "SET 'table.exec.mini-batch.enabled' = 'true'").unwrap();
+        let out = run(
+            &mut s,
+            "SET 'table.optimizer.distinct-agg.split.enabled' = 'true'",
+        )
+        .unwrap();
         let Outcome::Info(note) = &out[0] else {
             panic!()
         };
         assert!(note.contains("has no effect in Hummer"), "{note}");
+    }
+
+    #[test]
+    fn a_mini_batch_needs_a_latency_and_a_size() {
+        let mut s = Session::new();
+        assert_eq!(s.mini_batch(), Ok(None));
+        run(&mut s, "SET 'table.exec.mini-batch.enabled' = 'true'").unwrap();
+        assert!(s.mini_batch().unwrap_err().contains("allow-latency"));
+        run(&mut s, "SET 'table.exec.mini-batch.allow-latency' = '2s'").unwrap();
+        assert!(s.mini_batch().unwrap_err().contains("mini-batch.size"));
+        run(&mut s, "SET 'table.exec.mini-batch.size' = '500'").unwrap();
+        let expected = MiniBatch {
+            size: 500,
+            latency: Duration::from_secs(2),
+        };
+        assert_eq!(s.mini_batch(), Ok(Some(expected)));
+        assert!(run(&mut s, "SET 'table.exec.mini-batch.size' = '0'").is_err());
+        run(&mut s, "SET 'table.exec.mini-batch.enabled' = 'false'").unwrap();
+        assert_eq!(s.mini_batch(), Ok(None));
     }
 
     #[test]

@@ -113,6 +113,13 @@ pub fn align(a: i128, sa: u8, b: i128, sb: u8) -> (i128, i128) {
 /// sorts first, as Flink's `ORDER BY .. ASC` does.
 impl Ord for Value {
     fn cmp(&self, other: &Self) -> Ordering {
+        // The common cases first: two values of one kind that compare as they are.
+        match (self, other) {
+            (Value::BigInt(a), Value::BigInt(b)) => return a.cmp(b),
+            (Value::Int(a), Value::Int(b)) => return a.cmp(b),
+            (Value::String(a), Value::String(b)) => return a.cmp(b),
+            _ => {}
+        }
         if let (Some(a), Some(b)) = (self.numeric(), other.numeric()) {
             return a.cmp(&b);
         }
@@ -154,7 +161,15 @@ impl PartialOrd for Value {
 /// Equality as grouping sees it: `NULL` equals `NULL` (one group), numbers equal by value.
 impl PartialEq for Value {
     fn eq(&self, other: &Self) -> bool {
-        self.cmp(other) == Ordering::Equal
+        match (self, other) {
+            (Value::BigInt(a), Value::BigInt(b)) => a == b,
+            (Value::Int(a), Value::Int(b)) => a == b,
+            (Value::String(a), Value::String(b)) => a == b,
+            (Value::Timestamp(a), Value::Timestamp(b))
+            | (Value::TimestampLtz(a), Value::TimestampLtz(b)) => a == b,
+            (Value::Null, Value::Null) => true,
+            _ => self.cmp(other) == Ordering::Equal,
+        }
     }
 }
 
@@ -398,6 +413,20 @@ mod tests {
         assert!(Value::Null < Value::Int(i32::MIN));
     }
 
+    fn any_value() -> impl Strategy<Value = Value> {
+        prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Boolean),
+            (-3i32..3).prop_map(Value::Int),
+            (-3i64..3).prop_map(Value::BigInt),
+            (-3i64..3).prop_map(|n| Value::Double(n as f64)),
+            (-30i128..30, 0u8..2).prop_map(|(d, s)| Value::Decimal(d, s)),
+            "[ab]{0,2}".prop_map(Value::String),
+            (-3i64..3).prop_map(Value::Timestamp),
+            (-3i64..3).prop_map(Value::TimestampLtz),
+        ]
+    }
+
     proptest! {
         /// A timestamp printed and read back is the same instant, and the days agree with a
         /// day-by-day walk from the epoch.
@@ -416,6 +445,18 @@ mod tests {
             let (y2, m2, d2) = civil_from_days(days + 1);
             let next = if d < days_in_month(y, m) { (y, m, d + 1) } else if m < 12 { (y, m + 1, 1) } else { (y + 1, 1, 1) };
             prop_assert_eq!((y2, m2, d2), next);
+        }
+
+        /// The fast paths of `==` and `cmp` agree with the general order: equality is
+        /// exactly `cmp` giving `Equal`, and the order is antisymmetric, for values of any
+        /// two kinds.
+        #[test]
+        fn equality_is_the_orders(a in any_value(), b in any_value()) {
+            prop_assert_eq!(a == b, a.cmp(&b) == Ordering::Equal);
+            prop_assert_eq!(a.cmp(&b), b.cmp(&a).reverse());
+            if a == b {
+                prop_assert_eq!(hash(&a), hash(&b));
+            }
         }
 
         /// Equal values hash alike, for any mix of numeric kinds and scales.

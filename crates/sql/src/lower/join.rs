@@ -24,15 +24,16 @@ use serde::{Deserialize, Serialize};
 
 use crate::changelog::{Change, RowKind};
 use crate::expr::{Compiled, Expr};
+use crate::lower::multiset::Multiset;
 use crate::value::{Row, Value};
 
 /// The rows of one key on both sides, each with its multiplicity.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct JoinSides {
     /// The first input's rows.
-    pub left: Vec<(Row, i64)>,
+    pub left: Multiset,
     /// The second input's rows.
-    pub right: Vec<(Row, i64)>,
+    pub right: Multiset,
 }
 
 /// Which rows without a match a join keeps.
@@ -112,26 +113,6 @@ fn holds(condition: &Compiled, row: &[Value]) -> bool {
     matches!(condition.holds(row), Ok(true))
 }
 
-/// The rows a side holds, counting multiplicity.
-fn count(rows: &[(Row, i64)]) -> i64 {
-    rows.iter().map(|(_, n)| n).sum()
-}
-
-/// Adds `row` to `rows` (`sign` +1) or takes one of it away (-1).
-fn account(rows: &mut Vec<(Row, i64)>, row: &Row, sign: i64) {
-    match rows.iter().position(|(r, _)| r == row) {
-        Some(i) => {
-            rows[i].1 += sign;
-            if rows[i].1 <= 0 {
-                rows.swap_remove(i);
-            }
-        }
-        // A retraction of a row never added (it was filtered upstream): nothing to undo.
-        None if sign < 0 => {}
-        None => rows.push((row.clone(), sign)),
-    }
-}
-
 /// One change as the join sees it: what it does, which input it came from, the widths of
 /// its side's (`mine`) and the other side's rows, and which sides keep unmatched rows.
 struct Step {
@@ -189,34 +170,34 @@ impl Step {
     /// (an equi-join): the padding of the other side follows this side's row count.
     fn equi(
         &self,
-        row: &Row,
-        mine: &mut Vec<(Row, i64)>,
-        theirs: &[(Row, i64)],
+        row: Row,
+        mine: &mut Multiset,
+        theirs: &Multiset,
         out: &mut Collector<'_, Change>,
     ) {
-        let mine_before = count(mine);
+        let mine_before = mine.total();
         if theirs.is_empty() {
             // No match: a preserved side's row goes out padded.
             if self.mine_kept {
-                self.pairs(row, None, 1, out);
+                self.pairs(&row, None, 1, out);
             }
         } else {
             // The other side's unmatched rows had gone out padded: an insert that gives
             // them their first match retracts those first.
             if self.theirs_kept && self.sign > 0 && mine_before == 0 {
-                for (other, n) in theirs {
-                    self.padded(RowKind::Delete, other, *n, out);
+                for (other, n) in theirs.iter() {
+                    self.padded(RowKind::Delete, other, n, out);
                 }
             }
-            for (other, n) in theirs {
-                self.pairs(row, Some(other), *n, out);
+            for (other, n) in theirs.iter() {
+                self.pairs(&row, Some(other), n, out);
             }
         }
-        account(mine, row, self.sign);
+        mine.add(row, self.sign);
         // A retraction that took the other side's last match: they go out padded again.
         if self.theirs_kept && self.sign < 0 && mine_before > 0 && mine.is_empty() {
-            for (other, n) in theirs {
-                self.padded(RowKind::Insert, other, *n, out);
+            for (other, n) in theirs.iter() {
+                self.padded(RowKind::Insert, other, n, out);
             }
         }
     }
@@ -227,14 +208,14 @@ impl Step {
     fn conditional(
         &self,
         condition: &Compiled,
-        row: &Row,
-        mine: &mut Vec<(Row, i64)>,
-        theirs: &[(Row, i64)],
+        row: Row,
+        mine: &mut Multiset,
+        theirs: &Multiset,
         out: &mut Collector<'_, Change>,
     ) {
         let matches = |a: &Row, b: &Row| holds(condition, &self.joined(Some(a), Some(b)));
         // How many of `mine` match `other`, counting multiplicity.
-        let matched_by = |mine: &[(Row, i64)], other: &Row| -> i64 {
+        let matched_by = |mine: &Multiset, other: &Row| -> i64 {
             mine.iter()
                 .filter(|(m, _)| matches(m, other))
                 .map(|(_, n)| n)
@@ -242,20 +223,20 @@ impl Step {
         };
         let partners: Vec<(&Row, i64, i64)> = theirs
             .iter()
-            .filter(|(other, _)| matches(row, other))
-            .map(|(other, n)| (other, *n, matched_by(mine, other)))
+            .filter(|(other, _)| matches(&row, other))
+            .map(|(other, n)| (other, n, matched_by(mine, other)))
             .collect();
         if partners.is_empty() && self.mine_kept {
-            self.pairs(row, None, 1, out);
+            self.pairs(&row, None, 1, out);
         }
         for &(other, n, before) in &partners {
             // Its first match: its padded form goes.
             if self.theirs_kept && self.sign > 0 && before == 0 {
                 self.padded(RowKind::Delete, other, n, out);
             }
-            self.pairs(row, Some(other), n, out);
+            self.pairs(&row, Some(other), n, out);
         }
-        account(mine, row, self.sign);
+        mine.add(row, self.sign);
         if self.theirs_kept && self.sign < 0 {
             // Its last match went: it goes out padded again.
             for &(other, n, _) in &partners {
@@ -295,8 +276,8 @@ impl RegularJoin {
                 (&mut sides.right, &sides.left)
             };
             match condition {
-                None => step.equi(&row, mine, theirs, out),
-                Some(condition) => step.conditional(condition, &row, mine, theirs, out),
+                None => step.equi(row, mine, theirs, out),
+                Some(condition) => step.conditional(condition, row, mine, theirs, out),
             }
             // A key without rows on either side leaves the table.
             if sides.left.is_empty() && sides.right.is_empty() {

@@ -7,6 +7,7 @@ pub mod changelog_normalize;
 pub mod group_aggregate;
 pub mod join;
 pub mod lookup_join;
+pub mod multiset;
 pub mod over_aggregate;
 pub mod per_key;
 pub mod rank;

@@ -23,7 +23,7 @@ use crate::expr::bind::bind;
 use crate::lower::Calc;
 use crate::lower::calc::Named;
 use crate::lower::group_aggregate::{AggCall, AggKind, GroupAggregate};
-use crate::lower::per_key::PerKey;
+use crate::lower::per_key::{MiniBatch, PerKey};
 use crate::schema::{Column, Schema};
 use crate::types::{DataType, SqlType};
 use crate::value::{Row, Value};
@@ -370,6 +370,7 @@ pub fn plan(
     group_by: &[ast::Expr],
     input: Planned,
     table_name: &str,
+    mini_batch: Option<MiniBatch>,
     at: Position,
 ) -> Result<Planned> {
     if let Some(item) = select.projection.iter().find(|i| {
@@ -514,7 +515,9 @@ pub fn plan(
     let (rows, updated_by) = match windowing {
         None => {
             let description = describe("GroupAggregate", group_by, &found);
-            let rows = keyed.transform(&description, move |_| Ok(PerKey::new(agg.clone())));
+            let rows = keyed.transform(&description, move |ctx| {
+                Ok(PerKey::batched(agg.clone(), mini_batch, ctx.time.clone()))
+            });
             (rows, Some(description))
         }
         Some((spec, roles, processing_time)) => {

@@ -333,7 +333,8 @@ fn plan_select(
         return over::plan(select, input, &table_name, at);
     }
     if !group_by.is_empty() || select.having.is_some() || aggregate::has_aggregates(select) {
-        return aggregate::plan(select, group_by, input, &table_name, at);
+        let mini_batch = catalog.mini_batch(at)?;
+        return aggregate::plan(select, group_by, input, &table_name, mini_batch, at);
     }
     let planned = window::materialize(input, at)?;
     let (input, updated_by, rowtime, proctime, window_bounds) = (
