@@ -119,16 +119,45 @@ impl Calc {
 
     /// Which of `width` input columns the Calc reads.
     pub fn used(&self, width: usize) -> Vec<bool> {
+        self.used_for(width, |_| true)
+    }
+
+    /// Which of `width` input columns the Calc reads for its condition and the output
+    /// columns `k` for which `output(k)` holds.
+    pub fn used_for(&self, width: usize, output: impl Fn(usize) -> bool) -> Vec<bool> {
         let mut used = vec![false; width];
         let mut mark = |i: usize| {
             if let Some(u) = used.get_mut(i) {
                 *u = true;
             }
         };
-        for e in self.condition.iter().chain(&self.projection) {
+        let kept = self
+            .projection
+            .iter()
+            .enumerate()
+            .filter(|(k, _)| output(*k));
+        for e in self.condition.iter().chain(kept.map(|(_, p)| p)) {
             e.expr.columns(&mut mark);
         }
         used
+    }
+
+    /// This Calc with the output columns `k` for which `output(k)` does not hold computed as
+    /// `NULL`: no reader reads them.
+    pub fn pruned(&self, output: impl Fn(usize) -> bool) -> Calc {
+        let projection = self
+            .projection
+            .iter()
+            .enumerate()
+            .map(|(k, p)| match output(k) {
+                true => p.clone(),
+                false => Named {
+                    expr: Expr::Literal(crate::value::Value::Null),
+                    text: p.text.clone(),
+                },
+            })
+            .collect();
+        Calc::new(self.condition.clone(), projection)
     }
 
     /// The output column that `PROCTIME()` computes, if one does.

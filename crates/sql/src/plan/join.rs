@@ -16,6 +16,7 @@ use sqlparser::ast::{self, BinaryOperator, Spanned};
 
 use super::{Planned, at_span, condition, conjuncts};
 use crate::changelog::Change;
+use crate::connector::column_use::ColumnUse;
 use crate::error::{Position, Result, SqlError};
 use crate::expr::Expr;
 use crate::expr::bind::bind;
@@ -163,14 +164,40 @@ pub fn plan(
             .collect::<Vec<_>>()
             .join(" AND ")
     );
+    let left_rowtime = left.rowtime.unwrap_or(0);
     let left_calc = with_keys(&left.schema, left_keys);
     let right_calc = with_keys(&right.schema, right_keys);
-    let left_rowtime = left.rowtime.unwrap_or(0);
+    // What the join's readers read of its output decides what its state keeps.
+    let output = ColumnUse::new(left_width + right_width);
+    let read_by = |e: &Expr| {
+        let mut used = vec![false; left_width + right_width];
+        e.columns(&mut |c| {
+            if let Some(u) = used.get_mut(c) {
+                *u = true;
+            }
+        });
+        used
+    };
+    if let Some(condition) = &outer_condition {
+        output.mark(&read_by(condition));
+    }
+    if interval.is_some() {
+        // The result's time attribute.
+        let mut rowtime = vec![false; left_width + right_width];
+        rowtime[left_rowtime] = true;
+        output.mark(&rowtime);
+    }
     let left_rows = left
-        .rows_through(left_calc, "Calc: join key")
+        .rows_into(left_calc, "Calc: join key", &output, 0, left_width)
         .key_by(move |c: &Change| -> Row { c.row[left_width..].to_vec() });
     let right_rows = right
-        .rows_through(right_calc, "Calc: join key")
+        .rows_into(
+            right_calc,
+            "Calc: join key",
+            &output,
+            left_width,
+            right_width,
+        )
         .key_by(move |c: &Change| -> Row { c.row[right_width..].to_vec() });
     let mut rows = match interval {
         Some((lower, upper)) => {
@@ -218,12 +245,13 @@ pub fn plan(
     // An ON's other conditions filter the joined rows (a WHERE's come after, with the query).
     if on && let Some(filter) = residual_filter(&residual, &schema)? {
         let filter = Calc::new(filter.into_parts().0, Named::columns(&schema));
+        output.mark(&filter.used_for(left_width + right_width, |_| false));
         rows = rows.transform("Calc: ON", move |_| Ok(filter.clone()));
     }
     Ok(Planned {
         input: rows,
         pending: None,
-        scan: None,
+        scan: Some(output),
         schema,
         // An outer join retracts the padded rows it emitted when their match comes.
         updated_by: match kind {

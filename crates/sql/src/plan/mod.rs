@@ -92,6 +92,33 @@ impl Planned {
         self.input.transform(&name, move |_| Ok(calc.clone()))
     }
 
+    /// The rows projected by `calc` (named `name`, fused with the pending `Calc`) into the
+    /// columns `offset..offset + width` of a join's output whose reads `output` records (the
+    /// outputs after `width`, the join's keys, are always read): each column no reader of the
+    /// join reads is `NULL` in the join's state, and the scan below does not decode it.
+    pub fn rows_into(
+        &self,
+        calc: Calc,
+        name: &str,
+        output: &ColumnUse,
+        offset: usize,
+        width: usize,
+    ) -> DataStream<Change> {
+        let (calc, name) = match &self.pending {
+            Some((first, first_name)) => (first.then(&calc), format!("{first_name}, {name}")),
+            None => (calc, name.to_string()),
+        };
+        if let Some(scan) = &self.scan {
+            scan.link(calc.clone(), output, offset, width);
+        }
+        let output = output.clone();
+        self.input.transform(&name, move |_| {
+            // The whole query is planned by the time the job's operators are made.
+            let read = output.used();
+            Ok(calc.pruned(|k| k >= width || read.get(offset + k).copied().unwrap_or(true)))
+        })
+    }
+
     /// The rows filtered and projected by `calc` (named `name`): fused with a pending `Calc`
     /// into one, else pending itself.
     pub fn calc(self, calc: Calc, name: &str) -> Planned {
