@@ -194,6 +194,7 @@ mod tests {
             aggregate: GroupAggregate {
                 keys: 0,
                 calls: vec![call(AggKind::Sum), call(AggKind::Max), call(AggKind::Count)],
+                append_only: false,
             },
             frame,
             time: 0,

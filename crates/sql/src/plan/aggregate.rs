@@ -506,6 +506,7 @@ pub fn plan(
     let agg = GroupAggregate {
         keys: key_count,
         calls,
+        append_only: input.updated_by.is_none(),
     };
     let pre = Calc::new(where_condition, pre);
     let mut window_bounds = None;

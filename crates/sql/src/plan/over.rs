@@ -317,7 +317,11 @@ pub fn plan(
     );
     let function = OverAggregate {
         width,
-        aggregate: GroupAggregate { keys: 0, calls },
+        aggregate: GroupAggregate {
+            keys: 0,
+            calls,
+            append_only: false,
+        },
         frame,
         time: time.0,
         processing_time: time.1,
