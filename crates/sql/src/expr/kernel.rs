@@ -411,15 +411,7 @@ impl Boolean {
                 if !comparable {
                     return Err(Slow);
                 }
-                let order = a.v.cmp(&b.v);
-                Ok(Some(match op {
-                    Compare::Eq => order.is_eq(),
-                    Compare::NotEq => order.is_ne(),
-                    Compare::Lt => order.is_lt(),
-                    Compare::LtEq => order.is_le(),
-                    Compare::Gt => order.is_gt(),
-                    Compare::GtEq => order.is_ge(),
-                }))
+                Ok(Some(op.holds(a.v.cmp(&b.v))))
             }
             Boolean::Not(e) => Ok(e.eval(row)?.map(|b| !b)),
             Boolean::Connective { terms, wins } => {
@@ -475,16 +467,6 @@ mod tests {
         ]
     }
 
-    fn arith() -> impl Strategy<Value = Arith> {
-        prop_oneof![
-            Just(Arith::Add),
-            Just(Arith::Subtract),
-            Just(Arith::Multiply),
-            Just(Arith::Divide),
-            Just(Arith::Modulo),
-        ]
-    }
-
     fn compare() -> impl Strategy<Value = Compare> {
         prop_oneof![
             Just(Compare::Eq),
@@ -523,14 +505,16 @@ mod tests {
         leaf.prop_recursive(4, 24, 3, |inner| {
             let boxed = || inner.clone().prop_map(Box::new);
             prop_oneof![
-                (arith(), boxed(), boxed(), integer_type()).prop_map(|(op, left, right, ty)| {
-                    Expr::Arith {
-                        op,
-                        left,
-                        right,
-                        ty,
+                (super::super::tests::ops(), boxed(), boxed(), integer_type()).prop_map(
+                    |(op, left, right, ty)| {
+                        Expr::Arith {
+                            op,
+                            left,
+                            right,
+                            ty,
+                        }
                     }
-                }),
+                ),
                 (compare(), boxed(), boxed()).prop_map(|(op, left, right)| Expr::Compare {
                     op,
                     left,

@@ -577,14 +577,20 @@ fn as_decimal(v: &Value) -> (i128, u8) {
 }
 
 fn compare(op: Compare, a: &Value, b: &Value) -> bool {
-    let order = a.cmp(b);
-    match op {
-        Compare::Eq => order.is_eq(),
-        Compare::NotEq => order.is_ne(),
-        Compare::Lt => order.is_lt(),
-        Compare::LtEq => order.is_le(),
-        Compare::Gt => order.is_gt(),
-        Compare::GtEq => order.is_ge(),
+    op.holds(a.cmp(b))
+}
+
+impl Compare {
+    /// Whether the comparison holds of two values in `order`.
+    fn holds(self, order: std::cmp::Ordering) -> bool {
+        match self {
+            Compare::Eq => order.is_eq(),
+            Compare::NotEq => order.is_ne(),
+            Compare::Lt => order.is_lt(),
+            Compare::LtEq => order.is_le(),
+            Compare::Gt => order.is_gt(),
+            Compare::GtEq => order.is_ge(),
+        }
     }
 }
 
@@ -680,7 +686,8 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    fn ops() -> impl Strategy<Value = Arith> {
+    /// Every arithmetic operator (also for the kernels' tests).
+    pub(super) fn ops() -> impl Strategy<Value = Arith> {
         prop_oneof![
             Just(Arith::Add),
             Just(Arith::Subtract),
