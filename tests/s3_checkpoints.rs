@@ -254,7 +254,13 @@ fn a_standby_takes_over_with_the_ha_storage_in_s3() {
     let mut stdout = std::io::BufReader::new(client.stdout.take().unwrap());
     let mut line = String::new();
     std::io::BufRead::read_line(&mut stdout, &mut line).unwrap();
-    assert!(line.starts_with("submitted job "), "{line}");
+    if !line.starts_with("submitted job ") {
+        let output = client.wait_with_output().unwrap();
+        panic!(
+            "the client did not submit: {line}{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
     std::thread::sleep(Duration::from_millis(1000));
     Command::new("kill")
         .args(["-9", &leader.to_string()])

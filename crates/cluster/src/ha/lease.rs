@@ -30,6 +30,8 @@ use crate::error::{HummerError, Result};
 const LEASE: &str = "leader.json";
 /// The lock guarding changes of the lease.
 const LOCK: &str = "leader.lock";
+/// How often a lease change in an object store is decided again after losing a race.
+const CONDITIONAL_PUT_ATTEMPTS: usize = 8;
 
 /// Who leads, until when.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -103,11 +105,8 @@ impl LeaseStore {
     }
 
     /// Writes the lease `decide` makes of the current one, atomically against every other
-    /// writer; `None` when `decide` declines or another writer changed the lease first.
-    fn update(
-        &self,
-        decide: impl FnOnce(Option<&Lease>) -> Option<Lease>,
-    ) -> Result<Option<Lease>> {
+    /// writer; `None` when `decide` declines (on the lease as it is when written).
+    fn update(&self, decide: impl Fn(Option<&Lease>) -> Option<Lease>) -> Result<Option<Lease>> {
         let encode = |lease: &Lease| {
             serde_json::to_vec_pretty(lease).map_err(|e| crate::error::internal!("lease: {e}"))
         };
@@ -122,22 +121,31 @@ impl LeaseStore {
                 write_atomically(&dir.join(LEASE), &encode(&next)?, false)?;
                 Ok(Some(next))
             }
+            // A conditional put that loses a race is decided again on what the winner wrote:
+            // the winner may be this very process (its renewal thread and a lock's check
+            // renewing at once), which must not read as being deposed.
             LeaseStore::Object(s) => {
-                let (current, version) = match s.read_versioned(LEASE)? {
-                    Some((bytes, version)) => (Some(self.parse(&bytes)?), version),
-                    None => (None, None),
-                };
-                if current.is_some() && version.is_none() {
-                    return Err(HummerError::BadInput {
-                        input: self.describe(),
-                        reason: "the object store gives no version (ETag) for a conditional put"
-                            .into(),
-                    });
+                for _ in 0..CONDITIONAL_PUT_ATTEMPTS {
+                    let (current, version) = match s.read_versioned(LEASE)? {
+                        Some((bytes, version)) => (Some(self.parse(&bytes)?), version),
+                        None => (None, None),
+                    };
+                    if current.is_some() && version.is_none() {
+                        return Err(HummerError::BadInput {
+                            input: self.describe(),
+                            reason:
+                                "the object store gives no version (ETag) for a conditional put"
+                                    .into(),
+                        });
+                    }
+                    let Some(next) = decide(current.as_ref()) else {
+                        return Ok(None);
+                    };
+                    if s.put_if(LEASE, &encode(&next)?, version)? {
+                        return Ok(Some(next));
+                    }
                 }
-                let Some(next) = decide(current.as_ref()) else {
-                    return Ok(None);
-                };
-                Ok(s.put_if(LEASE, &encode(&next)?, version)?.then_some(next))
+                Ok(None)
             }
         }
     }
@@ -193,6 +201,9 @@ pub struct Leadership {
     candidate: Candidate,
     token: u64,
     valid_until: Mutex<Instant>,
+    /// Held while renewing: the renewal thread and a lock's validity check renew one at a
+    /// time, so the leader never races itself for the lease.
+    renewing: Mutex<()>,
 }
 
 impl Candidate {
@@ -234,6 +245,7 @@ impl Candidate {
             candidate: self,
             token,
             valid_until,
+            renewing: Mutex::new(()),
         }
     }
 
@@ -291,6 +303,7 @@ impl Leadership {
 
     /// Renews the lease; `false` if another JobManager holds it now (this one is deposed).
     pub fn renew(&self) -> Result<bool> {
+        let _renewing = self.renewing.lock().unwrap_or_else(|p| p.into_inner());
         let started = Instant::now();
         let renewed = self.candidate.store.update(|current| {
             current
@@ -358,6 +371,24 @@ mod tests {
         assert!(!a.is_valid());
         let lease = read_lease(dir.path()).unwrap().unwrap();
         assert_eq!((lease.holder.as_str(), lease.token), ("b", 2));
+    }
+
+    /// The renewal thread and a lock's validity check may renew at once; in an object store
+    /// one of the two conditional puts loses, and that must not read as being deposed.
+    #[test]
+    fn renewals_racing_in_an_object_store_all_keep_the_lease() {
+        let a = candidate(Path::new("memory:///ha"), "a", 60_000);
+        let token = a.try_acquire().unwrap().unwrap();
+        let a = a.lead(token);
+        std::thread::scope(|scope| {
+            let renewing: Vec<_> = (0..4)
+                .map(|_| scope.spawn(|| (0..50).all(|_| a.renew().unwrap())))
+                .collect();
+            for r in renewing {
+                assert!(r.join().unwrap(), "a racing renewal read as deposed");
+            }
+        });
+        assert!(a.is_valid());
     }
 
     #[test]
