@@ -296,8 +296,7 @@ pub fn is_static_elf(bytes: &[u8]) -> Result<bool> {
 /// Builds the workspace's `hummer` binary statically (`-C target-feature=+crt-static`) and
 /// returns its path.
 pub fn build_static_binary() -> Result<PathBuf> {
-    // This crate is `crates/image` of the workspace whose root package has the binary.
-    let manifest = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
+    let manifest = source_tree()?;
     let target_dir = std::env::var_os("HUMMER_STATIC_TARGET_DIR").map_or_else(
         || PathBuf::from("/var/tmp/hummer-target-static"),
         PathBuf::from,
@@ -307,7 +306,7 @@ pub fn build_static_binary() -> Result<PathBuf> {
     // and proc macros (which cannot be static).
     run(
         Command::new("cargo")
-            .current_dir(manifest)
+            .current_dir(&manifest)
             .args([
                 "build",
                 "--profile",
@@ -322,6 +321,40 @@ pub fn build_static_binary() -> Result<PathBuf> {
         "cargo build (static job binary)",
     )?;
     Ok(target_dir.join(triple).join("image").join("hummer"))
+}
+
+/// Hummer's source tree, to build the static binary from: `HUMMER_SOURCE_DIR`, else the tree
+/// the current directory is in, else the one this binary was built from. Never only the
+/// compile-time path: a build directory shared between clones at different paths reuses this
+/// crate compiled in another clone, which may be gone.
+fn source_tree() -> Result<PathBuf> {
+    let is_tree = |dir: &Path| dir.join("crates/image/Cargo.toml").is_file();
+    if let Some(dir) = std::env::var_os("HUMMER_SOURCE_DIR").map(PathBuf::from) {
+        return if is_tree(&dir) {
+            Ok(dir)
+        } else {
+            Err(HummerError::Config(format!(
+                "HUMMER_SOURCE_DIR={} is not Hummer's source tree (no crates/image/Cargo.toml)",
+                dir.display()
+            )))
+        };
+    }
+    let current = std::env::current_dir().ok();
+    // This crate is `crates/image` of the workspace whose root package has the binary.
+    let built_from = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).to_path_buf();
+    current
+        .iter()
+        .flat_map(|dir| dir.ancestors())
+        .map(Path::to_path_buf)
+        .chain(std::iter::once(built_from))
+        .find(|dir| is_tree(dir))
+        .ok_or_else(|| {
+            HummerError::Config(
+                "cannot find Hummer's source tree to build the static job binary: run \
+                 `hummer image build` inside it, or set HUMMER_SOURCE_DIR"
+                    .into(),
+            )
+        })
 }
 
 /// The cloud kernel's package, unpacked in the cache; returns its directory and release.
