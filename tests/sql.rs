@@ -1995,3 +1995,59 @@ fn outer_joins_with_a_non_equi_condition_match_brute_force() {
         }
     }
 }
+
+/// Nexmark q5's shape: each window's auctions with the most bids, where the counts per
+/// auction and window are both joined and aggregated again. The table is read once and the
+/// counts computed once (sub-plan reuse, as Flink's planner does), and the result is the
+/// brute-force one at parallelism 1 and 3.
+#[test]
+fn a_table_and_an_aggregation_named_twice_are_read_and_computed_once() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (bids, _, tables) = timed_bids_and_auctions(dir.path());
+    let mut counts: std::collections::BTreeMap<(i64, i64), i64> = Default::default();
+    for &(auction, _, ms) in &bids {
+        *counts.entry((ms / 5_000 * 5_000, auction)).or_default() += 1;
+    }
+    let mut most: std::collections::BTreeMap<i64, i64> = Default::default();
+    for (&(start, _), &n) in &counts {
+        let m = most.entry(start).or_default();
+        *m = (*m).max(n);
+    }
+    let expected = counts
+        .iter()
+        .filter(|&(&(start, _), &n)| n >= most[&start])
+        .map(|(&(start, auction), n)| format!("{},{auction},{n}", clock(start)))
+        .collect();
+    let counts = "SELECT auction, COUNT(*) AS n, window_start AS s, window_end AS e\n\
+         FROM TABLE(TUMBLE(TABLE bid, DESCRIPTOR(ts), INTERVAL '5' SECOND))\n\
+         GROUP BY auction, window_start, window_end";
+    let query = format!(
+        "INSERT INTO q_sink SELECT DATE_FORMAT(A.s, 'HH:mm:ss.SSS'), A.auction, A.n\n\
+         FROM ({counts}) AS A JOIN (SELECT MAX(C.n) AS m, C.s, C.e FROM ({counts}) AS C\n\
+           GROUP BY C.s, C.e) AS M\n\
+         ON A.s = M.s AND A.e = M.e AND A.n >= M.m"
+    );
+    let columns = "w STRING, auction BIGINT, n BIGINT";
+    check_csv_query(dir.path(), &tables, "most-bids", columns, &query, expected);
+    // Flink's options turn reuse off: then each is read and computed twice.
+    for (reuse, times) in [("true", 1), ("false", 2)] {
+        let script = format!(
+            "SET 'table.optimizer.reuse-sub-plan-enabled' = '{reuse}';\n{tables}\
+             CREATE TABLE q_sink ({columns}) WITH ('connector' = 'blackhole');\n\
+             EXPLAIN {query};"
+        );
+        let (ok, out, err) = hummer_sql(&["-e", &script], "");
+        assert!(ok, "{out}\n{err}");
+        let jobs = out
+            .split("== JobGraph")
+            .nth(1)
+            .and_then(|g| g.split("== ExecutionGraph").next())
+            .unwrap_or_else(|| panic!("no job graph in {out}"));
+        assert_eq!(jobs.matches("CSV files: bid").count(), times, "{jobs}");
+        assert_eq!(
+            jobs.matches("WindowAggregate(groupBy=[auction").count(),
+            times,
+            "{jobs}"
+        );
+    }
+}

@@ -80,6 +80,12 @@ impl<T: Data> DataStream<T> {
         id
     }
 
+    /// The node of the stream graph this stream's records come from (streams of one node are
+    /// the same records, however they are then partitioned).
+    pub fn node_id(&self) -> NodeId {
+        self.node
+    }
+
     /// A custom operator (Flink's `transform`), made by `make` for every subtask: it sees the
     /// stream in batches ([`Operator::process_batch`]) and, through the same trait's other
     /// hooks, each with a default, its watermarks, the end of its input and checkpoints.

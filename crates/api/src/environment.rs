@@ -91,6 +91,11 @@ impl Default for StreamExecutionEnvironment {
 }
 
 impl StreamExecutionEnvironment {
+    /// Whether `other` is this environment (a clone of it), not another one.
+    pub fn same_as(&self, other: &StreamExecutionEnvironment) -> bool {
+        Rc::ptr_eq(&self.state, &other.state)
+    }
+
     /// An environment that runs jobs in this process.
     pub fn local() -> Self {
         StreamExecutionEnvironment {

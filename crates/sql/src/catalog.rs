@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use crate::error::{Position, Result, SqlError};
 use crate::expr::udf::{Functions, ScalarFunction};
 use crate::lower::per_key::MiniBatch;
+use crate::plan::reuse::Reuse;
 use crate::statement::{ObjectKind, TableDefinition};
 
 /// A view: a named query.
@@ -32,6 +33,8 @@ pub struct Catalog {
     /// The mini-batch an aggregation's updates go out in, if the session enabled it, or why
     /// its settings do not make one.
     mini_batch: std::result::Result<Option<MiniBatch>, String>,
+    /// What a query reuses of what it names twice (the session's `table.optimizer.reuse-*`).
+    reuse: Reuse,
 }
 
 impl Default for Catalog {
@@ -42,6 +45,7 @@ impl Default for Catalog {
             functions: BTreeMap::new(),
             udfs: Functions::default(),
             mini_batch: Ok(None),
+            reuse: Reuse::default(),
         }
     }
 }
@@ -120,6 +124,16 @@ impl Catalog {
         self.mini_batch
             .clone()
             .map_err(|message| SqlError::Invalid { at, message })
+    }
+
+    /// Sets what a query reuses (the session's `table.optimizer.reuse-*`).
+    pub fn set_reuse(&mut self, reuse: Reuse) {
+        self.reuse = reuse;
+    }
+
+    /// What a query reuses of what it names twice.
+    pub fn reuse(&self) -> Reuse {
+        self.reuse
     }
 
     /// The functions a query can call beyond the built-in ones.

@@ -19,6 +19,7 @@ use crate::connector;
 use crate::error::{Position, Result, SqlError};
 use crate::lower::per_key::MiniBatch;
 use crate::plan::plan_query;
+use crate::plan::reuse::Reuse;
 use crate::script::split;
 use crate::statement::{self, ColumnKind, ObjectKind, SUPPORTED_STATEMENTS, Statement};
 use crate::tableau::Table;
@@ -96,6 +97,12 @@ const OPTIONS: &[KnownOption] = &[
         parse_duration(v).map(|_| ())
     }),
     ("table.exec.mini-batch.size", |v| positive(v).map(|_| ())),
+    ("table.optimizer.reuse-source-enabled", |v| {
+        boolean(v).map(|_| ())
+    }),
+    ("table.optimizer.reuse-sub-plan-enabled", |v| {
+        boolean(v).map(|_| ())
+    }),
     ("execution.runtime-mode", |v| {
         one_of(v, &["streaming", "batch", "automatic"])
     }),
@@ -267,12 +274,14 @@ impl Session {
             Statement::Set(Some((key, value))) => self.set(key, value),
             Statement::Reset(None) => {
                 self.options.clear();
+                self.options_changed();
                 Ok(info(
                     "All session properties have been set to their default values.",
                 ))
             }
             Statement::Reset(Some(key)) => {
                 self.options.remove(&key);
+                self.options_changed();
                 Ok(info(&format!("Session property '{key}' has been reset.")))
             }
             Statement::CreateTable(table) => {
@@ -668,8 +677,23 @@ impl Session {
             )),
         };
         self.options.insert(key, value);
-        self.catalog.set_mini_batch(self.mini_batch());
+        self.options_changed();
         Ok(outcome)
+    }
+
+    /// Gives the catalog what the session's options now say of planning (after a `SET` or a
+    /// `RESET`).
+    fn options_changed(&mut self) {
+        self.catalog.set_mini_batch(self.mini_batch());
+        let on = |key: &str| {
+            self.options
+                .get(key)
+                .is_none_or(|v| boolean(v) != Ok(false))
+        };
+        self.catalog.set_reuse(Reuse {
+            sources: on("table.optimizer.reuse-source-enabled"),
+            sub_plans: on("table.optimizer.reuse-sub-plan-enabled"),
+        });
     }
 
     /// The mini-batch of `table.exec.mini-batch.*`: `None` unless enabled; enabled, it needs
@@ -983,6 +1007,33 @@ mod tests {
         assert!(run(&mut s, "SET 'table.exec.mini-batch.size' = '0'").is_err());
         run(&mut s, "SET 'table.exec.mini-batch.enabled' = 'false'").unwrap();
         assert_eq!(s.mini_batch(), Ok(None));
+        run(&mut s, "SET 'table.exec.mini-batch.enabled' = 'true'").unwrap();
+        run(&mut s, "RESET 'table.exec.mini-batch.enabled'").unwrap();
+        assert!(matches!(
+            s.catalog.mini_batch(Position::new(1, 1)),
+            Ok(None)
+        ));
+    }
+
+    #[test]
+    fn reuse_follows_flinks_options_through_set_and_reset() {
+        let mut s = Session::new();
+        assert_eq!(s.catalog.reuse(), Reuse::default());
+        run(
+            &mut s,
+            "SET 'table.optimizer.reuse-sub-plan-enabled' = 'false'",
+        )
+        .unwrap();
+        assert!(!s.catalog.reuse().sub_plans);
+        assert!(
+            run(
+                &mut s,
+                "SET 'table.optimizer.reuse-source-enabled' = 'maybe'"
+            )
+            .is_err()
+        );
+        run(&mut s, "RESET").unwrap();
+        assert_eq!(s.catalog.reuse(), Reuse::default());
     }
 
     #[test]

@@ -130,6 +130,7 @@ fn connector(table: &TableDefinition) -> Result<&str> {
 
 /// A table read: its changes (inserts, unless the table is a changelog), its columns, what
 /// its scan reads if it can skip columns, and the node that makes it updating if it is.
+#[derive(Clone)]
 pub struct Scan {
     /// The table's changes, every column (computed ones included).
     pub changes: DataStream<Change>,

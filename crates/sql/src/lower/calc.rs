@@ -71,6 +71,12 @@ impl Calc {
         }
     }
 
+    /// What the Calc computes, as text: two Calcs with one signature give the same rows of
+    /// the same input (sub-plan reuse keys on it).
+    pub fn signature(&self) -> String {
+        format!("{:?} {:?}", self.condition, self.projection)
+    }
+
     /// The condition rows must meet, if any.
     pub fn condition(&self) -> Option<&Named> {
         self.condition.as_ref()

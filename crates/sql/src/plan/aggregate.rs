@@ -15,6 +15,7 @@ use sqlparser::ast::{self, Spanned, VisitMut, VisitorMut};
 
 use hummer_operators::window::WindowResult;
 
+use super::reuse::Part;
 use super::window::{WindowSpec, window_values};
 use super::{Planned, at_span, condition, select_list, unsupported};
 use crate::changelog::Change;
@@ -510,15 +511,29 @@ pub fn plan(
     };
     let pre = Calc::new(where_condition, pre);
     let mut window_bounds = None;
-    let keyed = input
-        .rows_through(pre, &format!("Calc: GROUP BY input of {table_name}"))
-        .key_by(move |c: &Change| -> Row { c.row[..key_count].to_vec() });
+    // The same aggregation of the same rows twice in a query (q5's counts per auction and
+    // window) is computed once.
+    let reuse_key = format!(
+        "aggregate of node {} through {} by {:?} as {:?}, {:?}",
+        input.input.node_id(),
+        input.fused(pre.clone(), "").0.signature(),
+        windowing,
+        agg,
+        mini_batch
+    );
+    let keyed = || {
+        input
+            .rows_through(pre, &format!("Calc: GROUP BY input of {table_name}"))
+            .key_by(move |c: &Change| -> Row { c.row[..key_count].to_vec() })
+    };
     let (rows, updated_by) = match windowing {
         None => {
             let description = describe("GroupAggregate", group_by, &found);
-            let rows = keyed.transform(&description, move |ctx| {
-                Ok(PerKey::batched(agg.clone(), mini_batch, ctx.time.clone()))
-            });
+            let rows = super::reuse::reused(Part::SubPlan, reuse_key, || {
+                Ok::<_, SqlError>(keyed().transform(&description, move |ctx| {
+                    Ok(PerKey::batched(agg.clone(), mini_batch, ctx.time.clone()))
+                }))
+            })?;
             (rows, Some(description))
         }
         Some((spec, roles, processing_time)) => {
@@ -540,25 +555,28 @@ pub fn plan(
                     Some((at(name(s))?, at(name(e))?))
                 }),
             };
-            let rows = spec
-                .aggregate(&keyed, agg, processing_time, at)?
-                .map(move |r: WindowResult<Row, Row>| {
-                    let [start, end, time] = window_values(&r.window);
-                    let mut key = r.key.into_iter();
-                    let mut row: Row = roles
-                        .iter()
-                        .map(|role| match role {
-                            Role::Key => key.next().unwrap_or(Value::Null),
-                            Role::WindowStart | Role::LegacyWindow => start.clone(),
-                            Role::WindowEnd => end.clone(),
-                            Role::WindowTime => time.clone(),
+            let rows = super::reuse::reused(Part::SubPlan, reuse_key, || {
+                Ok::<_, SqlError>(
+                    spec.aggregate(&keyed(), agg, processing_time, at)?
+                        .map(move |r: WindowResult<Row, Row>| {
+                            let [start, end, time] = window_values(&r.window);
+                            let mut key = r.key.into_iter();
+                            let mut row: Row = roles
+                                .iter()
+                                .map(|role| match role {
+                                    Role::Key => key.next().unwrap_or(Value::Null),
+                                    Role::WindowStart | Role::LegacyWindow => start.clone(),
+                                    Role::WindowEnd => end.clone(),
+                                    Role::WindowTime => time.clone(),
+                                })
+                                .collect();
+                            row.extend([start, end]);
+                            row.extend(r.value);
+                            Change::insert(row)
                         })
-                        .collect();
-                    row.extend([start, end]);
-                    row.extend(r.value);
-                    Change::insert(row)
-                })
-                .name(&description);
+                        .name(&description),
+                )
+            })?;
             (rows, None)
         }
     };

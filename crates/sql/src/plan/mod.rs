@@ -14,6 +14,7 @@ pub mod join;
 pub mod order;
 pub mod over;
 pub mod rank;
+pub mod reuse;
 pub mod temporal;
 pub mod window;
 
@@ -82,10 +83,7 @@ impl Planned {
     /// The result's rows filtered and projected by `calc` (named `name`), fused with the
     /// pending `Calc` into one operator.
     pub fn rows_through(&self, calc: Calc, name: &str) -> DataStream<Change> {
-        let (calc, name) = match &self.pending {
-            Some((first, first_name)) => (first.then(&calc), format!("{first_name}, {name}")),
-            None => (calc, name.to_string()),
-        };
+        let (calc, name) = self.fused(calc, name);
         if let Some(scan) = &self.scan {
             scan.mark(&calc.used(scan.used().len()));
         }
@@ -104,10 +102,7 @@ impl Planned {
         offset: usize,
         width: usize,
     ) -> DataStream<Change> {
-        let (calc, name) = match &self.pending {
-            Some((first, first_name)) => (first.then(&calc), format!("{first_name}, {name}")),
-            None => (calc, name.to_string()),
-        };
+        let (calc, name) = self.fused(calc, name);
         if let Some(scan) = &self.scan {
             scan.link(calc.clone(), output, offset, width);
         }
@@ -122,13 +117,18 @@ impl Planned {
     /// The rows filtered and projected by `calc` (named `name`): fused with a pending `Calc`
     /// into one, else pending itself.
     pub fn calc(self, calc: Calc, name: &str) -> Planned {
-        let pending = match &self.pending {
-            Some((first, first_name)) => (first.then(&calc), format!("{first_name}, {name}")),
-            None => (calc, name.to_string()),
-        };
+        let pending = self.fused(calc, name);
         Planned {
             pending: Some(pending),
             ..self
+        }
+    }
+
+    /// `calc` (named `name`) after the pending `Calc`, as one, with the names of both.
+    pub fn fused(&self, calc: Calc, name: &str) -> (Calc, String) {
+        match &self.pending {
+            Some((first, first_name)) => (first.then(&calc), format!("{first_name}, {name}")),
+            None => (calc, name.to_string()),
         }
     }
 }
@@ -193,7 +193,9 @@ fn relation(
         schema,
         column_use,
         updated_by,
-    } = connector::scan(env, table)?;
+    } = reuse::reused(reuse::Part::Source, table.name.clone(), || {
+        connector::scan(env, table)
+    })?;
     let proctime = connector::table_schema(table)?
         .1
         .and_then(|computed| computed.proctime_column());
@@ -222,7 +224,9 @@ pub fn plan_query(
     at: Position,
 ) -> Result<Planned> {
     crate::expr::udf::in_scope(catalog.functions(), || {
-        plan_in_scope(catalog, env, query, at)
+        reuse::in_scope(env, catalog.reuse(), || {
+            plan_in_scope(catalog, env, query, at)
+        })
     })
 }
 
