@@ -2051,3 +2051,110 @@ fn a_table_and_an_aggregation_named_twice_are_read_and_computed_once() {
         );
     }
 }
+
+/// `NULL = NULL` is not true: rows whose join key is `NULL` match nothing, in inner and outer
+/// joins (a preserved side's such rows go out padded) and in interval joins.
+#[test]
+fn null_join_keys_match_nothing() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (a_dir, b_dir) = (dir.path().join("a"), dir.path().join("b"));
+    std::fs::create_dir(&a_dir).expect("mkdir");
+    std::fs::create_dir(&b_dir).expect("mkdir");
+    // Auctions 1, 2 and two without an id; bids on 1, 3 and two on no auction.
+    std::fs::write(a_dir.join("part-0.csv"), "1,1000\n2,1001\n,1002\n,1003\n").expect("write");
+    std::fs::write(
+        b_dir.join("part-0.csv"),
+        "1,10,1000\n1,12,1001\n3,5,1002\n,7,1003\n,9,1004\n",
+    )
+    .expect("write");
+    let tables = format!(
+        "CREATE TABLE auction (id BIGINT, ms BIGINT,\n\
+           ts AS CAST(TO_TIMESTAMP_LTZ(ms, 3) AS TIMESTAMP(3)),\n\
+           WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)\n\
+         WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');\n\
+         CREATE TABLE bid (auction BIGINT, price BIGINT, ms BIGINT,\n\
+           ts AS CAST(TO_TIMESTAMP_LTZ(ms, 3) AS TIMESTAMP(3)),\n\
+           WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)\n\
+         WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');\n\
+         CREATE VIEW best AS SELECT auction, MAX(price) AS hi FROM bid GROUP BY auction;\n",
+        a_dir.display(),
+        b_dir.display()
+    );
+    let cases: [(&str, &[&str]); 4] = [
+        ("", &["1,12"]),
+        ("LEFT", &[",", ",", "1,12", "2,"]),
+        ("RIGHT", &[",5", ",9", "1,12"]),
+        ("FULL OUTER", &[",", ",", ",5", ",9", "1,12", "2,"]),
+    ];
+    for parallelism in [1, 3] {
+        for (join, expected) in cases {
+            let output = dir
+                .path()
+                .join(format!("null-{}-{parallelism}", join.replace(' ', "_")));
+            let script = format!(
+                "SET 'parallelism.default' = '{parallelism}';\n{tables}\
+                 CREATE TABLE out (id BIGINT, hi BIGINT)\n\
+                 WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'debezium-json');\n\
+                 INSERT INTO out SELECT A.id, M.hi FROM auction A {join} JOIN best M\n\
+                   ON A.id = M.auction;",
+                output.display()
+            );
+            let (ok, out, err) = hummer_sql(&["-e", &script], "");
+            assert!(ok, "{join} at {parallelism}: {out}\n{err}");
+            assert_eq!(
+                apply_debezium(&output, &["id", "hi"]),
+                expected.to_vec(),
+                "{join} JOIN at {parallelism}"
+            );
+        }
+        // An interval join: the bids within a second after their auction.
+        check_csv_query(
+            dir.path(),
+            &tables,
+            &format!("null-interval-{parallelism}"),
+            "id BIGINT, price BIGINT",
+            "INSERT INTO q_sink SELECT A.id, B.price FROM auction A, bid B\n\
+             WHERE A.id = B.auction AND B.ts BETWEEN A.ts AND A.ts + INTERVAL '1' SECOND",
+            vec!["1,10".into(), "1,12".into()],
+        );
+    }
+}
+
+/// A window aggregation over a subquery or a view of a window table function groups each
+/// window's rows, as over the function itself.
+#[test]
+fn a_window_aggregation_through_a_subquery_or_view_counts_per_window() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (bids, _, tables) = timed_bids_and_auctions(dir.path());
+    let mut per_window: std::collections::BTreeMap<(i64, i64), i64> = Default::default();
+    for &(auction, _, ms) in &bids {
+        *per_window.entry((ms / 5_000 * 5_000, auction)).or_default() += 1;
+    }
+    let expected: Vec<String> = per_window
+        .iter()
+        .map(|(&(start, auction), n)| format!("{},{auction},{n}", clock(start)))
+        .collect();
+    let tables = format!(
+        "{tables}CREATE VIEW windowed AS SELECT auction, window_start, window_end\n\
+           FROM TABLE(TUMBLE(TABLE bid, DESCRIPTOR(ts), INTERVAL '5' SECOND));\n"
+    );
+    for (name, from) in [
+        (
+            "through-subquery",
+            "(SELECT * FROM TABLE(TUMBLE(TABLE bid, DESCRIPTOR(ts), INTERVAL '5' SECOND)))",
+        ),
+        ("through-view", "windowed"),
+    ] {
+        check_csv_query(
+            dir.path(),
+            &tables,
+            name,
+            "w STRING, auction BIGINT, n BIGINT",
+            &format!(
+                "INSERT INTO q_sink SELECT DATE_FORMAT(window_start, 'HH:mm:ss.SSS'), auction,\n\
+                   COUNT(*) FROM {from} GROUP BY auction, window_start, window_end"
+            ),
+            expected.clone(),
+        );
+    }
+}

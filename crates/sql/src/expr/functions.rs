@@ -65,7 +65,7 @@ pub enum Function {
     Floor,
     /// `CEIL(n)`, `CEILING(n)`: the smallest whole number not below `n`.
     Ceil,
-    /// `REGEXP_EXTRACT(s, regex [, group])`: the group (1 by default, 0 the whole match)
+    /// `REGEXP_EXTRACT(s, regex [, group])`: the group (0, the whole match, by default)
     /// of the first match, `NULL` where there is none; the regex compiled once.
     RegexpExtract(regex::Regex),
     /// `SPLIT_INDEX(s, separator, i)`: the `i`-th (from 0) of the parts of `s` between
@@ -170,7 +170,7 @@ impl Function {
                 None => Value::Null,
             },
             Function::RegexpExtract(regex) => {
-                let group = if args.len() > 2 { int(2)? } else { 1 };
+                let group = if args.len() > 2 { int(2)? } else { 0 };
                 let found = usize::try_from(group)
                     .ok()
                     .and_then(|g| regex.captures(text(0).ok()?)?.get(g));
@@ -263,11 +263,16 @@ impl Function {
                 match (&args[0], scale) {
                     (Value::Decimal(d, s), Some(to)) => {
                         let kept = u8::try_from(digits.clamp(0, i64::from(*s))).unwrap_or(0);
-                        let rounded = rescale(*d, *s, kept).and_then(|r| rescale(r, kept, *to));
+                        let rounded = rescale(*d, *s, kept)
+                            .map(|r| round_to_tens(r, digits))
+                            .and_then(|r| rescale(r, kept, *to));
                         rounded.map_or(Value::Null, |r| Value::Decimal(r, *to))
                     }
-                    (Value::Int(n), _) => Value::Int(*n),
-                    (Value::BigInt(n), _) => Value::BigInt(*n),
+                    // Integers keep their type; negative digits round to tens, hundreds, ..
+                    (Value::Int(n), _) => Value::Int(round_to_tens(i128::from(*n), digits) as i32),
+                    (Value::BigInt(n), _) => {
+                        Value::BigInt(round_to_tens(i128::from(*n), digits) as i64)
+                    }
                     (v, _) => {
                         let factor = 10f64.powi(digits as i32);
                         Value::Double((as_f64(v) * factor).round() / factor)
@@ -275,6 +280,21 @@ impl Function {
                 }
             }
         })
+    }
+}
+
+/// `n` (a whole number) rounded half away from zero to `-digits` tens where `digits` is
+/// negative (`ROUND(1250, -2)` is 1300); as it is otherwise.
+fn round_to_tens(n: i128, digits: i64) -> i128 {
+    if digits >= 0 {
+        return n;
+    }
+    match u32::try_from(-digits)
+        .ok()
+        .and_then(|p| 10i128.checked_pow(p))
+    {
+        Some(factor) => crate::expr::round_div(n, factor).saturating_mul(factor),
+        None => 0,
     }
 }
 
@@ -648,6 +668,29 @@ mod tests {
     }
 
     #[test]
+    fn round_with_negative_digits_rounds_to_tens_in_every_numeric_type() {
+        let round = |v: Value, digits: i32, scale: Option<u8>| {
+            Function::Round(scale)
+                .call(&[v, Value::Int(digits)])
+                .unwrap()
+        };
+        assert_eq!(round(Value::Int(1250), -2, None), Value::Int(1300));
+        assert_eq!(round(Value::Int(-1250), -2, None), Value::Int(-1300));
+        assert_eq!(round(Value::BigInt(1049), -2, None), Value::BigInt(1000));
+        assert_eq!(round(Value::BigInt(7), -40, None), Value::BigInt(0));
+        assert_eq!(round(Value::Int(1234), 1, None), Value::Int(1234));
+        // 1250.5 as DECIMAL(5, 1), to DECIMAL(5, 0).
+        assert_eq!(
+            round(Value::Decimal(12505, 1), -2, Some(0)),
+            Value::Decimal(1300, 0)
+        );
+        assert_eq!(
+            round(Value::Double(1250.5), -2, None),
+            Value::Double(1300.0)
+        );
+    }
+
+    #[test]
     fn regexp_extract_split_index_count_char_and_hour_as_flink() {
         let re = |p: &str| Function::RegexpExtract(regex::Regex::new(p).expect("compiles"));
         let url = s("https://x.com/a?channel_id=42&b=1");
@@ -665,6 +708,11 @@ mod tests {
             Value::Null
         );
         assert_eq!(re("zzz").call(&[url, s("")]).unwrap(), Value::Null);
+        // Without a group, the whole match (Flink's default group is 0).
+        assert_eq!(
+            re("o(t)h").call(&[s("foothebar"), s("")]).unwrap(),
+            s("oth")
+        );
         assert_eq!(
             Function::CountChar.call(&[s("acccb"), s("c")]).unwrap(),
             Value::BigInt(3)

@@ -523,7 +523,7 @@ fn decimal_arith(
 }
 
 /// `n / d` rounded half away from zero.
-fn round_div(n: i128, d: i128) -> i128 {
+pub(crate) fn round_div(n: i128, d: i128) -> i128 {
     let (q, r) = (n / d, n % d);
     if r.abs() * 2 >= d.abs() {
         q + if (n < 0) == (d < 0) { 1 } else { -1 }

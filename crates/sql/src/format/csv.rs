@@ -158,6 +158,11 @@ impl Csv {
                     Value::Timestamp(ms) | Value::TimestampLtz(ms),
                     Some(SqlType::Timestamp(p) | SqlType::TimestampLtz(p)),
                 ) => write_timestamp(out, *ms, *p),
+                // Flink's csv format writes booleans as Jackson does.
+                (Value::Boolean(b), _) => {
+                    out.push_str(if *b { "true" } else { "false" });
+                    Ok(())
+                }
                 (v, _) => write!(out, "{v}"),
             };
             if self.needs_quotes(&out[start..]) {

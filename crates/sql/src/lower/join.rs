@@ -12,7 +12,9 @@
 //! An outer join also keeps the rows of a preserved side that have no match: such a row is
 //! emitted padded with `NULL`s while the other side has no row for its key, its padded form
 //! retracted when the first match arrives, and emitted padded again when the last match is
-//! retracted. With a condition besides the equalities (`ON a.k = b.k AND a.x > b.y`), a
+//! retracted. A key with a `NULL` in it matches nothing (`NULL = NULL` is not true).
+//!
+//! With a condition besides the equalities (`ON a.k = b.k AND a.x > b.y`), a
 //! match is a row of the other side with the same key for which the condition holds on the
 //! joined row, and each row's padding follows its own matches (Flink's outer join with a
 //! non-equi condition).
@@ -267,6 +269,14 @@ impl RegularJoin {
             theirs_kept: self.kind.preserves(!from_left),
         };
         let key = row.split_off(width);
+        // `NULL = NULL` is not true: a row with a `NULL` key matches nothing, so it is not
+        // kept; a preserved side's row goes out padded (and its retraction likewise).
+        if key.iter().any(|v| matches!(v, Value::Null)) {
+            if step.mine_kept {
+                step.pairs(&row, None, 1, out);
+            }
+            return;
+        }
         let condition = &self.condition;
         self.keys.update(key, |_, slot| {
             let sides = slot.get_or_insert_with(JoinSides::default);

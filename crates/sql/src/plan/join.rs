@@ -25,7 +25,7 @@ use crate::lower::calc::Named;
 use crate::lower::join::{JoinKind, RegularJoin};
 use crate::lower::rowtime::Rowtime;
 use crate::schema::Schema;
-use crate::value::Row;
+use crate::value::{Row, Value};
 
 /// `e` bound to `schema` if every column it names is one of `schema`'s.
 fn bound_to(e: &ast::Expr, schema: &Schema) -> Option<Named> {
@@ -187,18 +187,25 @@ pub fn plan(
         rowtime[left_rowtime] = true;
         output.mark(&rowtime);
     }
-    let left_rows = left
-        .rows_into(left_calc, "Calc: join key", &output, 0, left_width)
-        .key_by(move |c: &Change| -> Row { c.row[left_width..].to_vec() });
-    let right_rows = right
-        .rows_into(
-            right_calc,
-            "Calc: join key",
-            &output,
-            left_width,
-            right_width,
-        )
-        .key_by(move |c: &Change| -> Row { c.row[right_width..].to_vec() });
+    let mut left_rows = left.rows_into(left_calc, "Calc: join key", &output, 0, left_width);
+    let mut right_rows = right.rows_into(
+        right_calc,
+        "Calc: join key",
+        &output,
+        left_width,
+        right_width,
+    );
+    if interval.is_some() {
+        // An interval join is inner: a row with a `NULL` key matches nothing (the regular
+        // join's own rule for its outer sides is in `RegularJoin`).
+        let keyed = |width: usize| {
+            move |c: &Change| !c.row[width..].iter().any(|v| matches!(v, Value::Null))
+        };
+        left_rows = left_rows.filter(keyed(left_width));
+        right_rows = right_rows.filter(keyed(right_width));
+    }
+    let left_rows = left_rows.key_by(move |c: &Change| -> Row { c.row[left_width..].to_vec() });
+    let right_rows = right_rows.key_by(move |c: &Change| -> Row { c.row[right_width..].to_vec() });
     let mut rows = match interval {
         Some((lower, upper)) => {
             let description = format!("Interval{description}, bounds=[{lower}, {upper}] ms");

@@ -27,6 +27,7 @@ use crate::dialect::table_argument;
 use crate::error::{Position, Result, SqlError};
 use crate::expr::bind::bind;
 use crate::lower::group_aggregate::{GroupAggregate, GroupState};
+use crate::lower::rowtime::Rowtime;
 use crate::schema::{Column, Schema};
 use crate::types::{DataType, SqlType};
 use crate::value::{Row, Value};
@@ -413,20 +414,35 @@ pub fn materialize(planned: Planned, at: Position) -> Result<Planned> {
                 .collect::<Vec<_>>()
         })
         .name("WindowTableFunction");
+    if window.processing_time {
+        // Processing-time windows have no watermark to close them by.
+        return Ok(Planned {
+            input: rows,
+            pending: None,
+            scan: None,
+            window: None,
+            ..planned
+        });
+    }
     // Each row is now in one window: its bounds are known (a window Top-N, a cascading
-    // window aggregation and a window join read them); processing-time windows have no
-    // watermark to close them by.
-    let window_bounds = if window.processing_time {
-        planned.window_bounds
-    } else {
-        Some((window.first_column, window.first_column + 1))
-    };
+    // window aggregation and a window join read them), and its time attribute is the
+    // window's `window_time`, as in Flink; the rows carry it, so that an aggregation by the
+    // bounds gathers each window's rows whatever the projections in between. It is never
+    // before the row's own time, so no row becomes late.
+    let window_time = window.first_column + 2;
+    let rows = rows.transform("Rowtime: window_time", move |_| {
+        Ok(Rowtime {
+            column: window_time,
+            delay: 0,
+        })
+    });
     Ok(Planned {
         input: rows,
         pending: None,
         scan: None,
         window: None,
-        window_bounds,
+        window_bounds: Some((window.first_column, window.first_column + 1)),
+        rowtime: Some(window_time),
         ..planned
     })
 }
