@@ -63,6 +63,10 @@ pub enum Acc {
     /// The least (MIN) or greatest (MAX) value so far, over an input that only adds rows:
     /// one value instead of them all.
     Extreme(Value),
+    /// SUM or AVG of DISTINCT values: each value with its multiplicity, and the sum of the
+    /// distinct ones, changed as a value first comes and last goes (not summed again per
+    /// row).
+    DistinctSum(BTreeMap<Value, i64>, Value),
 }
 
 /// The state of one group: its aggregates and its rows (net of retractions).
@@ -92,6 +96,14 @@ fn failed(call: &AggCall, e: EvalError) -> hummer_types::error::HummerError {
     }
 }
 
+/// `sum + v` in `call`'s type (`v` alone where `sum` is `NULL`).
+fn add_to(call: &AggCall, sum: &Value, v: Value) -> hummer_types::error::Result<Value> {
+    if sum.is_null() {
+        return Ok(v);
+    }
+    arith(Arith::Add, sum.clone(), v, &call.ty).map_err(|e| failed(call, e))
+}
+
 impl GroupAggregate {
     /// A group without rows.
     pub fn new_state(&self) -> GroupState {
@@ -102,6 +114,9 @@ impl GroupAggregate {
                 .map(|c| match (c.kind, c.distinct) {
                     (AggKind::Min | AggKind::Max, false) if self.append_only => {
                         Acc::Extreme(Value::Null)
+                    }
+                    (AggKind::Sum | AggKind::Avg, true) => {
+                        Acc::DistinctSum(BTreeMap::new(), Value::Null)
                     }
                     (AggKind::Min | AggKind::Max, _) | (_, true) => Acc::Values(BTreeMap::new()),
                     (AggKind::Sum | AggKind::Avg, false) => Acc::Sum(Value::Null, 0),
@@ -140,11 +155,7 @@ impl GroupAggregate {
                         Ok(v)
                     }
                     .map_err(|e| failed(call, e))?;
-                    *sum = if sum.is_null() {
-                        v
-                    } else {
-                        arith(Arith::Add, sum.clone(), v, &call.ty).map_err(|e| failed(call, e))?
-                    };
+                    *sum = add_to(call, sum, v)?;
                     *n += sign;
                 }
                 Acc::Extreme(extreme) => {
@@ -172,6 +183,27 @@ impl GroupAggregate {
                     *n += sign;
                     if *n == 0 {
                         values.remove(&v);
+                    }
+                }
+                Acc::DistinctSum(values, sum) => {
+                    let v = value.cloned().unwrap_or(Value::Null);
+                    let n = values.entry(v.clone()).or_insert(0);
+                    let before = *n;
+                    *n += sign;
+                    let after = *n;
+                    if after == 0 {
+                        values.remove(&v);
+                    }
+                    if before <= 0 && after > 0 {
+                        *sum = add_to(call, sum, v)?;
+                    } else if before > 0 && after <= 0 {
+                        *sum = if values.is_empty() {
+                            Value::Null
+                        } else {
+                            let minus = arith(Arith::Subtract, zero(&call.ty), v, &call.ty)
+                                .map_err(|e| failed(call, e))?;
+                            add_to(call, sum, minus)?
+                        };
                     }
                 }
             }
@@ -213,6 +245,19 @@ impl GroupAggregate {
                     }
                     v.retain(|_, n| *n != 0);
                 }
+                (Acc::DistinctSum(v, sum), Acc::DistinctSum(w, _)) => {
+                    for (value, n) in w {
+                        *v.entry(value).or_insert(0) += n;
+                    }
+                    v.retain(|_, n| *n != 0);
+                    // Summed again once: merges are rare (sessions that meet).
+                    *sum = Value::Null;
+                    for value in v.iter().filter(|(_, n)| **n > 0).map(|(value, _)| value) {
+                        if let Ok(s) = add_to(call, sum, value.clone()) {
+                            *sum = s;
+                        }
+                    }
+                }
                 // Accumulators of one call are of one kind (`new_state` makes them).
                 _ => {}
             }
@@ -244,6 +289,13 @@ impl GroupAggregate {
                     (AggKind::Count | AggKind::CountStar, Acc::Values(v)) => {
                         Value::BigInt(v.len() as i64)
                     }
+                    (_, Acc::DistinctSum(v, _)) if v.is_empty() => Value::Null,
+                    (AggKind::Avg, Acc::DistinctSum(v, sum)) => {
+                        let n = count_in(v.len() as i64, &call.ty);
+                        arith(Arith::Divide, sum.clone(), n, &call.ty)
+                            .map_err(|e| failed(call, e))?
+                    }
+                    (_, Acc::DistinctSum(_, sum)) => sum.clone(),
                     (AggKind::Sum | AggKind::Avg, Acc::Values(v)) => {
                         let mut sum = Value::Null;
                         for value in v.keys() {
@@ -382,6 +434,8 @@ mod tests {
                 call(AggKind::Count, Some(1), true, None),
                 call(AggKind::CountStar, None, false, Some(2)),
                 call(AggKind::Avg, Some(1), false, None),
+                call(AggKind::Sum, Some(1), true, None),
+                call(AggKind::Avg, Some(1), true, None),
             ],
             append_only: false,
         }
@@ -432,6 +486,8 @@ mod tests {
                     Value::BigInt(distinct.len() as i64),
                     Value::BigInt(values.iter().filter(|&&v| v < 50).count() as i64),
                     Value::BigInt(sum / n),
+                    Value::BigInt(distinct.iter().sum()),
+                    Value::BigInt(distinct.iter().sum::<i64>() / distinct.len() as i64),
                 ];
                 expected.insert(row, 1);
             }
