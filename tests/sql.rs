@@ -559,6 +559,43 @@ fn window_aggregations_match_brute_force_windows() {
     let (ok, out, err) = hummer_sql(&["-e", &script], "");
     assert!(ok, "sessions: {out}\n{err}");
     assert_eq!(sorted_lines(&output), expected, "sessions");
+    // The same sessions by the window table function, partitioned by auction, with its
+    // arguments by position and by name.
+    for (name, function) in [
+        (
+            "session-tvf",
+            "SESSION(TABLE bid PARTITION BY auction, DESCRIPTOR(ts), INTERVAL '0.4' SECOND)",
+        ),
+        (
+            "session-tvf-named",
+            "SESSION(DATA => TABLE bid PARTITION BY (auction), TIMECOL => DESCRIPTOR(ts),\n\
+               GAP => INTERVAL '0.4' SECOND)",
+        ),
+    ] {
+        let output = dir.path().join(name);
+        let script = format!(
+            "SET 'parallelism.default' = '3';\n{source}\
+             CREATE TABLE q_sink (auction BIGINT, s STRING, e STRING, n BIGINT)\n\
+             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');\n\
+             INSERT INTO q_sink SELECT auction, DATE_FORMAT(window_start, 'HH:mm:ss.SSS'),\n\
+               DATE_FORMAT(window_end, 'HH:mm:ss.SSS'), COUNT(*)\n\
+             FROM TABLE({function}) GROUP BY auction, window_start, window_end;",
+            output.display()
+        );
+        let (ok, out, err) = hummer_sql(&["-e", &script], "");
+        assert!(ok, "{name}: {out}\n{err}");
+        assert_eq!(sorted_lines(&output), expected, "{name}");
+    }
+    let script = format!(
+        "{source}CREATE TABLE q_sink (n BIGINT) WITH ('connector' = 'blackhole');\n\
+         INSERT INTO q_sink SELECT COUNT(*) FROM TABLE(SESSION(TABLE bid PARTITION BY price,\n\
+           DESCRIPTOR(ts), INTERVAL '1' SECOND)) GROUP BY auction, window_start, window_end;"
+    );
+    let (ok, out, err) = hummer_sql(&["-e", &script], "");
+    assert!(
+        !ok && err.contains("partitioned by 'price'"),
+        "{out}\n{err}"
+    );
 }
 
 /// Inner joins at parallelism 1 and 3 against brute force: `JOIN .. ON` with a residual

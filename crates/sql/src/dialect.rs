@@ -7,7 +7,8 @@
 //! - aggregates take `FILTER (WHERE ..)`; windows' `PARTITION BY` may follow `ORDER BY`;
 //! - a window table function's table argument `TABLE name` (in
 //!   `TABLE(TUMBLE(TABLE bid, DESCRIPTOR(ts), ..))`) parses as the call `TABLE(name)`, which
-//!   the planner reads back ([`table_argument`]).
+//!   the planner reads back ([`table_argument`]), with its `PARTITION BY` columns, if any, as
+//!   further arguments ([`table_partition`]).
 //!
 //! The DDL that has no `sqlparser` statement (`WATERMARK FOR`, computed columns, `WITH`
 //! options as Flink writes them) is parsed by [`crate::statement`] on the same tokens.
@@ -65,27 +66,43 @@ impl Dialect for FlinkDialect {
             return None;
         }
         parser.next_token();
-        Some(parser.parse_object_name(false).map(|name| {
+        Some(parser.parse_object_name(false).and_then(|name| {
             let arg = Expr::CompoundIdentifier(
                 name.0
                     .iter()
                     .filter_map(|p| p.as_ident().cloned())
                     .collect(),
             );
-            Expr::Function(ast::Function {
+            let mut args = vec![FunctionArg::Unnamed(FunctionArgExpr::Expr(arg))];
+            // `PARTITION BY col` or `PARTITION BY (col, ..)`: the columns after the table.
+            if parser.parse_keywords(&[Keyword::PARTITION, Keyword::BY]) {
+                let columns = if parser.consume_token(&Token::LParen) {
+                    let columns = parser.parse_comma_separated(Parser::parse_identifier)?;
+                    parser.expect_token(&Token::RParen)?;
+                    columns
+                } else {
+                    vec![parser.parse_identifier()?]
+                };
+                args.extend(
+                    columns
+                        .into_iter()
+                        .map(|c| FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Identifier(c)))),
+                );
+            }
+            Ok(Expr::Function(ast::Function {
                 name: ObjectName::from(vec![Ident::new(TABLE_ARGUMENT)]),
                 uses_odbc_syntax: false,
                 parameters: FunctionArguments::None,
                 args: FunctionArguments::List(FunctionArgumentList {
                     duplicate_treatment: None,
-                    args: vec![FunctionArg::Unnamed(FunctionArgExpr::Expr(arg))],
+                    args,
                     clauses: vec![],
                 }),
                 filter: None,
                 null_treatment: None,
                 over: None,
                 within_group: vec![],
-            })
+            }))
         }))
     }
 
@@ -117,12 +134,30 @@ pub fn table_argument(expr: &Expr) -> Option<String> {
     let FunctionArguments::List(list) = &f.args else {
         return None;
     };
-    match list.args.as_slice() {
-        [FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::CompoundIdentifier(parts)))] => {
+    match list.args.first() {
+        Some(FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::CompoundIdentifier(parts)))) => {
             parts.last().map(|p| p.value.clone())
         }
         _ => None,
     }
+}
+
+/// The `PARTITION BY` columns of a `TABLE name PARTITION BY ..` argument (none without).
+pub fn table_partition(expr: &Expr) -> Vec<Ident> {
+    let Expr::Function(f) = expr else {
+        return Vec::new();
+    };
+    let FunctionArguments::List(list) = &f.args else {
+        return Vec::new();
+    };
+    list.args
+        .iter()
+        .skip(1)
+        .filter_map(|a| match a {
+            FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Identifier(c))) => Some(c.clone()),
+            _ => None,
+        })
+        .collect()
 }
 
 /// The `sqlparser` spelling of a Flink type, which [`crate::types::from_sqlparser`] reads

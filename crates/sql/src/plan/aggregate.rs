@@ -359,6 +359,27 @@ fn windowing(
     }
     match &input.window {
         Some(pending) if roles.contains(&Role::WindowStart) && roles.contains(&Role::WindowEnd) => {
+            // Sessions are kept apart per group: a PARTITION BY column must be grouped by.
+            let grouped: Vec<Option<String>> = group_by.iter().map(column_name).collect();
+            if let Some(&c) = pending
+                .partition
+                .iter()
+                .find(|&&c| !grouped.contains(&Some(input.schema.columns[c].name.clone())))
+            {
+                return Err(SqlError::Unsupported {
+                    at: group_by
+                        .first()
+                        .map_or(at_span(sqlparser::tokenizer::Span::empty()), |g| {
+                            at_span(g.span())
+                        }),
+                    what: format!(
+                        "a session window partitioned by '{}' that the GROUP BY does not \
+                         group by",
+                        input.schema.columns[c].name
+                    ),
+                    supported: "grouping by every PARTITION BY column of SESSION is".into(),
+                });
+            }
             Ok(Some((pending.spec, roles, pending.processing_time)))
         }
         _ => Ok(None),

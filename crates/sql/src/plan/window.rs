@@ -23,7 +23,7 @@ use sqlparser::ast::{self, Spanned};
 
 use super::{Planned, at_span};
 use crate::changelog::Change;
-use crate::dialect::table_argument;
+use crate::dialect::{table_argument, table_partition};
 use crate::error::{Position, Result, SqlError};
 use crate::expr::bind::bind;
 use crate::lower::group_aggregate::{GroupAggregate, GroupState};
@@ -299,14 +299,7 @@ pub fn table_function(
     let ast::FunctionArguments::List(list) = &f.args else {
         return Err(refuse(format!("{name} without arguments"), at));
     };
-    let args: Vec<&ast::Expr> = list
-        .args
-        .iter()
-        .map(|a| match a {
-            ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => Ok(e),
-            other => Err(refuse(format!("the argument {other}"), at)),
-        })
-        .collect::<Result<_>>()?;
+    let args = arguments(&name, &list.args, at)?;
     let [table, descriptor, rest @ ..] = args.as_slice() else {
         return Err(refuse(
             format!("{name} with fewer than three arguments"),
@@ -362,6 +355,14 @@ pub fn table_function(
         });
     }
     let spec = WindowSpec::of(&name, rest, at)?;
+    let partition_columns = table_partition(table);
+    if !partition_columns.is_empty() && name != "SESSION" {
+        return Err(refuse(format!("PARTITION BY in {name}"), at));
+    }
+    let partition = partition_columns
+        .iter()
+        .map(|c| planned.schema.index_of(&c.value, at_span(c.span)))
+        .collect::<Result<Vec<_>>>()?;
     let first_column = planned.schema.columns.len();
     let mut columns = planned.schema.columns.clone();
     for c in WINDOW_COLUMNS {
@@ -377,10 +378,70 @@ pub fn table_function(
             first_column,
             rowtime: column,
             processing_time,
-            partition: Vec::new(),
+            partition,
         }),
         ..planned
     })
+}
+
+/// The parameters of each window table function, in order, as Flink names them.
+fn parameters(name: &str) -> &'static [&'static str] {
+    match name {
+        "TUMBLE" => &["DATA", "TIMECOL", "SIZE", "OFFSET"],
+        "HOP" => &["DATA", "TIMECOL", "SLIDE", "SIZE", "OFFSET"],
+        "CUMULATE" => &["DATA", "TIMECOL", "STEP", "SIZE", "OFFSET"],
+        _ => &["DATA", "TIMECOL", "GAP"],
+    }
+}
+
+/// A window table function's arguments in the order of its parameters: positional, or all
+/// named (`TUMBLE(DATA => TABLE t, TIMECOL => DESCRIPTOR(ts), SIZE => INTERVAL ..)`).
+fn arguments<'a>(
+    name: &str,
+    args: &'a [ast::FunctionArg],
+    at: Position,
+) -> Result<Vec<&'a ast::Expr>> {
+    let named = |a: &'a ast::FunctionArg| match a {
+        ast::FunctionArg::Named {
+            name,
+            arg: ast::FunctionArgExpr::Expr(e),
+            ..
+        } => Some((name.value.to_uppercase(), e)),
+        _ => None,
+    };
+    if args.iter().any(|a| named(a).is_none()) {
+        return args
+            .iter()
+            .map(|a| match a {
+                ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => Ok(e),
+                other => Err(refuse(format!("the argument {other}"), at)),
+            })
+            .collect();
+    }
+    let given: Vec<(String, &ast::Expr)> = args.iter().filter_map(named).collect();
+    let parameters = parameters(name);
+    if let Some((unknown, _)) = given
+        .iter()
+        .find(|(n, _)| !parameters.contains(&n.as_str()))
+    {
+        return Err(refuse(
+            format!(
+                "the argument {unknown} of {name} (its parameters are {})",
+                parameters.join(", ")
+            ),
+            at,
+        ));
+    }
+    // In the parameters' order, up to the last one given (an optional OFFSET may be left out).
+    let mut ordered = Vec::new();
+    for p in parameters {
+        match given.iter().find(|(n, _)| n == p) {
+            Some((_, e)) => ordered.push(*e),
+            None if ordered.len() == given.len() => break,
+            None => return Err(refuse(format!("{name} without its argument {p}"), at)),
+        }
+    }
+    Ok(ordered)
 }
 
 /// `planned` with its pending window table function applied row by row: each row once per
