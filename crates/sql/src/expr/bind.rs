@@ -753,258 +753,346 @@ impl Binder<'_> {
             }
             Ok(())
         };
-        let (function, ty) =
-            match name {
-                "UPPER" | "LOWER" => {
-                    arity(1..=1)?;
-                    strings(1)?;
-                    let f = if name == "UPPER" {
-                        Function::Upper
-                    } else {
-                        Function::Lower
-                    };
-                    (f, SqlType::STRING)
+        let (function, ty) = match name {
+            "UPPER" | "LOWER" => {
+                arity(1..=1)?;
+                strings(1)?;
+                let f = if name == "UPPER" {
+                    Function::Upper
+                } else {
+                    Function::Lower
+                };
+                (f, SqlType::STRING)
+            }
+            "CHAR_LENGTH" | "CHARACTER_LENGTH" => {
+                arity(1..=1)?;
+                strings(1)?;
+                (Function::CharLength, SqlType::Int)
+            }
+            "CONCAT" => {
+                arity(1..=usize::MAX)?;
+                (Function::Concat, SqlType::STRING)
+            }
+            "CONCAT_WS" => {
+                arity(2..=usize::MAX)?;
+                (Function::ConcatWs, SqlType::STRING)
+            }
+            "SUBSTRING" | "SUBSTR" => {
+                arity(2..=3)?;
+                strings(1)?;
+                for (b, a) in bound.iter().zip(args).skip(1) {
+                    self.expect_integer(b, a)?;
                 }
-                "CHAR_LENGTH" | "CHARACTER_LENGTH" => {
-                    arity(1..=1)?;
-                    strings(1)?;
-                    (Function::CharLength, SqlType::Int)
+                // NULL for a negative length.
+                nullable |= bound.len() > 2;
+                (Function::Substring, SqlType::STRING)
+            }
+            "REPLACE" => {
+                arity(3..=3)?;
+                strings(3)?;
+                (Function::Replace, SqlType::STRING)
+            }
+            "POSITION" => {
+                arity(2..=2)?;
+                strings(2)?;
+                (Function::Position, SqlType::Int)
+            }
+            "ABS" => {
+                arity(1..=1)?;
+                self.expect_numeric(&bound[0], args[0])?;
+                let ty = bound[0].ty.ty.clone();
+                (Function::Abs, ty)
+            }
+            "DATE_FORMAT" => {
+                arity(2..=2)?;
+                self.expect(
+                    &bound[0],
+                    args[0],
+                    SqlType::is_time,
+                    "a TIMESTAMP or TIMESTAMP_LTZ",
+                )?;
+                let Some(pattern) = literal_string(args[1]) else {
+                    return Err(
+                        self.unsupported(args[1], "a DATE_FORMAT pattern that is not a literal")
+                    );
+                };
+                let pieces = date_pattern(&pattern).map_err(|why| SqlError::Invalid {
+                    at: at(args[1]),
+                    message: format!("the pattern '{pattern}' {why}"),
+                })?;
+                // The pattern is applied at bind time: the call takes the time only.
+                bound.truncate(1);
+                (Function::DateFormat(pieces), SqlType::STRING)
+            }
+            "YEAR" | "QUARTER" | "MONTH" | "WEEK" | "DAYOFMONTH" | "DAYOFWEEK" | "DAYOFYEAR"
+            | "HOUR" | "MINUTE" | "SECOND" => {
+                arity(1..=1)?;
+                self.expect(
+                    &bound[0],
+                    args[0],
+                    SqlType::is_time,
+                    "a TIMESTAMP or TIMESTAMP_LTZ",
+                )?;
+                let field = match name {
+                    "YEAR" => TimeField::Year,
+                    "QUARTER" => TimeField::Quarter,
+                    "MONTH" => TimeField::Month,
+                    "WEEK" => TimeField::Week,
+                    "DAYOFMONTH" => TimeField::Day,
+                    "DAYOFWEEK" => TimeField::DayOfWeek,
+                    "DAYOFYEAR" => TimeField::DayOfYear,
+                    "HOUR" => TimeField::Hour,
+                    "MINUTE" => TimeField::Minute,
+                    _ => TimeField::Second,
+                };
+                (Function::TimeField(field), SqlType::BigInt)
+            }
+            "REGEXP_EXTRACT" => {
+                arity(2..=3)?;
+                strings(2)?;
+                if let Some(group) = bound.get(2) {
+                    self.expect_integer(group, args[2])?;
                 }
-                "CONCAT" => {
-                    arity(1..=usize::MAX)?;
-                    (Function::Concat, SqlType::STRING)
+                let regex = self.literal_regex(args[1], "REGEXP_EXTRACT")?;
+                // NULL where nothing matches.
+                nullable = true;
+                (Function::RegexpExtract(regex), SqlType::STRING)
+            }
+            "REGEXP_REPLACE" => {
+                arity(3..=3)?;
+                strings(3)?;
+                let regex = self.literal_regex(args[1], "REGEXP_REPLACE")?;
+                (Function::RegexpReplace(regex), SqlType::STRING)
+            }
+            "LTRIM" | "RTRIM" => {
+                arity(1..=1)?;
+                strings(1)?;
+                let leading = name == "LTRIM";
+                (Function::TrimSpaces { leading }, SqlType::STRING)
+            }
+            "LPAD" | "RPAD" => {
+                arity(3..=3)?;
+                self.expect_string(&bound[0], args[0])?;
+                self.expect_integer(&bound[1], args[1])?;
+                self.expect_string(&bound[2], args[2])?;
+                // NULL for a negative length or an empty pad.
+                nullable = true;
+                let left = name == "LPAD";
+                (Function::Pad { left }, SqlType::STRING)
+            }
+            "REPEAT" | "LEFT" | "RIGHT" => {
+                arity(2..=2)?;
+                self.expect_string(&bound[0], args[0])?;
+                self.expect_integer(&bound[1], args[1])?;
+                let f = match name {
+                    "REPEAT" => Function::Repeat,
+                    "LEFT" => Function::Side { left: true },
+                    _ => Function::Side { left: false },
+                };
+                (f, SqlType::STRING)
+            }
+            "REVERSE" | "INITCAP" => {
+                arity(1..=1)?;
+                strings(1)?;
+                let f = match name {
+                    "REVERSE" => Function::Reverse,
+                    _ => Function::InitCap,
+                };
+                (f, SqlType::STRING)
+            }
+            "GREATEST" | "LEAST" => {
+                arity(1..=usize::MAX)?;
+                let mut ty = SqlType::Null;
+                for (b, a) in bound.iter().zip(args) {
+                    ty = self.merge(&ty, &b.ty.ty, a)?;
                 }
-                "CONCAT_WS" => {
-                    arity(2..=usize::MAX)?;
-                    (Function::ConcatWs, SqlType::STRING)
+                let exprs = bound.into_iter().map(|b| coerce(b.expr, &ty)).collect();
+                let greatest = name == "GREATEST";
+                return Ok(typed(
+                    Expr::Call {
+                        function: Function::Extreme { greatest },
+                        args: exprs,
+                    },
+                    ty,
+                    nullable,
+                ));
+            }
+            "SIGN" => {
+                arity(1..=1)?;
+                self.expect_numeric(&bound[0], args[0])?;
+                (Function::Sign, bound[0].ty.ty.clone())
+            }
+            "EXP" | "LOG10" | "LOG2" => {
+                arity(1..=1)?;
+                self.expect_numeric(&bound[0], args[0])?;
+                let f = match name {
+                    "EXP" => Function::Exp,
+                    "LOG10" => Function::Log(10.0),
+                    _ => Function::Log(2.0),
+                };
+                (f, SqlType::Double)
+            }
+            "FROM_UNIXTIME" => {
+                arity(1..=2)?;
+                self.expect_integer(&bound[0], args[0])?;
+                let pattern = match args.get(1) {
+                    None => "yyyy-MM-dd HH:mm:ss".to_string(),
+                    Some(a) => literal_string(a).ok_or_else(|| {
+                        self.unsupported(a, "a FROM_UNIXTIME pattern that is not a literal")
+                    })?,
+                };
+                let pieces = date_pattern(&pattern).map_err(|e| SqlError::Invalid {
+                    at: at(args.get(1).copied().unwrap_or(args[0])),
+                    message: e,
+                })?;
+                (Function::FromUnixtime(pieces), SqlType::STRING)
+            }
+            "SPLIT_INDEX" => {
+                arity(3..=3)?;
+                strings(2)?;
+                self.expect_integer(&bound[2], args[2])?;
+                // NULL out of range.
+                nullable = true;
+                (Function::SplitIndex, SqlType::STRING)
+            }
+            "PROCTIME" => {
+                arity(0..=0)?;
+                nullable = false;
+                (Function::ProcTime, SqlType::TimestampLtz(3))
+            }
+            "COUNT_CHAR" => {
+                arity(2..=2)?;
+                strings(2)?;
+                // 0, not NULL, for a NULL string.
+                nullable = false;
+                (Function::CountChar, SqlType::BigInt)
+            }
+            "MOD" => {
+                arity(2..=2)?;
+                return self.arithmetic(Arith::Modulo, args[0], args[1]);
+            }
+            "POWER" | "SQRT" | "LN" => {
+                arity(if name == "POWER" { 2..=2 } else { 1..=1 })?;
+                for (b, a) in bound.iter().zip(args) {
+                    self.expect_numeric(b, a)?;
                 }
-                "SUBSTRING" | "SUBSTR" => {
-                    arity(2..=3)?;
-                    strings(1)?;
-                    for (b, a) in bound.iter().zip(args).skip(1) {
-                        self.expect_integer(b, a)?;
-                    }
-                    (Function::Substring, SqlType::STRING)
-                }
-                "REPLACE" => {
-                    arity(3..=3)?;
-                    strings(3)?;
-                    (Function::Replace, SqlType::STRING)
-                }
-                "POSITION" => {
-                    arity(2..=2)?;
-                    strings(2)?;
-                    (Function::Position, SqlType::Int)
-                }
-                "ABS" => {
-                    arity(1..=1)?;
-                    self.expect_numeric(&bound[0], args[0])?;
-                    let ty = bound[0].ty.ty.clone();
-                    (Function::Abs, ty)
-                }
-                "DATE_FORMAT" => {
-                    arity(2..=2)?;
-                    self.expect(
-                        &bound[0],
-                        args[0],
-                        SqlType::is_time,
-                        "a TIMESTAMP or TIMESTAMP_LTZ",
-                    )?;
-                    let Some(pattern) = literal_string(args[1]) else {
-                        return Err(self
-                            .unsupported(args[1], "a DATE_FORMAT pattern that is not a literal"));
-                    };
-                    let pieces = date_pattern(&pattern).map_err(|why| SqlError::Invalid {
-                        at: at(args[1]),
-                        message: format!("the pattern '{pattern}' {why}"),
-                    })?;
-                    // The pattern is applied at bind time: the call takes the time only.
-                    bound.truncate(1);
-                    (Function::DateFormat(pieces), SqlType::STRING)
-                }
-                "YEAR" | "QUARTER" | "MONTH" | "WEEK" | "DAYOFMONTH" | "DAYOFWEEK"
-                | "DAYOFYEAR" | "HOUR" | "MINUTE" | "SECOND" => {
-                    arity(1..=1)?;
-                    self.expect(
-                        &bound[0],
-                        args[0],
-                        SqlType::is_time,
-                        "a TIMESTAMP or TIMESTAMP_LTZ",
-                    )?;
-                    let field = match name {
-                        "YEAR" => TimeField::Year,
-                        "QUARTER" => TimeField::Quarter,
-                        "MONTH" => TimeField::Month,
-                        "WEEK" => TimeField::Week,
-                        "DAYOFMONTH" => TimeField::Day,
-                        "DAYOFWEEK" => TimeField::DayOfWeek,
-                        "DAYOFYEAR" => TimeField::DayOfYear,
-                        "HOUR" => TimeField::Hour,
-                        "MINUTE" => TimeField::Minute,
-                        _ => TimeField::Second,
-                    };
-                    (Function::TimeField(field), SqlType::BigInt)
-                }
-                "REGEXP_EXTRACT" => {
-                    arity(2..=3)?;
-                    strings(2)?;
-                    if let Some(group) = bound.get(2) {
-                        self.expect_integer(group, args[2])?;
-                    }
-                    let Some(pattern) = literal_string(args[1]) else {
-                        return Err(self
-                            .unsupported(args[1], "a REGEXP_EXTRACT regex that is not a literal"));
-                    };
-                    let regex = regex::Regex::new(&pattern).map_err(|e| SqlError::Invalid {
-                        at: at(args[1]),
-                        message: format!("the regex '{pattern}' does not compile: {e}"),
-                    })?;
-                    // NULL where nothing matches.
-                    nullable = true;
-                    (Function::RegexpExtract(regex), SqlType::STRING)
-                }
-                "SPLIT_INDEX" => {
-                    arity(3..=3)?;
-                    strings(2)?;
-                    self.expect_integer(&bound[2], args[2])?;
-                    // NULL out of range.
-                    nullable = true;
-                    (Function::SplitIndex, SqlType::STRING)
-                }
-                "PROCTIME" => {
-                    arity(0..=0)?;
-                    nullable = false;
-                    (Function::ProcTime, SqlType::TimestampLtz(3))
-                }
-                "COUNT_CHAR" => {
-                    arity(2..=2)?;
-                    strings(2)?;
-                    // 0, not NULL, for a NULL string.
-                    nullable = false;
-                    (Function::CountChar, SqlType::BigInt)
-                }
-                "MOD" => {
-                    arity(2..=2)?;
-                    return self.arithmetic(Arith::Modulo, args[0], args[1]);
-                }
-                "POWER" | "SQRT" | "LN" => {
-                    arity(if name == "POWER" { 2..=2 } else { 1..=1 })?;
-                    for (b, a) in bound.iter().zip(args) {
-                        self.expect_numeric(b, a)?;
-                    }
-                    let f = match name {
-                        "POWER" => Function::Power,
-                        "SQRT" => Function::Sqrt,
-                        _ => Function::Ln,
-                    };
-                    (f, SqlType::Double)
-                }
-                "ROUND" => {
-                    arity(1..=2)?;
-                    self.expect_numeric(&bound[0], args[0])?;
-                    let digits = match args.get(1) {
-                        Some(a) => match literal_integer(a) {
-                            Some(d) => d,
-                            None => {
-                                return Err(
-                                    self.unsupported(a, "ROUND's digits that are not a literal")
-                                );
-                            }
-                        },
-                        None => 0,
-                    };
-                    match &bound[0].ty.ty {
-                        SqlType::Decimal { precision, scale } => {
-                            let kept = digits.clamp(0, i64::from(*scale)) as u8;
-                            let p = (*precision - *scale + kept + 1).min(38);
-                            let ty = SqlType::Decimal {
-                                precision: p,
-                                scale: kept,
-                            };
-                            (Function::Round(Some(kept)), ty)
+                let f = match name {
+                    "POWER" => Function::Power,
+                    "SQRT" => Function::Sqrt,
+                    _ => Function::Ln,
+                };
+                (f, SqlType::Double)
+            }
+            "ROUND" => {
+                arity(1..=2)?;
+                self.expect_numeric(&bound[0], args[0])?;
+                let digits = match args.get(1) {
+                    Some(a) => match literal_integer(a) {
+                        Some(d) => d,
+                        None => {
+                            return Err(
+                                self.unsupported(a, "ROUND's digits that are not a literal")
+                            );
                         }
-                        other => (Function::Round(None), other.clone()),
+                    },
+                    None => 0,
+                };
+                match &bound[0].ty.ty {
+                    SqlType::Decimal { precision, scale } => {
+                        let kept = digits.clamp(0, i64::from(*scale)) as u8;
+                        let p = (*precision - *scale + kept + 1).min(38);
+                        let ty = SqlType::Decimal {
+                            precision: p,
+                            scale: kept,
+                        };
+                        (Function::Round(Some(kept)), ty)
                     }
+                    other => (Function::Round(None), other.clone()),
                 }
-                "TO_TIMESTAMP_LTZ" => {
-                    arity(1..=2)?;
-                    self.expect_numeric(&bound[0], args[0])?;
-                    let precision = match args.get(1) {
-                        None => 3,
-                        Some(a) => match literal_integer(a) {
-                            Some(p @ (0 | 3)) => p as u8,
-                            _ => {
-                                return Err(SqlError::Invalid {
-                                    at: at(a),
-                                    message: "TO_TIMESTAMP_LTZ's precision is 0 (seconds) or 3 \
+            }
+            "TO_TIMESTAMP_LTZ" => {
+                arity(1..=2)?;
+                self.expect_numeric(&bound[0], args[0])?;
+                let precision = match args.get(1) {
+                    None => 3,
+                    Some(a) => match literal_integer(a) {
+                        Some(p @ (0 | 3)) => p as u8,
+                        _ => {
+                            return Err(SqlError::Invalid {
+                                at: at(a),
+                                message: "TO_TIMESTAMP_LTZ's precision is 0 (seconds) or 3 \
                                           (milliseconds)"
-                                        .into(),
-                                });
-                            }
-                        },
-                    };
-                    let first = bound.into_iter().next().map(|b| b.expr);
-                    return Ok(typed(
-                        Expr::Call {
-                            function: Function::ToTimestampLtz(precision),
-                            args: first.into_iter().collect(),
-                        },
-                        SqlType::TimestampLtz(3),
-                        nullable,
-                    ));
+                                    .into(),
+                            });
+                        }
+                    },
+                };
+                let first = bound.into_iter().next().map(|b| b.expr);
+                return Ok(typed(
+                    Expr::Call {
+                        function: Function::ToTimestampLtz(precision),
+                        args: first.into_iter().collect(),
+                    },
+                    SqlType::TimestampLtz(3),
+                    nullable,
+                ));
+            }
+            "NULLIF" => {
+                arity(2..=2)?;
+                let ty = bound[0].ty.ty.clone();
+                let mut it = bound.into_iter();
+                let (a, b) = (it.next().map(|b| b.expr), it.next().map(|b| b.expr));
+                return Ok(typed(
+                    Expr::Call {
+                        function: Function::NullIf,
+                        args: a.into_iter().chain(b).collect(),
+                    },
+                    ty,
+                    true,
+                ));
+            }
+            "COALESCE" | "IFNULL" => {
+                arity(if name == "IFNULL" {
+                    2..=2
+                } else {
+                    1..=usize::MAX
+                })?;
+                let mut ty = SqlType::Null;
+                for (b, a) in bound.iter().zip(args) {
+                    ty = self.merge(&ty, &b.ty.ty, a)?;
                 }
-                "NULLIF" => {
-                    arity(2..=2)?;
-                    let ty = bound[0].ty.ty.clone();
-                    let mut it = bound.into_iter();
-                    let (a, b) = (it.next().map(|b| b.expr), it.next().map(|b| b.expr));
-                    return Ok(typed(
-                        Expr::Call {
-                            function: Function::NullIf,
-                            args: a.into_iter().chain(b).collect(),
-                        },
-                        ty,
-                        true,
-                    ));
-                }
-                "COALESCE" => {
-                    arity(1..=usize::MAX)?;
-                    let mut ty = SqlType::Null;
-                    for (b, a) in bound.iter().zip(args) {
-                        ty = self.merge(&ty, &b.ty.ty, a)?;
-                    }
-                    let nullable = bound.iter().all(|b| b.ty.nullable);
-                    let exprs = bound.into_iter().map(|b| coerce(b.expr, &ty)).collect();
-                    return Ok(typed(Expr::Coalesce(exprs), ty, nullable));
-                }
-                "IF" => {
-                    arity(3..=3)?;
-                    self.expect_boolean(&bound[0], args[0])?;
-                    let ty = self.merge(&bound[1].ty.ty, &bound[2].ty.ty, args[2])?;
-                    let nullable = bound[1].ty.nullable || bound[2].ty.nullable;
-                    let mut it = bound.into_iter().map(|b| b.expr);
-                    let (c, a, b) = (it.next(), it.next(), it.next());
-                    let (Some(c), Some(a), Some(b)) = (c, a, b) else {
-                        return Err(self.unsupported(whole, "IF"));
-                    };
-                    return Ok(typed(
-                        Expr::Case {
-                            branches: vec![(c, coerce(a, &ty))],
-                            otherwise: Box::new(coerce(b, &ty)),
-                        },
-                        ty,
-                        nullable,
-                    ));
-                }
-                _ => {
-                    return Err(SqlError::unknown(
-                        at(whole),
-                        "function",
-                        name,
-                        FUNCTIONS.iter().copied(),
-                    ));
-                }
-            };
+                let nullable = bound.iter().all(|b| b.ty.nullable);
+                let exprs = bound.into_iter().map(|b| coerce(b.expr, &ty)).collect();
+                return Ok(typed(Expr::Coalesce(exprs), ty, nullable));
+            }
+            "IF" => {
+                arity(3..=3)?;
+                self.expect_boolean(&bound[0], args[0])?;
+                let ty = self.merge(&bound[1].ty.ty, &bound[2].ty.ty, args[2])?;
+                let nullable = bound[1].ty.nullable || bound[2].ty.nullable;
+                let mut it = bound.into_iter().map(|b| b.expr);
+                let (c, a, b) = (it.next(), it.next(), it.next());
+                let (Some(c), Some(a), Some(b)) = (c, a, b) else {
+                    return Err(self.unsupported(whole, "IF"));
+                };
+                return Ok(typed(
+                    Expr::Case {
+                        branches: vec![(c, coerce(a, &ty))],
+                        otherwise: Box::new(coerce(b, &ty)),
+                    },
+                    ty,
+                    nullable,
+                ));
+            }
+            _ => {
+                return Err(SqlError::unknown(
+                    at(whole),
+                    "function",
+                    name,
+                    FUNCTIONS.iter().copied(),
+                ));
+            }
+        };
         Ok(typed(
             Expr::Call {
                 function,
@@ -1020,6 +1108,20 @@ impl Binder<'_> {
         common_type(a, b).ok_or_else(|| SqlError::Invalid {
             at: at(expr),
             message: format!("{b} does not go with {a}: the results must have one type"),
+        })
+    }
+
+    /// The regex a literal `pattern` argument of `function` compiles to.
+    fn literal_regex(&self, pattern: &ast::Expr, function: &str) -> Result<regex::Regex> {
+        let Some(text) = literal_string(pattern) else {
+            return Err(self.unsupported(
+                pattern,
+                &format!("a {function} regex that is not a literal"),
+            ));
+        };
+        regex::Regex::new(&text).map_err(|e| SqlError::Invalid {
+            at: at(pattern),
+            message: format!("the regex '{text}' does not compile: {e}"),
         })
     }
 
@@ -1087,8 +1189,19 @@ const FUNCTIONS: &[&str] = &[
     "DATE_FORMAT",
     "HOUR",
     "IF",
+    "IFNULL",
+    "EXP",
+    "FROM_UNIXTIME",
+    "GREATEST",
+    "INITCAP",
+    "LEAST",
+    "LEFT",
     "LN",
+    "LOG10",
+    "LOG2",
     "LOWER",
+    "LPAD",
+    "LTRIM",
     "MINUTE",
     "MOD",
     "NULLIF",
@@ -1096,9 +1209,16 @@ const FUNCTIONS: &[&str] = &[
     "POWER",
     "PROCTIME",
     "REGEXP_EXTRACT",
+    "REGEXP_REPLACE",
+    "REPEAT",
     "REPLACE",
+    "REVERSE",
+    "RIGHT",
     "ROUND",
+    "RPAD",
+    "RTRIM",
     "SECOND",
+    "SIGN",
     "SPLIT_INDEX",
     "SQRT",
     "SUBSTRING",

@@ -77,6 +77,46 @@ pub enum Function {
     /// `PROCTIME()`: the processing time, a `TIMESTAMP_LTZ(3)` (the column it computes is a
     /// processing-time attribute).
     ProcTime,
+    /// `LTRIM(s)`, `RTRIM(s)`: `s` without its leading (trailing) spaces.
+    TrimSpaces {
+        /// Leading spaces go.
+        leading: bool,
+    },
+    /// `LPAD(s, n, pad)`, `RPAD(s, n, pad)`: `s` padded (or cut) to `n` characters with
+    /// `pad` repeated on the left (right); `NULL` for a negative `n` or an empty `pad`.
+    Pad {
+        /// The padding goes on the left.
+        left: bool,
+    },
+    /// `REPEAT(s, n)`: `s` `n` times (empty for `n` below 1).
+    Repeat,
+    /// `REVERSE(s)`.
+    Reverse,
+    /// `LEFT(s, n)`, `RIGHT(s, n)`: the first (last) `n` characters (empty for `n` below 0).
+    Side {
+        /// The first characters, not the last.
+        left: bool,
+    },
+    /// `INITCAP(s)`: each word (a run of letters and digits) capitalized, the rest lower
+    /// case.
+    InitCap,
+    /// `REGEXP_REPLACE(s, regex, replacement)`: every match replaced (`$1` names a group);
+    /// the regex compiled once.
+    RegexpReplace(regex::Regex),
+    /// `GREATEST(a, ..)`, `LEAST(a, ..)` of one type: `NULL` if any is.
+    Extreme {
+        /// The greatest, not the least.
+        greatest: bool,
+    },
+    /// `SIGN(n)`: -1, 0 or 1, of `n`'s type.
+    Sign,
+    /// `EXP(n)`.
+    Exp,
+    /// `LOG10(n)`, `LOG2(n)`.
+    Log(f64),
+    /// `FROM_UNIXTIME(seconds [, pattern])`: the time as text (`yyyy-MM-dd HH:mm:ss` by
+    /// default) in the session's time zone (UTC).
+    FromUnixtime(Vec<DatePiece>),
     /// A function written in Rust and registered on the session (it sees `NULL`s itself).
     Udf(super::udf::Udf),
 }
@@ -130,7 +170,7 @@ impl Function {
                 let s = text(0)?;
                 let start = int(1)?;
                 let length = if args.len() > 2 { Some(int(2)?) } else { None };
-                Value::String(substring(s, start, length)?)
+                substring(s, start, length).map_or(Value::Null, Value::String)
             }
             Function::Trim(side) => {
                 let s = text(0)?;
@@ -247,6 +287,72 @@ impl Function {
                 }
             }
             Function::Power => Value::Double(as_f64(&args[0]).powf(as_f64(&args[1]))),
+            Function::TrimSpaces { leading: true } => {
+                Value::String(text(0)?.trim_start_matches(' ').to_string())
+            }
+            Function::TrimSpaces { leading: false } => {
+                Value::String(text(0)?.trim_end_matches(' ').to_string())
+            }
+            Function::Pad { left } => {
+                let (s, n, pad) = (text(0)?, int(1)?, text(2)?);
+                match usize::try_from(n) {
+                    Err(_) => Value::Null,
+                    Ok(n) if pad.is_empty() && s.chars().count() < n => Value::Null,
+                    Ok(n) => Value::String(padded(s, n, pad, *left)),
+                }
+            }
+            Function::Repeat => {
+                let n = usize::try_from(int(1)?).unwrap_or(0);
+                Value::String(text(0)?.repeat(n))
+            }
+            Function::Reverse => Value::String(text(0)?.chars().rev().collect()),
+            Function::Side { left } => {
+                let (s, n) = (text(0)?, usize::try_from(int(1)?).unwrap_or(0));
+                let chars = s.chars().count();
+                Value::String(if *left {
+                    s.chars().take(n).collect()
+                } else {
+                    s.chars().skip(chars.saturating_sub(n)).collect()
+                })
+            }
+            Function::InitCap => Value::String(initcap(text(0)?)),
+            Function::RegexpReplace(regex) => {
+                let (s, replacement) = (text(0)?, text(2)?);
+                Value::String(regex.replace_all(s, replacement).into_owned())
+            }
+            Function::Extreme { greatest } => {
+                let pick = args.iter().reduce(|a, b| match (*greatest, b > a) {
+                    (true, true) | (false, false) => b,
+                    _ => a,
+                });
+                pick.cloned().unwrap_or(Value::Null)
+            }
+            Function::Sign => match &args[0] {
+                Value::Int(n) => Value::Int(n.signum()),
+                Value::BigInt(n) => Value::BigInt(n.signum()),
+                Value::Decimal(d, s) => Value::Decimal(d.signum() * 10i128.pow(u32::from(*s)), *s),
+                v => Value::Double(match as_f64(v) {
+                    x if x > 0.0 => 1.0,
+                    x if x < 0.0 => -1.0,
+                    x => x,
+                }),
+            },
+            Function::Exp => Value::Double(as_f64(&args[0]).exp()),
+            // As Java's Math.log10 (exact at powers of ten) and log2.
+            Function::Log(base) => {
+                let x = as_f64(&args[0]);
+                Value::Double(if *base == 10.0 {
+                    x.log10()
+                } else if *base == 2.0 {
+                    x.log2()
+                } else {
+                    x.ln() / base.ln()
+                })
+            }
+            Function::FromUnixtime(pattern) => {
+                let seconds = int(0)?;
+                Value::String(format_time(seconds.saturating_mul(1000), pattern))
+            }
             Function::Sqrt => Value::Double(as_f64(&args[0]).sqrt()),
             Function::Ln => Value::Double(as_f64(&args[0]).ln()),
             Function::ToTimestampLtz(precision) => {
@@ -523,26 +629,62 @@ fn push_padded(out: &mut String, value: i64, width: usize) {
 }
 
 /// Flink's `SUBSTRING`: characters from `start` (1-based; 0 is taken as 1, a negative start
-/// counts from the end), `length` of them (all without one); a negative length fails.
-fn substring(s: &str, start: i64, length: Option<i64>) -> Result<String, EvalError> {
+/// counts from the end, and one before the first character gives nothing), `length` of them
+/// (all without one); `None` (`NULL`) for a negative length.
+fn substring(s: &str, start: i64, length: Option<i64>) -> Option<String> {
     let chars: Vec<char> = s.chars().collect();
     let n = chars.len() as i64;
     let from = match start {
         0 => 0,
         s if s > 0 => s - 1,
-        s => (n + s).max(0),
+        s => n + s,
     };
     let to = match length {
-        Some(l) if l < 0 => {
-            return Err(EvalError(format!("SUBSTRING with a negative length ({l})")));
-        }
+        Some(l) if l < 0 => return None,
         Some(l) => from.saturating_add(l).min(n),
         None => n,
     };
-    if from >= n || to <= from {
-        return Ok(String::new());
+    if from < 0 || from >= n || to <= from {
+        return Some(String::new());
     }
-    Ok(chars[from as usize..to as usize].iter().collect())
+    Some(chars[from as usize..to as usize].iter().collect())
+}
+
+/// `s` padded with `pad` repeated, on the left or right, to `n` characters; cut to `n` if
+/// longer.
+fn padded(s: &str, n: usize, pad: &str, left: bool) -> String {
+    let len = s.chars().count();
+    if len >= n {
+        return s.chars().take(n).collect();
+    }
+    let fill: String = pad.chars().cycle().take(n - len).collect();
+    if left {
+        fill + s
+    } else {
+        let mut out = s.to_string();
+        out.push_str(&fill);
+        out
+    }
+}
+
+/// Each run of letters and digits with its first character upper case and the others lower.
+fn initcap(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut in_word = false;
+    for c in s.chars() {
+        if c.is_alphanumeric() {
+            if in_word {
+                out.extend(c.to_lowercase());
+            } else {
+                out.extend(c.to_uppercase());
+            }
+            in_word = true;
+        } else {
+            out.push(c);
+            in_word = false;
+        }
+    }
+    out
 }
 
 /// A `LIKE` pattern: `%` any characters, `_` one, `escape` before either to match it as is.
@@ -798,18 +940,106 @@ mod tests {
         ) {
             let chars: Vec<char> = s.chars().collect();
             let n = chars.len() as i64;
-            let from = if start > 0 { start - 1 } else if start == 0 { 0 } else { (n + start).max(0) };
+            // A negative start before the first character gives nothing (Flink's
+            // `substringSQL`).
+            let from = if start > 0 { start - 1 } else if start == 0 { 0 } else { n + start };
             let expected: String = chars
                 .iter()
                 .enumerate()
                 .filter(|(i, _)| {
                     let i = *i as i64;
-                    i >= from && length.is_none_or(|l| i < from + l)
+                    from >= 0 && i >= from && length.is_none_or(|l| i < from + l)
                 })
                 .map(|(_, c)| *c)
                 .collect();
             prop_assert_eq!(substring(&s, start, length).unwrap(), expected);
         }
+    }
+
+    #[test]
+    fn string_and_math_functions_as_flinks() {
+        let s = |t: &str| Value::String(t.into());
+        let call = |f: Function, args: &[Value]| f.call(args).unwrap();
+        assert_eq!(
+            call(Function::TrimSpaces { leading: true }, &[s("  a b ")]),
+            s("a b ")
+        );
+        assert_eq!(
+            call(Function::TrimSpaces { leading: false }, &[s("  a b ")]),
+            s("  a b")
+        );
+        let (lpad, rpad) = (Function::Pad { left: true }, Function::Pad { left: false });
+        assert_eq!(
+            call(lpad.clone(), &[s("hi"), Value::Int(5), s("ab")]),
+            s("abahi")
+        );
+        assert_eq!(
+            call(rpad.clone(), &[s("hi"), Value::Int(5), s("ab")]),
+            s("hiaba")
+        );
+        assert_eq!(
+            call(lpad.clone(), &[s("hello"), Value::Int(2), s("x")]),
+            s("he")
+        );
+        assert_eq!(
+            call(lpad.clone(), &[s("hi"), Value::Int(-1), s("x")]),
+            Value::Null
+        );
+        assert_eq!(call(rpad, &[s("hi"), Value::Int(4), s("")]), Value::Null);
+        assert_eq!(
+            call(Function::Repeat, &[s("ab"), Value::Int(3)]),
+            s("ababab")
+        );
+        assert_eq!(call(Function::Repeat, &[s("ab"), Value::Int(-3)]), s(""));
+        assert_eq!(call(Function::Reverse, &[s("héllo")]), s("olléh"));
+        let (left, right) = (
+            Function::Side { left: true },
+            Function::Side { left: false },
+        );
+        assert_eq!(call(left.clone(), &[s("hello"), Value::Int(2)]), s("he"));
+        assert_eq!(call(right.clone(), &[s("hello"), Value::Int(2)]), s("lo"));
+        assert_eq!(call(right, &[s("hello"), Value::Int(9)]), s("hello"));
+        assert_eq!(call(left, &[s("hello"), Value::Int(-1)]), s(""));
+        assert_eq!(
+            call(Function::InitCap, &[s("hELLO wORLD-x1y")]),
+            s("Hello World-X1y")
+        );
+        let replace = Function::RegexpReplace(regex::Regex::new("(o)").unwrap());
+        assert_eq!(call(replace, &[s("foo"), s(""), s("[$1]")]), s("f[o][o]"));
+        let greatest = Function::Extreme { greatest: true };
+        let least = Function::Extreme { greatest: false };
+        let nums = [Value::BigInt(3), Value::BigInt(9), Value::BigInt(-2)];
+        assert_eq!(call(greatest.clone(), &nums), Value::BigInt(9));
+        assert_eq!(call(least, &nums), Value::BigInt(-2));
+        assert_eq!(
+            call(greatest, &[Value::BigInt(1), Value::Null]),
+            Value::Null
+        );
+        assert_eq!(call(Function::Sign, &[Value::Int(-7)]), Value::Int(-1));
+        assert_eq!(
+            call(Function::Sign, &[Value::Decimal(-250, 2)]),
+            Value::Decimal(-100, 2)
+        );
+        assert_eq!(
+            call(Function::Log(10.0), &[Value::Int(1000)]),
+            Value::Double(3.0)
+        );
+        let pattern = date_pattern("yyyy-MM-dd HH:mm:ss").unwrap();
+        assert_eq!(
+            call(
+                Function::FromUnixtime(pattern),
+                &[Value::BigInt(1_672_628_645)]
+            ),
+            s("2023-01-02 03:04:05")
+        );
+        // SUBSTRING: a start before the first character gives nothing, a negative length NULL.
+        let sub = |args: &[Value]| call(Function::Substring, args);
+        assert_eq!(sub(&[s("hello"), Value::Int(-10), Value::Int(2)]), s(""));
+        assert_eq!(sub(&[s("hello"), Value::Int(-3), Value::Int(2)]), s("ll"));
+        assert_eq!(
+            sub(&[s("hello"), Value::Int(2), Value::Int(-1)]),
+            Value::Null
+        );
     }
 
     #[test]
