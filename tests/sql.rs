@@ -1015,23 +1015,31 @@ fn outer_joins_match_brute_force_outer_joins() {
             let output = dir
                 .path()
                 .join(format!("{}-{parallelism}", join.replace(' ', "_")));
-            let script = format!(
-                "SET 'parallelism.default' = '{parallelism}';\n{tables}\
-                 CREATE TABLE out (id BIGINT, hi BIGINT)\n\
-                 WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'debezium-json');\n\
-                 INSERT INTO out SELECT A.id, M.hi FROM auction A {join} JOIN best M\n\
-                   ON A.id = M.auction;",
-                output.display()
-            );
-            let (ok, out, err) = hummer_sql(&["-e", &script], "");
-            assert!(ok, "{join} at {parallelism}: {out}\n{err}");
-            assert_eq!(
-                &apply_debezium(&output, &["id", "hi"]),
-                expected,
-                "{join} at {parallelism}"
-            );
+            let joined = auctions_joined_with_best(&tables, join, parallelism, &output);
+            assert_eq!(&joined, expected, "{join} at {parallelism}");
         }
     }
+}
+
+/// `auction A {join} JOIN best M ON A.id = M.auction` at `parallelism` into a debezium-json
+/// table at `output`: its (id, hi) rows once the changelog is applied.
+fn auctions_joined_with_best(
+    tables: &str,
+    join: &str,
+    parallelism: usize,
+    output: &std::path::Path,
+) -> Vec<String> {
+    let script = format!(
+        "SET 'parallelism.default' = '{parallelism}';\n{tables}\
+         CREATE TABLE out (id BIGINT, hi BIGINT)\n\
+         WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'debezium-json');\n\
+         INSERT INTO out SELECT A.id, M.hi FROM auction A {join} JOIN best M\n\
+           ON A.id = M.auction;",
+        output.display()
+    );
+    let (ok, out, err) = hummer_sql(&["-e", &script], "");
+    assert!(ok, "{join} at {parallelism}: {out}\n{err}");
+    apply_debezium(output, &["id", "hi"])
 }
 
 /// A bid: auction, price, event time in milliseconds.
@@ -2128,21 +2136,8 @@ fn null_join_keys_match_nothing() {
             let output = dir
                 .path()
                 .join(format!("null-{}-{parallelism}", join.replace(' ', "_")));
-            let script = format!(
-                "SET 'parallelism.default' = '{parallelism}';\n{tables}\
-                 CREATE TABLE out (id BIGINT, hi BIGINT)\n\
-                 WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'debezium-json');\n\
-                 INSERT INTO out SELECT A.id, M.hi FROM auction A {join} JOIN best M\n\
-                   ON A.id = M.auction;",
-                output.display()
-            );
-            let (ok, out, err) = hummer_sql(&["-e", &script], "");
-            assert!(ok, "{join} at {parallelism}: {out}\n{err}");
-            assert_eq!(
-                apply_debezium(&output, &["id", "hi"]),
-                expected.to_vec(),
-                "{join} JOIN at {parallelism}"
-            );
+            let joined = auctions_joined_with_best(&tables, join, parallelism, &output);
+            assert_eq!(joined, expected.to_vec(), "{join} JOIN at {parallelism}");
         }
         // An interval join: the bids within a second after their auction.
         check_csv_query(

@@ -445,7 +445,7 @@ impl Binder<'_> {
                 field, expr: value, ..
             } => {
                 let v = self.bind(value)?;
-                self.expect(&v, value, SqlType::is_time, "a TIMESTAMP or TIMESTAMP_LTZ")?;
+                self.expect_time(&v, value)?;
                 let field = time_field(field).ok_or_else(|| SqlError::Unsupported {
                     at: here,
                     what: format!("EXTRACT({field} ..)"),
@@ -488,7 +488,7 @@ impl Binder<'_> {
                 };
                 let (function, ty) = match unit {
                     Some(unit) => {
-                        self.expect(&v, value, SqlType::is_time, "a TIMESTAMP or TIMESTAMP_LTZ")?;
+                        self.expect_time(&v, value)?;
                         let f = if up {
                             Function::CeilTime(unit)
                         } else {
@@ -805,21 +805,8 @@ impl Binder<'_> {
             }
             "DATE_FORMAT" => {
                 arity(2..=2)?;
-                self.expect(
-                    &bound[0],
-                    args[0],
-                    SqlType::is_time,
-                    "a TIMESTAMP or TIMESTAMP_LTZ",
-                )?;
-                let Some(pattern) = literal_string(args[1]) else {
-                    return Err(
-                        self.unsupported(args[1], "a DATE_FORMAT pattern that is not a literal")
-                    );
-                };
-                let pieces = date_pattern(&pattern).map_err(|why| SqlError::Invalid {
-                    at: at(args[1]),
-                    message: format!("the pattern '{pattern}' {why}"),
-                })?;
+                self.expect_time(&bound[0], args[0])?;
+                let pieces = self.literal_date_pattern(args[1], "DATE_FORMAT")?;
                 // The pattern is applied at bind time: the call takes the time only.
                 bound.truncate(1);
                 (Function::DateFormat(pieces), SqlType::STRING)
@@ -827,12 +814,7 @@ impl Binder<'_> {
             "YEAR" | "QUARTER" | "MONTH" | "WEEK" | "DAYOFMONTH" | "DAYOFWEEK" | "DAYOFYEAR"
             | "HOUR" | "MINUTE" | "SECOND" => {
                 arity(1..=1)?;
-                self.expect(
-                    &bound[0],
-                    args[0],
-                    SqlType::is_time,
-                    "a TIMESTAMP or TIMESTAMP_LTZ",
-                )?;
+                self.expect_time(&bound[0], args[0])?;
                 let field = match name {
                     "YEAR" => TimeField::Year,
                     "QUARTER" => TimeField::Quarter,
@@ -935,16 +917,11 @@ impl Binder<'_> {
             "FROM_UNIXTIME" => {
                 arity(1..=2)?;
                 self.expect_integer(&bound[0], args[0])?;
-                let pattern = match args.get(1) {
-                    None => "yyyy-MM-dd HH:mm:ss".to_string(),
-                    Some(a) => literal_string(a).ok_or_else(|| {
-                        self.unsupported(a, "a FROM_UNIXTIME pattern that is not a literal")
-                    })?,
+                let pieces = match args.get(1) {
+                    Some(a) => self.literal_date_pattern(a, "FROM_UNIXTIME")?,
+                    // Flink's default, a pattern that parses.
+                    None => date_pattern("yyyy-MM-dd HH:mm:ss").unwrap_or_default(),
                 };
-                let pieces = date_pattern(&pattern).map_err(|e| SqlError::Invalid {
-                    at: at(args.get(1).copied().unwrap_or(args[0])),
-                    message: e,
-                })?;
                 (Function::FromUnixtime(pieces), SqlType::STRING)
             }
             "SPLIT_INDEX" => {
@@ -1109,6 +1086,29 @@ impl Binder<'_> {
             at: at(expr),
             message: format!("{b} does not go with {a}: the results must have one type"),
         })
+    }
+
+    /// The pieces of a literal Java date `pattern` argument of `function`.
+    fn literal_date_pattern(
+        &self,
+        pattern: &ast::Expr,
+        function: &str,
+    ) -> Result<Vec<super::functions::DatePiece>> {
+        let Some(text) = literal_string(pattern) else {
+            return Err(self.unsupported(
+                pattern,
+                &format!("a {function} pattern that is not a literal"),
+            ));
+        };
+        date_pattern(&text).map_err(|why| SqlError::Invalid {
+            at: at(pattern),
+            message: format!("the pattern '{text}' {why}"),
+        })
+    }
+
+    /// `Ok` if `e` is a time (`TIMESTAMP` or `TIMESTAMP_LTZ`).
+    fn expect_time(&self, e: &Typed, expr: &ast::Expr) -> Result<()> {
+        self.expect(e, expr, SqlType::is_time, "a TIMESTAMP or TIMESTAMP_LTZ")
     }
 
     /// The regex a literal `pattern` argument of `function` compiles to.

@@ -250,6 +250,12 @@ impl Step {
     }
 }
 
+/// Whether a join key matches nothing: it holds a `NULL` (`NULL = NULL` is not true). The
+/// one rule of regular and interval joins.
+pub fn matches_nothing(key: &[Value]) -> bool {
+    key.iter().any(Value::is_null)
+}
+
 impl RegularJoin {
     /// Applies `change` of one side (`from_left`) and emits its joins with the other side.
     fn apply(&mut self, change: Change, from_left: bool, out: &mut Collector<'_, Change>) {
@@ -269,9 +275,8 @@ impl RegularJoin {
             theirs_kept: self.kind.preserves(!from_left),
         };
         let key = row.split_off(width);
-        // `NULL = NULL` is not true: a row with a `NULL` key matches nothing, so it is not
-        // kept; a preserved side's row goes out padded (and its retraction likewise).
-        if key.iter().any(|v| matches!(v, Value::Null)) {
+        // Not kept; a preserved side's row goes out padded (and its retraction likewise).
+        if matches_nothing(&key) {
             if step.mine_kept {
                 step.pairs(&row, None, 1, out);
             }

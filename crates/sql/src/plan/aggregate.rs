@@ -531,7 +531,24 @@ pub fn plan(
         append_only: input.updated_by.is_none(),
     };
     let pre = Calc::new(where_condition, pre);
-    let mut window_bounds = None;
+    // Where the window's bounds are among the result's columns (before `post`).
+    let window_bounds = windowing.as_ref().and_then(|(_, roles, _)| {
+        let role_at = |r: Role| roles.iter().position(|x| *x == r);
+        match (role_at(Role::WindowStart), role_at(Role::WindowEnd)) {
+            (Some(s), Some(e)) => Some((s, e)),
+            // A legacy window's bounds, or the bounds grouped by again.
+            _ if roles.contains(&Role::LegacyWindow) => Some((group_by.len(), group_by.len() + 1)),
+            _ => input.window_bounds.and_then(|(s, e)| {
+                let name = |c: usize| input.schema.columns[c].name.clone();
+                let at = |n: String| {
+                    group_by
+                        .iter()
+                        .position(|g| column_name(g) == Some(n.clone()))
+                };
+                Some((at(name(s))?, at(name(e))?))
+            }),
+        }
+    });
     // The same aggregation of the same rows twice in a query (q5's counts per auction and
     // window) is computed once.
     let reuse_key = format!(
@@ -542,65 +559,43 @@ pub fn plan(
         agg,
         mini_batch
     );
-    let keyed = || {
-        input
+    let (rows, updated_by) = super::reuse::reused(Part::SubPlan, reuse_key, || {
+        let keyed = input
             .rows_through(pre, &format!("Calc: GROUP BY input of {table_name}"))
-            .key_by(move |c: &Change| -> Row { c.row[..key_count].to_vec() })
-    };
-    let (rows, updated_by) = match windowing {
-        None => {
-            let description = describe("GroupAggregate", group_by, &found);
-            let rows = super::reuse::reused(Part::SubPlan, reuse_key, || {
-                Ok::<_, SqlError>(keyed().transform(&description, move |ctx| {
+            .key_by(move |c: &Change| -> Row { c.row[..key_count].to_vec() });
+        Ok::<_, SqlError>(match windowing {
+            None => {
+                let description = describe("GroupAggregate", group_by, &found);
+                let rows = keyed.transform(&description, move |ctx| {
                     Ok(PerKey::batched(agg.clone(), mini_batch, ctx.time.clone()))
-                }))
-            })?;
-            (rows, Some(description))
-        }
-        Some((spec, roles, processing_time)) => {
-            let description = describe("WindowAggregate", group_by, &found);
-            let role_at = |r: Role| roles.iter().position(|x| *x == r);
-            window_bounds = match (role_at(Role::WindowStart), role_at(Role::WindowEnd)) {
-                (Some(s), Some(e)) => Some((s, e)),
-                // A legacy window's bounds, or the bounds grouped by again.
-                _ if roles.contains(&Role::LegacyWindow) => {
-                    Some((group_by.len(), group_by.len() + 1))
-                }
-                _ => input.window_bounds.and_then(|(s, e)| {
-                    let name = |c: usize| input.schema.columns[c].name.clone();
-                    let at = |n: String| {
-                        group_by
+                });
+                (rows, Some(description))
+            }
+            Some((spec, roles, processing_time)) => {
+                let description = describe("WindowAggregate", group_by, &found);
+                let rows = spec
+                    .aggregate(&keyed, agg, processing_time, at)?
+                    .map(move |r: WindowResult<Row, Row>| {
+                        let [start, end, time] = window_values(&r.window);
+                        let mut key = r.key.into_iter();
+                        let mut row: Row = roles
                             .iter()
-                            .position(|g| column_name(g) == Some(n.clone()))
-                    };
-                    Some((at(name(s))?, at(name(e))?))
-                }),
-            };
-            let rows = super::reuse::reused(Part::SubPlan, reuse_key, || {
-                Ok::<_, SqlError>(
-                    spec.aggregate(&keyed(), agg, processing_time, at)?
-                        .map(move |r: WindowResult<Row, Row>| {
-                            let [start, end, time] = window_values(&r.window);
-                            let mut key = r.key.into_iter();
-                            let mut row: Row = roles
-                                .iter()
-                                .map(|role| match role {
-                                    Role::Key => key.next().unwrap_or(Value::Null),
-                                    Role::WindowStart | Role::LegacyWindow => start.clone(),
-                                    Role::WindowEnd => end.clone(),
-                                    Role::WindowTime => time.clone(),
-                                })
-                                .collect();
-                            row.extend([start, end]);
-                            row.extend(r.value);
-                            Change::insert(row)
-                        })
-                        .name(&description),
-                )
-            })?;
-            (rows, None)
-        }
-    };
+                            .map(|role| match role {
+                                Role::Key => key.next().unwrap_or(Value::Null),
+                                Role::WindowStart | Role::LegacyWindow => start.clone(),
+                                Role::WindowEnd => end.clone(),
+                                Role::WindowTime => time.clone(),
+                            })
+                            .collect();
+                        row.extend([start, end]);
+                        row.extend(r.value);
+                        Change::insert(row)
+                    })
+                    .name(&description);
+                (rows, None)
+            }
+        })
+    })?;
     let post = Calc::new(having, projection);
     let window_bounds =
         window_bounds.and_then(|(s, e)| Some((post.position_of(s)?, post.position_of(e)?)));

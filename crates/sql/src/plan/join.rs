@@ -22,10 +22,10 @@ use crate::expr::Expr;
 use crate::expr::bind::bind;
 use crate::lower::Calc;
 use crate::lower::calc::Named;
-use crate::lower::join::{JoinKind, RegularJoin};
+use crate::lower::join::{JoinKind, RegularJoin, matches_nothing};
 use crate::lower::rowtime::Rowtime;
 use crate::schema::Schema;
-use crate::value::{Row, Value};
+use crate::value::Row;
 
 /// `e` bound to `schema` if every column it names is one of `schema`'s.
 fn bound_to(e: &ast::Expr, schema: &Schema) -> Option<Named> {
@@ -196,11 +196,8 @@ pub fn plan(
         right_width,
     );
     if interval.is_some() {
-        // An interval join is inner: a row with a `NULL` key matches nothing (the regular
-        // join's own rule for its outer sides is in `RegularJoin`).
-        let keyed = |width: usize| {
-            move |c: &Change| !c.row[width..].iter().any(|v| matches!(v, Value::Null))
-        };
+        // An interval join is inner: a row whose key matches nothing is dropped before it.
+        let keyed = |width: usize| move |c: &Change| !matches_nothing(&c.row[width..]);
         left_rows = left_rows.filter(keyed(left_width));
         right_rows = right_rows.filter(keyed(right_width));
     }
