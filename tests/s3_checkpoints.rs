@@ -33,18 +33,29 @@ impl Drop for Server {
     }
 }
 
-fn http(port: u16, method: &str, path: &str) -> (u16, String) {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+/// One request over a fresh connection; an error if the server drops the connection (moto
+/// accepts connections before its application is ready to answer them).
+fn try_http(port: u16, method: &str, path: &str) -> std::io::Result<(u16, String)> {
+    let mut s = TcpStream::connect(("127.0.0.1", port))?;
     write!(
         s,
         "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
-    )
-    .unwrap();
+    )?;
     let mut response = String::new();
-    s.read_to_string(&mut response).unwrap();
-    (response[9..12].parse().unwrap(), response)
+    s.read_to_string(&mut response)?;
+    let code = response
+        .get(9..12)
+        .and_then(|c| c.parse().ok())
+        .ok_or_else(|| std::io::Error::other(format!("not an HTTP response: {response:?}")))?;
+    Ok((code, response))
 }
 
+fn http(port: u16, method: &str, path: &str) -> (u16, String) {
+    try_http(port, method, path)
+        .unwrap_or_else(|e| panic!("{method} {path} on the S3 server failed: {e}"))
+}
+
+/// Starts moto and waits until it answers a request, not only until its port is open.
 fn start_s3() -> (Server, u16) {
     let port = TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -60,10 +71,10 @@ fn start_s3() -> (Server, u16) {
             .unwrap(),
     );
     let started = Instant::now();
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+    while let Err(e) = try_http(port, "GET", "/") {
         assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "moto did not start"
+            started.elapsed() < Duration::from_secs(60),
+            "moto did not answer within 60 s: {e}"
         );
         std::thread::sleep(Duration::from_millis(100));
     }
