@@ -7,6 +7,10 @@
 //! or below the watermark are late (no future match is certain to be complete for them):
 //! they are counted and dropped, as in Flink. A result carries the later of the two
 //! timestamps.
+//!
+//! An outer interval join (SQL's `LEFT`/`RIGHT`/`FULL JOIN` with time bounds) also emits
+//! each record of a preserved side that met no record of the other side, when the watermark
+//! removes it: by then no match can come ([`IntervalJoin::with_unmatched`]).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -23,8 +27,26 @@ use crate::types::metrics::SubtaskMetrics;
 use crate::types::{Data, Key, NO_TIMESTAMP, Timestamp};
 use crate::{Collector, Operator, OperatorContext, TimeDomain, TwoInputBatch};
 
+/// A buffered record, and whether it has met a record of the other side.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct Held<V> {
+    record: V,
+    matched: bool,
+}
+
 /// One side's buffered records of a key, by timestamp.
-type Times<V> = BTreeMap<Timestamp, Vec<V>>;
+type Times<V> = BTreeMap<Timestamp, Vec<Held<V>>>;
+
+/// A record of an outer interval join's preserved side that met no record of the other side.
+pub enum Unmatched<'a, L, R> {
+    /// A left record.
+    Left(&'a L),
+    /// A right record.
+    Right(&'a R),
+}
+
+/// What an outer interval join emits for a record without a match.
+type EmitUnmatched<L, R, O> = Box<dyn FnMut(Unmatched<'_, L, R>, &mut Collector<'_, O>) + Send>;
 
 /// The buffered records of one key.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -35,13 +57,13 @@ struct Buffers<L, R> {
 
 impl<L, R> Buffers<L, R> {
     /// As a left record sees them: (its side's records, the records it joins).
-    fn seen_from_left(&mut self) -> (&mut Times<L>, &Times<R>) {
-        (&mut self.left, &self.right)
+    fn seen_from_left(&mut self) -> (&mut Times<L>, &mut Times<R>) {
+        (&mut self.left, &mut self.right)
     }
 
     /// As a right record sees them: (its side's records, the records it joins).
-    fn seen_from_right(&mut self) -> (&mut Times<R>, &Times<L>) {
-        (&mut self.right, &self.left)
+    fn seen_from_right(&mut self) -> (&mut Times<R>, &mut Times<L>) {
+        (&mut self.right, &mut self.left)
     }
 }
 
@@ -91,6 +113,8 @@ pub struct IntervalJoin<L, R, K, O, KL, KR, F> {
     cleanup: TimerQueue<(K, Side)>,
     watermark: OperatorWatermark,
     metrics: Arc<SubtaskMetrics>,
+    /// Which sides' records without a match are emitted (left, right), and how.
+    unmatched: Option<(bool, bool, EmitUnmatched<L, R, O>)>,
     _types: std::marker::PhantomData<fn() -> O>,
 }
 
@@ -116,8 +140,22 @@ impl<L, R, K: Key, O, KL, KR, F> IntervalJoin<L, R, K, O, KL, KR, F> {
             cleanup: TimerQueue::default(),
             watermark: OperatorWatermark::default(),
             metrics: ctx.metrics.clone(),
+            unmatched: None,
             _types: std::marker::PhantomData,
         }
+    }
+
+    /// The outer join: each record of the left (`left`) or right (`right`) side that met no
+    /// record of the other side is given to `emit` when the watermark removes it, stamped
+    /// with its own timestamp.
+    pub fn with_unmatched(
+        mut self,
+        left: bool,
+        right: bool,
+        emit: impl FnMut(Unmatched<'_, L, R>, &mut Collector<'_, O>) + Send + 'static,
+    ) -> Self {
+        self.unmatched = Some((left, right, Box::new(emit)));
+        self
     }
 
     fn check(&self, ts: Timestamp) -> Result<()> {
@@ -147,7 +185,7 @@ impl<L, R, K: Key, O, KL, KR, F> IntervalJoin<L, R, K, O, KL, KR, F> {
         (record, t): (T, Timestamp),
         side: Side,
         key_of: impl FnOnce(&Self, &T) -> K,
-        sides: impl FnOnce(&mut Buffers<L, R>) -> (&mut Times<T>, &Times<U>),
+        sides: impl FnOnce(&mut Buffers<L, R>) -> (&mut Times<T>, &mut Times<U>),
         mut join: impl FnMut(&mut F, &T, &U, &mut Collector<'_, O>),
         out: &mut Collector<'_, O>,
     ) -> Result<()> {
@@ -159,38 +197,53 @@ impl<L, R, K: Key, O, KL, KR, F> IntervalJoin<L, R, K, O, KL, KR, F> {
         let key = key_of(self, &record);
         let (mine, theirs) = sides(self.keys.upsert(key.clone(), Buffers::default));
         let (from, to) = side.matches(t, self.lower, self.upper);
-        for (&u, others) in theirs.range(from..=to) {
+        let mut matched = false;
+        for (&u, others) in theirs.range_mut(from..=to) {
             out.set_timestamp(t.max(u));
             for other in others {
-                join(&mut self.f, &record, other, out);
+                join(&mut self.f, &record, &other.record, out);
+                other.matched = true;
+                matched = true;
             }
         }
         out.clear_timestamp();
-        mine.entry(t).or_default().push(record);
+        mine.entry(t).or_default().push(Held { record, matched });
         self.cleanup.register(to, (key, side));
         Ok(())
     }
 
-    /// Drops what the watermark has made unmatchable.
-    fn clean_up(&mut self) {
+    /// Drops what the watermark has made unmatchable, emitting the records of a preserved
+    /// side that met nothing.
+    fn clean_up(&mut self, out: &mut Collector<'_, O>) {
         let w = self.watermark.get();
         while let Some((_, (key, side))) = self.cleanup.pop_due(w) {
             let Some(buffers) = self.keys.get_mut(&key) else {
                 continue;
             };
+            let emit = self.unmatched.as_mut().and_then(|(left, right, emit)| {
+                let kept = match side {
+                    Side::Left => *left,
+                    Side::Right => *right,
+                };
+                kept.then_some(emit)
+            });
             match side {
                 // Left records at `a` with `a + upper <= w`.
                 Side::Left => {
-                    let keep = buffers
-                        .left
-                        .split_off(&(w.saturating_sub(self.upper).saturating_add(1)));
-                    buffers.left = keep;
+                    let cut = w.saturating_sub(self.upper).saturating_add(1);
+                    let keep = buffers.left.split_off(&cut);
+                    let gone = std::mem::replace(&mut buffers.left, keep);
+                    if let Some(emit) = emit {
+                        emit_unmatched(gone, |l| Unmatched::Left(l), emit, out);
+                    }
                 }
                 Side::Right => {
-                    let keep = buffers
-                        .right
-                        .split_off(&(w.saturating_add(self.lower).saturating_add(1)));
-                    buffers.right = keep;
+                    let cut = w.saturating_add(self.lower).saturating_add(1);
+                    let keep = buffers.right.split_off(&cut);
+                    let gone = std::mem::replace(&mut buffers.right, keep);
+                    if let Some(emit) = emit {
+                        emit_unmatched(gone, |r| Unmatched::Right(r), emit, out);
+                    }
                 }
             }
             if buffers.left.is_empty() && buffers.right.is_empty() {
@@ -209,6 +262,22 @@ impl<L, R, K: Key, O, KL, KR, F> IntervalJoin<L, R, K, O, KL, KR, F> {
             })
             .sum()
     }
+}
+
+/// Gives `emit` each record of `gone` that met nothing, stamped with its time.
+fn emit_unmatched<V, L, R, O>(
+    gone: Times<V>,
+    lane: impl for<'a> Fn(&'a V) -> Unmatched<'a, L, R>,
+    emit: &mut EmitUnmatched<L, R, O>,
+    out: &mut Collector<'_, O>,
+) {
+    for (t, records) in gone {
+        out.set_timestamp(t);
+        for held in records.iter().filter(|h| !h.matched) {
+            emit(lane(&held.record), out);
+        }
+    }
+    out.clear_timestamp();
 }
 
 impl<L, R, K, O, KL, KR, F> Operator for IntervalJoin<L, R, K, O, KL, KR, F>
@@ -247,11 +316,11 @@ where
         &mut self,
         domain: TimeDomain,
         time: Timestamp,
-        _out: &mut Collector<'_, O>,
+        out: &mut Collector<'_, O>,
     ) -> Result<()> {
         if domain == TimeDomain::EventTime {
             self.watermark.advance(time);
-            self.clean_up();
+            self.clean_up(out);
         }
         Ok(())
     }
@@ -328,6 +397,69 @@ mod tests {
         assert_eq!(
             matches, 200_000,
             "each record meets its twin on the other side"
+        );
+    }
+
+    /// An outer join emits each left and right record without a match once, when the
+    /// watermark passes its last possible match, and never a record that matched.
+    #[test]
+    fn records_without_a_match_are_emitted_when_the_watermark_passes_them() {
+        let ctx = test_context("outer join");
+        let mut join = IntervalJoin::new(
+            |l: &(u32, i64)| l.0,
+            |r: &(u32, i64)| r.0,
+            0,
+            10,
+            |l: &(u32, i64), r: &(u32, i64), out: &mut Collector<'_, String>| {
+                out.collect(format!("{}-{}", l.1, r.1))
+            },
+            &ctx,
+        )
+        .with_unmatched(
+            true,
+            true,
+            |u: Unmatched<'_, (u32, i64), (u32, i64)>, out: &mut Collector<'_, String>| {
+                out.collect(match u {
+                    Unmatched::Left(l) => format!("{}-", l.1),
+                    Unmatched::Right(r) => format!("-{}", r.1),
+                })
+            },
+        );
+        let mut sink = VecOutput(Vec::new());
+        let (mut buf, mut stamps) = (Vec::new(), Vec::new());
+        let mut seen = Vec::new();
+        // Left at 0 and 100 (key 1), right at 5 (key 1: matches 0) and 50 (key 2: alone).
+        let steps: Vec<(bool, (u32, i64))> = vec![
+            (true, (1, 0)),
+            (true, (1, 100)),
+            (false, (1, 5)),
+            (false, (2, 50)),
+        ];
+        for (left, rec) in steps {
+            let mut out = Collector::new(&mut buf, &mut stamps, &mut sink, 1024);
+            let (mut records, mut times) = (vec![rec], vec![rec.1]);
+            let batch = Batch::with_timestamps(&mut records, &mut times);
+            let batch = if left {
+                TwoInputBatch::First(batch)
+            } else {
+                TwoInputBatch::Second(batch)
+            };
+            join.process_batch(batch, &mut out).unwrap();
+            out.done().unwrap();
+        }
+        for w in [9, 60, i64::MAX] {
+            let mut out = Collector::new(&mut buf, &mut stamps, &mut sink, 1024);
+            join.on_time(TimeDomain::EventTime, w, &mut out).unwrap();
+            out.done().unwrap();
+            seen.push(std::mem::take(&mut sink.0));
+        }
+        assert_eq!(
+            seen,
+            vec![
+                vec!["0-5".to_string()],
+                vec!["-50".to_string()],
+                vec!["100-".to_string()]
+            ]
         );
     }
 }

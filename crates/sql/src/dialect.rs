@@ -58,8 +58,29 @@ impl Dialect for FlinkDialect {
         true
     }
 
-    /// `TABLE name` where an expression starts (a table function's argument).
+    /// `TABLE name` where an expression starts (a table function's argument), and the
+    /// literal `TIMESTAMP '2020-01-01 00:00:00'` (a `TIMESTAMP(3)`).
     fn parse_prefix(&self, parser: &mut Parser) -> Option<Result<Expr, ParserError>> {
+        let is_timestamp = matches!(&parser.peek_token().token, Token::Word(w) if w.keyword == Keyword::TIMESTAMP)
+            && matches!(
+                &parser.peek_nth_token(1).token,
+                Token::SingleQuotedString(_)
+            );
+        if is_timestamp {
+            parser.next_token();
+            let span = parser.peek_token().span;
+            return Some(parser.parse_literal_string().map(|text| {
+                // Its precision is its fraction's digits, as Flink types it.
+                let fraction = text.split_once('.').map_or(0, |(_, f)| f.trim().len());
+                let precision = u8::try_from(fraction.min(9)).unwrap_or(9);
+                let ty = types::DataType::nullable(types::SqlType::Timestamp(precision));
+                Expr::TypedString(ast::TypedString {
+                    data_type: to_sqlparser(&ty),
+                    value: ast::Value::SingleQuotedString(text).with_span(span),
+                    uses_odbc_syntax: false,
+                })
+            }));
+        }
         let is_table = matches!(&parser.peek_token().token, Token::Word(w) if w.keyword == Keyword::TABLE)
             && matches!(&parser.peek_nth_token(1).token, Token::Word(_));
         if !is_table {

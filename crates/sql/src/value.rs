@@ -347,7 +347,8 @@ pub fn parse_timestamp(text: &str) -> Option<i64> {
     Some(millis)
 }
 
-fn days_in_month(y: i64, m: u32) -> u32 {
+/// The days of month `m` (1 to 12) of year `y`, proleptic Gregorian.
+pub fn days_in_month(y: i64, m: u32) -> u32 {
     match m {
         1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
         4 | 6 | 9 | 11 => 30,

@@ -390,15 +390,51 @@ impl Binder<'_> {
                     });
                 };
                 let try_cast = matches!(kind, CastKind::TryCast | CastKind::SafeCast);
-                Ok(typed(
-                    Expr::Cast {
+                let whole_seconds =
+                    |t: &SqlType| matches!(t, SqlType::Timestamp(0) | SqlType::TimestampLtz(0));
+                let expr = match (&v.ty.ty, &to.ty) {
+                    // A TIMESTAMP(0) prints without a fraction, as Flink's.
+                    (from, to) if whole_seconds(from) && to.is_string() => Expr::Call {
+                        function: Function::DateFormat(
+                            date_pattern("yyyy-MM-dd HH:mm:ss").unwrap_or_default(),
+                        ),
+                        args: vec![v.expr],
+                    },
+                    // A cast to TIMESTAMP(0) drops the milliseconds.
+                    (_, to) if whole_seconds(to) => Expr::Call {
+                        function: Function::FloorTime(TimeField::Second),
+                        args: vec![Expr::Cast {
+                            expr: Box::new(v.expr),
+                            to: to.clone(),
+                            try_cast,
+                        }],
+                    },
+                    _ => Expr::Cast {
                         expr: Box::new(v.expr),
                         to: to.ty.clone(),
                         try_cast,
                     },
-                    to.ty,
-                    v.ty.nullable || try_cast,
-                ))
+                };
+                Ok(typed(expr, to.ty, v.ty.nullable || try_cast))
+            }
+            // `TIMESTAMP '2020-01-01 00:00:00'`: the text cast to the type, once, here.
+            E::TypedString(literal) => {
+                let Some(to) = from_sqlparser(&literal.data_type) else {
+                    return Err(SqlError::Unsupported {
+                        at: here,
+                        what: format!("a literal of the type {}", literal.data_type),
+                        supported: "Flink's types are".into(),
+                    });
+                };
+                let text = literal_string(&E::Value(literal.value.clone())).unwrap_or_default();
+                let value = super::cast(Value::String(text.clone()), &to.ty)
+                    .ok()
+                    .filter(|v| !v.is_null())
+                    .ok_or_else(|| SqlError::Invalid {
+                        at: here,
+                        message: format!("'{text}' is not a {}", to.ty),
+                    })?;
+                Ok(typed(Expr::Literal(value), to.ty, false))
             }
             E::Substring {
                 expr: value,
@@ -522,8 +558,15 @@ impl Binder<'_> {
             }
             E::Function(f) => {
                 let name = f.name.to_string().to_uppercase();
-                let ast::FunctionArguments::List(list) = &f.args else {
-                    return Err(self.unsupported(expr, &format!("{name} without arguments")));
+                let list = match &f.args {
+                    ast::FunctionArguments::List(list) => list,
+                    // `CURRENT_TIMESTAMP`, `LOCALTIMESTAMP`: called without parentheses.
+                    ast::FunctionArguments::None if NILADIC.contains(&name.as_str()) => {
+                        return self.call(expr, &name, &[]);
+                    }
+                    _ => {
+                        return Err(self.unsupported(expr, &format!("{name} without arguments")));
+                    }
                 };
                 if f.over.is_some() || f.filter.is_some() || list.duplicate_treatment.is_some() {
                     return Err(self.unsupported(
@@ -543,10 +586,87 @@ impl Binder<'_> {
                         }
                     }
                 }
+                if name == "TIMESTAMPADD" || name == "TIMESTAMPDIFF" {
+                    return self.timestamp_arithmetic(expr, &name, &args);
+                }
                 self.call(expr, &name, &args)
             }
+            E::In {
+                target: ast::InTarget::Subquery(_),
+                ..
+            }
+            | E::Exists { .. }
+            | E::Subquery(_) => Err(SqlError::Unsupported {
+                at: here,
+                what: format!("the subquery in '{expr}' here"),
+                supported: "IN (SELECT ..), NOT IN, EXISTS and NOT EXISTS as conditions of WHERE \
+                            (joined by AND), and a scalar subquery compared in WHERE, are"
+                    .into(),
+            }),
             other => Err(self.unsupported(other, "this expression")),
         }
+    }
+
+    /// `TIMESTAMPADD(unit, n, t)` and `TIMESTAMPDIFF(unit, from, to)`: the unit is a word,
+    /// not a value.
+    fn timestamp_arithmetic(
+        &self,
+        whole: &ast::Expr,
+        name: &str,
+        args: &[&ast::Expr],
+    ) -> Result<Typed> {
+        let [unit, a, b] = args else {
+            return Err(SqlError::Invalid {
+                at: at(whole),
+                message: format!(
+                    "{name} takes 3 arguments (a unit and two values), not {}",
+                    args.len()
+                ),
+            });
+        };
+        let word = match unit {
+            ast::Expr::Identifier(id) => id.value.to_uppercase(),
+            other => other.to_string().to_uppercase(),
+        };
+        let unit = match word.trim_start_matches("SQL_TSI_") {
+            "YEAR" => TimeField::Year,
+            "QUARTER" => TimeField::Quarter,
+            "MONTH" => TimeField::Month,
+            "WEEK" => TimeField::Week,
+            "DAY" => TimeField::Day,
+            "HOUR" => TimeField::Hour,
+            "MINUTE" => TimeField::Minute,
+            "SECOND" => TimeField::Second,
+            "MILLISECOND" => TimeField::Millisecond,
+            _ => {
+                return Err(SqlError::Unsupported {
+                    at: at(unit),
+                    what: format!("{name} in '{word}'"),
+                    supported: "YEAR, QUARTER, MONTH, WEEK, DAY, HOUR, MINUTE, SECOND and \
+                                MILLISECOND are"
+                        .into(),
+                });
+            }
+        };
+        let (x, y) = (self.bind(a)?, self.bind(b)?);
+        let nullable = x.ty.nullable || y.ty.nullable;
+        let (function, ty) = if name == "TIMESTAMPADD" {
+            self.expect_integer(&x, a)?;
+            self.expect_time(&y, b)?;
+            (Function::TimestampAdd(unit), y.ty.ty.clone())
+        } else {
+            self.expect_time(&x, a)?;
+            self.expect_time(&y, b)?;
+            (Function::TimestampDiff(unit), SqlType::Int)
+        };
+        Ok(typed(
+            Expr::Call {
+                function,
+                args: vec![x.expr, y.expr],
+            },
+            ty,
+            nullable,
+        ))
     }
 
     /// The field `name` of the `ROW` value `row`.
@@ -932,6 +1052,44 @@ impl Binder<'_> {
                 nullable = true;
                 (Function::SplitIndex, SqlType::STRING)
             }
+            "TO_TIMESTAMP" => {
+                arity(1..=2)?;
+                strings(1)?;
+                let pieces = match args.get(1) {
+                    Some(a) => self.literal_date_pattern(a, "TO_TIMESTAMP")?,
+                    None => date_pattern("yyyy-MM-dd HH:mm:ss").unwrap_or_default(),
+                };
+                // NULL where the text does not follow the pattern.
+                nullable = true;
+                bound.truncate(1);
+                (Function::ToTimestamp(pieces), SqlType::Timestamp(3))
+            }
+            "UNIX_TIMESTAMP" => {
+                arity(0..=2)?;
+                let pieces = match args.len() {
+                    0 => None,
+                    _ => {
+                        strings(1)?;
+                        nullable = true;
+                        Some(match args.get(1) {
+                            Some(a) => self.literal_date_pattern(a, "UNIX_TIMESTAMP")?,
+                            None => date_pattern("yyyy-MM-dd HH:mm:ss").unwrap_or_default(),
+                        })
+                    }
+                };
+                bound.truncate(1);
+                (Function::UnixTimestamp(pieces), SqlType::BigInt)
+            }
+            "CURRENT_TIMESTAMP" | "NOW" | "LOCALTIMESTAMP" | "CURRENT_ROW_TIMESTAMP" => {
+                arity(0..=0)?;
+                let local = name == "LOCALTIMESTAMP";
+                let ty = if local {
+                    SqlType::Timestamp(3)
+                } else {
+                    SqlType::TimestampLtz(3)
+                };
+                (Function::Now { local }, ty)
+            }
             "PROCTIME" => {
                 arity(0..=0)?;
                 nullable = false;
@@ -1178,6 +1336,13 @@ impl Binder<'_> {
     }
 }
 
+/// The functions called without parentheses (`CURRENT_TIMESTAMP`).
+const NILADIC: &[&str] = &[
+    "CURRENT_TIMESTAMP",
+    "LOCALTIMESTAMP",
+    "CURRENT_ROW_TIMESTAMP",
+];
+
 /// The built-in functions by name, for errors and suggestions.
 const FUNCTIONS: &[&str] = &[
     "ABS",
@@ -1186,17 +1351,19 @@ const FUNCTIONS: &[&str] = &[
     "CONCAT",
     "CONCAT_WS",
     "COUNT_CHAR",
+    "CURRENT_TIMESTAMP",
     "DATE_FORMAT",
-    "HOUR",
-    "IF",
-    "IFNULL",
     "EXP",
     "FROM_UNIXTIME",
     "GREATEST",
+    "HOUR",
+    "IF",
+    "IFNULL",
     "INITCAP",
     "LEAST",
     "LEFT",
     "LN",
+    "LOCALTIMESTAMP",
     "LOG10",
     "LOG2",
     "LOWER",
@@ -1204,6 +1371,7 @@ const FUNCTIONS: &[&str] = &[
     "LTRIM",
     "MINUTE",
     "MOD",
+    "NOW",
     "NULLIF",
     "POSITION",
     "POWER",
@@ -1222,12 +1390,17 @@ const FUNCTIONS: &[&str] = &[
     "SPLIT_INDEX",
     "SQRT",
     "SUBSTRING",
+    "TIMESTAMPADD",
+    "TIMESTAMPDIFF",
+    "TO_TIMESTAMP",
+    "TO_TIMESTAMP_LTZ",
     "TRIM",
+    "UNIX_TIMESTAMP",
     "UPPER",
 ];
 
 /// `expr` as a value of `ty` (a branch of a `CASE` whose results widen).
-fn coerce(expr: Expr, ty: &SqlType) -> Expr {
+pub(crate) fn coerce(expr: Expr, ty: &SqlType) -> Expr {
     match (&expr, ty) {
         (Expr::Literal(Value::Null), _) => expr,
         (_, SqlType::Decimal { .. } | SqlType::Double | SqlType::BigInt) => Expr::Cast {

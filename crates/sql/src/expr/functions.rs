@@ -119,6 +119,23 @@ pub enum Function {
     FromUnixtime(Vec<DatePiece>),
     /// A function written in Rust and registered on the session (it sees `NULL`s itself).
     Udf(super::udf::Udf),
+    /// `TO_TIMESTAMP(s [, pattern])`: the text read by a Java date pattern (`yyyy-MM-dd
+    /// HH:mm:ss` by default) as a `TIMESTAMP(3)`, `NULL` where it does not follow it.
+    ToTimestamp(Vec<DatePiece>),
+    /// `UNIX_TIMESTAMP()`: the seconds since the epoch now; `UNIX_TIMESTAMP(s [, pattern])`:
+    /// those of the text read by the pattern, `NULL` where it does not follow it.
+    UnixTimestamp(Option<Vec<DatePiece>>),
+    /// `CURRENT_TIMESTAMP`, `NOW()`: the wall-clock time, a `TIMESTAMP_LTZ(3)`, evaluated per
+    /// row (as Flink in streaming); `LOCALTIMESTAMP` (`local`): a `TIMESTAMP(3)` in UTC.
+    Now {
+        /// A `TIMESTAMP` rather than a `TIMESTAMP_LTZ`.
+        local: bool,
+    },
+    /// `TIMESTAMPADD(unit, n, t)`: `t` moved by `n` units (months keep their day where the
+    /// month has it).
+    TimestampAdd(TimeField),
+    /// `TIMESTAMPDIFF(unit, from, to)`: the whole units from `from` to `to`, an `INT`.
+    TimestampDiff(TimeField),
 }
 
 impl Function {
@@ -228,12 +245,42 @@ impl Function {
                 part.map_or(Value::Null, |p| Value::String(p.to_string()))
             }
             Function::Udf(udf) => udf.call(args)?,
-            Function::ProcTime => {
-                let now = std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map_or(0, |d| d.as_millis() as i64);
-                Value::TimestampLtz(now)
+            Function::ToTimestamp(pattern) => {
+                super::calendar::parse(text(0)?, pattern).map_or(Value::Null, Value::Timestamp)
             }
+            Function::UnixTimestamp(None) => Value::BigInt(now_millis() / 1000),
+            Function::UnixTimestamp(Some(pattern)) => super::calendar::parse(text(0)?, pattern)
+                .map_or(Value::Null, |ms| Value::BigInt(ms.div_euclid(1000))),
+            Function::Now { local: false } => Value::TimestampLtz(now_millis()),
+            Function::Now { local: true } => Value::Timestamp(now_millis()),
+            Function::TimestampAdd(unit) => {
+                let n = int(0)?;
+                let moved = |t: i64| {
+                    super::calendar::add(t, n, *unit)
+                        .ok_or_else(|| EvalError(format!("TIMESTAMPADD of {n} {unit:?} overflows")))
+                };
+                match &args[1] {
+                    Value::Timestamp(t) => Value::Timestamp(moved(*t)?),
+                    Value::TimestampLtz(t) => Value::TimestampLtz(moved(*t)?),
+                    other => {
+                        return Err(EvalError(format!(
+                            "TIMESTAMPADD of {other:?}, which is not a time"
+                        )));
+                    }
+                }
+            }
+            Function::TimestampDiff(unit) => match (args[0].time_millis(), args[1].time_millis()) {
+                (Some(from), Some(to)) => {
+                    let units = super::calendar::diff(from, to, *unit);
+                    Value::Int(i32::try_from(units).map_err(|_| {
+                        EvalError(format!(
+                            "TIMESTAMPDIFF of {units} {unit:?} overflows an INT"
+                        ))
+                    })?)
+                }
+                _ => Value::Null,
+            },
+            Function::ProcTime => Value::TimestampLtz(now_millis()),
             Function::CountChar => {
                 let c = match args.get(1) {
                     Some(Value::String(c)) => c.chars().next(),
@@ -501,6 +548,13 @@ impl TimeField {
         };
         self.floor(floor + past)
     }
+}
+
+/// The wall-clock time in milliseconds since the epoch.
+fn now_millis() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
 }
 
 /// A piece of a `DATE_FORMAT` pattern: a field of the time, so many digits wide, or text.

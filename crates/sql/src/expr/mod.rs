@@ -7,6 +7,7 @@
 //! keeps a row only where its condition is `TRUE`.
 
 pub mod bind;
+mod calendar;
 mod functions;
 mod kernel;
 pub mod udf;

@@ -302,6 +302,25 @@ impl RegularJoin {
     }
 }
 
+/// Calls `apply(change, from_left, out)` for each change of a two-input batch: the one
+/// dispatch of the joins that treat both inputs alike.
+pub(crate) fn each_change(
+    batch: TwoInputBatch<'_, Change, Change>,
+    out: &mut Collector<'_, Change>,
+    mut apply: impl FnMut(Change, bool, &mut Collector<'_, Change>),
+) -> hummer_types::error::Result<()> {
+    match batch {
+        TwoInputBatch::First(batch) => batch.for_each(out, |c, out| {
+            apply(c, true, out);
+            Ok(())
+        }),
+        TwoInputBatch::Second(batch) => batch.for_each(out, |c, out| {
+            apply(c, false, out);
+            Ok(())
+        }),
+    }
+}
+
 impl Operator for RegularJoin {
     type In = (Change, Change);
     type Out = Change;
@@ -311,16 +330,9 @@ impl Operator for RegularJoin {
         batch: TwoInputBatch<'_, Change, Change>,
         out: &mut Collector<'_, Change>,
     ) -> hummer_types::error::Result<()> {
-        match batch {
-            TwoInputBatch::First(batch) => batch.for_each(out, |c, out| {
-                self.apply(c, true, out);
-                Ok(())
-            }),
-            TwoInputBatch::Second(batch) => batch.for_each(out, |c, out| {
-                self.apply(c, false, out);
-                Ok(())
-            }),
-        }
+        each_change(batch, out, |c, from_left, out| {
+            self.apply(c, from_left, out)
+        })
     }
 
     fn state(&mut self) -> DeclaredState<'_> {

@@ -12,6 +12,7 @@ pub mod over_aggregate;
 pub mod per_key;
 pub mod rank;
 pub mod rowtime;
+pub mod semi_join;
 pub mod temporal_join;
 pub mod temporal_sort;
 pub mod window_rank;

@@ -139,6 +139,7 @@ impl VisitorMut for OntoOutput<'_> {
                     .find_map(|w| match name.strip_prefix(w) {
                         Some("_START") => Some("$ws"),
                         Some("_END") => Some("$we"),
+                        Some("_ROWTIME" | "_PROCTIME") => Some("$wt"),
                         _ => None,
                     });
             if let Some(bound) = bound {
@@ -452,7 +453,8 @@ pub fn plan(
     }
     let key_count = pre.len();
     if windowing.is_some() {
-        for c in ["$ws", "$we"] {
+        // The window's start, end and time (its end less 1 ms: `TUMBLE_ROWTIME(..)`).
+        for c in ["$ws", "$we", "$wt"] {
             output.push(Column {
                 name: c.into(),
                 ty: DataType::not_null(SqlType::Timestamp(3)),
@@ -549,6 +551,15 @@ pub fn plan(
             }),
         }
     });
+    // The window's time (`window_time`, `TUMBLE_ROWTIME(..)`) stays a time attribute where it
+    // is selected as it is: a window of an event-time window's results is on it.
+    let window_time = windowing.as_ref().map(|(_, roles, processing_time)| {
+        let column = roles
+            .iter()
+            .position(|r| *r == Role::WindowTime)
+            .unwrap_or(group_by.len() + 2);
+        (column, *processing_time)
+    });
     // The same aggregation of the same rows twice in a query (q5's counts per auction and
     // window) is computed once.
     let reuse_key = format!(
@@ -587,7 +598,7 @@ pub fn plan(
                                 Role::WindowTime => time.clone(),
                             })
                             .collect();
-                        row.extend([start, end]);
+                        row.extend([start, end, time]);
                         row.extend(r.value);
                         Change::insert(row)
                     })
@@ -599,6 +610,12 @@ pub fn plan(
     let post = Calc::new(having, projection);
     let window_bounds =
         window_bounds.and_then(|(s, e)| Some((post.position_of(s)?, post.position_of(e)?)));
+    let time = |processing: bool| {
+        window_time
+            .filter(|(_, p)| *p == processing)
+            .and_then(|(c, _)| post.position_of(c))
+    };
+    let (rowtime, proctime) = (time(false), time(true));
     let rows = rows.transform(&format!("Calc: SELECT .. FROM {table_name}"), move |_| {
         Ok(post.clone())
     });
@@ -608,8 +625,8 @@ pub fn plan(
         scan: None,
         schema: Schema::new(columns),
         updated_by,
-        rowtime: None,
-        proctime: None,
+        rowtime,
+        proctime,
         window: None,
         window_bounds,
     })

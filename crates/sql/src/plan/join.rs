@@ -7,11 +7,16 @@
 //! rows right after the join; a comma join's `WHERE` is applied whole by the query after it.
 //! A join without any such equality (a cross join) is refused.
 //!
-//! An inner join of two append-only inputs whose conditions bound one side's rowtime by the
+//! A join of two append-only inputs whose conditions bound one side's rowtime by the
 //! other's (`B.ts BETWEEN A.ts AND A.ts + INTERVAL '3' SECOND`, or `>=`/`<=` pairs) is an
 //! interval join instead: Hummer's interval join operator, whose state the watermark bounds;
-//! its result is append-only and keeps the left side's rowtime as its time attribute.
+//! its result is append-only and keeps the left side's rowtime as its time attribute (where
+//! no left row is padded). An outer one emits a row without a match, padded, once the
+//! watermark passes the last time a match could come.
 
+use hummer_api::DataStream;
+use hummer_operators::Collector;
+use hummer_operators::interval_join::{IntervalJoin, Unmatched};
 use sqlparser::ast::{self, BinaryOperator, Spanned};
 
 use super::{Planned, at_span, condition, conjuncts};
@@ -125,15 +130,22 @@ pub fn plan(
     }
     // Bounds between the two sides' rowtimes make an inner join of append-only inputs an
     // interval join: its state is bounded by the watermark, its result keeps the times.
-    let interval = match (kind, left.rowtime, right.rowtime) {
-        (JoinKind::Inner, Some(lt), Some(rt))
-            if left.updated_by.is_none() && right.updated_by.is_none() =>
-        {
+    // An outer one only where the bounds are all its ON says besides the key: a condition
+    // that decides what matches is the regular join's.
+    let interval = match (left.rowtime, right.rowtime) {
+        (Some(lt), Some(rt)) if left.updated_by.is_none() && right.updated_by.is_none() => {
             let sides = TimeSides {
                 left: (&left.schema, lt),
                 right: (&right.schema, rt),
             };
-            interval_bounds(&mut residual, &sides)?
+            let mut rest = residual.clone();
+            match interval_bounds(&mut rest, &sides)? {
+                Some(bounds) if kind == JoinKind::Inner || rest.is_empty() => {
+                    residual = rest;
+                    Some(bounds)
+                }
+                _ => None,
+            }
         }
         _ => None,
     };
@@ -187,36 +199,28 @@ pub fn plan(
         rowtime[left_rowtime] = true;
         output.mark(&rowtime);
     }
-    let mut left_rows = left.rows_into(left_calc, "Calc: join key", &output, 0, left_width);
-    let mut right_rows = right.rows_into(
+    let left_rows = left.rows_into(left_calc, "Calc: join key", &output, 0, left_width);
+    let right_rows = right.rows_into(
         right_calc,
         "Calc: join key",
         &output,
         left_width,
         right_width,
     );
-    if interval.is_some() {
-        // An interval join is inner: a row whose key matches nothing is dropped before it.
-        let keyed = |width: usize| move |c: &Change| !matches_nothing(&c.row[width..]);
-        left_rows = left_rows.filter(keyed(left_width));
-        right_rows = right_rows.filter(keyed(right_width));
-    }
-    let left_rows = left_rows.key_by(move |c: &Change| -> Row { c.row[left_width..].to_vec() });
-    let right_rows = right_rows.key_by(move |c: &Change| -> Row { c.row[right_width..].to_vec() });
     let mut rows = match interval {
         Some((lower, upper)) => {
             let description = format!("Interval{description}, bounds=[{lower}, {upper}] ms");
-            left_rows
-                .interval_join(&right_rows)
-                .between(lower, upper)
-                .process(move |l: &Change, r: &Change, out| {
-                    let mut row = Vec::with_capacity(left_width + right_width);
-                    row.extend_from_slice(&l.row[..left_width]);
-                    row.extend_from_slice(&r.row[..right_width]);
-                    out.collect(Change::insert(row));
-                })
-                .name(&description)
-                .transform(
+            let rows = interval_join(
+                left_rows,
+                right_rows,
+                (left_width, right_width),
+                kind,
+                (lower, upper),
+                &description,
+            );
+            // The result's time is the left row's where every row has one.
+            if matches!(kind, JoinKind::Inner | JoinKind::Left) {
+                rows.transform(
                     &format!(
                         "Rowtime: left time, watermark held back {} ms",
                         upper.max(0)
@@ -228,16 +232,25 @@ pub fn plan(
                         })
                     },
                 )
+            } else {
+                rows
+            }
         }
-        None => left_rows
-            .connect(&right_rows)
-            .transform(&description, move |_| {
-                let join = RegularJoin::new(kind, left_width, right_width);
-                Ok(match &outer_condition {
-                    Some(condition) => join.with_condition(condition.clone()),
-                    None => join,
+        None => {
+            let left_rows =
+                left_rows.key_by(move |c: &Change| -> Row { c.row[left_width..].to_vec() });
+            let right_rows =
+                right_rows.key_by(move |c: &Change| -> Row { c.row[right_width..].to_vec() });
+            left_rows
+                .connect(&right_rows)
+                .transform(&description, move |_| {
+                    let join = RegularJoin::new(kind, left_width, right_width);
+                    Ok(match &outer_condition {
+                        Some(condition) => join.with_condition(condition.clone()),
+                        None => join,
+                    })
                 })
-            }),
+        }
     };
     let mut schema = Schema::join(&left.schema, &right.schema);
     // The columns an outer join pads take NULL.
@@ -258,16 +271,121 @@ pub fn plan(
         scan: Some(output),
         schema,
         // An outer join retracts the padded rows it emitted when their match comes.
+        // (An outer interval join pads a row only once no match can come: append-only.)
         updated_by: match kind {
             JoinKind::Inner => left.updated_by.or(right.updated_by),
+            _ if interval.is_some() => None,
             _ => Some(description.clone()),
         },
-        // An interval join's result keeps the left side's rowtime as its time attribute.
-        rowtime: interval.and(left.rowtime),
+        // An interval join's result keeps the left side's rowtime as its time attribute
+        // where no left row is padded.
+        rowtime: interval
+            .filter(|_| matches!(kind, JoinKind::Inner | JoinKind::Left))
+            .and(left.rowtime),
         proctime: None,
         window: None,
         window_bounds: None,
     })
+}
+
+/// The interval join of `left` and `right` (rows of `widths` columns, then their key) with
+/// `bounds` on the right row's time less the left's; an outer `kind` emits a preserved row
+/// padded with `NULL`s once the watermark passes its last possible match. A row whose key
+/// holds a `NULL` matches nothing: a preserved side's goes out padded past the join.
+fn interval_join(
+    left: DataStream<Change>,
+    right: DataStream<Change>,
+    (left_width, right_width): (usize, usize),
+    kind: JoinKind,
+    (lower, upper): (i64, i64),
+    description: &str,
+) -> DataStream<Change> {
+    let (keep_left, keep_right) = (
+        kind.preserves_padding_of(false),
+        kind.preserves_padding_of(true),
+    );
+    let null_key = |width: usize| move |c: &Change| matches_nothing(&c.row[width..]);
+    let has_key = |width: usize| move |c: &Change| !matches_nothing(&c.row[width..]);
+    let mut bypass = Vec::new();
+    if keep_left {
+        bypass.push(left.filter(null_key(left_width)).map(move |c: Change| {
+            Change::insert(pad_row(
+                Some(&c.row[..left_width]),
+                None,
+                (left_width, right_width),
+            ))
+        }));
+    }
+    if keep_right {
+        bypass.push(right.filter(null_key(right_width)).map(move |c: Change| {
+            Change::insert(pad_row(
+                None,
+                Some(&c.row[..right_width]),
+                (left_width, right_width),
+            ))
+        }));
+    }
+    let left = left
+        .filter(has_key(left_width))
+        .key_by(move |c: &Change| -> Row { c.row[left_width..].to_vec() });
+    let right = right
+        .filter(has_key(right_width))
+        .key_by(move |c: &Change| -> Row { c.row[right_width..].to_vec() });
+    let widths = (left_width, right_width);
+    let joined = left.connect(&right).transform(description, move |ctx| {
+        let join = IntervalJoin::new(
+            move |c: &Change| -> Row { c.row[left_width..].to_vec() },
+            move |c: &Change| -> Row { c.row[right_width..].to_vec() },
+            lower,
+            upper,
+            move |l: &Change, r: &Change, out: &mut Collector<'_, Change>| {
+                out.collect(Change::insert(pad_row(
+                    Some(&l.row[..left_width]),
+                    Some(&r.row[..right_width]),
+                    widths,
+                )));
+            },
+            ctx,
+        );
+        Ok(if keep_left || keep_right {
+            join.with_unmatched(
+                keep_left,
+                keep_right,
+                move |u: Unmatched<'_, Change, Change>, out: &mut Collector<'_, Change>| {
+                    let row = match u {
+                        Unmatched::Left(l) => pad_row(Some(&l.row[..left_width]), None, widths),
+                        Unmatched::Right(r) => pad_row(None, Some(&r.row[..right_width]), widths),
+                    };
+                    out.collect(Change::insert(row));
+                },
+            )
+        } else {
+            join
+        })
+    });
+    if bypass.is_empty() {
+        joined
+    } else {
+        joined.union(&bypass)
+    }
+}
+
+/// A joined row: the left row's columns then the right's, `NULL`s for a side that is `None`.
+pub(super) fn pad_row(
+    left: Option<&[crate::value::Value]>,
+    right: Option<&[crate::value::Value]>,
+    (left_width, right_width): (usize, usize),
+) -> Row {
+    let mut row = Vec::with_capacity(left_width + right_width);
+    match left {
+        Some(l) => row.extend_from_slice(l),
+        None => row.resize(left_width, crate::value::Value::Null),
+    }
+    match right {
+        Some(r) => row.extend_from_slice(r),
+        None => row.resize(left_width + right_width, crate::value::Value::Null),
+    }
+    row
 }
 
 /// The rowtime columns of a join's two sides.

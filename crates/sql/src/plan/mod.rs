@@ -10,17 +10,20 @@
 //! column and what is supported.
 
 pub mod aggregate;
+pub mod distinct;
 pub mod join;
 pub mod order;
 pub mod over;
 pub mod rank;
 pub mod reuse;
+pub mod scalar_subquery;
+pub mod subquery;
 pub mod temporal;
+pub mod values;
 pub mod window;
 
 use hummer_api::{DataStream, StreamExecutionEnvironment};
 use sqlparser::ast::{self, GroupByExpr, SelectItem, SetExpr, Spanned, TableFactor};
-use sqlparser::tokenizer::Span;
 
 use crate::catalog::Catalog;
 use crate::changelog::Change;
@@ -134,9 +137,9 @@ impl Planned {
 }
 
 /// What a query may hold so far, for errors.
-const SUPPORTED: &str = "SELECT [.. OVER ..] FROM tables, views, subqueries, window table \
-    functions and their joins, with WHERE, GROUP BY, HAVING, UNION ALL and WITH, is (ORDER BY \
-    and LIMIT are not)";
+const SUPPORTED: &str = "SELECT [DISTINCT] [.. OVER ..] [FROM tables, views, subqueries, \
+    VALUES, window table functions and their joins], with WHERE, GROUP BY, HAVING, UNION [ALL], \
+    WITH, ORDER BY and LIMIT, is";
 
 pub(crate) fn at_span(span: sqlparser::tokenizer::Span) -> Position {
     Position::new(span.start.line.max(1), span.start.column.max(1))
@@ -280,20 +283,33 @@ fn plan_body(
         SetExpr::Query(inner) => plan_query(catalog, env, inner, at),
         SetExpr::SetOperation {
             op: ast::SetOperator::Union,
-            set_quantifier: ast::SetQuantifier::All,
+            set_quantifier,
             left,
             right,
-        } => union_all(
-            plan_body(catalog, env, left, at)?,
-            plan_body(catalog, env, right, at)?,
-            at_span(body.span()),
-        ),
+        } => {
+            let all = match set_quantifier {
+                ast::SetQuantifier::All => true,
+                ast::SetQuantifier::Distinct | ast::SetQuantifier::None => false,
+                _ => return Err(unsupported("this UNION", body.span(), at)),
+            };
+            let union = union_all(
+                plan_body(catalog, env, left, at)?,
+                plan_body(catalog, env, right, at)?,
+                at_span(body.span()),
+            )?;
+            if all {
+                Ok(union)
+            } else {
+                distinct::distinct(union, "UNION", catalog.mini_batch(at)?, at)
+            }
+        }
+        SetExpr::Values(rows) => values::values(env, rows, at),
         other => Err(unsupported("this query form", other.span(), at)),
     }
 }
 
-/// `left UNION ALL right`: the rows of both, under the left's names; the columns must have
-/// the same types (a `CAST` makes them so).
+/// `left UNION ALL right`: the rows of both, under the left's names; a column whose types
+/// differ takes the type both fit in (`INT` and `BIGINT` make a `BIGINT`), as Flink's.
 fn union_all(left: Planned, right: Planned, at: Position) -> Result<Planned> {
     let left = window::materialize(left, at)?;
     let right = window::materialize(right, at)?;
@@ -310,31 +326,68 @@ fn union_all(left: Planned, right: Planned, at: Position) -> Result<Planned> {
     }
     let mut columns = Vec::with_capacity(l.len());
     for (a, b) in l.iter().zip(r) {
-        if a.ty.ty != b.ty.ty {
+        let Some(ty) = crate::expr::bind::common_type(&a.ty.ty, &b.ty.ty) else {
             return Err(SqlError::Invalid {
                 at,
                 message: format!(
-                    "UNION ALL's column '{}' is {} on the left and {} on the right (CAST one \
-                     side to the other's type)",
+                    "UNION's column '{}' is {} on the left and {} on the right, which have no \
+                     common type (CAST one side to the other's type)",
                     a.name, a.ty.ty, b.ty.ty
                 ),
             });
-        }
+        };
         let mut c = a.clone();
+        c.ty.ty = ty;
         c.ty.nullable |= b.ty.nullable;
         columns.push(c);
     }
+    let schema = Schema::new(columns);
+    let (left_rows, right_rows) = (cast_to(&left, &schema), cast_to(&right, &schema));
     Ok(Planned {
-        input: left.rows().union(&[right.rows()]),
+        input: left_rows.union(&[right_rows]),
         pending: None,
         scan: None,
-        schema: Schema::new(columns),
+        schema,
         updated_by: left.updated_by.or(right.updated_by),
         rowtime: left.rowtime.filter(|r| Some(*r) == right.rowtime),
         proctime: left.proctime.filter(|p| Some(*p) == right.proctime),
         window: None,
         window_bounds: None,
     })
+}
+
+/// The rows of `planned` with each column cast to `schema`'s type where it is not of it.
+fn cast_to(planned: &Planned, schema: &Schema) -> DataStream<Change> {
+    let differ = |(a, b): (&Column, &Column)| a.ty.ty != b.ty.ty;
+    if !planned
+        .schema
+        .columns
+        .iter()
+        .zip(&schema.columns)
+        .any(differ)
+    {
+        return planned.rows();
+    }
+    let projection = planned
+        .schema
+        .columns
+        .iter()
+        .zip(&schema.columns)
+        .enumerate()
+        .map(|(i, (from, to))| Named {
+            expr: if from.ty.ty == to.ty.ty {
+                crate::expr::Expr::Column(i)
+            } else {
+                crate::expr::Expr::Cast {
+                    expr: Box::new(crate::expr::Expr::Column(i)),
+                    to: to.ty.ty.clone(),
+                    try_cast: false,
+                }
+            },
+            text: from.name.clone(),
+        })
+        .collect();
+    planned.rows_through(Calc::new(None, projection), "Calc: UNION's types")
 }
 
 /// Plans one `SELECT`.
@@ -344,15 +397,50 @@ fn plan_select(
     select: &ast::Select,
     at: Position,
 ) -> Result<Planned> {
-    if select.distinct.is_some() {
-        return Err(unsupported("DISTINCT", select.span(), at));
+    match &select.distinct {
+        None => {}
+        Some(ast::Distinct::Distinct) => {
+            let mut all = select.clone();
+            all.distinct = None;
+            let planned = plan_select(catalog, env, &all, at)?;
+            return distinct::distinct(planned, "DISTINCT", catalog.mini_batch(at)?, at);
+        }
+        Some(_) => return Err(unsupported("DISTINCT ON", select.span(), at)),
     }
     let group_by = match &select.group_by {
         GroupByExpr::Expressions(e, modifiers) if modifiers.is_empty() => e,
         other => return Err(unsupported("this GROUP BY", other.span(), at)),
     };
-    let (input, table_name) =
+    // WHERE's subquery tests join the FROM's rows; its other conjuncts stay WHERE.
+    let (tests, rest) = subquery::split(select.selection.as_ref());
+    let filtered;
+    let select = if tests.is_empty() {
+        select
+    } else {
+        filtered = ast::Select {
+            selection: rest,
+            ..select.clone()
+        };
+        &filtered
+    };
+    let (mut input, table_name) =
         from_clause(catalog, env, &select.from, select.selection.as_ref(), at)?;
+    for test in &tests {
+        input = subquery::apply(catalog, env, input, test, at)?;
+    }
+    // Conjuncts that compare with a scalar subquery, on its value joined to each row.
+    let (input, selection) =
+        scalar_subquery::apply(catalog, env, input, select.selection.as_ref(), at)?;
+    let scalar_filtered;
+    let select = if selection.as_ref() == select.selection.as_ref() {
+        select
+    } else {
+        scalar_filtered = ast::Select {
+            selection,
+            ..select.clone()
+        };
+        &scalar_filtered
+    };
     if over::has_over(select) {
         if !group_by.is_empty() || select.having.is_some() {
             return Err(unsupported(
@@ -434,7 +522,8 @@ fn from_clause(
         }
     }
     let Some(((first, _, _), rest)) = items.split_first() else {
-        return Err(unsupported("a query without FROM", Span::empty(), at));
+        // `SELECT 1 + 1`: one row without columns to select from.
+        return Ok((values::one_row(env), "VALUES".to_string()));
     };
     // A lone subquery may rank its rows for this query's WHERE to limit (Top-N).
     let outer_where = if rest.is_empty() { selection } else { None };
@@ -521,7 +610,23 @@ fn from_item(
             };
             match alias {
                 Some(a) => {
-                    let schema = planned.schema.clone().qualified(&a.name.value);
+                    let mut schema = planned.schema.clone().qualified(&a.name.value);
+                    // `AS t(x, y)` names the columns.
+                    if !a.columns.is_empty() {
+                        if a.columns.len() != schema.columns.len() {
+                            return Err(SqlError::Invalid {
+                                at: at_span(a.name.span),
+                                message: format!(
+                                    "'{a}' names {} columns and the subquery has {}",
+                                    a.columns.len(),
+                                    schema.columns.len()
+                                ),
+                            });
+                        }
+                        for (c, n) in schema.columns.iter_mut().zip(&a.columns) {
+                            c.name.clone_from(&n.name.value);
+                        }
+                    }
                     Ok((Planned { schema, ..planned }, a.name.value.clone()))
                 }
                 None => Ok((planned, "subquery".to_string())),

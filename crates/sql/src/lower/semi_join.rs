@@ -1,0 +1,181 @@
+//! `SemiJoin`: the rows of the left input that have (a semi join) or have not (an anti join)
+//! a matching row on the right, as Flink runs `IN`, `EXISTS`, `NOT IN` and `NOT EXISTS`
+//! subqueries in a stream.
+//!
+//! Both inputs arrive keyed by the join key, the last `key` columns of their rows. Per key the
+//! operator keeps both sides' rows with their multiplicity. A left change is emitted, with its
+//! kind, when its row passes (it has a match, for a semi join; none, for an anti join). A
+//! right change that gives a left row its first match, or takes its last, emits that row or
+//! retracts it: a semi join of append-only inputs stays append-only, an anti join retracts.
+//! A left row whose key holds a `NULL` matches nothing (`NULL = NULL` is not true).
+//!
+//! With a condition besides the equalities (a correlated subquery's `b.x > a.y`), a match is a
+//! right row of the same key for which the condition holds on the left row joined with it.
+
+use hummer_operators::{Collector, Operator, TwoInputBatch};
+use hummer_state::declared::DeclaredState;
+use hummer_state::keyed_table::KeyedTable;
+
+use crate::changelog::{Change, RowKind};
+use crate::expr::{Compiled, Expr};
+use crate::lower::join::{JoinSides, each_change, matches_nothing};
+use crate::lower::multiset::Multiset;
+use crate::value::Row;
+
+/// The operator: rows of the left input have `left_width` columns then the key, the right
+/// input's `right_width` then the key; the output is the left rows without their key.
+pub struct SemiJoin {
+    /// Whether the left rows pass without a match (`NOT IN`, `NOT EXISTS`).
+    anti: bool,
+    left_width: usize,
+    right_width: usize,
+    /// What a pair of rows with equal keys must also meet to match (on the left row then the
+    /// right row).
+    condition: Option<Compiled>,
+    keys: KeyedTable<Row, JoinSides>,
+}
+
+impl SemiJoin {
+    /// A semi join (`anti` false) or anti join of rows `left_width` and `right_width` columns
+    /// wide (before their keys).
+    pub fn new(anti: bool, left_width: usize, right_width: usize) -> Self {
+        SemiJoin {
+            anti,
+            left_width,
+            right_width,
+            condition: None,
+            keys: KeyedTable::default(),
+        }
+    }
+
+    /// The join whose pairs match only where `condition` (on the left row's columns then the
+    /// right row's) is `TRUE`.
+    pub fn with_condition(mut self, condition: Expr) -> Self {
+        self.condition = Some(Compiled::new(&condition));
+        self
+    }
+
+    /// Whether the right row `right` matches the left row `left`.
+    fn pair(condition: Option<&Compiled>, left: &Row, right: &Row) -> bool {
+        let Some(condition) = condition else {
+            return true;
+        };
+        let mut joined = Vec::with_capacity(left.len() + right.len());
+        joined.extend_from_slice(left);
+        joined.extend_from_slice(right);
+        matches!(condition.holds(&joined), Ok(true))
+    }
+
+    /// How many of the rows in `right` (counting multiplicity) match `left`.
+    fn matches(condition: Option<&Compiled>, left: &Row, right: &Multiset) -> i64 {
+        match condition {
+            None => right.total(),
+            Some(_) => right
+                .iter()
+                .filter(|(r, _)| Self::pair(condition, left, r))
+                .map(|(_, n)| n)
+                .sum(),
+        }
+    }
+
+    /// Whether a left row with `matches` matching right rows passes: the one rule of both
+    /// inputs.
+    fn passes(anti: bool, matches: i64) -> bool {
+        (matches > 0) != anti
+    }
+
+    fn left(&mut self, change: Change, out: &mut Collector<'_, Change>) {
+        let Change { kind, mut row } = change;
+        let key = row.split_off(self.left_width);
+        if matches_nothing(&key) {
+            if Self::passes(self.anti, 0) {
+                out.collect(Change { kind, row });
+            }
+            return;
+        }
+        let sign = if kind.retracts() { -1 } else { 1 };
+        let (anti, condition) = (self.anti, self.condition.as_ref());
+        self.keys.update(key, |_, slot| {
+            let sides = slot.get_or_insert_with(JoinSides::default);
+            let matches = Self::matches(condition, &row, &sides.right);
+            if Self::passes(anti, matches) {
+                out.collect(Change {
+                    kind,
+                    row: row.clone(),
+                });
+            }
+            sides.left.add(row, sign);
+            if sides.left.is_empty() && sides.right.is_empty() {
+                *slot = None;
+            }
+        });
+    }
+
+    fn right(&mut self, change: Change, out: &mut Collector<'_, Change>) {
+        let Change { kind, mut row } = change;
+        let key = row.split_off(self.right_width);
+        if matches_nothing(&key) {
+            return;
+        }
+        let sign = if kind.retracts() { -1 } else { 1 };
+        let (anti, condition) = (self.anti, self.condition.as_ref());
+        self.keys.update(key, |_, slot| {
+            let sides = slot.get_or_insert_with(JoinSides::default);
+            let total = sides.right.total();
+            let probe = condition.map(|_| row.clone());
+            sides.right.add(row, sign);
+            // Rows added (+1), taken (-1), or none (a retraction of a row never added).
+            let delta = sides.right.total() - total;
+            // Without a condition every left row matches every right row, so only a first
+            // or last one changes what passes; with one, only the left rows it matches.
+            let unchanged = delta == 0
+                || (condition.is_none()
+                    && Self::passes(anti, total) == Self::passes(anti, total + delta));
+            if !unchanged {
+                for (l, n) in sides.left.iter() {
+                    if let Some(probe) = &probe
+                        && !Self::pair(condition, l, probe)
+                    {
+                        continue;
+                    }
+                    let after = Self::matches(condition, l, &sides.right);
+                    let before = after - delta;
+                    let kind = match (Self::passes(anti, before), Self::passes(anti, after)) {
+                        (false, true) => RowKind::Insert,
+                        (true, false) => RowKind::Delete,
+                        _ => continue,
+                    };
+                    for _ in 0..n {
+                        out.collect(Change {
+                            kind,
+                            row: l.clone(),
+                        });
+                    }
+                }
+            }
+            if sides.left.is_empty() && sides.right.is_empty() {
+                *slot = None;
+            }
+        });
+    }
+}
+
+impl Operator for SemiJoin {
+    type In = (Change, Change);
+    type Out = Change;
+
+    fn process_batch(
+        &mut self,
+        batch: TwoInputBatch<'_, Change, Change>,
+        out: &mut Collector<'_, Change>,
+    ) -> hummer_types::error::Result<()> {
+        each_change(batch, out, |c, from_left, out| match from_left {
+            true => self.left(c, out),
+            false => self.right(c, out),
+        })
+    }
+
+    fn state(&mut self) -> DeclaredState<'_> {
+        DeclaredState::new().table("rows per key", &mut self.keys)
+    }
+}

@@ -1,0 +1,424 @@
+//! `hummer sql` with the query forms built on others: `DISTINCT`, `UNION`, `VALUES`, a
+//! `SELECT` without `FROM`, `IN`/`EXISTS` subqueries (semi and anti joins), scalar
+//! subqueries, a window over a window's `TUMBLE_ROWTIME` and outer interval joins; each result
+//! checked against a brute-force evaluation of the same data, at parallelism 1 and 3.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use common::sql::{apply_debezium, hummer_sql};
+
+/// Auctions (id, seller) and bids (auction, price; one with no auction) as csv tables.
+struct Data {
+    auctions: Vec<(i64, String)>,
+    bids: Vec<(Option<i64>, i64)>,
+    tables: String,
+}
+
+fn data(dir: &Path) -> Data {
+    let (a_dir, b_dir) = (dir.join("a"), dir.join("b"));
+    std::fs::create_dir(&a_dir).expect("mkdir");
+    std::fs::create_dir(&b_dir).expect("mkdir");
+    let auctions: Vec<(i64, String)> = (0..30).map(|a| (a, format!("s{}", a % 4))).collect();
+    let mut bids: Vec<(Option<i64>, i64)> =
+        (0..200).map(|i| (Some(10 + (i * 7) % 35), i)).collect();
+    bids.push((None, 500));
+    let text: String = auctions.iter().map(|(a, s)| format!("{a},{s}\n")).collect();
+    std::fs::write(a_dir.join("part-0.csv"), text).expect("write");
+    for part in 0..2 {
+        let text: String = bids
+            .iter()
+            .skip(part)
+            .step_by(2)
+            .map(|(a, p)| format!("{},{p}\n", a.map_or(String::new(), |a| a.to_string())))
+            .collect();
+        std::fs::write(b_dir.join(format!("part-{part}.csv")), text).expect("write");
+    }
+    let tables = format!(
+        "CREATE TABLE auction (id BIGINT, seller STRING)\n\
+         WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');\n\
+         CREATE TABLE bid (auction BIGINT, price BIGINT)\n\
+         WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');\n",
+        a_dir.display(),
+        b_dir.display()
+    );
+    Data {
+        auctions,
+        bids,
+        tables,
+    }
+}
+
+/// Runs `query` (an `INSERT INTO q_sink ..`) with a debezium-json sink of `columns` at
+/// parallelism 1 and 3; checks the table its changelog leaves against `expected`.
+fn check(
+    dir: &Path,
+    tables: &str,
+    name: &str,
+    columns: &[(&str, &str)],
+    query: &str,
+    mut expected: Vec<String>,
+) {
+    expected.sort();
+    let declared: Vec<String> = columns.iter().map(|(c, t)| format!("{c} {t}")).collect();
+    let names: Vec<&str> = columns.iter().map(|(c, _)| *c).collect();
+    for parallelism in [1, 3] {
+        let output = dir.join(format!("{name}-{parallelism}"));
+        let script = format!(
+            "SET 'parallelism.default' = '{parallelism}';\n{tables}\
+             CREATE TABLE q_sink ({})\n\
+             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'debezium-json');\n\
+             {query};",
+            declared.join(", "),
+            output.display()
+        );
+        let (ok, out, err) = hummer_sql(&["-e", &script], "");
+        assert!(ok, "{name} at parallelism {parallelism}: {out}\n{err}");
+        assert_eq!(
+            apply_debezium(&output, &names),
+            expected,
+            "{name} at parallelism {parallelism}"
+        );
+    }
+}
+
+#[test]
+fn distinct_union_and_values_match_brute_force() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let d = data(dir.path());
+    let cell = |a: Option<i64>| a.map_or(String::new(), |a| a.to_string());
+    let distinct: BTreeSet<String> = d.bids.iter().map(|(a, _)| cell(*a)).collect();
+    check(
+        dir.path(),
+        &d.tables,
+        "distinct",
+        &[("auction", "BIGINT")],
+        "INSERT INTO q_sink SELECT DISTINCT auction FROM bid",
+        distinct.into_iter().collect(),
+    );
+    // Sellers of auctions with an id under 12, and auctions with a bid under 60: each once.
+    let mut union: BTreeSet<String> = d
+        .auctions
+        .iter()
+        .filter(|(a, _)| *a < 12)
+        .map(|(_, s)| s.clone())
+        .collect();
+    union.extend(
+        d.bids
+            .iter()
+            .filter(|(_, p)| *p < 60)
+            .map(|(a, _)| format!("a{}", cell(*a))),
+    );
+    check(
+        dir.path(),
+        &d.tables,
+        "union",
+        &[("name", "STRING")],
+        "INSERT INTO q_sink SELECT seller FROM auction WHERE id < 12 \
+         UNION SELECT CONCAT('a', CAST(auction AS STRING)) FROM bid WHERE price < 60",
+        union.into_iter().collect(),
+    );
+    check(
+        dir.path(),
+        "",
+        "values",
+        &[("x", "INT"), ("y", "STRING")],
+        "INSERT INTO q_sink SELECT x + 1, y FROM (VALUES (1, 'a'), (2, 'b'), (2, 'b')) AS t(x, y) \
+         UNION ALL SELECT 10 * 4, UPPER('c')",
+        vec!["2,a".into(), "3,b".into(), "3,b".into(), "40,C".into()],
+    );
+}
+
+#[test]
+fn in_and_exists_subqueries_match_brute_force() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let d = data(dir.path());
+    let has_bid = |id: i64, over: &dyn Fn(i64) -> bool| {
+        d.bids.iter().any(|(a, p)| *a == Some(id) && over(*p))
+    };
+    let auctions = |keep: &dyn Fn(i64) -> bool| -> Vec<String> {
+        d.auctions
+            .iter()
+            .filter(|(a, _)| keep(*a))
+            .map(|(a, s)| format!("{a},{s}"))
+            .collect()
+    };
+    let columns = [("id", "BIGINT"), ("seller", "STRING")];
+    check(
+        dir.path(),
+        &d.tables,
+        "in",
+        &columns,
+        "INSERT INTO q_sink SELECT id, seller FROM auction \
+         WHERE id IN (SELECT auction FROM bid WHERE price > 150) AND seller <> 's1'",
+        auctions(&|a| has_bid(a, &|p| p > 150) && a % 4 != 1),
+    );
+    // The subquery's bids include one with no auction: NOT IN is then never true.
+    check(
+        dir.path(),
+        &d.tables,
+        "not_in_null",
+        &columns,
+        "INSERT INTO q_sink SELECT id, seller FROM auction \
+         WHERE id NOT IN (SELECT auction FROM bid WHERE price > 150)",
+        Vec::new(),
+    );
+    check(
+        dir.path(),
+        &d.tables,
+        "not_in",
+        &columns,
+        "INSERT INTO q_sink SELECT id, seller FROM auction \
+         WHERE id NOT IN (SELECT auction FROM bid WHERE price > 150 AND auction IS NOT NULL)",
+        auctions(&|a| !has_bid(a, &|p| p > 150)),
+    );
+    check(
+        dir.path(),
+        &d.tables,
+        "exists",
+        &columns,
+        "INSERT INTO q_sink SELECT id, seller FROM auction A \
+         WHERE EXISTS (SELECT * FROM bid B WHERE B.auction = A.id AND B.price > A.id * 6)",
+        auctions(&|a| has_bid(a, &|p| p > a * 6)),
+    );
+    check(
+        dir.path(),
+        &d.tables,
+        "not_exists",
+        &columns,
+        "INSERT INTO q_sink SELECT id, seller FROM auction A \
+         WHERE NOT EXISTS (SELECT auction FROM bid WHERE auction = A.id AND price < 100)",
+        auctions(&|a| !has_bid(a, &|p| p < 100)),
+    );
+    // A grouped subquery, and a scalar one.
+    let mut counts: BTreeMap<i64, usize> = BTreeMap::new();
+    for (a, _) in &d.bids {
+        if let Some(a) = a {
+            *counts.entry(*a).or_default() += 1;
+        }
+    }
+    check(
+        dir.path(),
+        &d.tables,
+        "in_grouped",
+        &columns,
+        "INSERT INTO q_sink SELECT id, seller FROM auction WHERE id IN \
+         (SELECT auction FROM bid GROUP BY auction HAVING COUNT(*) >= 6)",
+        auctions(&|a| counts.get(&a).is_some_and(|n| *n >= 6)),
+    );
+    let max = d.bids.iter().map(|(_, p)| *p).max().unwrap_or(0);
+    let mut top: Vec<String> = d
+        .bids
+        .iter()
+        .filter(|(_, p)| *p > max - 320)
+        .map(|(a, p)| format!("{},{p}", a.map_or(String::new(), |a| a.to_string())))
+        .collect();
+    top.sort();
+    check(
+        dir.path(),
+        &d.tables,
+        "scalar",
+        &[("auction", "BIGINT"), ("price", "BIGINT")],
+        "INSERT INTO q_sink SELECT auction, price FROM bid \
+         WHERE price > (SELECT MAX(price) FROM bid) - 320",
+        top,
+    );
+}
+
+#[test]
+fn not_in_is_null_aware_and_in_lists_of_values_work() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let xs = "(VALUES (1), (2), (3), (CAST(NULL AS INT))) AS t(x)";
+    for (name, query, expected) in [
+        (
+            "in",
+            format!(
+                "SELECT x FROM {xs} WHERE x IN (SELECT y FROM (VALUES (1), (3), (CAST(NULL AS INT))) AS u(y))"
+            ),
+            vec!["1", "3"],
+        ),
+        (
+            "not_in",
+            format!("SELECT x FROM {xs} WHERE x NOT IN (SELECT y FROM (VALUES (1)) AS u(y))"),
+            vec!["2", "3"],
+        ),
+        (
+            "not_in_null",
+            format!(
+                "SELECT x FROM {xs} WHERE x NOT IN (SELECT y FROM (VALUES (1), (CAST(NULL AS INT))) AS u(y))"
+            ),
+            vec![],
+        ),
+        (
+            "not_in_empty",
+            format!(
+                "SELECT x FROM {xs} WHERE x NOT IN (SELECT y FROM (VALUES (1)) AS u(y) WHERE y > 5)"
+            ),
+            vec!["", "1", "2", "3"],
+        ),
+    ] {
+        check(
+            dir.path(),
+            "",
+            name,
+            &[("x", "INT")],
+            &format!("INSERT INTO q_sink {query}"),
+            expected.into_iter().map(String::from).collect(),
+        );
+    }
+}
+
+#[test]
+fn a_window_over_a_windows_rowtime_counts_every_row() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let bids_dir = dir.path().join("bids");
+    std::fs::create_dir(&bids_dir).expect("mkdir");
+    let mut per_window: BTreeMap<i64, i64> = BTreeMap::new();
+    for part in 0..3i64 {
+        let text: String = (0..300i64)
+            .map(|i| {
+                let ms = i * 97 + part * 13;
+                *per_window.entry(ms / 10_000 * 10_000).or_default() += 1;
+                format!("{},{ms}\n", (i + part) % 5)
+            })
+            .collect();
+        std::fs::write(bids_dir.join(format!("part-{part}.csv")), text).expect("write");
+    }
+    let tables = format!(
+        "CREATE TABLE bid (auction BIGINT, ms BIGINT,\n\
+           ts AS CAST(TO_TIMESTAMP_LTZ(ms, 3) AS TIMESTAMP(3)),\n\
+           WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)\n\
+         WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');\n",
+        bids_dir.display()
+    );
+    let expected = per_window
+        .iter()
+        .map(|(start, n)| format!("{},{n}", start / 1000))
+        .collect();
+    let output_query = "INSERT INTO q_sink \
+        SELECT EXTRACT(SECOND FROM TUMBLE_START(rt, INTERVAL '10' SECOND)), SUM(c) \
+        FROM (SELECT auction, TUMBLE_ROWTIME(ts, INTERVAL '2' SECOND) AS rt, COUNT(*) AS c \
+              FROM bid GROUP BY TUMBLE(ts, INTERVAL '2' SECOND), auction) \
+        GROUP BY TUMBLE(rt, INTERVAL '10' SECOND)";
+    check(
+        dir.path(),
+        &tables,
+        "cascade",
+        &[("start", "BIGINT"), ("n", "BIGINT")],
+        output_query,
+        expected,
+    );
+}
+
+#[test]
+fn outer_interval_joins_pad_rows_without_a_match_in_time() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (a_dir, b_dir) = (dir.path().join("a"), dir.path().join("b"));
+    std::fs::create_dir(&a_dir).expect("mkdir");
+    std::fs::create_dir(&b_dir).expect("mkdir");
+    // Auctions (id, ms) every 700 ms; bids (auction, price, ms) in two files, each in time
+    // order, some with no auction id.
+    let auctions: Vec<(i64, i64)> = (0..60).map(|i| (i % 7, i * 700)).collect();
+    let bids: Vec<(Option<i64>, i64, i64)> = (0..150)
+        .map(|i| ((i % 11 != 3).then_some((i * 5) % 9), i, i * 290 + i % 2))
+        .collect();
+    let text: String = auctions
+        .iter()
+        .map(|(a, ms)| format!("{a},{ms}\n"))
+        .collect();
+    std::fs::write(a_dir.join("part-0.csv"), text).expect("write");
+    for part in 0..2 {
+        let text: String = bids
+            .iter()
+            .filter(|(_, _, ms)| ms % 2 == part)
+            .map(|(a, p, ms)| format!("{},{p},{ms}\n", a.map_or(String::new(), |a| a.to_string())))
+            .collect();
+        std::fs::write(b_dir.join(format!("part-{part}.csv")), text).expect("write");
+    }
+    let tables = format!(
+        "CREATE TABLE auction (id BIGINT, ms BIGINT,\n\
+           ts AS CAST(TO_TIMESTAMP_LTZ(ms, 3) AS TIMESTAMP(3)),\n\
+           WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)\n\
+         WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');\n\
+         CREATE TABLE bid (auction BIGINT, price BIGINT, ms BIGINT,\n\
+           ts AS CAST(TO_TIMESTAMP_LTZ(ms, 3) AS TIMESTAMP(3)),\n\
+           WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)\n\
+         WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');\n",
+        a_dir.display(),
+        b_dir.display()
+    );
+    let matches = |(a, ams): (i64, i64), (b, _, bms): (Option<i64>, i64, i64)| {
+        b == Some(a) && (0..=2_000).contains(&(bms - ams))
+    };
+    let mut left = Vec::new();
+    let mut full = Vec::new();
+    for &a in &auctions {
+        let mut any = false;
+        for &b in bids.iter().filter(|&&b| matches(a, b)) {
+            any = true;
+            left.push(format!("{},{},{}", a.0, a.1, b.1));
+        }
+        if !any {
+            left.push(format!("{},{},", a.0, a.1));
+        }
+    }
+    full.extend(left.iter().cloned());
+    for &b in &bids {
+        if !auctions.iter().any(|&a| matches(a, b)) {
+            full.push(format!(",,{}", b.1));
+        }
+    }
+    let columns = [("id", "BIGINT"), ("ms", "BIGINT"), ("price", "BIGINT")];
+    for (join, expected) in [("LEFT", left), ("FULL OUTER", full)] {
+        check(
+            dir.path(),
+            &tables,
+            &join.replace(' ', "_"),
+            &columns,
+            &format!(
+                "INSERT INTO q_sink SELECT A.id, A.ms, B.price FROM auction A {join} JOIN bid B \
+                 ON A.id = B.auction AND B.ts BETWEEN A.ts AND A.ts + INTERVAL '2' SECOND"
+            ),
+            expected,
+        );
+    }
+}
+
+#[test]
+fn time_functions_compute_as_flinks() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let query = "INSERT INTO q_sink SELECT \
+        CAST(TO_TIMESTAMP('2021-03-04 05:06:07') AS STRING), \
+        CAST(TO_TIMESTAMP('04/03/2021', 'dd/MM/yyyy') AS STRING), \
+        TO_TIMESTAMP('not a time') IS NULL, \
+        UNIX_TIMESTAMP('1970-01-02 00:00:01'), \
+        CAST(TIMESTAMPADD(MONTH, 1, TIMESTAMP '2024-01-31 10:00:00') AS STRING), \
+        CAST(TIMESTAMPADD(HOUR, -3, TIMESTAMP '2024-01-01 01:00:00') AS STRING), \
+        TIMESTAMPDIFF(DAY, TIMESTAMP '2020-01-01 00:00:00', TIMESTAMP '2020-03-01 12:00:00'), \
+        TIMESTAMPDIFF(MONTH, TIMESTAMP '2020-01-31 12:00:00', TIMESTAMP '2020-02-29 11:00:00'), \
+        CURRENT_TIMESTAMP IS NOT NULL AND UNIX_TIMESTAMP() > 1700000000";
+    check(
+        dir.path(),
+        "",
+        "time",
+        &[
+            ("a", "STRING"),
+            ("b", "STRING"),
+            ("c", "BOOLEAN"),
+            ("d", "BIGINT"),
+            ("e", "STRING"),
+            ("f", "STRING"),
+            ("g", "INT"),
+            ("h", "INT"),
+            ("i", "BOOLEAN"),
+        ],
+        query,
+        vec![
+            "2021-03-04 05:06:07.000,2021-03-04 00:00:00.000,true,86401,2024-02-29 10:00:00,\
+             2023-12-31 22:00:00,60,0,true"
+                .into(),
+        ],
+    );
+}
