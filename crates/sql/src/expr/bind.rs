@@ -7,7 +7,9 @@
 
 use sqlparser::ast::{self, BinaryOperator, CastKind, Spanned, UnaryOperator};
 
+use super::codec::Codec;
 use super::functions::{LikePattern, TimeField, TrimSide, date_pattern};
+use super::math::{Math, Random};
 use super::{Arith, Compare, Expr, Function, Typed, udf};
 use crate::error::{Position, Result, SqlError};
 use crate::schema::Schema;
@@ -210,6 +212,24 @@ impl Binder<'_> {
                 }
             }
             E::BinaryOp { left, op, right } => self.binary(expr, left, op, right),
+            E::IsDistinctFrom(a, b) | E::IsNotDistinctFrom(a, b) => {
+                let (x, y) = (self.bind(a)?, self.bind(b)?);
+                if common_type(&x.ty.ty, &y.ty.ty).is_none() {
+                    return Err(SqlError::Invalid {
+                        at: here,
+                        message: format!("'{expr}' compares {} with {}", x.ty.ty, y.ty.ty),
+                    });
+                }
+                let not = matches!(expr, E::IsNotDistinctFrom(..));
+                Ok(typed(
+                    Expr::Call {
+                        function: Function::Distinct(not),
+                        args: vec![x.expr, y.expr],
+                    },
+                    SqlType::Boolean,
+                    false,
+                ))
+            }
             E::IsNull(inner) | E::IsNotNull(inner) => {
                 let e = self.bind(inner)?;
                 let negated = matches!(expr, E::IsNotNull(_));
@@ -1118,6 +1138,112 @@ impl Binder<'_> {
                 };
                 (f, SqlType::Double)
             }
+            "TRUNCATE" => {
+                arity(1..=2)?;
+                self.expect_numeric(&bound[0], args[0])?;
+                let digits = match args.get(1) {
+                    Some(a) => literal_integer(a).ok_or_else(|| {
+                        self.unsupported(a, "TRUNCATE's digits that are not a literal")
+                    })?,
+                    None => 0,
+                };
+                match &bound[0].ty.ty {
+                    SqlType::Decimal { precision, scale } => {
+                        let kept = digits.clamp(0, i64::from(*scale)) as u8;
+                        let ty = SqlType::Decimal {
+                            precision: (*precision - *scale + kept).max(1),
+                            scale: kept,
+                        };
+                        (Function::Truncate(Some(kept)), ty)
+                    }
+                    other => (Function::Truncate(None), other.clone()),
+                }
+            }
+            "SIN" | "COS" | "TAN" | "COT" | "ASIN" | "ACOS" | "ATAN" | "ATAN2" | "SINH"
+            | "COSH" | "TANH" | "DEGREES" | "RADIANS" | "LOG" | "PI" | "E" => {
+                let Some((f, least, most)) = Math::named(name) else {
+                    return Err(self.unsupported(whole, name));
+                };
+                arity(least..=most)?;
+                for (b, a) in bound.iter().zip(args) {
+                    self.expect_numeric(b, a)?;
+                }
+                (Function::Math(f), SqlType::Double)
+            }
+            "RAND" | "UUID" => {
+                arity(0..=0)?;
+                match name {
+                    "RAND" => (Function::Random(Random::Double), SqlType::Double),
+                    _ => (Function::Random(Random::Uuid), SqlType::STRING),
+                }
+            }
+            "RAND_INTEGER" => {
+                arity(1..=1)?;
+                self.expect_integer(&bound[0], args[0])?;
+                (Function::Random(Random::Integer), SqlType::Int)
+            }
+            "MD5" | "SHA224" | "SHA256" | "SHA384" | "SHA512" | "SHA2" | "TO_BASE64"
+            | "FROM_BASE64" => {
+                arity(if name == "SHA2" { 2..=2 } else { 1..=1 })?;
+                strings(1)?;
+                let codec = match name {
+                    "MD5" => Codec::Md5,
+                    "TO_BASE64" => Codec::ToBase64,
+                    "FROM_BASE64" => {
+                        nullable = true;
+                        Codec::FromBase64
+                    }
+                    "SHA2" => {
+                        let bits =
+                            literal_integer(args[1]).filter(|b| [224, 256, 384, 512].contains(b));
+                        let Some(bits) = bits else {
+                            return Err(SqlError::Invalid {
+                                at: at(args[1]),
+                                message: "SHA2's length is a literal 224, 256, 384 or 512".into(),
+                            });
+                        };
+                        bound.truncate(1);
+                        Codec::Sha2(bits as u16)
+                    }
+                    other => Codec::Sha2(other[3..].parse().unwrap_or(256)),
+                };
+                (Function::Codec(codec), SqlType::STRING)
+            }
+            "HEX" | "BIN" => {
+                arity(1..=1)?;
+                // HEX takes a string too.
+                if name == "BIN" || !bound[0].ty.ty.is_string() {
+                    self.expect_integer(&bound[0], args[0])?;
+                }
+                let codec = if name == "HEX" {
+                    Codec::Hex
+                } else {
+                    Codec::Bin
+                };
+                (Function::Codec(codec), SqlType::STRING)
+            }
+            "LOCATE" | "INSTR" => {
+                arity(if name == "INSTR" { 2..=2 } else { 2..=3 })?;
+                strings(2)?;
+                if name == "INSTR" {
+                    bound.swap(0, 1);
+                }
+                if let Some(b) = bound.get(2) {
+                    self.expect_integer(b, args[2])?;
+                }
+                (Function::Locate, SqlType::Int)
+            }
+            "ASCII" => {
+                arity(1..=1)?;
+                strings(1)?;
+                (Function::Ascii, SqlType::Int)
+            }
+            "CHR" => {
+                arity(1..=1)?;
+                self.expect_integer(&bound[0], args[0])?;
+                nullable = true;
+                (Function::Chr, SqlType::STRING)
+            }
             "ROUND" => {
                 arity(1..=2)?;
                 self.expect_numeric(&bound[0], args[0])?;
@@ -1346,36 +1472,58 @@ const NILADIC: &[&str] = &[
 /// The built-in functions by name, for errors and suggestions.
 const FUNCTIONS: &[&str] = &[
     "ABS",
+    "ACOS",
+    "ASCII",
+    "ASIN",
+    "ATAN",
+    "ATAN2",
+    "BIN",
     "CHAR_LENGTH",
+    "CHR",
     "COALESCE",
     "CONCAT",
     "CONCAT_WS",
+    "COS",
+    "COSH",
+    "COT",
     "COUNT_CHAR",
     "CURRENT_TIMESTAMP",
     "DATE_FORMAT",
+    "DEGREES",
+    "E",
     "EXP",
+    "FROM_BASE64",
     "FROM_UNIXTIME",
     "GREATEST",
+    "HEX",
     "HOUR",
     "IF",
     "IFNULL",
     "INITCAP",
+    "INSTR",
     "LEAST",
     "LEFT",
     "LN",
     "LOCALTIMESTAMP",
+    "LOCATE",
+    "LOG",
     "LOG10",
     "LOG2",
     "LOWER",
     "LPAD",
     "LTRIM",
+    "MD5",
     "MINUTE",
     "MOD",
     "NOW",
     "NULLIF",
+    "PI",
     "POSITION",
     "POWER",
     "PROCTIME",
+    "RADIANS",
+    "RAND",
+    "RAND_INTEGER",
     "REGEXP_EXTRACT",
     "REGEXP_REPLACE",
     "REPEAT",
@@ -1386,17 +1534,29 @@ const FUNCTIONS: &[&str] = &[
     "RPAD",
     "RTRIM",
     "SECOND",
+    "SHA2",
+    "SHA224",
+    "SHA256",
+    "SHA384",
+    "SHA512",
     "SIGN",
+    "SIN",
+    "SINH",
     "SPLIT_INDEX",
     "SQRT",
     "SUBSTRING",
+    "TAN",
+    "TANH",
     "TIMESTAMPADD",
     "TIMESTAMPDIFF",
+    "TO_BASE64",
     "TO_TIMESTAMP",
     "TO_TIMESTAMP_LTZ",
     "TRIM",
+    "TRUNCATE",
     "UNIX_TIMESTAMP",
     "UPPER",
+    "UUID",
 ];
 
 /// `expr` as a value of `ty` (a branch of a `CASE` whose results widen).

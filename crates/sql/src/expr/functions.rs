@@ -1,7 +1,7 @@
 //! The built-in scalar functions, with Flink's semantics: each is `NULL` where an argument
 //! is `NULL` (unless said otherwise), strings count characters (not bytes) from 1.
 
-use super::{EvalError, as_f64, rescale};
+use super::{Compare, EvalError, as_f64, rescale};
 use crate::value::{Value, civil_from_days, days_from_civil};
 
 /// Where `TRIM` trims.
@@ -136,6 +136,24 @@ pub enum Function {
     TimestampAdd(TimeField),
     /// `TIMESTAMPDIFF(unit, from, to)`: the whole units from `from` to `to`, an `INT`.
     TimestampDiff(TimeField),
+    /// `TRUNCATE(n [, digits])`: `n` cut toward zero to `digits` decimals (tens, for negative
+    /// digits); on a decimal of this scale, as [`Function::Round`].
+    Truncate(Option<u8>),
+    /// Java `Math` functions of doubles (`SIN`, `ATAN2`, `LOG`, `PI()`, ..).
+    Math(super::math::Math),
+    /// `RAND()`, `RAND_INTEGER(n)`, `UUID()`: a new value each row.
+    Random(super::math::Random),
+    /// `MD5`, `SHA2`, `TO_BASE64`, `FROM_BASE64`, `HEX`, `BIN`.
+    Codec(super::codec::Codec),
+    /// `LOCATE(needle, s [, from])` (`INSTR(s, needle)` with its arguments swapped): the
+    /// position (from 1) of `needle` in `s` at or after `from`, 0 if absent.
+    Locate,
+    /// `ASCII(s)`: the code of the first character (0 for an empty string).
+    Ascii,
+    /// `CHR(n)`: the character of code `n` (modulo 255 above 255, as Flink's).
+    Chr,
+    /// `a IS DISTINCT FROM b` (`true`: `IS NOT DISTINCT FROM`): `NULL` equals `NULL`.
+    Distinct(bool),
 }
 
 impl Function {
@@ -143,7 +161,11 @@ impl Function {
     pub fn call(&self, args: &[Value]) -> Result<Value, EvalError> {
         let nulls = !matches!(
             self,
-            Function::ConcatWs | Function::NullIf | Function::CountChar | Function::Udf(_)
+            Function::ConcatWs
+                | Function::NullIf
+                | Function::CountChar
+                | Function::Udf(_)
+                | Function::Distinct(_)
         ) && args.iter().any(Value::is_null);
         if nulls {
             return Ok(Value::Null);
@@ -281,6 +303,77 @@ impl Function {
                 _ => Value::Null,
             },
             Function::ProcTime => Value::TimestampLtz(now_millis()),
+            Function::Truncate(scale) => {
+                let digits = if args.len() > 1 { int(1)? } else { 0 };
+                match (&args[0], scale) {
+                    (Value::Decimal(d, s), Some(to)) => {
+                        let kept = u8::try_from(digits.clamp(0, i64::from(*s))).unwrap_or(0);
+                        let cut = d / 10i128.pow(u32::from(s - kept));
+                        rescale(cut_to_tens(cut, digits), kept, *to)
+                            .map_or(Value::Null, |r| Value::Decimal(r, *to))
+                    }
+                    (Value::Int(n), _) => Value::Int(cut_to_tens(i128::from(*n), digits) as i32),
+                    (Value::BigInt(n), _) => {
+                        Value::BigInt(cut_to_tens(i128::from(*n), digits) as i64)
+                    }
+                    (v, _) => {
+                        let factor = 10f64.powi(digits as i32);
+                        Value::Double((as_f64(v) * factor).trunc() / factor)
+                    }
+                }
+            }
+            Function::Math(f) => {
+                let xs: Vec<f64> = args.iter().map(as_f64).collect();
+                Value::Double(f.apply(&xs))
+            }
+            Function::Random(super::math::Random::Double) => Value::Double(fastrand::f64()),
+            Function::Random(super::math::Random::Integer) => {
+                let n = int(0)?;
+                if n <= 0 {
+                    return Err(EvalError(format!(
+                        "RAND_INTEGER's bound must be positive, not {n}"
+                    )));
+                }
+                Value::Int(fastrand::i64(0..n) as i32)
+            }
+            Function::Random(super::math::Random::Uuid) => Value::String(super::math::uuid()),
+            Function::Codec(codec) => {
+                let out = match &args[0] {
+                    Value::String(s) => codec.of_text(s),
+                    Value::Int(n) => codec.of_integer(i64::from(*n)),
+                    Value::BigInt(n) => codec.of_integer(*n),
+                    other => codec.of_text(&other.to_string()),
+                };
+                out.map_or(Value::Null, Value::String)
+            }
+            Function::Locate => {
+                let (needle, haystack) = (text(0)?, text(1)?);
+                let from = if args.len() > 2 { int(2)? } else { 1 };
+                let start = usize::try_from(from - 1).ok();
+                let found = start.and_then(|start| {
+                    let byte = haystack.char_indices().nth(start).map(|(b, _)| b)?;
+                    let at = haystack[byte..].find(needle)?;
+                    Some(haystack[..byte + at].chars().count() + 1)
+                });
+                Value::Int(found.unwrap_or(0) as i32)
+            }
+            Function::Ascii => Value::Int(text(0)?.chars().next().map_or(0, |c| c as i32)),
+            Function::Chr => {
+                let n = int(0)?;
+                let n = if n > 255 { n % 255 } else { n };
+                match u32::try_from(n).ok().and_then(char::from_u32) {
+                    Some(c) => Value::String(c.to_string()),
+                    None => Value::Null,
+                }
+            }
+            Function::Distinct(not) => {
+                let same = match (&args[0], &args[1]) {
+                    (Value::Null, Value::Null) => true,
+                    (Value::Null, _) | (_, Value::Null) => false,
+                    (a, b) => super::compare(Compare::Eq, a, b),
+                };
+                Value::Boolean(same == *not)
+            }
             Function::CountChar => {
                 let c = match args.get(1) {
                     Some(Value::String(c)) => c.chars().next(),
@@ -447,6 +540,21 @@ fn round_to_tens(n: i128, digits: i64) -> i128 {
         .and_then(|p| 10i128.checked_pow(p))
     {
         Some(factor) => crate::expr::round_div(n, factor).saturating_mul(factor),
+        None => 0,
+    }
+}
+
+/// `n` (a whole number) cut toward zero to `-digits` tens where `digits` is negative
+/// (`TRUNCATE(1290, -2)` is 1200); as it is otherwise.
+fn cut_to_tens(n: i128, digits: i64) -> i128 {
+    if digits >= 0 {
+        return n;
+    }
+    match u32::try_from(-digits)
+        .ok()
+        .and_then(|p| 10i128.checked_pow(p))
+    {
+        Some(factor) => n / factor * factor,
         None => 0,
     }
 }

@@ -8,8 +8,10 @@
 
 pub mod bind;
 mod calendar;
+mod codec;
 mod functions;
 mod kernel;
+mod math;
 pub mod udf;
 
 use crate::types::{DataType, SqlType};
@@ -577,7 +579,7 @@ fn as_decimal(v: &Value) -> (i128, u8) {
     }
 }
 
-fn compare(op: Compare, a: &Value, b: &Value) -> bool {
+pub(crate) fn compare(op: Compare, a: &Value, b: &Value) -> bool {
     op.holds(a.cmp(b))
 }
 

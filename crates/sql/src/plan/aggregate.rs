@@ -224,7 +224,7 @@ pub(crate) fn call_parts(f: &ast::Function) -> Result<(AggKind, Option<ast::Expr
 }
 
 /// The result type of an aggregate over `arg` (Flink's: COUNT is `BIGINT NOT NULL`; SUM,
-/// MIN, MAX and AVG keep the argument's type).
+/// MIN, MAX and AVG keep the argument's type, but for a DECIMAL's sum and average).
 pub(crate) fn result_type(kind: AggKind, arg: Option<&DataType>, at: Position) -> Result<DataType> {
     match (kind, arg) {
         (AggKind::CountStar | AggKind::Count, _) => Ok(DataType::not_null(SqlType::BigInt)),
@@ -232,12 +232,18 @@ pub(crate) fn result_type(kind: AggKind, arg: Option<&DataType>, at: Position) -
             at,
             message: format!("SUM and AVG take a number, not {}", t.ty),
         }),
-        (AggKind::Avg, Some(t)) if matches!(t.ty, SqlType::Decimal { .. }) => {
-            Err(SqlError::Unsupported {
-                at,
-                what: "AVG of a DECIMAL".into(),
-                supported: "AVG of integers and DOUBLE is".into(),
-            })
+        // Flink's: a DECIMAL sum is a DECIMAL(38, s), its average a DECIMAL(38, max(6, s)).
+        (AggKind::Sum, Some(t)) if let SqlType::Decimal { scale, .. } = t.ty => {
+            Ok(DataType::nullable(SqlType::Decimal {
+                precision: 38,
+                scale,
+            }))
+        }
+        (AggKind::Avg, Some(t)) if let SqlType::Decimal { scale, .. } = t.ty => {
+            Ok(DataType::nullable(SqlType::Decimal {
+                precision: 38,
+                scale: scale.max(6),
+            }))
         }
         (_, Some(t)) => Ok(DataType::nullable(t.ty.clone())),
         (_, None) => Err(SqlError::Invalid {
