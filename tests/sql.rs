@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::sql::{apply_debezium, hummer_sql, sorted_lines};
+use common::sql::{apply_debezium, check_csv_query, hummer_sql, sorted_lines};
 
 const DDL: &str = "-- the Nexmark bids, as the harness declares them\n\
     CREATE TABLE bid (\n\
@@ -1095,36 +1095,6 @@ fn timed_bids_and_auctions(dir: &std::path::Path) -> (Vec<TimedBid>, Vec<(i64, i
         auctions_dir.display()
     );
     (bids, auctions, tables)
-}
-
-/// Runs `query` into a csv sink of `columns` at parallelism 1 and 3, and checks its lines
-/// against `expected` (sorted here).
-fn check_csv_query(
-    dir: &std::path::Path,
-    tables: &str,
-    name: &str,
-    columns: &str,
-    query: &str,
-    mut expected: Vec<String>,
-) {
-    expected.sort();
-    for parallelism in [1, 3] {
-        let output = dir.join(format!("{name}-{parallelism}"));
-        let script = format!(
-            "SET 'parallelism.default' = '{parallelism}';\n{tables}\
-             CREATE TABLE q_sink ({columns})\n\
-             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');\n\
-             {query};",
-            output.display()
-        );
-        let (ok, out, err) = hummer_sql(&["-e", &script], "");
-        assert!(ok, "{name} at parallelism {parallelism}: {out}\n{err}");
-        assert_eq!(
-            sorted_lines(&output),
-            expected,
-            "{name} at parallelism {parallelism}"
-        );
-    }
 }
 
 /// Window Top-N (over a window table function's rows, and over a window aggregation's) is

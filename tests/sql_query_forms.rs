@@ -8,7 +8,7 @@ mod common;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use common::sql::{apply_debezium, hummer_sql};
+use common::sql::{apply_debezium, check_csv_query, hummer_sql};
 
 /// Auctions (id, seller) and bids (auction, price; one with no auction) as csv tables.
 struct Data {
@@ -467,6 +467,13 @@ fn more_scalar_functions_compute_as_flinks() {
         ("1 IS DISTINCT FROM CAST(NULL AS INT)", "BOOLEAN", "true"),
         ("RAND() < 1 AND RAND_INTEGER(5) < 5", "BOOLEAN", "true"),
         ("CHAR_LENGTH(UUID())", "INT", "36"),
+        (
+            "DATE_FORMAT(TIMESTAMP '2021-03-04 15:06:07', 'EEE, dd MMM yyyy hh:mm a')",
+            "STRING",
+            "Thu, 04 Mar 2021 03:06 PM",
+        ),
+        ("CAST('abcdef' AS VARCHAR(3))", "STRING", "abc"),
+        ("CAST('ab' AS CHAR(4)) || '|'", "STRING", "ab  |"),
     ];
     let columns: Vec<(String, &str)> = calls
         .iter()
@@ -484,4 +491,108 @@ fn more_scalar_functions_compute_as_flinks() {
         &format!("INSERT INTO q_sink SELECT {}", select.join(", ")),
         vec![expected.join(",")],
     );
+}
+
+#[test]
+fn window_joins_pair_each_windows_rows_once_the_window_ends() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (a_dir, b_dir) = (dir.path().join("a"), dir.path().join("b"));
+    std::fs::create_dir(&a_dir).expect("mkdir");
+    std::fs::create_dir(&b_dir).expect("mkdir");
+    let a: Vec<(i64, i64, i64)> = (0..40).map(|i| (i % 3, i, i * 700)).collect();
+    let b: Vec<(i64, i64, i64)> = (0..30).map(|i| (i % 4, 100 + i, i * 900 + 50)).collect();
+    for (path, rows) in [(&a_dir, &a), (&b_dir, &b)] {
+        let text: String = rows
+            .iter()
+            .map(|(k, v, ms)| format!("{k},{v},{ms}\n"))
+            .collect();
+        std::fs::write(path.join("part-0.csv"), text).expect("write");
+    }
+    let table = |name: &str, path: &Path| {
+        format!(
+            "CREATE TABLE {name} (k BIGINT, v BIGINT, ms BIGINT,\n\
+               ts AS CAST(TO_TIMESTAMP_LTZ(ms, 3) AS TIMESTAMP(3)),\n\
+               WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)\n\
+             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');\n",
+            path.display()
+        )
+    };
+    let tables = table("a", &a_dir) + &table("b", &b_dir);
+    let window = |ms: i64| ms / 2_000;
+    let start = |w: i64| format!("1970-01-01 00:00:{:02}.000", w * 2);
+    let mut inner = Vec::new();
+    let mut full = Vec::new();
+    for &(k, v, ms) in &a {
+        let mut matched = false;
+        for &(_, w, _) in b.iter().filter(|r| r.0 == k && window(r.2) == window(ms)) {
+            matched = true;
+            inner.push(format!("{k},{},{v},{w}", start(window(ms))));
+        }
+        if !matched {
+            full.push(format!("{k},{},{v},", start(window(ms))));
+        }
+    }
+    full.extend(inner.iter().cloned());
+    for &(k, w, ms) in &b {
+        if !a.iter().any(|r| r.0 == k && window(r.2) == window(ms)) {
+            full.push(format!("{k},{},,{w}", start(window(ms))));
+        }
+    }
+    let windowed = |t: &str| {
+        format!("(SELECT * FROM TABLE(TUMBLE(TABLE {t}, DESCRIPTOR(ts), INTERVAL '2' SECOND)))")
+    };
+    for (join, expected) in [("", inner), ("FULL OUTER", full)] {
+        let query = format!(
+            "INSERT INTO q_sink SELECT COALESCE(L.k, R.k), \
+               CAST(COALESCE(L.window_start, R.window_start) AS STRING), L.v, R.v \
+             FROM {} L {join} JOIN {} R \
+             ON L.k = R.k AND L.window_start = R.window_start AND L.window_end = R.window_end",
+            windowed("a"),
+            windowed("b")
+        );
+        check_csv_query(
+            dir.path(),
+            &tables,
+            &format!("window_join{}", join.replace(' ', "_")),
+            "k BIGINT, ws STRING, v BIGINT, w BIGINT",
+            &query,
+            expected,
+        );
+    }
+}
+
+/// Keep-first deduplication on processing time is append-only (a csv sink takes it): one row
+/// per key, one of that key's rows.
+#[test]
+fn proctime_keep_first_dedup_is_append_only() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let d = data(dir.path());
+    for parallelism in [1, 3] {
+        let output = dir.path().join(format!("dedup-{parallelism}"));
+        let script = format!(
+            "SET 'parallelism.default' = '{parallelism}';\n{}\
+             CREATE TABLE q_sink (auction BIGINT, price BIGINT)\n\
+             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');\n\
+             INSERT INTO q_sink SELECT auction, price FROM (\
+               SELECT *, ROW_NUMBER() OVER (PARTITION BY auction ORDER BY p ASC) AS rn \
+               FROM (SELECT *, PROCTIME() AS p FROM bid)) WHERE rn = 1;",
+            d.tables,
+            output.display()
+        );
+        let (ok, out, err) = hummer_sql(&["-e", &script], "");
+        assert!(ok, "at parallelism {parallelism}: {out}\n{err}");
+        let mut seen = BTreeSet::new();
+        for file in std::fs::read_dir(&output).expect("sink dir") {
+            let text = std::fs::read_to_string(file.expect("entry").path()).expect("part");
+            for line in text.lines() {
+                let (a, p) = line.split_once(',').expect("two columns");
+                let auction = (!a.is_empty()).then(|| a.parse::<i64>().expect("a number"));
+                let price: i64 = p.parse().expect("a number");
+                assert!(d.bids.contains(&(auction, price)), "{line} is no bid");
+                assert!(seen.insert(auction), "{line}: a second row of its auction");
+            }
+        }
+        let auctions: BTreeSet<Option<i64>> = d.bids.iter().map(|(a, _)| *a).collect();
+        assert_eq!(seen, auctions, "at parallelism {parallelism}");
+    }
 }

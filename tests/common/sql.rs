@@ -74,3 +74,33 @@ pub fn apply_debezium(dir: &std::path::Path, columns: &[&str]) -> Vec<String> {
     rows.sort();
     rows
 }
+
+/// Runs `query` into a csv sink of `columns` at parallelism 1 and 3, and checks its lines
+/// against `expected` (sorted here).
+pub fn check_csv_query(
+    dir: &std::path::Path,
+    tables: &str,
+    name: &str,
+    columns: &str,
+    query: &str,
+    mut expected: Vec<String>,
+) {
+    expected.sort();
+    for parallelism in [1, 3] {
+        let output = dir.join(format!("{name}-{parallelism}"));
+        let script = format!(
+            "SET 'parallelism.default' = '{parallelism}';\n{tables}\
+             CREATE TABLE q_sink ({columns})\n\
+             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');\n\
+             {query};",
+            output.display()
+        );
+        let (ok, out, err) = hummer_sql(&["-e", &script], "");
+        assert!(ok, "{name} at parallelism {parallelism}: {out}\n{err}");
+        assert_eq!(
+            sorted_lines(&output),
+            expected,
+            "{name} at parallelism {parallelism}"
+        );
+    }
+}

@@ -236,7 +236,8 @@ fn parse_sql_type(parser: &mut Parser<'_>, closes: &mut usize) -> Result<SqlType
             }
         }
         "CHAR" | "CHARACTER" => SqlType::Char(length(parser, 1)?),
-        "VARCHAR" => SqlType::VarChar(length(parser, 1)?),
+        // Without a length, as long as a STRING (as Flink's planner takes a bare VARCHAR).
+        "VARCHAR" => SqlType::VarChar(length(parser, u64::from(STRING_LENGTH))?),
         "STRING" => SqlType::STRING,
         "BYTES" | "VARBINARY" | "BINARY" => {
             let _ = parser.parse_optional_precision()?;
@@ -423,7 +424,9 @@ mod tests {
         for (text, printed) in [
             ("INT", "INT"),
             ("BIGINT NOT NULL", "BIGINT NOT NULL"),
-            ("varchar", "VARCHAR(1)"),
+            // As Flink's planner (FlinkTypeSystem): a bare VARCHAR is as long as a STRING.
+            ("varchar", "STRING"),
+            ("VARCHAR(1)", "VARCHAR(1)"),
             ("STRING", "STRING"),
             ("VARCHAR(2147483647)", "STRING"),
             ("DECIMAL", "DECIMAL(10, 0)"),

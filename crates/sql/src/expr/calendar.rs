@@ -106,8 +106,11 @@ pub fn parse(text: &str, pattern: &[DatePiece]) -> Option<i64> {
                 at += t.len();
                 continue;
             }
+            // Names are not read back.
+            DatePiece::DayName(_) | DatePiece::AmPm | DatePiece::Month(3..) => return None,
             DatePiece::Year(w)
             | DatePiece::Month(w)
+            | DatePiece::Hour12(w)
             | DatePiece::Day(w)
             | DatePiece::Hour(w)
             | DatePiece::Minute(w)
@@ -133,7 +136,8 @@ pub fn parse(text: &str, pattern: &[DatePiece]) -> Option<i64> {
             DatePiece::Minute(_) => mi = value,
             DatePiece::Second(_) => s = value,
             DatePiece::Millis(_) => ms = value,
-            DatePiece::Text(_) => {}
+            DatePiece::Hour12(_) => h = value % 12,
+            _ => {}
         }
     }
     if at != text.len()

@@ -682,6 +682,12 @@ pub enum DatePiece {
     Second(usize),
     /// `SSS`: the milliseconds.
     Millis(usize),
+    /// `EEE`: the day of the week's name, abbreviated (`Mon`; `EEEE`: `Monday`).
+    DayName(usize),
+    /// `hh`: the hour on a 12-hour clock, 1 to 12.
+    Hour12(usize),
+    /// `a`: `AM` or `PM`.
+    AmPm,
     /// Text as it is.
     Text(String),
 }
@@ -704,6 +710,9 @@ pub fn date_pattern(pattern: &str) -> Result<Vec<DatePiece>, String> {
             'm' => DatePiece::Minute(run),
             's' => DatePiece::Second(run),
             'S' => DatePiece::Millis(run),
+            'E' => DatePiece::DayName(run),
+            'h' => DatePiece::Hour12(run),
+            'a' => DatePiece::AmPm,
             '\'' => {
                 let mut text = String::new();
                 let mut j = i + 1;
@@ -729,7 +738,7 @@ pub fn date_pattern(pattern: &str) -> Result<Vec<DatePiece>, String> {
             c if c.is_ascii_alphabetic() => {
                 return Err(format!(
                     "has the letter '{c}', which Hummer does not format (it formats y, M, d, \
-                     H, m, s and S)"
+                     H, h, m, s, S, E and a)"
                 ));
             }
             c => DatePiece::Text(c.to_string()),
@@ -739,6 +748,32 @@ pub fn date_pattern(pattern: &str) -> Result<Vec<DatePiece>, String> {
     }
     Ok(pieces)
 }
+
+const MONTHS: [&str; 12] = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+];
+
+/// The days of the week from Monday.
+const DAYS: [&str; 7] = [
+    "Monday",
+    "Tuesday",
+    "Wednesday",
+    "Thursday",
+    "Friday",
+    "Saturday",
+    "Sunday",
+];
 
 /// Milliseconds since 1970-01-01 00:00 as `pattern` shows them (UTC).
 pub fn format_time(ms: i64, pattern: &[DatePiece]) -> String {
@@ -751,7 +786,23 @@ pub fn format_time(ms: i64, pattern: &[DatePiece]) -> String {
         let (value, width) = match piece {
             DatePiece::Year(2) => (year.rem_euclid(100), 2),
             DatePiece::Year(w) => (year, *w),
+            DatePiece::Month(w) if *w >= 3 => {
+                let name = MONTHS[(month - 1).clamp(0, 11) as usize];
+                out.push_str(if *w == 3 { &name[..3] } else { name });
+                continue;
+            }
             DatePiece::Month(w) => (month, *w),
+            DatePiece::DayName(w) => {
+                // 1970-01-01 was a Thursday.
+                let name = DAYS[(days + 3).rem_euclid(7) as usize];
+                out.push_str(if *w <= 3 { &name[..3] } else { name });
+                continue;
+            }
+            DatePiece::Hour12(w) => ((ms_of_day / 3_600_000 + 11) % 12 + 1, *w),
+            DatePiece::AmPm => {
+                out.push_str(if ms_of_day < 43_200_000 { "AM" } else { "PM" });
+                continue;
+            }
             DatePiece::Day(w) => (day, *w),
             DatePiece::Hour(w) => (ms_of_day / 3_600_000, *w),
             DatePiece::Minute(w) => (ms_of_day / 60_000 % 60, *w),
@@ -967,7 +1018,14 @@ mod tests {
         let p = date_pattern("yy/M/d 'at' HH'h' ''").expect("a pattern");
         // 2023-01-02 03:04:05.006 UTC
         assert_eq!(format_time(1_672_628_645_006, &p), "23/1/2 at 03h '");
-        assert!(date_pattern("yyyy-MM-dd EEE").unwrap_err().contains("'E'"));
+        assert!(date_pattern("yyyy-MM-dd z").unwrap_err().contains("'z'"));
+        assert_eq!(
+            format_time(
+                1_672_628_645_006,
+                &date_pattern("EEEE, MMM d h a").expect("a pattern")
+            ),
+            "Monday, Jan 2 3 AM"
+        );
         assert!(date_pattern("'open").is_err());
     }
 

@@ -646,7 +646,14 @@ pub fn cast(v: Value, to: &SqlType) -> Result<Value, EvalError> {
             },
             n => Value::Boolean(as_f64(n) != 0.0),
         },
-        SqlType::Char(_) | SqlType::VarChar(_) => Value::String(v.to_string()),
+        // As Flink's: cut to a VARCHAR's length, cut or padded with spaces to a CHAR's.
+        SqlType::VarChar(n) => Value::String(cut_to(v.to_string(), *n)),
+        SqlType::Char(n) => {
+            let mut s = cut_to(v.to_string(), *n);
+            let short = (*n as usize).saturating_sub(s.chars().count());
+            s.extend(std::iter::repeat_n(' ', short));
+            Value::String(s)
+        }
         SqlType::Timestamp(_) | SqlType::TimestampLtz(_) => {
             let ms = match &v {
                 Value::String(s) => crate::value::parse_timestamp(s).ok_or_else(|| bad(&v))?,
@@ -661,6 +668,14 @@ pub fn cast(v: Value, to: &SqlType) -> Result<Value, EvalError> {
         }
         _ => return Err(bad(&v)),
     })
+}
+
+/// `s` cut to its first `n` characters.
+fn cut_to(s: String, n: u32) -> String {
+    match s.char_indices().nth(n as usize) {
+        Some((byte, _)) => s[..byte].to_string(),
+        None => s,
+    }
 }
 
 /// A decimal's text (`-12.5`) as digits at `scale`, rounded half up; `None` if it is not one.

@@ -15,6 +15,7 @@ pub mod rowtime;
 pub mod semi_join;
 pub mod temporal_join;
 pub mod temporal_sort;
+pub mod window_join;
 pub mod window_rank;
 
 pub use calc::Calc;

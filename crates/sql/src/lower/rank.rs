@@ -224,3 +224,39 @@ mod tests {
         }
     }
 }
+
+/// Deduplication that keeps each partition's first row in processing time (`ROW_NUMBER()
+/// OVER (PARTITION BY .. ORDER BY proctime ASC) = 1` over an append-only input), as Flink's
+/// `ProcTimeDeduplicateKeepFirstRowFunction`: the first row of a key goes out (row number 1)
+/// and every later one is dropped, so the result is append-only.
+#[derive(Clone, Debug)]
+pub struct KeepFirst {
+    /// What the rows look like (the row number's place, the query's columns).
+    pub spec: RankSpec,
+}
+
+impl hummer_operators::keyed_process_function::KeyedProcessFunction<Row, Change> for KeepFirst {
+    /// Whether the key's first row has gone out.
+    type State = bool;
+    type Out = Change;
+
+    fn process_element(
+        &mut self,
+        mut change: Change,
+        ctx: &mut hummer_operators::keyed_process_function::ProcessContext<
+            '_,
+            '_,
+            Row,
+            bool,
+            Change,
+        >,
+    ) {
+        let seen = ctx.state().get_or_insert_with(|| false);
+        if *seen {
+            return;
+        }
+        *seen = true;
+        change.row.truncate(self.spec.width);
+        ctx.collect(Change::insert(self.spec.numbered(&change.row, 1)));
+    }
+}

@@ -37,22 +37,16 @@ pub struct SemiJoin {
 
 impl SemiJoin {
     /// A semi join (`anti` false) or anti join of rows `left_width` and `right_width` columns
-    /// wide (before their keys).
-    pub fn new(anti: bool, left_width: usize, right_width: usize) -> Self {
+    /// wide (before their keys), whose pairs match only where `condition` (on the left row's
+    /// columns then the right row's), if any, is `TRUE`.
+    pub fn new(anti: bool, widths: (usize, usize), condition: Option<&Expr>) -> Self {
         SemiJoin {
             anti,
-            left_width,
-            right_width,
-            condition: None,
+            left_width: widths.0,
+            right_width: widths.1,
+            condition: condition.map(Compiled::new),
             keys: KeyedTable::default(),
         }
-    }
-
-    /// The join whose pairs match only where `condition` (on the left row's columns then the
-    /// right row's) is `TRUE`.
-    pub fn with_condition(mut self, condition: Expr) -> Self {
-        self.condition = Some(Compiled::new(&condition));
-        self
     }
 
     /// Whether the right row `right` matches the left row `left`.

@@ -17,6 +17,7 @@
 use hummer_api::DataStream;
 use hummer_operators::Collector;
 use hummer_operators::interval_join::{IntervalJoin, Unmatched};
+use hummer_operators::keyed_process_function::KeyedProcessOperator;
 use sqlparser::ast::{self, BinaryOperator, Spanned};
 
 use super::{Planned, at_span, condition, conjuncts};
@@ -29,6 +30,7 @@ use crate::lower::Calc;
 use crate::lower::calc::Named;
 use crate::lower::join::{JoinKind, RegularJoin, matches_nothing};
 use crate::lower::rowtime::Rowtime;
+use crate::lower::window_join::WindowJoin;
 use crate::schema::Schema;
 use crate::value::Row;
 
@@ -128,12 +130,17 @@ pub fn plan(
                 .into(),
         });
     }
+    // Equal window bounds on both sides make a join of two windowed, append-only inputs a
+    // window join: each window's pairs go out once the watermark passes its end.
+    let window_end = window_end_in_key(&left, &right, &left_keys, &right_keys);
     // Bounds between the two sides' rowtimes make an inner join of append-only inputs an
     // interval join: its state is bounded by the watermark, its result keeps the times.
     // An outer one only where the bounds are all its ON says besides the key: a condition
     // that decides what matches is the regular join's.
     let interval = match (left.rowtime, right.rowtime) {
-        (Some(lt), Some(rt)) if left.updated_by.is_none() && right.updated_by.is_none() => {
+        (Some(lt), Some(rt))
+            if window_end.is_none() && left.updated_by.is_none() && right.updated_by.is_none() =>
+        {
             let sides = TimeSides {
                 left: (&left.schema, lt),
                 right: (&right.schema, rt),
@@ -208,6 +215,33 @@ pub fn plan(
         right_width,
     );
     let mut rows = match interval {
+        _ if let Some(end_in_key) = window_end => {
+            let tag = |left: bool| {
+                move |mut c: Change| {
+                    c.row.push(crate::value::Value::Boolean(left));
+                    c
+                }
+            };
+            let key = WindowJoin::key(left_width, right_width);
+            let function = WindowJoin {
+                kind,
+                left_width,
+                right_width,
+                end_in_key,
+                condition: outer_condition.as_ref().map(crate::expr::Compiled::new),
+            };
+            left_rows
+                .map(tag(true))
+                .union(&[right_rows.map(tag(false))])
+                .key_by(key.clone())
+                .transform(&format!("Window{description}"), move |ctx| {
+                    Ok(KeyedProcessOperator::new(
+                        key.clone(),
+                        function.clone(),
+                        ctx,
+                    ))
+                })
+        }
         Some((lower, upper)) => {
             let description = format!("Interval{description}, bounds=[{lower}, {upper}] ms");
             let rows = interval_join(
@@ -271,10 +305,11 @@ pub fn plan(
         scan: Some(output),
         schema,
         // An outer join retracts the padded rows it emitted when their match comes.
-        // (An outer interval join pads a row only once no match can come: append-only.)
+        // (An outer interval or window join pads a row only once no match can come:
+        // append-only.)
         updated_by: match kind {
             JoinKind::Inner => left.updated_by.or(right.updated_by),
-            _ if interval.is_some() => None,
+            _ if interval.is_some() || window_end.is_some() => None,
             _ => Some(description.clone()),
         },
         // An interval join's result keeps the left side's rowtime as its time attribute
@@ -284,8 +319,37 @@ pub fn plan(
             .and(left.rowtime),
         proctime: None,
         window: None,
-        window_bounds: None,
+        // A window join's result keeps the window of a side that is never padded.
+        window_bounds: match (window_end, kind) {
+            (Some(_), JoinKind::Inner | JoinKind::Left) => left.window_bounds,
+            (Some(_), JoinKind::Right) => right
+                .window_bounds
+                .map(|(s, e)| (left_width + s, left_width + e)),
+            _ => None,
+        },
     })
+}
+
+/// Where the window's end is among the join keys, if the keys equate both sides' window
+/// bounds (start with start, end with end) and both inputs are windowed and append-only.
+fn window_end_in_key(
+    left: &Planned,
+    right: &Planned,
+    left_keys: &[Named],
+    right_keys: &[Named],
+) -> Option<usize> {
+    let ((ls, le), (rs, re)) = (left.window_bounds?, right.window_bounds?);
+    if left.updated_by.is_some() || right.updated_by.is_some() {
+        return None;
+    }
+    let pair = |a: usize, b: usize| {
+        left_keys.iter().zip(right_keys).position(|(l, r)| {
+            matches!(l.expr, Expr::Column(c) if c == a)
+                && matches!(r.expr, Expr::Column(c) if c == b)
+        })
+    };
+    pair(ls, rs)?;
+    pair(le, re)
 }
 
 /// The interval join of `left` and `right` (rows of `widths` columns, then their key) with

@@ -14,7 +14,7 @@ use crate::catalog::Catalog;
 use crate::changelog::Change;
 use crate::error::{Position, Result, SqlError};
 use crate::lower::per_key::PerKey;
-use crate::lower::rank::RankSpec;
+use crate::lower::rank::{KeepFirst, RankSpec};
 use crate::lower::window_rank::WindowRank;
 use crate::schema::{Column, Schema};
 use crate::types::{DataType, SqlType};
@@ -162,6 +162,43 @@ pub fn plan(
             .collect::<Vec<_>>()
             .join(", ")
     );
+    let key = move |c: &Change| -> Row { c.row[width..width + partition].to_vec() };
+    let keyed = planned.rows().key_by(key);
+    // An append-only result of `rows`, with its time attribute and window bounds.
+    let append_only = |rows, rowtime, window_bounds| {
+        Ok(Some(Planned {
+            input: rows,
+            pending: None,
+            scan: None,
+            schema: Schema::new(columns.clone()),
+            updated_by: None,
+            rowtime,
+            proctime: None,
+            window: None,
+            window_bounds,
+        }))
+    };
+    // The first row per key in processing time, of an append-only input: each key's first
+    // row goes out, once (Flink's keep-first deduplication, append-only).
+    let by_proctime = |e: &ast::Expr| {
+        let proctime = planned.proctime.map(|p| &planned.schema.columns[p].name);
+        matches!(e, ast::Expr::Function(f) if f.name.to_string().eq_ignore_ascii_case("PROCTIME"))
+            || super::aggregate::column_name(e)
+                .is_some_and(|c| proctime.is_some_and(|p| c.eq_ignore_ascii_case(p)))
+    };
+    if let [order] = over.order_by.as_slice()
+        && limit == 1
+        && planned.updated_by.is_none()
+        && !spec.descending[0]
+        && by_proctime(&order.expr)
+    {
+        let description = description.replacen("Rank(", "Deduplicate(keep=[FirstRow], ", 1);
+        let function = KeepFirst { spec };
+        let rows = keyed.transform(&description, move |ctx| {
+            Ok(KeyedProcessOperator::new(key, function.clone(), ctx))
+        });
+        return append_only(rows, None, None);
+    }
     // Partitioned by both bounds of an event-time window over an append-only input, it is a
     // window Top-N: append-only, emitted when each window ends.
     let key_index = |column: usize| -> Option<usize> {
@@ -181,32 +218,16 @@ pub fn plan(
             key_index(end)
         });
     let output_index = |i: usize| (i < width).then(|| if i < number_at { i } else { i + 1 });
-    let keyed = planned
-        .rows()
-        .key_by(move |c: &Change| -> Row { c.row[width..width + partition].to_vec() });
     if let Some(end_in_key) = window_end {
         let description = description.replacen("Rank(", "WindowRank(", 1);
         let function = WindowRank { spec, end_in_key };
         let rows = keyed.transform(&description, move |ctx| {
-            Ok(KeyedProcessOperator::new(
-                move |c: &Change| -> Row { c.row[width..width + partition].to_vec() },
-                function.clone(),
-                ctx,
-            ))
+            Ok(KeyedProcessOperator::new(key, function.clone(), ctx))
         });
-        return Ok(Some(Planned {
-            input: rows,
-            pending: None,
-            scan: None,
-            schema: Schema::new(columns),
-            updated_by: None,
-            rowtime: planned.rowtime.and_then(output_index),
-            proctime: None,
-            window: None,
-            window_bounds: planned
-                .window_bounds
-                .and_then(|(s, e)| Some((output_index(s)?, output_index(e)?))),
-        }));
+        let bounds = planned
+            .window_bounds
+            .and_then(|(s, e)| Some((output_index(s)?, output_index(e)?)));
+        return append_only(rows, planned.rowtime.and_then(output_index), bounds);
     }
     let rows = keyed.transform(&description, move |_| Ok(PerKey::new(spec.clone())));
     Ok(Some(Planned {

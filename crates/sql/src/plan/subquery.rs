@@ -277,11 +277,11 @@ pub(crate) fn apply(
     let rows = left_rows
         .connect(&right_rows)
         .transform(&description, move |_| {
-            let join = SemiJoin::new(anti, left_width, right_width);
-            Ok(match &condition {
-                Some(c) => join.with_condition(c.clone()),
-                None => join,
-            })
+            Ok(SemiJoin::new(
+                anti,
+                (left_width, right_width),
+                condition.as_ref(),
+            ))
         });
     // A semi join emits a row when its first match comes, an anti join retracts it then.
     let updated_by = if anti {
