@@ -225,6 +225,24 @@ fn in_and_exists_subqueries_match_brute_force() {
          WHERE price > (SELECT MAX(price) FROM bid) - 320",
         top,
     );
+    let high: Vec<String> = d
+        .bids
+        .iter()
+        .filter(|(_, p)| *p > 190)
+        .map(|(a, p)| {
+            let a = a.map_or(String::new(), |a| a.to_string());
+            format!("{a},{},{}", p - max, d.auctions.len())
+        })
+        .collect();
+    check(
+        dir.path(),
+        &d.tables,
+        "scalar_select",
+        &[("auction", "BIGINT"), ("below", "BIGINT"), ("n", "BIGINT")],
+        "INSERT INTO q_sink SELECT auction, price - (SELECT MAX(price) FROM bid), \
+         (SELECT COUNT(*) FROM auction) FROM bid WHERE price > 190",
+        high,
+    );
 }
 
 #[test]

@@ -620,7 +620,8 @@ impl Binder<'_> {
                 at: here,
                 what: format!("the subquery in '{expr}' here"),
                 supported: "IN (SELECT ..), NOT IN, EXISTS and NOT EXISTS as conditions of WHERE \
-                            (joined by AND), and a scalar subquery compared in WHERE, are"
+                            (joined by AND), and scalar subqueries in WHERE and in the SELECT \
+                            list of a query without GROUP BY, are"
                     .into(),
             }),
             other => Err(self.unsupported(other, "this expression")),

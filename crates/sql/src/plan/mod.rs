@@ -456,6 +456,16 @@ fn plan_select(
         return aggregate::plan(select, group_by, input, &table_name, mini_batch, at);
     }
     let planned = window::materialize(input, at)?;
+    // Scalar subqueries in the SELECT list: their values joined to each row first.
+    let scalar_items;
+    let (planned, items) = match scalar_subquery::in_select_list(&select.projection, at)? {
+        Some((items, queries)) => {
+            scalar_items = items;
+            let planned = scalar_subquery::with_values(catalog, env, planned, &queries, at)?;
+            (planned, &scalar_items)
+        }
+        None => (planned, &select.projection),
+    };
     let (input, updated_by, rowtime, proctime, window_bounds) = (
         planned.schema.clone(),
         planned.updated_by.clone(),
@@ -467,7 +477,7 @@ fn plan_select(
         Some(e) => Some(condition(e, &e.clone(), &input, "WHERE")?),
         None => None,
     };
-    let (projection, columns) = select_list(&select.projection, &input, |e| Ok(e.clone()), at)?;
+    let (projection, columns) = select_list(items, &input, |e| Ok(e.clone()), at)?;
     let calc = Calc::new(condition, projection);
     // The rowtime stays a time attribute where it is selected as it is, and so do a
     // window's bounds.

@@ -65,9 +65,49 @@ pub(crate) fn apply(
     if tests.is_empty() {
         return Ok((input, selection.cloned()));
     }
+    let input = super::window::materialize(input, at)?;
+    let original = input.schema.clone();
+    let planned = with_values(catalog, env, input, &subqueries.found, at)?;
+    let written = tests[0].1;
+    let all = tests[1..]
+        .iter()
+        .fold(tests[0].0.clone(), |a, (b, _)| ast::Expr::BinaryOp {
+            left: Box::new(a),
+            op: ast::BinaryOperator::And,
+            right: Box::new(b.clone()),
+        });
+    let filter = condition(written, &all, &planned.schema, "WHERE")?;
+    let projection = Named::columns(&original);
+    let calc = Calc::new(Some(filter), projection);
+    let planned = planned.calc(calc, "Calc: WHERE with scalar subqueries");
+    let rest = rest
+        .into_iter()
+        .cloned()
+        .reduce(|a, b| ast::Expr::BinaryOp {
+            left: Box::new(a),
+            op: ast::BinaryOperator::And,
+            right: Box::new(b),
+        });
+    Ok((
+        Planned {
+            schema: original,
+            ..planned
+        },
+        rest,
+    ))
+}
+
+/// `input`'s rows, each with the value of every one of `subqueries` appended (as `$s0`,
+/// `$s1`, ..): a left join on no key with each subquery's one row, `NULL` while it has none.
+pub(crate) fn with_values(
+    catalog: &Catalog,
+    env: &StreamExecutionEnvironment,
+    input: Planned,
+    subqueries: &[ast::Query],
+    at: Position,
+) -> Result<Planned> {
     let mut planned = super::window::materialize(input, at)?;
-    let original = planned.schema.clone();
-    for (k, query) in subqueries.found.iter().enumerate() {
+    for (k, query) in subqueries.iter().enumerate() {
         let sub_at = at_span(query.span());
         let value = super::window::materialize(plan_query(catalog, env, query, sub_at)?, at)?;
         if value.schema.columns.len() != 1 {
@@ -108,31 +148,35 @@ pub(crate) fn apply(
             window_bounds: None,
         };
     }
-    let written = tests[0].1;
-    let all = tests[1..]
-        .iter()
-        .fold(tests[0].0.clone(), |a, (b, _)| ast::Expr::BinaryOp {
-            left: Box::new(a),
-            op: ast::BinaryOperator::And,
-            right: Box::new(b.clone()),
-        });
-    let filter = condition(written, &all, &planned.schema, "WHERE")?;
-    let projection = Named::columns(&original);
-    let calc = Calc::new(Some(filter), projection);
-    let planned = planned.calc(calc, "Calc: WHERE with scalar subqueries");
-    let rest = rest
-        .into_iter()
-        .cloned()
-        .reduce(|a, b| ast::Expr::BinaryOp {
-            left: Box::new(a),
-            op: ast::BinaryOperator::And,
-            right: Box::new(b),
-        });
-    Ok((
-        Planned {
-            schema: original,
-            ..planned
-        },
-        rest,
-    ))
+    Ok(planned)
+}
+
+/// The `SELECT` list with each scalar subquery replaced by the column its value will be
+/// (`$sN`), and the subqueries; `None` if it has none. A `*` with them is refused: the
+/// values' columns are not the query's.
+pub(crate) fn in_select_list(
+    items: &[ast::SelectItem],
+    at: Position,
+) -> Result<Option<(Vec<ast::SelectItem>, Vec<ast::Query>)>> {
+    let mut subqueries = Subqueries { found: Vec::new() };
+    let mut rewritten = items.to_vec();
+    for item in &mut rewritten {
+        let _ = item.visit(&mut subqueries);
+    }
+    if subqueries.found.is_empty() {
+        return Ok(None);
+    }
+    if let Some(star) = items.iter().find(|i| {
+        matches!(
+            i,
+            ast::SelectItem::Wildcard(_) | ast::SelectItem::QualifiedWildcard(..)
+        )
+    }) {
+        return Err(super::unsupported(
+            "a scalar subquery in a SELECT list with *",
+            star.span(),
+            at,
+        ));
+    }
+    Ok(Some((rewritten, subqueries.found)))
 }
