@@ -32,6 +32,21 @@ impl Schema {
         }
     }
 
+    /// Nullable columns `c0`, `c1`, .. of `types` (for tests of formats and operators).
+    #[cfg(test)]
+    pub(crate) fn of_types(types: &[crate::types::SqlType]) -> Self {
+        Schema::new(
+            types
+                .iter()
+                .enumerate()
+                .map(|(i, t)| Column {
+                    name: format!("c{i}"),
+                    ty: DataType::nullable(t.clone()),
+                })
+                .collect(),
+        )
+    }
+
     /// The same columns, all of the table (or alias) `name`.
     pub fn qualified(self, name: &str) -> Self {
         let qualifiers = vec![Some(name.to_string()); self.columns.len()];

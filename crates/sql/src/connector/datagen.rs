@@ -16,11 +16,10 @@
 
 use std::time::{Duration, Instant};
 
-use hummer_connectors::{
-    Source, SourceContext, SourceReader, SourceStatus, count_position, read_count_position,
-};
+use hummer_connectors::{Source, SourceContext, SourceReader, SourceStatus};
 use hummer_types::error::Result;
 
+use super::subtask_rows::SubtaskRows;
 use crate::error::SqlError;
 use crate::expr::cast;
 use crate::lower::Calc;
@@ -329,13 +328,16 @@ impl Source<Row> for DataGen {
         true
     }
     fn create_reader(&self, ctx: &SourceContext) -> Result<Box<dyn SourceReader<Row>>> {
-        let step = ctx.parallelism.max(1) as u64;
+        let rows = SubtaskRows::new(
+            ctx,
+            self.rows,
+            self.computed.clone(),
+            format!("the datagen table '{}'", self.table),
+        );
         Ok(Box::new(DataGenReader {
             source: self.clone(),
-            next: ctx.subtask as u64,
-            step,
-            end: self.rows.unwrap_or(u64::MAX),
-            rate: self.rate.map(|r| r / step as f64),
+            rate: self.rate.map(|r| r / rows.step as f64),
+            rows,
             started: None,
         }))
     }
@@ -344,10 +346,7 @@ impl Source<Row> for DataGen {
 /// The rows of one subtask.
 struct DataGenReader {
     source: DataGen,
-    /// The number of the next row.
-    next: u64,
-    step: u64,
-    end: u64,
+    rows: SubtaskRows,
     /// This subtask's rows per second.
     rate: Option<f64>,
     /// When the throttle started, and the row it started at.
@@ -358,8 +357,8 @@ impl SourceReader<Row> for DataGenReader {
     fn poll_next(&mut self, out: &mut Vec<Row>, max: usize) -> Result<SourceStatus> {
         let mut budget = max as u64;
         if let Some(rate) = self.rate {
-            let (since, first) = *self.started.get_or_insert((Instant::now(), self.next));
-            let made = (self.next - first) / self.step;
+            let (since, first) = *self.started.get_or_insert((Instant::now(), self.rows.next));
+            let made = (self.rows.next - first) / self.rows.step;
             let due = (since.elapsed().as_secs_f64() * rate) as u64 + 1;
             if due <= made {
                 return Ok(SourceStatus::Idle(Duration::from_secs_f64(
@@ -372,30 +371,21 @@ impl SourceReader<Row> for DataGenReader {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as i64);
         for _ in 0..budget {
-            if self.next >= self.end {
+            let Some(number) = self.rows.take() else {
                 break;
-            }
-            let row = self.source.row(self.next, now)?;
-            match &self.source.computed {
-                None => out.push(row),
-                Some(calc) => out.extend(calc.extend_row(row)?),
-            }
-            self.next += self.step;
+            };
+            let row = self.source.row(number, now)?;
+            self.rows.push(out, row)?;
         }
-        Ok(if self.next >= self.end {
-            SourceStatus::Finished
-        } else {
-            SourceStatus::MoreAvailable
-        })
+        Ok(self.rows.status())
     }
 
     fn snapshot_position(&self) -> Option<Vec<u8>> {
-        Some(count_position(self.next))
+        Some(self.rows.position())
     }
 
     fn restore_position(&mut self, position: &[u8]) -> Result<()> {
-        let source = format!("the datagen table '{}'", self.source.table);
-        self.next = read_count_position(position, &source)?;
+        self.rows.restore(position)?;
         self.started = None;
         Ok(())
     }

@@ -13,6 +13,7 @@ pub mod column_use;
 mod datagen;
 mod kafka;
 mod nexmark;
+mod subtask_rows;
 mod table_files;
 mod watermark;
 

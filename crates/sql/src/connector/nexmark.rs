@@ -10,15 +10,14 @@
 //! options of upstream's DDL, which are accepted (the events come as fast as the job takes
 //! them, in the generator's fixed proportions 1:3:46).
 
-use hummer_connectors::{
-    Source, SourceContext, SourceReader, SourceStatus, count_position, read_count_position,
-};
+use hummer_connectors::{Source, SourceContext, SourceReader, SourceStatus};
 use hummer_jobs::nexmark::generator::config;
 use hummer_jobs::nexmark::model::{Auction, Bid, Person};
 use hummer_types::error::Result;
 use nexmark::EventGenerator;
 use nexmark::event::Event;
 
+use super::subtask_rows::SubtaskRows;
 use crate::error::SqlError;
 use crate::lower::Calc;
 use crate::schema::Schema;
@@ -214,16 +213,17 @@ impl Source<Row> for NexmarkEvents {
         true
     }
     fn create_reader(&self, ctx: &SourceContext) -> Result<Box<dyn SourceReader<Row>>> {
-        let (next, step) = (ctx.subtask as u64, ctx.parallelism.max(1) as u64);
+        let rows = SubtaskRows::new(
+            ctx,
+            self.events,
+            self.computed.clone(),
+            format!("the nexmark table '{}'", self.table),
+        );
         Ok(Box::new(NexmarkEventsReader {
             generator: EventGenerator::new(config())
-                .with_offset(next)
-                .with_step(step),
-            next,
-            step,
-            end: self.events.unwrap_or(u64::MAX),
-            table: self.table.clone(),
-            computed: self.computed.clone(),
+                .with_offset(rows.next)
+                .with_step(rows.step),
+            rows,
         }))
     }
 }
@@ -231,46 +231,31 @@ impl Source<Row> for NexmarkEvents {
 /// The events of one subtask.
 struct NexmarkEventsReader {
     generator: EventGenerator,
-    /// The number of the next event.
-    next: u64,
-    step: u64,
-    end: u64,
-    table: String,
-    computed: Option<Calc>,
+    rows: SubtaskRows,
 }
 
 impl SourceReader<Row> for NexmarkEventsReader {
     fn poll_next(&mut self, out: &mut Vec<Row>, max: usize) -> Result<SourceStatus> {
         for _ in 0..max {
-            if self.next >= self.end {
+            if self.rows.take().is_none() {
                 break;
             }
             if let Some(event) = self.generator.next() {
-                let row = row(event);
-                match &self.computed {
-                    None => out.push(row),
-                    Some(calc) => out.extend(calc.extend_row(row)?),
-                }
+                self.rows.push(out, row(event))?;
             }
-            self.next += self.step;
         }
-        Ok(if self.next >= self.end {
-            SourceStatus::Finished
-        } else {
-            SourceStatus::MoreAvailable
-        })
+        Ok(self.rows.status())
     }
 
     fn snapshot_position(&self) -> Option<Vec<u8>> {
-        Some(count_position(self.next))
+        Some(self.rows.position())
     }
 
     fn restore_position(&mut self, position: &[u8]) -> Result<()> {
-        let source = format!("the nexmark table '{}'", self.table);
-        self.next = read_count_position(position, &source)?;
+        self.rows.restore(position)?;
         self.generator = EventGenerator::new(config())
-            .with_offset(self.next)
-            .with_step(self.step);
+            .with_offset(self.rows.next)
+            .with_step(self.rows.step);
         Ok(())
     }
 }

@@ -183,20 +183,10 @@ fn string(s: &str, out: &mut String) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::schema::Column;
     use proptest::prelude::*;
 
     fn schema(types: &[SqlType]) -> Schema {
-        Schema::new(
-            types
-                .iter()
-                .enumerate()
-                .map(|(i, t)| Column {
-                    name: format!("c{i}"),
-                    ty: DataType::nullable(t.clone()),
-                })
-                .collect(),
-        )
+        Schema::of_types(types)
     }
 
     #[test]

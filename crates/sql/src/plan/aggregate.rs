@@ -227,6 +227,24 @@ pub(crate) fn call_parts(f: &ast::Function) -> Result<(AggKind, Option<ast::Expr
     Ok((kind, arg, distinct))
 }
 
+/// An aggregate's argument bound to `schema` and computed by the `Calc` before the
+/// aggregation (appended to `pre`): its column there and its type; none for `COUNT(*)`.
+pub(crate) fn argument_column(
+    arg: Option<&ast::Expr>,
+    schema: &Schema,
+    pre: &mut Vec<Named>,
+) -> Result<Option<(usize, DataType)>> {
+    let Some(a) = arg else {
+        return Ok(None);
+    };
+    let bound = bind(a, schema)?;
+    pre.push(Named {
+        expr: bound.expr,
+        text: a.to_string(),
+    });
+    Ok(Some((pre.len() - 1, bound.ty)))
+}
+
 /// The result type of an aggregate over `arg` (Flink's: COUNT is `BIGINT NOT NULL`; SUM,
 /// MIN, MAX and AVG keep the argument's type, but for a DECIMAL's sum and average).
 pub(crate) fn result_type(kind: AggKind, arg: Option<&DataType>, at: Position) -> Result<DataType> {
@@ -483,17 +501,7 @@ pub fn plan(
     for (j, f) in found.iter().enumerate() {
         let (kind, arg, distinct) = call_parts(f)?;
         let f_at = at_span(f.span());
-        let arg_column = match &arg {
-            Some(a) => {
-                let bound = bind(a, schema)?;
-                pre.push(Named {
-                    expr: bound.expr,
-                    text: a.to_string(),
-                });
-                Some((pre.len() - 1, bound.ty))
-            }
-            None => None,
-        };
+        let arg_column = argument_column(arg.as_ref(), schema, &mut pre)?;
         let filter = match &f.filter {
             Some(w) => {
                 pre.push(condition(w, w, schema, "FILTER")?);

@@ -270,17 +270,7 @@ pub fn plan(
         if distinct {
             return Err(refuse(format!("DISTINCT in '{f}'"), f_at));
         }
-        let arg_column = match &arg {
-            Some(a) => {
-                let bound = bind(a, schema)?;
-                pre.push(Named {
-                    expr: bound.expr,
-                    text: a.to_string(),
-                });
-                Some((pre.len() - 1, bound.ty))
-            }
-            None => None,
-        };
+        let arg_column = super::aggregate::argument_column(arg.as_ref(), schema, &mut pre)?;
         let ty = result_type(kind, arg_column.as_ref().map(|(_, t)| t), f_at)?;
         output.push(Column {
             name: format!("$over{j}"),
