@@ -302,26 +302,21 @@ impl RegularJoin {
     }
 }
 
-/// Calls `apply(change, from_left, out)` for each change of a two-input batch: the one
-/// dispatch of the joins that treat both inputs alike.
-pub(crate) fn each_change(
-    batch: TwoInputBatch<'_, Change, Change>,
-    out: &mut Collector<'_, Change>,
-    mut apply: impl FnMut(Change, bool, &mut Collector<'_, Change>),
-) -> hummer_types::error::Result<()> {
-    match batch {
-        TwoInputBatch::First(batch) => batch.for_each(out, |c, out| {
-            apply(c, true, out);
-            Ok(())
-        }),
-        TwoInputBatch::Second(batch) => batch.for_each(out, |c, out| {
-            apply(c, false, out);
-            Ok(())
-        }),
-    }
+/// A join that takes its two inputs' changes one at a time (the regular and the semi join):
+/// run as an operator by [`ChangeJoin`].
+pub trait ApplyChange: Send + 'static {
+    /// Applies one change of the left (`from_left`) or right input, emitting what it makes.
+    fn apply(&mut self, change: Change, from_left: bool, out: &mut Collector<'_, Change>);
+
+    /// The join's rows per key.
+    fn rows_per_key(&mut self) -> &mut KeyedTable<Row, JoinSides>;
 }
 
-impl Operator for RegularJoin {
+/// The operator of an [`ApplyChange`] join: the one dispatch of both inputs' batches, and
+/// the one declaration of the rows it keeps per key.
+pub struct ChangeJoin<J>(pub J);
+
+impl<J: ApplyChange> Operator for ChangeJoin<J> {
     type In = (Change, Change);
     type Out = Change;
 
@@ -330,12 +325,27 @@ impl Operator for RegularJoin {
         batch: TwoInputBatch<'_, Change, Change>,
         out: &mut Collector<'_, Change>,
     ) -> hummer_types::error::Result<()> {
-        each_change(batch, out, |c, from_left, out| {
-            self.apply(c, from_left, out)
+        let (batch, from_left) = match batch {
+            TwoInputBatch::First(batch) => (batch, true),
+            TwoInputBatch::Second(batch) => (batch, false),
+        };
+        batch.for_each(out, |c, out| {
+            self.0.apply(c, from_left, out);
+            Ok(())
         })
     }
 
     fn state(&mut self) -> DeclaredState<'_> {
-        DeclaredState::new().table("rows per key", &mut self.keys)
+        DeclaredState::new().table("rows per key", self.0.rows_per_key())
+    }
+}
+
+impl ApplyChange for RegularJoin {
+    fn apply(&mut self, change: Change, from_left: bool, out: &mut Collector<'_, Change>) {
+        RegularJoin::apply(self, change, from_left, out);
+    }
+
+    fn rows_per_key(&mut self) -> &mut KeyedTable<Row, JoinSides> {
+        &mut self.keys
     }
 }

@@ -12,13 +12,12 @@
 //! With a condition besides the equalities (a correlated subquery's `b.x > a.y`), a match is a
 //! right row of the same key for which the condition holds on the left row joined with it.
 
-use hummer_operators::{Collector, Operator, TwoInputBatch};
-use hummer_state::declared::DeclaredState;
+use hummer_operators::Collector;
 use hummer_state::keyed_table::KeyedTable;
 
 use crate::changelog::{Change, RowKind};
 use crate::expr::{Compiled, Expr};
-use crate::lower::join::{JoinSides, each_change, matches_nothing};
+use crate::lower::join::{ApplyChange, JoinSides, matches_nothing};
 use crate::lower::multiset::Multiset;
 use crate::value::Row;
 
@@ -154,22 +153,16 @@ impl SemiJoin {
     }
 }
 
-impl Operator for SemiJoin {
-    type In = (Change, Change);
-    type Out = Change;
-
-    fn process_batch(
-        &mut self,
-        batch: TwoInputBatch<'_, Change, Change>,
-        out: &mut Collector<'_, Change>,
-    ) -> hummer_types::error::Result<()> {
-        each_change(batch, out, |c, from_left, out| match from_left {
-            true => self.left(c, out),
-            false => self.right(c, out),
-        })
+impl ApplyChange for SemiJoin {
+    fn apply(&mut self, change: Change, from_left: bool, out: &mut Collector<'_, Change>) {
+        if from_left {
+            self.left(change, out);
+        } else {
+            self.right(change, out);
+        }
     }
 
-    fn state(&mut self) -> DeclaredState<'_> {
-        DeclaredState::new().table("rows per key", &mut self.keys)
+    fn rows_per_key(&mut self) -> &mut KeyedTable<Row, JoinSides> {
+        &mut self.keys
     }
 }

@@ -28,7 +28,7 @@ use crate::expr::Expr;
 use crate::expr::bind::bind;
 use crate::lower::Calc;
 use crate::lower::calc::Named;
-use crate::lower::join::{JoinKind, RegularJoin, matches_nothing};
+use crate::lower::join::{ChangeJoin, JoinKind, RegularJoin, matches_nothing};
 use crate::lower::rowtime::Rowtime;
 use crate::lower::window_join::WindowJoin;
 use crate::schema::Schema;
@@ -279,10 +279,10 @@ pub fn plan(
                 .connect(&right_rows)
                 .transform(&description, move |_| {
                     let join = RegularJoin::new(kind, left_width, right_width);
-                    Ok(match &outer_condition {
+                    Ok(ChangeJoin(match &outer_condition {
                         Some(condition) => join.with_condition(condition.clone()),
                         None => join,
-                    })
+                    }))
                 })
         }
     };

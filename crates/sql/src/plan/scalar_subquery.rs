@@ -18,7 +18,7 @@ use crate::changelog::Change;
 use crate::error::{Position, Result, SqlError};
 use crate::lower::Calc;
 use crate::lower::calc::Named;
-use crate::lower::join::{JoinKind, RegularJoin};
+use crate::lower::join::{ChangeJoin, JoinKind, RegularJoin};
 use crate::schema::Schema;
 use crate::value::Row;
 
@@ -131,7 +131,7 @@ pub(crate) fn with_values(
             .key_by(|_: &Change| -> Row { Vec::new() });
         let description = format!("Join(joinType=[LeftOuterJoin], where=[], scalar=[({query})])");
         let rows = left.connect(&right).transform(&description, move |_| {
-            Ok(RegularJoin::new(JoinKind::Left, left_width, 1))
+            Ok(ChangeJoin(RegularJoin::new(JoinKind::Left, left_width, 1)))
         });
         let mut column = value.schema.columns[0].clone();
         column.name = format!("$s{k}");

@@ -22,6 +22,7 @@ use crate::expr::bind::bind;
 use crate::expr::{Compare, Expr};
 use crate::lower::Calc;
 use crate::lower::calc::Named;
+use crate::lower::join::ChangeJoin;
 use crate::lower::semi_join::SemiJoin;
 use crate::schema::Schema;
 use crate::value::Row;
@@ -277,11 +278,11 @@ pub(crate) fn apply(
     let rows = left_rows
         .connect(&right_rows)
         .transform(&description, move |_| {
-            Ok(SemiJoin::new(
+            Ok(ChangeJoin(SemiJoin::new(
                 anti,
                 (left_width, right_width),
                 condition.as_ref(),
-            ))
+            )))
         });
     // A semi join emits a row when its first match comes, an anti join retracts it then.
     let updated_by = if anti {
