@@ -614,3 +614,42 @@ fn proctime_keep_first_dedup_is_append_only() {
         assert_eq!(seen, auctions, "at parallelism {parallelism}");
     }
 }
+
+#[test]
+fn dates_compute_and_compare_as_flinks() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let calls = [
+        ("CAST(DATE '2021-03-04' AS STRING)", "2021-03-04"),
+        ("CAST(EXTRACT(DAY FROM DATE '2021-03-04') AS STRING)", "4"),
+        (
+            "CAST(CAST(TIMESTAMP '2021-03-04 05:06:07' AS DATE) AS STRING)",
+            "2021-03-04",
+        ),
+        (
+            "CAST(DATE '2021-03-04' < TIMESTAMP '2021-03-04 00:00:01' AS STRING)",
+            "TRUE",
+        ),
+        (
+            "CAST(TIMESTAMP '2021-03-04 05:06:07' > '2021-03-04 05:00:00' AS STRING)",
+            "TRUE",
+        ),
+        (
+            "CAST(TIMESTAMPADD(DAY, 1, DATE '2021-02-28') AS STRING)",
+            "2021-03-01",
+        ),
+        ("DATE_FORMAT(DATE '2021-03-04', 'yyyy/MM/dd')", "2021/03/04"),
+        ("CAST(CURRENT_DATE > DATE '2020-01-01' AS STRING)", "TRUE"),
+    ];
+    let columns: Vec<String> = (0..calls.len()).map(|i| format!("c{i}")).collect();
+    let columns: Vec<(&str, &str)> = columns.iter().map(|c| (c.as_str(), "STRING")).collect();
+    let select: Vec<&str> = calls.iter().map(|(call, _)| *call).collect();
+    let expected: Vec<&str> = calls.iter().map(|(_, v)| *v).collect();
+    check(
+        dir.path(),
+        "",
+        "dates",
+        &columns,
+        &format!("INSERT INTO q_sink SELECT {}", select.join(", ")),
+        vec![expected.join(",")],
+    );
+}

@@ -36,6 +36,8 @@ pub enum Value {
     TimestampLtz(i64),
     /// `ROW<..>`.
     Row(Vec<Value>),
+    /// `DATE`: days since 1970-01-01 (last, so that earlier values keep their encoding).
+    Date(i32),
 }
 
 /// A row of values, in the order of its schema's columns.
@@ -47,10 +49,12 @@ impl Value {
         matches!(self, Value::Null)
     }
 
-    /// The milliseconds of a `TIMESTAMP` or `TIMESTAMP_LTZ` value (`None` for any other).
+    /// The milliseconds of a `TIMESTAMP` or `TIMESTAMP_LTZ` value, or of a `DATE`'s midnight
+    /// (`None` for any other).
     pub fn time_millis(&self) -> Option<i64> {
         match *self {
             Value::Timestamp(t) | Value::TimestampLtz(t) => Some(t),
+            Value::Date(d) => Some(i64::from(d) * DAY_MS),
             _ => None,
         }
     }
@@ -132,6 +136,7 @@ impl Ord for Value {
             (Value::Timestamp(a), Value::Timestamp(b))
             | (Value::TimestampLtz(a), Value::TimestampLtz(b)) => a.cmp(b),
             (Value::Row(a), Value::Row(b)) => a.cmp(b),
+            (Value::Date(a), Value::Date(b)) => a.cmp(b),
             // Values of different types are not compared by a checked plan; order them by kind.
             (a, b) => a.rank().cmp(&b.rank()),
         }
@@ -148,6 +153,7 @@ impl Value {
             Value::Timestamp(_) => 4,
             Value::TimestampLtz(_) => 5,
             Value::Row(_) => 6,
+            Value::Date(_) => 7,
         }
     }
 }
@@ -190,6 +196,7 @@ impl Hash for Value {
             Value::String(s) => s.hash(state),
             Value::Timestamp(t) | Value::TimestampLtz(t) => t.hash(state),
             Value::Row(r) => r.hash(state),
+            Value::Date(d) => d.hash(state),
         }
     }
 }
@@ -207,6 +214,7 @@ impl fmt::Display for Value {
             Value::Decimal(d, s) => write_decimal(f, *d, *s),
             Value::String(s) => f.write_str(s),
             Value::Timestamp(ms) | Value::TimestampLtz(ms) => write_timestamp(f, *ms, 3),
+            Value::Date(days) => write_date(f, *days),
             Value::Row(values) => {
                 f.write_str("(")?;
                 for (i, v) in values.iter().enumerate() {
@@ -279,6 +287,23 @@ pub fn write_timestamp(f: &mut impl fmt::Write, millis: i64, precision: u8) -> f
         2 => write!(f, ".{:02}", ms / 10),
         _ => write!(f, ".{ms:03}"),
     }
+}
+
+/// The milliseconds of a day.
+pub const DAY_MS: i64 = 86_400_000;
+
+/// A day number as `yyyy-MM-dd`.
+pub fn write_date(f: &mut impl fmt::Write, days: i32) -> fmt::Result {
+    let (y, m, d) = civil_from_days(i64::from(days));
+    write!(f, "{y:04}-{m:02}-{d:02}")
+}
+
+/// Reads `yyyy-MM-dd` as a day number; `None` if it is not a date.
+pub fn parse_date(text: &str) -> Option<i32> {
+    let ms = parse_timestamp(text.trim())?;
+    (ms.rem_euclid(DAY_MS) == 0 && !text.trim().contains([' ', 'T']))
+        .then(|| i32::try_from(ms.div_euclid(DAY_MS)).ok())
+        .flatten()
 }
 
 /// The civil date of a day number (days since 1970-01-01), proleptic Gregorian.

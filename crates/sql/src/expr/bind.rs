@@ -818,7 +818,7 @@ impl Binder<'_> {
     }
 
     fn comparison(&self, op: Compare, left: &ast::Expr, right: &ast::Expr) -> Result<Typed> {
-        let (l, r) = (self.bind(left)?, self.bind(right)?);
+        let (l, r) = comparable(self.bind(left)?, self.bind(right)?);
         if common_type(&l.ty.ty, &r.ty.ty).is_none() {
             return Err(SqlError::Invalid {
                 at: at(left),
@@ -1100,6 +1100,10 @@ impl Binder<'_> {
                 };
                 bound.truncate(1);
                 (Function::UnixTimestamp(pieces), SqlType::BigInt)
+            }
+            "CURRENT_DATE" => {
+                arity(0..=0)?;
+                (Function::Today, SqlType::Date)
             }
             "CURRENT_TIMESTAMP" | "NOW" | "LOCALTIMESTAMP" | "CURRENT_ROW_TIMESTAMP" => {
                 arity(0..=0)?;
@@ -1391,9 +1395,14 @@ impl Binder<'_> {
         })
     }
 
-    /// `Ok` if `e` is a time (`TIMESTAMP` or `TIMESTAMP_LTZ`).
+    /// `Ok` if `e` is a time (`TIMESTAMP`, `TIMESTAMP_LTZ` or `DATE`).
     fn expect_time(&self, e: &Typed, expr: &ast::Expr) -> Result<()> {
-        self.expect(e, expr, SqlType::is_time, "a TIMESTAMP or TIMESTAMP_LTZ")
+        self.expect(
+            e,
+            expr,
+            |t| t.is_time() || *t == SqlType::Date,
+            "a TIMESTAMP, TIMESTAMP_LTZ or DATE",
+        )
     }
 
     /// The regex a literal `pattern` argument of `function` compiles to.
@@ -1468,7 +1477,34 @@ const NILADIC: &[&str] = &[
     "CURRENT_TIMESTAMP",
     "LOCALTIMESTAMP",
     "CURRENT_ROW_TIMESTAMP",
+    "CURRENT_DATE",
 ];
+
+/// The two sides of a comparison made comparable as Flink's implicit casts make them: text
+/// compared with a time is read as one (`ts > '2020-01-01 00:00:00'`), and a `DATE` compared
+/// with a `TIMESTAMP` is its midnight.
+fn comparable(l: Typed, r: Typed) -> (Typed, Typed) {
+    let time = |t: &SqlType| t.is_time() || *t == SqlType::Date;
+    let cast = |e: Typed, to: &SqlType| Typed {
+        expr: Expr::Cast {
+            expr: Box::new(e.expr),
+            to: to.clone(),
+            try_cast: false,
+        },
+        ty: DataType {
+            ty: to.clone(),
+            nullable: e.ty.nullable,
+        },
+    };
+    let (a, b) = (l.ty.ty.clone(), r.ty.ty.clone());
+    match (&a, &b) {
+        (x, y) if time(x) && y.is_string() => (l, cast(r, x)),
+        (x, y) if x.is_string() && time(y) => (cast(l, y), r),
+        (SqlType::Date, y) if y.is_time() => (cast(l, y), r),
+        (x, SqlType::Date) if x.is_time() => (l, cast(r, x)),
+        _ => (l, r),
+    }
+}
 
 /// The built-in functions by name, for errors and suggestions.
 const FUNCTIONS: &[&str] = &[
@@ -1488,6 +1524,7 @@ const FUNCTIONS: &[&str] = &[
     "COSH",
     "COT",
     "COUNT_CHAR",
+    "CURRENT_DATE",
     "CURRENT_TIMESTAMP",
     "DATE_FORMAT",
     "DEGREES",

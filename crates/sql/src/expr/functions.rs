@@ -131,6 +131,8 @@ pub enum Function {
         /// A `TIMESTAMP` rather than a `TIMESTAMP_LTZ`.
         local: bool,
     },
+    /// `CURRENT_DATE`: today's date (in UTC, the session's zone).
+    Today,
     /// `TIMESTAMPADD(unit, n, t)`: `t` moved by `n` units (months keep their day where the
     /// month has it).
     TimestampAdd(TimeField),
@@ -275,6 +277,7 @@ impl Function {
                 .map_or(Value::Null, |ms| Value::BigInt(ms.div_euclid(1000))),
             Function::Now { local: false } => Value::TimestampLtz(now_millis()),
             Function::Now { local: true } => Value::Timestamp(now_millis()),
+            Function::Today => date_of(now_millis()),
             Function::TimestampAdd(unit) => {
                 let n = int(0)?;
                 let moved = |t: i64| {
@@ -284,6 +287,7 @@ impl Function {
                 match &args[1] {
                     Value::Timestamp(t) => Value::Timestamp(moved(*t)?),
                     Value::TimestampLtz(t) => Value::TimestampLtz(moved(*t)?),
+                    Value::Date(_) => date_of(moved(args[1].time_millis().unwrap_or_default())?),
                     other => {
                         return Err(EvalError(format!(
                             "TIMESTAMPADD of {other:?}, which is not a time"
@@ -393,6 +397,10 @@ impl Function {
                 match &args[0] {
                     Value::Timestamp(t) => round(*t).map_or(Value::Null, Value::Timestamp),
                     Value::TimestampLtz(t) => round(*t).map_or(Value::Null, Value::TimestampLtz),
+                    Value::Date(_) => args[0]
+                        .time_millis()
+                        .and_then(round)
+                        .map_or(Value::Null, date_of),
                     _ => Value::Null,
                 }
             }
@@ -656,6 +664,11 @@ impl TimeField {
         };
         self.floor(floor + past)
     }
+}
+
+/// The `DATE` of a time (milliseconds since 1970-01-01 00:00:00): its day.
+fn date_of(ms: i64) -> Value {
+    i32::try_from(ms.div_euclid(crate::value::DAY_MS)).map_or(Value::Null, Value::Date)
 }
 
 /// The wall-clock time in milliseconds since the epoch.

@@ -654,10 +654,19 @@ pub fn cast(v: Value, to: &SqlType) -> Result<Value, EvalError> {
             s.extend(std::iter::repeat_n(' ', short));
             Value::String(s)
         }
+        SqlType::Date => match &v {
+            Value::String(s) => Value::Date(crate::value::parse_date(s).ok_or_else(|| bad(&v))?),
+            Value::Date(d) => Value::Date(*d),
+            Value::Timestamp(ms) | Value::TimestampLtz(ms) => Value::Date(
+                i32::try_from(ms.div_euclid(crate::value::DAY_MS)).map_err(|_| bad(&v))?,
+            ),
+            _ => return Err(bad(&v)),
+        },
         SqlType::Timestamp(_) | SqlType::TimestampLtz(_) => {
             let ms = match &v {
                 Value::String(s) => crate::value::parse_timestamp(s).ok_or_else(|| bad(&v))?,
                 Value::Timestamp(ms) | Value::TimestampLtz(ms) => *ms,
+                Value::Date(_) => v.time_millis().unwrap_or_default(),
                 _ => return Err(bad(&v)),
             };
             if matches!(to, SqlType::Timestamp(_)) {
