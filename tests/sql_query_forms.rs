@@ -653,3 +653,27 @@ fn dates_compute_and_compare_as_flinks() {
         vec![expected.join(",")],
     );
 }
+
+#[test]
+fn first_last_value_and_listagg_follow_arrival_order() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let rows =
+        "(VALUES ('a', 1), ('a', CAST(NULL AS INT)), ('a', 3), ('b', 5), ('a', 4)) AS t(k, v)";
+    check(
+        dir.path(),
+        "",
+        "ordered",
+        &[
+            ("k", "STRING"),
+            ("f", "INT"),
+            ("l", "INT"),
+            ("s", "STRING"),
+            ("d", "STRING"),
+        ],
+        &format!(
+            "INSERT INTO q_sink SELECT k, FIRST_VALUE(v), LAST_VALUE(v), \
+             LISTAGG(CAST(v AS STRING), '-'), LISTAGG(CAST(v AS STRING)) FROM {rows} GROUP BY k"
+        ),
+        vec!["a,1,4,1-3-4,1,3,4".into(), "b,5,5,5,5".into()],
+    );
+}

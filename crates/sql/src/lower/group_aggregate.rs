@@ -32,6 +32,13 @@ pub enum AggKind {
     Max,
     /// `AVG(x)`, in `x`'s type (an integer average is truncated, as Flink's).
     Avg,
+    /// `FIRST_VALUE(x)`: the first value that is not `NULL`.
+    FirstValue,
+    /// `LAST_VALUE(x)`: the last value that is not `NULL`.
+    LastValue,
+    /// `LISTAGG(x [, separator])`: the values that are not `NULL` in arrival order, joined by
+    /// the separator (`,` by default).
+    ListAgg,
 }
 
 /// One aggregate of a `GROUP BY`: which function, over which input column, counting each
@@ -48,6 +55,8 @@ pub struct AggCall {
     pub filter: Option<usize>,
     /// The result's type (the argument's for SUM, MIN, MAX and AVG).
     pub ty: SqlType,
+    /// `LISTAGG`'s separator, if given.
+    pub separator: Option<String>,
 }
 
 /// The state of one aggregate of one group.
@@ -67,6 +76,11 @@ pub enum Acc {
     /// distinct ones, changed as a value first comes and last goes (not summed again per
     /// row).
     DistinctSum(BTreeMap<Value, i64>, Value),
+    /// FIRST_VALUE or LAST_VALUE over an input that only adds rows: the one value kept.
+    Kept(Value),
+    /// FIRST_VALUE, LAST_VALUE or LISTAGG: the values in arrival order (a retraction takes
+    /// the earliest equal one out).
+    Ordered(Vec<Value>),
 }
 
 /// The state of one group: its aggregates and its rows (net of retractions).
@@ -112,6 +126,12 @@ impl GroupAggregate {
                 .calls
                 .iter()
                 .map(|c| match (c.kind, c.distinct) {
+                    (AggKind::FirstValue | AggKind::LastValue, _) if self.append_only => {
+                        Acc::Kept(Value::Null)
+                    }
+                    (AggKind::FirstValue | AggKind::LastValue | AggKind::ListAgg, _) => {
+                        Acc::Ordered(Vec::new())
+                    }
                     (AggKind::Min | AggKind::Max, false) if self.append_only => {
                         Acc::Extreme(Value::Null)
                     }
@@ -175,6 +195,28 @@ impl GroupAggregate {
                     };
                     if extreme.is_null() || better {
                         *extreme = v.clone();
+                    }
+                }
+                Acc::Kept(kept) => {
+                    if sign < 0 {
+                        return Err(failed(
+                            call,
+                            EvalError(
+                                "a retraction reached an aggregate of an input that only adds rows"
+                                    .into(),
+                            ),
+                        ));
+                    }
+                    if call.kind == AggKind::LastValue || kept.is_null() {
+                        *kept = value.cloned().unwrap_or(Value::Null);
+                    }
+                }
+                Acc::Ordered(values) => {
+                    let v = value.cloned().unwrap_or(Value::Null);
+                    if sign > 0 {
+                        values.push(v);
+                    } else if let Some(i) = values.iter().position(|x| *x == v) {
+                        values.remove(i);
                     }
                 }
                 Acc::Values(values) => {
@@ -258,6 +300,12 @@ impl GroupAggregate {
                         }
                     }
                 }
+                (Acc::Kept(x), Acc::Kept(y))
+                    if x.is_null() || (call.kind == AggKind::LastValue && !y.is_null()) =>
+                {
+                    *x = y;
+                }
+                (Acc::Ordered(v), Acc::Ordered(w)) => v.extend(w),
                 // Accumulators of one call are of one kind (`new_state` makes them).
                 _ => {}
             }
@@ -273,6 +321,17 @@ impl GroupAggregate {
             .map(|(call, acc)| {
                 Ok(match (call.kind, acc) {
                     (_, Acc::Count(n)) => Value::BigInt(*n),
+                    (_, Acc::Kept(v)) => v.clone(),
+                    (AggKind::FirstValue, Acc::Ordered(v)) => {
+                        v.first().cloned().unwrap_or_default()
+                    }
+                    (AggKind::LastValue, Acc::Ordered(v)) => v.last().cloned().unwrap_or_default(),
+                    (_, Acc::Ordered(v)) if v.is_empty() => Value::Null,
+                    (_, Acc::Ordered(v)) => {
+                        let separator = call.separator.as_deref().unwrap_or(",");
+                        let parts: Vec<String> = v.iter().map(Value::to_string).collect();
+                        Value::String(parts.join(separator))
+                    }
                     (_, Acc::Extreme(v)) => v.clone(),
                     (AggKind::Avg, Acc::Sum(sum, n)) if *n > 0 => {
                         arith(Arith::Divide, sum.clone(), count_in(*n, &call.ty), &call.ty)
@@ -296,7 +355,14 @@ impl GroupAggregate {
                             .map_err(|e| failed(call, e))?
                     }
                     (_, Acc::DistinctSum(_, sum)) => sum.clone(),
-                    (AggKind::Sum | AggKind::Avg, Acc::Values(v)) => {
+                    (
+                        AggKind::Sum
+                        | AggKind::Avg
+                        | AggKind::FirstValue
+                        | AggKind::LastValue
+                        | AggKind::ListAgg,
+                        Acc::Values(v),
+                    ) => {
                         let mut sum = Value::Null;
                         for value in v.keys() {
                             sum = if sum.is_null() {
@@ -422,6 +488,7 @@ mod tests {
             distinct,
             filter,
             ty: SqlType::BigInt,
+            separator: None,
         };
         // Input: key, value, value < 50.
         GroupAggregate {

@@ -188,6 +188,7 @@ mod tests {
             distinct: false,
             filter: None,
             ty: SqlType::BigInt,
+            separator: None,
         };
         OverAggregate {
             width: 2,

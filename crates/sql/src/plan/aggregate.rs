@@ -38,6 +38,9 @@ fn aggregate_kind(name: &str, star: bool) -> Option<AggKind> {
         "MIN" => AggKind::Min,
         "MAX" => AggKind::Max,
         "AVG" => AggKind::Avg,
+        "FIRST_VALUE" => AggKind::FirstValue,
+        "LAST_VALUE" => AggKind::LastValue,
+        "LISTAGG" => AggKind::ListAgg,
         _ => return None,
     })
 }
@@ -191,14 +194,14 @@ impl VisitorMut for Calls<'_> {
     }
 }
 
-/// One aggregate call's parts: its kind, argument, `DISTINCT` and `FILTER`.
-pub(crate) fn call_parts(f: &ast::Function) -> Result<(AggKind, Option<ast::Expr>, bool)> {
+/// One aggregate call's parts: its kind, argument, `DISTINCT` and `LISTAGG`'s separator.
+pub(crate) fn call_parts(f: &ast::Function) -> Result<CallParts> {
     let at = at_span(f.span());
     let refuse = |what: &str| SqlError::Unsupported {
         at,
         what: format!("{what} in '{f}'"),
-        supported: "COUNT(*), and COUNT, SUM, MIN, MAX and AVG of one argument, with \
-                    DISTINCT and FILTER (WHERE ..), are"
+        supported: "COUNT(*), and COUNT, SUM, MIN, MAX, AVG, FIRST_VALUE and LAST_VALUE of one \
+                    argument, LISTAGG(x [, 'separator']), with DISTINCT and FILTER (WHERE ..), are"
             .into(),
     };
     let name = aggregate_name(f).unwrap_or_default();
@@ -212,8 +215,17 @@ pub(crate) fn call_parts(f: &ast::Function) -> Result<(AggKind, Option<ast::Expr
         list.duplicate_treatment,
         Some(ast::DuplicateTreatment::Distinct)
     );
-    let [arg] = list.args.as_slice() else {
-        return Err(refuse("other than one argument"));
+    let (arg, separator) = match list.args.as_slice() {
+        [arg] => (arg, None),
+        // LISTAGG's separator: a string literal.
+        [
+            arg,
+            ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(ast::Expr::Value(v))),
+        ] if name.eq_ignore_ascii_case("LISTAGG") => match &v.value {
+            ast::Value::SingleQuotedString(s) => (arg, Some(s.clone())),
+            _ => return Err(refuse("a separator that is not a string literal")),
+        },
+        _ => return Err(refuse("other than one argument")),
     };
     let arg = match arg {
         ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Wildcard) => None,
@@ -224,7 +236,32 @@ pub(crate) fn call_parts(f: &ast::Function) -> Result<(AggKind, Option<ast::Expr
     if arg.is_none() && kind != AggKind::CountStar {
         return Err(refuse("'*'"));
     }
-    Ok((kind, arg, distinct))
+    if distinct
+        && matches!(
+            kind,
+            AggKind::FirstValue | AggKind::LastValue | AggKind::ListAgg
+        )
+    {
+        return Err(refuse("DISTINCT"));
+    }
+    Ok(CallParts {
+        kind,
+        arg,
+        distinct,
+        separator,
+    })
+}
+
+/// One aggregate call's parts.
+pub(crate) struct CallParts {
+    /// The function.
+    pub kind: AggKind,
+    /// Its argument (none for `COUNT(*)`).
+    pub arg: Option<ast::Expr>,
+    /// `DISTINCT`.
+    pub distinct: bool,
+    /// `LISTAGG`'s separator, if given.
+    pub separator: Option<String>,
 }
 
 /// An aggregate's argument bound to `schema` and computed by the `Calc` before the
@@ -250,6 +287,11 @@ pub(crate) fn argument_column(
 pub(crate) fn result_type(kind: AggKind, arg: Option<&DataType>, at: Position) -> Result<DataType> {
     match (kind, arg) {
         (AggKind::CountStar | AggKind::Count, _) => Ok(DataType::not_null(SqlType::BigInt)),
+        (AggKind::ListAgg, Some(t)) if !t.ty.is_string() => Err(SqlError::Invalid {
+            at,
+            message: format!("LISTAGG takes a string, not {} (CAST it)", t.ty),
+        }),
+        (AggKind::ListAgg, Some(_)) => Ok(DataType::nullable(SqlType::STRING)),
         (AggKind::Sum | AggKind::Avg, Some(t)) if !t.ty.is_numeric() => Err(SqlError::Invalid {
             at,
             message: format!("SUM and AVG take a number, not {}", t.ty),
@@ -499,7 +541,12 @@ pub fn plan(
     let mut calls = Vec::new();
     let mut call_index = HashMap::new();
     for (j, f) in found.iter().enumerate() {
-        let (kind, arg, distinct) = call_parts(f)?;
+        let CallParts {
+            kind,
+            arg,
+            distinct,
+            separator,
+        } = call_parts(f)?;
         let f_at = at_span(f.span());
         let arg_column = argument_column(arg.as_ref(), schema, &mut pre)?;
         let filter = match &f.filter {
@@ -521,6 +568,7 @@ pub fn plan(
             distinct,
             filter,
             ty: ty.ty,
+            separator,
         });
     }
     let output = Schema::new(output);

@@ -265,9 +265,9 @@ pub fn plan(
         }
         let mut plain = f.clone();
         plain.over = None;
-        let (kind, arg, distinct) =
-            call_parts(&plain).map_err(|_| refuse(format!("'{f}'"), f_at))?;
-        if distinct {
+        let parts = call_parts(&plain).map_err(|_| refuse(format!("'{f}'"), f_at))?;
+        let (kind, arg) = (parts.kind, parts.arg);
+        if parts.distinct {
             return Err(refuse(format!("DISTINCT in '{f}'"), f_at));
         }
         let arg_column = super::aggregate::argument_column(arg.as_ref(), schema, &mut pre)?;
@@ -282,6 +282,7 @@ pub fn plan(
             distinct: false,
             filter: None,
             ty: ty.ty,
+            separator: parts.separator,
         });
     }
     let output = Schema::new(output);
