@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::sql::{apply_debezium, check_csv_query, hummer_sql, sorted_lines};
+use common::sql::{apply_debezium, check_csv_query, hummer_sql, sorted_lines, write_parts};
 
 const DDL: &str = "-- the Nexmark bids, as the harness declares them\n\
     CREATE TABLE bid (\n\
@@ -967,15 +967,7 @@ fn outer_joins_match_brute_force_outer_joins() {
     let bids: Vec<(i64, i64)> = (0..200).map(|i| (10 + (i * 7) % 35, i)).collect();
     let text: String = auctions.iter().map(|a| format!("{a},s{a}\n")).collect();
     std::fs::write(a_dir.join("part-0.csv"), text).expect("write");
-    for part in 0..2 {
-        let text: String = bids
-            .iter()
-            .skip(part)
-            .step_by(2)
-            .map(|(a, p)| format!("{a},{p}\n"))
-            .collect();
-        std::fs::write(b_dir.join(format!("part-{part}.csv")), text).expect("write");
-    }
+    write_parts(&b_dir, bids.iter().map(|(a, p)| format!("{a},{p}")), 2);
     // Per auction id: the highest bid (the updating side), as the query computes it.
     let mut best: std::collections::BTreeMap<i64, i64> = Default::default();
     for &(a, p) in &bids {
@@ -1933,15 +1925,7 @@ fn outer_joins_with_a_non_equi_condition_match_brute_force() {
         .map(|(a, lo)| format!("{a},{lo}\n"))
         .collect();
     std::fs::write(a_dir.join("part-0.csv"), text).expect("write");
-    for part in 0..2 {
-        let text: String = bids
-            .iter()
-            .skip(part)
-            .step_by(2)
-            .map(|(a, p)| format!("{a},{p}\n"))
-            .collect();
-        std::fs::write(b_dir.join(format!("part-{part}.csv")), text).expect("write");
-    }
+    write_parts(&b_dir, bids.iter().map(|(a, p)| format!("{a},{p}")), 2);
     // Brute force: `rights` are the other side's (key, value) rows.
     let outer = |rights: &[(i64, i64)], full: bool| -> Vec<String> {
         let mut rows = Vec::new();

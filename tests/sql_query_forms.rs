@@ -8,7 +8,7 @@ mod common;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use common::sql::{apply_debezium, check_csv_query, hummer_sql};
+use common::sql::{apply_debezium, check_csv_query, hummer_sql, write_parts};
 
 /// Auctions (id, seller) and bids (auction, price; one with no auction) as csv tables.
 struct Data {
@@ -27,15 +27,12 @@ fn data(dir: &Path) -> Data {
     bids.push((None, 500));
     let text: String = auctions.iter().map(|(a, s)| format!("{a},{s}\n")).collect();
     std::fs::write(a_dir.join("part-0.csv"), text).expect("write");
-    for part in 0..2 {
-        let text: String = bids
-            .iter()
-            .skip(part)
-            .step_by(2)
-            .map(|(a, p)| format!("{},{p}\n", a.map_or(String::new(), |a| a.to_string())))
-            .collect();
-        std::fs::write(b_dir.join(format!("part-{part}.csv")), text).expect("write");
-    }
+    let cell = |a: &Option<i64>| a.map_or(String::new(), |a| a.to_string());
+    write_parts(
+        &b_dir,
+        bids.iter().map(|(a, p)| format!("{},{p}", cell(a))),
+        2,
+    );
     let tables = format!(
         "CREATE TABLE auction (id BIGINT, seller STRING)\n\
          WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');\n\

@@ -104,3 +104,16 @@ pub fn check_csv_query(
         );
     }
 }
+
+/// Writes `lines` into `parts` csv part files in `dir` (`part-0.csv`, ..), line `i` into part
+/// `i % parts`: one table read as several splits.
+pub fn write_parts(dir: &std::path::Path, lines: impl IntoIterator<Item = String>, parts: usize) {
+    let mut texts = vec![String::new(); parts];
+    for (i, line) in lines.into_iter().enumerate() {
+        texts[i % parts].push_str(&line);
+        texts[i % parts].push('\n');
+    }
+    for (part, text) in texts.into_iter().enumerate() {
+        std::fs::write(dir.join(format!("part-{part}.csv")), text).expect("write a part file");
+    }
+}

@@ -165,6 +165,15 @@ impl GroupAggregate {
             if value.is_some_and(Value::is_null) {
                 continue;
             }
+            // One value kept for an input that only adds rows cannot take a row back.
+            if sign < 0 && matches!(acc, Acc::Extreme(_) | Acc::Kept(_)) {
+                return Err(failed(
+                    call,
+                    EvalError(
+                        "a retraction reached an aggregate of an input that only adds rows".into(),
+                    ),
+                ));
+            }
             match acc {
                 Acc::Count(n) => *n += sign,
                 Acc::Sum(sum, n) => {
@@ -179,15 +188,6 @@ impl GroupAggregate {
                     *n += sign;
                 }
                 Acc::Extreme(extreme) => {
-                    if sign < 0 {
-                        return Err(failed(
-                            call,
-                            EvalError(
-                                "a retraction reached an aggregate of an input that only adds rows"
-                                    .into(),
-                            ),
-                        ));
-                    }
                     let v = value.unwrap_or(&Value::Null);
                     let better = match call.kind {
                         AggKind::Min => *v < *extreme,
@@ -198,15 +198,6 @@ impl GroupAggregate {
                     }
                 }
                 Acc::Kept(kept) => {
-                    if sign < 0 {
-                        return Err(failed(
-                            call,
-                            EvalError(
-                                "a retraction reached an aggregate of an input that only adds rows"
-                                    .into(),
-                            ),
-                        ));
-                    }
                     if call.kind == AggKind::LastValue || kept.is_null() {
                         *kept = value.cloned().unwrap_or(Value::Null);
                     }
