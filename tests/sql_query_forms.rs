@@ -635,6 +635,11 @@ fn dates_compute_and_compare_as_flinks() {
             "2021-03-01",
         ),
         ("DATE_FORMAT(DATE '2021-03-04', 'yyyy/MM/dd')", "2021/03/04"),
+        (
+            "CAST(TO_DATE('04.03.2021', 'dd.MM.yyyy') AS STRING)",
+            "2021-03-04",
+        ),
+        ("CAST(TO_DATE('2021-03-04') AS STRING)", "2021-03-04"),
         ("CAST(CURRENT_DATE > DATE '2020-01-01' AS STRING)", "TRUE"),
     ];
     let columns: Vec<String> = (0..calls.len()).map(|i| format!("c{i}")).collect();
@@ -673,4 +678,58 @@ fn first_last_value_and_listagg_follow_arrival_order() {
         ),
         vec!["a,1,4,1-3-4,1,3,4".into(), "b,5,5,5,5".into()],
     );
+}
+
+#[test]
+fn grouping_sets_rollup_and_cube_aggregate_each_set() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let d = data(dir.path());
+    // Brute force: per set of (seller, parity) kept, the rows' counts.
+    let count = |seller: bool, parity: bool| -> Vec<String> {
+        let mut groups: BTreeMap<(String, String), usize> = BTreeMap::new();
+        for (id, s) in &d.auctions {
+            let key = (
+                if seller { s.clone() } else { String::new() },
+                if parity {
+                    (id % 2).to_string()
+                } else {
+                    String::new()
+                },
+            );
+            *groups.entry(key).or_default() += 1;
+        }
+        groups
+            .into_iter()
+            .map(|((s, p), n)| format!("{s},{p},{n}"))
+            .collect()
+    };
+    let columns = [("seller", "STRING"), ("parity", "BIGINT"), ("n", "BIGINT")];
+    let select = "INSERT INTO q_sink SELECT seller, MOD(id, 2), COUNT(*) FROM auction GROUP BY";
+    for (name, group_by, sets) in [
+        (
+            "sets",
+            "GROUPING SETS ((seller, MOD(id, 2)), (seller), ())",
+            vec![(true, true), (true, false), (false, false)],
+        ),
+        (
+            "rollup",
+            "ROLLUP (seller, MOD(id, 2))",
+            vec![(true, true), (true, false), (false, false)],
+        ),
+        (
+            "cube",
+            "CUBE (seller, MOD(id, 2))",
+            vec![(true, true), (true, false), (false, true), (false, false)],
+        ),
+    ] {
+        let expected = sets.iter().flat_map(|(s, p)| count(*s, *p)).collect();
+        check(
+            dir.path(),
+            &d.tables,
+            name,
+            &columns,
+            &format!("{select} {group_by}"),
+            expected,
+        );
+    }
 }

@@ -1085,6 +1085,17 @@ impl Binder<'_> {
                 bound.truncate(1);
                 (Function::ToTimestamp(pieces), SqlType::Timestamp(3))
             }
+            "TO_DATE" => {
+                arity(1..=2)?;
+                strings(1)?;
+                let pieces = match args.get(1) {
+                    Some(a) => self.literal_date_pattern(a, "TO_DATE")?,
+                    None => date_pattern("yyyy-MM-dd").unwrap_or_default(),
+                };
+                nullable = true;
+                bound.truncate(1);
+                (Function::ToDate(pieces), SqlType::Date)
+            }
             "UNIX_TIMESTAMP" => {
                 arity(0..=2)?;
                 let pieces = match args.len() {
@@ -1588,6 +1599,7 @@ const FUNCTIONS: &[&str] = &[
     "TIMESTAMPADD",
     "TIMESTAMPDIFF",
     "TO_BASE64",
+    "TO_DATE",
     "TO_TIMESTAMP",
     "TO_TIMESTAMP_LTZ",
     "TRIM",

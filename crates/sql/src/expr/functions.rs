@@ -122,6 +122,9 @@ pub enum Function {
     /// `TO_TIMESTAMP(s [, pattern])`: the text read by a Java date pattern (`yyyy-MM-dd
     /// HH:mm:ss` by default) as a `TIMESTAMP(3)`, `NULL` where it does not follow it.
     ToTimestamp(Vec<DatePiece>),
+    /// `TO_DATE(s [, pattern])`: the text read by a Java date pattern (`yyyy-MM-dd` by
+    /// default) as a `DATE`, `NULL` where it does not follow it.
+    ToDate(Vec<DatePiece>),
     /// `UNIX_TIMESTAMP()`: the seconds since the epoch now; `UNIX_TIMESTAMP(s [, pattern])`:
     /// those of the text read by the pattern, `NULL` where it does not follow it.
     UnixTimestamp(Option<Vec<DatePiece>>),
@@ -271,6 +274,9 @@ impl Function {
             Function::Udf(udf) => udf.call(args)?,
             Function::ToTimestamp(pattern) => {
                 super::calendar::parse(text(0)?, pattern).map_or(Value::Null, Value::Timestamp)
+            }
+            Function::ToDate(pattern) => {
+                super::calendar::parse(text(0)?, pattern).map_or(Value::Null, date_of)
             }
             Function::UnixTimestamp(None) => Value::BigInt(now_millis() / 1000),
             Function::UnixTimestamp(Some(pattern)) => super::calendar::parse(text(0)?, pattern)

@@ -466,6 +466,8 @@ pub fn plan(
     mini_batch: Option<MiniBatch>,
     at: Position,
 ) -> Result<Planned> {
+    let (group_by, sets) = grouping_sets(group_by, at)?;
+    let group_by = group_by.as_slice();
     if let Some(item) = select.projection.iter().find(|i| {
         !matches!(
             i,
@@ -504,16 +506,24 @@ pub fn plan(
     let mut pre = Vec::new();
     let mut output = Vec::new();
     let mut keys = HashMap::new();
+    // Per GROUP BY expression, its key's place among the keys (a window's bounds have none).
+    let mut key_of = Vec::with_capacity(group_by.len());
     for (i, (g, role)) in group_by.iter().zip(&roles).enumerate() {
         keys.insert(match_key(g), i);
         let ty = if *role == Role::Key {
             let bound = bind(g, schema)?;
+            key_of.push(Some(pre.len()));
             pre.push(Named {
                 expr: bound.expr,
                 text: g.to_string(),
             });
-            bound.ty
+            // A key that a grouping set leaves out is NULL in that set's rows.
+            DataType {
+                nullable: bound.ty.nullable || sets.is_some(),
+                ..bound.ty
+            }
         } else {
+            key_of.push(None);
             DataType::not_null(SqlType::Timestamp(3))
         };
         output.push(Column {
@@ -598,7 +608,36 @@ pub fn plan(
         calls,
         append_only: input.updated_by.is_none(),
     };
-    let pre = Calc::new(where_condition, pre);
+    // One input Calc per grouping set (one without them), each key it leaves out NULL.
+    let pres: Vec<Calc> = match &sets {
+        None => vec![Calc::new(where_condition, pre)],
+        Some(sets) => {
+            let mut pres = Vec::with_capacity(sets.len());
+            for set in sets {
+                let mut keyed = pre.clone();
+                for (i, k) in key_of.iter().enumerate() {
+                    match k {
+                        Some(k) if !set.contains(&i) => {
+                            keyed[*k] = Named {
+                                expr: crate::expr::Expr::Literal(Value::Null),
+                                text: "NULL".into(),
+                            };
+                        }
+                        None if !set.contains(&i) => {
+                            return Err(unsupported(
+                                "a grouping set without the window's bounds",
+                                group_by[i].span(),
+                                at,
+                            ));
+                        }
+                        _ => {}
+                    }
+                }
+                pres.push(Calc::new(where_condition.clone(), keyed));
+            }
+            pres
+        }
+    };
     // Where the window's bounds are among the result's columns (before `post`).
     let window_bounds = windowing.as_ref().and_then(|(_, roles, _)| {
         let role_at = |r: Role| roles.iter().position(|x| *x == r);
@@ -628,51 +667,69 @@ pub fn plan(
     });
     // The same aggregation of the same rows twice in a query (q5's counts per auction and
     // window) is computed once.
-    let reuse_key = format!(
-        "aggregate of node {} through {} by {:?} as {:?}, {:?}",
-        input.input.node_id(),
-        input.fused(pre.clone(), "").0.signature(),
-        windowing,
-        agg,
-        mini_batch
-    );
-    let (rows, updated_by) = super::reuse::reused(Part::SubPlan, reuse_key, || {
-        let keyed = input
-            .rows_through(pre, &format!("Calc: GROUP BY input of {table_name}"))
-            .key_by(move |c: &Change| -> Row { c.row[..key_count].to_vec() });
-        Ok::<_, SqlError>(match windowing {
-            None => {
-                let description = describe("GroupAggregate", group_by, &found);
-                let rows = keyed.transform(&description, move |ctx| {
-                    Ok(PerKey::batched(agg.clone(), mini_batch, ctx.time.clone()))
-                });
-                (rows, Some(description))
-            }
-            Some((spec, roles, processing_time)) => {
-                let description = describe("WindowAggregate", group_by, &found);
-                let rows = spec
-                    .aggregate(&keyed, agg, processing_time, at)?
-                    .map(move |r: WindowResult<Row, Row>| {
-                        let [start, end, time] = window_values(&r.window);
-                        let mut key = r.key.into_iter();
-                        let mut row: Row = roles
-                            .iter()
-                            .map(|role| match role {
-                                Role::Key => key.next().unwrap_or(Value::Null),
-                                Role::WindowStart | Role::LegacyWindow => start.clone(),
-                                Role::WindowEnd => end.clone(),
-                                Role::WindowTime => time.clone(),
-                            })
-                            .collect();
-                        row.extend([start, end, time]);
-                        row.extend(r.value);
-                        Change::insert(row)
-                    })
-                    .name(&description);
-                (rows, None)
-            }
-        })
+    let mut results = Vec::with_capacity(pres.len());
+    for pre in pres {
+        let reuse_key = format!(
+            "aggregate of node {} through {} by {:?} as {:?}, {:?}",
+            input.input.node_id(),
+            input.fused(pre.clone(), "").0.signature(),
+            windowing,
+            agg,
+            mini_batch
+        );
+        let (agg, windowing, found) = (agg.clone(), windowing.clone(), &found);
+        let result = super::reuse::reused(Part::SubPlan, reuse_key, || {
+            let keyed = input
+                .rows_through(pre, &format!("Calc: GROUP BY input of {table_name}"))
+                .key_by(move |c: &Change| -> Row { c.row[..key_count].to_vec() });
+            Ok::<_, SqlError>(match windowing {
+                None => {
+                    let description = describe("GroupAggregate", group_by, found);
+                    let rows = keyed.transform(&description, move |ctx| {
+                        Ok(PerKey::batched(agg.clone(), mini_batch, ctx.time.clone()))
+                    });
+                    (rows, Some(description))
+                }
+                Some((spec, roles, processing_time)) => {
+                    let description = describe("WindowAggregate", group_by, found);
+                    let rows = spec
+                        .aggregate(&keyed, agg, processing_time, at)?
+                        .map(move |r: WindowResult<Row, Row>| {
+                            let [start, end, time] = window_values(&r.window);
+                            let mut key = r.key.into_iter();
+                            let mut row: Row = roles
+                                .iter()
+                                .map(|role| match role {
+                                    Role::Key => key.next().unwrap_or(Value::Null),
+                                    Role::WindowStart | Role::LegacyWindow => start.clone(),
+                                    Role::WindowEnd => end.clone(),
+                                    Role::WindowTime => time.clone(),
+                                })
+                                .collect();
+                            row.extend([start, end, time]);
+                            row.extend(r.value);
+                            Change::insert(row)
+                        })
+                        .name(&description);
+                    (rows, None)
+                }
+            })
+        })?;
+        results.push(result);
+    }
+    // The grouping sets' results, one stream.
+    let updated_by = results.iter().find_map(|(_, u)| u.clone());
+    let mut streams = results.into_iter().map(|(rows, _)| rows);
+    let first = streams.next().ok_or_else(|| SqlError::Invalid {
+        at,
+        message: "a GROUP BY without grouping sets".into(),
     })?;
+    let rest: Vec<_> = streams.collect();
+    let rows = if rest.is_empty() {
+        first
+    } else {
+        first.union(&rest)
+    };
     let post = Calc::new(having, projection);
     let window_bounds =
         window_bounds.and_then(|(s, e)| Some((post.position_of(s)?, post.position_of(e)?)));
@@ -696,6 +753,86 @@ pub fn plan(
         window: None,
         window_bounds,
     })
+}
+
+/// One grouping set: the indices of the `GROUP BY` expressions it groups by.
+type GroupingSet = Vec<usize>;
+
+/// `GROUP BY`'s expressions with `GROUPING SETS`, `ROLLUP` and `CUBE` expanded: every
+/// expression grouped by in some set, once, and the sets as indices into them (none without
+/// grouping sets). Plain expressions beside them are in every set.
+fn grouping_sets(
+    group_by: &[ast::Expr],
+    at: Position,
+) -> Result<(Vec<ast::Expr>, Option<Vec<GroupingSet>>)> {
+    use ast::Expr as E;
+    if !group_by
+        .iter()
+        .any(|g| matches!(g, E::GroupingSets(_) | E::Rollup(_) | E::Cube(_)))
+    {
+        return Ok((group_by.to_vec(), None));
+    }
+    let mut all: Vec<ast::Expr> = Vec::new();
+    let index = |e: &ast::Expr, all: &mut Vec<ast::Expr>| -> usize {
+        let key = match_key(e);
+        match all.iter().position(|x| match_key(x) == key) {
+            Some(i) => i,
+            None => {
+                all.push(e.clone());
+                all.len() - 1
+            }
+        }
+    };
+    // The sets so far: the cross product of each GROUP BY item's sets.
+    let mut sets: Vec<Vec<usize>> = vec![Vec::new()];
+    for g in group_by {
+        let item_sets: Vec<Vec<usize>> = match g {
+            E::GroupingSets(list) => list
+                .iter()
+                .map(|set| set.iter().map(|e| index(e, &mut all)).collect())
+                .collect(),
+            E::Rollup(items) => {
+                let items: Vec<Vec<usize>> = items
+                    .iter()
+                    .map(|item| item.iter().map(|e| index(e, &mut all)).collect())
+                    .collect();
+                (0..=items.len())
+                    .rev()
+                    .map(|n| items[..n].concat())
+                    .collect()
+            }
+            E::Cube(items) => {
+                let items: Vec<Vec<usize>> = items
+                    .iter()
+                    .map(|item| item.iter().map(|e| index(e, &mut all)).collect())
+                    .collect();
+                if items.len() > 12 {
+                    return Err(unsupported("a CUBE of more than 12 items", g.span(), at));
+                }
+                (0..1u32 << items.len())
+                    .rev()
+                    .map(|mask| {
+                        (0..items.len())
+                            .filter(|i| mask & (1 << (items.len() - 1 - i)) != 0)
+                            .flat_map(|i| items[i].clone())
+                            .collect()
+                    })
+                    .collect()
+            }
+            plain => vec![vec![index(plain, &mut all)]],
+        };
+        sets = sets
+            .iter()
+            .flat_map(|s| {
+                item_sets.iter().map(move |t| {
+                    let mut u = s.clone();
+                    u.extend(t.iter().filter(|i| !s.contains(i)));
+                    u
+                })
+            })
+            .collect();
+    }
+    Ok((all, Some(sets)))
 }
 
 /// The operator's name, as Flink's plan shows it: `GroupAggregate(groupBy=[..],
