@@ -488,6 +488,9 @@ fn more_scalar_functions_compute_as_flinks() {
             "Thu, 04 Mar 2021 03:06 PM",
         ),
         ("CAST('abcdef' AS VARCHAR(3))", "STRING", "abc"),
+        ("JSON_VALUE('{\"a\": {\"b\": [4, 5]}}', '$.a.b[1]')", "STRING", "5"),
+        ("JSON_QUERY('{\"a\": {\"x\": 1}}', '$.a')", "STRING", "{\"x\":1}"),
+        ("JSON_EXISTS('{\"a\": 1}', '$.b')", "BOOLEAN", "false"),
         ("CAST('ab' AS CHAR(4)) || '|'", "STRING", "ab  |"),
     ];
     let columns: Vec<(String, &str)> = calls

@@ -9,6 +9,7 @@ use sqlparser::ast::{self, BinaryOperator, CastKind, Spanned, UnaryOperator};
 
 use super::codec::Codec;
 use super::functions::{LikePattern, TimeField, TrimSide, date_pattern};
+use super::json_path::{JsonFunction, JsonPath};
 use super::math::{Math, Random};
 use super::{Arith, Compare, Expr, Function, Typed, udf};
 use crate::error::{Position, Result, SqlError};
@@ -1249,6 +1250,29 @@ impl Binder<'_> {
                 }
                 (Function::Locate, SqlType::Int)
             }
+            "JSON_VALUE" | "JSON_QUERY" | "JSON_EXISTS" => {
+                arity(2..=2)?;
+                strings(1)?;
+                let Some(text) = literal_string(args[1]) else {
+                    return Err(
+                        self.unsupported(args[1], &format!("a {name} path that is not a literal"))
+                    );
+                };
+                let path = JsonPath::parse(&text).map_err(|why| SqlError::Invalid {
+                    at: at(args[1]),
+                    message: format!("the JSON path '{text}' {why}"),
+                })?;
+                bound.truncate(1);
+                let (function, ty) = match name {
+                    "JSON_VALUE" => (JsonFunction::Value, SqlType::STRING),
+                    "JSON_QUERY" => (JsonFunction::Query, SqlType::STRING),
+                    _ => (JsonFunction::Exists, SqlType::Boolean),
+                };
+                if function != JsonFunction::Exists {
+                    nullable = true;
+                }
+                (Function::Json(function, path), ty)
+            }
             "ASCII" => {
                 arity(1..=1)?;
                 strings(1)?;
@@ -1550,6 +1574,9 @@ const FUNCTIONS: &[&str] = &[
     "IFNULL",
     "INITCAP",
     "INSTR",
+    "JSON_EXISTS",
+    "JSON_QUERY",
+    "JSON_VALUE",
     "LEAST",
     "LEFT",
     "LN",

@@ -159,6 +159,8 @@ pub enum Function {
     Chr,
     /// `a IS DISTINCT FROM b` (`true`: `IS NOT DISTINCT FROM`): `NULL` equals `NULL`.
     Distinct(bool),
+    /// `JSON_VALUE`, `JSON_QUERY`, `JSON_EXISTS` with a literal path, parsed once.
+    Json(super::json_path::JsonFunction, super::json_path::JsonPath),
 }
 
 impl Function {
@@ -374,6 +376,13 @@ impl Function {
                 match u32::try_from(n).ok().and_then(char::from_u32) {
                     Some(c) => Value::String(c.to_string()),
                     None => Value::Null,
+                }
+            }
+            Function::Json(function, path) => {
+                match super::json_path::apply(*function, path, text(0)?) {
+                    None => Value::Null,
+                    Some(Ok(text)) => Value::String(text),
+                    Some(Err(found)) => Value::Boolean(found),
                 }
             }
             Function::Distinct(not) => {

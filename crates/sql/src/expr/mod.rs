@@ -10,6 +10,7 @@ pub mod bind;
 mod calendar;
 mod codec;
 mod functions;
+mod json_path;
 mod kernel;
 mod math;
 pub mod udf;
