@@ -488,8 +488,16 @@ fn more_scalar_functions_compute_as_flinks() {
             "Thu, 04 Mar 2021 03:06 PM",
         ),
         ("CAST('abcdef' AS VARCHAR(3))", "STRING", "abc"),
-        ("JSON_VALUE('{\"a\": {\"b\": [4, 5]}}', '$.a.b[1]')", "STRING", "5"),
-        ("JSON_QUERY('{\"a\": {\"x\": 1}}', '$.a')", "STRING", "{\"x\":1}"),
+        (
+            "JSON_VALUE('{\"a\": {\"b\": [4, 5]}}', '$.a.b[1]')",
+            "STRING",
+            "5",
+        ),
+        (
+            "JSON_QUERY('{\"a\": {\"x\": 1}}', '$.a')",
+            "STRING",
+            "{\"x\":1}",
+        ),
         ("JSON_EXISTS('{\"a\": 1}', '$.b')", "BOOLEAN", "false"),
         ("CAST('ab' AS CHAR(4)) || '|'", "STRING", "ab  |"),
     ];
@@ -735,4 +743,34 @@ fn grouping_sets_rollup_and_cube_aggregate_each_set() {
             expected,
         );
     }
+}
+
+/// Variance and standard deviation in the argument's type's arithmetic, as Flink reduces
+/// them (integer division for an INT), and NULL for a sample of one.
+#[test]
+fn variances_and_deviations_reduce_as_flinks() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let rows = "(VALUES ('a', 1), ('a', 2), ('a', 3), ('a', 4), ('a', 10), ('b', 5)) AS t(k, v)";
+    check(
+        dir.path(),
+        "",
+        "spread",
+        &[
+            ("k", "STRING"),
+            ("vp", "INT"),
+            ("vs", "INT"),
+            ("sp", "INT"),
+            ("ss", "INT"),
+            ("dvs", "DOUBLE"),
+            ("dsp", "DOUBLE"),
+        ],
+        &format!(
+            "INSERT INTO q_sink SELECT k, VAR_POP(v), VAR_SAMP(v), STDDEV_POP(v), STDDEV(v), \
+             VARIANCE(CAST(v AS DOUBLE)), STDDEV_POP(CAST(v AS DOUBLE)) FROM {rows} GROUP BY k"
+        ),
+        vec![
+            "a,10,12,3,3,12.5,3.1622776601683795".into(),
+            "b,0,,0,,,0.0".into(),
+        ],
+    );
 }

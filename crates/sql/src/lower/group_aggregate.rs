@@ -39,6 +39,19 @@ pub enum AggKind {
     /// `LISTAGG(x [, separator])`: the values that are not `NULL` in arrival order, joined by
     /// the separator (`,` by default).
     ListAgg,
+    /// `VAR_POP`, `VAR_SAMP` (`VARIANCE`), `STDDEV_POP`, `STDDEV_SAMP` (`STDDEV`), in `x`'s
+    /// type's arithmetic, as Flink reduces them: `(SUM(x*x) - SUM(x)*SUM(x)/n) / n` (`n - 1`
+    /// for a sample, `NULL` for one value), and its square root.
+    Spread(Spread),
+}
+
+/// Which measure of spread.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Spread {
+    /// Of a sample (divided by `n - 1`) rather than the population (by `n`).
+    pub sample: bool,
+    /// The standard deviation (the variance's square root) rather than the variance.
+    pub root: bool,
 }
 
 /// One aggregate of a `GROUP BY`: which function, over which input column, counting each
@@ -81,6 +94,15 @@ pub enum Acc {
     /// FIRST_VALUE, LAST_VALUE or LISTAGG: the values in arrival order (a retraction takes
     /// the earliest equal one out).
     Ordered(Vec<Value>),
+    /// A spread's values counted, summed and their squares summed.
+    Moments {
+        /// Values (net of retractions).
+        n: i64,
+        /// Their sum (`NULL` when none).
+        sum: Value,
+        /// The sum of their squares.
+        squares: Value,
+    },
 }
 
 /// The state of one group: its aggregates and its rows (net of retractions).
@@ -110,6 +132,38 @@ fn failed(call: &AggCall, e: EvalError) -> hummer_types::error::HummerError {
     }
 }
 
+/// A spread from its moments, in `call`'s type's arithmetic (Calcite's reduction, as Flink
+/// computes it): `NULL` without values, or for a sample of one.
+fn spread_of(
+    call: &AggCall,
+    spread: Spread,
+    n: i64,
+    sum: &Value,
+    squares: &Value,
+) -> hummer_types::error::Result<Value> {
+    if n <= 0 || (spread.sample && n == 1) {
+        return Ok(Value::Null);
+    }
+    let ty = &call.ty;
+    let op = |op, a: Value, b: Value| arith(op, a, b, ty).map_err(|e| failed(call, e));
+    let mean_square = op(
+        Arith::Divide,
+        op(Arith::Multiply, sum.clone(), sum.clone())?,
+        count_in(n, ty),
+    )?;
+    let divisor = count_in(if spread.sample { n - 1 } else { n }, ty);
+    let variance = op(
+        Arith::Divide,
+        op(Arith::Subtract, squares.clone(), mean_square)?,
+        divisor,
+    )?;
+    if !spread.root {
+        return Ok(variance);
+    }
+    let root = crate::expr::as_f64(&variance).sqrt();
+    crate::expr::cast(Value::Double(root), ty).map_err(|e| failed(call, e))
+}
+
 /// `sum + v` in `call`'s type (`v` alone where `sum` is `NULL`).
 fn add_to(call: &AggCall, sum: &Value, v: Value) -> hummer_types::error::Result<Value> {
     if sum.is_null() {
@@ -132,6 +186,11 @@ impl GroupAggregate {
                     (AggKind::FirstValue | AggKind::LastValue | AggKind::ListAgg, _) => {
                         Acc::Ordered(Vec::new())
                     }
+                    (AggKind::Spread(_), _) => Acc::Moments {
+                        n: 0,
+                        sum: Value::Null,
+                        squares: Value::Null,
+                    },
                     (AggKind::Min | AggKind::Max, false) if self.append_only => {
                         Acc::Extreme(Value::Null)
                     }
@@ -201,6 +260,23 @@ impl GroupAggregate {
                     if call.kind == AggKind::LastValue || kept.is_null() {
                         *kept = value.cloned().unwrap_or(Value::Null);
                     }
+                }
+                Acc::Moments { n, sum, squares } => {
+                    let v = value.cloned().unwrap_or(Value::Null);
+                    let square = arith(Arith::Multiply, v.clone(), v.clone(), &call.ty)
+                        .map_err(|e| failed(call, e))?;
+                    let (v, square) = if sign < 0 {
+                        let negate = |x: Value| {
+                            arith(Arith::Subtract, zero(&call.ty), x, &call.ty)
+                                .map_err(|e| failed(call, e))
+                        };
+                        (negate(v)?, negate(square)?)
+                    } else {
+                        (v, square)
+                    };
+                    *sum = add_to(call, sum, v)?;
+                    *squares = add_to(call, squares, square)?;
+                    *n += sign;
                 }
                 Acc::Ordered(values) => {
                     let v = value.cloned().unwrap_or(Value::Null);
@@ -297,6 +373,21 @@ impl GroupAggregate {
                     *x = y;
                 }
                 (Acc::Ordered(v), Acc::Ordered(w)) => v.extend(w),
+                (
+                    Acc::Moments { n, sum, squares },
+                    Acc::Moments {
+                        n: m,
+                        sum: s2,
+                        squares: q2,
+                    },
+                ) => {
+                    *n += m;
+                    for (x, y) in [(sum, s2), (squares, q2)] {
+                        if let Ok(v) = add_to(call, x, y.clone()) {
+                            *x = v;
+                        }
+                    }
+                }
                 // Accumulators of one call are of one kind (`new_state` makes them).
                 _ => {}
             }
@@ -313,6 +404,10 @@ impl GroupAggregate {
                 Ok(match (call.kind, acc) {
                     (_, Acc::Count(n)) => Value::BigInt(*n),
                     (_, Acc::Kept(v)) => v.clone(),
+                    (kind, Acc::Moments { n, sum, squares }) => match kind {
+                        AggKind::Spread(spread) => spread_of(call, spread, *n, sum, squares)?,
+                        _ => Value::Null,
+                    },
                     (AggKind::FirstValue, Acc::Ordered(v)) => {
                         v.first().cloned().unwrap_or_default()
                     }
@@ -351,7 +446,8 @@ impl GroupAggregate {
                         | AggKind::Avg
                         | AggKind::FirstValue
                         | AggKind::LastValue
-                        | AggKind::ListAgg,
+                        | AggKind::ListAgg
+                        | AggKind::Spread(_),
                         Acc::Values(v),
                     ) => {
                         let mut sum = Value::Null;

@@ -23,7 +23,7 @@ use crate::error::{Position, Result, SqlError};
 use crate::expr::bind::bind;
 use crate::lower::Calc;
 use crate::lower::calc::Named;
-use crate::lower::group_aggregate::{AggCall, AggKind, GroupAggregate};
+use crate::lower::group_aggregate::{AggCall, AggKind, GroupAggregate, Spread};
 use crate::lower::per_key::{MiniBatch, PerKey};
 use crate::schema::{Column, Schema};
 use crate::types::{DataType, SqlType};
@@ -41,6 +41,13 @@ fn aggregate_kind(name: &str, star: bool) -> Option<AggKind> {
         "FIRST_VALUE" => AggKind::FirstValue,
         "LAST_VALUE" => AggKind::LastValue,
         "LISTAGG" => AggKind::ListAgg,
+        "VAR_POP" | "VAR_SAMP" | "VARIANCE" | "STDDEV_POP" | "STDDEV_SAMP" | "STDDEV" => {
+            let name = name.to_uppercase();
+            AggKind::Spread(Spread {
+                sample: !name.ends_with("_POP"),
+                root: name.starts_with("STDDEV"),
+            })
+        }
         _ => return None,
     })
 }
@@ -197,12 +204,14 @@ impl VisitorMut for Calls<'_> {
 /// One aggregate call's parts: its kind, argument, `DISTINCT` and `LISTAGG`'s separator.
 pub(crate) fn call_parts(f: &ast::Function) -> Result<CallParts> {
     let at = at_span(f.span());
-    let refuse = |what: &str| SqlError::Unsupported {
+    let refuse = |what: &str| {
+        SqlError::Unsupported {
         at,
         what: format!("{what} in '{f}'"),
-        supported: "COUNT(*), and COUNT, SUM, MIN, MAX, AVG, FIRST_VALUE and LAST_VALUE of one \
-                    argument, LISTAGG(x [, 'separator']), with DISTINCT and FILTER (WHERE ..), are"
+        supported: "COUNT(*), and COUNT, SUM, MIN, MAX, AVG, FIRST_VALUE, LAST_VALUE, STDDEV_POP, \
+                    STDDEV_SAMP, VAR_POP and VAR_SAMP of one argument, LISTAGG(x [, 'separator']), with DISTINCT and FILTER (WHERE ..), are"
             .into(),
+    }
     };
     let name = aggregate_name(f).unwrap_or_default();
     if f.over.is_some() {
@@ -239,7 +248,7 @@ pub(crate) fn call_parts(f: &ast::Function) -> Result<CallParts> {
     if distinct
         && matches!(
             kind,
-            AggKind::FirstValue | AggKind::LastValue | AggKind::ListAgg
+            AggKind::FirstValue | AggKind::LastValue | AggKind::ListAgg | AggKind::Spread(_)
         )
     {
         return Err(refuse("DISTINCT"));
@@ -292,10 +301,12 @@ pub(crate) fn result_type(kind: AggKind, arg: Option<&DataType>, at: Position) -
             message: format!("LISTAGG takes a string, not {} (CAST it)", t.ty),
         }),
         (AggKind::ListAgg, Some(_)) => Ok(DataType::nullable(SqlType::STRING)),
-        (AggKind::Sum | AggKind::Avg, Some(t)) if !t.ty.is_numeric() => Err(SqlError::Invalid {
-            at,
-            message: format!("SUM and AVG take a number, not {}", t.ty),
-        }),
+        (AggKind::Sum | AggKind::Avg | AggKind::Spread(_), Some(t)) if !t.ty.is_numeric() => {
+            Err(SqlError::Invalid {
+                at,
+                message: format!("SUM and AVG take a number, not {}", t.ty),
+            })
+        }
         // Flink's: a DECIMAL sum is a DECIMAL(38, s), its average a DECIMAL(38, max(6, s)).
         (AggKind::Sum, Some(t)) if let SqlType::Decimal { scale, .. } = t.ty => {
             Ok(DataType::nullable(SqlType::Decimal {
