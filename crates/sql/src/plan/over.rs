@@ -286,7 +286,13 @@ pub fn plan(
         });
     }
     let output = Schema::new(output);
-    let (projection, columns) = select_list(&items, &output, |e| Ok(e.clone()), at)?;
+    let (projection, mut columns) = select_list(&items, &output, |e| Ok(e.clone()), at)?;
+    // An over call selected without an alias is named as Flink names it, by its place.
+    for (i, c) in columns.iter_mut().enumerate() {
+        if c.name.starts_with("$over") {
+            c.name = format!("EXPR${i}");
+        }
+    }
     let post = Calc::new(None, projection);
     let description = format!(
         "OverAggregate(partitionBy=[{}], orderBy=[{}], window=[{}], select=[{}])",
