@@ -774,3 +774,73 @@ fn variances_and_deviations_reduce_as_flinks() {
         ],
     );
 }
+
+/// INTERSECT and EXCEPT: distinct rows, NULL equal to NULL, as set operations take it.
+#[test]
+fn intersect_and_except_take_null_as_a_value() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let a = "SELECT x FROM (VALUES (1), (2), (2), (3), (CAST(NULL AS INT))) AS a(x)";
+    let b = "SELECT y FROM (VALUES (2), (3), (4), (CAST(NULL AS INT))) AS b(y)";
+    for (op, expected) in [("INTERSECT", vec!["", "2", "3"]), ("EXCEPT", vec!["1"])] {
+        check(
+            dir.path(),
+            "",
+            op,
+            &[("x", "INT")],
+            &format!("INSERT INTO q_sink {a} {op} {b}"),
+            expected.into_iter().map(String::from).collect(),
+        );
+    }
+}
+
+/// LAG over each partition's rows in event time: the value so many rows before, NULLs
+/// included, the default where there is none.
+#[test]
+fn lag_reads_the_rows_before_in_event_time() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("t");
+    std::fs::create_dir(&path).expect("mkdir");
+    // (k, v, ms), two files, each in time order.
+    let rows: Vec<(i64, Option<i64>, i64)> = (0..40)
+        .map(|i| (i % 3, (i % 7 != 2).then_some(i * 10), i * 100))
+        .collect();
+    let cell = |v: Option<i64>| v.map_or(String::new(), |v| v.to_string());
+    write_parts(
+        &path,
+        rows.iter()
+            .map(|(k, v, ms)| format!("{k},{},{ms}", cell(*v))),
+        2,
+    );
+    let tables = format!(
+        "CREATE TABLE t (k BIGINT, v BIGINT, ms BIGINT,\n\
+           ts AS CAST(TO_TIMESTAMP_LTZ(ms, 3) AS TIMESTAMP(3)),\n\
+           WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)\n\
+         WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');\n",
+        path.display()
+    );
+    let mut expected = Vec::new();
+    for (i, (k, _, ms)) in rows.iter().enumerate() {
+        let before: Vec<Option<i64>> = rows[..i]
+            .iter()
+            .filter(|r| r.0 == *k)
+            .map(|r| r.1)
+            .collect();
+        let back = |n: usize| before.len().checked_sub(n).map(|j| before[j]);
+        expected.push(format!(
+            "{k},{ms},{},{},{}",
+            cell(back(1).flatten()),
+            back(1).map_or("-1".to_string(), cell),
+            cell(back(2).flatten()),
+        ));
+    }
+    check_csv_query(
+        dir.path(),
+        &tables,
+        "lag",
+        "k BIGINT, ms BIGINT, a BIGINT, b BIGINT, c BIGINT",
+        "INSERT INTO q_sink SELECT k, ms, LAG(v) OVER (PARTITION BY k ORDER BY ts), \
+         LAG(v, 1, -1) OVER (PARTITION BY k ORDER BY ts), \
+         LAG(v, 2) OVER (PARTITION BY k ORDER BY ts) FROM t",
+        expected,
+    );
+}

@@ -43,6 +43,9 @@ pub enum AggKind {
     /// type's arithmetic, as Flink reduces them: `(SUM(x*x) - SUM(x)*SUM(x)/n) / n` (`n - 1`
     /// for a sample, `NULL` for one value), and its square root.
     Spread(Spread),
+    /// `LAG(x [, offset [, default]]) OVER (..)`: `x` of the row `offset` rows before (1 by
+    /// default), `NULL` values included; the default (or `NULL`) where there is none.
+    Lag(usize),
 }
 
 /// Which measure of spread.
@@ -68,8 +71,8 @@ pub struct AggCall {
     pub filter: Option<usize>,
     /// The result's type (the argument's for SUM, MIN, MAX and AVG).
     pub ty: SqlType,
-    /// `LISTAGG`'s separator, if given.
-    pub separator: Option<String>,
+    /// A literal argument besides the value: `LISTAGG`'s separator, `LAG`'s default.
+    pub parameter: Option<Value>,
 }
 
 /// The state of one aggregate of one group.
@@ -94,6 +97,8 @@ pub enum Acc {
     /// FIRST_VALUE, LAST_VALUE or LISTAGG: the values in arrival order (a retraction takes
     /// the earliest equal one out).
     Ordered(Vec<Value>),
+    /// LAG's latest values, the current row's last (as many as its offset reaches).
+    Recent(std::collections::VecDeque<Value>),
     /// A spread's values counted, summed and their squares summed.
     Moments {
         /// Values (net of retractions).
@@ -186,6 +191,7 @@ impl GroupAggregate {
                     (AggKind::FirstValue | AggKind::LastValue | AggKind::ListAgg, _) => {
                         Acc::Ordered(Vec::new())
                     }
+                    (AggKind::Lag(_), _) => Acc::Recent(Default::default()),
                     (AggKind::Spread(_), _) => Acc::Moments {
                         n: 0,
                         sum: Value::Null,
@@ -221,6 +227,16 @@ impl GroupAggregate {
                 continue;
             }
             let value = call.arg.map(|a| &row[a]);
+            // LAG sees every row, its NULLs too, and no retraction (it is not of a frame).
+            if let (Acc::Recent(recent), AggKind::Lag(offset)) = (&mut *acc, call.kind) {
+                if sign > 0 {
+                    recent.push_back(value.cloned().unwrap_or_default());
+                    while recent.len() > offset + 1 {
+                        recent.pop_front();
+                    }
+                }
+                continue;
+            }
             if value.is_some_and(Value::is_null) {
                 continue;
             }
@@ -261,6 +277,8 @@ impl GroupAggregate {
                         *kept = value.cloned().unwrap_or(Value::Null);
                     }
                 }
+                // Taken before (LAG's rows).
+                Acc::Recent(_) => {}
                 Acc::Moments { n, sum, squares } => {
                     let v = value.cloned().unwrap_or(Value::Null);
                     let square = arith(Arith::Multiply, v.clone(), v.clone(), &call.ty)
@@ -373,6 +391,7 @@ impl GroupAggregate {
                     *x = y;
                 }
                 (Acc::Ordered(v), Acc::Ordered(w)) => v.extend(w),
+                (Acc::Recent(v), Acc::Recent(w)) => v.extend(w),
                 (
                     Acc::Moments { n, sum, squares },
                     Acc::Moments {
@@ -404,6 +423,16 @@ impl GroupAggregate {
                 Ok(match (call.kind, acc) {
                     (_, Acc::Count(n)) => Value::BigInt(*n),
                     (_, Acc::Kept(v)) => v.clone(),
+                    (kind, Acc::Recent(v)) => {
+                        let offset = match kind {
+                            AggKind::Lag(offset) => offset,
+                            _ => 0,
+                        };
+                        match v.len().checked_sub(offset + 1) {
+                            Some(i) => v[i].clone(),
+                            None => call.parameter.clone().unwrap_or_default(),
+                        }
+                    }
                     (kind, Acc::Moments { n, sum, squares }) => match kind {
                         AggKind::Spread(spread) => spread_of(call, spread, *n, sum, squares)?,
                         _ => Value::Null,
@@ -414,7 +443,10 @@ impl GroupAggregate {
                     (AggKind::LastValue, Acc::Ordered(v)) => v.last().cloned().unwrap_or_default(),
                     (_, Acc::Ordered(v)) if v.is_empty() => Value::Null,
                     (_, Acc::Ordered(v)) => {
-                        let separator = call.separator.as_deref().unwrap_or(",");
+                        let separator = match &call.parameter {
+                            Some(Value::String(s)) => s.as_str(),
+                            _ => ",",
+                        };
                         let parts: Vec<String> = v.iter().map(Value::to_string).collect();
                         Value::String(parts.join(separator))
                     }
@@ -447,7 +479,8 @@ impl GroupAggregate {
                         | AggKind::FirstValue
                         | AggKind::LastValue
                         | AggKind::ListAgg
-                        | AggKind::Spread(_),
+                        | AggKind::Spread(_)
+                        | AggKind::Lag(_),
                         Acc::Values(v),
                     ) => {
                         let mut sum = Value::Null;
@@ -575,7 +608,7 @@ mod tests {
             distinct,
             filter,
             ty: SqlType::BigInt,
-            separator: None,
+            parameter: None,
         };
         // Input: key, value, value < 50.
         GroupAggregate {

@@ -188,7 +188,7 @@ mod tests {
             distinct: false,
             filter: None,
             ty: SqlType::BigInt,
-            separator: None,
+            parameter: None,
         };
         OverAggregate {
             width: 2,

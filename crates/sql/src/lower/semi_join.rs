@@ -32,6 +32,8 @@ pub struct SemiJoin {
     /// right row).
     condition: Option<Compiled>,
     keys: KeyedTable<Row, JoinSides>,
+    /// Keys holding `NULL` match as equal ones (set operations), not never.
+    null_safe: bool,
 }
 
 impl SemiJoin {
@@ -45,7 +47,15 @@ impl SemiJoin {
             right_width: widths.1,
             condition: condition.map(Compiled::new),
             keys: KeyedTable::default(),
+            null_safe: false,
         }
+    }
+
+    /// The join whose keys match where they are equal, `NULL`s included (`INTERSECT`,
+    /// `EXCEPT`: `IS NOT DISTINCT FROM` on every column).
+    pub fn null_safe(mut self) -> Self {
+        self.null_safe = true;
+        self
     }
 
     /// Whether the right row `right` matches the left row `left`.
@@ -80,7 +90,7 @@ impl SemiJoin {
     fn left(&mut self, change: Change, out: &mut Collector<'_, Change>) {
         let Change { kind, mut row } = change;
         let key = row.split_off(self.left_width);
-        if matches_nothing(&key) {
+        if !self.null_safe && matches_nothing(&key) {
             if Self::passes(self.anti, 0) {
                 out.collect(Change { kind, row });
             }
@@ -107,7 +117,7 @@ impl SemiJoin {
     fn right(&mut self, change: Change, out: &mut Collector<'_, Change>) {
         let Change { kind, mut row } = change;
         let key = row.split_off(self.right_width);
-        if matches_nothing(&key) {
+        if !self.null_safe && matches_nothing(&key) {
             return;
         }
         let sign = if kind.retracts() { -1 } else { 1 };

@@ -204,14 +204,13 @@ impl VisitorMut for Calls<'_> {
 /// One aggregate call's parts: its kind, argument, `DISTINCT` and `LISTAGG`'s separator.
 pub(crate) fn call_parts(f: &ast::Function) -> Result<CallParts> {
     let at = at_span(f.span());
-    let refuse = |what: &str| {
-        SqlError::Unsupported {
+    let refuse = |what: &str| SqlError::Unsupported {
         at,
         what: format!("{what} in '{f}'"),
         supported: "COUNT(*), and COUNT, SUM, MIN, MAX, AVG, FIRST_VALUE, LAST_VALUE, STDDEV_POP, \
-                    STDDEV_SAMP, VAR_POP and VAR_SAMP of one argument, LISTAGG(x [, 'separator']), with DISTINCT and FILTER (WHERE ..), are"
+                    STDDEV_SAMP, VAR_POP and VAR_SAMP of one argument, LISTAGG(x [, 'separator']), \
+                    with DISTINCT and FILTER (WHERE ..), are"
             .into(),
-    }
     };
     let name = aggregate_name(f).unwrap_or_default();
     if f.over.is_some() {
@@ -224,14 +223,14 @@ pub(crate) fn call_parts(f: &ast::Function) -> Result<CallParts> {
         list.duplicate_treatment,
         Some(ast::DuplicateTreatment::Distinct)
     );
-    let (arg, separator) = match list.args.as_slice() {
+    let (arg, parameter) = match list.args.as_slice() {
         [arg] => (arg, None),
         // LISTAGG's separator: a string literal.
         [
             arg,
             ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(ast::Expr::Value(v))),
         ] if name.eq_ignore_ascii_case("LISTAGG") => match &v.value {
-            ast::Value::SingleQuotedString(s) => (arg, Some(s.clone())),
+            ast::Value::SingleQuotedString(s) => (arg, Some(Value::String(s.clone()))),
             _ => return Err(refuse("a separator that is not a string literal")),
         },
         _ => return Err(refuse("other than one argument")),
@@ -257,7 +256,7 @@ pub(crate) fn call_parts(f: &ast::Function) -> Result<CallParts> {
         kind,
         arg,
         distinct,
-        separator,
+        parameter,
     })
 }
 
@@ -269,8 +268,8 @@ pub(crate) struct CallParts {
     pub arg: Option<ast::Expr>,
     /// `DISTINCT`.
     pub distinct: bool,
-    /// `LISTAGG`'s separator, if given.
-    pub separator: Option<String>,
+    /// A literal argument besides the value: `LISTAGG`'s separator.
+    pub parameter: Option<Value>,
 }
 
 /// An aggregate's argument bound to `schema` and computed by the `Calc` before the
@@ -301,6 +300,7 @@ pub(crate) fn result_type(kind: AggKind, arg: Option<&DataType>, at: Position) -
             message: format!("LISTAGG takes a string, not {} (CAST it)", t.ty),
         }),
         (AggKind::ListAgg, Some(_)) => Ok(DataType::nullable(SqlType::STRING)),
+        (AggKind::Lag(_), Some(t)) => Ok(DataType::nullable(t.ty.clone())),
         (AggKind::Sum | AggKind::Avg | AggKind::Spread(_), Some(t)) if !t.ty.is_numeric() => {
             Err(SqlError::Invalid {
                 at,
@@ -566,7 +566,7 @@ pub fn plan(
             kind,
             arg,
             distinct,
-            separator,
+            parameter,
         } = call_parts(f)?;
         let f_at = at_span(f.span());
         let arg_column = argument_column(arg.as_ref(), schema, &mut pre)?;
@@ -589,7 +589,7 @@ pub fn plan(
             distinct,
             filter,
             ty: ty.ty,
-            separator,
+            parameter,
         });
     }
     let output = Schema::new(output);

@@ -139,7 +139,7 @@ impl Planned {
 /// What a query may hold so far, for errors.
 const SUPPORTED: &str = "SELECT [DISTINCT] [.. OVER ..] [FROM tables, views, subqueries, \
     VALUES, window table functions and their joins], with WHERE, GROUP BY, HAVING, UNION [ALL], \
-    WITH, ORDER BY and LIMIT, is";
+    INTERSECT, EXCEPT, WITH, ORDER BY and LIMIT, is";
 
 pub(crate) fn at_span(span: sqlparser::tokenizer::Span) -> Position {
     Position::new(span.start.line.max(1), span.start.column.max(1))
@@ -303,6 +303,18 @@ fn plan_body(
                 distinct::distinct(union, "UNION", catalog.mini_batch(at)?, at)
             }
         }
+        SetExpr::SetOperation {
+            op: op @ (ast::SetOperator::Intersect | ast::SetOperator::Except),
+            set_quantifier: ast::SetQuantifier::Distinct | ast::SetQuantifier::None,
+            left,
+            right,
+        } => intersect_or_except(
+            catalog,
+            plan_body(catalog, env, left, at)?,
+            plan_body(catalog, env, right, at)?,
+            *op == ast::SetOperator::Except,
+            at_span(body.span()),
+        ),
         SetExpr::Values(rows) => values::values(env, rows, at),
         other => Err(unsupported("this query form", other.span(), at)),
     }
@@ -313,35 +325,7 @@ fn plan_body(
 fn union_all(left: Planned, right: Planned, at: Position) -> Result<Planned> {
     let left = window::materialize(left, at)?;
     let right = window::materialize(right, at)?;
-    let (l, r) = (&left.schema.columns, &right.schema.columns);
-    if l.len() != r.len() {
-        return Err(SqlError::Invalid {
-            at,
-            message: format!(
-                "the two sides of UNION ALL have {} and {} columns",
-                l.len(),
-                r.len()
-            ),
-        });
-    }
-    let mut columns = Vec::with_capacity(l.len());
-    for (a, b) in l.iter().zip(r) {
-        let Some(ty) = crate::expr::bind::common_type(&a.ty.ty, &b.ty.ty) else {
-            return Err(SqlError::Invalid {
-                at,
-                message: format!(
-                    "UNION's column '{}' is {} on the left and {} on the right, which have no \
-                     common type (CAST one side to the other's type)",
-                    a.name, a.ty.ty, b.ty.ty
-                ),
-            });
-        };
-        let mut c = a.clone();
-        c.ty.ty = ty;
-        c.ty.nullable |= b.ty.nullable;
-        columns.push(c);
-    }
-    let schema = Schema::new(columns);
+    let schema = set_schema(&left.schema, &right.schema, "UNION", at)?;
     let (left_rows, right_rows) = (cast_to(&left, &schema), cast_to(&right, &schema));
     Ok(Planned {
         input: left_rows.union(&[right_rows]),
@@ -354,6 +338,98 @@ fn union_all(left: Planned, right: Planned, at: Position) -> Result<Planned> {
         window: None,
         window_bounds: None,
     })
+}
+
+/// The columns of a set operation (`op`) of rows of `l` and `r`: the left's names, each of
+/// the type both sides' fit in.
+fn set_schema(l: &Schema, r: &Schema, op: &str, at: Position) -> Result<Schema> {
+    let (l, r) = (&l.columns, &r.columns);
+    if l.len() != r.len() {
+        return Err(SqlError::Invalid {
+            at,
+            message: format!(
+                "the two sides of {op} have {} and {} columns",
+                l.len(),
+                r.len()
+            ),
+        });
+    }
+    let mut columns = Vec::with_capacity(l.len());
+    for (a, b) in l.iter().zip(r) {
+        let Some(ty) = crate::expr::bind::common_type(&a.ty.ty, &b.ty.ty) else {
+            return Err(SqlError::Invalid {
+                at,
+                message: format!(
+                    "{op}'s column '{}' is {} on the left and {} on the right, which have no \
+                     common type (CAST one side to the other's type)",
+                    a.name, a.ty.ty, b.ty.ty
+                ),
+            });
+        };
+        let mut c = a.clone();
+        c.ty.ty = ty;
+        c.ty.nullable |= b.ty.nullable;
+        columns.push(c);
+    }
+    Ok(Schema::new(columns))
+}
+
+/// `left INTERSECT right` (`except`: `left EXCEPT right`): the distinct rows of `left` that
+/// are (are not) rows of `right`, `NULL` equal to `NULL` as set operations take it; a semi
+/// (anti) join on every column, then `DISTINCT`.
+fn intersect_or_except(
+    catalog: &Catalog,
+    left: Planned,
+    right: Planned,
+    except: bool,
+    at: Position,
+) -> Result<Planned> {
+    let op = if except { "EXCEPT" } else { "INTERSECT" };
+    let left = window::materialize(left, at)?;
+    let right = window::materialize(right, at)?;
+    let schema = set_schema(&left.schema, &right.schema, op, at)?;
+    let width = schema.columns.len();
+    let keyed = |planned: &Planned| {
+        cast_to(planned, &schema)
+            .map(move |mut c: Change| {
+                let key = c.row.clone();
+                c.row.extend(key);
+                c
+            })
+            .key_by(move |c: &Change| -> crate::value::Row { c.row[width..].to_vec() })
+    };
+    let description = format!(
+        "Join(joinType=[{}], where=[every column IS NOT DISTINCT FROM], {op})",
+        if except {
+            "LeftAntiJoin"
+        } else {
+            "LeftSemiJoin"
+        }
+    );
+    let rows = keyed(&left)
+        .connect(&keyed(&right))
+        .transform(&description, move |_| {
+            Ok(crate::lower::join::ChangeJoin(
+                crate::lower::semi_join::SemiJoin::new(except, (width, width), None).null_safe(),
+            ))
+        });
+    let joined = Planned {
+        input: rows,
+        pending: None,
+        scan: None,
+        schema,
+        // An anti join retracts a row when its first match comes.
+        updated_by: if except {
+            Some(description)
+        } else {
+            left.updated_by.or(right.updated_by)
+        },
+        rowtime: None,
+        proctime: None,
+        window: None,
+        window_bounds: None,
+    };
+    distinct::distinct(joined, op, catalog.mini_batch(at)?, at)
 }
 
 /// The rows of `planned` with each column cast to `schema`'s type where it is not of it.

@@ -14,7 +14,7 @@ use std::ops::ControlFlow;
 
 use sqlparser::ast::{self, Spanned, VisitMut, VisitorMut};
 
-use super::aggregate::{call_parts, result_type};
+use super::aggregate::{CallParts, call_parts, result_type};
 use super::{Planned, at_span, condition, select_list};
 use crate::changelog::Change;
 use crate::error::{Position, Result, SqlError};
@@ -22,16 +22,59 @@ use crate::expr::Expr;
 use crate::expr::bind::bind;
 use crate::lower::Calc;
 use crate::lower::calc::Named;
-use crate::lower::group_aggregate::{AggCall, GroupAggregate};
+use crate::lower::group_aggregate::{AggCall, AggKind, GroupAggregate};
 use crate::lower::over_aggregate::{Frame, OverAggregate};
 use crate::schema::{Column, Schema};
 use crate::value::Row;
 use hummer_operators::keyed_process_function::KeyedProcessOperator;
 
 /// What over aggregations may be, for errors.
-const SUPPORTED: &str = "COUNT, SUM, MIN, MAX and AVG OVER (PARTITION BY .. ORDER BY a time \
+const SUPPORTED: &str = "COUNT, SUM, MIN, MAX, AVG, FIRST_VALUE, LAST_VALUE and LAG OVER \
+    (PARTITION BY .. ORDER BY a time \
     attribute ASC [ROWS|RANGE BETWEEN .. PRECEDING AND CURRENT ROW]), one window per SELECT, \
     are";
+
+/// `LAG(x [, offset [, default]])`'s parts: the offset and the default are literals.
+fn lag_parts(f: &ast::Function) -> Option<CallParts> {
+    let ast::FunctionArguments::List(list) = &f.args else {
+        return None;
+    };
+    let exprs: Vec<&ast::Expr> = list
+        .args
+        .iter()
+        .map(|a| match a {
+            ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => Some(e),
+            _ => None,
+        })
+        .collect::<Option<_>>()?;
+    let (arg, offset, default) = match exprs.as_slice() {
+        [x] => (*x, 1, None),
+        [x, n] => (*x, literal_offset(n)?, None),
+        [x, n, d] => (*x, literal_offset(n)?, Some(*d)),
+        _ => return None,
+    };
+    let parameter = match default {
+        None => None,
+        Some(d) => Some(bind(d, &Schema::default()).ok()?.expr.eval(&[]).ok()?),
+    };
+    Some(CallParts {
+        kind: AggKind::Lag(offset),
+        arg: Some(arg.clone()),
+        distinct: false,
+        parameter,
+    })
+}
+
+/// A non-negative integer literal.
+fn literal_offset(e: &ast::Expr) -> Option<usize> {
+    match e {
+        ast::Expr::Value(v) => match &v.value {
+            ast::Value::Number(n, _) => n.parse().ok(),
+            _ => None,
+        },
+        _ => None,
+    }
+}
 
 /// Whether the `SELECT` list calls a function `OVER` a window.
 pub fn has_over(select: &ast::Select) -> bool {
@@ -265,7 +308,21 @@ pub fn plan(
         }
         let mut plain = f.clone();
         plain.over = None;
-        let parts = call_parts(&plain).map_err(|_| refuse(format!("'{f}'"), f_at))?;
+        let parts = match plain.name.to_string().to_uppercase().as_str() {
+            "LAG" => lag_parts(&plain).ok_or_else(|| {
+                refuse(
+                    format!("'{f}' (LAG takes a value, a literal offset and a literal default)"),
+                    f_at,
+                )
+            })?,
+            "LEAD" => {
+                return Err(refuse(
+                    format!("'{f}' (LEAD would hold each row back until the next comes)"),
+                    f_at,
+                ));
+            }
+            _ => call_parts(&plain).map_err(|_| refuse(format!("'{f}'"), f_at))?,
+        };
         let (kind, arg) = (parts.kind, parts.arg);
         if parts.distinct {
             return Err(refuse(format!("DISTINCT in '{f}'"), f_at));
@@ -281,8 +338,17 @@ pub fn plan(
             arg: arg_column.map(|(c, _)| c),
             distinct: false,
             filter: None,
+            // A default of the result's type (LAG's).
+            parameter: match parts.parameter {
+                Some(v) if matches!(kind, AggKind::Lag(_)) => {
+                    Some(crate::expr::cast(v, &ty.ty).map_err(|e| SqlError::Invalid {
+                        at: f_at,
+                        message: format!("LAG's default in '{f}': {e}"),
+                    })?)
+                }
+                other => other,
+            },
             ty: ty.ty,
-            separator: parts.separator,
         });
     }
     let output = Schema::new(output);
