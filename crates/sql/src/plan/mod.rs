@@ -2,10 +2,12 @@
 //! schema of its result and whether it updates what it emitted.
 //!
 //! A query is planned bottom-up into `DataStream<Change>`: the `FROM` items (a table's scan,
-//! a view's or subquery's plan, a window table function, joins of them: [`join`], and
-//! temporal joins: [`temporal`]), then one of: a [`Calc`] (filter and projection), a
-//! `GROUP BY` ([`aggregate`]: a group or window aggregation), an over aggregation
-//! ([`over`]), or a Top-N over a subquery ([`rank`]).
+//! a view's or subquery's plan, a window table function, rows written in the query:
+//! [`values`], joins of them: [`join`], and temporal joins: [`temporal`]), the subquery tests
+//! of `WHERE` ([`subquery`], [`scalar_subquery`]), then one of: a [`Calc`] (filter and
+//! projection), a `GROUP BY` ([`aggregate`]: a group or window aggregation, grouping sets
+//! too), an over aggregation ([`over`]), or a Top-N over a subquery ([`rank`]); `DISTINCT`
+//! and the set operations over them ([`distinct`]), then `ORDER BY` and `LIMIT` ([`order`]).
 //! Every clause that is not supported is refused before anything runs, with its line and
 //! column and what is supported.
 
