@@ -3,7 +3,9 @@
 
 mod common;
 
-use common::sql::{apply_debezium, check_csv_query, hummer_sql, sorted_lines, write_parts};
+use common::sql::{
+    apply_debezium, check_csv_query, hummer_sql, sorted_lines, timed_csv_table, write_parts,
+};
 
 const DDL: &str = "-- the Nexmark bids, as the harness declares them\n\
     CREATE TABLE bid (\n\
@@ -1074,18 +1076,8 @@ fn timed_bids_and_auctions(dir: &std::path::Path) -> (Vec<TimedBid>, Vec<(i64, i
         auctions.push((id, t));
     }
     std::fs::write(auctions_dir.join("part-0.csv"), text).expect("write");
-    let tables = format!(
-        "CREATE TABLE bid (auction BIGINT, price BIGINT, ms BIGINT,\n\
-           ts AS CAST(TO_TIMESTAMP_LTZ(ms, 3) AS TIMESTAMP(3)),\n\
-           WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)\n\
-         WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');\n\
-         CREATE TABLE auction (id BIGINT, ms BIGINT,\n\
-           ts AS CAST(TO_TIMESTAMP_LTZ(ms, 3) AS TIMESTAMP(3)),\n\
-           WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)\n\
-         WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');\n",
-        bids_dir.display(),
-        auctions_dir.display()
-    );
+    let tables = timed_csv_table("bid", "auction BIGINT, price BIGINT", &bids_dir)
+        + &timed_csv_table("auction", "id BIGINT", &auctions_dir);
     (bids, auctions, tables)
 }
 
@@ -2066,19 +2058,9 @@ fn null_join_keys_match_nothing() {
         "1,10,1000\n1,12,1001\n3,5,1002\n,7,1003\n,9,1004\n",
     )
     .expect("write");
-    let tables = format!(
-        "CREATE TABLE auction (id BIGINT, ms BIGINT,\n\
-           ts AS CAST(TO_TIMESTAMP_LTZ(ms, 3) AS TIMESTAMP(3)),\n\
-           WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)\n\
-         WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');\n\
-         CREATE TABLE bid (auction BIGINT, price BIGINT, ms BIGINT,\n\
-           ts AS CAST(TO_TIMESTAMP_LTZ(ms, 3) AS TIMESTAMP(3)),\n\
-           WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)\n\
-         WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');\n\
-         CREATE VIEW best AS SELECT auction, MAX(price) AS hi FROM bid GROUP BY auction;\n",
-        a_dir.display(),
-        b_dir.display()
-    );
+    let tables = timed_csv_table("auction", "id BIGINT", &a_dir)
+        + &timed_csv_table("bid", "auction BIGINT, price BIGINT", &b_dir)
+        + "CREATE VIEW best AS SELECT auction, MAX(price) AS hi FROM bid GROUP BY auction;\n";
     let cases: [(&str, &[&str]); 4] = [
         ("", &["1,12"]),
         ("LEFT", &[",", ",", "1,12", "2,"]),

@@ -8,7 +8,7 @@ mod common;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use common::sql::{apply_debezium, check_csv_query, hummer_sql, write_parts};
+use common::sql::{apply_debezium, check_csv_query, hummer_sql, timed_csv_table, write_parts};
 
 /// Auctions (id, seller) and bids (auction, price; one with no auction) as csv tables.
 struct Data {
@@ -301,13 +301,7 @@ fn a_window_over_a_windows_rowtime_counts_every_row() {
             .collect();
         std::fs::write(bids_dir.join(format!("part-{part}.csv")), text).expect("write");
     }
-    let tables = format!(
-        "CREATE TABLE bid (auction BIGINT, ms BIGINT,\n\
-           ts AS CAST(TO_TIMESTAMP_LTZ(ms, 3) AS TIMESTAMP(3)),\n\
-           WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)\n\
-         WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');\n",
-        bids_dir.display()
-    );
+    let tables = timed_csv_table("bid", "auction BIGINT", &bids_dir);
     let expected = per_window
         .iter()
         .map(|(start, n)| format!("{},{n}", start / 1000))
@@ -352,18 +346,8 @@ fn outer_interval_joins_pad_rows_without_a_match_in_time() {
             .collect();
         std::fs::write(b_dir.join(format!("part-{part}.csv")), text).expect("write");
     }
-    let tables = format!(
-        "CREATE TABLE auction (id BIGINT, ms BIGINT,\n\
-           ts AS CAST(TO_TIMESTAMP_LTZ(ms, 3) AS TIMESTAMP(3)),\n\
-           WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)\n\
-         WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');\n\
-         CREATE TABLE bid (auction BIGINT, price BIGINT, ms BIGINT,\n\
-           ts AS CAST(TO_TIMESTAMP_LTZ(ms, 3) AS TIMESTAMP(3)),\n\
-           WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)\n\
-         WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');\n",
-        a_dir.display(),
-        b_dir.display()
-    );
+    let tables = timed_csv_table("auction", "id BIGINT", &a_dir)
+        + &timed_csv_table("bid", "auction BIGINT, price BIGINT", &b_dir);
     let matches = |(a, ams): (i64, i64), (b, _, bms): (Option<i64>, i64, i64)| {
         b == Some(a) && (0..=2_000).contains(&(bms - ams))
     };
@@ -534,16 +518,8 @@ fn window_joins_pair_each_windows_rows_once_the_window_ends() {
             .collect();
         std::fs::write(path.join("part-0.csv"), text).expect("write");
     }
-    let table = |name: &str, path: &Path| {
-        format!(
-            "CREATE TABLE {name} (k BIGINT, v BIGINT, ms BIGINT,\n\
-               ts AS CAST(TO_TIMESTAMP_LTZ(ms, 3) AS TIMESTAMP(3)),\n\
-               WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)\n\
-             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');\n",
-            path.display()
-        )
-    };
-    let tables = table("a", &a_dir) + &table("b", &b_dir);
+    let tables = timed_csv_table("a", "k BIGINT, v BIGINT", &a_dir)
+        + &timed_csv_table("b", "k BIGINT, v BIGINT", &b_dir);
     let window = |ms: i64| ms / 2_000;
     let start = |w: i64| format!("1970-01-01 00:00:{:02}.000", w * 2);
     let mut inner = Vec::new();
@@ -811,13 +787,7 @@ fn lag_reads_the_rows_before_in_event_time() {
             .map(|(k, v, ms)| format!("{k},{},{ms}", cell(*v))),
         2,
     );
-    let tables = format!(
-        "CREATE TABLE t (k BIGINT, v BIGINT, ms BIGINT,\n\
-           ts AS CAST(TO_TIMESTAMP_LTZ(ms, 3) AS TIMESTAMP(3)),\n\
-           WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)\n\
-         WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');\n",
-        path.display()
-    );
+    let tables = timed_csv_table("t", "k BIGINT, v BIGINT", &path);
     let mut expected = Vec::new();
     for (i, (k, _, ms)) in rows.iter().enumerate() {
         let before: Vec<Option<i64>> = rows[..i]

@@ -117,3 +117,15 @@ pub fn write_parts(dir: &std::path::Path, lines: impl IntoIterator<Item = String
         std::fs::write(dir.join(format!("part-{part}.csv")), text).expect("write a part file");
     }
 }
+
+/// `CREATE TABLE name (columns, ms BIGINT, ts ..)` over the csv files at `path`: `ts` the
+/// rowtime made of the milliseconds `ms`, with watermarks 1 s behind.
+pub fn timed_csv_table(name: &str, columns: &str, path: &std::path::Path) -> String {
+    format!(
+        "CREATE TABLE {name} ({columns}, ms BIGINT,\n\
+           ts AS CAST(TO_TIMESTAMP_LTZ(ms, 3) AS TIMESTAMP(3)),\n\
+           WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)\n\
+         WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');\n",
+        path.display()
+    )
+}
