@@ -770,7 +770,7 @@ fn intersect_and_except_take_null_as_a_value() {
 }
 
 /// LAG over each partition's rows in event time: the value so many rows before, NULLs
-/// included, the default where there is none.
+/// included, the default where there is none (windows named by `WINDOW` too).
 #[test]
 fn lag_reads_the_rows_before_in_event_time() {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -809,8 +809,8 @@ fn lag_reads_the_rows_before_in_event_time() {
         "lag",
         "k BIGINT, ms BIGINT, a BIGINT, b BIGINT, c BIGINT",
         "INSERT INTO q_sink SELECT k, ms, LAG(v) OVER (PARTITION BY k ORDER BY ts), \
-         LAG(v, 1, -1) OVER (PARTITION BY k ORDER BY ts), \
-         LAG(v, 2) OVER (PARTITION BY k ORDER BY ts) FROM t",
+         LAG(v, 1, -1) OVER w, LAG(v, 2) OVER w \
+         FROM t WINDOW w AS (PARTITION BY k ORDER BY ts)",
         expected,
     );
 }

@@ -475,6 +475,14 @@ fn plan_select(
     select: &ast::Select,
     at: Position,
 ) -> Result<Planned> {
+    // `OVER w` with `WINDOW w AS (..)`: the windows in place.
+    let named;
+    let select = if select.named_window.is_empty() {
+        select
+    } else {
+        named = over::with_named_windows(select)?;
+        &named
+    };
     match &select.distinct {
         None => {}
         Some(ast::Distinct::Distinct) => {

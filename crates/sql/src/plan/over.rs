@@ -76,6 +76,69 @@ fn literal_offset(e: &ast::Expr) -> Option<usize> {
     }
 }
 
+/// `select` with each `OVER w` replaced by the window its `WINDOW w AS (..)` clause names
+/// (a name may name another), and no `WINDOW` clause left; an unknown name is refused with
+/// the names there are.
+pub fn with_named_windows(select: &ast::Select) -> Result<ast::Select> {
+    struct Resolve<'a> {
+        windows: &'a [ast::NamedWindowDefinition],
+        error: Option<SqlError>,
+    }
+    impl Resolve<'_> {
+        fn spec(&self, name: &ast::Ident, depth: usize) -> Option<ast::WindowSpec> {
+            let found = self
+                .windows
+                .iter()
+                .find(|w| w.0.value.eq_ignore_ascii_case(&name.value))?;
+            match &found.1 {
+                ast::NamedWindowExpr::WindowSpec(spec) => Some(spec.clone()),
+                ast::NamedWindowExpr::NamedWindow(other) if depth < 16 => {
+                    self.spec(other, depth + 1)
+                }
+                ast::NamedWindowExpr::NamedWindow(_) => None,
+            }
+        }
+    }
+    impl VisitorMut for Resolve<'_> {
+        type Break = ();
+        fn pre_visit_expr(&mut self, expr: &mut ast::Expr) -> ControlFlow<()> {
+            if let ast::Expr::Function(f) = expr
+                && let Some(ast::WindowType::NamedWindow(name)) = &f.over
+            {
+                match self.spec(name, 0) {
+                    Some(spec) => f.over = Some(ast::WindowType::WindowSpec(spec)),
+                    None => {
+                        let names: Vec<String> =
+                            self.windows.iter().map(|w| w.0.value.clone()).collect();
+                        self.error = Some(SqlError::Invalid {
+                            at: at_span(name.span),
+                            message: format!(
+                                "'{name}' is no window of the WINDOW clause (it names {})",
+                                names.join(", ")
+                            ),
+                        });
+                        return ControlFlow::Break(());
+                    }
+                }
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    let mut resolved = select.clone();
+    resolved.named_window.clear();
+    let mut resolve = Resolve {
+        windows: &select.named_window,
+        error: None,
+    };
+    for item in &mut resolved.projection {
+        let _ = item.visit(&mut resolve);
+    }
+    match resolve.error {
+        Some(e) => Err(e),
+        None => Ok(resolved),
+    }
+}
+
 /// Whether the `SELECT` list calls a function `OVER` a window.
 pub fn has_over(select: &ast::Select) -> bool {
     struct Finder(bool);
