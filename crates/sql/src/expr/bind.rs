@@ -1650,7 +1650,7 @@ pub(crate) fn coerce(expr: Expr, ty: &SqlType) -> Expr {
 }
 
 /// The text of a string literal.
-fn literal_string(expr: &ast::Expr) -> Option<String> {
+pub(crate) fn literal_string(expr: &ast::Expr) -> Option<String> {
     match expr {
         ast::Expr::Value(v) => match &v.value {
             ast::Value::SingleQuotedString(s) => Some(s.clone()),
@@ -1661,7 +1661,8 @@ fn literal_string(expr: &ast::Expr) -> Option<String> {
     }
 }
 
-fn literal_integer(expr: &ast::Expr) -> Option<i64> {
+/// The value of an integer literal (a negative one too).
+pub(crate) fn literal_integer(expr: &ast::Expr) -> Option<i64> {
     match expr {
         ast::Expr::Value(v) => match &v.value {
             ast::Value::Number(n, _) => n.parse().ok(),

@@ -38,6 +38,32 @@ pub struct JoinSides {
     pub right: Multiset,
 }
 
+impl JoinSides {
+    /// True when neither side holds a row: the key leaves the table.
+    pub fn is_empty(&self) -> bool {
+        self.left.is_empty() && self.right.is_empty()
+    }
+}
+
+/// A joined row: the left row's columns then the right's, `NULL`s for a side that is `None`
+/// (`widths` columns each): the one layout of every join's output.
+pub fn joined_row(
+    left: Option<&[Value]>,
+    right: Option<&[Value]>,
+    (left_width, right_width): (usize, usize),
+) -> Row {
+    let mut row = Vec::with_capacity(left_width + right_width);
+    match left {
+        Some(l) => row.extend_from_slice(l),
+        None => row.resize(left_width, Value::Null),
+    }
+    match right {
+        Some(r) => row.extend_from_slice(r),
+        None => row.resize(left_width + right_width, Value::Null),
+    }
+    row
+}
+
 /// Which rows without a match a join keeps.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum JoinKind {
@@ -131,21 +157,12 @@ struct Step {
 impl Step {
     /// `mine` and `other` (each `None`: `NULL`s) as one row, in the left-right order.
     fn joined(&self, mine: Option<&Row>, other: Option<&Row>) -> Row {
-        let (l, r, lw, rw) = if self.from_left {
-            (mine, other, self.width, self.other_width)
+        let (mine, other) = (mine.map(Vec::as_slice), other.map(Vec::as_slice));
+        if self.from_left {
+            joined_row(mine, other, (self.width, self.other_width))
         } else {
-            (other, mine, self.other_width, self.width)
-        };
-        let mut out = Vec::with_capacity(lw + rw);
-        match l {
-            Some(l) => out.extend_from_slice(l),
-            None => out.resize(lw, Value::Null),
+            joined_row(other, mine, (self.other_width, self.width))
         }
-        match r {
-            Some(r) => out.extend_from_slice(r),
-            None => out.resize(lw + rw, Value::Null),
-        }
-        out
     }
 
     /// Emits `other` (`n` times) padded with `NULL`s where this side's columns go.
@@ -295,7 +312,7 @@ impl RegularJoin {
                 Some(condition) => step.conditional(condition, row, mine, theirs, out),
             }
             // A key without rows on either side leaves the table.
-            if sides.left.is_empty() && sides.right.is_empty() {
+            if sides.is_empty() {
                 *slot = None;
             }
         });

@@ -17,7 +17,7 @@ use hummer_state::keyed_table::KeyedTable;
 
 use crate::changelog::{Change, RowKind};
 use crate::expr::{Compiled, Expr};
-use crate::lower::join::{ApplyChange, JoinSides, matches_nothing};
+use crate::lower::join::{ApplyChange, JoinSides, joined_row, matches_nothing};
 use crate::lower::multiset::Multiset;
 use crate::value::Row;
 
@@ -63,9 +63,7 @@ impl SemiJoin {
         let Some(condition) = condition else {
             return true;
         };
-        let mut joined = Vec::with_capacity(left.len() + right.len());
-        joined.extend_from_slice(left);
-        joined.extend_from_slice(right);
+        let joined = joined_row(Some(left), Some(right), (left.len(), right.len()));
         matches!(condition.holds(&joined), Ok(true))
     }
 
@@ -108,7 +106,7 @@ impl SemiJoin {
                 });
             }
             sides.left.add(row, sign);
-            if sides.left.is_empty() && sides.right.is_empty() {
+            if sides.is_empty() {
                 *slot = None;
             }
         });
@@ -156,7 +154,7 @@ impl SemiJoin {
                     }
                 }
             }
-            if sides.left.is_empty() && sides.right.is_empty() {
+            if sides.is_empty() {
                 *slot = None;
             }
         });

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::changelog::Change;
 use crate::expr::Compiled;
-use crate::lower::join::{JoinKind, matches_nothing};
+use crate::lower::join::{JoinKind, joined_row, matches_nothing};
 use crate::value::{Row, Value};
 
 /// The rows of one window and key on both sides, in arrival order.
@@ -54,16 +54,8 @@ impl WindowJoin {
     }
 
     fn joined(&self, l: Option<&Row>, r: Option<&Row>) -> Row {
-        let mut row = Vec::with_capacity(self.left_width + self.right_width);
-        match l {
-            Some(l) => row.extend_from_slice(l),
-            None => row.resize(self.left_width, Value::Null),
-        }
-        match r {
-            Some(r) => row.extend_from_slice(r),
-            None => row.resize(self.left_width + self.right_width, Value::Null),
-        }
-        row
+        let (l, r) = (l.map(Vec::as_slice), r.map(Vec::as_slice));
+        joined_row(l, r, (self.left_width, self.right_width))
     }
 }
 

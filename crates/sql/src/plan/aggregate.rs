@@ -228,11 +228,13 @@ pub(crate) fn call_parts(f: &ast::Function) -> Result<CallParts> {
         // LISTAGG's separator: a string literal.
         [
             arg,
-            ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(ast::Expr::Value(v))),
-        ] if name.eq_ignore_ascii_case("LISTAGG") => match &v.value {
-            ast::Value::SingleQuotedString(s) => (arg, Some(Value::String(s.clone()))),
-            _ => return Err(refuse("a separator that is not a string literal")),
-        },
+            ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(separator)),
+        ] if name.eq_ignore_ascii_case("LISTAGG") => {
+            match crate::expr::bind::literal_string(separator) {
+                Some(s) => (arg, Some(Value::String(s))),
+                None => return Err(refuse("a separator that is not a string literal")),
+            }
+        }
         _ => return Err(refuse("other than one argument")),
     };
     let arg = match arg {

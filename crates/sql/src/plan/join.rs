@@ -28,7 +28,7 @@ use crate::expr::Expr;
 use crate::expr::bind::bind;
 use crate::lower::Calc;
 use crate::lower::calc::Named;
-use crate::lower::join::{ChangeJoin, JoinKind, RegularJoin, matches_nothing};
+use crate::lower::join::{ChangeJoin, JoinKind, RegularJoin, joined_row, matches_nothing};
 use crate::lower::rowtime::Rowtime;
 use crate::lower::window_join::WindowJoin;
 use crate::schema::Schema;
@@ -373,7 +373,7 @@ fn interval_join(
     let mut bypass = Vec::new();
     if keep_left {
         bypass.push(left.filter(null_key(left_width)).map(move |c: Change| {
-            Change::insert(pad_row(
+            Change::insert(joined_row(
                 Some(&c.row[..left_width]),
                 None,
                 (left_width, right_width),
@@ -382,7 +382,7 @@ fn interval_join(
     }
     if keep_right {
         bypass.push(right.filter(null_key(right_width)).map(move |c: Change| {
-            Change::insert(pad_row(
+            Change::insert(joined_row(
                 None,
                 Some(&c.row[..right_width]),
                 (left_width, right_width),
@@ -403,7 +403,7 @@ fn interval_join(
             lower,
             upper,
             move |l: &Change, r: &Change, out: &mut Collector<'_, Change>| {
-                out.collect(Change::insert(pad_row(
+                out.collect(Change::insert(joined_row(
                     Some(&l.row[..left_width]),
                     Some(&r.row[..right_width]),
                     widths,
@@ -417,8 +417,10 @@ fn interval_join(
                 keep_right,
                 move |u: Unmatched<'_, Change, Change>, out: &mut Collector<'_, Change>| {
                     let row = match u {
-                        Unmatched::Left(l) => pad_row(Some(&l.row[..left_width]), None, widths),
-                        Unmatched::Right(r) => pad_row(None, Some(&r.row[..right_width]), widths),
+                        Unmatched::Left(l) => joined_row(Some(&l.row[..left_width]), None, widths),
+                        Unmatched::Right(r) => {
+                            joined_row(None, Some(&r.row[..right_width]), widths)
+                        }
                     };
                     out.collect(Change::insert(row));
                 },
@@ -432,24 +434,6 @@ fn interval_join(
     } else {
         joined.union(&bypass)
     }
-}
-
-/// A joined row: the left row's columns then the right's, `NULL`s for a side that is `None`.
-pub(super) fn pad_row(
-    left: Option<&[crate::value::Value]>,
-    right: Option<&[crate::value::Value]>,
-    (left_width, right_width): (usize, usize),
-) -> Row {
-    let mut row = Vec::with_capacity(left_width + right_width);
-    match left {
-        Some(l) => row.extend_from_slice(l),
-        None => row.resize(left_width, crate::value::Value::Null),
-    }
-    match right {
-        Some(r) => row.extend_from_slice(r),
-        None => row.resize(left_width + right_width, crate::value::Value::Null),
-    }
-    row
 }
 
 /// The rowtime columns of a join's two sides.

@@ -19,7 +19,7 @@ use super::{Planned, at_span, condition, select_list};
 use crate::changelog::Change;
 use crate::error::{Position, Result, SqlError};
 use crate::expr::Expr;
-use crate::expr::bind::bind;
+use crate::expr::bind::{bind, literal_integer};
 use crate::lower::Calc;
 use crate::lower::calc::Named;
 use crate::lower::group_aggregate::{AggCall, AggKind, GroupAggregate};
@@ -47,10 +47,11 @@ fn lag_parts(f: &ast::Function) -> Option<CallParts> {
             _ => None,
         })
         .collect::<Option<_>>()?;
+    let offset = |n: &ast::Expr| usize::try_from(literal_integer(n)?).ok();
     let (arg, offset, default) = match exprs.as_slice() {
         [x] => (*x, 1, None),
-        [x, n] => (*x, literal_offset(n)?, None),
-        [x, n, d] => (*x, literal_offset(n)?, Some(*d)),
+        [x, n] => (*x, offset(n)?, None),
+        [x, n, d] => (*x, offset(n)?, Some(*d)),
         _ => return None,
     };
     let parameter = match default {
@@ -63,17 +64,6 @@ fn lag_parts(f: &ast::Function) -> Option<CallParts> {
         distinct: false,
         parameter,
     })
-}
-
-/// A non-negative integer literal.
-fn literal_offset(e: &ast::Expr) -> Option<usize> {
-    match e {
-        ast::Expr::Value(v) => match &v.value {
-            ast::Value::Number(n, _) => n.parse().ok(),
-            _ => None,
-        },
-        _ => None,
-    }
 }
 
 /// `select` with each `OVER w` replaced by the window its `WINDOW w AS (..)` clause names

@@ -11,7 +11,6 @@ use std::ops::ControlFlow;
 use hummer_api::StreamExecutionEnvironment;
 use sqlparser::ast::{self, Spanned, VisitMut, VisitorMut};
 
-use super::join::with_keys;
 use super::{Planned, at_span, condition, conjuncts, plan_query};
 use crate::catalog::Catalog;
 use crate::changelog::Change;
@@ -120,15 +119,9 @@ pub(crate) fn with_values(
             });
         }
         let left_width = planned.schema.columns.len();
-        let left = planned
-            .rows_through(with_keys(&planned.schema, Vec::new()), "Calc: rows")
-            .key_by(|_: &Change| -> Row { Vec::new() });
-        let right = value
-            .rows_through(
-                with_keys(&value.schema, Vec::new()),
-                "Calc: scalar subquery",
-            )
-            .key_by(|_: &Change| -> Row { Vec::new() });
+        // No key: the rows go to the join as they are (an empty key after their columns).
+        let left = planned.rows().key_by(|_: &Change| -> Row { Vec::new() });
+        let right = value.rows().key_by(|_: &Change| -> Row { Vec::new() });
         let description = format!("Join(joinType=[LeftOuterJoin], where=[], scalar=[({query})])");
         let rows = left.connect(&right).transform(&description, move |_| {
             Ok(ChangeJoin(RegularJoin::new(JoinKind::Left, left_width, 1)))
