@@ -6,14 +6,15 @@
 //! under the step's name); a step that leaves a key without state removes it from the table;
 //! the changes a step appends go out in order, stamped with the input's timestamp.
 //!
-//! With Flink's mini-batch (`table.exec.mini-batch.*`) a step's output is held back: each
-//! change still updates its key's state at once, but what the key's result became is sent
-//! only when `size` records have come, when `allow-latency` of processing time has passed,
-//! or at the end of the input, and then as its net change since the last time (`-U` of the
-//! row it had, `+U` of the one it has; nothing if it came back to the same). An aggregate
-//! updated by every record then sends one update per key and batch instead of one per
-//! record, as Flink's `MiniBatchGroupAggFunction`. The held-back changes are state of their
-//! own, checkpointed with the keys' state, so a restore sends them as the run would have.
+//! With Flink's mini-batch (`table.exec.mini-batch.*`) the input is held back instead: each
+//! change is appended to its key's bundle, and the bundles are applied when `size` records
+//! have come, when `allow-latency` of processing time has passed, or at the end of the input.
+//! A key's bundle is applied at once ([`KeyedChanges::apply_bundle`]) and sends its net change
+//! since the last time (`-U` of the row it had, `+U` of the one it has; nothing if it came back
+//! to the same): an aggregate updated by every record then reads its state, and computes and
+//! sends its result, once per key and batch instead of once per record, as Flink's
+//! `MiniBatchGroupAggFunction`. The bundles are state of their own, checkpointed with the
+//! keys' state, so a restore applies them as the run would have.
 
 use std::time::Duration;
 
@@ -42,6 +43,70 @@ pub trait KeyedChanges: Send + 'static {
         change: Change,
         out: &mut Vec<Change>,
     ) -> Result<()>;
+
+    /// Applies a key's bundle of changes, in order, and appends the net change of the key's
+    /// output rows to `out` (see [`net_changes`]). By default each change is applied in turn;
+    /// a step that can fold a bundle more cheaply (reading its result once) overrides it.
+    fn apply_bundle(
+        &self,
+        state: &mut Option<Self::State>,
+        bundle: Vec<Change>,
+        out: &mut Vec<Change>,
+    ) -> Result<()> {
+        let mut changes = Vec::new();
+        for change in bundle {
+            self.apply(state, change, &mut changes)?;
+        }
+        net_changes(changes, out);
+        Ok(())
+    }
+}
+
+/// Appends the net effect of `changes` to `out`: each row with how many times it was added
+/// less how many times it was retracted; retractions first, as `-U` where a row is also added
+/// (`-D` where not), then additions, as `+U` where a row was also retracted (`+I` where not).
+pub fn net_changes(changes: Vec<Change>, out: &mut Vec<Change>) {
+    let mut net: Vec<(Row, i64)> = Vec::new();
+    for change in changes {
+        let sign = if change.kind.retracts() { -1 } else { 1 };
+        match net.iter().position(|(row, _)| *row == change.row) {
+            Some(i) => {
+                net[i].1 += sign;
+                if net[i].1 == 0 {
+                    net.swap_remove(i);
+                }
+            }
+            None => net.push((change.row, sign)),
+        }
+    }
+    let retracts = net.iter().any(|(_, n)| *n < 0);
+    let adds = net.iter().any(|(_, n)| *n > 0);
+    let (retract_kind, add_kind) = match (retracts, adds) {
+        (true, true) => (RowKind::UpdateBefore, RowKind::UpdateAfter),
+        _ => (RowKind::Delete, RowKind::Insert),
+    };
+    for (row, n) in &net {
+        for _ in 0..(-n).max(0) {
+            out.push(Change {
+                kind: retract_kind,
+                row: row.clone(),
+            });
+        }
+    }
+    for (row, n) in net {
+        for _ in 1..n {
+            out.push(Change {
+                kind: add_kind,
+                row: row.clone(),
+            });
+        }
+        if n > 0 {
+            out.push(Change {
+                kind: add_kind,
+                row,
+            });
+        }
+    }
 }
 
 /// Flink's mini-batch settings (`table.exec.mini-batch.size` and `.allow-latency`).
@@ -61,15 +126,14 @@ pub struct PerKey<S: KeyedChanges> {
     held: Option<HeldBack>,
 }
 
-/// The changes a mini-batch holds back (see the module documentation).
+/// The input a mini-batch holds back (see the module documentation).
 struct HeldBack {
     settings: MiniBatch,
     time: ProcessingTimeService,
-    /// Records since the changes last went out.
+    /// Records since the bundles were last applied.
     records: usize,
-    /// Per key, the net change of its output rows since then: each row with how many times
-    /// it was added (positive) or retracted (negative).
-    net: KeyedTable<Row, Vec<(Row, i64)>>,
+    /// Per key, the changes that came since then, in order.
+    bundles: KeyedTable<Row, Vec<Change>>,
 }
 
 impl HeldBack {
@@ -78,70 +142,25 @@ impl HeldBack {
         self.time
             .request_at(self.time.now().saturating_add(latency.max(1)));
     }
+}
 
-    /// Adds `changes` of `key` to what is held back.
-    fn hold(&mut self, key: Row, changes: &mut Vec<Change>) {
-        self.net.update(key, |_, slot| {
-            let net = slot.get_or_insert_with(Vec::new);
-            for change in changes.drain(..) {
-                let sign = if change.kind.retracts() { -1 } else { 1 };
-                match net.iter().position(|(row, _)| *row == change.row) {
-                    Some(i) => {
-                        net[i].1 += sign;
-                        if net[i].1 == 0 {
-                            net.swap_remove(i);
-                        }
-                    }
-                    None => net.push((change.row, sign)),
-                }
-            }
-            if net.is_empty() {
-                *slot = None;
-            }
-        });
-    }
-
-    /// Sends every key's net change: retractions first, as `-U` where the key also has a new
-    /// row (`-D` where not), then additions, as `+U` where it had a row (`+I` where not).
-    fn release(&mut self, out: &mut Collector<'_, Change>) {
-        out.clear_timestamp();
-        for (_, net) in self.net.drain() {
-            let retracts = net.iter().any(|(_, n)| *n < 0);
-            let adds = net.iter().any(|(_, n)| *n > 0);
-            for (row, n) in &net {
-                if *n < 0 {
-                    let kind = if adds {
-                        RowKind::UpdateBefore
-                    } else {
-                        RowKind::Delete
-                    };
-                    for _ in 0..-n {
-                        out.collect(Change {
-                            kind,
-                            row: row.clone(),
-                        });
-                    }
-                }
-            }
-            for (row, n) in net {
-                let kind = if retracts {
-                    RowKind::UpdateAfter
-                } else {
-                    RowKind::Insert
-                };
-                for _ in 1..n {
-                    out.collect(Change {
-                        kind,
-                        row: row.clone(),
-                    });
-                }
-                if n > 0 {
-                    out.collect(Change { kind, row });
-                }
-            }
+/// Applies every key's bundle to its state and sends what changed, without timestamps.
+fn release<S: KeyedChanges>(
+    step: &S,
+    states: &mut KeyedTable<Row, S::State>,
+    held: &mut HeldBack,
+    changes: &mut Vec<Change>,
+    out: &mut Collector<'_, Change>,
+) -> Result<()> {
+    out.clear_timestamp();
+    for (key, bundle) in held.bundles.drain() {
+        states.update(key, |_, state| step.apply_bundle(state, bundle, changes))?;
+        for c in changes.drain(..) {
+            out.collect(c);
         }
-        self.records = 0;
     }
+    held.records = 0;
+    Ok(())
 }
 
 impl<S: KeyedChanges> PerKey<S> {
@@ -164,7 +183,7 @@ impl<S: KeyedChanges> PerKey<S> {
                 settings,
                 time,
                 records: 0,
-                net: KeyedTable::default(),
+                bundles: KeyedTable::default(),
             };
             held.next_deadline();
             held
@@ -200,13 +219,12 @@ impl<S: KeyedChanges> Operator for PerKey<S> {
         };
         for (change, _) in batch.drain() {
             let key = step.key(&change.row);
-            states.update(key.clone(), |_, state| step.apply(state, change, changes))?;
-            if !changes.is_empty() {
-                held.hold(key, changes);
-            }
+            held.bundles.update(key, |_, bundle| {
+                bundle.get_or_insert_with(Vec::new).push(change)
+            });
             held.records += 1;
             if held.records >= held.settings.size {
-                held.release(out);
+                release(step, states, held, changes, out)?;
             }
         }
         Ok(())
@@ -218,16 +236,28 @@ impl<S: KeyedChanges> Operator for PerKey<S> {
         _: Timestamp,
         out: &mut Collector<'_, Change>,
     ) -> Result<()> {
-        if let (TimeDomain::ProcessingTime, Some(held)) = (domain, &mut self.held) {
-            held.release(out);
+        let PerKey {
+            step,
+            states,
+            changes,
+            held,
+        } = self;
+        if let (TimeDomain::ProcessingTime, Some(held)) = (domain, held) {
+            release(step, states, held, changes, out)?;
             held.next_deadline();
         }
         Ok(())
     }
 
     fn end_of_input(&mut self, out: &mut Collector<'_, Change>) -> Result<()> {
-        if let Some(held) = &mut self.held {
-            held.release(out);
+        let PerKey {
+            step,
+            states,
+            changes,
+            held,
+        } = self;
+        if let Some(held) = held {
+            release(step, states, held, changes, out)?;
         }
         Ok(())
     }
@@ -235,8 +265,59 @@ impl<S: KeyedChanges> Operator for PerKey<S> {
     fn state(&mut self) -> DeclaredState<'_> {
         let state = DeclaredState::new().table(S::TABLE, &mut self.states);
         match &mut self.held {
-            Some(held) => state.table("held-back changes", &mut held.net),
+            Some(held) => state.table("held-back input", &mut held.bundles),
             None => state,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::BTreeMap;
+
+    fn replayed(changes: &[Change]) -> BTreeMap<i64, i64> {
+        let mut table = BTreeMap::new();
+        for c in changes {
+            let Value::BigInt(v) = c.row[0] else {
+                unreachable!("rows of one BIGINT")
+            };
+            *table.entry(v).or_insert(0) += if c.kind.retracts() { -1 } else { 1 };
+        }
+        table.retain(|_, n| *n != 0);
+        table
+    }
+
+    proptest! {
+        /// The net change of a bundle replays to what the bundle replays to, retracts before
+        /// it adds, and says `-U`/`+U` exactly when it does both (else `-D`, `+I`).
+        #[test]
+        fn net_changes_replay_as_the_changes(
+            ops in proptest::collection::vec((0i64..4, any::<bool>()), 0..30),
+        ) {
+            let changes: Vec<Change> = ops
+                .iter()
+                .map(|&(v, retract)| Change {
+                    kind: if retract { RowKind::Delete } else { RowKind::Insert },
+                    row: vec![Value::BigInt(v)],
+                })
+                .collect();
+            let mut out = Vec::new();
+            net_changes(changes.clone(), &mut out);
+            prop_assert_eq!(replayed(&out), replayed(&changes));
+            let first_add = out.iter().position(|c| !c.kind.retracts()).unwrap_or(out.len());
+            prop_assert!(out[first_add..].iter().all(|c| !c.kind.retracts()));
+            let both = first_add > 0 && first_add < out.len();
+            for c in &out {
+                let expected = match (c.kind.retracts(), both) {
+                    (true, true) => RowKind::UpdateBefore,
+                    (true, false) => RowKind::Delete,
+                    (false, true) => RowKind::UpdateAfter,
+                    (false, false) => RowKind::Insert,
+                };
+                prop_assert_eq!(c.kind, expected);
+            }
         }
     }
 }
