@@ -38,6 +38,12 @@ pub struct ExecutionConfig {
     /// The processing-time clock (windows, timers, idleness, periodic watermarks). Default the
     /// system clock; tests set a [`crate::types::ManualClock`].
     pub clock: std::sync::Arc<dyn crate::types::Clock>,
+    /// The memory budget for keyed state, in bytes: past it, cold entries move to disk (see
+    /// [`crate::state::disk_tier`]). Default: none, all state in memory.
+    pub state_memory: Option<u64>,
+    /// Where the disk tier keeps its files (a directory of its own is made there). Default:
+    /// the system's temporary directory.
+    pub state_dir: Option<std::path::PathBuf>,
 }
 
 impl Default for ExecutionConfig {
@@ -55,6 +61,8 @@ impl Default for ExecutionConfig {
             restore_from: None,
             auto_watermark_interval: Duration::from_millis(200),
             clock: std::sync::Arc::new(crate::types::SystemClock),
+            state_memory: None,
+            state_dir: None,
         }
     }
 }

@@ -24,6 +24,7 @@ use crate::graph::render;
 use crate::graph::stream_graph::{NodeKind, StreamGraph};
 use crate::runtime::factory::{NodeFactory, SourceFactory};
 use crate::runtime::type_ops::{TypeOps, type_ops};
+use crate::state::disk_tier::{Budget, DiskTier};
 use crate::types::AlignmentGroup;
 use crate::types::metrics::JobProgress;
 use crate::types::{Data, NodeId, Partitioning, RuntimeMode};
@@ -152,6 +153,23 @@ impl StreamExecutionEnvironment {
     /// Sets the number of records per batch.
     pub fn set_batch_size(&self, batch_size: usize) -> &Self {
         self.state.borrow_mut().config.batch_size = batch_size;
+        self
+    }
+
+    /// Sets a memory budget for keyed state, in bytes (Flink's managed memory for its
+    /// RocksDB backend): past it, keyed tables move cold entries to local disk and read them
+    /// back when their key comes again. The budget is the process's, shared by its tasks; a
+    /// TaskManager's comes from its own `--state-memory`. Default: none, all state in memory.
+    pub fn set_state_memory(&self, bytes: u64) -> &Self {
+        self.state.borrow_mut().config.state_memory = Some(bytes);
+        self
+    }
+
+    /// Sets where the disk tier of [`Self::set_state_memory`] keeps its files: a directory of
+    /// its own is made there and removed when the process no longer needs it. Default: the
+    /// system's temporary directory.
+    pub fn set_state_dir(&self, dir: impl Into<PathBuf>) -> &Self {
+        self.state.borrow_mut().config.state_dir = Some(dir.into());
         self
     }
 
@@ -442,6 +460,9 @@ impl StreamExecutionEnvironment {
             restart_strategy: c.restart_strategy,
             restore_from: c.restore_from.clone(),
         };
+        if let Some(bytes) = c.state_memory {
+            DiskTier::ensure_process(Budget::Bytes(bytes), c.state_dir.as_deref())?;
+        }
         let collect_slots = std::mem::take(&mut state.collect_slots);
         let (mode, source_vertices) = (job.mode(), job.source_vertices());
         let submission = JobSubmission {

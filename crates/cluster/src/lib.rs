@@ -44,3 +44,9 @@ pub const JOBMANAGER_ENV: &str = "HUMMER_JOBMANAGER";
 
 /// Environment variable holding a worker's deploy spec (JSON), set by the TaskManager.
 pub const WORKER_ENV: &str = "HUMMER_WORKER";
+
+/// Environment variables of a worker's share of its TaskManager's budget for keyed state
+/// (bytes) and the directory of its disk tier, set by the TaskManager.
+pub const STATE_MEMORY_ENV: &str = "HUMMER_STATE_MEMORY";
+/// See [`STATE_MEMORY_ENV`].
+pub const STATE_DIR_ENV: &str = "HUMMER_STATE_DIR";

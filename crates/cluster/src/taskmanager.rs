@@ -50,6 +50,30 @@ pub struct TaskManagerConfig {
     pub reconnect_timeout: Duration,
     /// Mutual TLS on every connection, or plaintext; its workers get the same.
     pub security: crate::channels::secure::Security,
+    /// The memory budget for keyed state of all its slots, in bytes (`--state-memory`): a
+    /// worker gets the share of the slots its job holds here. `None`: state in memory.
+    pub state_memory: Option<u64>,
+    /// Where its workers' disk tiers keep their files (`--state-dir`).
+    pub state_dir: Option<PathBuf>,
+}
+
+impl TaskManagerConfig {
+    /// A worker's share of the state budget: the budget over the slots, times the slots its
+    /// job holds here (the most subtasks of one vertex placed on this TaskManager, as slot
+    /// sharing puts one subtask of each vertex in a slot).
+    fn state_memory_of(&self, spec: &DeploySpec) -> Option<u64> {
+        let budget = self.state_memory?;
+        let mut offset = 0;
+        let mut slots = 1;
+        for &parallelism in &spec.vertex_parallelism {
+            let here = (spec.placement.iter().skip(offset).take(parallelism))
+                .filter(|tm| **tm == spec.task_manager)
+                .count();
+            slots = slots.max(here);
+            offset += parallelism;
+        }
+        Some(budget / self.slots.max(1) as u64 * slots.min(self.slots) as u64)
+    }
 }
 
 /// The workers of this TaskManager by job and attempt: a kill switch once started, `None` while the job's
@@ -352,7 +376,14 @@ async fn deploy(
     {
         return report(None, "cancelled before the worker started".into());
     }
-    let mut child = match tokio::process::Command::new(&binary)
+    let mut command = tokio::process::Command::new(&binary);
+    if let Some(bytes) = config.state_memory_of(&spec) {
+        command.env(crate::STATE_MEMORY_ENV, bytes.to_string());
+    }
+    if let Some(dir) = &config.state_dir {
+        command.env(crate::STATE_DIR_ENV, dir);
+    }
+    let mut child = match command
         .args(&spec.request.args)
         .envs(spec.request.env.iter().map(|(k, v)| (k, v)))
         .env(crate::WORKER_ENV, spec_json)

@@ -43,6 +43,25 @@ pub fn spec_from_env() -> Option<Result<DeploySpec>> {
     }))
 }
 
+/// Makes the process's disk tier of the budget its TaskManager gave it (see
+/// [`crate::STATE_MEMORY_ENV`]), if it gave one.
+fn use_state_budget() -> Result<()> {
+    let Ok(bytes) = std::env::var(crate::STATE_MEMORY_ENV) else {
+        return Ok(());
+    };
+    let bytes: u64 = bytes.parse().map_err(|e| {
+        HummerError::Config(format!(
+            "{} must be a number of bytes, got '{bytes}': {e}",
+            crate::STATE_MEMORY_ENV
+        ))
+    })?;
+    let dir = std::env::var_os(crate::STATE_DIR_ENV).map(std::path::PathBuf::from);
+    crate::state::disk_tier::DiskTier::ensure_process(
+        crate::state::disk_tier::Budget::Bytes(bytes),
+        dir.as_deref(),
+    )
+}
+
 /// The fingerprint of a job graph: sha256 of its JSON plan.
 pub fn fingerprint(plan_json: &str) -> String {
     use sha2::{Digest, Sha256};
@@ -60,6 +79,10 @@ pub(crate) struct WorkerJob<'a> {
 
 /// Runs this worker's subtasks and reports to the JobManager; never returns.
 pub(crate) fn run(spec: DeploySpec, job: WorkerJob<'_>) -> ! {
+    if let Err(e) = use_state_budget() {
+        eprintln!("worker of job {}: {e}", spec.job);
+        std::process::exit(2);
+    }
     let mut jm = match connect(&spec) {
         Ok(c) => c,
         Err(e) => {

@@ -27,6 +27,7 @@ use crate::runtime::factory::NodeFactory;
 use crate::runtime::task::network_task_body;
 use crate::runtime::task::{TaskBody, TaskRuntime};
 use crate::runtime::type_ops::{ErasedOutput, ErasedReceiver, ErasedSender, WriterContext};
+use crate::state::disk_tier::DiskTier;
 use crate::state::task_state::RestoredState;
 use crate::types::CancelToken;
 use crate::types::TaskWaker;
@@ -490,6 +491,7 @@ impl TaskBuilder<'_> {
                 time: time.clone(),
                 auto_watermark_interval: cfg.auto_watermark_interval,
                 metrics: metrics.clone(),
+                disk_tier: DiskTier::process(),
             };
             let mut outs = Vec::new();
             for (edge_idx, e) in stream.outputs_of(node_id) {

@@ -30,6 +30,9 @@ pub struct OperatorContext {
     pub auto_watermark_interval: Duration,
     /// The subtask's counters (an event-time operator counts the late records it drops).
     pub metrics: std::sync::Arc<crate::types::metrics::SubtaskMetrics>,
+    /// With a budget for state: where keyed tables move their cold entries (see
+    /// [`crate::state::disk_tier`]); `None`: all state stays in memory.
+    pub disk_tier: Option<std::sync::Arc<crate::state::disk_tier::DiskTier>>,
 }
 
 impl OperatorContext {

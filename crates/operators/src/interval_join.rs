@@ -333,7 +333,7 @@ where
 
     fn restored(&mut self) -> Result<()> {
         let (cleanup, lower, upper) = (&mut self.cleanup, self.lower, self.upper);
-        for (key, buffers) in self.keys.iter() {
+        self.keys.for_each_entry(|key, buffers| {
             for &a in buffers.left.keys() {
                 let last = Side::Left.last_match(a, lower, upper);
                 cleanup.register(last, (key.clone(), Side::Left));
@@ -342,7 +342,7 @@ where
                 let last = Side::Right.last_match(b, lower, upper);
                 cleanup.register(last, (key.clone(), Side::Right));
             }
-        }
+        });
         Ok(())
     }
 }

@@ -333,9 +333,9 @@ where
     }
 
     fn restored(&mut self) -> Result<()> {
-        for (key, state) in self.keys.iter() {
-            self.timers.restore(&state.timers, || key.clone());
-        }
+        let timers = &mut self.timers;
+        self.keys
+            .for_each_entry(|key, state| timers.restore(&state.timers, || key.clone()));
         // Processing-time timers that fell due while the job was down fire right away.
         self.timers.request_processing_time();
         Ok(())

@@ -63,5 +63,6 @@ pub(crate) fn test_context(name: &str) -> OperatorContext {
         time: Default::default(),
         auto_watermark_interval: std::time::Duration::from_millis(200),
         metrics: Default::default(),
+        disk_tier: None,
     }
 }

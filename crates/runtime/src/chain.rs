@@ -74,7 +74,12 @@ pub struct Link<Op: Operator> {
 }
 
 impl<Op: Operator> Link<Op> {
-    pub fn new(op: Op, ctx: OperatorContext, next: Box<dyn Output<Op::Out>>) -> Self {
+    /// The link of `op`; with a budget for state, its declared tables may move cold entries
+    /// to the context's disk tier from now on (before any restore).
+    pub fn new(mut op: Op, ctx: OperatorContext, next: Box<dyn Output<Op::Out>>) -> Self {
+        if let Some(tier) = &ctx.disk_tier {
+            op.state().use_disk_tier(tier, ctx.max_parallelism);
+        }
         Link {
             generates_watermarks: op.generates_watermarks(),
             ended: false,
@@ -308,6 +313,7 @@ mod tests {
             time: Default::default(),
             auto_watermark_interval: std::time::Duration::from_millis(200),
             metrics: Default::default(),
+            disk_tier: None,
         }
     }
 

@@ -17,11 +17,14 @@
 //!   ([`Redistribution::Union`], operator state such as a sink's transactions), and restores
 //!   the watermark as the minimum over the old subtasks ([`OperatorWatermark`]).
 //!
-//! This is the seam a disk tier plugs into: a table kind that keeps its cold entries in
-//! files implements [`StateTable`] (how it is written and read back is its own), and no
-//! operator changes.
+//! This is the seam the disk tier plugs into ([`crate::disk_tier`]): with a budget for state,
+//! the runtime hands the tier to every declared table ([`DeclaredState::use_disk_tier`]) and a
+//! keyed table moves its cold entries there; no operator changes.
 
 use std::ops::Range;
+use std::sync::Arc;
+
+use crate::disk_tier::DiskTier;
 
 use crate::error::{HummerError, Result};
 use crate::snapshot::incremental::{self, ChangeSummary};
@@ -86,6 +89,11 @@ pub trait StateTable {
     fn redistribution(&self) -> Redistribution {
         Redistribution::ByKeyGroup
     }
+    /// The job has a budget for state: the table may move cold entries to `tier` (by
+    /// default it keeps them all in memory). Called before any restore.
+    fn use_disk_tier(&mut self, tier: &Arc<DiskTier>, max_parallelism: usize) {
+        let _ = (tier, max_parallelism);
+    }
 }
 
 impl<T: StateTable + ?Sized> StateTable for &mut T {
@@ -106,6 +114,9 @@ impl<T: StateTable + ?Sized> StateTable for &mut T {
     }
     fn redistribution(&self) -> Redistribution {
         (**self).redistribution()
+    }
+    fn use_disk_tier(&mut self, tier: &Arc<DiskTier>, max_parallelism: usize) {
+        (**self).use_disk_tier(tier, max_parallelism)
     }
 }
 
@@ -153,6 +164,14 @@ impl<'a> DeclaredState<'a> {
     pub fn watermark(mut self, watermark: &'a mut OperatorWatermark) -> Self {
         self.watermark = Some(watermark);
         self
+    }
+
+    /// Lets every declared table move cold entries to `tier` (see
+    /// [`StateTable::use_disk_tier`]).
+    pub fn use_disk_tier(mut self, tier: &Arc<DiskTier>, max_parallelism: usize) {
+        for (_, table) in &mut self.tables {
+            table.use_disk_tier(tier, max_parallelism);
+        }
     }
 
     /// Whether nothing is declared.

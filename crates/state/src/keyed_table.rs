@@ -20,6 +20,8 @@ use std::hash::{BuildHasher, Hash};
 use hashbrown::HashTable;
 use hashbrown::hash_table::Entry;
 
+use crate::disk_tier::{Cold, or_fail};
+
 /// State per key, held by one subtask of a keyed operator.
 pub struct KeyedTable<K, V> {
     /// Key, state and the epoch of the state's last change.
@@ -28,6 +30,8 @@ pub struct KeyedTable<K, V> {
     pub changes: ChangeLog,
     /// Keys removed, with the epoch they were removed in, while a delta may need them.
     pub(crate) tombstones: Vec<(K, Epoch)>,
+    /// The entries moved to disk, with a budget for state (see [`crate::disk_tier`]).
+    pub(crate) cold: Option<Box<Cold<K, V>>>,
 }
 
 /// A table from key to value without change tracking, for state that never reaches a
@@ -276,7 +280,7 @@ impl ChangeLog {
 
     /// Whether a later delta may build on a snapshot taken before now (so removals must be
     /// remembered).
-    fn tracking(&self) -> bool {
+    pub(crate) fn tracking(&self) -> bool {
         self.base.is_some() || !self.taken.is_empty()
     }
 }
@@ -287,19 +291,51 @@ impl<K: Hash + Eq, V> Default for KeyedTable<K, V> {
             slots: Slots::default(),
             changes: ChangeLog::default(),
             tombstones: Vec::new(),
+            cold: None,
         }
     }
 }
 
 impl<K: Hash + Eq, V> KeyedTable<K, V> {
-    /// Number of keys with state.
+    /// Number of keys with state (in memory and on disk).
     pub fn len(&self) -> usize {
-        self.slots.table.len()
+        self.slots.table.len() + self.cold.as_ref().map_or(0, |c| c.len())
     }
 
     /// True when no key has state.
     pub fn is_empty(&self) -> bool {
-        self.slots.table.is_empty()
+        self.len() == 0
+    }
+
+    /// Number of keys whose state is in memory.
+    pub fn len_in_memory(&self) -> usize {
+        self.slots.table.len()
+    }
+
+    /// Moves entries to disk if the table is over its budget (see
+    /// [`Cold::spill_count`]); called after the table grew.
+    fn relieve(&mut self) {
+        let Some(cold) = &mut self.cold else {
+            return;
+        };
+        let hot = self.slots.table.len();
+        let count = cold.spill_count(hot);
+        if count == 0 {
+            return;
+        }
+        let pick = cold.next_victims(count, hot);
+        let Slots { table, hasher } = &mut self.slots;
+        let victims: Vec<(K, V, Epoch)> = table
+            .extract_if(|(k, _, _)| pick(hasher.hash_one(&*k)))
+            .collect();
+        let base = self.changes.base.map(|b| b.epoch);
+        or_fail(cold.spill(victims, self.changes.tracking(), base));
+    }
+
+    /// Takes `key`'s entry off the disk, if the table has a disk part and the key is there.
+    fn take_from_disk(&mut self, key: &K) -> Option<(V, Epoch)> {
+        let cold = self.cold.as_mut()?;
+        or_fail(cold.take(key))
     }
 
     /// Folds a batch into the table, draining it: for every record, calls
@@ -312,7 +348,12 @@ impl<K: Hash + Eq, V> KeyedTable<K, V> {
         key_of: impl Fn(&T) -> K,
         mut step: impl FnMut(&K, Option<&mut V>, T) -> Option<V>,
     ) {
-        let KeyedTable { slots, changes, .. } = self;
+        let KeyedTable {
+            slots,
+            changes,
+            cold,
+            ..
+        } = self;
         // Counted in a local, kept in a register across the loop.
         let (epoch, mut touched) = (changes.epoch, 0);
         slots.fold(
@@ -325,18 +366,41 @@ impl<K: Hash + Eq, V> KeyedTable<K, V> {
                     step(k, Some(v), record);
                     None
                 }
-                Err(key) => step(&key, None, record).map(|v| {
-                    touched += 1;
-                    (key, v, epoch)
-                }),
+                Err(key) => match cold.as_mut().and_then(|c| or_fail(c.take(&key))) {
+                    Some((mut v, mut e)) => {
+                        touched += mark(&mut e, epoch);
+                        step(&key, Some(&mut v), record);
+                        Some((key, v, e))
+                    }
+                    None => step(&key, None, record).map(|v| {
+                        touched += 1;
+                        (key, v, epoch)
+                    }),
+                },
             },
         );
         changes.touched += touched;
+        self.relieve();
     }
 
-    /// Every entry.
+    /// Every entry in memory: all of them, unless the table has moved some to disk (see
+    /// [`KeyedTable::for_each_entry`]).
     pub fn iter(&self) -> impl Iterator<Item = (&K, &V)> + '_ {
         self.slots.table.iter().map(|(k, v, _)| (k, v))
+    }
+
+    /// Shows every entry to `f`, those in memory and those on disk (read back for the call,
+    /// and left there).
+    pub fn for_each_entry(&self, mut f: impl FnMut(&K, &V)) {
+        for (k, v, _) in self.slots.table.iter() {
+            f(k, v);
+        }
+        if let Some(cold) = &self.cold {
+            for entry in cold.entries() {
+                let (k, v, _) = or_fail(entry);
+                f(&k, &v);
+            }
+        }
     }
 
     /// Every entry with the epoch of its last change, its state open to a snapshot that
@@ -364,8 +428,41 @@ impl<K: Hash + Eq, V> KeyedTable<K, V> {
         (entry, changes.epoch)
     }
 
+    /// Whether `key`'s entry is in memory; if not, it is read back from disk (if there),
+    /// after making room.
+    fn load(&mut self, key: &K)
+    where
+        K: Clone,
+    {
+        if self.cold.is_none() || self.get_in_memory(key).is_some() {
+            return;
+        }
+        self.relieve();
+        if let Some((v, epoch)) = self.take_from_disk(key) {
+            let Slots { table, hasher } = &mut self.slots;
+            let hash = hasher.hash_one(key);
+            table.insert_unique(hash, (key.clone(), v, epoch), |(k, _, _)| {
+                hasher.hash_one(k)
+            });
+        }
+    }
+
+    fn get_in_memory(&self, key: &K) -> Option<&V> {
+        let hash = self.slots.hash(key);
+        self.slots
+            .table
+            .find(hash, |(k, _, _)| k == key)
+            .map(|(_, v, _)| v)
+    }
+
     /// Sets the state of a key (replacing what it had).
-    pub fn insert(&mut self, key: K, value: V) {
+    pub fn insert(&mut self, key: K, value: V)
+    where
+        K: Clone,
+    {
+        if self.cold.is_some() {
+            self.load(&key);
+        }
         match self.marked_entry(&key) {
             (Entry::Occupied(e), _) => e.into_mut().1 = value,
             (Entry::Vacant(e), epoch) => {
@@ -374,17 +471,21 @@ impl<K: Hash + Eq, V> KeyedTable<K, V> {
         }
     }
 
-    /// The state of `key`.
-    pub fn get(&self, key: &K) -> Option<&V> {
-        let hash = self.slots.hash(key);
-        self.slots
-            .table
-            .find(hash, |(k, _, _)| k == key)
-            .map(|(_, v, _)| v)
+    /// The state of `key` (read back from disk if it was moved there).
+    pub fn get(&mut self, key: &K) -> Option<&V>
+    where
+        K: Clone,
+    {
+        self.load(key);
+        self.get_in_memory(key)
     }
 
     /// The state of `key`, to change.
-    pub fn get_mut(&mut self, key: &K) -> Option<&mut V> {
+    pub fn get_mut(&mut self, key: &K) -> Option<&mut V>
+    where
+        K: Clone,
+    {
+        self.load(key);
         let hash = self.slots.hash(key);
         let (_, v, e) = self.slots.table.find_mut(hash, |(k, _, _)| k == key)?;
         self.changes.mark(e);
@@ -392,7 +493,11 @@ impl<K: Hash + Eq, V> KeyedTable<K, V> {
     }
 
     /// The state of `key` to change, made by `make` if the key has none.
-    pub fn upsert(&mut self, key: K, make: impl FnOnce() -> V) -> &mut V {
+    pub fn upsert(&mut self, key: K, make: impl FnOnce() -> V) -> &mut V
+    where
+        K: Clone,
+    {
+        self.load(&key);
         match self.marked_entry(&key) {
             (Entry::Occupied(e), _) => &mut e.into_mut().1,
             (Entry::Vacant(e), epoch) => &mut e.insert((key, make(), epoch)).into_mut().1,
@@ -405,10 +510,14 @@ impl<K: Hash + Eq, V> KeyedTable<K, V> {
     where
         K: Clone,
     {
+        if self.cold.is_some() {
+            self.load(&key);
+        }
         let KeyedTable {
             slots: Slots { table, hasher },
             changes,
             tombstones,
+            ..
         } = self;
         let hash = hasher.hash_one(&key);
         match table.entry(hash, |(k, _, _)| *k == key, |(k, _, _)| hasher.hash_one(k)) {
@@ -441,6 +550,7 @@ impl<K: Hash + Eq, V> KeyedTable<K, V> {
     where
         K: Clone,
     {
+        self.load(key);
         let hash = self.slots.hash(key);
         let entry = self
             .slots
@@ -460,11 +570,14 @@ impl<K: Hash + Eq, V> KeyedTable<K, V> {
             .map(|(k, _)| k)
     }
 
-    /// Removes and returns every entry. The next snapshot is a full one.
+    /// Removes and returns every entry (those on disk after those in memory). The next
+    /// snapshot is a full one.
     pub fn drain(&mut self) -> impl Iterator<Item = (K, V)> + '_ {
         self.changes.reset();
         self.tombstones.clear();
-        self.slots.table.drain().map(|(k, v, _)| (k, v))
+        let cold = self.cold.as_mut().map(|c| c.drain());
+        let hot = self.slots.table.drain().map(|(k, v, _)| (k, v));
+        hot.chain(cold.into_iter().flatten())
     }
 
     /// Checkpoint `id` completed: a later snapshot may be a delta on the newest snapshot this
@@ -475,6 +588,9 @@ impl<K: Hash + Eq, V> KeyedTable<K, V> {
         // Removals before the base are in it already.
         if let Some(base) = self.changes.base {
             self.tombstones.retain(|(_, e)| *e > base.epoch);
+            if let Some(cold) = &mut self.cold {
+                cold.covered_up_to(base.epoch);
+            }
         }
     }
 }

@@ -5,6 +5,8 @@
 //!
 //! * [`declared`]: the state an operator declares (its tables and watermark) and the one
 //!   place that snapshots, restores and redistributes it.
+//! * [`disk_tier`]: with a memory budget for state, the cold entries of keyed tables on
+//!   local disk (an embedded LSM tree), read back when their key comes again.
 //! * [`key_groups`]: keys to key groups, key groups to subtasks.
 //! * [`keyed_table`]: the per-subtask table from key to state that keyed operators fold
 //!   batches into, snapshotted whole or as a delta.
@@ -30,6 +32,7 @@
 use hummer_types::{self as types, error};
 
 pub mod declared;
+pub mod disk_tier;
 mod grow_set;
 pub mod key_groups;
 pub mod keyed_table;

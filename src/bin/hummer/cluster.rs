@@ -175,6 +175,8 @@ pub struct TaskManagerOptions {
     /// workers keep running meanwhile).
     #[arg(long, default_value_t = 300_000)]
     reconnect_timeout_ms: u64,
+    #[command(flatten)]
+    state: crate::state_args::StateArgs,
 }
 
 impl TaskManagerOptions {
@@ -189,6 +191,7 @@ impl TaskManagerOptions {
         if let Some(quota) = self.cpu_quota {
             args.push(flag("cpu-quota", quota));
         }
+        args.extend(self.state.to_args());
         args
     }
 }
@@ -349,6 +352,8 @@ pub fn taskmanager(args: TaskManagerArgs) -> Result<()> {
         cpu_quota: options.cpu_quota,
         reconnect_timeout: Duration::from_millis(options.reconnect_timeout_ms),
         security: args.security.security("taskmanager")?,
+        state_memory: options.state.state_memory,
+        state_dir: options.state.state_dir.clone(),
     };
     runtime()?.block_on(taskmanager::run(config))?;
     Ok(())

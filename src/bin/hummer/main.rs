@@ -6,6 +6,7 @@ mod kafka;
 mod nexmark;
 mod run;
 mod sql;
+mod state_args;
 mod wordcount;
 
 use std::process::ExitCode;
@@ -63,7 +64,9 @@ fn main() -> ExitCode {
             tracing_subscriber::EnvFilter::try_from_env("HUMMER_LOG")
                 // rskafka warns at every retry of a connection; the error that ends the
                 // retries says it once.
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,rskafka=error")),
+                .unwrap_or_else(|_| {
+                    tracing_subscriber::EnvFilter::new("warn,rskafka=error,lsm_tree=error")
+                }),
         )
         .with_writer(std::io::stderr)
         .init();
@@ -84,6 +87,11 @@ fn main() -> ExitCode {
         Command::Kafka(args) => kafka::run(args),
         Command::Sql(args) => sql::run(args),
     };
+    // The state that left memory goes with the process's disk tier (its directory too).
+    if let Some(summary) = hummer::state::disk_tier::DiskTier::process().and_then(|t| t.summary()) {
+        eprintln!("{summary}");
+    }
+    hummer::state::disk_tier::DiskTier::configure_process(None);
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

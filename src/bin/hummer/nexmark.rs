@@ -61,6 +61,8 @@ pub struct Args {
     /// Submit to this JobManager instead of running locally.
     #[arg(long, env = "HUMMER_JOBMANAGER")]
     jobmanager: Option<String>,
+    #[command(flatten)]
+    state: crate::state_args::StateArgs,
 }
 
 #[derive(clap::Subcommand)]
@@ -108,6 +110,7 @@ impl SinkWriter<String> for CountRows {
 }
 
 pub fn run(args: Args) -> Result<()> {
+    args.state.apply()?;
     if let Some(Action::Produce {
         brokers,
         topic,

@@ -77,9 +77,12 @@ pub struct Args {
     /// After the job, check that the output holds every event exactly once.
     #[arg(long)]
     verify: bool,
+    #[command(flatten)]
+    state: crate::state_args::StateArgs,
 }
 
 pub fn run(args: Args) -> Result<()> {
+    args.state.apply()?;
     if args.job == "latency" {
         return latency(&args);
     }

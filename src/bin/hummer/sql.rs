@@ -24,10 +24,13 @@ pub struct Args {
     /// `HUMMER_TLS_DIR`) instead of the embedded one; Hummer itself is the job's program.
     #[arg(long, env = "HUMMER_JOBMANAGER")]
     jobmanager: Option<String>,
+    #[command(flatten)]
+    state: crate::state_args::StateArgs,
 }
 
 /// Runs the script, or the statements typed or piped in.
 pub fn run(args: Args) -> Result<()> {
+    args.state.apply()?;
     let mut session = Session::new();
     session.jobmanager = args.jobmanager.clone();
     // A cluster job's worker: the statements of its job, as the submitting client handed

@@ -8,6 +8,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::declared::{SnapshotAt, StateTable, TablePiece};
+use crate::disk_tier::{Cold, DiskTier};
 use crate::error::Result;
 use crate::key_groups::{key_group_of_hash, key_hash};
 use crate::keyed_table::{KeyedTable, SnapshotEpochs};
@@ -104,6 +105,25 @@ impl<K: Hash + Eq + Clone + Serialize + DeserializeOwned, V: Serialize + Deseria
                         append_entry(out, &(group(k), k, &*v))
                     },
                 )?;
+            }
+        }
+        // The entries on disk: all of them in a whole snapshot, in a delta those moved there
+        // while changed since its base.
+        if let Some(cold) = &mut self.cold {
+            match base {
+                Some(base) => {
+                    for (k, mut v, _) in cold.changed_since(base.epoch)? {
+                        append_entry(out, &(group(&k), &k, Some(())))?;
+                        patch(&mut v, epochs, out)?;
+                    }
+                }
+                None => {
+                    for entry in cold.entries() {
+                        let (k, mut v, _) = entry?;
+                        whole(&mut v, epochs)?;
+                        append_entry(out, &(group(&k), &k, &v))?;
+                    }
+                }
             }
         }
         close_table(out, open);
@@ -214,5 +234,11 @@ where
 
     fn checkpoint_complete(&mut self, id: CheckpointId) {
         KeyedTable::checkpoint_complete(self, id)
+    }
+
+    fn use_disk_tier(&mut self, tier: &std::sync::Arc<DiskTier>, max_parallelism: usize) {
+        if self.cold.is_none() {
+            self.cold = Some(Box::new(Cold::new(tier.clone(), max_parallelism)));
+        }
     }
 }

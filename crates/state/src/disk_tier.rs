@@ -1,0 +1,830 @@
+//! The disk tier of keyed state: with a memory budget for state, a keyed table keeps its hot
+//! entries in memory and moves cold ones to local disk, reading an entry back into memory
+//! when its key comes again. Without a budget nothing here runs, and a table is as fast as
+//! it was.
+//!
+//! Why it is built this way:
+//!
+//! * **The disk side is files of its own** ([`run_file`]): a spill writes its entries as one
+//!   immutable file sorted by key group and key (a *run*), and keeps in memory the first key
+//!   of each block and a bloom filter, so a key that is not on disk costs filter probes and
+//!   one that is costs one block read. A key read back is marked taken out of its run (a bit
+//!   per entry); a run with nothing left is deleted. Runs are merged, smallest first, once a
+//!   table has more than [`MAX_RUNS`], which keeps probes few and drops what was taken out.
+//!   (An embedded LSM tree, `fjall`, was measured first: its leveled compaction rewrote the
+//!   spilled state over and over and took three quarters of the CPU of a q18 run, 110 times
+//!   slower than in memory. Spilled state here is written once per spill and once per merge,
+//!   and never needs a write-ahead log: a checkpoint, not the disk tier, makes it durable.)
+//! * **Each key is in memory or on disk, never both**: a key read back leaves the disk, so
+//!   a table's length, its snapshots and its drain are the two parts added, with no
+//!   shadowing to resolve.
+//! * **The pressure is the process's memory, not an estimate**: what a `Vec` of SQL values
+//!   occupies on the heap is several times its encoded size, and no estimate of it stays
+//!   true across operators. [`DiskTier`] reads the process's resident memory (at most every
+//!   [`SAMPLE_EVERY`]) and compares its growth since the tier was made with the budget; a
+//!   table then limits the entries it keeps in memory ([`Cold::spill_count`]). Entries are
+//!   chosen by their key's hash, a different window of the hash space each time: random
+//!   eviction, which needs no bookkeeping per entry on the hot path.
+//! * **Checkpoints read through it**: a whole snapshot writes the entries on disk after the
+//!   hot ones; a delta writes those moved to disk while changed since its base (their keys
+//!   are kept until a checkpoint covers them). A restored table fills memory and spills as
+//!   it loads.
+//!
+//! An error of the disk (a full disk, a file that cannot be read) fails the job, with the
+//! directory named, as any other task failure: the job restarts from its last checkpoint.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+pub mod run_file;
+
+use run_file::RunFile;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::error::{HummerError, Result};
+use crate::key_groups::{key_group_of_hash, key_hash};
+use crate::keyed_table::Epoch;
+
+/// How often the process's resident memory is read, at most.
+pub const SAMPLE_EVERY: Duration = Duration::from_millis(20);
+
+/// Runs a table keeps before it merges [`MERGED`] of them into one.
+pub const MAX_RUNS: usize = 12;
+
+/// Runs merged at once.
+pub const MERGED: usize = 4;
+
+/// Hot entries a table keeps at least before it moves any to disk: a small table costs
+/// little memory and would pay a disk read for every key.
+pub const MIN_HOT_ENTRIES: usize = 1024;
+
+/// When memory is short, as [`DiskTier`] decides it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Budget {
+    /// The process's resident memory has grown by more than this many bytes since the tier
+    /// was made (`--state-memory`).
+    Bytes(u64),
+    /// A table holds more than this many entries in memory: a deterministic budget, for
+    /// tests of the tier itself.
+    Entries(usize),
+}
+
+/// The disk tier of one process: the budget, the directory and the LSM tree every table
+/// of the process spills into, opened at the first spill.
+pub struct DiskTier {
+    budget: Budget,
+    dir: PathBuf,
+    /// Resident bytes when the tier was made.
+    baseline: u64,
+    /// The latest reading of resident bytes.
+    resident: AtomicU64,
+    sampled_at: Mutex<Instant>,
+    next_table: AtomicUsize,
+    /// What the tier did, for metrics.
+    pub stats: TierStats,
+}
+
+/// Counters of a disk tier (all of its tables).
+#[derive(Debug, Default)]
+pub struct TierStats {
+    /// Entries moved to disk.
+    pub evicted: AtomicU64,
+    /// Bytes written to disk (encoded entries).
+    pub bytes_written: AtomicU64,
+    /// Look-ups of a key not in memory that found it on disk.
+    pub disk_hits: AtomicU64,
+    /// Look-ups of a key not in memory while the table had entries on disk.
+    pub disk_lookups: AtomicU64,
+    /// Bytes of the runs on disk now.
+    pub on_disk_bytes: AtomicU64,
+}
+
+/// The tier of the process, if a budget was set (see [`DiskTier::configure_process`]).
+static PROCESS: RwLock<Option<Arc<DiskTier>>> = RwLock::new(None);
+
+impl DiskTier {
+    /// A tier with `budget`, spilling under `dir` (a directory of its own is made there and
+    /// removed when the tier is dropped); `None`: under the system's temporary directory.
+    pub fn new(budget: Budget, dir: Option<&Path>) -> Result<Arc<DiskTier>> {
+        static SEQ: AtomicUsize = AtomicUsize::new(0);
+        let base = dir.map_or_else(std::env::temp_dir, Path::to_path_buf);
+        let dir = base.join(format!(
+            "hummer-state-{}-{}",
+            std::process::id(),
+            SEQ.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&base).map_err(|source| HummerError::Io {
+            action: "creating the state directory",
+            path: base.clone(),
+            source,
+        })?;
+        let baseline = resident_bytes().unwrap_or(0);
+        Ok(Arc::new(DiskTier {
+            budget,
+            dir,
+            baseline,
+            resident: AtomicU64::new(baseline),
+            sampled_at: Mutex::new(Instant::now()),
+            next_table: AtomicUsize::new(0),
+            stats: TierStats::default(),
+        }))
+    }
+
+    /// Sets the tier every job of this process uses from now on (`None`: no budget, state
+    /// stays in memory). The budget is the process's: a TaskManager's slots share it.
+    pub fn configure_process(tier: Option<Arc<DiskTier>>) {
+        if let Ok(mut process) = PROCESS.write() {
+            *process = tier;
+        }
+    }
+
+    /// Makes the process's tier one of `budget` under `dir`, unless it is one already.
+    pub fn ensure_process(budget: Budget, dir: Option<&Path>) -> Result<()> {
+        if let Some(tier) = DiskTier::process()
+            && tier.budget == budget
+            && dir.is_none_or(|d| tier.dir.parent() == Some(d))
+        {
+            return Ok(());
+        }
+        DiskTier::configure_process(Some(DiskTier::new(budget, dir)?));
+        Ok(())
+    }
+
+    /// The tier of this process, if one was configured.
+    pub fn process() -> Option<Arc<DiskTier>> {
+        PROCESS.read().ok().and_then(|p| p.clone())
+    }
+
+    /// The budget.
+    pub fn budget(&self) -> Budget {
+        self.budget
+    }
+
+    /// The directory it spills into.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Bytes of its files on disk now.
+    pub fn disk_bytes(&self) -> u64 {
+        self.stats.on_disk_bytes.load(Ordering::Relaxed)
+    }
+
+    /// What the tier did, as one line (`None` if it moved nothing to disk).
+    pub fn summary(&self) -> Option<String> {
+        let s = &self.stats;
+        let evicted = s.evicted.load(Ordering::Relaxed);
+        (evicted > 0).then(|| {
+            format!(
+                "state on disk: {evicted} entries moved out of memory ({:.1} MB written), {} of {} look-ups past memory read back from disk",
+                s.bytes_written.load(Ordering::Relaxed) as f64 / 1e6,
+                s.disk_hits.load(Ordering::Relaxed),
+                s.disk_lookups.load(Ordering::Relaxed),
+            )
+        })
+    }
+
+    /// The latest reading of resident memory, and whether it has grown past the budget.
+    fn pressure(&self) -> (u64, bool) {
+        self.sample();
+        let resident = self.resident.load(Ordering::Relaxed);
+        let over = match self.budget {
+            Budget::Bytes(budget) => resident.saturating_sub(self.baseline) > budget,
+            Budget::Entries(_) => false,
+        };
+        (resident, over)
+    }
+
+    /// Reads the resident memory again if the last reading is older than [`SAMPLE_EVERY`].
+    fn sample(&self) {
+        let Ok(mut at) = self.sampled_at.try_lock() else {
+            return; // another task is reading it
+        };
+        if at.elapsed() < SAMPLE_EVERY {
+            return;
+        }
+        *at = Instant::now();
+        if let Some(bytes) = resident_bytes() {
+            self.resident.store(bytes, Ordering::Relaxed);
+        }
+    }
+
+    fn error(&self, what: &str, e: impl std::fmt::Display) -> HummerError {
+        HummerError::Io {
+            action: "keeping state on disk",
+            path: self.dir.clone(),
+            source: std::io::Error::other(format!("{what}: {e}")),
+        }
+    }
+
+    /// A new directory for one table's runs.
+    fn table_dir(&self) -> Result<PathBuf> {
+        let n = self.next_table.fetch_add(1, Ordering::Relaxed);
+        let dir = self.dir.join(format!("table-{n}"));
+        std::fs::create_dir_all(&dir).map_err(|source| HummerError::Io {
+            action: "creating a directory for state on disk",
+            path: dir.clone(),
+            source,
+        })?;
+        Ok(dir)
+    }
+}
+
+impl Drop for DiskTier {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+impl std::fmt::Debug for DiskTier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DiskTier")
+            .field("budget", &self.budget)
+            .field("dir", &self.dir)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Resident bytes of this process (`/proc/self/statm`), where the system says.
+fn resident_bytes() -> Option<u64> {
+    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
+    Some(pages * 4096)
+}
+
+/// How a table's keys and values are written to disk and read back: set where the types
+/// are known to be serde types (the table's [`crate::declared::StateTable`] impl), so the
+/// table itself needs no such bound.
+struct Codec<K, V> {
+    encode: EncodeFn<K, V>,
+    encode_key: fn(&K, usize, &mut Vec<u8>) -> Result<()>,
+    decode: DecodeFn<K, V>,
+}
+
+/// Appends an entry's key (its key group first) and its value (its epoch first).
+type EncodeFn<K, V> = fn(&K, &V, Epoch, usize, &mut Vec<u8>, &mut Vec<u8>) -> Result<()>;
+/// Reads an entry back from its key and value.
+type DecodeFn<K, V> = fn(&[u8], &[u8]) -> Result<(K, V, Epoch)>;
+
+fn encode<K: std::hash::Hash + Serialize, V: Serialize>(
+    k: &K,
+    v: &V,
+    epoch: Epoch,
+    max_parallelism: usize,
+    key: &mut Vec<u8>,
+    value: &mut Vec<u8>,
+) -> Result<()> {
+    encode_key(k, max_parallelism, key)?;
+    value.extend_from_slice(&epoch.to_le_bytes());
+    postcard::to_io(v, &mut *value).map_err(|e| crate::error::internal!("encoding state: {e}"))?;
+    Ok(())
+}
+
+fn encode_key<K: std::hash::Hash + Serialize>(
+    k: &K,
+    max_parallelism: usize,
+    key: &mut Vec<u8>,
+) -> Result<()> {
+    let group = key_group_of_hash(key_hash(k), max_parallelism) as u32;
+    key.extend_from_slice(&group.to_be_bytes());
+    postcard::to_io(k, &mut *key).map_err(|e| crate::error::internal!("encoding a key: {e}"))?;
+    Ok(())
+}
+
+fn decode<K: DeserializeOwned, V: DeserializeOwned>(
+    key: &[u8],
+    value: &[u8],
+) -> Result<(K, V, Epoch)> {
+    let bad = |e: &dyn std::fmt::Display| crate::error::internal!("reading state back: {e}");
+    let k = key
+        .get(4..)
+        .ok_or_else(|| bad(&"a key shorter than its group"))
+        .and_then(|k| postcard::from_bytes(k).map_err(|e| bad(&e)))?;
+    let (epoch, v) = value
+        .split_first_chunk::<4>()
+        .ok_or_else(|| bad(&"a value shorter than its epoch"))?;
+    let v = postcard::from_bytes(v).map_err(|e| bad(&e))?;
+    Ok((k, v, Epoch::from_le_bytes(*epoch)))
+}
+
+/// The disk part of one keyed table.
+pub(crate) struct Cold<K, V> {
+    tier: Arc<DiskTier>,
+    codec: Codec<K, V>,
+    max_parallelism: usize,
+    /// The runs, oldest first, in a directory made at the first spill.
+    runs: Vec<RunFile>,
+    dir: Option<PathBuf>,
+    next_run: u64,
+    /// Entries on disk (a key read back is removed from it, so each counts once).
+    on_disk: usize,
+    /// Entries the table keeps in memory at most, once the budget was found exceeded
+    /// (see [`Cold::spill_count`]), and the resident memory when it was last lowered.
+    limit: Option<usize>,
+    lowered_at: u64,
+    /// Where in the hash space the next spill's keys begin.
+    cursor: u64,
+    /// Keys moved to disk while changed since the base snapshot, with the epoch of their
+    /// change: a delta writes those still on disk.
+    pub(crate) changed_on_disk: Vec<(Vec<u8>, Epoch)>,
+    /// Scratch buffer of an encoded key.
+    key: Vec<u8>,
+}
+
+impl<K, V> Cold<K, V> {
+    /// The disk part of a table of serde types, spilling into `tier`.
+    pub(crate) fn new(tier: Arc<DiskTier>, max_parallelism: usize) -> Self
+    where
+        K: std::hash::Hash + Serialize + DeserializeOwned,
+        V: Serialize + DeserializeOwned,
+    {
+        Cold {
+            tier,
+            codec: Codec {
+                encode: encode::<K, V>,
+                encode_key: encode_key::<K>,
+                decode: decode::<K, V>,
+            },
+            max_parallelism: max_parallelism.max(1),
+            runs: Vec::new(),
+            dir: None,
+            next_run: 0,
+            on_disk: 0,
+            limit: None,
+            lowered_at: 0,
+            cursor: 0,
+            changed_on_disk: Vec::new(),
+            key: Vec::new(),
+        }
+    }
+
+    /// Entries on disk.
+    pub(crate) fn len(&self) -> usize {
+        self.on_disk
+    }
+
+    /// How many of a table's `hot` entries in memory to move to disk now (0: none).
+    ///
+    /// The table keeps a limit of entries in memory, set when the budget is first found
+    /// exceeded (three quarters of what it holds then) and lowered again by a quarter
+    /// whenever memory has grown by a thirty-second of the budget since, while still over
+    /// it: resident memory need not fall when entries leave (the allocator keeps the pages
+    /// for the entries that come next), so the limit, not the reading, says when to stop.
+    /// Over its limit, a table moves entries out down to seven eighths of it, so that a
+    /// spill writes a file of some size rather than one per record.
+    pub(crate) fn spill_count(&mut self, hot: usize) -> usize {
+        match self.tier.budget {
+            Budget::Entries(limit) => {
+                self.limit = Some(limit);
+            }
+            Budget::Bytes(budget) => {
+                if hot < MIN_HOT_ENTRIES {
+                    return 0;
+                }
+                let (resident, over) = self.tier.pressure();
+                let grown = resident > self.lowered_at.saturating_add(budget / 32);
+                if over && (self.limit.is_none() || grown) {
+                    let current = self.limit.map_or(hot, |l| l.min(hot));
+                    self.limit = Some((current / 4 * 3).max(MIN_HOT_ENTRIES));
+                    self.lowered_at = resident;
+                }
+            }
+        }
+        match self.limit {
+            Some(limit) if hot > limit => hot - limit / 8 * 7,
+            _ => 0,
+        }
+    }
+
+    /// Which keys the next spill of `count` of `hot` entries moves: those whose hash falls
+    /// in the next window of the hash space, a share `count / hot` of it, windows taken in
+    /// turn so that every key is as likely to go.
+    pub(crate) fn next_victims(
+        &mut self,
+        count: usize,
+        hot: usize,
+    ) -> impl Fn(u64) -> bool + use<K, V> {
+        let share = (count as f64 / hot.max(1) as f64).min(1.0);
+        let width = (share * u64::MAX as f64) as u64;
+        let start = self.cursor;
+        self.cursor = self.cursor.wrapping_add(width);
+        move |hash| hash.wrapping_sub(start) <= width
+    }
+
+    /// Writes `victims` (taken out of memory) to disk; those changed after `base` (the
+    /// epoch of the base snapshot; `None`: every one, while a delta may follow) are
+    /// remembered for the next delta, if `tracking`.
+    pub(crate) fn spill(
+        &mut self,
+        victims: Vec<(K, V, Epoch)>,
+        tracking: bool,
+        base: Option<Epoch>,
+    ) -> Result<()> {
+        if victims.is_empty() {
+            return Ok(());
+        }
+        let mut encoded = Vec::with_capacity(victims.len());
+        let mut bytes = 0u64;
+        for (k, v, epoch) in &victims {
+            let (mut key, mut value) = (Vec::new(), Vec::new());
+            (self.codec.encode)(k, v, *epoch, self.max_parallelism, &mut key, &mut value)?;
+            bytes += (key.len() + value.len()) as u64;
+            if tracking && base.is_none_or(|b| *epoch > b) {
+                self.changed_on_disk.push((key.clone(), *epoch));
+            }
+            encoded.push((key, value));
+        }
+        let n = victims.len();
+        drop(victims);
+        encoded.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        let run = self.write_run(n, encoded.into_iter().map(Ok))?;
+        self.runs.push(run);
+        let stats = &self.tier.stats;
+        stats.evicted.fetch_add(n as u64, Ordering::Relaxed);
+        stats.bytes_written.fetch_add(bytes, Ordering::Relaxed);
+        self.on_disk += n;
+        if self.runs.len() > MAX_RUNS {
+            self.merge()?;
+        }
+        Ok(())
+    }
+
+    /// Writes a new run of `count` sorted entries.
+    fn write_run(
+        &mut self,
+        count: usize,
+        entries: impl Iterator<Item = std::io::Result<(Vec<u8>, Vec<u8>)>>,
+    ) -> Result<RunFile> {
+        let dir = match &self.dir {
+            Some(dir) => dir.clone(),
+            None => {
+                let dir = self.tier.table_dir()?;
+                self.dir = Some(dir.clone());
+                dir
+            }
+        };
+        let path = dir.join(format!("run-{}", self.next_run));
+        self.next_run += 1;
+        let run =
+            RunFile::write(&path, count, entries).map_err(|e| self.tier.error("writing", e))?;
+        self.tier
+            .stats
+            .on_disk_bytes
+            .fetch_add(run.bytes(), Ordering::Relaxed);
+        Ok(run)
+    }
+
+    /// Merges the [`MERGED`] runs with the fewest live bytes into one (what was taken out of
+    /// them stays out).
+    fn merge(&mut self) -> Result<()> {
+        let mut order: Vec<usize> = (0..self.runs.len()).collect();
+        order.sort_by_key(|&i| self.runs[i].live_bytes());
+        let mut chosen: Vec<usize> = order.into_iter().take(MERGED).collect();
+        chosen.sort_unstable();
+        let inputs: Vec<RunFile> = chosen.iter().rev().map(|&i| self.runs.remove(i)).collect();
+        let count = inputs.iter().map(|r| r.live() as usize).sum();
+        let mut heads: Vec<_> = inputs.iter().map(|r| r.entries().peekable()).collect();
+        let merged = std::iter::from_fn(|| {
+            // The least key of the heads (keys are unique among live entries); an error
+            // first.
+            let peeked: Vec<_> = heads.iter_mut().map(|h| h.peek()).collect();
+            let mut least: Option<usize> = None;
+            for (i, p) in peeked.iter().enumerate() {
+                match p {
+                    None => {}
+                    Some(Err(_)) => {
+                        least = Some(i);
+                        break;
+                    }
+                    Some(Ok(e)) => {
+                        if let Some(Some(Ok(best))) = least.map(|l| peeked[l])
+                            && e.key >= best.key
+                        {
+                            continue;
+                        }
+                        least = Some(i);
+                    }
+                }
+            }
+            drop(peeked);
+            heads[least?].next().map(|e| e.map(|e| (e.key, e.value)))
+        });
+        let run = self.write_run(count, merged)?;
+        drop(heads);
+        for input in inputs {
+            self.tier
+                .stats
+                .on_disk_bytes
+                .fetch_sub(input.bytes(), Ordering::Relaxed);
+            input.delete();
+        }
+        self.runs.push(run);
+        Ok(())
+    }
+
+    /// Takes `key`'s entry off the disk, if it is there.
+    pub(crate) fn take(&mut self, key: &K) -> Result<Option<(V, Epoch)>> {
+        if self.on_disk == 0 {
+            return Ok(None);
+        }
+        self.key.clear();
+        (self.codec.encode_key)(key, self.max_parallelism, &mut self.key)?;
+        let stats = &self.tier.stats;
+        stats.disk_lookups.fetch_add(1, Ordering::Relaxed);
+        // Newest first: a key that just left memory is the likeliest to come back.
+        for i in (0..self.runs.len()).rev() {
+            let found = self.runs[i]
+                .get(&self.key)
+                .map_err(|e| self.tier.error("reading", e))?;
+            if let Some(entry) = found {
+                let run = &mut self.runs[i];
+                run.remove(entry.ordinal);
+                if run.live() == 0 {
+                    let run = self.runs.remove(i);
+                    stats
+                        .on_disk_bytes
+                        .fetch_sub(run.bytes(), Ordering::Relaxed);
+                    run.delete();
+                }
+                self.on_disk -= 1;
+                stats.disk_hits.fetch_add(1, Ordering::Relaxed);
+                let (_, v, epoch) = (self.codec.decode)(&entry.key, &entry.value)?;
+                return Ok(Some((v, epoch)));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Every entry on disk.
+    pub(crate) fn entries(&self) -> impl Iterator<Item = Result<(K, V, Epoch)>> + '_ {
+        self.runs.iter().flat_map(|run| run.entries()).map(|entry| {
+            let entry = entry.map_err(|e| self.tier.error("reading", e))?;
+            (self.codec.decode)(&entry.key, &entry.value)
+        })
+    }
+
+    /// The entries moved to disk while changed after `base` that are on disk still, each
+    /// once.
+    pub(crate) fn changed_since(&mut self, base: Epoch) -> Result<Vec<(K, V, Epoch)>> {
+        let mut keys: Vec<&(Vec<u8>, Epoch)> = self
+            .changed_on_disk
+            .iter()
+            .filter(|(_, e)| *e > base)
+            .collect();
+        keys.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        keys.dedup_by(|a, b| a.0 == b.0);
+        let mut out = Vec::new();
+        for (key, _) in keys {
+            for run in &self.runs {
+                let found = run.get(key).map_err(|e| self.tier.error("reading", e))?;
+                if let Some(entry) = found {
+                    out.push((self.codec.decode)(&entry.key, &entry.value)?);
+                    break;
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Forgets the keys a delta on `base` no longer needs.
+    pub(crate) fn covered_up_to(&mut self, base: Epoch) {
+        self.changed_on_disk.retain(|(_, e)| *e > base);
+    }
+
+    /// Takes every entry off the disk: the table starts again with none there (each run's
+    /// file is deleted once it has been read).
+    pub(crate) fn drain(&mut self) -> impl Iterator<Item = (K, V)> + use<K, V> {
+        let runs = std::mem::take(&mut self.runs);
+        self.on_disk = 0;
+        self.changed_on_disk.clear();
+        let tier = self.tier.clone();
+        let decode = self.codec.decode;
+        runs.into_iter().flat_map(move |run| {
+            let entries: Vec<(K, V)> = run
+                .entries()
+                .map(|entry| {
+                    let entry = entry.map_err(|e| tier.error("reading", e));
+                    match entry.and_then(|e| decode(&e.key, &e.value)) {
+                        Ok((k, v, _)) => (k, v),
+                        // A drain cannot return an error: the task fails, naming the
+                        // directory.
+                        Err(e) => panic!("{e}"),
+                    }
+                })
+                .collect();
+            tier.stats
+                .on_disk_bytes
+                .fetch_sub(run.bytes(), Ordering::Relaxed);
+            run.delete();
+            entries
+        })
+    }
+}
+
+impl<K, V> Drop for Cold<K, V> {
+    fn drop(&mut self) {
+        for run in self.runs.drain(..) {
+            self.tier
+                .stats
+                .on_disk_bytes
+                .fetch_sub(run.bytes(), Ordering::Relaxed);
+            run.delete();
+        }
+        if let Some(dir) = &self.dir {
+            let _ = std::fs::remove_dir(dir);
+        }
+    }
+}
+
+/// Panics with a disk error inside a hot-path call that cannot return one (a batch fold):
+/// the runtime turns the panic into the task's failure, with the operator named.
+pub(crate) fn or_fail<T>(r: Result<T>) -> T {
+    match r {
+        Ok(t) => t,
+        Err(e) => panic!("{e}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::declared::DeclaredState;
+    use crate::keyed_table::KeyedTable;
+    use crate::snapshot::{SnapshotBuffer, delta_base};
+    use proptest::prelude::*;
+    use std::collections::HashMap;
+
+    const GROUPS: usize = 16;
+
+    /// Snapshots a restore reads in order: a whole one, then deltas.
+    type Chain = Vec<Vec<u8>>;
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        /// A batch of (key, amount) folded in: adds to the key's sum.
+        Fold(Vec<(u16, u16)>),
+        /// Adds through `update`, or removes the key if the amount is 0.
+        Update(u16, u16),
+        Remove(u16),
+        Get(u16),
+        Insert(u16, u16),
+        Upsert(u16, u16),
+        /// A checkpoint, completed or not.
+        Snapshot(bool),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        let key = 0u16..60;
+        prop_oneof![
+            proptest::collection::vec((key.clone(), any::<u16>()), 0..40).prop_map(Op::Fold),
+            (key.clone(), 0u16..5).prop_map(|(k, v)| Op::Update(k, v)),
+            key.clone().prop_map(Op::Remove),
+            key.clone().prop_map(Op::Get),
+            (key.clone(), any::<u16>()).prop_map(|(k, v)| Op::Insert(k, v)),
+            (key, any::<u16>()).prop_map(|(k, v)| Op::Upsert(k, v)),
+            any::<bool>().prop_map(Op::Snapshot),
+        ]
+    }
+
+    fn tier(limit: usize) -> Arc<DiskTier> {
+        DiskTier::new(Budget::Entries(limit), None).expect("a tier")
+    }
+
+    fn table(tier: &Arc<DiskTier>) -> KeyedTable<u16, u64> {
+        let mut t = KeyedTable::default();
+        DeclaredState::new()
+            .table("sums", &mut t)
+            .use_disk_tier(tier, GROUPS);
+        t
+    }
+
+    fn contents(t: &mut KeyedTable<u16, u64>) -> HashMap<u16, u64> {
+        let mut seen = HashMap::new();
+        t.for_each_entry(|k, v| {
+            assert!(seen.insert(*k, *v).is_none(), "key {k} twice");
+        });
+        seen
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        /// A table that may keep only a few entries in memory behaves as a map: every
+        /// operation sees the state the reference has, its length counts both tiers, and
+        /// the chain of snapshots since the last whole one restores (into a table with a
+        /// tier of its own) what the table held when the last one was taken.
+        #[test]
+        fn a_table_with_a_disk_tier_is_a_map(
+            ops in proptest::collection::vec(op(), 1..60),
+            limit in 0usize..12,
+        ) {
+            let tier = tier(limit);
+            let mut t = table(&tier);
+            let mut reference: HashMap<u16, u64> = HashMap::new();
+            // The snapshots a restore of the last completed one reads (a whole one and the
+            // deltas on it), and those of the last one taken, with what the table held then.
+            let mut completed: Chain = Vec::new();
+            let mut latest: Option<(Chain, HashMap<u16, u64>)> = None;
+            let mut checkpoint = 0;
+            let mut buffer = SnapshotBuffer::default();
+            for op in ops {
+                match op {
+                    Op::Fold(batch) => {
+                        for (k, v) in &batch {
+                            *reference.entry(*k).or_default() += u64::from(*v);
+                        }
+                        let mut b = batch.clone();
+                        t.fold_batch(&mut b, |r| r.0, |_, sum, r| match sum {
+                            Some(sum) => { *sum += u64::from(r.1); None }
+                            None => Some(u64::from(r.1)),
+                        });
+                    }
+                    Op::Update(k, v) => {
+                        if v == 0 { reference.remove(&k); } else { *reference.entry(k).or_default() += u64::from(v); }
+                        t.update(k, |_, slot| {
+                            if v == 0 { *slot = None } else { *slot.get_or_insert(0) += u64::from(v) }
+                        });
+                    }
+                    Op::Remove(k) => prop_assert_eq!(t.remove(&k), reference.remove(&k)),
+                    Op::Get(k) => prop_assert_eq!(t.get(&k).copied(), reference.get(&k).copied()),
+                    Op::Insert(k, v) => {
+                        reference.insert(k, u64::from(v));
+                        t.insert(k, u64::from(v));
+                    }
+                    Op::Upsert(k, v) => {
+                        *reference.entry(k).or_default() += u64::from(v);
+                        *t.upsert(k, || 0) += u64::from(v);
+                    }
+                    Op::Snapshot(complete) => {
+                        checkpoint += 1;
+                        let bytes = DeclaredState::new()
+                            .table("sums", &mut t)
+                            .snapshot(checkpoint, GROUPS, &mut buffer)
+                            .expect("a snapshot")
+                            .expect("declared");
+                        let mut chain = match delta_base(&bytes) {
+                            Some(_) => completed.clone(),
+                            None => Vec::new(),
+                        };
+                        chain.push(bytes);
+                        if complete {
+                            DeclaredState::new().table("sums", &mut t).checkpoint_complete(checkpoint);
+                            completed = chain.clone();
+                        }
+                        latest = Some((chain, reference.clone()));
+                    }
+                }
+                prop_assert_eq!(t.len(), reference.len());
+                // A batch may add its keys before the table spills after it.
+                prop_assert!(t.len_in_memory() <= limit + 40);
+            }
+            prop_assert_eq!(contents(&mut t), reference.clone());
+            if let Some((chain, at_last)) = latest {
+                let other = self::tier(limit);
+                let mut restored = table(&other);
+                for (i, piece) in chain.iter().enumerate() {
+                    DeclaredState::new()
+                        .table("sums", &mut restored)
+                        .restore(piece, 0..GROUPS, &format!("piece {i}"))
+                        .expect("restores");
+                }
+                prop_assert_eq!(contents(&mut restored), at_last);
+            }
+            let mut drained: Vec<(u16, u64)> = t.drain().collect();
+            drained.sort_unstable();
+            let mut expected: Vec<(u16, u64)> = reference.into_iter().collect();
+            expected.sort_unstable();
+            prop_assert_eq!(drained, expected);
+            prop_assert!(t.is_empty());
+        }
+    }
+
+    #[test]
+    fn the_tier_s_directory_goes_when_the_tier_does() {
+        let base = tempfile::tempdir().expect("a directory");
+        let tier = DiskTier::new(Budget::Entries(2), Some(base.path())).expect("a tier");
+        let dir = tier.dir().to_path_buf();
+        let mut t = table(&tier);
+        for k in 0..100u16 {
+            t.insert(k, u64::from(k));
+        }
+        assert!(t.len_in_memory() < 10, "most entries went to disk");
+        assert!(dir.exists());
+        assert!(tier.stats.evicted.load(Ordering::Relaxed) >= 90);
+        assert_eq!(t.get(&42), Some(&42), "read back");
+        let files = std::fs::read_dir(&dir)
+            .expect("the tier's directory")
+            .flatten()
+            .flat_map(|table| std::fs::read_dir(table.path()).expect("a table's runs"))
+            .count();
+        assert!(files <= MAX_RUNS, "{files} runs: merged");
+        assert_eq!(t.len(), 100);
+        drop(t);
+        drop(tier);
+        assert!(!dir.exists(), "{} is left", dir.display());
+    }
+}

@@ -1,0 +1,315 @@
+//! One immutable file of entries sorted by key (a *run*), as a spill or a merge writes it,
+//! with what stays in memory to read it: the first key of every block (the index), a bloom
+//! filter of its keys, and one bit per entry saying it was taken out since.
+//!
+//! A block is a sequence of entries `[key length u32][value length u32][key][value]`, about
+//! [`BLOCK_BYTES`] long. A look-up of a key that is not in the file costs a filter probe
+//! (about one false positive in a hundred); one that is costs one block read.
+
+use std::fs::File;
+use std::hash::BuildHasher;
+use std::io::{BufWriter, Write};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+/// The size a block is cut at.
+pub const BLOCK_BYTES: usize = 16 << 10;
+
+/// Filter bits per key: about 1 % false positives with [`HASHES`] probes.
+const BITS_PER_KEY: usize = 10;
+const HASHES: u64 = 7;
+
+/// The hash of a key as the filter uses it (fixed, so that it stays the same for a file).
+fn key_hash(key: &[u8]) -> u64 {
+    foldhash::fast::FixedState::with_seed(0x5eed_d15c).hash_one(key)
+}
+
+/// A bloom filter over the keys of one file.
+struct Filter {
+    bits: Vec<u64>,
+}
+
+impl Filter {
+    fn new(keys: usize) -> Filter {
+        Filter {
+            bits: vec![0; (keys * BITS_PER_KEY).div_ceil(64).max(1)],
+        }
+    }
+
+    /// The bit positions of a hash (double hashing).
+    fn positions(&self, hash: u64) -> impl Iterator<Item = usize> + use<> {
+        let n = (self.bits.len() * 64) as u64;
+        let (a, b) = (hash, hash.rotate_left(32) | 1);
+        (0..HASHES).map(move |i| (a.wrapping_add(i.wrapping_mul(b)) % n) as usize)
+    }
+
+    fn insert(&mut self, hash: u64) {
+        for p in self.positions(hash) {
+            self.bits[p / 64] |= 1 << (p % 64);
+        }
+    }
+
+    fn may_contain(&self, hash: u64) -> bool {
+        self.positions(hash)
+            .all(|p| self.bits[p / 64] & (1 << (p % 64)) != 0)
+    }
+}
+
+/// A block's place: its first key, where it starts and ends in the file, and the ordinal of
+/// its first entry in the file.
+struct Block {
+    first_key: Box<[u8]>,
+    offset: u64,
+    len: u32,
+    first_entry: u64,
+}
+
+/// An open run.
+pub struct RunFile {
+    file: File,
+    path: PathBuf,
+    blocks: Vec<Block>,
+    filter: Filter,
+    /// One bit per entry: taken out of the file since it was written.
+    removed: Vec<u64>,
+    entries: u64,
+    live: u64,
+    bytes: u64,
+}
+
+/// An entry of a run: its ordinal in the file, key and value.
+pub struct Entry {
+    /// Its place in the file (what [`RunFile::remove`] takes).
+    pub ordinal: u64,
+    /// The encoded key.
+    pub key: Vec<u8>,
+    /// The encoded value.
+    pub value: Vec<u8>,
+}
+
+impl RunFile {
+    /// Writes `count` entries (sorted by key, each key once) to a new file at `path`.
+    pub fn write(
+        path: &Path,
+        count: usize,
+        entries: impl Iterator<Item = std::io::Result<(Vec<u8>, Vec<u8>)>>,
+    ) -> std::io::Result<RunFile> {
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(path)?;
+        let mut out = BufWriter::with_capacity(1 << 20, file);
+        let mut filter = Filter::new(count);
+        let mut blocks: Vec<Block> = Vec::new();
+        let (mut offset, mut block_start, mut ordinal) = (0u64, 0u64, 0u64);
+        for entry in entries {
+            let (key, value) = entry?;
+            if blocks.is_empty() || offset - block_start >= BLOCK_BYTES as u64 {
+                if let Some(last) = blocks.last_mut() {
+                    last.len = (offset - block_start) as u32;
+                }
+                block_start = offset;
+                blocks.push(Block {
+                    first_key: key.clone().into_boxed_slice(),
+                    offset,
+                    len: 0,
+                    first_entry: ordinal,
+                });
+            }
+            filter.insert(key_hash(&key));
+            out.write_all(&(key.len() as u32).to_le_bytes())?;
+            out.write_all(&(value.len() as u32).to_le_bytes())?;
+            out.write_all(&key)?;
+            out.write_all(&value)?;
+            offset += 8 + (key.len() + value.len()) as u64;
+            ordinal += 1;
+        }
+        if let Some(last) = blocks.last_mut() {
+            last.len = (offset - block_start) as u32;
+        }
+        let file = out.into_inner().map_err(|e| e.into_error())?;
+        Ok(RunFile {
+            file,
+            path: path.to_path_buf(),
+            blocks,
+            filter,
+            removed: vec![0; (ordinal as usize).div_ceil(64)],
+            entries: ordinal,
+            live: ordinal,
+            bytes: offset,
+        })
+    }
+
+    /// Entries not taken out.
+    pub fn live(&self) -> u64 {
+        self.live
+    }
+
+    /// Bytes of the file.
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    /// Bytes of what is not taken out, about.
+    pub fn live_bytes(&self) -> u64 {
+        self.bytes * self.live / self.entries.max(1)
+    }
+
+    fn is_removed(&self, ordinal: u64) -> bool {
+        self.removed[(ordinal / 64) as usize] & (1 << (ordinal % 64)) != 0
+    }
+
+    /// Marks an entry taken out.
+    pub fn remove(&mut self, ordinal: u64) {
+        if !self.is_removed(ordinal) {
+            self.removed[(ordinal / 64) as usize] |= 1 << (ordinal % 64);
+            self.live -= 1;
+        }
+    }
+
+    /// The live entry of `key`, if the file holds one.
+    pub fn get(&self, key: &[u8]) -> std::io::Result<Option<Entry>> {
+        if self.live == 0 || !self.filter.may_contain(key_hash(key)) {
+            return Ok(None);
+        }
+        let i = self.blocks.partition_point(|b| &*b.first_key <= key);
+        let Some(block) = i.checked_sub(1).map(|i| &self.blocks[i]) else {
+            return Ok(None);
+        };
+        let bytes = self.read_block(block)?;
+        let found = Entries::new(&bytes, block.first_entry).find(|e| e.key == key);
+        Ok(found
+            .filter(|e| !self.is_removed(e.ordinal))
+            .map(|e| Entry {
+                ordinal: e.ordinal,
+                key: e.key.to_vec(),
+                value: e.value.to_vec(),
+            }))
+    }
+
+    fn read_block(&self, block: &Block) -> std::io::Result<Vec<u8>> {
+        let mut bytes = vec![0; block.len as usize];
+        self.file.read_exact_at(&mut bytes, block.offset)?;
+        Ok(bytes)
+    }
+
+    /// Every live entry, in key order, read a block at a time.
+    pub fn entries(&self) -> impl Iterator<Item = std::io::Result<Entry>> + '_ {
+        self.blocks.iter().flat_map(move |block| {
+            let read = self.read_block(block);
+            let entries: Vec<std::io::Result<Entry>> = match read {
+                Ok(bytes) => Entries::new(&bytes, block.first_entry)
+                    .filter(|e| !self.is_removed(e.ordinal))
+                    .map(|e| {
+                        Ok(Entry {
+                            ordinal: e.ordinal,
+                            key: e.key.to_vec(),
+                            value: e.value.to_vec(),
+                        })
+                    })
+                    .collect(),
+                Err(e) => vec![Err(e)],
+            };
+            entries
+        })
+    }
+
+    /// Deletes the file.
+    pub fn delete(self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// The entries of one block, borrowed.
+struct Entries<'a> {
+    bytes: &'a [u8],
+    ordinal: u64,
+}
+
+struct Borrowed<'a> {
+    ordinal: u64,
+    key: &'a [u8],
+    value: &'a [u8],
+}
+
+impl<'a> Entries<'a> {
+    fn new(bytes: &'a [u8], first: u64) -> Self {
+        Entries {
+            bytes,
+            ordinal: first,
+        }
+    }
+}
+
+impl<'a> Iterator for Entries<'a> {
+    type Item = Borrowed<'a>;
+
+    fn next(&mut self) -> Option<Borrowed<'a>> {
+        let (k, rest) = self.bytes.split_first_chunk::<4>()?;
+        let (v, rest) = rest.split_first_chunk::<4>()?;
+        let (k, v) = (
+            u32::from_le_bytes(*k) as usize,
+            u32::from_le_bytes(*v) as usize,
+        );
+        let key = rest.get(..k)?;
+        let value = rest.get(k..k + v)?;
+        self.bytes = rest.get(k + v..)?;
+        let ordinal = self.ordinal;
+        self.ordinal += 1;
+        Some(Borrowed {
+            ordinal,
+            key,
+            value,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::BTreeMap;
+
+    proptest! {
+        /// A run finds every key it was written with and no other, skips what was taken
+        /// out, and lists its live entries in key order.
+        #[test]
+        fn a_run_is_a_sorted_map(
+            entries in proptest::collection::btree_map(
+                proptest::collection::vec(any::<u8>(), 0..12),
+                proptest::collection::vec(any::<u8>(), 0..3000),
+                0..80,
+            ),
+            probes in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..12), 0..20),
+            removed in proptest::collection::vec(any::<prop::sample::Index>(), 0..20),
+        ) {
+            let dir = tempfile::tempdir().expect("a directory");
+            let path = dir.path().join("run");
+            let iter = entries.iter().map(|(k, v)| Ok((k.clone(), v.clone())));
+            let mut run = RunFile::write(&path, entries.len(), iter).expect("written");
+            let mut live: BTreeMap<Vec<u8>, Vec<u8>> = entries.clone();
+            if !entries.is_empty() {
+                for i in removed {
+                    let key = entries.keys().nth(i.index(entries.len())).expect("a key");
+                    if let Some(e) = run.get(key).expect("read") {
+                        run.remove(e.ordinal);
+                        live.remove(key);
+                    }
+                }
+            }
+            for key in entries.keys().chain(&probes) {
+                let got = run.get(key).expect("read").map(|e| e.value);
+                prop_assert_eq!(got.as_ref(), live.get(key));
+            }
+            let listed: Vec<(Vec<u8>, Vec<u8>)> = run
+                .entries()
+                .map(|e| e.map(|e| (e.key, e.value)))
+                .collect::<std::io::Result<_>>()
+                .expect("read");
+            prop_assert_eq!(listed, live.into_iter().collect::<Vec<_>>());
+            prop_assert_eq!(run.live() as usize, run.entries().count());
+        }
+    }
+}
