@@ -528,32 +528,37 @@ impl GroupAggregate {
         let s = state.get_or_insert_with(|| self.new_state());
         let sign = if change.kind.retracts() { -1 } else { 1 };
         self.fold(s, &change.row, sign)?;
-        if s.rows <= 0 {
-            if let Some(row) = before {
-                out.push(Change {
-                    kind: RowKind::Delete,
-                    row,
-                });
-            }
+        let after = if s.rows <= 0 {
             *state = None;
-            return Ok(());
-        }
-        let after = self.output(key, s)?;
-        match before {
-            None => out.push(Change::insert(after)),
-            Some(before) if before != after => {
-                out.push(Change {
-                    kind: RowKind::UpdateBefore,
-                    row: before,
-                });
-                out.push(Change {
-                    kind: RowKind::UpdateAfter,
-                    row: after,
-                });
-            }
-            Some(_) => {}
-        }
+            None
+        } else {
+            Some(self.output(key, s)?)
+        };
+        changed(before, after, out);
         Ok(())
+    }
+}
+
+/// Appends the change of a group's result row from `before` to `after` (`None`: no row):
+/// `+I`, `-D`, or `-U` and `+U` if it changed.
+fn changed(before: Option<Row>, after: Option<Row>, out: &mut Vec<Change>) {
+    match (before, after) {
+        (None, Some(after)) => out.push(Change::insert(after)),
+        (Some(before), None) => out.push(Change {
+            kind: RowKind::Delete,
+            row: before,
+        }),
+        (Some(before), Some(after)) if before != after => {
+            out.push(Change {
+                kind: RowKind::UpdateBefore,
+                row: before,
+            });
+            out.push(Change {
+                kind: RowKind::UpdateAfter,
+                row: after,
+            });
+        }
+        _ => {}
     }
 }
 
@@ -605,24 +610,7 @@ impl KeyedChanges for GroupAggregate {
             Some(s) => Some(self.output(&key, s)?),
             None => None,
         };
-        match (before, after) {
-            (None, Some(after)) => out.push(Change::insert(after)),
-            (Some(before), None) => out.push(Change {
-                kind: RowKind::Delete,
-                row: before,
-            }),
-            (Some(before), Some(after)) if before != after => {
-                out.push(Change {
-                    kind: RowKind::UpdateBefore,
-                    row: before,
-                });
-                out.push(Change {
-                    kind: RowKind::UpdateAfter,
-                    row: after,
-                });
-            }
-            _ => {}
-        }
+        changed(before, after, out);
         Ok(())
     }
 }

@@ -174,6 +174,20 @@ impl<S: KeyedChanges> PerKey<S> {
         }
     }
 
+    /// Applies the held-back bundles, with a mini-batch.
+    fn release(&mut self, out: &mut Collector<'_, Change>) -> Result<()> {
+        let PerKey {
+            step,
+            states,
+            changes,
+            held,
+        } = self;
+        match held {
+            Some(held) => release(step, states, held, changes, out),
+            None => Ok(()),
+        }
+    }
+
     /// The operator of `step` whose changes go out in mini-batches, `time` telling when
     /// `settings.latency` has passed (`None`: each change at once, as [`PerKey::new`]).
     pub fn batched(step: S, settings: Option<MiniBatch>, time: ProcessingTimeService) -> Self {
@@ -236,30 +250,17 @@ impl<S: KeyedChanges> Operator for PerKey<S> {
         _: Timestamp,
         out: &mut Collector<'_, Change>,
     ) -> Result<()> {
-        let PerKey {
-            step,
-            states,
-            changes,
-            held,
-        } = self;
-        if let (TimeDomain::ProcessingTime, Some(held)) = (domain, held) {
-            release(step, states, held, changes, out)?;
-            held.next_deadline();
+        if domain == TimeDomain::ProcessingTime {
+            self.release(out)?;
+            if let Some(held) = &self.held {
+                held.next_deadline();
+            }
         }
         Ok(())
     }
 
     fn end_of_input(&mut self, out: &mut Collector<'_, Change>) -> Result<()> {
-        let PerKey {
-            step,
-            states,
-            changes,
-            held,
-        } = self;
-        if let Some(held) = held {
-            release(step, states, held, changes, out)?;
-        }
-        Ok(())
+        self.release(out)
     }
 
     fn state(&mut self) -> DeclaredState<'_> {
