@@ -137,6 +137,15 @@ struct HeldBack {
 }
 
 impl HeldBack {
+    /// Adds `change` to its key's bundle; true when the batch is full.
+    fn hold(&mut self, key: Row, change: Change) -> bool {
+        self.bundles.update(key, |_, bundle| {
+            bundle.get_or_insert_with(Vec::new).push(change)
+        });
+        self.records += 1;
+        self.records >= self.settings.size
+    }
+
     fn next_deadline(&self) {
         let latency = i64::try_from(self.settings.latency.as_millis()).unwrap_or(i64::MAX);
         self.time
@@ -215,14 +224,14 @@ impl<S: KeyedChanges> Operator for PerKey<S> {
         batch: Batch<'_, Change>,
         out: &mut Collector<'_, Change>,
     ) -> Result<()> {
-        let PerKey {
-            step,
-            states,
-            changes,
-            held,
-        } = self;
-        let Some(held) = held else {
+        if self.held.is_none() {
             return batch.for_each(out, |change, out| {
+                let PerKey {
+                    step,
+                    states,
+                    changes,
+                    ..
+                } = &mut *self;
                 let key = step.key(&change.row);
                 states.update(key, |_, state| step.apply(state, change, changes))?;
                 for c in changes.drain(..) {
@@ -230,15 +239,15 @@ impl<S: KeyedChanges> Operator for PerKey<S> {
                 }
                 Ok(())
             });
-        };
+        }
         for (change, _) in batch.drain() {
-            let key = step.key(&change.row);
-            held.bundles.update(key, |_, bundle| {
-                bundle.get_or_insert_with(Vec::new).push(change)
-            });
-            held.records += 1;
-            if held.records >= held.settings.size {
-                release(step, states, held, changes, out)?;
+            let key = self.step.key(&change.row);
+            if self
+                .held
+                .as_mut()
+                .is_some_and(|held| held.hold(key, change))
+            {
+                self.release(out)?;
             }
         }
         Ok(())
