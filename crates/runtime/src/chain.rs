@@ -9,6 +9,7 @@
 //! turned into [`HummerError::Operator`] naming the operator and the subtask, which fails the
 //! job.
 
+use hummer_state::disk_tier::TierUse;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use crate::error::{HummerError, Result, panic_message};
@@ -78,7 +79,11 @@ impl<Op: Operator> Link<Op> {
     /// to the context's disk tier from now on (before any restore).
     pub fn new(mut op: Op, ctx: OperatorContext, next: Box<dyn Output<Op::Out>>) -> Self {
         if let Some(tier) = &ctx.disk_tier {
-            op.state().use_disk_tier(tier, ctx.max_parallelism);
+            op.state().use_disk_tier(&TierUse {
+                tier: tier.clone(),
+                max_parallelism: ctx.max_parallelism,
+                counters: ctx.metrics.clone(),
+            });
         }
         Link {
             generates_watermarks: op.generates_watermarks(),

@@ -21,10 +21,8 @@
 //! the runtime hands the tier to every declared table ([`DeclaredState::use_disk_tier`]) and a
 //! keyed table moves its cold entries there; no operator changes.
 
+use crate::disk_tier::TierUse;
 use std::ops::Range;
-use std::sync::Arc;
-
-use crate::disk_tier::DiskTier;
 
 use crate::error::{HummerError, Result};
 use crate::snapshot::incremental::{self, ChangeSummary};
@@ -91,8 +89,8 @@ pub trait StateTable {
     }
     /// The job has a budget for state: the table may move cold entries to `tier` (by
     /// default it keeps them all in memory). Called before any restore.
-    fn use_disk_tier(&mut self, tier: &Arc<DiskTier>, max_parallelism: usize) {
-        let _ = (tier, max_parallelism);
+    fn use_disk_tier(&mut self, tier: &TierUse) {
+        let _ = tier;
     }
 }
 
@@ -115,8 +113,8 @@ impl<T: StateTable + ?Sized> StateTable for &mut T {
     fn redistribution(&self) -> Redistribution {
         (**self).redistribution()
     }
-    fn use_disk_tier(&mut self, tier: &Arc<DiskTier>, max_parallelism: usize) {
-        (**self).use_disk_tier(tier, max_parallelism)
+    fn use_disk_tier(&mut self, tier: &TierUse) {
+        (**self).use_disk_tier(tier)
     }
 }
 
@@ -168,9 +166,9 @@ impl<'a> DeclaredState<'a> {
 
     /// Lets every declared table move cold entries to `tier` (see
     /// [`StateTable::use_disk_tier`]).
-    pub fn use_disk_tier(mut self, tier: &Arc<DiskTier>, max_parallelism: usize) {
+    pub fn use_disk_tier(mut self, tier: &TierUse) {
         for (_, table) in &mut self.tables {
-            table.use_disk_tier(tier, max_parallelism);
+            table.use_disk_tier(tier);
         }
     }
 

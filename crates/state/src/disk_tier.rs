@@ -48,6 +48,7 @@ use serde::de::DeserializeOwned;
 use crate::error::{HummerError, Result};
 use crate::key_groups::{key_group_of_hash, key_hash};
 use crate::keyed_table::Epoch;
+use crate::types::metrics::{StateCounters, SubtaskMetrics};
 
 /// How often the process's resident memory is read, at most.
 pub const SAMPLE_EVERY: Duration = Duration::from_millis(20);
@@ -311,11 +312,27 @@ fn decode<K: DeserializeOwned, V: DeserializeOwned>(
     Ok((k, v, Epoch::from_le_bytes(*epoch)))
 }
 
+/// What a table is given to move cold entries to disk: the process's tier, the job's number
+/// of key groups (a file is sorted by key group), and the counters of the subtask the table
+/// belongs to.
+#[derive(Clone, Debug)]
+pub struct TierUse {
+    /// The process's tier.
+    pub tier: Arc<DiskTier>,
+    /// Key groups of the job.
+    pub max_parallelism: usize,
+    /// The subtask's counters (its [`StateCounters`]).
+    pub counters: Arc<SubtaskMetrics>,
+}
+
 /// The disk part of one keyed table.
 pub(crate) struct Cold<K, V> {
     tier: Arc<DiskTier>,
     codec: Codec<K, V>,
     max_parallelism: usize,
+    counters: Arc<SubtaskMetrics>,
+    /// Entries in memory as last counted into `counters`.
+    reported_hot: u64,
     /// The runs, oldest first, in a directory made at the first spill.
     runs: Vec<RunFile>,
     dir: Option<PathBuf>,
@@ -337,19 +354,21 @@ pub(crate) struct Cold<K, V> {
 
 impl<K, V> Cold<K, V> {
     /// The disk part of a table of serde types, spilling into `tier`.
-    pub(crate) fn new(tier: Arc<DiskTier>, max_parallelism: usize) -> Self
+    pub(crate) fn new(to: TierUse) -> Self
     where
         K: std::hash::Hash + Serialize + DeserializeOwned,
         V: Serialize + DeserializeOwned,
     {
         Cold {
-            tier,
+            tier: to.tier,
+            counters: to.counters,
+            reported_hot: 0,
             codec: Codec {
                 encode: encode::<K, V>,
                 encode_key: encode_key::<K>,
                 decode: decode::<K, V>,
             },
-            max_parallelism: max_parallelism.max(1),
+            max_parallelism: to.max_parallelism.max(1),
             runs: Vec::new(),
             dir: None,
             next_run: 0,
@@ -365,6 +384,27 @@ impl<K, V> Cold<K, V> {
     /// Entries on disk.
     pub(crate) fn len(&self) -> usize {
         self.on_disk
+    }
+
+    fn counters(&self) -> &StateCounters {
+        &self.counters.state
+    }
+
+    /// Counts the table's `hot` entries in memory into the subtask's counters.
+    pub(crate) fn report_hot(&mut self, hot: usize) {
+        let (hot, before) = (hot as u64, self.reported_hot);
+        let c = &self.counters.state.in_memory;
+        if hot > before {
+            c.fetch_add(hot - before, Ordering::Relaxed);
+        } else {
+            c.fetch_sub(before - hot, Ordering::Relaxed);
+        }
+        self.reported_hot = hot;
+    }
+
+    /// Deletes a run's file, uncounting its bytes.
+    fn forget(&self, run: RunFile) {
+        forget_run(&self.tier, &self.counters, run);
     }
 
     /// How many of a table's `hot` entries in memory to move to disk now (0: none).
@@ -447,6 +487,9 @@ impl<K, V> Cold<K, V> {
         stats.evicted.fetch_add(n as u64, Ordering::Relaxed);
         stats.bytes_written.fetch_add(bytes, Ordering::Relaxed);
         self.on_disk += n;
+        let c = self.counters();
+        c.moved_out.fetch_add(n as u64, Ordering::Relaxed);
+        c.on_disk.fetch_add(n as u64, Ordering::Relaxed);
         if self.runs.len() > MAX_RUNS {
             self.merge()?;
         }
@@ -475,6 +518,9 @@ impl<K, V> Cold<K, V> {
             .stats
             .on_disk_bytes
             .fetch_add(run.bytes(), Ordering::Relaxed);
+        let c = self.counters();
+        c.disk_bytes.fetch_add(run.bytes(), Ordering::Relaxed);
+        c.bytes_written.fetch_add(run.bytes(), Ordering::Relaxed);
         Ok(run)
     }
 
@@ -516,11 +562,7 @@ impl<K, V> Cold<K, V> {
         let run = self.write_run(count, merged)?;
         drop(heads);
         for input in inputs {
-            self.tier
-                .stats
-                .on_disk_bytes
-                .fetch_sub(input.bytes(), Ordering::Relaxed);
-            input.delete();
+            self.forget(input);
         }
         self.runs.push(run);
         Ok(())
@@ -535,6 +577,7 @@ impl<K, V> Cold<K, V> {
         (self.codec.encode_key)(key, self.max_parallelism, &mut self.key)?;
         let stats = &self.tier.stats;
         stats.disk_lookups.fetch_add(1, Ordering::Relaxed);
+        self.counters().disk_lookups.fetch_add(1, Ordering::Relaxed);
         // Newest first: a key that just left memory is the likeliest to come back.
         for i in (0..self.runs.len()).rev() {
             let found = self.runs[i]
@@ -545,13 +588,13 @@ impl<K, V> Cold<K, V> {
                 run.remove(entry.ordinal);
                 if run.live() == 0 {
                     let run = self.runs.remove(i);
-                    stats
-                        .on_disk_bytes
-                        .fetch_sub(run.bytes(), Ordering::Relaxed);
-                    run.delete();
+                    self.forget(run);
                 }
                 self.on_disk -= 1;
-                stats.disk_hits.fetch_add(1, Ordering::Relaxed);
+                self.tier.stats.disk_hits.fetch_add(1, Ordering::Relaxed);
+                let c = self.counters();
+                c.disk_hits.fetch_add(1, Ordering::Relaxed);
+                c.on_disk.fetch_sub(1, Ordering::Relaxed);
                 let (_, v, epoch) = (self.codec.decode)(&entry.key, &entry.value)?;
                 return Ok(Some((v, epoch)));
             }
@@ -599,9 +642,13 @@ impl<K, V> Cold<K, V> {
     /// file is deleted once it has been read).
     pub(crate) fn drain(&mut self) -> impl Iterator<Item = (K, V)> + use<K, V> {
         let runs = std::mem::take(&mut self.runs);
+        self.counters()
+            .on_disk
+            .fetch_sub(self.on_disk as u64, Ordering::Relaxed);
         self.on_disk = 0;
         self.changed_on_disk.clear();
         let tier = self.tier.clone();
+        let counters = self.counters.clone();
         let decode = self.codec.decode;
         runs.into_iter().flat_map(move |run| {
             let entries: Vec<(K, V)> = run
@@ -616,23 +663,32 @@ impl<K, V> Cold<K, V> {
                     }
                 })
                 .collect();
-            tier.stats
-                .on_disk_bytes
-                .fetch_sub(run.bytes(), Ordering::Relaxed);
-            run.delete();
+            forget_run(&tier, &counters, run);
             entries
         })
     }
 }
 
+/// Deletes a run's file, uncounting its bytes from the tier and the subtask.
+fn forget_run(tier: &DiskTier, counters: &SubtaskMetrics, run: RunFile) {
+    tier.stats
+        .on_disk_bytes
+        .fetch_sub(run.bytes(), Ordering::Relaxed);
+    counters
+        .state
+        .disk_bytes
+        .fetch_sub(run.bytes(), Ordering::Relaxed);
+    run.delete();
+}
+
 impl<K, V> Drop for Cold<K, V> {
     fn drop(&mut self) {
-        for run in self.runs.drain(..) {
-            self.tier
-                .stats
-                .on_disk_bytes
-                .fetch_sub(run.bytes(), Ordering::Relaxed);
-            run.delete();
+        self.report_hot(0);
+        self.counters()
+            .on_disk
+            .fetch_sub(self.on_disk as u64, Ordering::Relaxed);
+        for run in std::mem::take(&mut self.runs) {
+            self.forget(run);
         }
         if let Some(dir) = &self.dir {
             let _ = std::fs::remove_dir(dir);
@@ -695,10 +751,18 @@ mod tests {
     }
 
     fn table(tier: &Arc<DiskTier>) -> KeyedTable<u16, u64> {
+        table_counted(tier, &Arc::new(SubtaskMetrics::default()))
+    }
+
+    fn table_counted(tier: &Arc<DiskTier>, counters: &Arc<SubtaskMetrics>) -> KeyedTable<u16, u64> {
         let mut t = KeyedTable::default();
         DeclaredState::new()
             .table("sums", &mut t)
-            .use_disk_tier(tier, GROUPS);
+            .use_disk_tier(&TierUse {
+                tier: tier.clone(),
+                max_parallelism: GROUPS,
+                counters: counters.clone(),
+            });
         t
     }
 
@@ -808,7 +872,8 @@ mod tests {
         let base = tempfile::tempdir().expect("a directory");
         let tier = DiskTier::new(Budget::Entries(2), Some(base.path())).expect("a tier");
         let dir = tier.dir().to_path_buf();
-        let mut t = table(&tier);
+        let counters = Arc::new(SubtaskMetrics::default());
+        let mut t = table_counted(&tier, &counters);
         for k in 0..100u16 {
             t.insert(k, u64::from(k));
         }
@@ -823,7 +888,19 @@ mod tests {
             .count();
         assert!(files <= MAX_RUNS, "{files} runs: merged");
         assert_eq!(t.len(), 100);
+        let c = &counters.state;
+        let count = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        assert_eq!(count(&c.in_memory) as usize, t.len_in_memory());
+        assert_eq!(count(&c.on_disk) as usize + t.len_in_memory(), 100);
+        assert!(count(&c.disk_bytes) > 0 && count(&c.bytes_written) >= count(&c.disk_bytes));
+        // Every new key was looked for on disk too; only 42 was there.
+        assert_eq!(count(&c.disk_hits), 1);
+        assert!(count(&c.disk_lookups) > 90);
         drop(t);
+        assert_eq!(
+            count(&c.in_memory) + count(&c.on_disk) + count(&c.disk_bytes),
+            0
+        );
         drop(tier);
         assert!(!dir.exists(), "{} is left", dir.display());
     }

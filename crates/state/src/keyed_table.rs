@@ -321,6 +321,7 @@ impl<K: Hash + Eq, V> KeyedTable<K, V> {
         let hot = self.slots.table.len();
         let count = cold.spill_count(hot);
         if count == 0 {
+            cold.report_hot(hot);
             return;
         }
         let pick = cold.next_victims(count, hot);
@@ -330,6 +331,7 @@ impl<K: Hash + Eq, V> KeyedTable<K, V> {
             .collect();
         let base = self.changes.base.map(|b| b.epoch);
         or_fail(cold.spill(victims, self.changes.tracking(), base));
+        cold.report_hot(self.slots.table.len());
     }
 
     /// Takes `key`'s entry off the disk, if the table has a disk part and the key is there.
@@ -444,6 +446,10 @@ impl<K: Hash + Eq, V> KeyedTable<K, V> {
             table.insert_unique(hash, (key.clone(), v, epoch), |(k, _, _)| {
                 hasher.hash_one(k)
             });
+            let hot = table.len();
+            if let Some(cold) = &mut self.cold {
+                cold.report_hot(hot);
+            }
         }
     }
 
@@ -575,7 +581,10 @@ impl<K: Hash + Eq, V> KeyedTable<K, V> {
     pub fn drain(&mut self) -> impl Iterator<Item = (K, V)> + '_ {
         self.changes.reset();
         self.tombstones.clear();
-        let cold = self.cold.as_mut().map(|c| c.drain());
+        let cold = self.cold.as_mut().map(|c| {
+            c.report_hot(0);
+            c.drain()
+        });
         let hot = self.slots.table.drain().map(|(k, v, _)| (k, v));
         hot.chain(cold.into_iter().flatten())
     }

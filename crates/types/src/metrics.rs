@@ -26,6 +26,28 @@ pub struct SubtaskMetrics {
     /// A partitioned source's partitions (a Kafka reader's): where it is in each and how far
     /// behind the end. Updated by the reader a few times a second.
     pub partitions: std::sync::Mutex<Vec<PartitionMetrics>>,
+    /// Its keyed state, where a budget for state gave its tables a disk tier.
+    pub state: StateCounters,
+}
+
+/// The keyed state of one subtask's tables that have a disk tier (with a budget for state),
+/// kept by the tables as they change.
+#[derive(Debug, Default)]
+pub struct StateCounters {
+    /// Entries in memory.
+    pub in_memory: AtomicU64,
+    /// Entries on disk.
+    pub on_disk: AtomicU64,
+    /// Bytes of its files on disk.
+    pub disk_bytes: AtomicU64,
+    /// Entries moved to disk so far (an entry moved twice counts twice).
+    pub moved_out: AtomicU64,
+    /// Bytes written to disk so far (spills and merges).
+    pub bytes_written: AtomicU64,
+    /// Look-ups of a key not in memory while the table had entries on disk.
+    pub disk_lookups: AtomicU64,
+    /// Of those, the ones that found the key on disk (and read it back).
+    pub disk_hits: AtomicU64,
 }
 
 /// Where a source subtask is in one partition it reads.
@@ -61,6 +83,7 @@ impl Default for SubtaskMetrics {
             watermark: AtomicI64::new(MIN_WATERMARK),
             late_records: AtomicU64::new(0),
             partitions: std::sync::Mutex::new(Vec::new()),
+            state: StateCounters::default(),
         }
     }
 }
@@ -104,6 +127,12 @@ impl SubtaskMetrics {
             busy_ns: alive.saturating_sub(idle_ns + backpressured_ns),
             idle_ns,
             backpressured_ns,
+            state_in_memory: self.state.in_memory.load(Ordering::Relaxed),
+            state_on_disk: self.state.on_disk.load(Ordering::Relaxed),
+            state_disk_bytes: self.state.disk_bytes.load(Ordering::Relaxed),
+            state_bytes_written: self.state.bytes_written.load(Ordering::Relaxed),
+            state_disk_lookups: self.state.disk_lookups.load(Ordering::Relaxed),
+            state_disk_hits: self.state.disk_hits.load(Ordering::Relaxed),
         }
     }
 }
@@ -125,6 +154,24 @@ pub struct SubtaskRow {
     pub idle_ns: u64,
     /// Nanoseconds spent waiting for space in full output channels.
     pub backpressured_ns: u64,
+    /// Keyed state entries in memory, of tables with a disk tier ([`StateCounters`]).
+    #[serde(default)]
+    pub state_in_memory: u64,
+    /// Keyed state entries on disk.
+    #[serde(default)]
+    pub state_on_disk: u64,
+    /// Bytes of its state files on disk.
+    #[serde(default)]
+    pub state_disk_bytes: u64,
+    /// Bytes its tables wrote to disk so far.
+    #[serde(default)]
+    pub state_bytes_written: u64,
+    /// Look-ups past memory while entries were on disk.
+    #[serde(default)]
+    pub state_disk_lookups: u64,
+    /// Of those, the ones read back from disk.
+    #[serde(default)]
+    pub state_disk_hits: u64,
 }
 
 /// Totals of one job vertex, reported in [`crate::api::JobResult`].

@@ -21,6 +21,7 @@ use crate::keyed_process_function::TimerService;
 use crate::keyed_timers::{KeyedTimers, TimeDomain, TimerChange, TimerList};
 use crate::state::SnapshotEpochs;
 use crate::state::declared::{DeclaredState, SnapshotAt, StateTable, TablePiece};
+use crate::state::disk_tier::TierUse;
 use crate::state::keyed_table::{Epoch, KeyedTable};
 use crate::state::snapshot::OperatorWatermark;
 use crate::state::snapshot::incremental::ChangeSummary;
@@ -605,11 +606,12 @@ where
 
     fn restored(&mut self) -> Result<()> {
         let Self { core, windows, .. } = self;
-        for (key, entries) in windows.iter() {
+        let timers = &mut core.timers;
+        windows.for_each_entry(|key, entries| {
             for e in entries {
-                core.timers.restore(&e.timers, || (key.clone(), e.window));
+                timers.restore(&e.timers, || (key.clone(), e.window));
             }
-        }
+        });
         // Processing-time timers that fell due while the job was down fire right away.
         core.timers.request_processing_time();
         Ok(())
@@ -684,6 +686,15 @@ where
 
     fn checkpoint_complete(&mut self, id: CheckpointId) {
         self.windows.checkpoint_complete(id);
+    }
+
+    /// A key's windows may go to disk, unless the accumulators write their own changes: a
+    /// whole snapshot notes in such an accumulator what it took, which an entry on disk
+    /// could not keep.
+    fn use_disk_tier(&mut self, tier: &TierUse) {
+        if self.function.acc_changes().is_none() {
+            StateTable::use_disk_tier(self.windows, tier);
+        }
     }
 }
 

@@ -8,7 +8,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::declared::{SnapshotAt, StateTable, TablePiece};
-use crate::disk_tier::{Cold, DiskTier};
+use crate::disk_tier::{Cold, TierUse};
 use crate::error::Result;
 use crate::key_groups::{key_group_of_hash, key_hash};
 use crate::keyed_table::{KeyedTable, SnapshotEpochs};
@@ -236,9 +236,9 @@ where
         KeyedTable::checkpoint_complete(self, id)
     }
 
-    fn use_disk_tier(&mut self, tier: &std::sync::Arc<DiskTier>, max_parallelism: usize) {
+    fn use_disk_tier(&mut self, tier: &TierUse) {
         if self.cold.is_none() {
-            self.cold = Some(Box::new(Cold::new(tier.clone(), max_parallelism)));
+            self.cold = Some(Box::new(Cold::new(tier.clone())));
         }
     }
 }

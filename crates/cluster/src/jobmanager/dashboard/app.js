@@ -853,10 +853,12 @@
       { key: 'rate-in', label: 'In/s', num: true }, { key: 'rate-out', label: 'Out/s', num: true },
       { key: 'busy', label: 'Busy' }, { key: 'backpressure', label: 'Backpressure' }, { key: 'watermark', label: 'Watermark' },
     ];
-    const scols = [
+        const scols = [
       { key: 'subtask', label: 'Subtask', num: true }, { key: 'taskmanager', label: 'TaskManager' },
       { key: 'read-records', label: 'Records in', num: true }, { key: 'write-records', label: 'Records out', num: true },
       { key: 'busy', label: 'Busy' }, { key: 'backpressure', label: 'Backpressure' }, { key: 'watermark', label: 'Watermark' },
+      { key: 'state-in-memory', label: 'State in memory', num: true }, { key: 'state-on-disk', label: 'State on disk', num: true },
+      { key: 'state-disk-bytes', label: 'Disk bytes', num: true }, { key: 'state-disk-hit-ratio', label: 'Disk hits' },
     ];
     const vt = table('vertex-table', vcols);
     const st = table('subtask-table', scols);
@@ -934,7 +936,11 @@
           setField(c['write-records'], fmtInt(x['write-records']), x['write-records']);
           cellPct(c.busy, r.busy);
           cellPct(c.backpressure, r.bp);
-          setField(c.watermark, fmtWatermark(x.watermark), x.watermark);
+                    setField(c.watermark, fmtWatermark(x.watermark), x.watermark);
+          setField(c['state-in-memory'], fmtInt(x['state-in-memory']), x['state-in-memory']);
+          setField(c['state-on-disk'], fmtInt(x['state-on-disk']), x['state-on-disk']);
+          setField(c['state-disk-bytes'], fmtInt(x['state-disk-bytes']), x['state-disk-bytes']);
+          cellPct(c['state-disk-hit-ratio'], x['state-disk-hit-ratio']);
         },
         empty: st.empty('No subtasks deployed.'),
       });

@@ -287,6 +287,12 @@ async fn job(State(shared): State<Shared>, Path(id): Path<String>) -> Answer<Job
                     watermark: m
                         .and_then(|m| m.watermark_of(r.subtask))
                         .and_then(watermark),
+                    state_in_memory: r.state_in_memory,
+                    state_on_disk: r.state_on_disk,
+                    state_disk_bytes: r.state_disk_bytes,
+                    state_bytes_written: r.state_bytes_written,
+                    state_disk_hit_ratio: (r.state_disk_lookups > 0)
+                        .then(|| r.state_disk_hits as f64 / r.state_disk_lookups as f64),
                 })
                 .collect();
             VertexDetails {
@@ -655,6 +661,8 @@ async fn prometheus(
             .collect(),
     );
     let (mut watermarks, mut late) = (Vec::new(), Vec::new());
+    let (mut state_entries, mut state_bytes) = (Vec::new(), Vec::new());
+    let (mut state_written, mut state_hits) = (Vec::new(), Vec::new());
     let (mut lag, mut consumed) = (Vec::new(), Vec::new());
     for j in state.jobs.values().filter(|j| !j.is_terminal()) {
         for (v, totals) in j.vertex_totals().iter().enumerate() {
@@ -665,6 +673,26 @@ async fn prometheus(
             }
             for (subtask, n) in &totals.late_records {
                 late.push((labels(*subtask), *n as f64));
+            }
+            for r in totals
+                .subtasks
+                .iter()
+                .filter(|r| r.state_on_disk + r.state_in_memory > 0)
+            {
+                let tier = |t: &str| {
+                    format!(
+                        "{{job=\"{}\",vertex=\"{v}\",subtask=\"{}\",tier=\"{t}\"}}",
+                        j.id, r.subtask
+                    )
+                };
+                state_entries.push((tier("memory"), r.state_in_memory as f64));
+                state_entries.push((tier("disk"), r.state_on_disk as f64));
+                state_bytes.push((labels(r.subtask), r.state_disk_bytes as f64));
+                state_written.push((labels(r.subtask), r.state_bytes_written as f64));
+                if r.state_disk_lookups > 0 {
+                    let ratio = r.state_disk_hits as f64 / r.state_disk_lookups as f64;
+                    state_hits.push((labels(r.subtask), ratio));
+                }
             }
             for (subtask, p) in &totals.partitions {
                 let labels = format!(
@@ -686,6 +714,27 @@ async fn prometheus(
         "Records of each subtask of a running job that came later than the watermark plus the \
          allowed lateness (dropped, or sent to a late-data side output).",
         late,
+    );
+    gauge(
+        "hummer_state_entries",
+        "Keyed state entries of each subtask of a running job with a budget for state, in \
+         memory and on disk (tables with a disk tier).",
+        state_entries,
+    );
+    gauge(
+        "hummer_state_disk_bytes",
+        "Bytes of each subtask's keyed state files on disk.",
+        state_bytes,
+    );
+    gauge(
+        "hummer_state_bytes_written",
+        "Bytes each subtask's keyed tables have written to disk (spills and merges).",
+        state_written,
+    );
+    gauge(
+        "hummer_state_disk_hit_ratio",
+        "Share of each subtask's look-ups past memory that found the key on disk.",
+        state_hits,
     );
     gauge(
         "hummer_source_partition_lag",

@@ -248,6 +248,16 @@ pub struct SubtaskDetails {
     pub backpressured_ns: u64,
     /// Its current watermark, once it has one.
     pub watermark: Option<Timestamp>,
+    /// Keyed state entries in memory, of tables with a disk tier (with a budget for state).
+    pub state_in_memory: u64,
+    /// Keyed state entries on disk.
+    pub state_on_disk: u64,
+    /// Bytes of its state files on disk.
+    pub state_disk_bytes: u64,
+    /// Bytes its tables have written to disk.
+    pub state_bytes_written: u64,
+    /// Share of the look-ups past memory that found the key on disk (`None` before any).
+    pub state_disk_hit_ratio: Option<f64>,
 }
 
 /// One edge of `GET /jobs/{id}`.
@@ -761,6 +771,7 @@ mod tests {
                     watermark: Some(0),
                     subtasks: vec![SubtaskDetails {
                         watermark: Some(0),
+                        state_disk_hit_ratio: Some(0.5),
                         ..Default::default()
                     }],
                 }],
