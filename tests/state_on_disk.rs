@@ -147,3 +147,69 @@ fn exactly_once_with_state_on_disk_through_a_failure() {
         "the failure was injected"
     );
 }
+
+/// An SQL job whose per-key state outgrows one MiB (a regular join of every bid with its
+/// auction, and an updating count per bidder) writes, with the budget, the same rows as
+/// without it: the join's sides and the aggregation's groups go to disk and come back.
+#[test]
+fn sql_joins_and_aggregations_over_a_small_budget_equal_the_runs_in_memory() {
+    let dir = tempfile::tempdir().expect("a directory");
+    let script = |out: &Path| {
+        format!(
+            "SET 'parallelism.default' = '2';\n\
+                          CREATE TABLE datagen (event_type INT,\n\
+               person ROW<id BIGINT, name VARCHAR, emailAddress VARCHAR, creditCard VARCHAR,\n\
+                 city VARCHAR, state VARCHAR, `dateTime` TIMESTAMP(3), extra VARCHAR>,\n\
+               auction ROW<id BIGINT, itemName VARCHAR, description VARCHAR, initialBid BIGINT,\n\
+                 reserve BIGINT, `dateTime` TIMESTAMP(3), expires TIMESTAMP(3), seller BIGINT,\n\
+                 category BIGINT, extra VARCHAR>,\n\
+               bid ROW<auction BIGINT, bidder BIGINT, price BIGINT, channel VARCHAR, url VARCHAR,\n\
+                 `dateTime` TIMESTAMP(3), extra VARCHAR>)\n\
+             WITH ('connector' = 'nexmark', 'events.num' = '150000');\n\
+             CREATE VIEW auction AS SELECT auction.id, auction.seller, auction.category\n\
+               FROM datagen WHERE event_type = 1;\n\
+             CREATE VIEW bid AS SELECT bid.auction, bid.bidder, bid.price\n\
+               FROM datagen WHERE event_type = 2;\n\
+             CREATE TABLE joined (auction BIGINT, bidder BIGINT, price BIGINT, seller BIGINT)\n\
+             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');\n\
+             CREATE TABLE per_bidder (bidder BIGINT, n BIGINT, top BIGINT)\n\
+             WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'debezium-json');\n\
+             INSERT INTO joined SELECT b.auction, b.bidder, b.price, a.seller\n\
+               FROM bid AS b JOIN auction AS a ON b.auction = a.id;\n\
+             INSERT INTO per_bidder SELECT bidder, COUNT(*), MAX(price) FROM bid GROUP BY bidder;",
+            out.join("joined").display(),
+            out.join("per_bidder").display()
+        )
+    };
+    let run = |name: &str, budget: &[&str]| {
+        let out = dir.path().join(name);
+        let script = script(&out);
+        let mut args = vec!["sql", "-e", script.as_str()];
+        args.extend(budget);
+        let (ok, stderr) = hummer(&args);
+        assert!(ok, "{name} failed: {stderr}");
+        let per_bidder =
+            common::sql::apply_debezium(&out.join("per_bidder"), &["bidder", "n", "top"]);
+        (lines(&out.join("joined")), per_bidder, stderr)
+    };
+    let (joined, per_bidder, _) = run("memory", &[]);
+    let (joined_disk, per_bidder_disk, stderr) = run("disk", &["--state-memory", "1m"]);
+    assert!(
+        joined.len() > 1000,
+        "{} joined rows test little",
+        joined.len()
+    );
+    assert!(joined_disk == joined, "the join differs with state on disk");
+    // The final tables: the changes in between depend on how the two source subtasks'
+    // bids interleave, with the budget or without.
+    assert!(
+        per_bidder.len() > 100,
+        "{} bidders test little",
+        per_bidder.len()
+    );
+    assert!(
+        per_bidder_disk == per_bidder,
+        "the aggregation's final table differs with state on disk"
+    );
+    assert!(spilled(&stderr), "nothing was moved to disk: {stderr}");
+}
