@@ -10,7 +10,8 @@
 //!   of each block and a bloom filter, so a key that is not on disk costs filter probes and
 //!   one that is costs one block read. A key read back is marked taken out of its run (a bit
 //!   per entry); a run with nothing left is deleted. Runs are merged, smallest first, once a
-//!   table has more than [`MAX_RUNS`], which keeps probes few and drops what was taken out.
+//!   table has more than [`MAX_RUNS`], on a thread of their own (the task reads the old runs
+//!   meanwhile), which keeps probes few and drops what was taken out.
 //!   (An embedded LSM tree, `fjall`, was measured first: its leveled compaction rewrote the
 //!   spilled state over and over and took three quarters of the CPU of a q18 run, 110 times
 //!   slower than in memory. Spilled state here is written once per spill and once per merge,
@@ -335,6 +336,8 @@ pub(crate) struct Cold<K, V> {
     reported_hot: u64,
     /// The runs, oldest first, in a directory made at the first spill.
     runs: Vec<RunFile>,
+    /// A merge under way, if one is.
+    merging: Option<Merging>,
     dir: Option<PathBuf>,
     next_run: u64,
     /// Entries on disk (a key read back is removed from it, so each counts once).
@@ -370,6 +373,7 @@ impl<K, V> Cold<K, V> {
             },
             max_parallelism: to.max_parallelism.max(1),
             runs: Vec::new(),
+            merging: None,
             dir: None,
             next_run: 0,
             on_disk: 0,
@@ -490,8 +494,10 @@ impl<K, V> Cold<K, V> {
         let c = self.counters();
         c.moved_out.fetch_add(n as u64, Ordering::Relaxed);
         c.on_disk.fetch_add(n as u64, Ordering::Relaxed);
+        // Past twice the runs a table keeps, spills wait for merges to catch up.
+        self.finish_merge(self.runs.len() > 2 * MAX_RUNS)?;
         if self.runs.len() > MAX_RUNS {
-            self.merge()?;
+            self.start_merge()?;
         }
         Ok(())
     }
@@ -502,6 +508,15 @@ impl<K, V> Cold<K, V> {
         count: usize,
         entries: impl Iterator<Item = std::io::Result<(Vec<u8>, Vec<u8>)>>,
     ) -> Result<RunFile> {
+        let path = self.next_path()?;
+        let run =
+            RunFile::write(&path, count, entries).map_err(|e| self.tier.error("writing", e))?;
+        self.count_written(&run);
+        Ok(run)
+    }
+
+    /// The path of the table's next run (its directory made at the first).
+    fn next_path(&mut self) -> Result<PathBuf> {
         let dir = match &self.dir {
             Some(dir) => dir.clone(),
             None => {
@@ -510,10 +525,12 @@ impl<K, V> Cold<K, V> {
                 dir
             }
         };
-        let path = dir.join(format!("run-{}", self.next_run));
         self.next_run += 1;
-        let run =
-            RunFile::write(&path, count, entries).map_err(|e| self.tier.error("writing", e))?;
+        Ok(dir.join(format!("run-{}", self.next_run - 1)))
+    }
+
+    /// Counts a run written into the tier's and the subtask's bytes.
+    fn count_written(&self, run: &RunFile) {
         self.tier
             .stats
             .on_disk_bytes
@@ -521,50 +538,82 @@ impl<K, V> Cold<K, V> {
         let c = self.counters();
         c.disk_bytes.fetch_add(run.bytes(), Ordering::Relaxed);
         c.bytes_written.fetch_add(run.bytes(), Ordering::Relaxed);
-        Ok(run)
     }
 
-    /// Merges the [`MERGED`] runs with the fewest live bytes into one (what was taken out of
-    /// them stays out).
-    fn merge(&mut self) -> Result<()> {
+    /// Starts merging the [`MERGED`] runs with the fewest live bytes into one, on a thread
+    /// of its own (unless a merge is under way): the task goes on reading and taking entries
+    /// out of them meanwhile, and [`Cold::finish_merge`] puts the merged run in their place.
+    fn start_merge(&mut self) -> Result<()> {
+        if self.merging.is_some() {
+            return Ok(());
+        }
         let mut order: Vec<usize> = (0..self.runs.len()).collect();
         order.sort_by_key(|&i| self.runs[i].live_bytes());
-        let mut chosen: Vec<usize> = order.into_iter().take(MERGED).collect();
-        chosen.sort_unstable();
-        let inputs: Vec<RunFile> = chosen.iter().rev().map(|&i| self.runs.remove(i)).collect();
-        let count = inputs.iter().map(|r| r.live() as usize).sum();
-        let mut heads: Vec<_> = inputs.iter().map(|r| r.entries().peekable()).collect();
-        let merged = std::iter::from_fn(|| {
-            // The least key of the heads (keys are unique among live entries); an error
-            // first.
-            let peeked: Vec<_> = heads.iter_mut().map(|h| h.peek()).collect();
-            let mut least: Option<usize> = None;
-            for (i, p) in peeked.iter().enumerate() {
-                match p {
-                    None => {}
-                    Some(Err(_)) => {
-                        least = Some(i);
-                        break;
-                    }
-                    Some(Ok(e)) => {
-                        if let Some(Some(Ok(best))) = least.map(|l| peeked[l])
-                            && e.key >= best.key
-                        {
-                            continue;
-                        }
-                        least = Some(i);
-                    }
+        let chosen: Vec<usize> = order.into_iter().take(MERGED).collect();
+        let readers = chosen
+            .iter()
+            .map(|&i| self.runs[i].reader())
+            .collect::<std::io::Result<Vec<_>>>()
+            .map_err(|e| self.tier.error("merging", e))?;
+        let inputs = readers.iter().map(|r| r.path().to_path_buf()).collect();
+        let path = self.next_path()?;
+        let (done, result) = std::sync::mpsc::channel();
+        std::thread::Builder::new()
+            .name("state merge".into())
+            .spawn(move || {
+                // A table dropped or drained meanwhile takes no run: its file goes.
+                if let Err(std::sync::mpsc::SendError(Ok(run))) =
+                    done.send(run_file::merge(&path, &readers))
+                {
+                    run.delete();
                 }
-            }
-            drop(peeked);
-            heads[least?].next().map(|e| e.map(|e| (e.key, e.value)))
+            })
+            .map_err(|e| self.tier.error("starting a merge", e))?;
+        self.merging = Some(Merging {
+            inputs,
+            taken: Vec::new(),
+            result,
         });
-        let run = self.write_run(count, merged)?;
-        drop(heads);
-        for input in inputs {
-            self.forget(input);
+        Ok(())
+    }
+
+    /// Puts a finished merge's run in place of its inputs, with what was taken out of them
+    /// since it began taken out of it; with `wait`, waits for one under way.
+    fn finish_merge(&mut self, wait: bool) -> Result<()> {
+        let Some(merging) = &self.merging else {
+            return Ok(());
+        };
+        let result = if wait {
+            merging.result.recv().ok()
+        } else {
+            match merging.result.try_recv() {
+                Ok(result) => Some(result),
+                Err(std::sync::mpsc::TryRecvError::Empty) => return Ok(()),
+                Err(std::sync::mpsc::TryRecvError::Disconnected) => None,
+            }
+        };
+        let Some(merging) = self.merging.take() else {
+            return Ok(());
+        };
+        let result = result.ok_or_else(|| self.tier.error("merging", "the merge thread ended"))?;
+        let mut run = result.map_err(|e| self.tier.error("merging", e))?;
+        for key in &merging.taken {
+            if let Some(entry) = run.get(key).map_err(|e| self.tier.error("merging", e))? {
+                run.remove(entry.ordinal);
+            }
         }
-        self.runs.push(run);
+        for path in &merging.inputs {
+            if let Some(i) = self.runs.iter().position(|r| r.path() == path) {
+                let input = self.runs.remove(i);
+                self.forget(input);
+            }
+        }
+        self.count_written(&run);
+        if run.live() > 0 {
+            self.runs.push(run);
+        } else {
+            self.forget(run);
+        }
         Ok(())
     }
 
@@ -573,6 +622,7 @@ impl<K, V> Cold<K, V> {
         if self.on_disk == 0 {
             return Ok(None);
         }
+        self.finish_merge(false)?;
         self.key.clear();
         (self.codec.encode_key)(key, self.max_parallelism, &mut self.key)?;
         let stats = &self.tier.stats;
@@ -584,6 +634,11 @@ impl<K, V> Cold<K, V> {
                 .get(&self.key)
                 .map_err(|e| self.tier.error("reading", e))?;
             if let Some(entry) = found {
+                if let Some(merging) = &mut self.merging
+                    && merging.inputs.iter().any(|p| p == self.runs[i].path())
+                {
+                    merging.taken.push(entry.key.clone());
+                }
                 let run = &mut self.runs[i];
                 run.remove(entry.ordinal);
                 if run.live() == 0 {
@@ -641,6 +696,10 @@ impl<K, V> Cold<K, V> {
     /// Takes every entry off the disk: the table starts again with none there (each run's
     /// file is deleted once it has been read).
     pub(crate) fn drain(&mut self) -> impl Iterator<Item = (K, V)> + use<K, V> {
+        // A merge under way is waited for, then its run goes with the rest.
+        if let Err(e) = self.finish_merge(true) {
+            panic!("{e}");
+        }
         let runs = std::mem::take(&mut self.runs);
         self.counters()
             .on_disk
@@ -669,6 +728,16 @@ impl<K, V> Cold<K, V> {
     }
 }
 
+/// A merge under way on a thread of its own.
+struct Merging {
+    /// The runs it reads (they stay the table's until it is done).
+    inputs: Vec<PathBuf>,
+    /// Keys taken out of those runs since it began.
+    taken: Vec<Vec<u8>>,
+    /// The merged run, when it is written.
+    result: std::sync::mpsc::Receiver<std::io::Result<RunFile>>,
+}
+
 /// Deletes a run's file, uncounting its bytes from the tier and the subtask.
 fn forget_run(tier: &DiskTier, counters: &SubtaskMetrics, run: RunFile) {
     tier.stats
@@ -683,6 +752,8 @@ fn forget_run(tier: &DiskTier, counters: &SubtaskMetrics, run: RunFile) {
 
 impl<K, V> Drop for Cold<K, V> {
     fn drop(&mut self) {
+        // A merge under way is waited for, so that no file appears after the directory goes.
+        let _ = self.finish_merge(true);
         self.report_hot(0);
         self.counters()
             .on_disk
@@ -886,7 +957,7 @@ mod tests {
             .flatten()
             .flat_map(|table| std::fs::read_dir(table.path()).expect("a table's runs"))
             .count();
-        assert!(files <= MAX_RUNS, "{files} runs: merged");
+        assert!(files <= 2 * MAX_RUNS + 2, "{files} runs: merged");
         assert_eq!(t.len(), 100);
         let c = &counters.state;
         let count = |a: &AtomicU64| a.load(Ordering::Relaxed);

@@ -25,6 +25,7 @@ fn key_hash(key: &[u8]) -> u64 {
 }
 
 /// A bloom filter over the keys of one file.
+#[derive(Clone)]
 struct Filter {
     bits: Vec<u64>,
 }
@@ -57,6 +58,7 @@ impl Filter {
 
 /// A block's place: its first key, where it starts and ends in the file, and the ordinal of
 /// its first entry in the file.
+#[derive(Clone)]
 struct Block {
     first_key: Box<[u8]>,
     offset: u64,
@@ -147,6 +149,26 @@ impl RunFile {
         self.live
     }
 
+    /// Where the file is.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// A copy to read the file from another thread, as it is now (what is taken out of this
+    /// one later is not taken out of the copy).
+    pub fn reader(&self) -> std::io::Result<RunFile> {
+        Ok(RunFile {
+            file: self.file.try_clone()?,
+            path: self.path.clone(),
+            blocks: self.blocks.clone(),
+            filter: self.filter.clone(),
+            removed: self.removed.clone(),
+            entries: self.entries,
+            live: self.live,
+            bytes: self.bytes,
+        })
+    }
+
     /// Bytes of the file.
     pub fn bytes(&self) -> u64 {
         self.bytes
@@ -220,6 +242,38 @@ impl RunFile {
     pub fn delete(self) {
         let _ = std::fs::remove_file(&self.path);
     }
+}
+
+/// Writes the live entries of `runs` (each sorted, no key live in two) as one run at
+/// `path`, in key order.
+pub fn merge(path: &Path, runs: &[RunFile]) -> std::io::Result<RunFile> {
+    let count = runs.iter().map(|r| r.live() as usize).sum();
+    let mut heads: Vec<_> = runs.iter().map(|r| r.entries().peekable()).collect();
+    let merged = std::iter::from_fn(|| {
+        // The least key of the heads; an error first.
+        let peeked: Vec<_> = heads.iter_mut().map(|h| h.peek()).collect();
+        let mut least: Option<usize> = None;
+        for (i, p) in peeked.iter().enumerate() {
+            match p {
+                None => {}
+                Some(Err(_)) => {
+                    least = Some(i);
+                    break;
+                }
+                Some(Ok(e)) => {
+                    if let Some(Some(Ok(best))) = least.map(|l| peeked[l])
+                        && e.key >= best.key
+                    {
+                        continue;
+                    }
+                    least = Some(i);
+                }
+            }
+        }
+        drop(peeked);
+        heads[least?].next().map(|e| e.map(|e| (e.key, e.value)))
+    });
+    RunFile::write(path, count, merged)
 }
 
 /// The entries of one block, borrowed.
