@@ -793,20 +793,16 @@ fn row_number_top_n_and_dedup_match_brute_force() {
 #[test]
 fn the_nexmark_connector_generates_upstreams_table_read_by_field() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let ddl = "CREATE TABLE datagen (event_type INT,\n\
-          person ROW<id BIGINT, name VARCHAR, emailAddress VARCHAR, creditCard VARCHAR,\n\
-            city VARCHAR, state VARCHAR, `dateTime` TIMESTAMP(3), extra VARCHAR>,\n\
-          auction ROW<id BIGINT, itemName VARCHAR, description VARCHAR, initialBid BIGINT,\n\
-            reserve BIGINT, `dateTime` TIMESTAMP(3), expires TIMESTAMP(3), seller BIGINT,\n\
-            category BIGINT, extra VARCHAR>,\n\
-          bid ROW<auction BIGINT, bidder BIGINT, price BIGINT, channel VARCHAR, url VARCHAR,\n\
-            `dateTime` TIMESTAMP(3), extra VARCHAR>,\n\
+    let ddl = format!(
+        "CREATE TABLE datagen ({},\n\
           `dateTime` AS CASE WHEN event_type = 0 THEN person.`dateTime`\n\
             WHEN event_type = 1 THEN auction.`dateTime` ELSE bid.`dateTime` END,\n\
           WATERMARK FOR `dateTime` AS `dateTime` - INTERVAL '4' SECOND)\n\
         WITH ('connector' = 'nexmark', 'events.num' = '2000', 'first-event.rate' = '1000');\n\
         CREATE VIEW bid AS SELECT bid.auction, bid.bidder, bid.price, `dateTime`\n\
-          FROM datagen WHERE event_type = 2;\n";
+          FROM datagen WHERE event_type = 2;\n",
+        common::sql::NEXMARK_COLUMNS
+    );
     for parallelism in [1, 3] {
         let (kinds, windows) = (
             dir.path().join(format!("kinds-{parallelism}")),

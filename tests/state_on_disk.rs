@@ -157,14 +157,7 @@ fn sql_joins_and_aggregations_over_a_small_budget_equal_the_runs_in_memory() {
     let script = |out: &Path| {
         format!(
             "SET 'parallelism.default' = '2';\n\
-                          CREATE TABLE datagen (event_type INT,\n\
-               person ROW<id BIGINT, name VARCHAR, emailAddress VARCHAR, creditCard VARCHAR,\n\
-                 city VARCHAR, state VARCHAR, `dateTime` TIMESTAMP(3), extra VARCHAR>,\n\
-               auction ROW<id BIGINT, itemName VARCHAR, description VARCHAR, initialBid BIGINT,\n\
-                 reserve BIGINT, `dateTime` TIMESTAMP(3), expires TIMESTAMP(3), seller BIGINT,\n\
-                 category BIGINT, extra VARCHAR>,\n\
-               bid ROW<auction BIGINT, bidder BIGINT, price BIGINT, channel VARCHAR, url VARCHAR,\n\
-                 `dateTime` TIMESTAMP(3), extra VARCHAR>)\n\
+                          CREATE TABLE datagen ({})\n\
              WITH ('connector' = 'nexmark', 'events.num' = '150000');\n\
              CREATE VIEW auction AS SELECT auction.id, auction.seller, auction.category\n\
                FROM datagen WHERE event_type = 1;\n\
@@ -177,6 +170,7 @@ fn sql_joins_and_aggregations_over_a_small_budget_equal_the_runs_in_memory() {
              INSERT INTO joined SELECT b.auction, b.bidder, b.price, a.seller\n\
                FROM bid AS b JOIN auction AS a ON b.auction = a.id;\n\
              INSERT INTO per_bidder SELECT bidder, COUNT(*), MAX(price) FROM bid GROUP BY bidder;",
+            common::sql::NEXMARK_COLUMNS,
             out.join("joined").display(),
             out.join("per_bidder").display()
         )

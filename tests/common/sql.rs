@@ -129,3 +129,14 @@ pub fn timed_csv_table(name: &str, columns: &str, path: &std::path::Path) -> Str
         path.display()
     )
 }
+
+/// The physical columns of upstream's `ddl_gen.sql` table of the `nexmark` connector, for a
+/// `CREATE TABLE name (..) WITH ('connector' = 'nexmark', ..)`.
+pub const NEXMARK_COLUMNS: &str = "event_type INT,\n\
+    person ROW<id BIGINT, name VARCHAR, emailAddress VARCHAR, creditCard VARCHAR,\n\
+      city VARCHAR, state VARCHAR, `dateTime` TIMESTAMP(3), extra VARCHAR>,\n\
+    auction ROW<id BIGINT, itemName VARCHAR, description VARCHAR, initialBid BIGINT,\n\
+      reserve BIGINT, `dateTime` TIMESTAMP(3), expires TIMESTAMP(3), seller BIGINT,\n\
+      category BIGINT, extra VARCHAR>,\n\
+    bid ROW<auction BIGINT, bidder BIGINT, price BIGINT, channel VARCHAR, url VARCHAR,\n\
+      `dateTime` TIMESTAMP(3), extra VARCHAR>";
