@@ -75,8 +75,8 @@ pub enum Budget {
     Entries(usize),
 }
 
-/// The disk tier of one process: the budget, the directory and the LSM tree every table
-/// of the process spills into, opened at the first spill.
+/// The disk tier of one process: the budget, and the directory every table of the process
+/// spills into (a directory of its own per table, made at its first spill).
 pub struct DiskTier {
     budget: Budget,
     dir: PathBuf,
@@ -86,23 +86,8 @@ pub struct DiskTier {
     resident: AtomicU64,
     sampled_at: Mutex<Instant>,
     next_table: AtomicUsize,
-    /// What the tier did, for metrics.
-    pub stats: TierStats,
-}
-
-/// Counters of a disk tier (all of its tables).
-#[derive(Debug, Default)]
-pub struct TierStats {
-    /// Entries moved to disk.
-    pub evicted: AtomicU64,
-    /// Bytes written to disk (encoded entries).
-    pub bytes_written: AtomicU64,
-    /// Look-ups of a key not in memory that found it on disk.
-    pub disk_hits: AtomicU64,
-    /// Look-ups of a key not in memory while the table had entries on disk.
-    pub disk_lookups: AtomicU64,
-    /// Bytes of the runs on disk now.
-    pub on_disk_bytes: AtomicU64,
+    /// The counters of all its tables, summed (each subtask has its own as well).
+    pub stats: StateCounters,
 }
 
 /// The tier of the process, if a budget was set (see [`DiskTier::configure_process`]).
@@ -132,7 +117,7 @@ impl DiskTier {
             resident: AtomicU64::new(baseline),
             sampled_at: Mutex::new(Instant::now()),
             next_table: AtomicUsize::new(0),
-            stats: TierStats::default(),
+            stats: StateCounters::default(),
         }))
     }
 
@@ -161,25 +146,15 @@ impl DiskTier {
         PROCESS.read().ok().and_then(|p| p.clone())
     }
 
-    /// The budget.
-    pub fn budget(&self) -> Budget {
-        self.budget
-    }
-
     /// The directory it spills into.
     pub fn dir(&self) -> &Path {
         &self.dir
     }
 
-    /// Bytes of its files on disk now.
-    pub fn disk_bytes(&self) -> u64 {
-        self.stats.on_disk_bytes.load(Ordering::Relaxed)
-    }
-
     /// What the tier did, as one line (`None` if it moved nothing to disk).
     pub fn summary(&self) -> Option<String> {
         let s = &self.stats;
-        let evicted = s.evicted.load(Ordering::Relaxed);
+        let evicted = s.moved_out.load(Ordering::Relaxed);
         (evicted > 0).then(|| {
             format!(
                 "state on disk: {evicted} entries moved out of memory ({:.1} MB written), {} of {} look-ups past memory read back from disk",
@@ -326,12 +301,46 @@ pub struct TierUse {
     pub counters: Arc<SubtaskMetrics>,
 }
 
+/// Where a table counts what it does: its tier's totals and its subtask's counters.
+#[derive(Clone)]
+struct Counts {
+    tier: Arc<DiskTier>,
+    subtask: Arc<SubtaskMetrics>,
+}
+
+impl Counts {
+    /// Adds `n` to the counter `which` picks, in both.
+    fn add(&self, which: fn(&StateCounters) -> &AtomicU64, n: u64) {
+        for c in [&self.tier.stats, &self.subtask.state] {
+            which(c).fetch_add(n, Ordering::Relaxed);
+        }
+    }
+
+    /// Takes `n` off the counter `which` picks, in both.
+    fn sub(&self, which: fn(&StateCounters) -> &AtomicU64, n: u64) {
+        for c in [&self.tier.stats, &self.subtask.state] {
+            which(c).fetch_sub(n, Ordering::Relaxed);
+        }
+    }
+
+    /// Counts a run written.
+    fn written(&self, run: &RunFile) {
+        self.add(|c| &c.disk_bytes, run.bytes());
+        self.add(|c| &c.bytes_written, run.bytes());
+    }
+
+    /// Deletes a run's file, uncounting its bytes.
+    fn forget(&self, run: RunFile) {
+        self.sub(|c| &c.disk_bytes, run.bytes());
+        run.delete();
+    }
+}
+
 /// The disk part of one keyed table.
 pub(crate) struct Cold<K, V> {
-    tier: Arc<DiskTier>,
     codec: Codec<K, V>,
     max_parallelism: usize,
-    counters: Arc<SubtaskMetrics>,
+    counts: Counts,
     /// Entries in memory as last counted into `counters`.
     reported_hot: u64,
     /// The runs, oldest first, in a directory made at the first spill.
@@ -363,8 +372,10 @@ impl<K, V> Cold<K, V> {
         V: Serialize + DeserializeOwned,
     {
         Cold {
-            tier: to.tier,
-            counters: to.counters,
+            counts: Counts {
+                tier: to.tier,
+                subtask: to.counters,
+            },
             reported_hot: 0,
             codec: Codec {
                 encode: encode::<K, V>,
@@ -390,25 +401,15 @@ impl<K, V> Cold<K, V> {
         self.on_disk
     }
 
-    fn counters(&self) -> &StateCounters {
-        &self.counters.state
-    }
-
-    /// Counts the table's `hot` entries in memory into the subtask's counters.
+    /// Counts the table's `hot` entries in memory.
     pub(crate) fn report_hot(&mut self, hot: usize) {
         let (hot, before) = (hot as u64, self.reported_hot);
-        let c = &self.counters.state.in_memory;
         if hot > before {
-            c.fetch_add(hot - before, Ordering::Relaxed);
+            self.counts.add(|c| &c.in_memory, hot - before);
         } else {
-            c.fetch_sub(before - hot, Ordering::Relaxed);
+            self.counts.sub(|c| &c.in_memory, before - hot);
         }
         self.reported_hot = hot;
-    }
-
-    /// Deletes a run's file, uncounting its bytes.
-    fn forget(&self, run: RunFile) {
-        forget_run(&self.tier, &self.counters, run);
     }
 
     /// How many of a table's `hot` entries in memory to move to disk now (0: none).
@@ -421,7 +422,7 @@ impl<K, V> Cold<K, V> {
     /// Over its limit, a table moves entries out down to seven eighths of it, so that a
     /// spill writes a file of some size rather than one per record.
     pub(crate) fn spill_count(&mut self, hot: usize) -> usize {
-        match self.tier.budget {
+        match self.counts.tier.budget {
             Budget::Entries(limit) => {
                 self.limit = Some(limit);
             }
@@ -429,7 +430,7 @@ impl<K, V> Cold<K, V> {
                 if hot < MIN_HOT_ENTRIES {
                     return 0;
                 }
-                let (resident, over) = self.tier.pressure();
+                let (resident, over) = self.counts.tier.pressure();
                 let grown = resident > self.lowered_at.saturating_add(budget / 32);
                 if over && (self.limit.is_none() || grown) {
                     let current = self.limit.map_or(hot, |l| l.min(hot));
@@ -472,11 +473,9 @@ impl<K, V> Cold<K, V> {
             return Ok(());
         }
         let mut encoded = Vec::with_capacity(victims.len());
-        let mut bytes = 0u64;
         for (k, v, epoch) in &victims {
             let (mut key, mut value) = (Vec::new(), Vec::new());
             (self.codec.encode)(k, v, *epoch, self.max_parallelism, &mut key, &mut value)?;
-            bytes += (key.len() + value.len()) as u64;
             if tracking && base.is_none_or(|b| *epoch > b) {
                 self.changed_on_disk.push((key.clone(), *epoch));
             }
@@ -487,13 +486,9 @@ impl<K, V> Cold<K, V> {
         encoded.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         let run = self.write_run(n, encoded.into_iter().map(Ok))?;
         self.runs.push(run);
-        let stats = &self.tier.stats;
-        stats.evicted.fetch_add(n as u64, Ordering::Relaxed);
-        stats.bytes_written.fetch_add(bytes, Ordering::Relaxed);
         self.on_disk += n;
-        let c = self.counters();
-        c.moved_out.fetch_add(n as u64, Ordering::Relaxed);
-        c.on_disk.fetch_add(n as u64, Ordering::Relaxed);
+        self.counts.add(|c| &c.moved_out, n as u64);
+        self.counts.add(|c| &c.on_disk, n as u64);
         // Past twice the runs a table keeps, spills wait for merges to catch up.
         self.finish_merge(self.runs.len() > 2 * MAX_RUNS)?;
         if self.runs.len() > MAX_RUNS {
@@ -509,9 +504,9 @@ impl<K, V> Cold<K, V> {
         entries: impl Iterator<Item = std::io::Result<(Vec<u8>, Vec<u8>)>>,
     ) -> Result<RunFile> {
         let path = self.next_path()?;
-        let run =
-            RunFile::write(&path, count, entries).map_err(|e| self.tier.error("writing", e))?;
-        self.count_written(&run);
+        let run = RunFile::write(&path, count, entries)
+            .map_err(|e| self.counts.tier.error("writing", e))?;
+        self.counts.written(&run);
         Ok(run)
     }
 
@@ -520,24 +515,13 @@ impl<K, V> Cold<K, V> {
         let dir = match &self.dir {
             Some(dir) => dir.clone(),
             None => {
-                let dir = self.tier.table_dir()?;
+                let dir = self.counts.tier.table_dir()?;
                 self.dir = Some(dir.clone());
                 dir
             }
         };
         self.next_run += 1;
         Ok(dir.join(format!("run-{}", self.next_run - 1)))
-    }
-
-    /// Counts a run written into the tier's and the subtask's bytes.
-    fn count_written(&self, run: &RunFile) {
-        self.tier
-            .stats
-            .on_disk_bytes
-            .fetch_add(run.bytes(), Ordering::Relaxed);
-        let c = self.counters();
-        c.disk_bytes.fetch_add(run.bytes(), Ordering::Relaxed);
-        c.bytes_written.fetch_add(run.bytes(), Ordering::Relaxed);
     }
 
     /// Starts merging the [`MERGED`] runs with the fewest live bytes into one, on a thread
@@ -554,7 +538,7 @@ impl<K, V> Cold<K, V> {
             .iter()
             .map(|&i| self.runs[i].reader())
             .collect::<std::io::Result<Vec<_>>>()
-            .map_err(|e| self.tier.error("merging", e))?;
+            .map_err(|e| self.counts.tier.error("merging", e))?;
         let inputs = readers.iter().map(|r| r.path().to_path_buf()).collect();
         let path = self.next_path()?;
         let (done, result) = std::sync::mpsc::channel();
@@ -568,7 +552,7 @@ impl<K, V> Cold<K, V> {
                     run.delete();
                 }
             })
-            .map_err(|e| self.tier.error("starting a merge", e))?;
+            .map_err(|e| self.counts.tier.error("starting a merge", e))?;
         self.merging = Some(Merging {
             inputs,
             taken: Vec::new(),
@@ -595,24 +579,28 @@ impl<K, V> Cold<K, V> {
         let Some(merging) = self.merging.take() else {
             return Ok(());
         };
-        let result = result.ok_or_else(|| self.tier.error("merging", "the merge thread ended"))?;
-        let mut run = result.map_err(|e| self.tier.error("merging", e))?;
+        let result =
+            result.ok_or_else(|| self.counts.tier.error("merging", "the merge thread ended"))?;
+        let mut run = result.map_err(|e| self.counts.tier.error("merging", e))?;
         for key in &merging.taken {
-            if let Some(entry) = run.get(key).map_err(|e| self.tier.error("merging", e))? {
+            if let Some(entry) = run
+                .get(key)
+                .map_err(|e| self.counts.tier.error("merging", e))?
+            {
                 run.remove(entry.ordinal);
             }
         }
         for path in &merging.inputs {
             if let Some(i) = self.runs.iter().position(|r| r.path() == path) {
                 let input = self.runs.remove(i);
-                self.forget(input);
+                self.counts.forget(input);
             }
         }
-        self.count_written(&run);
+        self.counts.written(&run);
         if run.live() > 0 {
             self.runs.push(run);
         } else {
-            self.forget(run);
+            self.counts.forget(run);
         }
         Ok(())
     }
@@ -625,14 +613,12 @@ impl<K, V> Cold<K, V> {
         self.finish_merge(false)?;
         self.key.clear();
         (self.codec.encode_key)(key, self.max_parallelism, &mut self.key)?;
-        let stats = &self.tier.stats;
-        stats.disk_lookups.fetch_add(1, Ordering::Relaxed);
-        self.counters().disk_lookups.fetch_add(1, Ordering::Relaxed);
+        self.counts.add(|c| &c.disk_lookups, 1);
         // Newest first: a key that just left memory is the likeliest to come back.
         for i in (0..self.runs.len()).rev() {
             let found = self.runs[i]
                 .get(&self.key)
-                .map_err(|e| self.tier.error("reading", e))?;
+                .map_err(|e| self.counts.tier.error("reading", e))?;
             if let Some(entry) = found {
                 if let Some(merging) = &mut self.merging
                     && merging.inputs.iter().any(|p| p == self.runs[i].path())
@@ -643,13 +629,11 @@ impl<K, V> Cold<K, V> {
                 run.remove(entry.ordinal);
                 if run.live() == 0 {
                     let run = self.runs.remove(i);
-                    self.forget(run);
+                    self.counts.forget(run);
                 }
                 self.on_disk -= 1;
-                self.tier.stats.disk_hits.fetch_add(1, Ordering::Relaxed);
-                let c = self.counters();
-                c.disk_hits.fetch_add(1, Ordering::Relaxed);
-                c.on_disk.fetch_sub(1, Ordering::Relaxed);
+                self.counts.add(|c| &c.disk_hits, 1);
+                self.counts.sub(|c| &c.on_disk, 1);
                 let (_, v, epoch) = (self.codec.decode)(&entry.key, &entry.value)?;
                 return Ok(Some((v, epoch)));
             }
@@ -660,7 +644,7 @@ impl<K, V> Cold<K, V> {
     /// Every entry on disk.
     pub(crate) fn entries(&self) -> impl Iterator<Item = Result<(K, V, Epoch)>> + '_ {
         self.runs.iter().flat_map(|run| run.entries()).map(|entry| {
-            let entry = entry.map_err(|e| self.tier.error("reading", e))?;
+            let entry = entry.map_err(|e| self.counts.tier.error("reading", e))?;
             (self.codec.decode)(&entry.key, &entry.value)
         })
     }
@@ -678,7 +662,9 @@ impl<K, V> Cold<K, V> {
         let mut out = Vec::new();
         for (key, _) in keys {
             for run in &self.runs {
-                let found = run.get(key).map_err(|e| self.tier.error("reading", e))?;
+                let found = run
+                    .get(key)
+                    .map_err(|e| self.counts.tier.error("reading", e))?;
                 if let Some(entry) = found {
                     out.push((self.codec.decode)(&entry.key, &entry.value)?);
                     break;
@@ -701,19 +687,16 @@ impl<K, V> Cold<K, V> {
             panic!("{e}");
         }
         let runs = std::mem::take(&mut self.runs);
-        self.counters()
-            .on_disk
-            .fetch_sub(self.on_disk as u64, Ordering::Relaxed);
+        self.counts.sub(|c| &c.on_disk, self.on_disk as u64);
         self.on_disk = 0;
         self.changed_on_disk.clear();
-        let tier = self.tier.clone();
-        let counters = self.counters.clone();
+        let counts = self.counts.clone();
         let decode = self.codec.decode;
         runs.into_iter().flat_map(move |run| {
             let entries: Vec<(K, V)> = run
                 .entries()
                 .map(|entry| {
-                    let entry = entry.map_err(|e| tier.error("reading", e));
+                    let entry = entry.map_err(|e| counts.tier.error("reading", e));
                     match entry.and_then(|e| decode(&e.key, &e.value)) {
                         Ok((k, v, _)) => (k, v),
                         // A drain cannot return an error: the task fails, naming the
@@ -722,7 +705,7 @@ impl<K, V> Cold<K, V> {
                     }
                 })
                 .collect();
-            forget_run(&tier, &counters, run);
+            counts.forget(run);
             entries
         })
     }
@@ -738,28 +721,14 @@ struct Merging {
     result: std::sync::mpsc::Receiver<std::io::Result<RunFile>>,
 }
 
-/// Deletes a run's file, uncounting its bytes from the tier and the subtask.
-fn forget_run(tier: &DiskTier, counters: &SubtaskMetrics, run: RunFile) {
-    tier.stats
-        .on_disk_bytes
-        .fetch_sub(run.bytes(), Ordering::Relaxed);
-    counters
-        .state
-        .disk_bytes
-        .fetch_sub(run.bytes(), Ordering::Relaxed);
-    run.delete();
-}
-
 impl<K, V> Drop for Cold<K, V> {
     fn drop(&mut self) {
         // A merge under way is waited for, so that no file appears after the directory goes.
         let _ = self.finish_merge(true);
         self.report_hot(0);
-        self.counters()
-            .on_disk
-            .fetch_sub(self.on_disk as u64, Ordering::Relaxed);
+        self.counts.sub(|c| &c.on_disk, self.on_disk as u64);
         for run in std::mem::take(&mut self.runs) {
-            self.forget(run);
+            self.counts.forget(run);
         }
         if let Some(dir) = &self.dir {
             let _ = std::fs::remove_dir(dir);
@@ -950,7 +919,7 @@ mod tests {
         }
         assert!(t.len_in_memory() < 10, "most entries went to disk");
         assert!(dir.exists());
-        assert!(tier.stats.evicted.load(Ordering::Relaxed) >= 90);
+        assert!(tier.stats.moved_out.load(Ordering::Relaxed) >= 90);
         assert_eq!(t.get(&42), Some(&42), "read back");
         let files = std::fs::read_dir(&dir)
             .expect("the tier's directory")

@@ -430,13 +430,25 @@ impl<K: Hash + Eq, V> KeyedTable<K, V> {
         (entry, changes.epoch)
     }
 
-    /// Whether `key`'s entry is in memory; if not, it is read back from disk (if there),
-    /// after making room.
+    /// Makes sure `key`'s entry is in memory if the table has one: with a disk part, it is
+    /// read back from disk (if there), after making room. Without one, nothing.
+    #[inline]
     fn load(&mut self, key: &K)
     where
         K: Clone,
     {
-        if self.cold.is_none() || self.get_in_memory(key).is_some() {
+        if self.cold.is_some() {
+            self.load_from_disk(key);
+        }
+    }
+
+    /// [`KeyedTable::load`] with a disk part.
+    #[cold]
+    fn load_from_disk(&mut self, key: &K)
+    where
+        K: Clone,
+    {
+        if self.get_in_memory(key).is_some() {
             return;
         }
         self.relieve();
@@ -466,9 +478,7 @@ impl<K: Hash + Eq, V> KeyedTable<K, V> {
     where
         K: Clone,
     {
-        if self.cold.is_some() {
-            self.load(&key);
-        }
+        self.load(&key);
         match self.marked_entry(&key) {
             (Entry::Occupied(e), _) => e.into_mut().1 = value,
             (Entry::Vacant(e), epoch) => {
@@ -516,9 +526,7 @@ impl<K: Hash + Eq, V> KeyedTable<K, V> {
     where
         K: Clone,
     {
-        if self.cold.is_some() {
-            self.load(&key);
-        }
+        self.load(&key);
         let KeyedTable {
             slots: Slots { table, hasher },
             changes,

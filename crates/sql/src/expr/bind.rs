@@ -1074,28 +1074,22 @@ impl Binder<'_> {
                 nullable = true;
                 (Function::SplitIndex, SqlType::STRING)
             }
-            "TO_TIMESTAMP" => {
+            "TO_TIMESTAMP" | "TO_DATE" => {
                 arity(1..=2)?;
                 strings(1)?;
+                let date = name == "TO_DATE";
                 let pieces = match args.get(1) {
-                    Some(a) => self.literal_date_pattern(a, "TO_TIMESTAMP")?,
+                    Some(a) => self.literal_date_pattern(a, name)?,
+                    None if date => date_pattern("yyyy-MM-dd").unwrap_or_default(),
                     None => date_pattern("yyyy-MM-dd HH:mm:ss").unwrap_or_default(),
                 };
                 // NULL where the text does not follow the pattern.
                 nullable = true;
                 bound.truncate(1);
-                (Function::ToTimestamp(pieces), SqlType::Timestamp(3))
-            }
-            "TO_DATE" => {
-                arity(1..=2)?;
-                strings(1)?;
-                let pieces = match args.get(1) {
-                    Some(a) => self.literal_date_pattern(a, "TO_DATE")?,
-                    None => date_pattern("yyyy-MM-dd").unwrap_or_default(),
-                };
-                nullable = true;
-                bound.truncate(1);
-                (Function::ToDate(pieces), SqlType::Date)
+                match date {
+                    true => (Function::ToDate(pieces), SqlType::Date),
+                    false => (Function::ToTimestamp(pieces), SqlType::Timestamp(3)),
+                }
             }
             "UNIX_TIMESTAMP" => {
                 arity(0..=2)?;
