@@ -517,7 +517,8 @@ fn verify_counts(out: &Path, events: u64, keys: u64, label: &str) {
     );
 }
 
-/// Whether any checkpoint under `dir` builds on another (was written incrementally).
+/// Whether any checkpoint under `dir` builds on another (was written incrementally): it
+/// shares a state file written for an earlier checkpoint.
 fn some_checkpoint_is_incremental(dir: &Path) -> bool {
     let mut dirs = vec![dir.to_path_buf()];
     while let Some(d) = dirs.pop() {
@@ -526,13 +527,29 @@ fn some_checkpoint_is_incremental(dir: &Path) -> bool {
             if path.is_dir() {
                 dirs.push(path);
             } else if entry.file_name() == "_metadata"
-                && std::fs::read_to_string(&path).is_ok_and(|m| m.contains("\"bases\""))
+                && std::fs::read(&path).is_ok_and(|m| shares_earlier_state(&m))
             {
                 return true;
             }
         }
     }
     false
+}
+
+/// Whether checkpoint metadata `json` lists a shared state file (named `<checkpoint>-...`)
+/// written for an earlier checkpoint than its own.
+fn shares_earlier_state(json: &[u8]) -> bool {
+    let Ok(metadata) = serde_json::from_slice::<serde_json::Value>(json) else {
+        return false;
+    };
+    let id = metadata["id"].as_u64().unwrap_or(0);
+    metadata["shared"].as_object().is_some_and(|files| {
+        files.keys().any(|f| {
+            f.split_once('-')
+                .and_then(|(c, _)| c.parse::<u64>().ok())
+                .is_some_and(|c| c < id)
+        })
+    })
 }
 
 /// Incremental checkpoints under failures, and restored at another parallelism: a failure

@@ -133,7 +133,9 @@ fn a_job_recovers_from_checkpoints_in_an_s3_compatible_store() {
     let (code, listing) = http(port, "GET", "/checkpoints?list-type=2&prefix=jobs/");
     assert_eq!(code, 200);
     assert!(
-        listing.contains("/_metadata</Key>") && listing.contains("/task-0</Key>"),
+        listing.contains("/_metadata</Key>")
+            && listing.contains("/task-0</Key>")
+            && listing.contains("/shared/"),
         "{listing}"
     );
 }

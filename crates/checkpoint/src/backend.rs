@@ -79,6 +79,34 @@ fn block_on<T: Send>(fut: impl std::future::Future<Output = T> + Send) -> Result
     })
 }
 
+/// Files from this size on go to an object store in parts (S3 takes at most 5 GB in one put).
+const MULTIPART_MIN: usize = 64 << 20;
+/// The size of one part of a multipart upload.
+const PART: usize = 16 << 20;
+/// Parts of one upload in flight at once.
+const PARTS_IN_FLIGHT: usize = 4;
+
+/// Uploads `parts`, one after the other, as object `path` in parts of [`PART`] bytes; an
+/// upload that fails is aborted, so no part is left behind.
+async fn put_multipart(
+    store: &dyn ObjectStore,
+    path: &ObjectPath,
+    parts: &[&[u8]],
+) -> std::result::Result<(), object_store::Error> {
+    let upload = store.put_multipart(path).await?;
+    let mut writer = object_store::WriteMultipart::new_with_chunk_size(upload, PART);
+    for part in parts {
+        for chunk in part.chunks(PART) {
+            if let Err(e) = writer.wait_for_capacity(PARTS_IN_FLIGHT).await {
+                let _ = writer.abort().await;
+                return Err(e);
+            }
+            writer.write(chunk);
+        }
+    }
+    writer.finish().await.map(|_| ())
+}
+
 /// What [`Storage::list`] lists: the sub-locations of a location, or its files.
 #[derive(Clone, Copy)]
 enum Listing {
@@ -176,11 +204,37 @@ impl Storage {
             }
             Storage::Object { store, prefix, .. } => {
                 let path = prefix.clone().join(name);
-                let mut payload = PutPayloadMut::new();
-                parts.iter().for_each(|p| payload.extend_from_slice(p));
-                block_on(store.put(&path, payload.freeze()))?
-                    .map(|_| ())
-                    .map_err(|e| self.io_error("cannot write checkpoint file", name, e))
+                let total: usize = parts.iter().map(|p| p.len()).sum();
+                let written = if total >= MULTIPART_MIN {
+                    block_on(put_multipart(store.as_ref(), &path, parts))?
+                } else {
+                    let mut payload = PutPayloadMut::new();
+                    parts.iter().for_each(|p| payload.extend_from_slice(p));
+                    block_on(store.put(&path, payload.freeze()))?.map(|_| ())
+                };
+                written.map_err(|e| self.io_error("cannot write checkpoint file", name, e))
+            }
+        }
+    }
+
+    /// Removes file `name` (a file that is not there is fine).
+    pub fn remove(&self, name: &str) -> Result<()> {
+        match self {
+            Storage::Local(dir) => {
+                let path = dir.join(name);
+                match std::fs::remove_file(&path) {
+                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                        Err(HummerError::io("cannot remove checkpoint file", &path, e))
+                    }
+                    _ => Ok(()),
+                }
+            }
+            Storage::Object { store, prefix, .. } => {
+                let path = prefix.clone().join(name);
+                match block_on(store.delete(&path))? {
+                    Err(object_store::Error::NotFound { .. }) | Ok(()) => Ok(()),
+                    Err(e) => Err(self.io_error("cannot remove checkpoint file", name, e)),
+                }
             }
         }
     }
@@ -203,6 +257,45 @@ impl Storage {
                 .map_err(|e| self.io_error("cannot read checkpoint file", name, e))
             }
         }
+    }
+
+    /// The length and CRC-32 of file `name`, read a chunk at a time (a file of gigabytes is
+    /// never in memory whole).
+    pub fn crc32(&self, name: &str) -> Result<(u64, u32)> {
+        let mut hasher = crc32fast::Hasher::new();
+        let mut len = 0u64;
+        match self {
+            Storage::Local(dir) => {
+                use std::io::Read;
+                let path = dir.join(name);
+                let failed = |e| HummerError::io("cannot read checkpoint file", &path, e);
+                let mut file = std::fs::File::open(&path).map_err(failed)?;
+                let mut chunk = vec![0u8; 1 << 20];
+                loop {
+                    let n = file.read(&mut chunk).map_err(failed)?;
+                    if n == 0 {
+                        break;
+                    }
+                    hasher.update(&chunk[..n]);
+                    len += n as u64;
+                }
+            }
+            Storage::Object { store, prefix, .. } => {
+                use futures::StreamExt;
+                let path = prefix.clone().join(name);
+                block_on(async {
+                    let mut stream = store.get(&path).await?.into_stream();
+                    while let Some(chunk) = stream.next().await {
+                        let chunk = chunk?;
+                        hasher.update(&chunk);
+                        len += chunk.len() as u64;
+                    }
+                    Ok::<_, object_store::Error>(())
+                })?
+                .map_err(|e| self.io_error("cannot read checkpoint file", name, e))?;
+            }
+        }
+        Ok((len, hasher.finalize()))
     }
 
     /// Writes file `name` whole or not at all, and durably: a local file is written aside,

@@ -6,10 +6,15 @@
 //! [`read_task`] puts the whole chain in place of such a piece, oldest first, so that an
 //! operator restoring the pieces in order ends with exactly the state that was snapshotted.
 //! A savepoint stores its task files in this resolved form, so it needs no other checkpoint.
+//!
+//! A piece may also be a reference to a shared state file ([`crate::shared`]); the
+//! checkpoint's task file then lists the whole chain of files itself, and reading it reads
+//! them, in that order.
 
 use std::collections::HashMap;
 
 use crate::error::{HummerError, Result};
+use crate::shared::StateRef;
 use crate::state::snapshot::delta_base;
 use crate::state::task_state::TaskSnapshot;
 use crate::store::CompletedCheckpoint;
@@ -23,11 +28,17 @@ pub fn decode_task(checkpoint: &CompletedCheckpoint, name: &str) -> Result<TaskS
     })
 }
 
-/// Task file `name` of `checkpoint` with every delta's chain resolved: where an operator's
+/// Task file `name` of `checkpoint` with every reference read and every delta's chain
+/// resolved: where an operator's
 /// first piece in the file is a delta, the pieces it builds on (read from the same task's
 /// file of each base checkpoint) come before it, oldest first.
 pub fn read_task(checkpoint: &CompletedCheckpoint, name: &str) -> Result<TaskSnapshot> {
-    let stored = decode_task(checkpoint, name)?;
+    let mut stored = decode_task(checkpoint, name)?;
+    for (_, piece) in &mut stored.operators {
+        if let Some(reference) = StateRef::decode(piece) {
+            *piece = checkpoint.read_shared(&reference?)?;
+        }
+    }
     let mut resolved = TaskSnapshot {
         operators: Vec::with_capacity(stored.operators.len()),
         ..TaskSnapshot::new(stored.checkpoint, stored.max_parallelism)

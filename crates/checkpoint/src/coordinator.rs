@@ -23,7 +23,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{HummerError, Result, internal};
 use crate::hub::HubEvent;
-use crate::state::task_state::{RestoredState, TaskAck};
+use crate::shared::{StateRef, StateUploader};
+use crate::state::task_state::{RestoredState, TaskAck, TaskSnapshot};
 use crate::store::{CheckpointStore, CompletedCheckpoint, TASK_FILE_PREFIX};
 use crate::types::CheckpointId;
 
@@ -169,8 +170,12 @@ pub struct CheckpointStats {
     pub triggered_at_ms: u64,
     /// Trigger to completion (or to failure), milliseconds.
     pub duration_ms: u64,
-    /// Bytes of state stored.
+    /// Bytes written for it: new state files and its own files.
     pub size_bytes: u64,
+    /// Bytes of state files of earlier checkpoints that it references too (shared, not
+    /// written again).
+    #[serde(default)]
+    pub shared_bytes: u64,
     /// Longest barrier alignment of any task, milliseconds.
     pub alignment_ms: u64,
     /// Longest synchronous part of any task's snapshot (the copy of its state while it
@@ -223,9 +228,12 @@ pub struct CheckpointCoordinator {
     /// Trigger at the next tick regardless of the interval (a savepoint was asked for).
     forced: bool,
     history: Vec<CheckpointStats>,
-    /// Checkpoints this coordinator completed that the store still keeps: their nonce and
-    /// the bases they build on, for the deltas of later checkpoints.
-    kept: BTreeMap<CheckpointId, (u64, BTreeMap<u64, u64>)>,
+    /// Writes the state of acknowledgements that still hold it (those of tasks in this
+    /// process; a worker writes its own).
+    uploader: StateUploader,
+    /// Checkpoints this coordinator completed that the store still keeps: the shared files
+    /// of each task's operators, whole chains, for the deltas of later checkpoints.
+    kept: BTreeMap<CheckpointId, BTreeMap<usize, Vec<(usize, StateRef)>>>,
 }
 
 use crate::types::epoch_ms as now_ms;
@@ -245,7 +253,12 @@ impl CheckpointCoordinator {
     ) -> Result<Self> {
         config.validate()?;
         let store = CheckpointStore::open(&config.dir, config.retain)?;
+        let uploader = StateUploader::open(&config.dir)?;
+        // Above every checkpoint and every state file there, so that nothing an earlier
+        // attempt left is written over; what it left unfinished goes.
         let newest = store.ids()?.first().copied().unwrap_or(0);
+        let newest = newest.max(store.newest_shared()?);
+        store.remove_orphans(restored.max(newest) + 1)?;
         Ok(CheckpointCoordinator {
             config,
             store,
@@ -260,6 +273,7 @@ impl CheckpointCoordinator {
             last_end: None,
             forced: false,
             history: Vec::new(),
+            uploader,
             kept: BTreeMap::new(),
         })
     }
@@ -315,6 +329,7 @@ impl CheckpointCoordinator {
             triggered_at_ms: now_ms(),
             duration_ms: 0,
             size_bytes: 0,
+            shared_bytes: 0,
             alignment_ms: 0,
             sync_ms: 0,
             write_ms: 0,
@@ -348,13 +363,18 @@ impl CheckpointCoordinator {
                 }
                 Ok(None)
             }
-            HubEvent::Ack(ack) => {
+            HubEvent::Ack(mut ack) => {
+                if self.pending() != Some(ack.snapshot.checkpoint) {
+                    return Ok(None);
+                }
+                if let Err(e) = self.uploader.upload(&mut ack) {
+                    let reason = format!("cannot write the state of task {}: {e}", ack.task);
+                    self.fail(ack.snapshot.checkpoint, reason, now);
+                    return Ok(None);
+                }
                 let Some(pending) = self.pending.as_mut() else {
                     return Ok(None);
                 };
-                if pending.id != ack.snapshot.checkpoint {
-                    return Ok(None);
-                }
                 pending.acks.insert(ack.task, ack);
                 if pending.acks.len() < self.tasks {
                     return Ok(None);
@@ -369,39 +389,48 @@ impl CheckpointCoordinator {
 
     fn store_checkpoint(&mut self, pending: Pending, now: Instant) -> Result<CheckpointId> {
         let id = pending.id;
-        let mut size = 0u64;
+        let (mut size, mut shared_size) = (0u64, 0u64);
         let (mut alignment, mut sync) = (Duration::ZERO, Duration::ZERO);
         let write_started = Instant::now();
         let written = (|| -> Result<()> {
-            let bases = self.bases_of(&pending)?;
             let mut files = self.store.begin(id)?;
-            files.build_on(bases);
             let graph = serde_json::to_vec_pretty(&self.graph)
                 .map_err(|e| internal!("checkpoint graph: {e}"))?;
             files.write(GRAPH_FILE, &graph)?;
-            for (task, ack) in &pending.acks {
-                let parts = ack.snapshot.encoded_parts()?;
-                let parts: Vec<&[u8]> = parts.iter().map(|p| p.as_ref()).collect();
-                size += parts.iter().map(|p| p.len() as u64).sum::<u64>();
+            let mut manifest = BTreeMap::new();
+            for (&task, ack) in &pending.acks {
+                let chains = self.chains_of(id, task, &ack.snapshot)?;
+                let mut stored = TaskSnapshot {
+                    operators: Vec::with_capacity(chains.len()),
+                    sources: ack.snapshot.sources.clone(),
+                    ..TaskSnapshot::new(id, ack.snapshot.max_parallelism)
+                };
+                for (node, reference) in &chains {
+                    files.share(reference);
+                    if StateRef::written_in(&reference.file) == Some(id) {
+                        size += reference.len;
+                    } else {
+                        shared_size += reference.len;
+                    }
+                    stored.operators.push((*node, reference.encode()?));
+                }
+                let bytes = postcard::to_stdvec(&stored)
+                    .map_err(|e| internal!("checkpoint task file: {e}"))?;
+                size += bytes.len() as u64;
+                files.write(&format!("{TASK_FILE_PREFIX}{task}"), &bytes)?;
                 alignment = alignment.max(ack.alignment);
                 sync = sync.max(ack.sync);
-                files.write_parts(&format!("{TASK_FILE_PREFIX}{task}"), &parts)?;
+                manifest.insert(task, chains);
             }
-            let metadata = self.store.complete(files)?;
+            self.store.complete(files)?;
             let kept = self.store.ids()?;
             self.kept.retain(|id, _| kept.contains(id));
-            self.kept.insert(id, (metadata.nonce, metadata.bases));
+            self.kept.insert(id, manifest);
             Ok(())
         })();
         let write_ms = write_started.elapsed().as_millis() as u64;
         let duration_ms = now.duration_since(pending.started).as_millis() as u64;
         let (alignment_ms, sync_ms) = (alignment.as_millis() as u64, sync.as_millis() as u64);
-        // The state bytes are written: their buffers serve the next snapshots.
-        for (_, ack) in pending.acks {
-            for (_, bytes) in ack.snapshot.operators {
-                crate::state::snapshot::recycle(bytes);
-            }
-        }
         self.last_end = Some(now);
         let stats = self.history.iter_mut().rev().find(|h| h.id == id);
         match written {
@@ -409,6 +438,7 @@ impl CheckpointCoordinator {
                 if let Some(h) = stats {
                     h.duration_ms = duration_ms;
                     h.size_bytes = size;
+                    h.shared_bytes = shared_size;
                     h.alignment_ms = alignment_ms;
                     h.sync_ms = sync_ms;
                     h.write_ms = write_ms;
@@ -437,31 +467,45 @@ impl CheckpointCoordinator {
         }
     }
 
-    /// Every checkpoint the acknowledged state builds on (deltas' bases, transitively), with
-    /// its nonce. A delta on a checkpoint this coordinator did not complete, or that is no
-    /// longer kept, fails the checkpoint: its state could not be restored.
-    fn bases_of(&self, pending: &Pending) -> Result<BTreeMap<u64, u64>> {
-        let mut bases = BTreeMap::new();
-        for (task, ack) in &pending.acks {
-            for (node, bytes) in &ack.snapshot.operators {
-                let Some(base) = crate::state::snapshot::delta_base(bytes) else {
-                    continue;
-                };
-                let (nonce, below) =
-                    self.kept
-                        .get(&base)
-                        .ok_or_else(|| HummerError::Checkpoint {
-                            checkpoint: pending.id,
-                            reason: format!(
-                                "the state of operator {node} in task {task} is a delta on \
-                                 checkpoint {base}, which is not a kept checkpoint of this run"
-                            ),
-                        })?;
-                bases.insert(base, *nonce);
-                bases.extend(below.iter().map(|(id, nonce)| (*id, *nonce)));
+    /// The shared files of every operator of `task`'s snapshot in checkpoint `id`, each
+    /// operator's whole chain oldest first: a delta's base chain (from the checkpoint it
+    /// builds on), then its own file. A delta on a checkpoint this coordinator did not
+    /// complete, or no longer keeps, fails the checkpoint: its state could not be restored.
+    fn chains_of(
+        &self,
+        id: CheckpointId,
+        task: usize,
+        snapshot: &TaskSnapshot,
+    ) -> Result<Vec<(usize, StateRef)>> {
+        let failed = |reason: String| HummerError::Checkpoint {
+            checkpoint: id,
+            reason,
+        };
+        let mut chains = Vec::with_capacity(snapshot.operators.len());
+        for (node, piece) in &snapshot.operators {
+            let reference = StateRef::decode(piece).ok_or_else(|| {
+                failed(format!(
+                    "the state of operator {node} in task {task} was not written to storage"
+                ))
+            })??;
+            if let Some(base) = reference.base {
+                let chain: Vec<(usize, StateRef)> = self
+                    .kept
+                    .get(&base)
+                    .and_then(|tasks| tasks.get(&task))
+                    .map(|ops| ops.iter().filter(|(n, _)| n == node).cloned().collect())
+                    .unwrap_or_default();
+                if chain.is_empty() {
+                    return Err(failed(format!(
+                        "the state of operator {node} in task {task} is a delta on checkpoint \
+                         {base}, which is not a kept checkpoint of this run"
+                    )));
+                }
+                chains.extend(chain);
             }
+            chains.push((*node, reference));
         }
-        Ok(bases)
+        Ok(chains)
     }
 
     fn fail(&mut self, id: CheckpointId, reason: String, now: Instant) {
@@ -517,7 +561,6 @@ pub fn load(checkpoint: &CompletedCheckpoint) -> Result<(GraphInfo, RestoredStat
 mod tests {
     use super::*;
     use crate::state::keyed_table::KeyedTable;
-    use crate::state::snapshot::delta_base;
     use crate::state::task_state::TaskSnapshot;
     use crate::store::{copy_checkpoint, find_checkpoint};
     use std::collections::HashMap;
@@ -599,8 +642,33 @@ mod tests {
         id
     }
 
+    /// The shared state files in the job's directory.
+    fn shared_files(dir: &std::path::Path) -> std::collections::BTreeSet<String> {
+        std::fs::read_dir(dir.join(crate::shared::SHARED_DIR))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect()
+    }
+
+    /// The shared files every checkpoint left in `dir` references.
+    fn referenced(dir: &std::path::Path) -> std::collections::BTreeSet<String> {
+        let store = CheckpointStore::open(dir, usize::MAX).unwrap();
+        store
+            .ids()
+            .unwrap()
+            .into_iter()
+            .flat_map(|id| {
+                find_checkpoint(&dir.join(format!("chk-{id}")))
+                    .unwrap()
+                    .metadata
+                    .shared
+                    .into_keys()
+            })
+            .collect()
+    }
+
     #[test]
-    fn deltas_are_stored_with_their_bases_and_restore_whole() {
+    fn deltas_share_the_files_of_their_chain_and_restore_whole() {
         let (tmp, dir, mut c, mut table) = fresh_job(1);
         step(&mut c, &mut table, 0..1000, 1);
         // Deltas on the last completed checkpoint, each completed before the next.
@@ -609,26 +677,31 @@ mod tests {
             let id = step(&mut c, &mut table, keys, round + 2);
             let stored = std::fs::read(dir.join(format!("chk-{id}/task-0"))).unwrap();
             let stored: TaskSnapshot = postcard::from_bytes(&stored).unwrap();
-            assert!(
-                delta_base(&stored.operators[0].1).is_some(),
-                "{id} is a delta"
-            );
+            // The task file lists the chain: the full snapshot, then every delta on it.
+            let chain: Vec<StateRef> = stored
+                .operators
+                .iter()
+                .map(|(_, piece)| StateRef::decode(piece).unwrap().unwrap())
+                .collect();
+            assert_eq!(chain.len(), round as usize + 2, "{id}");
+            assert_eq!(chain[0].base, None);
+            assert_eq!(chain.last().unwrap().base, Some(id - 1));
+            // Only the delta was written; the rest is shared.
+            let stats = c.history().last().unwrap();
+            assert!(stats.size_bytes < stats.shared_bytes / 10, "{stats:?}");
         }
         let mut expected: HashMap<u32, u64> = (0..1000).map(|k| (k, 1)).collect();
         (0..30).for_each(|k| {
             expected.insert(k, u64::from(k / 10) + 2);
         });
         let store = CheckpointStore::open(&dir, 1).unwrap();
-        // Only the newest is retained, but everything it builds on is kept.
-        assert_eq!(store.ids().unwrap(), vec![4, 3, 2, 1]);
+        // Only the newest is retained, with every file of its chain and no other.
+        assert_eq!(store.ids().unwrap(), vec![4]);
         let latest = store.latest_valid().unwrap().unwrap();
-        assert_eq!(latest.metadata.id, 4);
-        assert_eq!(
-            latest.metadata.bases.keys().copied().collect::<Vec<_>>(),
-            vec![1, 2, 3]
-        );
+        assert_eq!(latest.metadata.shared.len(), 4);
+        assert_eq!(shared_files(&dir), referenced(&dir));
         assert_eq!(restored(&latest), expected);
-        // Found by its own path (as a cluster's workers find it), its bases are its siblings.
+        // Found by its own path (as a cluster's workers find it), its files are beside it.
         let found = find_checkpoint(&dir.join("chk-4")).unwrap();
         assert_eq!(restored(&found), expected);
 
@@ -637,7 +710,7 @@ mod tests {
         copy_checkpoint(&latest, &savepoint).unwrap();
         std::fs::remove_dir_all(&dir).unwrap();
         let found = find_checkpoint(&savepoint).unwrap();
-        assert!(found.metadata.bases.is_empty());
+        assert!(found.metadata.bases.is_empty() && found.metadata.shared.is_empty());
         assert_eq!(restored(&found), expected);
     }
 
@@ -646,10 +719,11 @@ mod tests {
         let (_tmp, dir, mut c, mut table) = fresh_job(1);
         step(&mut c, &mut table, 0..100, 1);
         step(&mut c, &mut table, 0..1, 2);
-        // A full snapshot (most keys changed): the chain is no longer needed.
+        // A full snapshot (most keys changed): the chain's files go.
         step(&mut c, &mut table, 0..100, 3);
         let store = CheckpointStore::open(&dir, 1).unwrap();
         assert_eq!(store.ids().unwrap(), vec![3]);
+        assert_eq!(shared_files(&dir).len(), 1);
         // A delta on a checkpoint that is gone cannot complete, and says why.
         table.checkpoint_complete(1);
         let (id, done) = checkpoint(&mut c, |_| {
@@ -672,19 +746,37 @@ mod tests {
     }
 
     #[test]
-    fn a_checkpoint_whose_base_is_damaged_or_replaced_is_skipped() {
+    fn a_checkpoint_whose_state_file_is_damaged_or_missing_is_skipped() {
         let (_tmp, dir, mut c, mut table) = fresh_job(3);
         step(&mut c, &mut table, 0..100, 1);
         step(&mut c, &mut table, 0..1, 2);
         step(&mut c, &mut table, 1..2, 2);
-        // Checkpoint 2 is damaged: 3, built on it, is skipped with it.
-        let metadata = dir.join("chk-2/_metadata");
-        let good = std::fs::read(&metadata).unwrap();
-        std::fs::write(&metadata, b"{").unwrap();
+        // The delta written for checkpoint 2 is damaged: 3, which shares it, goes with it.
+        let file = |id: u64| {
+            shared_files(&dir)
+                .into_iter()
+                .find(|f| StateRef::written_in(f) == Some(id))
+                .unwrap()
+        };
+        let damaged = file(2);
+        let path = dir.join(crate::shared::SHARED_DIR).join(&damaged);
+        let good = std::fs::read(&path).unwrap();
+        let mut bad = good.clone();
+        bad[good.len() / 2] ^= 1;
+        std::fs::write(&path, &bad).unwrap();
         let store = CheckpointStore::open(&dir, 3).unwrap();
         assert_eq!(store.latest_valid().unwrap().unwrap().metadata.id, 1);
         let err = find_checkpoint(&dir.join("chk-3")).unwrap_err().to_string();
-        assert!(err.contains("checkpoint 2, which it builds on"), "{err}");
+        assert!(err.contains(&damaged) && err.contains("checksum"), "{err}");
+        // A missing file is named too.
+        std::fs::remove_file(&path).unwrap();
+        let err = find_checkpoint(&dir.join("chk-2")).unwrap_err().to_string();
+        assert!(
+            err.contains(&damaged) && err.contains("shared state file"),
+            "{err}"
+        );
+        std::fs::write(&path, &good).unwrap();
+        assert_eq!(store.latest_valid().unwrap().unwrap().metadata.id, 3);
         // A later attempt restored from 1 numbers its checkpoints above every one there.
         let mut later = coordinator(&dir, 3, 1);
         let mut fresh = KeyedTable::<u32, u64>::default();
@@ -692,12 +784,96 @@ mod tests {
         let latest = store.latest_valid().unwrap().unwrap();
         assert_eq!(latest.metadata.id, 4);
         assert_eq!(restored(&latest), (0..100).map(|k| (k, 9)).collect());
-        // Another checkpoint 2 in place of the one 3 built on does not pass for it.
-        let mut other = serde_json::from_slice::<serde_json::Value>(&good).unwrap();
-        other["nonce"] = serde_json::json!(other["nonce"].as_u64().unwrap() ^ 1);
-        std::fs::write(&metadata, serde_json::to_vec(&other).unwrap()).unwrap();
-        assert!(find_checkpoint(&dir.join("chk-2")).is_ok());
-        let err = find_checkpoint(&dir.join("chk-3")).unwrap_err().to_string();
-        assert!(err.contains("replaced by a later checkpoint"), "{err}");
+    }
+
+    /// What a sequence of checkpoints may meet.
+    #[derive(Clone, Debug)]
+    enum Round {
+        /// Keys `from..from + n` get a value, then a checkpoint completes.
+        Complete { from: u32, n: u32 },
+        /// Keys change, the task writes its state, and the checkpoint is declined.
+        Declined { from: u32, n: u32 },
+        /// The job fails and restarts from its newest complete checkpoint, keeping `retain`.
+        Restart { retain: usize },
+    }
+
+    fn round() -> impl proptest::strategy::Strategy<Value = Round> {
+        use proptest::prelude::*;
+        prop_oneof![
+            5 => (0u32..300, 1u32..200).prop_map(|(from, n)| Round::Complete { from, n }),
+            2 => (0u32..300, 1u32..50).prop_map(|(from, n)| Round::Declined { from, n }),
+            1 => (1usize..4).prop_map(|retain| Round::Restart { retain }),
+        ]
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(32))]
+        /// After any sequence of completed and declined checkpoints and restarts with any
+        /// retention, the shared files are exactly those the retained checkpoints reference
+        /// (no orphan, nothing referenced deleted), and every retained checkpoint restores
+        /// exactly the state it was taken of.
+        #[test]
+        fn shared_files_are_exactly_those_retained_checkpoints_reference(
+            rounds in proptest::collection::vec(round(), 1..24), retain in 1usize..4,
+        ) {
+            let (_tmp, dir, mut c, mut table) = fresh_job(retain);
+            let mut model: HashMap<u32, u64> = HashMap::new();
+            let mut taken: BTreeMap<CheckpointId, HashMap<u32, u64>> = BTreeMap::new();
+            let mut retain = retain;
+            for (i, round) in rounds.into_iter().enumerate() {
+                let value = i as u64;
+                match round {
+                    Round::Complete { from, n } => {
+                        put(&mut table, from..from + n, value);
+                        (from..from + n).for_each(|k| { model.insert(k, value); });
+                        let (id, done) = checkpoint(&mut c, |id| table.snapshot_for(id, 128).unwrap());
+                        proptest::prop_assert_eq!(done.unwrap(), Some(id));
+                        table.checkpoint_complete(id);
+                        taken.insert(id, model.clone());
+                    }
+                    Round::Declined { from, n } => {
+                        put(&mut table, from..from + n, value);
+                        (from..from + n).for_each(|k| { model.insert(k, value); });
+                        let now = c.last_trigger + Duration::from_secs(1);
+                        let id = c.tick(now).unwrap().id;
+                        let mut snapshot = TaskSnapshot::new(id, 128);
+                        snapshot.operators.push((NODE, table.snapshot_for(id, 128).unwrap()));
+                        let mut ack = TaskAck { task: 0, snapshot, alignment: Duration::ZERO, sync: Duration::ZERO };
+                        // A worker wrote the state, then a task declined.
+                        StateUploader::open(&dir).unwrap().upload(&mut ack).unwrap();
+                        let decline = HubEvent::Decline { task: 1, checkpoint: id, reason: None };
+                        proptest::prop_assert_eq!(c.on_event(decline, now).unwrap(), None);
+                    }
+                    Round::Restart { retain: r } => {
+                        retain = r;
+                        let latest = CheckpointStore::open(&dir, retain).unwrap().latest_valid().unwrap();
+                        let from = latest.as_ref().map_or(0, |l| l.metadata.id);
+                        c = coordinator(&dir, retain, from);
+                        table = KeyedTable::default();
+                        model = HashMap::new();
+                        if let Some(latest) = latest {
+                            let (_, state) = load(&latest).unwrap();
+                            for piece in state.operator(NODE) {
+                                table.restore(piece, 0..128, "test").unwrap();
+                            }
+                            model = taken[&from].clone();
+                        }
+                    }
+                }
+            }
+            let store = CheckpointStore::open(&dir, retain).unwrap();
+            let ids = store.ids().unwrap();
+            if !ids.is_empty() {
+                // Files of the last declined checkpoint go at the next completion: make one.
+                let (id, done) = checkpoint(&mut c, |id| table.snapshot_for(id, 128).unwrap());
+                proptest::prop_assert_eq!(done.unwrap(), Some(id));
+                taken.insert(id, model.clone());
+                proptest::prop_assert_eq!(shared_files(&dir), referenced(&dir));
+                for id in store.ids().unwrap() {
+                    let found = find_checkpoint(&dir.join(format!("chk-{id}"))).unwrap();
+                    proptest::prop_assert_eq!(&restored(&found), &taken[&id], "checkpoint {}", id);
+                }
+            }
+        }
     }
 }

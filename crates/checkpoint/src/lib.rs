@@ -14,6 +14,7 @@
 //! * [`barrier_aligner`]: when a task with several inputs may take its snapshot.
 //! * [`store`]: checkpoint directories: writing, completing, retention, verification.
 //! * [`backend`]: the storage under a store: a local directory or an object store.
+//! * [`shared`]: operator state as immutable files that tasks write and checkpoints share.
 //! * [`chains`]: task files of incremental checkpoints, read with the deltas they build on.
 //! * `direct_write` (private): large checkpoint files written past the page cache.
 //!
@@ -32,4 +33,5 @@ pub mod chains;
 pub mod coordinator;
 mod direct_write;
 pub mod hub;
+pub mod shared;
 pub mod store;

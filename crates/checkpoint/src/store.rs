@@ -12,12 +12,16 @@
 //! whose files all match their metadata; a damaged one is skipped with a log line naming it and
 //! what is wrong, and the one before it is tried.
 //!
-//! **Incremental checkpoints.** A task's state may be a delta on an earlier checkpoint's
-//! (`crate::state::snapshot::delta_base`); its checkpoint then depends on the files of that
-//! earlier one. `_metadata` lists every checkpoint a checkpoint depends on (`bases`,
-//! transitively), and those are kept as long as any retained checkpoint names them, verified
-//! with it, and read through it ([`CompletedCheckpoint::base`]). A savepoint is a copy with
-//! every delta's bases copied into its own files ([`copy_checkpoint`]), so it stands alone.
+//! **Shared state files.** Operator state is not in a checkpoint's own directory: the tasks
+//! write it as immutable files of `DIR/shared/` ([`crate::shared`]), and a checkpoint's task
+//! files reference them. `_metadata` lists every shared file the checkpoint references, with
+//! its length and checksum (`shared`), so a checkpoint is verified with its shared files, and a
+//! file stays as long as a retained checkpoint lists it: retention deletes a shared file only
+//! when none does. A delta's chain of files is listed whole by every checkpoint that needs it,
+//! so no checkpoint depends on another one's directory. Checkpoints of earlier builds, whose
+//! deltas name whole earlier checkpoints as `bases`, are still kept with those, verified and
+//! read ([`CompletedCheckpoint::base`]). A savepoint is a copy with every reference and delta
+//! resolved into its own files ([`copy_checkpoint`]), so it stands alone.
 
 use std::collections::BTreeMap;
 use std::hash::BuildHasher;
@@ -27,6 +31,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::backend::Storage;
 use crate::error::{HummerError, Result, internal};
+use crate::shared::{SHARED_DIR, StateRef};
 
 /// What `_metadata` records.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -49,6 +54,10 @@ pub struct CheckpointMetadata {
     /// damaged); bases are named by id and nonce.
     #[serde(default)]
     pub nonce: u64,
+    /// The shared state files its task files reference (see [`crate::shared`]): name ->
+    /// (length, CRC-32).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub shared: BTreeMap<String, (u64, u64)>,
 }
 
 /// The checksum of the files of a checkpoint.
@@ -91,12 +100,30 @@ pub struct CompletedCheckpoint {
     storage: Storage,
     /// The checkpoints its deltas build on (`metadata.bases`), verified with it.
     bases: Vec<CompletedCheckpoint>,
+    /// Where the shared state files it references are.
+    shared: Option<Storage>,
 }
 
 impl CompletedCheckpoint {
     /// The bytes of one of its files (verified when the checkpoint was found).
     pub fn read(&self, name: &str) -> Result<Vec<u8>> {
         self.storage.read(name)
+    }
+
+    /// The bytes of a shared state file one of its task files references, checked against
+    /// the reference; a file the checkpoint does not list is refused.
+    pub fn read_shared(&self, reference: &StateRef) -> Result<Vec<u8>> {
+        let listed = self.metadata.shared.get(&reference.file);
+        match (&self.shared, listed) {
+            (Some(shared), Some(_)) => reference.read(shared),
+            _ => Err(HummerError::BadInput {
+                input: self.dir.display().to_string(),
+                reason: format!(
+                    "a task file references state file {}, which the checkpoint does not list",
+                    reference.file
+                ),
+            }),
+        }
     }
 
     /// The earlier checkpoint `id` that this one builds on, if it names it as a base.
@@ -116,7 +143,7 @@ pub struct PendingCheckpoint {
     id: u64,
     storage: Storage,
     files: BTreeMap<String, (u64, u64)>,
-    bases: BTreeMap<u64, u64>,
+    shared: BTreeMap<String, (u64, u64)>,
 }
 
 impl CheckpointStore {
@@ -147,7 +174,7 @@ impl CheckpointStore {
             id,
             storage,
             files: BTreeMap::new(),
-            bases: BTreeMap::new(),
+            shared: BTreeMap::new(),
         })
     }
 
@@ -159,8 +186,9 @@ impl CheckpointStore {
             completed_at_ms: crate::types::epoch_ms(),
             files: pending.files,
             checksum: ChecksumKind::Crc32,
-            bases: pending.bases,
+            bases: BTreeMap::new(),
             nonce: new_nonce(pending.id),
+            shared: pending.shared,
         };
         write_metadata(&pending.storage, &metadata)?;
         let done = self.root.child(&format!("chk-{}", pending.id));
@@ -182,17 +210,81 @@ impl CheckpointStore {
     }
 
     /// Removes the checkpoints beyond the newest `retain`, except those a retained one builds
-    /// on.
+    /// on, then every shared state file that no checkpoint left references and that was
+    /// written for a checkpoint no newer than the newest (newer ones belong to a checkpoint
+    /// still being taken).
     fn prune(&self) -> Result<()> {
         let ids = self.ids()?;
         let (retained, older) = ids.split_at(self.retain.min(ids.len()));
-        let needed: std::collections::BTreeSet<u64> = retained
+        let retained: Vec<CheckpointMetadata> = retained
             .iter()
             .filter_map(|id| read_metadata(&self.root.child(&format!("chk-{id}"))).ok())
-            .flat_map(|m| m.bases.into_keys())
             .collect();
-        for id in older.iter().filter(|id| !needed.contains(id)) {
-            self.root.child(&format!("chk-{id}")).remove_all()?;
+        let needed: std::collections::BTreeSet<u64> = retained
+            .iter()
+            .flat_map(|m| m.bases.keys().copied())
+            .collect();
+        let mut left = Vec::new();
+        for &id in older {
+            if needed.contains(&id) {
+                left.push(id);
+            } else {
+                self.root.child(&format!("chk-{id}")).remove_all()?;
+            }
+        }
+        let Some(&newest) = ids.first() else {
+            return Ok(());
+        };
+        let mut referenced: std::collections::BTreeSet<String> = retained
+            .into_iter()
+            .flat_map(|m| m.shared.into_keys())
+            .collect();
+        for id in left {
+            if let Ok(m) = read_metadata(&self.root.child(&format!("chk-{id}"))) {
+                referenced.extend(m.shared.into_keys());
+            }
+        }
+        self.remove_shared(|file, written_in| written_in <= newest && !referenced.contains(file))
+    }
+
+    /// Removes every shared state file that no checkpoint references and that was written
+    /// for a checkpoint before `next` (an attempt that starts numbering its checkpoints at
+    /// `next` calls this: no checkpoint of it is being taken yet, so such files are left by
+    /// checkpoints of earlier attempts that never completed).
+    pub fn remove_orphans(&self, next: u64) -> Result<()> {
+        let mut referenced = std::collections::BTreeSet::new();
+        for id in self.ids()? {
+            if let Ok(m) = read_metadata(&self.root.child(&format!("chk-{id}"))) {
+                referenced.extend(m.shared.into_keys());
+            }
+        }
+        self.remove_shared(|file, written_in| written_in < next && !referenced.contains(file))
+    }
+
+    /// The newest checkpoint a shared state file was written for (0: none).
+    pub fn newest_shared(&self) -> Result<u64> {
+        let shared = self.root.child(SHARED_DIR);
+        if !shared.exists() {
+            return Ok(0);
+        }
+        Ok(shared
+            .list_files()?
+            .iter()
+            .filter_map(|f| StateRef::written_in(f))
+            .max()
+            .unwrap_or(0))
+    }
+
+    /// Removes the shared state files `doomed(name, checkpoint written for)` picks.
+    fn remove_shared(&self, doomed: impl Fn(&str, u64) -> bool) -> Result<()> {
+        let shared = self.root.child(SHARED_DIR);
+        if !shared.exists() {
+            return Ok(());
+        }
+        for file in shared.list_files()? {
+            if StateRef::written_in(&file).is_some_and(|c| doomed(&file, c)) {
+                shared.remove(&file)?;
+            }
         }
         Ok(())
     }
@@ -219,7 +311,7 @@ impl CheckpointStore {
 }
 
 /// A random nonce for checkpoint `id` (every `RandomState` has random keys).
-fn new_nonce(id: u64) -> u64 {
+pub(crate) fn new_nonce(id: u64) -> u64 {
     std::collections::hash_map::RandomState::new().hash_one(id)
 }
 
@@ -267,6 +359,15 @@ pub enum Damage {
     /// A file's bytes differ from what was written.
     #[error("file {0} fails its checksum")]
     BadChecksum(String),
+    /// A shared state file it references is missing, of another length or fails its
+    /// checksum.
+    #[error("shared state file {name}: {reason}")]
+    SharedFile {
+        /// The file.
+        name: String,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// The checkpoint of that id is another one than meant (written by a later attempt).
     #[error("it was replaced by a later checkpoint of the same id")]
     Replaced,
@@ -288,6 +389,21 @@ fn read_metadata(storage: &Storage) -> std::result::Result<CheckpointMetadata, D
 /// Checks checkpoint `id` of the checkpoints at `root`, and every checkpoint it builds on.
 fn verify(root: &Storage, id: u64) -> std::result::Result<CompletedCheckpoint, Damage> {
     let mut checkpoint = verify_files(root.child(&format!("chk-{id}")), id)?;
+    let shared = root.child(SHARED_DIR);
+    for (name, &(len, sum)) in &checkpoint.metadata.shared {
+        let damage = |reason: String| Damage::SharedFile {
+            name: name.clone(),
+            reason,
+        };
+        let (found_len, found_sum) = shared.crc32(name).map_err(|e| damage(e.to_string()))?;
+        if found_len != len {
+            return Err(damage(format!("{found_len} bytes, {len} expected")));
+        }
+        if u64::from(found_sum) != sum {
+            return Err(damage("it fails its checksum".into()));
+        }
+    }
+    checkpoint.shared = Some(shared);
     for (&base, &nonce) in &checkpoint.metadata.bases {
         let damage = |damage| Damage::Base {
             id: base,
@@ -330,6 +446,7 @@ fn verify_files(storage: Storage, id: u64) -> std::result::Result<CompletedCheck
         dir: storage.location(),
         storage,
         bases: Vec::new(),
+        shared: None,
     })
 }
 
@@ -355,10 +472,12 @@ impl PendingCheckpoint {
         self.id
     }
 
-    /// Records earlier checkpoints this one's files build on, as (id, nonce); all of them,
-    /// transitively.
-    pub fn build_on(&mut self, bases: impl IntoIterator<Item = (u64, u64)>) {
-        self.bases.extend(bases);
+    /// Records that the checkpoint's task files reference shared state file `reference`.
+    pub fn share(&mut self, reference: &StateRef) {
+        self.shared.insert(
+            reference.file.clone(),
+            (reference.len, u64::from(reference.crc32)),
+        );
     }
 }
 
@@ -399,7 +518,7 @@ pub fn find_checkpoint(path: &Path) -> Result<CompletedCheckpoint> {
 pub fn copy_checkpoint(from: &CompletedCheckpoint, to: &Path) -> Result<CompletedCheckpoint> {
     let target = Storage::open(to)?;
     target.create()?;
-    if from.metadata.bases.is_empty() {
+    if from.metadata.bases.is_empty() && from.metadata.shared.is_empty() {
         for name in from.metadata.files.keys() {
             target.write(name, &from.read(name)?)?;
         }
@@ -409,7 +528,7 @@ pub fn copy_checkpoint(from: &CompletedCheckpoint, to: &Path) -> Result<Complete
             id: from.metadata.id,
             storage: target.clone(),
             files: BTreeMap::new(),
-            bases: BTreeMap::new(),
+            shared: BTreeMap::new(),
         };
         for name in from.metadata.files.keys() {
             if name.starts_with(TASK_FILE_PREFIX) {
@@ -424,6 +543,7 @@ pub fn copy_checkpoint(from: &CompletedCheckpoint, to: &Path) -> Result<Complete
         let metadata = CheckpointMetadata {
             files: copy.files,
             bases: BTreeMap::new(),
+            shared: BTreeMap::new(),
             checksum: ChecksumKind::Crc32,
             ..from.metadata.clone()
         };

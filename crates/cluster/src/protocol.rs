@@ -146,6 +146,21 @@ pub struct RecoveryRequest {
     pub graph: crate::checkpoint::coordinator::GraphInfo,
 }
 
+impl RecoveryRequest {
+    /// The checkpoint settings of submitted job `job`: its checkpoints go to a directory of
+    /// its own under the one it asked for (the JobManager's coordinator and the workers that
+    /// write its state files both go by this).
+    pub fn checkpoints_of(
+        &self,
+        job: &JobId,
+    ) -> Option<crate::checkpoint::coordinator::CheckpointConfig> {
+        self.checkpoints.clone().map(|mut c| {
+            c.dir = c.dir.join(job);
+            c
+        })
+    }
+}
+
 /// Where a worker runs what.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct DeploySpec {

@@ -19,6 +19,7 @@ use crate::channels::secure::{Security, Stream};
 use std::sync::{Arc, Mutex};
 
 use crate::checkpoint::hub::CheckpointHub;
+use crate::checkpoint::shared::StateUploader;
 
 use crate::channels::Placement;
 use crate::channels::network::DataListener;
@@ -212,29 +213,32 @@ fn checkpoint_report(
     }
 }
 
-/// Forwards the tasks' checkpoint reports to the JobManager.
+/// Forwards the tasks' checkpoint reports to the JobManager, each acknowledged snapshot's
+/// state first written to the checkpoint storage, so that the JobManager gets its references
+/// only (a snapshot that cannot be written declines the checkpoint, naming why).
 fn forward_checkpoint_reports(
     writer: Arc<Mutex<Stream>>,
     reports: std::sync::mpsc::Receiver<crate::checkpoint::hub::HubEvent>,
+    uploader: StateUploader,
     attempt: u32,
 ) -> Result<()> {
+    use crate::checkpoint::hub::HubEvent;
     std::thread::Builder::new()
         .name("checkpoint-reports".into())
         .spawn(move || {
-            for event in reports {
+            for mut event in reports {
+                if let HubEvent::Ack(ack) = &mut event
+                    && let Err(e) = uploader.upload(ack)
+                {
+                    event = HubEvent::Decline {
+                        task: ack.task,
+                        checkpoint: ack.snapshot.checkpoint,
+                        reason: Some(format!("cannot write its state: {e}")),
+                    };
+                }
                 let report = checkpoint_report(attempt, event, MAX_FRAME);
                 if send(&writer, &report).is_err() {
                     return;
-                }
-                // Sent: the state's buffers serve the worker's next snapshots.
-                if let Message::Checkpoint {
-                    event: crate::checkpoint::hub::HubEvent::Ack(ack),
-                    ..
-                } = report
-                {
-                    for (_, bytes) in ack.snapshot.operators {
-                        crate::state::snapshot::recycle(bytes);
-                    }
                 }
             }
         })
@@ -335,7 +339,11 @@ fn checkpoint_setup(
     };
     let (tx, rx) = std::sync::mpsc::channel();
     let hub = CheckpointHub::new(tx, restored.as_ref().map_or(0, |r| r.checkpoint));
-    forward_checkpoint_reports(writer.clone(), rx, spec.attempt)?;
+    let uploader = match recovery.checkpoints_of(&spec.job) {
+        Some(config) => StateUploader::open(&config.dir)?,
+        None => return Ok(None),
+    };
+    forward_checkpoint_reports(writer.clone(), rx, uploader, spec.attempt)?;
     Ok(Some(CheckpointSetup { hub, restored }))
 }
 

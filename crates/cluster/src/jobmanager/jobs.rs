@@ -93,10 +93,7 @@ impl JobEntry {
     pub fn new(id: JobId, request: SubmitRequest) -> Self {
         let policy = match &request.recovery {
             Some(r) => RecoveryPolicy {
-                checkpoints: r.checkpoints.clone().map(|mut c| {
-                    c.dir = c.dir.join(&id);
-                    c
-                }),
+                checkpoints: r.checkpoints_of(&id),
                 restart: r.restart,
                 restore_from: r.restore_from.clone(),
             },

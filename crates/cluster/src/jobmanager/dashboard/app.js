@@ -976,7 +976,7 @@
     const cols = [
       { key: 'id', label: 'ID', num: true }, { key: 'status', label: 'Status' }, { key: 'trigger_timestamp', label: 'Triggered' },
       { key: 'end_to_end_duration', label: 'Duration', num: true }, { key: 'state_size', label: 'Size', num: true },
-      { key: 'alignment_duration', label: 'Alignment', num: true }, { key: 'failure_message', label: 'Failure' },
+      { key: 'checkpointed_size', label: 'Written', num: true }, { key: 'alignment_duration', label: 'Alignment', num: true }, { key: 'failure_message', label: 'Failure' },
     ];
     const hist = table('checkpoint-history', cols);
     const restarts = h('span', { 'data-field': 'restarts', text: '—' });
@@ -1058,6 +1058,7 @@
             setField(t.trigger_timestamp, fmtDateTime(r.trigger_timestamp), r.trigger_timestamp);
             setField(t.end_to_end_duration, fmtDuration(r.end_to_end_duration), r.end_to_end_duration);
             setField(t.state_size, fmtBytes(r.state_size), r.state_size);
+            setField(t.checkpointed_size, fmtBytes(r.checkpointed_size), r.checkpointed_size);
             setField(t.alignment_duration, fmtDuration(r.alignment_duration), r.alignment_duration);
             setField(t.failure_message, r.failure_message || '', r.failure_message || null);
           },

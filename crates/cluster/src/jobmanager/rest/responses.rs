@@ -413,8 +413,10 @@ pub struct CheckpointRow {
     pub trigger_timestamp: u64,
     /// Trigger to completion (or to failure), milliseconds.
     pub end_to_end_duration: u64,
-    /// Bytes of state stored.
+    /// Bytes of state it holds: written for it, and shared with earlier checkpoints.
     pub state_size: u64,
+    /// Bytes written for it (Flink's incremental `checkpointed_size`).
+    pub checkpointed_size: u64,
     /// Longest barrier alignment of any task, milliseconds.
     pub alignment_duration: u64,
     /// Longest synchronous part of any task's snapshot, milliseconds.
@@ -450,7 +452,8 @@ impl From<&CheckpointStats> for CheckpointRow {
             is_final: c.is_final,
             trigger_timestamp: c.triggered_at_ms,
             end_to_end_duration: c.duration_ms,
-            state_size: c.size_bytes,
+            state_size: c.size_bytes + c.shared_bytes,
+            checkpointed_size: c.size_bytes,
             alignment_duration: c.alignment_ms,
             sync_duration: c.sync_ms,
             write_duration: c.write_ms,
@@ -709,6 +712,7 @@ mod tests {
             triggered_at_ms: 0,
             duration_ms: 0,
             size_bytes: 0,
+            shared_bytes: 0,
             alignment_ms: 0,
             sync_ms: 0,
             write_ms: 0,

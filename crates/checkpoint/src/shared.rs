@@ -1,0 +1,169 @@
+//! Shared state files: operator state that a task writes to storage itself and checkpoints
+//! reference by name.
+//!
+//! When a barrier passes a task, the task's process writes each operator's snapshot as an
+//! immutable file of the job's `shared/` directory (in parts, on an object store) and
+//! acknowledges the checkpoint with a [`StateRef`] per operator in place of the bytes: name,
+//! length, CRC-32 and, for a delta, the checkpoint it builds on. The coordinator (the
+//! JobManager's, for a cluster job) therefore never holds state, and a task's snapshot has no
+//! size limit. A checkpoint's task file lists, per operator, the references of its whole chain
+//! (the last full snapshot, then each delta on it), so a file written once is shared by every
+//! later checkpoint whose chain still contains it and is never written again; only new files
+//! are written at each checkpoint. The store deletes a shared file when no retained checkpoint
+//! references it (Flink's `SharedStateRegistry`, computed from the retained checkpoints'
+//! metadata, which survives a crash). A savepoint resolves every reference into its own
+//! files, so it stands alone.
+
+use serde::{Deserialize, Serialize};
+
+use crate::backend::Storage;
+use crate::error::{HummerError, Result, internal};
+use crate::state::task_state::TaskAck;
+use crate::types::CheckpointId;
+
+/// The directory of a job's checkpoints that holds the shared state files.
+pub const SHARED_DIR: &str = "shared";
+
+/// How a reference starts, in place of an operator's snapshot bytes ("Hummer state file").
+const MAGIC: &[u8; 4] = b"HMRF";
+
+/// One operator snapshot stored as a shared file.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StateRef {
+    /// The file's name in [`SHARED_DIR`].
+    pub file: String,
+    /// Its length in bytes.
+    pub len: u64,
+    /// Its CRC-32.
+    pub crc32: u32,
+    /// The checkpoint whose snapshot of the same operator this one is a delta on.
+    pub base: Option<CheckpointId>,
+}
+
+impl StateRef {
+    /// The reference as it stands in a task snapshot in place of the state's bytes.
+    pub fn encode(&self) -> Result<Vec<u8>> {
+        postcard::to_extend(self, MAGIC.to_vec())
+            .map_err(|e| internal!("cannot encode a state file reference: {e}"))
+    }
+
+    /// The reference `bytes` hold, if they hold one rather than state.
+    pub fn decode(bytes: &[u8]) -> Option<Result<StateRef>> {
+        let rest = bytes.strip_prefix(MAGIC)?;
+        Some(
+            postcard::from_bytes(rest).map_err(|e| HummerError::BadInput {
+                input: "a checkpoint's task file".into(),
+                reason: format!("undecodable state file reference: {e}"),
+            }),
+        )
+    }
+
+    /// The checkpoint whose snapshot wrote the file (named `<checkpoint>-...`).
+    pub fn written_in(file: &str) -> Option<CheckpointId> {
+        file.split_once('-')?.0.parse().ok()
+    }
+
+    /// Reads the file from `shared` and checks its length and checksum; the error names it.
+    pub fn read(&self, shared: &Storage) -> Result<Vec<u8>> {
+        let bytes = shared.read(&self.file)?;
+        let bad = |reason: String| HummerError::BadInput {
+            input: shared.location().join(&self.file).display().to_string(),
+            reason,
+        };
+        if bytes.len() as u64 != self.len {
+            return Err(bad(format!(
+                "the state file has {} bytes, {} expected",
+                bytes.len(),
+                self.len
+            )));
+        }
+        if crc32fast::hash(&bytes) != self.crc32 {
+            return Err(bad("the state file fails its checksum".into()));
+        }
+        Ok(bytes)
+    }
+}
+
+/// Writes the state of acknowledged snapshots as shared files, in the process that took them.
+pub struct StateUploader {
+    shared: Storage,
+}
+
+impl StateUploader {
+    /// An uploader into the shared directory of the job's checkpoints at `dir` (a directory
+    /// or an object store URL), created if missing.
+    pub fn open(dir: &std::path::Path) -> Result<StateUploader> {
+        let shared = Storage::open(dir)?.child(SHARED_DIR);
+        shared.create()?;
+        Ok(StateUploader { shared })
+    }
+
+    /// Writes every operator state the acknowledgement holds as a file of its own and puts a
+    /// reference in its place; returns the bytes written. References already there stay;
+    /// the written buffers are recycled for the next snapshots.
+    pub fn upload(&self, ack: &mut TaskAck) -> Result<u64> {
+        let checkpoint = ack.snapshot.checkpoint;
+        let mut written = 0;
+        for (node, bytes) in &mut ack.snapshot.operators {
+            if StateRef::decode(bytes).is_some() {
+                continue;
+            }
+            let file = format!(
+                "{checkpoint}-{}-{node}-{:016x}",
+                ack.task,
+                crate::store::new_nonce(checkpoint)
+            );
+            self.shared.write(&file, bytes)?;
+            let reference = StateRef {
+                file,
+                len: bytes.len() as u64,
+                crc32: crc32fast::hash(bytes),
+                base: crate::state::snapshot::delta_base(bytes),
+            };
+            written += reference.len;
+            let state = std::mem::replace(bytes, reference.encode()?);
+            crate::state::snapshot::recycle(state);
+        }
+        Ok(written)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::state::task_state::TaskSnapshot;
+    use std::time::Duration;
+
+    #[test]
+    fn an_uploaded_snapshot_reads_back_and_damage_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let uploader = StateUploader::open(dir.path()).unwrap();
+        let mut snapshot = TaskSnapshot::new(7, 128);
+        snapshot.operators = vec![(3, vec![1, 2, 3]), (4, b"HMRS-not-a-delta".to_vec())];
+        let mut ack = TaskAck {
+            task: 2,
+            snapshot,
+            alignment: Duration::ZERO,
+            sync: Duration::ZERO,
+        };
+        assert_eq!(uploader.upload(&mut ack).unwrap(), 3 + 16);
+        // A second upload writes nothing more.
+        assert_eq!(uploader.upload(&mut ack.clone()).unwrap(), 0);
+        let first = StateRef::decode(&ack.snapshot.operators[0].1)
+            .unwrap()
+            .unwrap();
+        assert_eq!(StateRef::written_in(&first.file), Some(7));
+        assert_eq!(first.base, None);
+        let shared = Storage::open(&dir.path().join(SHARED_DIR)).unwrap();
+        assert_eq!(first.read(&shared).unwrap(), vec![1, 2, 3]);
+        std::fs::write(dir.path().join(SHARED_DIR).join(&first.file), [1, 2, 4]).unwrap();
+        let err = first.read(&shared).unwrap_err().to_string();
+        assert!(
+            err.contains(&first.file) && err.contains("checksum"),
+            "{err}"
+        );
+        std::fs::remove_file(dir.path().join(SHARED_DIR).join(&first.file)).unwrap();
+        let err = first.read(&shared).unwrap_err().to_string();
+        assert!(err.contains(&first.file), "{err}");
+    }
+}
