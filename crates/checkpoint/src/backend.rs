@@ -259,6 +259,24 @@ impl Storage {
         }
     }
 
+    /// The length of file `name`.
+    pub fn len_of(&self, name: &str) -> Result<u64> {
+        match self {
+            Storage::Local(dir) => {
+                let path = dir.join(name);
+                std::fs::metadata(&path)
+                    .map(|m| m.len())
+                    .map_err(|e| HummerError::io("cannot read checkpoint file", &path, e))
+            }
+            Storage::Object { store, prefix, .. } => {
+                let path = prefix.clone().join(name);
+                block_on(store.head(&path))?
+                    .map(|meta| meta.size)
+                    .map_err(|e| self.io_error("cannot read checkpoint file", name, e))
+            }
+        }
+    }
+
     /// The length and CRC-32 of file `name`, read a chunk at a time (a file of gigabytes is
     /// never in memory whole).
     pub fn crc32(&self, name: &str) -> Result<(u64, u32)> {

@@ -33,12 +33,19 @@ pub fn decode_task(checkpoint: &CompletedCheckpoint, name: &str) -> Result<TaskS
 /// first piece in the file is a delta, the pieces it builds on (read from the same task's
 /// file of each base checkpoint) come before it, oldest first.
 pub fn read_task(checkpoint: &CompletedCheckpoint, name: &str) -> Result<TaskSnapshot> {
-    let mut stored = decode_task(checkpoint, name)?;
-    for (_, piece) in &mut stored.operators {
+    let mut task = read_task_as_listed(checkpoint, name)?;
+    for (_, piece) in &mut task.operators {
         if let Some(reference) = StateRef::decode(piece) {
             *piece = checkpoint.read_shared(&reference?)?;
         }
     }
+    Ok(task)
+}
+
+/// [`read_task`] with references to shared state files left as they are (they list their
+/// chains themselves); only deltas of earlier builds are resolved.
+pub fn read_task_as_listed(checkpoint: &CompletedCheckpoint, name: &str) -> Result<TaskSnapshot> {
+    let stored = decode_task(checkpoint, name)?;
     let mut resolved = TaskSnapshot {
         operators: Vec::with_capacity(stored.operators.len()),
         ..TaskSnapshot::new(stored.checkpoint, stored.max_parallelism)

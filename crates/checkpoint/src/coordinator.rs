@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{HummerError, Result, internal};
 use crate::hub::HubEvent;
 use crate::shared::{StateRef, StateUploader};
-use crate::state::task_state::{RestoredState, TaskAck, TaskSnapshot};
+use crate::state::task_state::{PieceReader, RestoredState, TaskAck, TaskSnapshot};
 use crate::store::{CheckpointStore, CompletedCheckpoint, TASK_FILE_PREFIX};
 use crate::types::CheckpointId;
 
@@ -112,10 +112,8 @@ impl GraphInfo {
             )));
         }
         let stateful: std::collections::BTreeSet<usize> = restored
-            .operators
-            .keys()
-            .chain(restored.sources.keys())
-            .copied()
+            .stateful_nodes()
+            .chain(restored.sources.keys().copied())
             .collect();
         let mut mismatched = Vec::new();
         for node in stateful {
@@ -544,16 +542,22 @@ pub fn load(checkpoint: &CompletedCheckpoint) -> Result<(GraphInfo, RestoredStat
             input: checkpoint.dir.join(GRAPH_FILE).display().to_string(),
             reason: format!("unreadable checkpoint graph: {e}"),
         })?;
-    let mut restored = RestoredState {
-        checkpoint: checkpoint.metadata.id,
-        ..RestoredState::default()
-    };
+    let mut restored = RestoredState::of(checkpoint.metadata.id);
     for name in checkpoint.metadata.files.keys() {
         if !name.starts_with(TASK_FILE_PREFIX) {
             continue;
         }
-        restored.add(crate::chains::read_task(checkpoint, name)?);
+        restored.add(crate::chains::read_task_as_listed(checkpoint, name)?);
     }
+    // Shared state files are read when an operator's state is first asked for.
+    let source = checkpoint.clone();
+    restored.read_with(PieceReader {
+        refers: |piece| StateRef::decode(piece).is_some(),
+        read: std::sync::Arc::new(move |piece| match StateRef::decode(piece) {
+            Some(reference) => source.read_shared(&reference?),
+            None => Ok(piece.to_vec()),
+        }),
+    });
     Ok((graph, restored))
 }
 
@@ -599,7 +603,7 @@ mod tests {
     fn restored(checkpoint: &CompletedCheckpoint) -> HashMap<u32, u64> {
         let (_, state) = load(checkpoint).unwrap();
         let mut table = KeyedTable::<u32, u64>::default();
-        for piece in state.operator(NODE) {
+        for piece in state.operator(NODE).unwrap() {
             table.restore(piece, 0..128, "test").unwrap();
         }
         table.drain().collect()
@@ -766,7 +770,11 @@ mod tests {
         std::fs::write(&path, &bad).unwrap();
         let store = CheckpointStore::open(&dir, 3).unwrap();
         assert_eq!(store.latest_valid().unwrap().unwrap().metadata.id, 1);
-        let err = find_checkpoint(&dir.join("chk-3")).unwrap_err().to_string();
+        // Named by its path, it is found (nothing to fall back to, lengths checked only),
+        // and the damaged file is named when the state is read.
+        let named = find_checkpoint(&dir.join("chk-3")).unwrap();
+        let (_, state) = load(&named).unwrap();
+        let err = state.operator(NODE).unwrap_err().to_string();
         assert!(err.contains(&damaged) && err.contains("checksum"), "{err}");
         // A missing file is named too.
         std::fs::remove_file(&path).unwrap();
@@ -853,7 +861,7 @@ mod tests {
                         model = HashMap::new();
                         if let Some(latest) = latest {
                             let (_, state) = load(&latest).unwrap();
-                            for piece in state.operator(NODE) {
+                            for piece in state.operator(NODE).unwrap() {
                                 table.restore(piece, 0..128, "test").unwrap();
                             }
                             model = taken[&from].clone();

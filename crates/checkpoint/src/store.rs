@@ -293,7 +293,7 @@ impl CheckpointStore {
     /// are skipped with a log line.
     pub fn latest_valid(&self) -> Result<Option<CompletedCheckpoint>> {
         for id in self.ids()? {
-            match verify(&self.root, id) {
+            match verify(&self.root, id, SharedCheck::Checksums) {
                 Ok(c) => return Ok(Some(c)),
                 Err(reason) => tracing::warn!(
                     "checkpoint {id} in {} is damaged ({reason}); falling back to the one before",
@@ -386,8 +386,23 @@ fn read_metadata(storage: &Storage) -> std::result::Result<CheckpointMetadata, D
     serde_json::from_slice(&meta).map_err(Damage::UnreadableMetadata)
 }
 
+/// How much of a checkpoint's shared state files [`verify`] reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum SharedCheck {
+    /// All of them, for their checksums: to choose the newest whole checkpoint, falling back
+    /// to the one before when one is damaged.
+    Checksums,
+    /// Their lengths only: the checkpoint was named, so there is nothing to fall back to,
+    /// and each file's checksum is checked when it is read anyway.
+    Lengths,
+}
+
 /// Checks checkpoint `id` of the checkpoints at `root`, and every checkpoint it builds on.
-fn verify(root: &Storage, id: u64) -> std::result::Result<CompletedCheckpoint, Damage> {
+fn verify(
+    root: &Storage,
+    id: u64,
+    check: SharedCheck,
+) -> std::result::Result<CompletedCheckpoint, Damage> {
     let mut checkpoint = verify_files(root.child(&format!("chk-{id}")), id)?;
     let shared = root.child(SHARED_DIR);
     for (name, &(len, sum)) in &checkpoint.metadata.shared {
@@ -395,11 +410,20 @@ fn verify(root: &Storage, id: u64) -> std::result::Result<CompletedCheckpoint, D
             name: name.clone(),
             reason,
         };
-        let (found_len, found_sum) = shared.crc32(name).map_err(|e| damage(e.to_string()))?;
+        let (found_len, found_sum) = match check {
+            SharedCheck::Checksums => shared
+                .crc32(name)
+                .map(|(len, sum)| (len, Some(sum)))
+                .map_err(|e| damage(e.to_string()))?,
+            SharedCheck::Lengths => (
+                shared.len_of(name).map_err(|e| damage(e.to_string()))?,
+                None,
+            ),
+        };
         if found_len != len {
             return Err(damage(format!("{found_len} bytes, {len} expected")));
         }
-        if u64::from(found_sum) != sum {
+        if found_sum.is_some_and(|found| u64::from(found) != sum) {
             return Err(damage("it fails its checksum".into()));
         }
     }
@@ -501,7 +525,8 @@ pub fn find_checkpoint(path: &Path) -> Result<CompletedCheckpoint> {
             .ok_or_else(|| bad("a checkpoint directory must be named chk-<id>".into()))?;
         // The checkpoints it builds on are its siblings.
         let root = Storage::open(path.parent().unwrap_or(path))?;
-        return verify(&root, id).map_err(|reason| bad(format!("damaged checkpoint: {reason}")));
+        return verify(&root, id, SharedCheck::Lengths)
+            .map_err(|reason| bad(format!("damaged checkpoint: {reason}")));
     }
     let store = CheckpointStore {
         root: storage,

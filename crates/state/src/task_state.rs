@@ -13,10 +13,12 @@
 //! over the new source subtasks.
 
 use std::collections::BTreeMap;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::error::{HummerError, Result};
 use crate::types::CheckpointId;
 
 /// The state one task adds to a checkpoint.
@@ -97,21 +99,97 @@ pub struct TaskAck {
     pub sync: Duration,
 }
 
+/// Reads the state that stored pieces refer to (shared state files of the checkpoint).
+#[derive(Clone)]
+pub struct PieceReader {
+    /// Whether a piece refers to a file rather than being the state itself.
+    pub refers: fn(&[u8]) -> bool,
+    /// The state a referring piece refers to.
+    pub read: Arc<ReadPiece>,
+}
+
+/// Reads the state a piece refers to.
+pub type ReadPiece = dyn Fn(&[u8]) -> Result<Vec<u8>> + Send + Sync;
+
 /// The state a restarted job loads: per stream node, the snapshots of every old subtask.
-#[derive(Debug, Default, Clone)]
+///
+/// Pieces that refer to files are read when their node's state is first asked for, once: a
+/// process reads the state of the operators it runs, not the whole checkpoint's.
+#[derive(Default, Clone)]
 pub struct RestoredState {
     /// The checkpoint restored.
     pub checkpoint: CheckpointId,
-    /// Operator state per node, one entry per old subtask that had state.
-    pub operators: BTreeMap<usize, Vec<Vec<u8>>>,
+    /// Operator state per node, one entry per old subtask that had state (or several, a
+    /// delta's chain, oldest first), as stored.
+    operators: BTreeMap<usize, NodePieces>,
     /// Source splits per node, in old subtask order.
     pub sources: BTreeMap<usize, Vec<SourceSplit>>,
+    reader: Option<PieceReader>,
+}
+
+/// The pieces of one node: as stored, and as read (once, when a piece refers to a file).
+#[derive(Default, Clone)]
+struct NodePieces {
+    stored: Vec<Vec<u8>>,
+    read: OnceLock<std::result::Result<Vec<Vec<u8>>, String>>,
+}
+
+impl std::fmt::Debug for RestoredState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RestoredState")
+            .field("checkpoint", &self.checkpoint)
+            .field("operators", &self.operators.keys().collect::<Vec<_>>())
+            .field("sources", &self.sources)
+            .finish()
+    }
 }
 
 impl RestoredState {
-    /// The snapshots of `node` (empty when it had no state).
-    pub fn operator(&self, node: usize) -> &[Vec<u8>] {
-        self.operators.get(&node).map_or(&[], Vec::as_slice)
+    /// The snapshots of `node` (empty when it had no state); pieces that refer to files are
+    /// read now, the first time, and the error names a file that cannot be read.
+    pub fn operator(&self, node: usize) -> Result<&[Vec<u8>]> {
+        let Some(pieces) = self.operators.get(&node) else {
+            return Ok(&[]);
+        };
+        let Some(reader) = &self.reader else {
+            return Ok(&pieces.stored);
+        };
+        if !pieces.stored.iter().any(|p| (reader.refers)(p)) {
+            return Ok(&pieces.stored);
+        }
+        let read = pieces.read.get_or_init(|| {
+            pieces
+                .stored
+                .iter()
+                .map(|p| match (reader.refers)(p) {
+                    true => (reader.read)(p),
+                    false => Ok(p.clone()),
+                })
+                .collect::<Result<Vec<_>>>()
+                .map_err(|e| e.to_string())
+        });
+        read.as_deref().map_err(|reason| HummerError::Checkpoint {
+            checkpoint: self.checkpoint,
+            reason: format!("cannot restore the state of operator {node}: {reason}"),
+        })
+    }
+
+    /// Nothing restored yet of checkpoint `checkpoint`.
+    pub fn of(checkpoint: CheckpointId) -> Self {
+        RestoredState {
+            checkpoint,
+            ..RestoredState::default()
+        }
+    }
+
+    /// The nodes that have operator state.
+    pub fn stateful_nodes(&self) -> impl Iterator<Item = usize> + '_ {
+        self.operators.keys().copied()
+    }
+
+    /// Reads pieces that refer to files with `reader`.
+    pub fn read_with(&mut self, reader: PieceReader) {
+        self.reader = Some(reader);
     }
 
     /// The splits source subtask `subtask` of `parallelism` reads now: every
@@ -136,7 +214,7 @@ impl RestoredState {
     /// Adds one acknowledged task snapshot.
     pub fn add(&mut self, snapshot: TaskSnapshot) {
         for (node, bytes) in snapshot.operators {
-            self.operators.entry(node).or_default().push(bytes);
+            self.operators.entry(node).or_default().stored.push(bytes);
         }
         for (node, splits) in snapshot.sources {
             self.sources.entry(node).or_default().extend(splits);
