@@ -850,12 +850,33 @@ fn stop_with_savepoint_and_resume_at_a_lower_parallelism_is_exactly_once() {
         history["counts"]["completed"].as_u64().unwrap() >= 1,
         "{history}"
     );
-    assert!(
-        history["latest"]["completed"]["state_size"]
-            .as_u64()
-            .unwrap()
-            > 0
+    let latest = &history["latest"]["completed"];
+    let (size, written) = (
+        latest["state_size"].as_u64(),
+        latest["checkpointed_size"].as_u64(),
     );
+    assert!(
+        written.is_some_and(|w| w > 0 && size.is_some_and(|s| s >= w)),
+        "{history}"
+    );
+    // Stateful subtasks show what their last snapshot wrote (workers report every second).
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let (code, details) = cluster.http().get_json(&format!("/jobs/{id}"));
+        assert_eq!(code, 200);
+        let written: Vec<u64> = details["vertices"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|v| v["subtasks"].as_array().cloned().unwrap_or_default())
+            .filter_map(|s| s["checkpointed-size"].as_u64())
+            .collect();
+        if written.iter().any(|&w| w > 0) {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{details}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
 
     let stopped = cluster.hummer_ok(&["stop", &id, "--savepoint"]);
     let stopped = String::from_utf8_lossy(&stopped.stdout).to_string();

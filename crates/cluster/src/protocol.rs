@@ -509,6 +509,7 @@ mod tests {
                         state_bytes_written: 11,
                         state_disk_lookups: 12,
                         state_disk_hits: 13,
+                        checkpointed_bytes: 14,
                     }],
                 }],
                 collected: vec![(3, vec![9, 9])],

@@ -12,6 +12,7 @@
 //! and acknowledges. Completions reach the chain (and its sinks) on the next turn of the loop.
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use crate::chain::{Link, guarded};
@@ -115,6 +116,8 @@ impl<'a> Checkpointing<'a> {
         snapshot.is_final =
             (self.rt.checkpoints.as_ref()).is_some_and(|h| h.is_final_barrier(id, &self.rt.cancel));
         barrier(&mut snapshot)?;
+        let written: usize = snapshot.operators.iter().map(|(_, b)| b.len()).sum();
+        (self.rt.metrics.checkpointed_bytes).store(written as u64, Ordering::Relaxed);
         if let Some(hub) = &self.rt.checkpoints {
             hub.report(HubEvent::Ack(TaskAck {
                 task: self.rt.task,

@@ -28,6 +28,9 @@ pub struct SubtaskMetrics {
     pub partitions: std::sync::Mutex<Vec<PartitionMetrics>>,
     /// Its keyed state, where a budget for state gave its tables a disk tier.
     pub state: StateCounters,
+    /// Bytes of operator state its last checkpoint snapshot wrote (a delta's, for
+    /// incremental state).
+    pub checkpointed_bytes: AtomicU64,
 }
 
 /// The keyed state of one subtask's tables that have a disk tier (with a budget for state),
@@ -84,6 +87,7 @@ impl Default for SubtaskMetrics {
             late_records: AtomicU64::new(0),
             partitions: std::sync::Mutex::new(Vec::new()),
             state: StateCounters::default(),
+            checkpointed_bytes: AtomicU64::new(0),
         }
     }
 }
@@ -133,6 +137,7 @@ impl SubtaskMetrics {
             state_bytes_written: self.state.bytes_written.load(Ordering::Relaxed),
             state_disk_lookups: self.state.disk_lookups.load(Ordering::Relaxed),
             state_disk_hits: self.state.disk_hits.load(Ordering::Relaxed),
+            checkpointed_bytes: self.checkpointed_bytes.load(Ordering::Relaxed),
         }
     }
 }
@@ -172,6 +177,9 @@ pub struct SubtaskRow {
     /// Of those, the ones read back from disk.
     #[serde(default)]
     pub state_disk_hits: u64,
+    /// Bytes of operator state its last checkpoint snapshot wrote.
+    #[serde(default)]
+    pub checkpointed_bytes: u64,
 }
 
 /// Totals of one job vertex, reported in [`crate::api::JobResult`].

@@ -859,6 +859,7 @@
       { key: 'busy', label: 'Busy' }, { key: 'backpressure', label: 'Backpressure' }, { key: 'watermark', label: 'Watermark' },
       { key: 'state-in-memory', label: 'State in memory', num: true }, { key: 'state-on-disk', label: 'State on disk', num: true },
       { key: 'state-disk-bytes', label: 'Disk bytes', num: true }, { key: 'state-disk-hit-ratio', label: 'Disk hits' },
+      { key: 'checkpointed-size', label: 'Last checkpoint', num: true },
     ];
     const vt = table('vertex-table', vcols);
     const st = table('subtask-table', scols);
@@ -941,6 +942,7 @@
           setField(c['state-on-disk'], fmtInt(x['state-on-disk']), x['state-on-disk']);
           setField(c['state-disk-bytes'], fmtInt(x['state-disk-bytes']), x['state-disk-bytes']);
           cellPct(c['state-disk-hit-ratio'], x['state-disk-hit-ratio']);
+          setField(c['checkpointed-size'], fmtBytes(x['checkpointed-size']), x['checkpointed-size']);
         },
         empty: st.empty('No subtasks deployed.'),
       });

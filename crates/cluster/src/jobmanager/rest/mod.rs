@@ -293,6 +293,7 @@ async fn job(State(shared): State<Shared>, Path(id): Path<String>) -> Answer<Job
                     state_bytes_written: r.state_bytes_written,
                     state_disk_hit_ratio: (r.state_disk_lookups > 0)
                         .then(|| r.state_disk_hits as f64 / r.state_disk_lookups as f64),
+                    checkpointed_size: r.checkpointed_bytes,
                 })
                 .collect();
             VertexDetails {
@@ -663,6 +664,7 @@ async fn prometheus(
     let (mut watermarks, mut late) = (Vec::new(), Vec::new());
     let (mut state_entries, mut state_bytes) = (Vec::new(), Vec::new());
     let (mut state_written, mut state_hits) = (Vec::new(), Vec::new());
+    let mut checkpointed = Vec::new();
     let (mut lag, mut consumed) = (Vec::new(), Vec::new());
     for j in state.jobs.values().filter(|j| !j.is_terminal()) {
         for (v, totals) in j.vertex_totals().iter().enumerate() {
@@ -673,6 +675,9 @@ async fn prometheus(
             }
             for (subtask, n) in &totals.late_records {
                 late.push((labels(*subtask), *n as f64));
+            }
+            for r in totals.subtasks.iter().filter(|r| r.checkpointed_bytes > 0) {
+                checkpointed.push((labels(r.subtask), r.checkpointed_bytes as f64));
             }
             for r in totals
                 .subtasks
@@ -714,6 +719,12 @@ async fn prometheus(
         "Records of each subtask of a running job that came later than the watermark plus the \
          allowed lateness (dropped, or sent to a late-data side output).",
         late,
+    );
+    gauge(
+        "hummer_checkpointed_bytes",
+        "Bytes of operator state each subtask's last checkpoint snapshot wrote (a delta's, \
+         for incremental state).",
+        checkpointed,
     );
     gauge(
         "hummer_state_entries",

@@ -258,6 +258,9 @@ pub struct SubtaskDetails {
     pub state_bytes_written: u64,
     /// Share of the look-ups past memory that found the key on disk (`None` before any).
     pub state_disk_hit_ratio: Option<f64>,
+    /// Bytes of operator state its last checkpoint snapshot wrote (a delta's, for
+    /// incremental state).
+    pub checkpointed_size: u64,
 }
 
 /// One edge of `GET /jobs/{id}`.
