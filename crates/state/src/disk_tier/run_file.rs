@@ -219,23 +219,37 @@ impl RunFile {
 
     /// Every live entry, in key order, read a block at a time.
     pub fn entries(&self) -> impl Iterator<Item = std::io::Result<Entry>> + '_ {
-        self.blocks.iter().flat_map(move |block| {
-            let read = self.read_block(block);
-            let entries: Vec<std::io::Result<Entry>> = match read {
-                Ok(bytes) => Entries::new(&bytes, block.first_entry)
-                    .filter(|e| !self.is_removed(e.ordinal))
-                    .map(|e| {
-                        Ok(Entry {
-                            ordinal: e.ordinal,
-                            key: e.key.to_vec(),
-                            value: e.value.to_vec(),
-                        })
+        self.blocks
+            .iter()
+            .flat_map(|block| self.block_entries(block))
+    }
+
+    /// [`RunFile::entries`] of a run given up: its file may be deleted already (an open file
+    /// stays readable), and no more than a block of it is in memory at a time.
+    pub fn into_entries(self) -> impl Iterator<Item = std::io::Result<Entry>> {
+        (0..self.blocks.len()).flat_map(move |i| self.block_entries(&self.blocks[i]))
+    }
+
+    /// The live entries of one block.
+    fn block_entries(&self, block: &Block) -> Vec<std::io::Result<Entry>> {
+        match self.read_block(block) {
+            Ok(bytes) => Entries::new(&bytes, block.first_entry)
+                .filter(|e| !self.is_removed(e.ordinal))
+                .map(|e| {
+                    Ok(Entry {
+                        ordinal: e.ordinal,
+                        key: e.key.to_vec(),
+                        value: e.value.to_vec(),
                     })
-                    .collect(),
-                Err(e) => vec![Err(e)],
-            };
-            entries
-        })
+                })
+                .collect(),
+            Err(e) => vec![Err(e)],
+        }
+    }
+
+    /// Deletes the file; the run stays readable.
+    pub fn unlink(&self) {
+        let _ = std::fs::remove_file(&self.path);
     }
 
     /// Deletes the file.
