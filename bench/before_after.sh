@@ -146,12 +146,8 @@ fi
 if want nexmark; then
 EVENTS=${NEXMARK_EVENTS:-10000000}
 read -r -a queries <<< "${NEXMARK_QUERIES:-q5 q7 q16 q19}"
-harness=$(cd "$here/../shared/bench/nexmark" && pwd)
-gen_target=/var/tmp/nexmark-gen-target
-[ -x "$gen_target/release/nexmark-gen" ] ||
-  cargo build -q --release --manifest-path "$harness/gen/Cargo.toml" --target-dir "$gen_target"
-data=$T/nexmark/data/$EVENTS
-[ -f "$data/MANIFEST" ] || "$gen_target/release/nexmark-gen" "$EVENTS" "$data" --parts 2 >/dev/null
+source "$here/bench/nexmark_events.sh"
+data=$(nexmark_events "$EVENTS" 2)
 cat "$data"/*/* > /dev/null
 echo "## Nexmark, $EVENTS events, parallelism 2 ($ROUNDS rounds): median wall (CPU) s"
 echo "| query | before | after | after/before wall | after/before CPU |"

@@ -15,14 +15,10 @@ EVENTS=${1:-10000000}; shift || true
 P=${PARALLELISM:-2}
 T=${PEERS_TMP:-/tmp/peers}
 venv=/var/tmp/hummer-nexmark-venv
-gen_target=/var/tmp/nexmark-gen-target
+source "$here/bench/nexmark_events.sh"
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
 "$venv/bin/python" -c 'import duckdb' 2>/dev/null || "$venv/bin/pip" install -q duckdb==2.0.1
-[ -x "$gen_target/release/nexmark-gen" ] ||
-  cargo build -q --release --manifest-path "$harness/gen/Cargo.toml" --target-dir "$gen_target"
-data=$T/nexmark/data/$EVENTS
-[ "$P" = 2 ] || data=$data-p$P
-[ -f "$data/MANIFEST" ] || "$gen_target/release/nexmark-gen" "$EVENTS" "$data" --parts "$P" >/dev/null
+data=$(nexmark_events "$EVENTS" "$P")
 cargo build -q --release --manifest-path "$here/Cargo.toml" --bin hummer
 bin=${CARGO_TARGET_DIR:-$here/target}/release/hummer
 queries=("$@")

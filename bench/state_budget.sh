@@ -11,15 +11,10 @@ read -r -a budgets <<< "${1:-256m 64m}"
 ROUNDS=${2:-3}
 EVENTS=${NEXMARK_EVENTS:-10000000}
 read -r -a queries <<< "${NEXMARK_QUERIES:-q18 q19 q20}"
-T=${PEERS_TMP:-/tmp/peers}
 cargo build -q --release --manifest-path "$here/Cargo.toml" --bin hummer
 bin=${CARGO_TARGET_DIR:-$here/target}/release/hummer
-harness=$(cd "$here/../shared/bench/nexmark" && pwd)
-gen_target=/var/tmp/nexmark-gen-target
-[ -x "$gen_target/release/nexmark-gen" ] ||
-  cargo build -q --release --manifest-path "$harness/gen/Cargo.toml" --target-dir "$gen_target"
-data=$T/nexmark/data/$EVENTS
-[ -f "$data/MANIFEST" ] || "$gen_target/release/nexmark-gen" "$EVENTS" "$data" --parts 2 >/dev/null
+source "$here/bench/nexmark_events.sh"
+data=$(nexmark_events "$EVENTS" 2)
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 median() { sort -n | awk '{a[NR] = $1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
