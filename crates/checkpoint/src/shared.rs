@@ -99,15 +99,15 @@ impl StateUploader {
     }
 
     /// Writes every operator state the acknowledgement holds as a file of its own and puts a
-    /// reference in its place; returns the bytes written. References already there stay;
-    /// the written buffers are recycled for the next snapshots.
-    pub fn upload(&self, ack: &mut TaskAck) -> Result<u64> {
+    /// reference in its place (unless that was done: [`TaskAck::state_in_files`]); returns
+    /// the bytes written. The written buffers are recycled for the next snapshots.
+    pub fn store(&self, ack: &mut TaskAck) -> Result<u64> {
+        if ack.state_in_files {
+            return Ok(0);
+        }
         let checkpoint = ack.snapshot.checkpoint;
         let mut written = 0;
         for (node, bytes) in &mut ack.snapshot.operators {
-            if StateRef::decode(bytes).is_some() {
-                continue;
-            }
             let file = format!(
                 "{checkpoint}-{}-{node}-{:016x}",
                 ack.task,
@@ -124,6 +124,7 @@ impl StateUploader {
             let state = std::mem::replace(bytes, reference.encode()?);
             crate::state::snapshot::recycle(state);
         }
+        ack.state_in_files = true;
         Ok(written)
     }
 }
@@ -145,10 +146,11 @@ mod tests {
             snapshot,
             alignment: Duration::ZERO,
             sync: Duration::ZERO,
+            state_in_files: false,
         };
-        assert_eq!(uploader.upload(&mut ack).unwrap(), 3 + 16);
+        assert_eq!(uploader.store(&mut ack).unwrap(), 3 + 16);
         // A second upload writes nothing more.
-        assert_eq!(uploader.upload(&mut ack.clone()).unwrap(), 0);
+        assert_eq!(uploader.store(&mut ack.clone()).unwrap(), 0);
         let first = StateRef::decode(&ack.snapshot.operators[0].1)
             .unwrap()
             .unwrap();

@@ -193,7 +193,14 @@ impl CheckpointStore {
         write_metadata(&pending.storage, &metadata)?;
         let done = self.root.child(&format!("chk-{}", pending.id));
         pending.storage.rename_to(&done)?;
-        self.prune()?;
+        // The checkpoint is complete: what retention fails to remove waits for the next one.
+        if let Err(e) = self.prune() {
+            tracing::warn!(
+                "checkpoint {} completed, but older state in {} could not be removed: {e}",
+                pending.id,
+                self.root.location().display()
+            );
+        }
         Ok(metadata)
     }
 
@@ -216,10 +223,9 @@ impl CheckpointStore {
     fn prune(&self) -> Result<()> {
         let ids = self.ids()?;
         let (retained, older) = ids.split_at(self.retain.min(ids.len()));
-        let retained: Vec<CheckpointMetadata> = retained
-            .iter()
-            .filter_map(|id| read_metadata(&self.root.child(&format!("chk-{id}"))).ok())
-            .collect();
+        let Some(retained) = self.references(retained) else {
+            return Ok(());
+        };
         let needed: std::collections::BTreeSet<u64> = retained
             .iter()
             .flat_map(|m| m.bases.keys().copied())
@@ -235,15 +241,14 @@ impl CheckpointStore {
         let Some(&newest) = ids.first() else {
             return Ok(());
         };
-        let mut referenced: std::collections::BTreeSet<String> = retained
+        let Some(left) = self.references(&left) else {
+            return Ok(());
+        };
+        let referenced: std::collections::BTreeSet<String> = retained
             .into_iter()
+            .chain(left)
             .flat_map(|m| m.shared.into_keys())
             .collect();
-        for id in left {
-            if let Ok(m) = read_metadata(&self.root.child(&format!("chk-{id}"))) {
-                referenced.extend(m.shared.into_keys());
-            }
-        }
         self.remove_shared(|file, written_in| written_in <= newest && !referenced.contains(file))
     }
 
@@ -252,13 +257,36 @@ impl CheckpointStore {
     /// `next` calls this: no checkpoint of it is being taken yet, so such files are left by
     /// checkpoints of earlier attempts that never completed).
     pub fn remove_orphans(&self, next: u64) -> Result<()> {
-        let mut referenced = std::collections::BTreeSet::new();
-        for id in self.ids()? {
-            if let Ok(m) = read_metadata(&self.root.child(&format!("chk-{id}"))) {
-                referenced.extend(m.shared.into_keys());
+        let Some(all) = self.references(&self.ids()?) else {
+            return Ok(());
+        };
+        let referenced: std::collections::BTreeSet<String> =
+            all.into_iter().flat_map(|m| m.shared.into_keys()).collect();
+        self.remove_shared(|file, written_in| written_in < next && !referenced.contains(file))
+    }
+
+    /// The metadata of checkpoints `ids`, for retention: one without metadata (unfinished)
+    /// or whose metadata does not parse (damaged) references nothing. `None` (and a log
+    /// line) when a metadata file that is there cannot be read: then nothing may be deleted,
+    /// since what it references is unknown.
+    fn references(&self, ids: &[u64]) -> Option<Vec<CheckpointMetadata>> {
+        let mut found = Vec::with_capacity(ids.len());
+        for id in ids {
+            let dir = self.root.child(&format!("chk-{id}"));
+            match read_metadata(&dir) {
+                Ok(m) => found.push(m),
+                Err(Damage::NoMetadata(e)) if dir.len_of(METADATA).is_ok() => {
+                    tracing::warn!(
+                        "the metadata of checkpoint {id} in {} cannot be read ({e}); no state \
+                         file is removed this time",
+                        self.root.location().display()
+                    );
+                    return None;
+                }
+                Err(_) => {}
             }
         }
-        self.remove_shared(|file, written_in| written_in < next && !referenced.contains(file))
+        Some(found)
     }
 
     /// The newest checkpoint a shared state file was written for (0: none).

@@ -228,7 +228,7 @@ fn forward_checkpoint_reports(
         .spawn(move || {
             for mut event in reports {
                 if let HubEvent::Ack(ack) = &mut event
-                    && let Err(e) = uploader.upload(ack)
+                    && let Err(e) = uploader.store(ack)
                 {
                     event = HubEvent::Decline {
                         task: ack.task,
@@ -450,6 +450,7 @@ mod tests {
             snapshot,
             alignment: std::time::Duration::ZERO,
             sync: std::time::Duration::ZERO,
+            state_in_files: false,
         })
     }
 

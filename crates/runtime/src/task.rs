@@ -124,6 +124,7 @@ impl<'a> Checkpointing<'a> {
                 snapshot,
                 alignment,
                 sync: started.elapsed(),
+                state_in_files: false,
             }));
         }
         Ok(())

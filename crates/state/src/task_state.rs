@@ -97,6 +97,8 @@ pub struct TaskAck {
     pub alignment: Duration,
     /// Time the synchronous copy of the state took.
     pub sync: Duration,
+    /// Its operators' state was written to files: `snapshot` holds references to them.
+    pub state_in_files: bool,
 }
 
 /// Reads the state that stored pieces refer to (shared state files of the checkpoint).
