@@ -244,11 +244,7 @@ impl CheckpointStore {
         let Some(left) = self.references(&left) else {
             return Ok(());
         };
-        let referenced: std::collections::BTreeSet<String> = retained
-            .into_iter()
-            .chain(left)
-            .flat_map(|m| m.shared.into_keys())
-            .collect();
+        let referenced = shared_names(retained.into_iter().chain(left));
         self.remove_shared(|file, written_in| written_in <= newest && !referenced.contains(file))
     }
 
@@ -260,8 +256,7 @@ impl CheckpointStore {
         let Some(all) = self.references(&self.ids()?) else {
             return Ok(());
         };
-        let referenced: std::collections::BTreeSet<String> =
-            all.into_iter().flat_map(|m| m.shared.into_keys()).collect();
+        let referenced = shared_names(all);
         self.remove_shared(|file, written_in| written_in < next && !referenced.contains(file))
     }
 
@@ -291,30 +286,32 @@ impl CheckpointStore {
 
     /// The newest checkpoint a shared state file was written for (0: none).
     pub fn newest_shared(&self) -> Result<u64> {
-        let shared = self.root.child(SHARED_DIR);
-        if !shared.exists() {
-            return Ok(0);
-        }
-        Ok(shared
-            .list_files()?
-            .iter()
-            .filter_map(|f| StateRef::written_in(f))
-            .max()
-            .unwrap_or(0))
+        Ok(self.shared_files()?.map(|(_, c)| c).max().unwrap_or(0))
     }
 
     /// Removes the shared state files `doomed(name, checkpoint written for)` picks.
     fn remove_shared(&self, doomed: impl Fn(&str, u64) -> bool) -> Result<()> {
         let shared = self.root.child(SHARED_DIR);
-        if !shared.exists() {
-            return Ok(());
-        }
-        for file in shared.list_files()? {
-            if StateRef::written_in(&file).is_some_and(|c| doomed(&file, c)) {
+        for (file, written_in) in self.shared_files()? {
+            if doomed(&file, written_in) {
                 shared.remove(&file)?;
             }
         }
         Ok(())
+    }
+
+    /// Every shared state file, with the checkpoint it was written for (names of another
+    /// form are not the store's and are left out).
+    fn shared_files(&self) -> Result<impl Iterator<Item = (String, u64)>> {
+        let shared = self.root.child(SHARED_DIR);
+        let files = if shared.exists() {
+            shared.list_files()?
+        } else {
+            Vec::new()
+        };
+        Ok(files
+            .into_iter()
+            .filter_map(|f| StateRef::written_in(&f).map(|c| (f, c))))
     }
 
     /// The newest checkpoint that is whole (with every checkpoint it builds on); damaged ones
@@ -336,6 +333,16 @@ impl CheckpointStore {
     pub fn dir(&self) -> PathBuf {
         self.root.location()
     }
+}
+
+/// The names of the shared state files the checkpoints of `metadata` reference.
+fn shared_names(
+    metadata: impl IntoIterator<Item = CheckpointMetadata>,
+) -> std::collections::BTreeSet<String> {
+    metadata
+        .into_iter()
+        .flat_map(|m| m.shared.into_keys())
+        .collect()
 }
 
 /// A random nonce for checkpoint `id` (every `RandomState` has random keys).

@@ -178,9 +178,18 @@ fn checkpoint_report(
     limit: usize,
 ) -> Message {
     use crate::checkpoint::hub::HubEvent;
-    // The state bytes are nearly all of a report: only a large one is measured exactly.
+    // Operator state (references, once written to files) and source positions are nearly
+    // all of a report: only a large one is measured exactly.
     let state_bytes: usize = match &event {
-        HubEvent::Ack(ack) => ack.snapshot.operators.iter().map(|(_, b)| b.len()).sum(),
+        HubEvent::Ack(ack) => {
+            let positions = ack.snapshot.sources.iter().flat_map(|(_, splits)| splits);
+            ack.snapshot
+                .operators
+                .iter()
+                .map(|(_, b)| b.len())
+                .sum::<usize>()
+                + positions.map(|s| s.position.len()).sum::<usize>()
+        }
         _ => 0,
     };
     let message = Message::Checkpoint { attempt, event };

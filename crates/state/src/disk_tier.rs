@@ -339,10 +339,10 @@ impl Counts {
         self.add(|c| &c.bytes_written, run.bytes());
     }
 
-    /// Deletes a run's file, uncounting its bytes.
-    fn forget(&self, run: RunFile) {
+    /// Deletes a run's file (an open run stays readable), uncounting its bytes.
+    fn forget(&self, run: &RunFile) {
         self.sub(|c| &c.disk_bytes, run.bytes());
-        run.delete();
+        run.unlink();
     }
 }
 
@@ -557,7 +557,7 @@ impl<K, V> Cold<K, V> {
                 if let Err(std::sync::mpsc::SendError(Ok(run))) =
                     done.send(run_file::merge(&path, &readers))
                 {
-                    run.delete();
+                    run.unlink();
                 }
             })
             .map_err(|e| self.counts.tier.error("starting a merge", e))?;
@@ -601,14 +601,14 @@ impl<K, V> Cold<K, V> {
         for path in &merging.inputs {
             if let Some(i) = self.runs.iter().position(|r| r.path() == path) {
                 let input = self.runs.remove(i);
-                self.counts.forget(input);
+                self.counts.forget(&input);
             }
         }
         self.counts.written(&run);
         if run.live() > 0 {
             self.runs.push(run);
         } else {
-            self.counts.forget(run);
+            self.counts.forget(&run);
         }
         Ok(())
     }
@@ -637,7 +637,7 @@ impl<K, V> Cold<K, V> {
                 run.remove(entry.ordinal);
                 if run.live() == 0 {
                     let run = self.runs.remove(i);
-                    self.counts.forget(run);
+                    self.counts.forget(&run);
                 }
                 self.on_disk -= 1;
                 self.counts.add(|c| &c.disk_hits, 1);
@@ -703,8 +703,7 @@ impl<K, V> Cold<K, V> {
         // Each run is read a block at a time (a drained table's entries are not all in
         // memory at once), its file deleted as it starts (it stays readable while open).
         runs.into_iter().flat_map(move |run| {
-            counts.sub(|c| &c.disk_bytes, run.bytes());
-            run.unlink();
+            counts.forget(&run);
             let counts = counts.clone();
             run.into_entries().map(move |entry| {
                 let entry = entry.map_err(|e| counts.tier.error("reading", e));
@@ -735,7 +734,7 @@ impl<K, V> Drop for Cold<K, V> {
         self.report_hot(0);
         self.counts.sub(|c| &c.on_disk, self.on_disk as u64);
         for run in std::mem::take(&mut self.runs) {
-            self.counts.forget(run);
+            self.counts.forget(&run);
         }
         if let Some(dir) = &self.dir {
             let _ = std::fs::remove_dir(dir);

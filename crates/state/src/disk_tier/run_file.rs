@@ -251,11 +251,6 @@ impl RunFile {
     pub fn unlink(&self) {
         let _ = std::fs::remove_file(&self.path);
     }
-
-    /// Deletes the file.
-    pub fn delete(self) {
-        let _ = std::fs::remove_file(&self.path);
-    }
 }
 
 /// Writes the live entries of `runs` (each sorted, no key live in two) as one run at
