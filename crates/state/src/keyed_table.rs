@@ -20,7 +20,7 @@ use std::hash::{BuildHasher, Hash};
 use hashbrown::HashTable;
 use hashbrown::hash_table::Entry;
 
-use crate::disk_tier::{Cold, or_fail};
+use crate::disk_tier::{Cold, UNUSED, or_fail};
 
 /// State per key, held by one subtask of a keyed operator.
 pub struct KeyedTable<K, V> {
@@ -166,7 +166,7 @@ impl SnapshotEpochs {
 /// Marks a slot (its epoch `slot`) changed in `epoch`; 1 if this is its first change in it.
 #[inline(always)]
 fn mark(slot: &mut Epoch, epoch: Epoch) -> u64 {
-    let first = *slot != epoch;
+    let first = *slot & !UNUSED != epoch;
     *slot = epoch;
     u64::from(first)
 }
@@ -213,7 +213,7 @@ impl ChangeLog {
             rewritten: self.rewritten,
             chain,
         });
-        self.epoch = self.epoch.wrapping_add(1);
+        self.epoch = self.epoch.wrapping_add(1) & !UNUSED;
         self.touched = 0;
         self.rewritten = 0;
     }
@@ -324,10 +324,11 @@ impl<K: Hash + Eq, V> KeyedTable<K, V> {
             cold.report_hot(hot);
             return;
         }
-        let pick = cold.next_victims(count, hot);
         let Slots { table, hasher } = &mut self.slots;
+        let unused = table.iter().filter(|(_, _, e)| e & UNUSED != 0).count();
+        let victims = cold.next_victims(count, hot, unused);
         let victims: Vec<(K, V, Epoch)> = table
-            .extract_if(|(k, _, _)| pick(hasher.hash_one(&*k)))
+            .extract_if(|(k, _, e)| victims.pick(hasher.hash_one(&*k), e))
             .collect();
         let base = self.changes.base.map(|b| b.epoch);
         or_fail(cold.spill(victims, self.changes.tracking(), base));
@@ -408,7 +409,10 @@ impl<K: Hash + Eq, V> KeyedTable<K, V> {
     /// Every entry with the epoch of its last change, its state open to a snapshot that
     /// records what it took (not a change: nothing is marked).
     pub(crate) fn slots_for_snapshot(&mut self) -> impl Iterator<Item = (&K, &mut V, Epoch)> + '_ {
-        self.slots.table.iter_mut().map(|(k, v, e)| (&*k, v, *e))
+        self.slots
+            .table
+            .iter_mut()
+            .map(|(k, v, e)| (&*k, v, *e & !UNUSED))
     }
 
     /// The slot of `key`: an existing one is marked changed; a vacant one is counted as a
@@ -448,7 +452,10 @@ impl<K: Hash + Eq, V> KeyedTable<K, V> {
     where
         K: Clone,
     {
-        if self.get_in_memory(key).is_some() {
+        let hash = self.slots.hash(key);
+        if let Some((_, _, e)) = self.slots.table.find_mut(hash, |(k, _, _)| k == key) {
+            // A read is a use, as a change is.
+            *e &= !UNUSED;
             return;
         }
         self.relieve();
@@ -582,6 +589,65 @@ impl<K: Hash + Eq, V> KeyedTable<K, V> {
             .iter()
             .filter(move |(_, e)| *e > after)
             .map(|(k, _)| k)
+    }
+
+    /// Runs `f` on every entry, to change it, and keeps those it returns true for (Flink's
+    /// `applyToAllKeys`): those in memory in place, those on disk a run at a time, read a
+    /// block at a time and written back (see `Cold::rewrite_each`). For work that visits
+    /// every key at once, such as firing every window at the end of input: visiting keys on
+    /// disk one by one would read the disk in random order and push other keys out, to be
+    /// read back in turn. Every entry kept counts as changed. The first error of `f` stops
+    /// the visit (the entries not yet seen stay as they were) and is returned.
+    pub fn retain_each(
+        &mut self,
+        mut f: impl FnMut(&K, &mut V) -> crate::error::Result<bool>,
+    ) -> crate::error::Result<()>
+    where
+        K: Clone,
+    {
+        let KeyedTable {
+            slots,
+            changes,
+            tombstones,
+            cold,
+        } = self;
+        let mut failed = None;
+        slots.table.retain(|(k, v, e)| {
+            if failed.is_some() {
+                return true;
+            }
+            match f(k, v) {
+                Ok(true) => {
+                    changes.mark(e);
+                    true
+                }
+                Ok(false) => {
+                    changes.removed(tombstones, k.clone());
+                    false
+                }
+                Err(error) => {
+                    failed = Some(error);
+                    true
+                }
+            }
+        });
+        if let Some(error) = failed {
+            return Err(error);
+        }
+        if let Some(cold) = cold {
+            let (epoch, tracking) = (changes.epoch, changes.tracking());
+            cold.rewrite_each(epoch, tracking, &mut |k, v| {
+                let keep = f(k, v)?;
+                if keep {
+                    changes.touched += 1;
+                } else {
+                    changes.removed(tombstones, k.clone());
+                }
+                Ok(keep)
+            })?;
+            cold.report_hot(slots.table.len());
+        }
+        Ok(())
     }
 
     /// Removes and returns every entry (those on disk after those in memory). The next

@@ -9,11 +9,13 @@
 //! (checkpointed per key group, so they move with their keys on a rescale), and the operator's
 //! watermark is checkpointed with them.
 
+use std::collections::HashMap;
 use std::marker::PhantomData;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use serde::{Deserialize, Serialize};
+use smallvec::SmallVec;
 
 use crate::collector::CollectBuffer;
 use crate::error::{HummerError, Result, internal};
@@ -246,6 +248,33 @@ where
         Ok(())
     }
 
+    /// Fires every timer of `domain` at once (the final watermark, or the end of input),
+    /// while keys are on disk: key by key in the table's order, those on disk read in file
+    /// order (see [`KeyedTable::retain_each`]), rather than in time order, which would read
+    /// each key back at random and push others out to be read back in turn (q19 read back
+    /// every auction at the end of its input, and wrote 6 GB doing so). A key's timers fire
+    /// in time order; timers set meanwhile fire after, in time order.
+    fn fire_every_timer(
+        &mut self,
+        domain: TimeDomain,
+        out: &mut Collector<'_, WindowOutput<F::Out, T>>,
+    ) -> Result<()> {
+        let mut due: HashMap<K, SmallVec<[(Timestamp, TimeWindow); 1]>> = HashMap::new();
+        while let Some((time, (key, window))) = self.core.timers.pop_due(domain, Timestamp::MAX) {
+            due.entry(key).or_default().push((time, window));
+        }
+        if due.is_empty() {
+            return Ok(());
+        }
+        let core = &mut self.core;
+        self.windows.retain_each(|key, entries| {
+            for (time, window) in due.remove(key).into_iter().flatten() {
+                core.on_timer(key, entries, window, domain, time, out)?;
+            }
+            Ok(!entries.is_empty())
+        })
+    }
+
     /// Fires every timer of `domain` due at `upto`.
     fn fire_timers(
         &mut self,
@@ -253,6 +282,9 @@ where
         upto: Timestamp,
         out: &mut Collector<'_, WindowOutput<F::Out, T>>,
     ) -> Result<()> {
+        if upto == Timestamp::MAX && self.windows.len() > self.windows.len_in_memory() {
+            self.fire_every_timer(domain, out)?;
+        }
         loop {
             let Some((time, (key, window))) = self.core.timers.pop_due(domain, upto) else {
                 return Ok(());
@@ -1057,6 +1089,43 @@ mod tests {
             "{:?}",
             &refired[..2]
         );
+    }
+
+    /// With room for 16 keys in memory, windows of 1,000 keys fire as they do in memory,
+    /// those due at a watermark one key at a time, and all that are left at the final
+    /// watermark in the table's order, without reading any key back.
+    #[test]
+    fn windows_on_disk_fire_as_in_memory() {
+        use crate::state::disk_tier::{Budget, DiskTier, TierUse};
+        let counters = Arc::new(SubtaskMetrics::default());
+        let mut on_disk = count_op(60);
+        on_disk.state().use_disk_tier(&TierUse {
+            tier: DiskTier::new(Budget::Entries(16), None).expect("a tier"),
+            max_parallelism: 128,
+            counters: counters.clone(),
+        });
+        let mut in_memory = count_op(60);
+        let records: Vec<(u32, i64)> = (0..1000u32)
+            .flat_map(|k| (0..6).map(move |t| (k, i64::from(k % 7) * 10 + t * 25)))
+            .collect();
+        for (batch, watermark) in records.chunks(700).zip((0..).map(|w| w * 8)) {
+            assert_eq!(
+                feed(&mut on_disk, batch, watermark),
+                feed(&mut in_memory, batch, watermark)
+            );
+        }
+        assert!(on_disk.windows.len() > 900 && on_disk.windows.len_in_memory() <= 16);
+        let hits = || counters.state.disk_hits.load(Ordering::Relaxed);
+        let before = hits();
+        let fired = feed(&mut on_disk, &[], Timestamp::MAX);
+        assert_eq!(fired, feed(&mut in_memory, &[], Timestamp::MAX));
+        assert!(fired.len() > 1000, "{} results", fired.len());
+        assert_eq!(
+            hits(),
+            before,
+            "the final watermark read keys back one by one"
+        );
+        assert_eq!(on_disk.windows.len(), 0);
     }
 
     /// An endless stream over 10,000 keys: windows and their timers are dropped once the
