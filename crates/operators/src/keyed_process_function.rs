@@ -181,6 +181,55 @@ struct KeyState<S> {
     timers: TimerList,
 }
 
+/// One key's entry, open to a call of the function.
+struct Keyed<'k, K, S> {
+    key: &'k K,
+    entry: &'k mut KeyState<S>,
+    watermark: Timestamp,
+    now: Timestamp,
+}
+
+impl<K: Clone, S> Keyed<'_, K, S> {
+    /// Calls the function on the key (a record, or a timer when `domain` is set) and applies
+    /// the timer changes it asked for; false if the key is left with neither value nor timer
+    /// (it goes).
+    #[allow(clippy::too_many_arguments)]
+    fn call<T, F: KeyedProcessFunction<K, T, State = S>>(
+        self,
+        f: &mut F,
+        timers: &mut KeyedTimers<K>,
+        changes: &mut Vec<TimerChange>,
+        timestamp: Option<Timestamp>,
+        domain: Option<TimeDomain>,
+        out: &mut Collector<'_, F::Out>,
+        body: impl FnOnce(&mut F, &mut ProcessContext<'_, '_, K, S, F::Out>),
+    ) -> bool {
+        let Keyed {
+            key,
+            entry,
+            watermark,
+            now,
+        } = self;
+        let mut ctx = ProcessContext {
+            key,
+            timestamp,
+            domain,
+            state: ValueState::new(&mut entry.value),
+            timers: TimerService {
+                watermark,
+                now,
+                changes,
+            },
+            out,
+        };
+        body(f, &mut ctx);
+        for change in changes.drain(..) {
+            timers.apply(&mut entry.timers, change, || key.clone());
+        }
+        entry.value.is_some() || !entry.timers.is_empty()
+    }
+}
+
 /// Runs a [`KeyedProcessFunction`].
 pub struct KeyedProcessOperator<T, K, KS, F: KeyedProcessFunction<K, T>> {
     key_of: KS,
@@ -231,26 +280,67 @@ impl<T: 'static, K: Key, KS: Fn(&T) -> K + Send + 'static, F: KeyedProcessFuncti
                 value: None,
                 timers: TimerList::new(),
             });
-            let mut ctx = ProcessContext {
+            let keyed = Keyed {
                 key,
-                timestamp,
-                domain,
-                state: ValueState::new(&mut entry.value),
-                timers: TimerService {
-                    watermark: watermark.get(),
-                    now,
-                    changes,
-                },
-                out,
+                entry,
+                watermark: watermark.get(),
+                now,
             };
-            body(f, &mut ctx);
-            for change in changes.drain(..) {
-                timers.apply(&mut entry.timers, change, || key.clone());
-            }
-            if entry.value.is_none() && entry.timers.is_empty() {
+            if !keyed.call(f, timers, changes, timestamp, domain, out, body) {
                 *slot = None;
             }
         });
+    }
+
+    /// Fires every timer of `domain` at once (the final watermark, or the end of input)
+    /// while keys are on disk: key by key in the table's order, as the window operator
+    /// does (see `WindowOperator::fire_every_timer`).
+    fn fire_every_timer(
+        &mut self,
+        domain: TimeDomain,
+        out: &mut Collector<'_, F::Out>,
+    ) -> Result<()> {
+        let mut due = self.timers.take_all_by_owner(domain, |key| (key, ()));
+        if due.is_empty() {
+            return Ok(());
+        }
+        let Self {
+            f,
+            keys,
+            timers,
+            watermark,
+            changes,
+            ..
+        } = self;
+        let (watermark, now) = (watermark.get(), timers.now());
+        keys.retain_each(|key, entry| {
+            let mut keep = true;
+            for (time, ()) in due.remove(key).into_iter().flatten() {
+                if !KeyedTimers::<K>::take_if_live(&mut entry.timers, domain, time) {
+                    continue;
+                }
+                let keyed = Keyed {
+                    key,
+                    entry: &mut *entry,
+                    watermark,
+                    now,
+                };
+                if domain == TimeDomain::EventTime {
+                    out.set_timestamp(time);
+                }
+                keep = keyed.call(
+                    f,
+                    timers,
+                    changes,
+                    Some(time),
+                    Some(domain),
+                    out,
+                    |f, ctx| f.on_timer(time, ctx),
+                );
+                out.clear_timestamp();
+            }
+            Ok(keep)
+        })
     }
 
     fn process_record(&mut self, record: T, timestamp: Timestamp, out: &mut Collector<'_, F::Out>) {
@@ -263,10 +353,18 @@ impl<T: 'static, K: Key, KS: Fn(&T) -> K + Send + 'static, F: KeyedProcessFuncti
         out.clear_timestamp();
     }
 
-    fn fire(&mut self, domain: TimeDomain, upto: Timestamp, out: &mut Collector<'_, F::Out>) {
+    fn fire(
+        &mut self,
+        domain: TimeDomain,
+        upto: Timestamp,
+        out: &mut Collector<'_, F::Out>,
+    ) -> Result<()> {
+        if upto == Timestamp::MAX && self.keys.len() > self.keys.len_in_memory() {
+            self.fire_every_timer(domain, out)?;
+        }
         loop {
             let Some((time, key)) = self.timers.pop_due(domain, upto) else {
-                return;
+                return Ok(());
             };
             let live = self.keys.get_mut(&key).is_some_and(|entry| {
                 KeyedTimers::<K>::take_if_live(&mut entry.timers, domain, time)
@@ -316,10 +414,10 @@ where
         match domain {
             TimeDomain::EventTime => {
                 self.watermark.advance(time);
-                self.fire(domain, self.watermark.get(), out);
+                self.fire(domain, self.watermark.get(), out)?;
             }
             TimeDomain::ProcessingTime => {
-                self.fire(domain, time, out);
+                self.fire(domain, time, out)?;
                 self.timers.request_processing_time();
             }
         }
@@ -339,5 +437,101 @@ where
         // Processing-time timers that fell due while the job was down fire right away.
         self.timers.request_processing_time();
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::state::disk_tier::{Budget, DiskTier, TierUse};
+    use crate::types::metrics::SubtaskMetrics;
+    use crate::{VecOutput, test_context};
+    use std::sync::Arc;
+    use std::sync::atomic::Ordering;
+
+    /// Sums a key's values, and emits the key and sum at an event-time timer 100 ms after
+    /// the key's first record.
+    #[derive(Clone)]
+    struct SumThenEmit;
+
+    impl KeyedProcessFunction<u32, (u32, i64)> for SumThenEmit {
+        type State = i64;
+        type Out = (u32, i64);
+        fn process_element(
+            &mut self,
+            r: (u32, i64),
+            ctx: &mut ProcessContext<'_, '_, u32, i64, (u32, i64)>,
+        ) {
+            if ctx.state().value().is_none() {
+                ctx.timer_service().register_event_time_timer(r.1 + 100);
+            }
+            let sum = ctx.state().value().copied().unwrap_or(0) + r.1;
+            ctx.state().update(sum);
+        }
+        fn on_timer(
+            &mut self,
+            _t: Timestamp,
+            ctx: &mut ProcessContext<'_, '_, u32, i64, (u32, i64)>,
+        ) {
+            let (key, sum) = (*ctx.key(), ctx.state().value().copied().unwrap_or(0));
+            ctx.collect((key, sum));
+            ctx.state().clear();
+        }
+    }
+
+    type Op = KeyedProcessOperator<(u32, i64), u32, fn(&(u32, i64)) -> u32, SumThenEmit>;
+
+    fn feed(op: &mut Op, batch: &[(u32, i64)], watermark: Timestamp) -> Vec<(u32, i64)> {
+        let mut sink = VecOutput(Vec::new());
+        let (mut buf, mut stamps) = (Vec::new(), Vec::new());
+        let mut out = Collector::new(&mut buf, &mut stamps, &mut sink, 1024);
+        let mut b = batch.to_vec();
+        let mut ts: Vec<i64> = b.iter().map(|r| r.1).collect();
+        op.process_batch(Batch::with_timestamps(&mut b, &mut ts), &mut out)
+            .expect("processed");
+        op.on_time(TimeDomain::EventTime, watermark, &mut out)
+            .expect("timers fired");
+        out.done().expect("flushed");
+        sink.0.sort_unstable();
+        sink.0
+    }
+
+    /// With room for 16 keys in memory, timers of 1,000 keys fire as they do in memory,
+    /// and those left at the final watermark fire without reading any key back one by one.
+    #[test]
+    fn timers_of_keys_on_disk_fire_as_in_memory() {
+        let ctx = test_context("sum");
+        let key_of: fn(&(u32, i64)) -> u32 = |r| r.0;
+        let counters = Arc::new(SubtaskMetrics::default());
+        let mut on_disk = KeyedProcessOperator::new(key_of, SumThenEmit, &ctx);
+        on_disk.state().use_disk_tier(&TierUse {
+            tier: DiskTier::new(Budget::Entries(16), None).expect("a tier"),
+            max_parallelism: 128,
+            counters: counters.clone(),
+        });
+        let mut in_memory = KeyedProcessOperator::new(key_of, SumThenEmit, &ctx);
+        let records: Vec<(u32, i64)> = (0..1000u32)
+            .flat_map(|k| (0..4).map(move |t| (k, i64::from(k % 9) * 10 + t * 30)))
+            .collect();
+        let mut fired = 0;
+        for (batch, watermark) in records.chunks(500).zip((0..).map(|w| w * 10)) {
+            let got = feed(&mut on_disk, batch, watermark);
+            assert_eq!(got, feed(&mut in_memory, batch, watermark));
+            fired += got.len();
+        }
+        let (all, hot) = (on_disk.keys.len(), on_disk.keys.len_in_memory());
+        // A new key joins after the table made room: one over its limit at most.
+        assert!(all > 900 && hot <= 17, "{all} keys, {hot} in memory");
+        let hits = || counters.state.disk_hits.load(Ordering::Relaxed);
+        let before = hits();
+        let last = feed(&mut on_disk, &[], Timestamp::MAX);
+        assert_eq!(last, feed(&mut in_memory, &[], Timestamp::MAX));
+        assert_eq!(
+            hits(),
+            before,
+            "the final watermark read keys back one by one"
+        );
+        assert!(fired + last.len() >= 1000, "{fired} then {}", last.len());
+        assert_eq!(on_disk.keys.len(), 0);
     }
 }

@@ -7,6 +7,10 @@
 //! the list, and a queued timer no longer on its list is stale and skipped when it comes up;
 //! a restored list is queued again; processing-time timers ask the task to call back.
 
+use std::collections::HashMap;
+
+use smallvec::SmallVec;
+
 use crate::state::timer_queue::TimerQueue;
 use crate::types::{ProcessingTimeService, Timestamp};
 
@@ -118,6 +122,24 @@ impl<P> KeyedTimers<P> {
         upto: Timestamp,
     ) -> Option<(Timestamp, P)> {
         self.queue(domain).pop_due(upto)
+    }
+
+    /// Takes every queued timer of `domain` (possibly stale), grouped by owner as `split`
+    /// tells it from the payload, each owner's in time order: for firing them all at once
+    /// (the final watermark, the end of input) in the order of the owners' table rather
+    /// than in time order, when the table has keys on disk (see
+    /// `KeyedTable::retain_each`).
+    pub(crate) fn take_all_by_owner<O: std::hash::Hash + Eq, X>(
+        &mut self,
+        domain: TimeDomain,
+        split: impl Fn(P) -> (O, X),
+    ) -> HashMap<O, SmallVec<[(Timestamp, X); 1]>> {
+        let mut due: HashMap<O, SmallVec<[(Timestamp, X); 1]>> = HashMap::new();
+        while let Some((time, payload)) = self.pop_due(domain, Timestamp::MAX) {
+            let (owner, x) = split(payload);
+            due.entry(owner).or_default().push((time, x));
+        }
+        due
     }
 
     /// Queues the timers of a restored list.
