@@ -304,16 +304,10 @@ impl<T: 'static, K: Key, KS: Fn(&T) -> K + Send + 'static, F: KeyedProcessFuncti
         if due.is_empty() {
             return Ok(());
         }
-        let Self {
-            f,
-            keys,
-            timers,
-            watermark,
-            changes,
-            ..
-        } = self;
-        let (watermark, now) = (watermark.get(), timers.now());
-        keys.retain_each(|key, entry| {
+        let (watermark, now) = (self.watermark.get(), self.timers.now());
+        // The table is taken out while it is visited, the rest of the operator used inside.
+        let mut keys = std::mem::take(&mut self.keys);
+        let fired = keys.retain_each(|key, entry| {
             let mut keep = true;
             for (time, ()) in due.remove(key).into_iter().flatten() {
                 if !KeyedTimers::<K>::take_if_live(&mut entry.timers, domain, time) {
@@ -329,9 +323,9 @@ impl<T: 'static, K: Key, KS: Fn(&T) -> K + Send + 'static, F: KeyedProcessFuncti
                     out.set_timestamp(time);
                 }
                 keep = keyed.call(
-                    f,
-                    timers,
-                    changes,
+                    &mut self.f,
+                    &mut self.timers,
+                    &mut self.changes,
                     Some(time),
                     Some(domain),
                     out,
@@ -340,7 +334,9 @@ impl<T: 'static, K: Key, KS: Fn(&T) -> K + Send + 'static, F: KeyedProcessFuncti
                 out.clear_timestamp();
             }
             Ok(keep)
-        })
+        });
+        self.keys = keys;
+        fired
     }
 
     fn process_record(&mut self, record: T, timestamp: Timestamp, out: &mut Collector<'_, F::Out>) {
@@ -443,10 +439,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::state::disk_tier::{Budget, DiskTier, TierUse};
-    use crate::types::metrics::SubtaskMetrics;
-    use crate::{VecOutput, test_context};
-    use std::sync::Arc;
+    use crate::{VecOutput, test_context, test_tier};
     use std::sync::atomic::Ordering;
 
     /// Sums a key's values, and emits the key and sum at an event-time timer 100 ms after
@@ -502,13 +495,9 @@ mod tests {
     fn timers_of_keys_on_disk_fire_as_in_memory() {
         let ctx = test_context("sum");
         let key_of: fn(&(u32, i64)) -> u32 = |r| r.0;
-        let counters = Arc::new(SubtaskMetrics::default());
+        let (tier, counters) = test_tier(16);
         let mut on_disk = KeyedProcessOperator::new(key_of, SumThenEmit, &ctx);
-        on_disk.state().use_disk_tier(&TierUse {
-            tier: DiskTier::new(Budget::Entries(16), None).expect("a tier"),
-            max_parallelism: 128,
-            counters: counters.clone(),
-        });
+        on_disk.state().use_disk_tier(&tier);
         let mut in_memory = KeyedProcessOperator::new(key_of, SumThenEmit, &ctx);
         let records: Vec<(u32, i64)> = (0..1000u32)
             .flat_map(|k| (0..4).map(move |t| (k, i64::from(k % 9) * 10 + t * 30)))

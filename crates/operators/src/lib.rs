@@ -48,6 +48,25 @@ pub use operator::{Batch, Checkpointed, Drain, Inputs, Operator, TwoInputBatch};
 pub use output::{Control, Discard, Output, VecOutput};
 pub use watermark_strategy::{WatermarkGenerator, WatermarkOutput, WatermarkStrategy};
 
+/// Test support: a disk tier that keeps `entries` entries of a table in memory (its own
+/// directory, removed with it), and the counters of the subtask it is given to.
+#[cfg(test)]
+pub(crate) fn test_tier(
+    entries: usize,
+) -> (
+    crate::state::disk_tier::TierUse,
+    std::sync::Arc<crate::types::metrics::SubtaskMetrics>,
+) {
+    use crate::state::disk_tier::{Budget, DiskTier, TierUse};
+    let counters = std::sync::Arc::new(crate::types::metrics::SubtaskMetrics::default());
+    let tier = TierUse {
+        tier: DiskTier::new(Budget::Entries(entries), None).expect("a tier"),
+        max_parallelism: 128,
+        counters: counters.clone(),
+    };
+    (tier, counters)
+}
+
 /// Test support: the context of subtask 0 of 1 of an operator called `name`.
 #[cfg(test)]
 pub(crate) fn test_context(name: &str) -> OperatorContext {

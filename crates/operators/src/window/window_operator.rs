@@ -1091,14 +1091,9 @@ mod tests {
     /// watermark in the table's order, without reading any key back.
     #[test]
     fn windows_on_disk_fire_as_in_memory() {
-        use crate::state::disk_tier::{Budget, DiskTier, TierUse};
-        let counters = Arc::new(SubtaskMetrics::default());
+        let (tier, counters) = crate::test_tier(16);
         let mut on_disk = count_op(60);
-        on_disk.state().use_disk_tier(&TierUse {
-            tier: DiskTier::new(Budget::Entries(16), None).expect("a tier"),
-            max_parallelism: 128,
-            counters: counters.clone(),
-        });
+        on_disk.state().use_disk_tier(&tier);
         let mut in_memory = count_op(60);
         let records: Vec<(u32, i64)> = (0..1000u32)
             .flat_map(|k| (0..6).map(move |t| (k, i64::from(k % 7) * 10 + t * 25)))
