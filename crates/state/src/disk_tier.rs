@@ -32,8 +32,8 @@
 //!   table then limits the entries it keeps in memory ([`Cold::spill_count`]). Entries not
 //!   used since the table last moved some out go first ([`Victims`], CLOCK), so that the
 //!   keys a job keeps coming back to stay in memory; the only bookkeeping per entry is a
-//!   bit of the epoch a change stores anyway. (Random eviction, tried first, read back 40 %
-//!   of what q19 moved out.)
+//!   bit of the epoch a change stores anyway. (Random eviction, tried first, moved the
+//!   keys in use out as readily as any other.)
 //! * **Checkpoints read through it**: a whole snapshot writes the entries on disk after the
 //!   hot ones; a delta writes those moved to disk while changed since its base (their keys
 //!   are kept until a checkpoint covers them). A restored table fills memory and spills as
