@@ -698,10 +698,11 @@ impl<K, V> Cold<K, V> {
         self.key.clear();
         (self.codec.encode_key)(key, self.max_parallelism, &mut self.key)?;
         self.counts.add(|c| &c.disk_lookups, 1);
+        let hash = run_file::key_hash(&self.key);
         // Newest first: a key that just left memory is the likeliest to come back.
         for i in (0..self.runs.len()).rev() {
             let found = self.runs[i]
-                .get(&self.key)
+                .get_hashed(&self.key, hash)
                 .map_err(|e| self.counts.tier.error("reading", e))?;
             if let Some(entry) = found {
                 if let Some(merging) = &mut self.merging

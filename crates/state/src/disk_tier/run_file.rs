@@ -15,44 +15,56 @@ use std::path::{Path, PathBuf};
 /// The size a block is cut at.
 pub const BLOCK_BYTES: usize = 16 << 10;
 
-/// Filter bits per key: about 1 % false positives with [`HASHES`] probes.
+/// Filter bits per key: about 1.5 % false positives with [`HASHES`] probes in one block.
 const BITS_PER_KEY: usize = 10;
-const HASHES: u64 = 7;
+const HASHES: u32 = 7;
 
 /// The hash of a key as the filter uses it (fixed, so that it stays the same for a file).
-fn key_hash(key: &[u8]) -> u64 {
+/// A look-up computes it once for all the runs it probes ([`RunFile::get_hashed`]).
+pub fn key_hash(key: &[u8]) -> u64 {
     foldhash::fast::FixedState::with_seed(0x5eed_d15c).hash_one(key)
 }
 
-/// A bloom filter over the keys of one file.
+/// A blocked bloom filter over the keys of one file: a key's bits all lie in one 512-bit
+/// block (a cache line), chosen by the hash's high half; so a probe costs one cache miss
+/// and no division, where bits spread over the whole filter cost up to seven misses and a
+/// 64-bit modulo each. A table probes every run's filter for every key that is not in
+/// memory (q18 at 100 M events: 22 M new keys, up to 32 runs each).
 #[derive(Clone)]
 struct Filter {
-    bits: Vec<u64>,
+    blocks: Vec<[u64; 8]>,
 }
 
 impl Filter {
     fn new(keys: usize) -> Filter {
         Filter {
-            bits: vec![0; (keys * BITS_PER_KEY).div_ceil(64).max(1)],
+            blocks: vec![[0; 8]; (keys * BITS_PER_KEY).div_ceil(512).max(1)],
         }
     }
 
-    /// The bit positions of a hash (double hashing).
-    fn positions(&self, hash: u64) -> impl Iterator<Item = usize> + use<> {
-        let n = (self.bits.len() * 64) as u64;
-        let (a, b) = (hash, hash.rotate_left(32) | 1);
-        (0..HASHES).map(move |i| (a.wrapping_add(i.wrapping_mul(b)) % n) as usize)
+    /// The block of a hash, and its bit positions within it (double hashing).
+    #[inline]
+    fn place(&self, hash: u64) -> (usize, impl Iterator<Item = usize> + use<>) {
+        let block = (((hash >> 32) * self.blocks.len() as u64) >> 32) as usize;
+        let mixed = hash.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        let (a, b) = (mixed as u32, ((mixed >> 32) as u32) | 1);
+        let bits = (0..HASHES).map(move |i| (a.wrapping_add(i.wrapping_mul(b)) & 511) as usize);
+        (block, bits)
     }
 
     fn insert(&mut self, hash: u64) {
-        for p in self.positions(hash) {
-            self.bits[p / 64] |= 1 << (p % 64);
+        let (block, bits) = self.place(hash);
+        let block = &mut self.blocks[block];
+        for p in bits {
+            block[p / 64] |= 1 << (p % 64);
         }
     }
 
+    #[inline]
     fn may_contain(&self, hash: u64) -> bool {
-        self.positions(hash)
-            .all(|p| self.bits[p / 64] & (1 << (p % 64)) != 0)
+        let (block, mut bits) = self.place(hash);
+        let block = &self.blocks[block];
+        bits.all(|p| block[p / 64] & (1 << (p % 64)) != 0)
     }
 }
 
@@ -193,7 +205,12 @@ impl RunFile {
 
     /// The live entry of `key`, if the file holds one.
     pub fn get(&self, key: &[u8]) -> std::io::Result<Option<Entry>> {
-        if self.live == 0 || !self.filter.may_contain(key_hash(key)) {
+        self.get_hashed(key, key_hash(key))
+    }
+
+    /// [`RunFile::get`] of a key whose [`key_hash`] is `hash`.
+    pub fn get_hashed(&self, key: &[u8], hash: u64) -> std::io::Result<Option<Entry>> {
+        if self.live == 0 || !self.filter.may_contain(hash) {
             return Ok(None);
         }
         let i = self.blocks.partition_point(|b| &*b.first_key <= key);
@@ -334,6 +351,34 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
     use std::collections::BTreeMap;
+
+    /// The filter holds every key it was given, and lets through about 1.5 % of the others
+    /// (each key's bits in one block).
+    #[test]
+    fn the_filter_has_no_false_negatives_and_few_false_positives() {
+        for keys in [1usize, 100, 10_000, 200_000] {
+            let mut filter = Filter::new(keys);
+            for k in 0..keys as u64 {
+                filter.insert(key_hash(&k.to_le_bytes()));
+            }
+            for k in 0..keys as u64 {
+                assert!(
+                    filter.may_contain(key_hash(&k.to_le_bytes())),
+                    "key {k} of {keys}"
+                );
+            }
+            let others = 100_000u64;
+            let passed = (0..others)
+                .filter(|k| filter.may_contain(key_hash(&(k + (1 << 40)).to_le_bytes())))
+                .count();
+            let rate = passed as f64 / others as f64;
+            assert!(
+                rate < 0.03,
+                "{keys} keys: {:.2} % false positives",
+                rate * 100.0
+            );
+        }
+    }
 
     proptest! {
         /// A run finds every key it was written with and no other, skips what was taken
