@@ -228,6 +228,36 @@ impl<K: Clone, S> Keyed<'_, K, S> {
         }
         entry.value.is_some() || !entry.timers.is_empty()
     }
+
+    /// Fires the key's timer of `domain` at `time` if it is still set (not deleted since it
+    /// was queued): [`Keyed::call`]'s answer, or `None` if it was not.
+    fn fire_timer<T, F: KeyedProcessFunction<K, T, State = S>>(
+        self,
+        f: &mut F,
+        timers: &mut KeyedTimers<K>,
+        changes: &mut Vec<TimerChange>,
+        domain: TimeDomain,
+        time: Timestamp,
+        out: &mut Collector<'_, F::Out>,
+    ) -> Option<bool> {
+        if !KeyedTimers::<K>::take_if_live(&mut self.entry.timers, domain, time) {
+            return None;
+        }
+        if domain == TimeDomain::EventTime {
+            out.set_timestamp(time);
+        }
+        let keep = self.call(
+            f,
+            timers,
+            changes,
+            Some(time),
+            Some(domain),
+            out,
+            |f, ctx| f.on_timer(time, ctx),
+        );
+        out.clear_timestamp();
+        Some(keep)
+    }
 }
 
 /// Runs a [`KeyedProcessFunction`].
@@ -257,14 +287,19 @@ impl<T: 'static, K: Key, KS: Fn(&T) -> K + Send + 'static, F: KeyedProcessFuncti
         }
     }
 
-    /// Calls the function for `key` (a record, or a timer when `domain` is set).
-    fn call(
+    /// Opens `key`'s entry to `act` in one probe of the table (an empty one made for it if
+    /// `create`; else a key without an entry is left alone); the entry goes if `act` says
+    /// so (see [`Keyed::call`]).
+    fn visit(
         &mut self,
         key: K,
-        timestamp: Option<Timestamp>,
-        domain: Option<TimeDomain>,
-        out: &mut Collector<'_, F::Out>,
-        body: impl FnOnce(&mut F, &mut ProcessContext<'_, '_, K, F::State, F::Out>),
+        create: bool,
+        act: impl FnOnce(
+            Keyed<'_, K, F::State>,
+            &mut F,
+            &mut KeyedTimers<K>,
+            &mut Vec<TimerChange>,
+        ) -> bool,
     ) {
         let Self {
             f,
@@ -276,6 +311,9 @@ impl<T: 'static, K: Key, KS: Fn(&T) -> K + Send + 'static, F: KeyedProcessFuncti
         } = self;
         let now = timers.now();
         keys.update(key, |key, slot| {
+            if slot.is_none() && !create {
+                return;
+            }
             let entry = slot.get_or_insert_with(|| KeyState {
                 value: None,
                 timers: TimerList::new(),
@@ -286,7 +324,7 @@ impl<T: 'static, K: Key, KS: Fn(&T) -> K + Send + 'static, F: KeyedProcessFuncti
                 watermark: watermark.get(),
                 now,
             };
-            if !keyed.call(f, timers, changes, timestamp, domain, out, body) {
+            if !act(keyed, f, timers, changes) {
                 *slot = None;
             }
         });
@@ -310,28 +348,16 @@ impl<T: 'static, K: Key, KS: Fn(&T) -> K + Send + 'static, F: KeyedProcessFuncti
         let fired = keys.retain_each(|key, entry| {
             let mut keep = true;
             for (time, ()) in due.remove(key).into_iter().flatten() {
-                if !KeyedTimers::<K>::take_if_live(&mut entry.timers, domain, time) {
-                    continue;
-                }
                 let keyed = Keyed {
                     key,
                     entry: &mut *entry,
                     watermark,
                     now,
                 };
-                if domain == TimeDomain::EventTime {
-                    out.set_timestamp(time);
-                }
-                keep = keyed.call(
-                    &mut self.f,
-                    &mut self.timers,
-                    &mut self.changes,
-                    Some(time),
-                    Some(domain),
-                    out,
-                    |f, ctx| f.on_timer(time, ctx),
-                );
-                out.clear_timestamp();
+                let (f, timers, changes) = (&mut self.f, &mut self.timers, &mut self.changes);
+                keep = keyed
+                    .fire_timer(f, timers, changes, domain, time, out)
+                    .unwrap_or(keep);
             }
             Ok(keep)
         });
@@ -345,7 +371,11 @@ impl<T: 'static, K: Key, KS: Fn(&T) -> K + Send + 'static, F: KeyedProcessFuncti
         if let Some(t) = ts {
             out.set_timestamp(t);
         }
-        self.call(key, ts, None, out, |f, ctx| f.process_element(record, ctx));
+        self.visit(key, true, |keyed, f, timers, changes| {
+            keyed.call(f, timers, changes, ts, None, out, |f, ctx| {
+                f.process_element(record, ctx)
+            })
+        });
         out.clear_timestamp();
     }
 
@@ -362,20 +392,12 @@ impl<T: 'static, K: Key, KS: Fn(&T) -> K + Send + 'static, F: KeyedProcessFuncti
             let Some((time, key)) = self.timers.pop_due(domain, upto) else {
                 return Ok(());
             };
-            let live = self.keys.get_mut(&key).is_some_and(|entry| {
-                KeyedTimers::<K>::take_if_live(&mut entry.timers, domain, time)
+            // One probe: a key gone, or a timer deleted since it was queued, fires nothing.
+            self.visit(key, false, |keyed, f, timers, changes| {
+                keyed
+                    .fire_timer(f, timers, changes, domain, time, out)
+                    .unwrap_or(true)
             });
-            if !live {
-                // Deleted since it was queued.
-                continue;
-            }
-            if domain == TimeDomain::EventTime {
-                out.set_timestamp(time);
-            }
-            self.call(key, Some(time), Some(domain), out, |f, ctx| {
-                f.on_timer(time, ctx)
-            });
-            out.clear_timestamp();
         }
     }
 }
