@@ -356,6 +356,12 @@ impl Counts {
 /// ever has it.
 pub(crate) const UNUSED: Epoch = 1 << 31;
 
+/// An entry's epoch without the [`UNUSED`] bit: that of its last change.
+#[inline(always)]
+pub(crate) fn changed_in(epoch: Epoch) -> Epoch {
+    epoch & !UNUSED
+}
+
 /// The entries one spill moves to disk: CLOCK, in one pass over the table. Entries not used
 /// since the last spill go first (those whose hash falls in a window of the hash space, the
 /// share of them the spill needs); only when they are too few do used ones go as well, by
@@ -365,7 +371,8 @@ pub(crate) const UNUSED: Epoch = 1 << 31;
 /// entry on the hot path beyond the store a change makes anyway.
 pub(crate) struct Victims {
     of_unused: Window,
-    of_used: Window,
+    /// None: no used entry goes.
+    of_used: Option<Window>,
 }
 
 impl Victims {
@@ -374,7 +381,7 @@ impl Victims {
     pub(crate) fn pick(&self, hash: u64, epoch: &mut Epoch) -> bool {
         if *epoch & UNUSED != 0 {
             self.of_unused.holds(hash)
-        } else if self.of_used.holds(hash) {
+        } else if self.of_used.is_some_and(|w| w.holds(hash)) {
             true
         } else {
             *epoch |= UNUSED;
@@ -383,24 +390,17 @@ impl Victims {
     }
 }
 
-/// A window of the hash space: `width` hashes from `start`, wrapping, or none.
+/// A window of the hash space: `width` hashes from `start`, wrapping.
 #[derive(Clone, Copy)]
 struct Window {
     start: u64,
     width: u64,
-    empty: bool,
 }
 
 impl Window {
     const ALL: Window = Window {
         start: 0,
         width: u64::MAX,
-        empty: false,
-    };
-    const NONE: Window = Window {
-        start: 0,
-        width: 0,
-        empty: true,
     };
 
     /// The window from `start` that holds a share `count / of` of the hashes.
@@ -409,13 +409,12 @@ impl Window {
         Window {
             start,
             width: (share * u64::MAX as f64) as u64,
-            empty: count == 0,
         }
     }
 
     #[inline]
     fn holds(&self, hash: u64) -> bool {
-        !self.empty && hash.wrapping_sub(self.start) <= self.width
+        hash.wrapping_sub(self.start) <= self.width
     }
 }
 
@@ -534,14 +533,15 @@ impl<K, V> Cold<K, V> {
     pub(crate) fn next_victims(&mut self, count: usize, hot: usize, unused: usize) -> Victims {
         let start = self.cursor;
         let (of_unused, of_used) = if unused >= count {
-            (Window::share(start, count, unused), Window::NONE)
+            (Window::share(start, count, unused), None)
         } else {
             (
                 Window::ALL,
-                Window::share(start, count - unused, hot - unused),
+                Some(Window::share(start, count - unused, hot - unused)),
             )
         };
-        self.cursor = start.wrapping_add(of_unused.width.max(of_used.width));
+        let width = of_unused.width.max(of_used.map_or(0, |w| w.width));
+        self.cursor = start.wrapping_add(width);
         Victims { of_unused, of_used }
     }
 
@@ -559,7 +559,7 @@ impl<K, V> Cold<K, V> {
         }
         let mut encoded = Vec::with_capacity(victims.len());
         for (k, v, epoch) in &victims {
-            let epoch = &(epoch & !UNUSED);
+            let epoch = &changed_in(*epoch);
             let (mut key, mut value) = (Vec::new(), Vec::new());
             (self.codec.encode)(k, v, *epoch, self.max_parallelism, &mut key, &mut value)?;
             if tracking && base.is_none_or(|b| *epoch > b) {

@@ -20,7 +20,7 @@ use std::hash::{BuildHasher, Hash};
 use hashbrown::HashTable;
 use hashbrown::hash_table::Entry;
 
-use crate::disk_tier::{Cold, UNUSED, or_fail};
+use crate::disk_tier::{Cold, changed_in, or_fail};
 
 /// State per key, held by one subtask of a keyed operator.
 pub struct KeyedTable<K, V> {
@@ -166,7 +166,7 @@ impl SnapshotEpochs {
 /// Marks a slot (its epoch `slot`) changed in `epoch`; 1 if this is its first change in it.
 #[inline(always)]
 fn mark(slot: &mut Epoch, epoch: Epoch) -> u64 {
-    let first = *slot & !UNUSED != epoch;
+    let first = changed_in(*slot) != epoch;
     *slot = epoch;
     u64::from(first)
 }
@@ -213,7 +213,7 @@ impl ChangeLog {
             rewritten: self.rewritten,
             chain,
         });
-        self.epoch = self.epoch.wrapping_add(1) & !UNUSED;
+        self.epoch = changed_in(self.epoch.wrapping_add(1));
         self.touched = 0;
         self.rewritten = 0;
     }
@@ -325,7 +325,10 @@ impl<K: Hash + Eq, V> KeyedTable<K, V> {
             return;
         }
         let Slots { table, hasher } = &mut self.slots;
-        let unused = table.iter().filter(|(_, _, e)| e & UNUSED != 0).count();
+        let unused = table
+            .iter()
+            .filter(|(_, _, e)| changed_in(*e) != *e)
+            .count();
         let victims = cold.next_victims(count, hot, unused);
         let victims: Vec<(K, V, Epoch)> = table
             .extract_if(|(k, _, e)| victims.pick(hasher.hash_one(&*k), e))
@@ -412,7 +415,7 @@ impl<K: Hash + Eq, V> KeyedTable<K, V> {
         self.slots
             .table
             .iter_mut()
-            .map(|(k, v, e)| (&*k, v, *e & !UNUSED))
+            .map(|(k, v, e)| (&*k, v, changed_in(*e)))
     }
 
     /// The slot of `key`: an existing one is marked changed; a vacant one is counted as a
@@ -455,7 +458,7 @@ impl<K: Hash + Eq, V> KeyedTable<K, V> {
         let hash = self.slots.hash(key);
         if let Some((_, _, e)) = self.slots.table.find_mut(hash, |(k, _, _)| k == key) {
             // A read is a use, as a change is.
-            *e &= !UNUSED;
+            *e = changed_in(*e);
             return;
         }
         self.relieve();
