@@ -5,7 +5,7 @@
 use std::sync::{Arc, Mutex};
 
 use hummer::connectors::SourceContext;
-use hummer::operators::{Batch, Operator, OperatorContext, TimeDomain};
+use hummer::operators::{Batch, Operator, OperatorContext};
 use hummer::prelude::*;
 use hummer::types::{MAX_WATERMARK, Timestamp};
 
@@ -88,10 +88,7 @@ impl Operator for Observe {
         })
     }
 
-    fn on_time(&mut self, d: TimeDomain, w: Timestamp, _: &mut Collector<'_, u64>) -> Result<()> {
-        if d != TimeDomain::EventTime {
-            return Ok(());
-        }
+    fn on_watermark(&mut self, w: Timestamp, _: &mut Collector<'_, u64>) -> Result<()> {
         assert!(w > self.watermark, "watermarks only move forward");
         self.watermark = w;
         self.log.lock().unwrap().push((self.subtask, w));

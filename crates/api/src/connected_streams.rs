@@ -3,11 +3,12 @@
 use std::sync::Arc;
 
 use crate::graph::stream_graph::NodeKind;
+use crate::operators::Operator;
 use crate::operators::co_map::CoFlatMap;
 use crate::runtime::factory::{NodeFactory, OperatorFactory};
 use crate::runtime::type_ops::type_ops;
 use crate::types::Data;
-use crate::{DataStream, UserFn};
+use crate::{DataStream, MakeOperator, UserFn};
 
 /// Two streams, possibly of different types, processed by one operator with a function per
 /// input (Flink's `ConnectedStreams`).
@@ -65,13 +66,9 @@ impl<A: Data, B: Data> ConnectedStreams<A, B> {
     /// A custom two-input operator (Flink's `ConnectedStreams.transform`): `make` builds one
     /// per subtask; each input keeps its partitioning (keyed, when the streams were connected
     /// as keyed streams, see [`crate::KeyedStream::connect`]).
-    pub fn transform<O: Data, Op>(
-        &self,
-        name: &str,
-        make: impl crate::MakeOperator<Op>,
-    ) -> DataStream<O>
+    pub fn transform<O: Data, Op>(&self, name: &str, make: impl MakeOperator<Op>) -> DataStream<O>
     where
-        Op: crate::operators::Operator<In = (A, B), Out = O>,
+        Op: Operator<In = (A, B), Out = O>,
     {
         let factory = NodeFactory::TwoInput(Arc::new(OperatorFactory::new(make)));
         let env = &self.first.env;

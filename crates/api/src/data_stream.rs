@@ -21,7 +21,7 @@ use crate::runtime::factory::{NodeFactory, OperatorFactory};
 use crate::runtime::type_ops::{type_ops, unit_type_ops};
 use crate::types::Partitioning;
 use crate::types::{Data, Key};
-use crate::{ConnectedStreams, KeyedStream, StreamExecutionEnvironment, UserFn};
+use crate::{ConnectedStreams, KeyedStream, MakeOperator, StreamExecutionEnvironment, UserFn};
 
 /// A stream of `T` records: the output of one node of the job, and how the next node reads it
 /// (forward by default; see [`DataStream::rebalance`], [`DataStream::broadcast`]).
@@ -116,11 +116,7 @@ impl<T: Data> DataStream<T> {
     /// let mut result = env.execute("transform").unwrap();
     /// assert_eq!(result.collected(&out).unwrap(), vec![2]);
     /// ```
-    pub fn transform<O: Data, Op>(
-        &self,
-        name: &str,
-        make: impl crate::MakeOperator<Op>,
-    ) -> DataStream<O>
+    pub fn transform<O: Data, Op>(&self, name: &str, make: impl MakeOperator<Op>) -> DataStream<O>
     where
         Op: Operator<In = (T,), Out = O>,
     {

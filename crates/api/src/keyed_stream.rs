@@ -5,7 +5,6 @@ use std::ops::AddAssign;
 use std::sync::Arc;
 
 use crate::graph::stream_graph::{CombineRewrite, NodeKind};
-use crate::operators::Collector;
 use crate::operators::keyed_aggregate::{
     Aggregation, Count, FieldAggregate, KeyedAggregate, MergeAggregate, PartialAggregate, Reduce,
 };
@@ -13,13 +12,14 @@ use crate::operators::keyed_join::KeyedJoin;
 use crate::operators::keyed_process::KeyedProcess;
 use crate::operators::keyed_process_function::{KeyedProcessFunction, KeyedProcessOperator};
 use crate::operators::window::{CountTrigger, GlobalWindows, PurgingTrigger, WindowAssigner};
+use crate::operators::{Collector, Operator};
 use crate::runtime::factory::{NodeFactory, OperatorFactory};
 use crate::runtime::type_ops::type_ops;
 use crate::state::key_groups::subtask_of_key;
 use crate::state::{ListState, MapState, ValueState};
 use crate::types::{BatchRouter, Partitioning};
 use crate::types::{Data, Key};
-use crate::{DataStream, UserFn, WindowedStream};
+use crate::{DataStream, MakeOperator, UserFn, WindowedStream};
 
 /// A stream whose records are routed by the key `KS` extracts (Flink's `KeyedStream`).
 ///
@@ -60,15 +60,11 @@ where
     }
 
     /// A custom operator on the keyed stream (Flink's `keyBy().transform()`): the records
-    /// reach its subtasks partitioned by key, so it may keep keyed state (which it must
-    /// snapshot by key group, see [`crate::state::snapshot`]).
-    pub fn transform<O: Data, Op>(
-        &self,
-        name: &str,
-        make: impl crate::MakeOperator<Op>,
-    ) -> DataStream<O>
+    /// reach its subtasks partitioned by key, so it may keep keyed state (declared in its
+    /// [`Operator::state`], which the runtime snapshots by key group).
+    pub fn transform<O: Data, Op>(&self, name: &str, make: impl MakeOperator<Op>) -> DataStream<O>
     where
-        Op: crate::operators::Operator<In = (T,), Out = O>,
+        Op: Operator<In = (T,), Out = O>,
     {
         self.stream
             .with_partitioning(self.hash_partitioning())

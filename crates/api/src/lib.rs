@@ -53,14 +53,4 @@ pub trait UserFn: Clone + Send + Sync + 'static {}
 
 impl<F: Clone + Send + Sync + 'static> UserFn for F {}
 
-/// What builds a custom operator for each subtask (`transform`): called with the subtask's
-/// context; its error fails the job naming the operator and subtask.
-pub trait MakeOperator<Op>:
-    Fn(&crate::operators::OperatorContext) -> crate::error::Result<Op> + Send + Sync + 'static
-{
-}
-
-impl<Op, F> MakeOperator<Op> for F where
-    F: Fn(&crate::operators::OperatorContext) -> crate::error::Result<Op> + Send + Sync + 'static
-{
-}
+pub use crate::runtime::factory::MakeOperator;

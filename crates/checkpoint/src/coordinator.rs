@@ -189,6 +189,24 @@ pub struct CheckpointStats {
     pub status: CheckpointStatus,
 }
 
+impl CheckpointStats {
+    /// A checkpoint triggered at `at_ms`, in progress, nothing measured yet.
+    pub fn triggered(id: CheckpointId, at_ms: u64, is_final: bool) -> Self {
+        CheckpointStats {
+            id,
+            triggered_at_ms: at_ms,
+            duration_ms: 0,
+            size_bytes: 0,
+            shared_bytes: 0,
+            alignment_ms: 0,
+            sync_ms: 0,
+            write_ms: 0,
+            is_final,
+            status: CheckpointStatus::InProgress,
+        }
+    }
+}
+
 /// A checkpoint that is due: the owner must start it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DueCheckpoint {
@@ -324,18 +342,7 @@ impl CheckpointCoordinator {
             started: now,
             acks: BTreeMap::new(),
         });
-        self.push_history(CheckpointStats {
-            id,
-            triggered_at_ms: now_ms(),
-            duration_ms: 0,
-            size_bytes: 0,
-            shared_bytes: 0,
-            alignment_ms: 0,
-            sync_ms: 0,
-            write_ms: 0,
-            is_final: all_sources_done,
-            status: CheckpointStatus::InProgress,
-        });
+        self.push_history(CheckpointStats::triggered(id, now_ms(), all_sources_done));
         Some(DueCheckpoint {
             id,
             last: all_sources_done,

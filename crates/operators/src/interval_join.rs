@@ -25,7 +25,7 @@ use crate::state::snapshot::OperatorWatermark;
 use crate::state::timer_queue::TimerQueue;
 use crate::types::metrics::SubtaskMetrics;
 use crate::types::{Data, Key, NO_TIMESTAMP, Timestamp};
-use crate::{Collector, Operator, OperatorContext, TimeDomain, TwoInputBatch};
+use crate::{Collector, Operator, OperatorContext, TwoInputBatch};
 
 /// A buffered record, and whether it has met a record of the other side.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -312,16 +312,9 @@ where
         }
     }
 
-    fn on_time(
-        &mut self,
-        domain: TimeDomain,
-        time: Timestamp,
-        out: &mut Collector<'_, O>,
-    ) -> Result<()> {
-        if domain == TimeDomain::EventTime {
-            self.watermark.advance(time);
-            self.clean_up(out);
-        }
+    fn on_watermark(&mut self, time: Timestamp, out: &mut Collector<'_, O>) -> Result<()> {
+        self.watermark.advance(time);
+        self.clean_up(out);
         Ok(())
     }
 
@@ -383,8 +376,7 @@ mod tests {
             )
             .unwrap();
             if i % 100 == 99 {
-                join.on_time(TimeDomain::EventTime, i - 10, &mut out)
-                    .unwrap();
+                join.on_watermark(i - 10, &mut out).unwrap();
             }
             out.done().unwrap();
             matches += sink.0.len();
@@ -449,7 +441,7 @@ mod tests {
         }
         for w in [9, 60, i64::MAX] {
             let mut out = Collector::new(&mut buf, &mut stamps, &mut sink, 1024);
-            join.on_time(TimeDomain::EventTime, w, &mut out).unwrap();
+            join.on_watermark(w, &mut out).unwrap();
             out.done().unwrap();
             seen.push(std::mem::take(&mut sink.0));
         }

@@ -423,22 +423,18 @@ where
         Ok(())
     }
 
-    fn on_time(
+    fn on_watermark(&mut self, time: Timestamp, out: &mut Collector<'_, F::Out>) -> Result<()> {
+        self.watermark.advance(time);
+        self.fire(TimeDomain::EventTime, self.watermark.get(), out)
+    }
+
+    fn on_processing_time(
         &mut self,
-        domain: TimeDomain,
-        time: Timestamp,
+        now: Timestamp,
         out: &mut Collector<'_, F::Out>,
     ) -> Result<()> {
-        match domain {
-            TimeDomain::EventTime => {
-                self.watermark.advance(time);
-                self.fire(domain, self.watermark.get(), out)?;
-            }
-            TimeDomain::ProcessingTime => {
-                self.fire(domain, time, out)?;
-                self.timers.request_processing_time();
-            }
-        }
+        self.fire(TimeDomain::ProcessingTime, now, out)?;
+        self.timers.request_processing_time();
         Ok(())
     }
 
@@ -504,8 +500,7 @@ mod tests {
         let mut ts: Vec<i64> = b.iter().map(|r| r.1).collect();
         op.process_batch(Batch::with_timestamps(&mut b, &mut ts), &mut out)
             .expect("processed");
-        op.on_time(TimeDomain::EventTime, watermark, &mut out)
-            .expect("timers fired");
+        op.on_watermark(watermark, &mut out).expect("timers fired");
         out.done().expect("flushed");
         sink.0.sort_unstable();
         sink.0

@@ -7,11 +7,11 @@
 //! call at a time; what an operator needs to know about where it runs (its name, subtask,
 //! parallelism, clock) it gets at construction, in its [`crate::OperatorContext`].
 
+use crate::Collector;
 use crate::error::Result;
 use crate::state::declared::DeclaredState;
 use crate::state::snapshot::SnapshotBuffer;
 use crate::types::{CheckpointId, NO_TIMESTAMP, Timestamp};
-use crate::{Collector, TimeDomain};
 
 /// A batch of records handed to an operator, with their event timestamps when some record
 /// has one (a stream without event time carries none).
@@ -213,22 +213,24 @@ pub trait Operator: Send + 'static {
         false
     }
 
-    /// Time advanced to `time` in `domain`; timers and windows of that domain fire what it
-    /// completes here.
-    ///
-    /// - [`TimeDomain::EventTime`]: the input's watermark (the minimum over every channel of
-    ///   every input); no record with a timestamp at or below it follows. The watermark itself
-    ///   is handed on after this returns.
-    /// - [`TimeDomain::ProcessingTime`]: a deadline this operator asked for through its
-    ///   context's [`crate::types::ProcessingTimeService`]. Not called once the operator has
-    ///   ended.
-    fn on_time(
+    /// The input's watermark advanced to `time` (the minimum over every channel of every
+    /// input): no record with a timestamp at or below it follows, and event-time timers and
+    /// windows fire what it completes here. The watermark itself is handed on after this
+    /// returns (unless the operator [`Operator::generates_watermarks`]).
+    fn on_watermark(&mut self, time: Timestamp, out: &mut Collector<'_, Self::Out>) -> Result<()> {
+        let _ = (time, out);
+        Ok(())
+    }
+
+    /// Processing time reached `now`, a deadline this operator asked for through its
+    /// context's [`crate::types::ProcessingTimeService`]; processing-time timers and windows
+    /// fire what is due. Not called once the operator has ended.
+    fn on_processing_time(
         &mut self,
-        domain: TimeDomain,
-        time: Timestamp,
+        now: Timestamp,
         out: &mut Collector<'_, Self::Out>,
     ) -> Result<()> {
-        let _ = (domain, time, out);
+        let _ = (now, out);
         Ok(())
     }
 

@@ -11,7 +11,7 @@ use std::time::Duration;
 use crate::error::Result;
 use crate::types::{MAX_WATERMARK, ProcessingTimeService, Timestamp};
 use crate::watermark_strategy::{TrackerChange, WatermarkTracker};
-use crate::{Batch, Collector, Operator, TimeDomain, WatermarkStrategy};
+use crate::{Batch, Collector, Operator, WatermarkStrategy};
 
 /// Stamps records and emits watermarks as a [`WatermarkStrategy`] says.
 pub struct TimestampsAndWatermarks<T> {
@@ -72,22 +72,18 @@ impl<T: 'static> Operator for TimestampsAndWatermarks<T> {
         true
     }
 
-    fn on_time(
-        &mut self,
-        domain: TimeDomain,
-        time: Timestamp,
-        out: &mut Collector<'_, T>,
-    ) -> Result<()> {
-        match domain {
-            // Upstream watermarks are replaced by this operator's, except the end of input.
-            TimeDomain::EventTime if time == MAX_WATERMARK => out.emit_watermark(MAX_WATERMARK),
-            TimeDomain::EventTime => {}
-            // The periodic watermark.
-            TimeDomain::ProcessingTime => {
-                hand_on(self.tracker.on_periodic(time), out);
-                self.time.request_at(time.saturating_add(self.interval));
-            }
+    /// Upstream watermarks are replaced by this operator's, except the end of input.
+    fn on_watermark(&mut self, time: Timestamp, out: &mut Collector<'_, T>) -> Result<()> {
+        if time == MAX_WATERMARK {
+            out.emit_watermark(MAX_WATERMARK);
         }
+        Ok(())
+    }
+
+    /// The periodic watermark.
+    fn on_processing_time(&mut self, now: Timestamp, out: &mut Collector<'_, T>) -> Result<()> {
+        hand_on(self.tracker.on_periodic(now), out);
+        self.time.request_at(now.saturating_add(self.interval));
         Ok(())
     }
 }

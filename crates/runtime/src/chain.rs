@@ -14,8 +14,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use crate::error::{HummerError, Result, panic_message};
 use crate::operators::{
-    Batch, Checkpointed, Collector, Control, Operator, OperatorContext, Output, TimeDomain,
-    TwoInputBatch,
+    Batch, Checkpointed, Collector, Control, Operator, OperatorContext, Output, TwoInputBatch,
 };
 use crate::state::snapshot::SnapshotBuffer;
 use crate::state::task_state::TaskSnapshot;
@@ -179,7 +178,7 @@ impl<Op: Operator> Link<Op> {
                 guarded(&self.ctx, || op.checkpoint_complete(id))?;
             }
             Control::Watermark(watermark) => {
-                self.call(|op, out| op.on_time(TimeDomain::EventTime, watermark, out))?;
+                self.call(|op, out| op.on_watermark(watermark, out))?;
                 if self.generates_watermarks {
                     return Ok(());
                 }
@@ -188,7 +187,7 @@ impl<Op: Operator> Link<Op> {
             Control::WatermarkStatus(_) => {}
             Control::ProcessingTime(now) => {
                 if !self.ended {
-                    self.call(|op, out| op.on_time(TimeDomain::ProcessingTime, now, out))?;
+                    self.call(|op, out| op.on_processing_time(now, out))?;
                 }
             }
         }
@@ -437,12 +436,7 @@ mod tests {
             Ok(())
         }
 
-        fn on_time(
-            &mut self,
-            _: TimeDomain,
-            _: Timestamp,
-            _: &mut Collector<'_, u32>,
-        ) -> Result<()> {
+        fn on_processing_time(&mut self, _: Timestamp, _: &mut Collector<'_, u32>) -> Result<()> {
             self.timers += 1;
             Ok(())
         }

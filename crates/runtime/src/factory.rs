@@ -4,7 +4,6 @@
 //! calls it once per subtask with the downstream [`ErasedOutput`] it built first, so a chain is
 //! assembled from its tail to its head.
 
-use std::marker::PhantomData;
 use std::sync::Arc;
 
 use crate::chain::Link;
@@ -112,23 +111,26 @@ impl<T: Send + 'static> SourceNodeFactory for SourceFactory<T> {
     }
 }
 
-/// A node built by calling `make` for every subtask: a one-input or a two-input operator,
-/// by what the operator reads.
-pub struct OperatorFactory<Op, F> {
-    make: F,
-    _op: PhantomData<fn() -> Op>,
+/// What builds an operator for each subtask (`transform`): called with the subtask's
+/// context; its error fails the job naming the operator and subtask.
+pub trait MakeOperator<Op>: Fn(&OperatorContext) -> Result<Op> + Send + Sync + 'static {}
+
+impl<Op, F> MakeOperator<Op> for F where
+    F: Fn(&OperatorContext) -> Result<Op> + Send + Sync + 'static
+{
 }
 
-impl<Op, F> OperatorFactory<Op, F>
-where
-    Op: Operator,
-    F: Fn(&OperatorContext) -> Result<Op> + Send + Sync + 'static,
-{
+/// A node built by calling `make` for every subtask: a one-input or a two-input operator,
+/// by what the operator reads.
+pub struct OperatorFactory<Op> {
+    make: Box<dyn MakeOperator<Op>>,
+}
+
+impl<Op: Operator> OperatorFactory<Op> {
     /// A factory that builds each subtask's operator with `make`.
-    pub fn new(make: F) -> Self {
+    pub fn new(make: impl Fn(&OperatorContext) -> Result<Op> + Send + Sync + 'static) -> Self {
         OperatorFactory {
-            make,
-            _op: PhantomData,
+            make: Box::new(make),
         }
     }
 
@@ -150,12 +152,11 @@ where
     }
 }
 
-impl<T, Op, F> OneInputNodeFactory for OperatorFactory<Op, F>
+impl<T, Op> OneInputNodeFactory for OperatorFactory<Op>
 where
     Op: Operator<In = (T,)>,
     T: Send + 'static,
     Op::Out: Send + 'static,
-    F: Fn(&OperatorContext) -> Result<Op> + Send + Sync + 'static,
 {
     fn create_link(
         &self,
@@ -168,13 +169,12 @@ where
     }
 }
 
-impl<L, R, Op, F> TwoInputNodeFactory for OperatorFactory<Op, F>
+impl<L, R, Op> TwoInputNodeFactory for OperatorFactory<Op>
 where
     Op: Operator<In = (L, R)>,
     L: Send + 'static,
     R: Send + 'static,
     Op::Out: Send + 'static,
-    F: Fn(&OperatorContext) -> Result<Op> + Send + Sync + 'static,
 {
     fn create_task(
         &self,

@@ -591,24 +591,20 @@ where
             .try_for_each(|(record, t)| self.process_record(record, t, now, out))
     }
 
-    fn on_time(
+    fn on_watermark(&mut self, time: Timestamp, out: &mut Collector<'_, Self::Out>) -> Result<()> {
+        self.core.watermark.advance(time);
+        let w = self.core.watermark.get();
+        self.fire_timers(TimeDomain::EventTime, w, out)
+    }
+
+    fn on_processing_time(
         &mut self,
-        domain: TimeDomain,
-        time: Timestamp,
+        now: Timestamp,
         out: &mut Collector<'_, Self::Out>,
     ) -> Result<()> {
-        match domain {
-            TimeDomain::EventTime => {
-                self.core.watermark.advance(time);
-                let w = self.core.watermark.get();
-                self.fire_timers(domain, w, out)
-            }
-            TimeDomain::ProcessingTime => {
-                self.fire_timers(domain, time, out)?;
-                self.core.timers.request_processing_time();
-                Ok(())
-            }
-        }
+        self.fire_timers(TimeDomain::ProcessingTime, now, out)?;
+        self.core.timers.request_processing_time();
+        Ok(())
     }
 
     fn end_of_input(&mut self, out: &mut Collector<'_, Self::Out>) -> Result<()> {
@@ -929,8 +925,7 @@ mod tests {
         let mut ts: Vec<i64> = b.iter().map(|r| r.1).collect();
         op.process_batch(Batch::with_timestamps(&mut b, &mut ts), &mut out)
             .unwrap();
-        op.on_time(TimeDomain::EventTime, watermark, &mut out)
-            .unwrap();
+        op.on_watermark(watermark, &mut out).unwrap();
         out.done().unwrap();
         let mut got: Vec<String> = sink.0.iter().map(|r| format!("{r:?}")).collect();
         got.sort();
@@ -1148,8 +1143,7 @@ mod tests {
             let mut ts: Vec<i64> = batch.iter().map(|r| r.1).collect();
             op.process_batch(Batch::with_timestamps(&mut batch, &mut ts), &mut out)
                 .unwrap();
-            op.on_time(TimeDomain::EventTime, chunk * 10 - 1, &mut out)
-                .unwrap();
+            op.on_watermark(chunk * 10 - 1, &mut out).unwrap();
             out.done().unwrap();
             for r in sink.0.drain(..) {
                 if let WindowOutput::Result(WindowResult { value: n, .. }) = r {
@@ -1160,8 +1154,7 @@ mod tests {
             peak_timers = peak_timers.max(op.core.timers.event_len());
         }
         let mut out = Collector::new(&mut buf, &mut stamps, &mut sink, 1024);
-        op.on_time(TimeDomain::EventTime, Timestamp::MAX, &mut out)
-            .unwrap();
+        op.on_watermark(Timestamp::MAX, &mut out).unwrap();
         out.done().unwrap();
         for r in sink.0.drain(..) {
             if let WindowOutput::Result(WindowResult { value: n, .. }) = r {

@@ -10,6 +10,7 @@
 use super::per_key::KeyedChanges;
 use crate::changelog::{Change, RowKind};
 use crate::value::{Row, Value};
+use hummer_types::error::Result;
 
 /// The normalization of an upsert stream keyed by the columns `key`.
 #[derive(Clone, Debug)]
@@ -26,12 +27,7 @@ impl KeyedChanges for ChangelogNormalize {
         self.key.iter().map(|&i| row[i].clone()).collect()
     }
 
-    fn apply(
-        &self,
-        state: &mut Option<Row>,
-        change: Change,
-        out: &mut Vec<Change>,
-    ) -> hummer_types::error::Result<()> {
+    fn apply(&self, state: &mut Option<Row>, change: Change, out: &mut Vec<Change>) -> Result<()> {
         if change.kind.retracts() {
             if let Some(row) = state.take() {
                 out.push(Change {

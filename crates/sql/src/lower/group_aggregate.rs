@@ -7,6 +7,7 @@
 //! a new group, `-U` then `+U` for a group whose result changed (nothing when it did not),
 //! `-D` for a group whose last row was retracted.
 
+use hummer_types::error::Result;
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
@@ -145,7 +146,7 @@ fn spread_of(
     n: i64,
     sum: &Value,
     squares: &Value,
-) -> hummer_types::error::Result<Value> {
+) -> Result<Value> {
     if n <= 0 || (spread.sample && n == 1) {
         return Ok(Value::Null);
     }
@@ -170,7 +171,7 @@ fn spread_of(
 }
 
 /// `sum + v` in `call`'s type (`v` alone where `sum` is `NULL`).
-fn add_to(call: &AggCall, sum: &Value, v: Value) -> hummer_types::error::Result<Value> {
+fn add_to(call: &AggCall, sum: &Value, v: Value) -> Result<Value> {
     if sum.is_null() {
         return Ok(v);
     }
@@ -213,12 +214,7 @@ impl GroupAggregate {
     }
 
     /// Folds `row` (of key and inputs) into `state`; `sign` is +1 or -1 (a retraction).
-    pub fn fold(
-        &self,
-        state: &mut GroupState,
-        row: &[Value],
-        sign: i64,
-    ) -> hummer_types::error::Result<()> {
+    pub fn fold(&self, state: &mut GroupState, row: &[Value], sign: i64) -> Result<()> {
         state.rows += sign;
         for (call, acc) in self.calls.iter().zip(&mut state.accs) {
             if let Some(f) = call.filter
@@ -415,7 +411,7 @@ impl GroupAggregate {
     }
 
     /// The aggregates' results.
-    pub fn results(&self, state: &GroupState) -> hummer_types::error::Result<Vec<Value>> {
+    pub fn results(&self, state: &GroupState) -> Result<Vec<Value>> {
         self.calls
             .iter()
             .zip(&state.accs)
@@ -505,7 +501,7 @@ impl GroupAggregate {
     }
 
     /// The group's output row: its key, then its results.
-    fn output(&self, key: &[Value], state: &GroupState) -> hummer_types::error::Result<Row> {
+    fn output(&self, key: &[Value], state: &GroupState) -> Result<Row> {
         let mut row = key.to_vec();
         row.extend(self.results(state)?);
         Ok(row)
@@ -518,7 +514,7 @@ impl GroupAggregate {
         state: &mut Option<GroupState>,
         change: Change,
         out: &mut Vec<Change>,
-    ) -> hummer_types::error::Result<()> {
+    ) -> Result<()> {
         let key = &change.row[..self.keys];
         let before = match state {
             Some(s) => Some(self.output(key, s)?),
@@ -575,7 +571,7 @@ impl KeyedChanges for GroupAggregate {
         state: &mut Option<GroupState>,
         change: Change,
         out: &mut Vec<Change>,
-    ) -> hummer_types::error::Result<()> {
+    ) -> Result<()> {
         GroupAggregate::apply(self, state, change, out)
     }
 
@@ -586,7 +582,7 @@ impl KeyedChanges for GroupAggregate {
         state: &mut Option<GroupState>,
         bundle: Vec<Change>,
         out: &mut Vec<Change>,
-    ) -> hummer_types::error::Result<()> {
+    ) -> Result<()> {
         let Some(first) = bundle.first() else {
             return Ok(());
         };

@@ -22,6 +22,7 @@
 use hummer_operators::{Collector, Operator, TwoInputBatch};
 use hummer_state::declared::DeclaredState;
 use hummer_state::keyed_table::KeyedTable;
+use hummer_types::error::Result;
 use serde::{Deserialize, Serialize};
 
 use crate::changelog::{Change, RowKind};
@@ -341,7 +342,7 @@ impl<J: ApplyChange> Operator for ChangeJoin<J> {
         &mut self,
         batch: TwoInputBatch<'_, Change, Change>,
         out: &mut Collector<'_, Change>,
-    ) -> hummer_types::error::Result<()> {
+    ) -> Result<()> {
         let (batch, from_left) = match batch {
             TwoInputBatch::First(batch) => (batch, true),
             TwoInputBatch::Second(batch) => (batch, false),

@@ -6,6 +6,7 @@ pub mod calc;
 pub mod changelog_normalize;
 pub mod group_aggregate;
 pub mod join;
+pub mod limit;
 pub mod lookup_join;
 pub mod multiset;
 pub mod over_aggregate;
@@ -19,3 +20,12 @@ pub mod window_join;
 pub mod window_rank;
 
 pub use calc::Calc;
+
+use hummer_operators::keyed_process_function::ProcessContext;
+
+use crate::changelog::Change;
+use crate::value::Row;
+
+/// The context of a keyed process function of the plan: keyed by a row of the key's
+/// columns, keeping `S` per key, emitting changes.
+pub type RowContext<'a, 'b, S> = ProcessContext<'a, 'b, Row, S, Change>;

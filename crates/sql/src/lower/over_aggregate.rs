@@ -15,9 +15,12 @@
 //! `[time - t, time]`: rows of one time are aggregated together, and all see the same
 //! result), and either `UNBOUNDED PRECEDING` (every row so far).
 
+use hummer_types::error::Result;
 use std::collections::{BTreeMap, VecDeque};
 
-use hummer_operators::keyed_process_function::{KeyedProcessFunction, ProcessContext};
+use hummer_operators::keyed_process_function::KeyedProcessFunction;
+
+use super::RowContext;
 use hummer_types::Timestamp;
 use serde::{Deserialize, Serialize};
 
@@ -69,7 +72,7 @@ impl OverAggregate {
         time: Timestamp,
         rows: Vec<Row>,
         emit: &mut dyn FnMut(Row),
-    ) -> hummer_types::error::Result<()> {
+    ) -> Result<()> {
         let OverState {
             frame, accumulated, ..
         } = state;
@@ -127,11 +130,7 @@ impl KeyedProcessFunction<Row, Change> for OverAggregate {
     type State = OverState;
     type Out = Change;
 
-    fn process_element(
-        &mut self,
-        change: Change,
-        ctx: &mut ProcessContext<'_, '_, Row, OverState, Change>,
-    ) {
+    fn process_element(&mut self, change: Change, ctx: &mut RowContext<'_, '_, OverState>) {
         if self.processing_time {
             let now = ctx.timer_service().current_processing_time();
             let state = ctx.state().get_or_insert_with(OverState::default);
@@ -155,11 +154,7 @@ impl KeyedProcessFunction<Row, Change> for OverAggregate {
         ctx.timer_service().register_event_time_timer(time);
     }
 
-    fn on_timer(
-        &mut self,
-        time: Timestamp,
-        ctx: &mut ProcessContext<'_, '_, Row, OverState, Change>,
-    ) {
+    fn on_timer(&mut self, time: Timestamp, ctx: &mut RowContext<'_, '_, OverState>) {
         let Some(state) = ctx.state().slot().as_mut() else {
             return;
         };

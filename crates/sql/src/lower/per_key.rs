@@ -18,7 +18,7 @@
 
 use std::time::Duration;
 
-use hummer_operators::{Batch, Collector, Operator, TimeDomain};
+use hummer_operators::{Batch, Collector, Operator};
 use hummer_state::declared::DeclaredState;
 use hummer_state::keyed_table::KeyedTable;
 use hummer_types::error::Result;
@@ -253,17 +253,10 @@ impl<S: KeyedChanges> Operator for PerKey<S> {
         Ok(())
     }
 
-    fn on_time(
-        &mut self,
-        domain: TimeDomain,
-        _: Timestamp,
-        out: &mut Collector<'_, Change>,
-    ) -> Result<()> {
-        if domain == TimeDomain::ProcessingTime {
-            self.release(out)?;
-            if let Some(held) = &self.held {
-                held.next_deadline();
-            }
+    fn on_processing_time(&mut self, _: Timestamp, out: &mut Collector<'_, Change>) -> Result<()> {
+        self.release(out)?;
+        if let Some(held) = &self.held {
+            held.next_deadline();
         }
         Ok(())
     }

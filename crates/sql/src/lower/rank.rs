@@ -10,6 +10,7 @@
 //! rank whose row changed, `+I` for a rank newly filled, `-D` for one emptied; applied in
 //! order, the changes give the ranked table.
 
+use hummer_types::error::Result;
 use std::cmp::Ordering;
 
 use serde::{Deserialize, Serialize};
@@ -165,7 +166,7 @@ impl KeyedChanges for RankSpec {
         state: &mut Option<Ranked>,
         change: Change,
         out: &mut Vec<Change>,
-    ) -> hummer_types::error::Result<()> {
+    ) -> Result<()> {
         let ranked = state.get_or_insert_with(Ranked::default);
         RankSpec::apply(self, ranked, change, out);
         if ranked.rows.is_empty() {

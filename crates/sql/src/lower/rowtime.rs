@@ -7,7 +7,7 @@
 //! bound (as Flink's interval join delays its watermark), no result is late for a window
 //! after it.
 
-use hummer_operators::{Batch, Collector, Operator, TimeDomain};
+use hummer_operators::{Batch, Collector, Operator};
 use hummer_types::Timestamp;
 use hummer_types::error::Result;
 
@@ -46,21 +46,14 @@ impl Operator for Rowtime {
         true
     }
 
-    fn on_time(
-        &mut self,
-        domain: TimeDomain,
-        time: Timestamp,
-        out: &mut Collector<'_, Change>,
-    ) -> Result<()> {
-        if domain == TimeDomain::EventTime {
-            // The end of the input's time stays the end.
-            let held = if time == Timestamp::MAX {
-                time
-            } else {
-                time.saturating_sub(self.delay)
-            };
-            out.emit_watermark(held);
-        }
+    fn on_watermark(&mut self, time: Timestamp, out: &mut Collector<'_, Change>) -> Result<()> {
+        // The end of the input's time stays the end.
+        let held = if time == Timestamp::MAX {
+            time
+        } else {
+            time.saturating_sub(self.delay)
+        };
+        out.emit_watermark(held);
         Ok(())
     }
 }

@@ -16,7 +16,9 @@
 
 use std::collections::BTreeMap;
 
-use hummer_operators::keyed_process_function::{KeyedProcessFunction, ProcessContext};
+use hummer_operators::keyed_process_function::KeyedProcessFunction;
+
+use super::RowContext;
 use hummer_types::Timestamp;
 use serde::{Deserialize, Serialize};
 
@@ -79,11 +81,7 @@ impl KeyedProcessFunction<Row, Change> for TemporalJoin {
     type State = TemporalState;
     type Out = Change;
 
-    fn process_element(
-        &mut self,
-        change: Change,
-        ctx: &mut ProcessContext<'_, '_, Row, TemporalState, Change>,
-    ) {
+    fn process_element(&mut self, change: Change, ctx: &mut RowContext<'_, '_, TemporalState>) {
         let is_left = matches!(change.row.first(), Some(Value::Boolean(true)));
         let own = change.row[1 + self.keys..].to_vec();
         let time_column = if is_left {
@@ -116,11 +114,7 @@ impl KeyedProcessFunction<Row, Change> for TemporalJoin {
         ctx.timer_service().register_event_time_timer(t);
     }
 
-    fn on_timer(
-        &mut self,
-        watermark: Timestamp,
-        ctx: &mut ProcessContext<'_, '_, Row, TemporalState, Change>,
-    ) {
+    fn on_timer(&mut self, watermark: Timestamp, ctx: &mut RowContext<'_, '_, TemporalState>) {
         let Some(mut state) = ctx.state().slot().take() else {
             return;
         };

@@ -7,7 +7,9 @@
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
-use hummer_operators::keyed_process_function::{KeyedProcessFunction, ProcessContext};
+use hummer_operators::keyed_process_function::KeyedProcessFunction;
+
+use super::RowContext;
 use hummer_types::Timestamp;
 
 use crate::changelog::Change;
@@ -43,11 +45,7 @@ impl KeyedProcessFunction<Row, Change> for TemporalSort {
     type State = Pending;
     type Out = Change;
 
-    fn process_element(
-        &mut self,
-        change: Change,
-        ctx: &mut ProcessContext<'_, '_, Row, Pending, Change>,
-    ) {
+    fn process_element(&mut self, change: Change, ctx: &mut RowContext<'_, '_, Pending>) {
         let Some(time) = change.row[self.time].time_millis() else {
             return;
         };
@@ -62,11 +60,7 @@ impl KeyedProcessFunction<Row, Change> for TemporalSort {
         ctx.timer_service().register_event_time_timer(time);
     }
 
-    fn on_timer(
-        &mut self,
-        time: Timestamp,
-        ctx: &mut ProcessContext<'_, '_, Row, Pending, Change>,
-    ) {
+    fn on_timer(&mut self, time: Timestamp, ctx: &mut RowContext<'_, '_, Pending>) {
         let Some(pending) = ctx.state().slot().as_mut() else {
             return;
         };

@@ -8,7 +8,9 @@
 //! the key is forgotten. The result is append-only, as Flink's: nothing is retracted. A row of
 //! a window already emitted is late and dropped, as in Flink.
 
-use hummer_operators::keyed_process_function::{KeyedProcessFunction, ProcessContext};
+use hummer_operators::keyed_process_function::KeyedProcessFunction;
+
+use super::RowContext;
 use hummer_types::Timestamp;
 use serde::{Deserialize, Serialize};
 
@@ -63,11 +65,7 @@ impl KeyedProcessFunction<Row, Change> for WindowJoin {
     type State = WindowSides;
     type Out = Change;
 
-    fn process_element(
-        &mut self,
-        change: Change,
-        ctx: &mut ProcessContext<'_, '_, Row, WindowSides, Change>,
-    ) {
+    fn process_element(&mut self, change: Change, ctx: &mut RowContext<'_, '_, WindowSides>) {
         let Some(end) = ctx.key()[self.end_in_key].time_millis() else {
             return;
         };
@@ -91,11 +89,7 @@ impl KeyedProcessFunction<Row, Change> for WindowJoin {
         ctx.timer_service().register_event_time_timer(last);
     }
 
-    fn on_timer(
-        &mut self,
-        _: Timestamp,
-        ctx: &mut ProcessContext<'_, '_, Row, WindowSides, Change>,
-    ) {
+    fn on_timer(&mut self, _: Timestamp, ctx: &mut RowContext<'_, '_, WindowSides>) {
         let Some(sides) = ctx.state().slot().take() else {
             return;
         };

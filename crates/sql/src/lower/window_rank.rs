@@ -9,7 +9,9 @@
 //! inserts takes it. A row whose window has already been emitted is late and dropped, as in
 //! Flink.
 
-use hummer_operators::keyed_process_function::{KeyedProcessFunction, ProcessContext};
+use hummer_operators::keyed_process_function::KeyedProcessFunction;
+
+use super::RowContext;
 use hummer_types::Timestamp;
 
 use super::rank::{RankSpec, Ranked};
@@ -29,11 +31,7 @@ impl KeyedProcessFunction<Row, Change> for WindowRank {
     type State = Ranked;
     type Out = Change;
 
-    fn process_element(
-        &mut self,
-        change: Change,
-        ctx: &mut ProcessContext<'_, '_, Row, Ranked, Change>,
-    ) {
+    fn process_element(&mut self, change: Change, ctx: &mut RowContext<'_, '_, Ranked>) {
         let Some(end) = ctx.key()[self.end_in_key].time_millis() else {
             return;
         };
@@ -46,7 +44,7 @@ impl KeyedProcessFunction<Row, Change> for WindowRank {
         ctx.timer_service().register_event_time_timer(last);
     }
 
-    fn on_timer(&mut self, _: Timestamp, ctx: &mut ProcessContext<'_, '_, Row, Ranked, Change>) {
+    fn on_timer(&mut self, _: Timestamp, ctx: &mut RowContext<'_, '_, Ranked>) {
         let Some(ranked) = ctx.state().slot().take() else {
             return;
         };

@@ -21,7 +21,8 @@ use crate::expr::Expr;
 use crate::expr::bind::bind;
 use crate::lower::Calc;
 use crate::lower::calc::Named;
-use crate::lower::per_key::{KeyedChanges, PerKey};
+use crate::lower::limit::Limit;
+use crate::lower::per_key::PerKey;
 use crate::lower::rank::RankSpec;
 use crate::lower::temporal_sort::TemporalSort;
 use crate::value::{Row, Value};
@@ -239,7 +240,7 @@ fn limit(planned: Planned, bounds: Bounds, at: Position) -> Result<Planned> {
     let Some(fetch) = bounds.fetch else {
         return Ok(planned);
     };
-    let step = FirstRows {
+    let step = Limit {
         offset: bounds.offset,
         fetch,
     };
@@ -254,37 +255,6 @@ fn limit(planned: Planned, bounds: Bounds, at: Position) -> Result<Planned> {
         scan: None,
         ..planned
     })
-}
-
-/// The rows after the first `offset`, at most `fetch` of them, in arrival order.
-#[derive(Clone, Debug)]
-struct FirstRows {
-    offset: usize,
-    fetch: usize,
-}
-
-impl KeyedChanges for FirstRows {
-    /// How many rows have come.
-    type State = usize;
-    const TABLE: &'static str = "rows seen";
-
-    fn key(&self, _: &[Value]) -> Row {
-        Row::new()
-    }
-
-    fn apply(
-        &self,
-        state: &mut Option<usize>,
-        change: Change,
-        out: &mut Vec<Change>,
-    ) -> hummer_types::error::Result<()> {
-        let seen = state.get_or_insert(0);
-        if *seen >= self.offset && *seen < self.offset + self.fetch {
-            out.push(change);
-        }
-        *seen = seen.saturating_add(1);
-        Ok(())
-    }
 }
 
 /// The query's columns then the sort keys' values, for a rank over them.

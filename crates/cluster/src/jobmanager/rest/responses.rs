@@ -711,16 +711,8 @@ mod tests {
 
     fn checkpoint() -> CheckpointRow {
         CheckpointRow::from(&CheckpointStats {
-            id: 1,
-            triggered_at_ms: 0,
-            duration_ms: 0,
-            size_bytes: 0,
-            shared_bytes: 0,
-            alignment_ms: 0,
-            sync_ms: 0,
-            write_ms: 0,
-            is_final: false,
             status: CheckpointStatus::Failed("full disk".into()),
+            ..CheckpointStats::triggered(1, 0, false)
         })
     }
 

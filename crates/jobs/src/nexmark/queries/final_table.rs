@@ -6,7 +6,7 @@
 use std::marker::PhantomData;
 
 use crate::error::Result;
-use crate::operators::{Batch, Collector, Operator, TimeDomain};
+use crate::operators::{Batch, Collector, Operator};
 use crate::state::declared::DeclaredState;
 use crate::state::keyed_table::KeyedTable;
 use crate::types::{Data, Key, MAX_WATERMARK, Timestamp};
@@ -65,13 +65,8 @@ where
         Ok(())
     }
 
-    fn on_time(
-        &mut self,
-        domain: TimeDomain,
-        time: Timestamp,
-        out: &mut Collector<'_, S>,
-    ) -> Result<()> {
-        if domain == TimeDomain::EventTime && time == MAX_WATERMARK {
+    fn on_watermark(&mut self, time: Timestamp, out: &mut Collector<'_, S>) -> Result<()> {
+        if time == MAX_WATERMARK {
             out.collect_all(self.table.drain().map(|(_, row)| row));
         }
         Ok(())
