@@ -43,9 +43,20 @@ struct WindowEntry<A> {
     trigger_state: u64,
     timers: TimerList,
     /// The epoch of the accumulator's last change (see [`KeyedTable`]): a delta writes an
-    /// entry whose accumulator has not changed since its base as a patch of the rest.
-    #[serde(skip)]
+    /// entry whose accumulator has not changed since its base as a patch of the rest. Not
+    /// encoded: an entry decoded (read back from the disk tier, or restored) does not know
+    /// it, and counts as changed ([`ACC_EPOCH_UNKNOWN`]) so that a delta writes it whole.
+    #[serde(skip, default = "acc_epoch_unknown")]
     acc_epoch: Epoch,
+}
+
+/// The `acc_epoch` of a decoded window: later than any base. (Read back from disk, an entry
+/// whose accumulator changed after the base, then left memory, must not be written as an
+/// unchanged patch: the base does not have what it holds.)
+const ACC_EPOCH_UNKNOWN: Epoch = Epoch::MAX;
+
+fn acc_epoch_unknown() -> Epoch {
+    ACC_EPOCH_UNKNOWN
 }
 
 /// A key's windows. Most keys have one window at a time (tumbling and global windows, and
@@ -972,13 +983,23 @@ mod tests {
                 1..14),
             lateness in 0i64..30,
             distinct in proptest::bool::ANY,
+            on_disk in proptest::option::of(1usize..20),
         ) {
             if distinct {
-                restored_chains_go_on(|| op_of(Distinct, 50, lateness), &steps)?;
+                restored_chains_go_on(|| tiered(op_of(Distinct, 50, lateness), on_disk), &steps)?;
             } else {
-                restored_chains_go_on(|| count_op(lateness), &steps)?;
+                restored_chains_go_on(|| tiered(count_op(lateness), on_disk), &steps)?;
             }
         }
+    }
+
+    /// `op` with room for `room` keys in memory, if given: most go to disk (before a restore
+    /// too, as the runtime attaches the tier), unless the accumulators write their changes.
+    fn tiered<A: AggregateFunction<(u32, i64)>>(mut op: Op<A>, room: Option<usize>) -> Op<A> {
+        if let Some(room) = room {
+            op.state().use_disk_tier(&crate::test_tier(room).0);
+        }
+        op
     }
 
     /// Runs `steps` through an operator from `make` with a snapshot after each (completed
