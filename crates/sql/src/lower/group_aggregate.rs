@@ -109,6 +109,64 @@ pub enum Acc {
         /// The sum of their squares.
         squares: Value,
     },
+    /// COUNT(DISTINCT x): every value with its multiplicity, in a hash table (no order is
+    /// needed to count them, and a look-up costs one hash instead of a tree's comparisons).
+    Distinct(DistinctValues),
+}
+
+/// The values of a COUNT(DISTINCT x) with their multiplicities.
+pub type DistinctValues = std::collections::HashMap<Value, i64, foldhash::fast::RandomState>;
+
+/// A map from values to their multiplicities: the tree of MIN, MAX and DISTINCT sums, the
+/// hash table of COUNT(DISTINCT).
+trait Multiplicities {
+    fn get_mut(&mut self, v: &Value) -> Option<&mut i64>;
+    fn insert(&mut self, v: Value, n: i64);
+    fn remove(&mut self, v: &Value);
+
+    /// Adds `sign` to `v`'s multiplicity; returns it before and after (a value whose
+    /// multiplicity reaches 0 is taken out). Clones `v` only for a new value.
+    fn add(&mut self, v: &Value, sign: i64) -> (i64, i64) {
+        match self.get_mut(v) {
+            Some(n) => {
+                let before = *n;
+                *n += sign;
+                let after = *n;
+                if after == 0 {
+                    self.remove(v);
+                }
+                (before, after)
+            }
+            None => {
+                self.insert(v.clone(), sign);
+                (0, sign)
+            }
+        }
+    }
+}
+
+impl Multiplicities for BTreeMap<Value, i64> {
+    fn get_mut(&mut self, v: &Value) -> Option<&mut i64> {
+        BTreeMap::get_mut(self, v)
+    }
+    fn insert(&mut self, v: Value, n: i64) {
+        BTreeMap::insert(self, v, n);
+    }
+    fn remove(&mut self, v: &Value) {
+        BTreeMap::remove(self, v);
+    }
+}
+
+impl Multiplicities for DistinctValues {
+    fn get_mut(&mut self, v: &Value) -> Option<&mut i64> {
+        std::collections::HashMap::get_mut(self, v)
+    }
+    fn insert(&mut self, v: Value, n: i64) {
+        std::collections::HashMap::insert(self, v, n);
+    }
+    fn remove(&mut self, v: &Value) {
+        std::collections::HashMap::remove(self, v);
+    }
 }
 
 /// The state of one group: its aggregates and its rows (net of retractions).
@@ -204,7 +262,10 @@ impl GroupAggregate {
                     (AggKind::Sum | AggKind::Avg, true) => {
                         Acc::DistinctSum(BTreeMap::new(), Value::Null)
                     }
-                    (AggKind::Min | AggKind::Max, _) | (_, true) => Acc::Values(BTreeMap::new()),
+                    (AggKind::Count | AggKind::CountStar, true) => {
+                        Acc::Distinct(DistinctValues::default())
+                    }
+                    (AggKind::Min | AggKind::Max, _) => Acc::Values(BTreeMap::new()),
                     (AggKind::Sum | AggKind::Avg, false) => Acc::Sum(Value::Null, 0),
                     (AggKind::CountStar | AggKind::Count, false) => Acc::Count(0),
                 })
@@ -301,22 +362,14 @@ impl GroupAggregate {
                     }
                 }
                 Acc::Values(values) => {
-                    let v = value.cloned().unwrap_or(Value::Null);
-                    let n = values.entry(v.clone()).or_insert(0);
-                    *n += sign;
-                    if *n == 0 {
-                        values.remove(&v);
-                    }
+                    values.add(value.unwrap_or(&Value::Null), sign);
+                }
+                Acc::Distinct(values) => {
+                    values.add(value.unwrap_or(&Value::Null), sign);
                 }
                 Acc::DistinctSum(values, sum) => {
                     let v = value.cloned().unwrap_or(Value::Null);
-                    let n = values.entry(v.clone()).or_insert(0);
-                    let before = *n;
-                    *n += sign;
-                    let after = *n;
-                    if after == 0 {
-                        values.remove(&v);
-                    }
+                    let (before, after) = values.add(&v, sign);
                     if before <= 0 && after > 0 {
                         *sum = add_to(call, sum, v)?;
                     } else if before > 0 && after <= 0 {
@@ -363,6 +416,12 @@ impl GroupAggregate {
                     }
                 }
                 (Acc::Values(v), Acc::Values(w)) => {
+                    for (value, n) in w {
+                        *v.entry(value).or_insert(0) += n;
+                    }
+                    v.retain(|_, n| *n != 0);
+                }
+                (Acc::Distinct(v), Acc::Distinct(w)) => {
                     for (value, n) in w {
                         *v.entry(value).or_insert(0) += n;
                     }
@@ -418,6 +477,7 @@ impl GroupAggregate {
             .map(|(call, acc)| {
                 Ok(match (call.kind, acc) {
                     (_, Acc::Count(n)) => Value::BigInt(*n),
+                    (_, Acc::Distinct(v)) => Value::BigInt(v.len() as i64),
                     (_, Acc::Kept(v)) => v.clone(),
                     (kind, Acc::Recent(v)) => {
                         let offset = match kind {
@@ -646,7 +706,7 @@ mod tests {
             ty: SqlType::BigInt,
             parameter: None,
         };
-        // Input: key, value, value < 50.
+        // Input: key, value, value < 50, value is odd.
         GroupAggregate {
             keys: 1,
             calls: vec![
@@ -659,6 +719,8 @@ mod tests {
                 call(AggKind::Avg, Some(1), false, None),
                 call(AggKind::Sum, Some(1), true, None),
                 call(AggKind::Avg, Some(1), true, None),
+                call(AggKind::Count, Some(1), true, Some(2)),
+                call(AggKind::Count, Some(0), true, Some(3)),
             ],
             append_only: false,
         }
@@ -701,7 +763,12 @@ mod tests {
                     Some(i) if retract => (RowKind::Delete, rows.swap_remove(i)),
                     _ => { rows.push(value); (RowKind::Insert, value) }
                 };
-                let row = vec![Value::BigInt(key), Value::BigInt(value), Value::Boolean(value < 50)];
+                let row = vec![
+                    Value::BigInt(key),
+                    Value::BigInt(value),
+                    Value::Boolean(value < 50),
+                    Value::Boolean(value % 2 == 1),
+                ];
                 if let Some(size) = bundle {
                     bundles.entry(key).or_default().push(Change { kind, row });
                     if (i + 1) % size == 0 {
@@ -735,6 +802,8 @@ mod tests {
                     Value::BigInt(sum / n),
                     Value::BigInt(distinct.iter().sum()),
                     Value::BigInt(distinct.iter().sum::<i64>() / distinct.len() as i64),
+                    Value::BigInt(distinct.iter().filter(|&&v| v < 50).count() as i64),
+                    Value::BigInt(i64::from(values.iter().any(|v| v % 2 == 1))),
                 ];
                 expected.insert(row, 1);
             }
