@@ -29,7 +29,7 @@ trap 'rm -rf "$out"' EXIT
 # wall seconds and peak RSS (MiB) of a command: "WALL RSS", or "- -" if it failed.
 measure() {
   if /usr/bin/time -f '%e %M' -o "$out/time" "$@" >"$out/cmd.log" 2>&1; then
-    awk '{printf "%.2f %.0f", $1, $2 / 1024}' "$out/time"
+    awk '{printf "%.2f %.0f\n", $1, $2 / 1024}' "$out/time"
   else
     echo "- -"
   fi

@@ -217,11 +217,17 @@ pub fn run(args: Args) -> Result<()> {
                 )
             })
             .collect();
+        let most = |f: fn(&&hummer::checkpoint::coordinator::CheckpointStats) -> u64| {
+            completed.iter().map(f).max().unwrap_or(0)
+        };
         println!(
-            "checkpoints completed: {}, largest {} bytes, longest {} ms",
+            "checkpoints completed: {}; the most of one: {} bytes written, {} shared, {} ms, \
+             {} ms synchronous",
             completed.len(),
-            completed.iter().map(|c| c.size_bytes).max().unwrap_or(0),
-            completed.iter().map(|c| c.duration_ms).max().unwrap_or(0),
+            most(|c| c.size_bytes),
+            most(|c| c.shared_bytes),
+            most(|c| c.duration_ms),
+            most(|c| c.sync_ms),
         );
     }
     Ok(())
