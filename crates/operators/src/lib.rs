@@ -67,6 +67,36 @@ pub(crate) fn test_tier(
     (tier, counters)
 }
 
+/// Test support: asserts that a table with room for 16 entries (a [`test_tier`]) holds most
+/// of `all` entries on disk: at most 17 in memory (a new key joins after the table made
+/// room, one over its limit).
+#[cfg(test)]
+pub(crate) fn assert_mostly_on_disk(all: usize, in_memory: usize) {
+    assert!(
+        all > 900 && in_memory <= 17,
+        "{all} keys, {in_memory} in memory"
+    );
+}
+
+/// Test support: runs `fire` (the final watermark, which fires every timer left) and
+/// asserts that it read no key back from disk one by one (the subtask's `counters`).
+#[cfg(test)]
+pub(crate) fn fires_without_read_backs<R>(
+    counters: &crate::types::metrics::SubtaskMetrics,
+    fire: impl FnOnce() -> R,
+) -> R {
+    use std::sync::atomic::Ordering;
+    let hits = || counters.state.disk_hits.load(Ordering::Relaxed);
+    let before = hits();
+    let fired = fire();
+    assert_eq!(
+        hits(),
+        before,
+        "the final watermark read keys back one by one"
+    );
+    fired
+}
+
 /// Test support: the context of subtask 0 of 1 of an operator called `name`.
 #[cfg(test)]
 pub(crate) fn test_context(name: &str) -> OperatorContext {

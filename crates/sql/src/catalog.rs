@@ -175,6 +175,25 @@ impl Catalog {
             .ok_or_else(|| self.not_found(name, at))
     }
 
+    /// The table `name` where a table it must be, not a view (the right side of a lookup
+    /// or temporal join): a view is refused as `what(name)` says, with what is `supported`.
+    pub fn table_not_view(
+        &self,
+        name: &str,
+        at: Position,
+        what: impl FnOnce(&str) -> String,
+        supported: &str,
+    ) -> Result<&TableDefinition> {
+        if self.view(name).is_some() {
+            return Err(SqlError::Unsupported {
+                at,
+                what: what(name),
+                supported: supported.into(),
+            });
+        }
+        self.table(name, at)
+    }
+
     /// The view `name`, if there is one.
     pub fn view(&self, name: &str) -> Option<&View> {
         self.views.get(name)

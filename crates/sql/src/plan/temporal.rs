@@ -152,14 +152,12 @@ fn lookup(
     on: &ast::Expr,
     at: Position,
 ) -> Result<Planned> {
-    if catalog.view(table.name).is_some() {
-        return Err(SqlError::Unsupported {
-            at,
-            what: format!("a lookup join with the view '{}'", table.name),
-            supported: "lookup joins with bounded 'filesystem' tables are".into(),
-        });
-    }
-    let definition = catalog.table(table.name, at)?;
+    let definition = catalog.table_not_view(
+        table.name,
+        at,
+        |view| format!("a lookup join with the view '{view}'"),
+        "lookup joins with bounded 'filesystem' tables are",
+    )?;
     let source = connector::lookup_source(definition)?;
     let right = connector::table_schema(definition)?
         .0
@@ -219,14 +217,12 @@ fn event_time(
             supported: "event-time temporal joins of append-only inputs are".into(),
         });
     }
-    if catalog.view(table.name).is_some() {
-        return Err(SqlError::Unsupported {
-            at,
-            what: format!("the view '{}' as a versioned table", table.name),
-            supported: "tables with a PRIMARY KEY and a WATERMARK as versioned tables are".into(),
-        });
-    }
-    let definition = catalog.table(table.name, at)?;
+    let definition = catalog.table_not_view(
+        table.name,
+        at,
+        |view| format!("the view '{view}' as a versioned table"),
+        "tables with a PRIMARY KEY and a WATERMARK as versioned tables are",
+    )?;
     let right = window::materialize(relation(catalog, env, table.name, at)?, at)?;
     let right_schema = right.schema.clone().qualified(table.qualifier);
     let Some(right_time) = right.rowtime else {
