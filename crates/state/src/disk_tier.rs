@@ -89,6 +89,11 @@ pub enum Budget {
     Entries(usize),
 }
 
+/// The share of the budget (one in this many bytes) that snapshot buffers kept for later
+/// checkpoints may hold. Kept buffers are resident: under a budget they would count as state
+/// (the tier reads the process's memory), and the tables would move that much more out.
+const RECYCLED_SHARE: u64 = 16;
+
 /// The disk tier of one process: the budget, and the directory every table of the process
 /// spills into (a directory of its own per table, made at its first spill).
 pub struct DiskTier {
@@ -124,6 +129,9 @@ impl DiskTier {
             source,
         })?;
         let baseline = resident_bytes().unwrap_or(0);
+        if let Budget::Bytes(bytes) = budget {
+            crate::snapshot::limit_recycling(bytes / RECYCLED_SHARE);
+        }
         Ok(Arc::new(DiskTier {
             budget,
             dir,

@@ -1,6 +1,8 @@
 //! The buffers snapshots are written into: sized from the last snapshot, and recycled across
 //! checkpoints so that a large snapshot is not written into fresh pages each time.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use crate::error::Result;
 
 /// Remembers how long an operator's last snapshots were, so that the next one is written into
@@ -80,6 +82,19 @@ pub(super) const RECYCLE_MAX: usize = 64;
 /// snapshots.
 static RECYCLED: std::sync::Mutex<Vec<Vec<u8>>> = std::sync::Mutex::new(Vec::new());
 
+/// The most bytes of buffers kept (no limit unless [`limit_recycling`] set one).
+static RECYCLED_BYTES_MAX: AtomicUsize = AtomicUsize::new(usize::MAX);
+
+/// Keeps at most `bytes` of snapshot buffers for later checkpoints, from now on: a process
+/// with a memory budget for state (the disk tier sets it) cannot hold a past checkpoint's
+/// gigabytes beside its state.
+pub fn limit_recycling(bytes: u64) {
+    let bytes = usize::try_from(bytes).unwrap_or(usize::MAX);
+    RECYCLED_BYTES_MAX.store(bytes, Ordering::Relaxed);
+    let mut pool = RECYCLED.lock().unwrap_or_else(|p| p.into_inner());
+    pool.clear();
+}
+
 /// Gives a snapshot buffer back once its bytes are written (or sent), for a later snapshot.
 pub fn recycle(mut buffer: Vec<u8>) {
     if buffer.capacity() < RECYCLE_MIN {
@@ -87,7 +102,9 @@ pub fn recycle(mut buffer: Vec<u8>) {
     }
     buffer.clear();
     let mut pool = RECYCLED.lock().unwrap_or_else(|p| p.into_inner());
-    if pool.len() < RECYCLE_MAX {
+    let kept: usize = pool.iter().map(Vec::capacity).sum();
+    let room = RECYCLED_BYTES_MAX.load(Ordering::Relaxed);
+    if pool.len() < RECYCLE_MAX && kept.saturating_add(buffer.capacity()) <= room {
         pool.push(buffer);
     }
 }

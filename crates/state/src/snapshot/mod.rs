@@ -38,7 +38,7 @@ use serde::de::DeserializeOwned;
 
 use crate::error::{HummerError, Result};
 
-pub use buffers::{SnapshotBuffer, recycle};
+pub use buffers::{SnapshotBuffer, limit_recycling, recycle};
 pub use format::{
     FORMAT_VERSION, TableSnapshot, append_snapshot, delta_base, is_snapshot, read_snapshot,
     read_snapshots, read_tables, write_snapshot,
