@@ -364,6 +364,12 @@ impl Counts {
 /// ever has it.
 pub(crate) const UNUSED: Epoch = 1 << 31;
 
+/// Whether an entry's epoch has the [`UNUSED`] bit: not used since the last spill.
+#[inline(always)]
+pub(crate) fn is_unused(epoch: Epoch) -> bool {
+    epoch & UNUSED != 0
+}
+
 /// An entry's epoch without the [`UNUSED`] bit: that of its last change.
 #[inline(always)]
 pub(crate) fn changed_in(epoch: Epoch) -> Epoch {
@@ -387,7 +393,7 @@ impl Victims {
     /// Whether the entry of `hash` goes; one that stays is marked unused.
     #[inline]
     pub(crate) fn pick(&self, hash: u64, epoch: &mut Epoch) -> bool {
-        if *epoch & UNUSED != 0 {
+        if is_unused(*epoch) {
             self.of_unused.holds(hash)
         } else if self.of_used.is_some_and(|w| w.holds(hash)) {
             true
@@ -754,9 +760,11 @@ impl<K, V> Cold<K, V> {
         keys.dedup_by(|a, b| a.0 == b.0);
         let mut out = Vec::new();
         for (key, _) in keys {
+            // One hash of the key for every run's filter.
+            let hash = run_file::key_hash(key);
             for run in &self.runs {
                 let found = run
-                    .get(key)
+                    .get_hashed(key, hash)
                     .map_err(|e| self.counts.tier.error("reading", e))?;
                 if let Some(entry) = found {
                     out.push((self.codec.decode)(&entry.key, &entry.value)?);

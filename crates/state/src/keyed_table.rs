@@ -20,7 +20,7 @@ use std::hash::{BuildHasher, Hash};
 use hashbrown::HashTable;
 use hashbrown::hash_table::Entry;
 
-use crate::disk_tier::{Cold, changed_in, or_fail};
+use crate::disk_tier::{Cold, changed_in, is_unused, or_fail};
 
 /// State per key, held by one subtask of a keyed operator.
 pub struct KeyedTable<K, V> {
@@ -325,10 +325,7 @@ impl<K: Hash + Eq, V> KeyedTable<K, V> {
             return;
         }
         let Slots { table, hasher } = &mut self.slots;
-        let unused = table
-            .iter()
-            .filter(|(_, _, e)| changed_in(*e) != *e)
-            .count();
+        let unused = table.iter().filter(|(_, _, e)| is_unused(*e)).count();
         let victims = cold.next_victims(count, hot, unused);
         let victims: Vec<(K, V, Epoch)> = table
             .extract_if(|(k, _, e)| victims.pick(hasher.hash_one(&*k), e))

@@ -143,6 +143,13 @@ trait Multiplicities {
             }
         }
     }
+
+    /// Adds `other`'s multiplicities to these (session windows that merge).
+    fn absorb(&mut self, other: impl IntoIterator<Item = (Value, i64)>) {
+        for (v, n) in other {
+            self.add(&v, n);
+        }
+    }
 }
 
 impl Multiplicities for BTreeMap<Value, i64> {
@@ -415,23 +422,10 @@ impl GroupAggregate {
                         *x = y;
                     }
                 }
-                (Acc::Values(v), Acc::Values(w)) => {
-                    for (value, n) in w {
-                        *v.entry(value).or_insert(0) += n;
-                    }
-                    v.retain(|_, n| *n != 0);
-                }
-                (Acc::Distinct(v), Acc::Distinct(w)) => {
-                    for (value, n) in w {
-                        *v.entry(value).or_insert(0) += n;
-                    }
-                    v.retain(|_, n| *n != 0);
-                }
+                (Acc::Values(v), Acc::Values(w)) => v.absorb(w),
+                (Acc::Distinct(v), Acc::Distinct(w)) => v.absorb(w),
                 (Acc::DistinctSum(v, sum), Acc::DistinctSum(w, _)) => {
-                    for (value, n) in w {
-                        *v.entry(value).or_insert(0) += n;
-                    }
-                    v.retain(|_, n| *n != 0);
+                    v.absorb(w);
                     // Summed again once: merges are rare (sessions that meet).
                     *sum = Value::Null;
                     for value in v.iter().filter(|(_, n)| **n > 0).map(|(value, _)| value) {
