@@ -74,7 +74,7 @@ impl Operator for Observe {
     type In = (u64,);
     type Out = u64;
 
-    fn process_batch(&mut self, batch: Batch<'_, u64>, out: &mut Collector<'_, u64>) -> Result<()> {
+    fn process(&mut self, batch: Batch<'_, u64>, out: &mut Collector<'_, u64>) -> Result<()> {
         batch.for_each(out, |r, out| {
             if (r as Timestamp) < self.watermark {
                 return Err(HummerError::BadInput {

@@ -87,7 +87,7 @@ impl<T: Data> DataStream<T> {
     }
 
     /// A custom operator (Flink's `transform`), made by `make` for every subtask: it sees the
-    /// stream in batches ([`Operator::process_batch`]) and, through the same trait's other
+    /// stream in batches ([`Operator::process`]) and, through the same trait's other
     /// hooks, each with a default, its watermarks, the end of its input and checkpoints.
     ///
     /// ```
@@ -98,7 +98,7 @@ impl<T: Data> DataStream<T> {
     /// impl Operator for Count {
     ///     type In = (String,);
     ///     type Out = u64;
-    ///     fn process_batch(&mut self, batch: Batch<'_, String>, _: &mut Collector<'_, u64>) -> Result<()> {
+    ///     fn process(&mut self, batch: Batch<'_, String>, _: &mut Collector<'_, u64>) -> Result<()> {
     ///         self.0 += batch.len() as u64;
     ///         Ok(())
     ///     }

@@ -100,9 +100,6 @@ impl<T: Send> SinkWriter<T> for CollectWriter<T> {
             .append(batch);
         Ok(())
     }
-    fn finish(&mut self) -> Result<()> {
-        Ok(())
-    }
 }
 
 /// The latest record of every subtask of a `collect_latest()` sink.
@@ -188,9 +185,6 @@ impl<T: Data> SinkWriter<T> for LatestWriter<T> {
                 .insert(self.subtask, last);
         }
         batch.clear();
-        Ok(())
-    }
-    fn finish(&mut self) -> Result<()> {
         Ok(())
     }
 }

@@ -55,8 +55,4 @@ impl<T: Debug + Send> SinkWriter<T> for PrintWriter<T> {
             .and_then(|_| stdout.flush())
             .map_err(|e| HummerError::io("cannot write to", "<stdout>", e))
     }
-
-    fn finish(&mut self) -> Result<()> {
-        Ok(())
-    }
 }

@@ -126,7 +126,7 @@ impl Operator for RankCounts {
     type In = ((Word, u64),);
     type Out = TopWords;
 
-    fn process_batch(
+    fn process(
         &mut self,
         batch: Batch<'_, (Word, u64)>,
         out: &mut Collector<'_, TopWords>,

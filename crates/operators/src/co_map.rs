@@ -3,7 +3,7 @@
 use std::marker::PhantomData;
 
 use crate::error::Result;
-use crate::{Collector, Operator, TwoInputBatch};
+use crate::{Collector, EitherBatch, Operator};
 
 /// The input and iterator types of a [`CoFlatMap`], as a zero-sized marker.
 type Signature<I1, I2, It1, It2> = PhantomData<fn(I1, I2) -> (It1, It2)>;
@@ -39,17 +39,17 @@ where
     type In = (I1, I2);
     type Out = It1::Item;
 
-    fn process_batch(
+    fn process(
         &mut self,
-        batch: TwoInputBatch<'_, I1, I2>,
+        batch: EitherBatch<'_, I1, I2>,
         out: &mut Collector<'_, It1::Item>,
     ) -> Result<()> {
         match batch {
-            TwoInputBatch::First(batch) => batch.for_each(out, |record, out| {
+            EitherBatch::First(batch) => batch.for_each(out, |record, out| {
                 out.collect_all((self.f1)(record));
                 Ok(())
             }),
-            TwoInputBatch::Second(batch) => batch.for_each(out, |record, out| {
+            EitherBatch::Second(batch) => batch.for_each(out, |record, out| {
                 out.collect_all((self.f2)(record));
                 Ok(())
             }),

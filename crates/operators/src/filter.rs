@@ -29,7 +29,7 @@ where
     type Out = T;
 
     #[inline]
-    fn process_batch(&mut self, batch: Batch<'_, T>, out: &mut Collector<'_, T>) -> Result<()> {
+    fn process(&mut self, batch: Batch<'_, T>, out: &mut Collector<'_, T>) -> Result<()> {
         batch.for_each(out, |record, out| {
             if (self.predicate)(&record) {
                 out.collect(record);

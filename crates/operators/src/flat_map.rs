@@ -34,11 +34,7 @@ where
     type Out = It::Item;
 
     #[inline]
-    fn process_batch(
-        &mut self,
-        batch: Batch<'_, I>,
-        out: &mut Collector<'_, It::Item>,
-    ) -> Result<()> {
+    fn process(&mut self, batch: Batch<'_, I>, out: &mut Collector<'_, It::Item>) -> Result<()> {
         batch.for_each(out, |record, out| {
             // `for_each` lets the iterator drive (internal iteration), which is faster than
             // pulling with `next` for iterators that implement `fold`.

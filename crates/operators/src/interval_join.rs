@@ -24,8 +24,8 @@ use crate::state::keyed_table::KeyedTable;
 use crate::state::snapshot::OperatorWatermark;
 use crate::state::timer_queue::TimerQueue;
 use crate::types::metrics::SubtaskMetrics;
-use crate::types::{Data, Key, NO_TIMESTAMP, Timestamp};
-use crate::{Collector, Operator, OperatorContext, TwoInputBatch};
+use crate::types::{Data, Key, KeySelector, NO_TIMESTAMP, Timestamp};
+use crate::{Collector, EitherBatch, Operator, OperatorContext};
 
 /// A buffered record, and whether it has met a record of the other side.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -286,25 +286,21 @@ where
     R: Data,
     K: Key,
     O: 'static,
-    KL: Fn(&L) -> K + Send + 'static,
-    KR: Fn(&R) -> K + Send + 'static,
+    KL: KeySelector<L, K>,
+    KR: KeySelector<R, K>,
     F: FnMut(&L, &R, &mut Collector<'_, O>) + Send + 'static,
 {
     type In = (L, R);
     type Out = O;
 
-    fn process_batch(
-        &mut self,
-        batch: TwoInputBatch<'_, L, R>,
-        out: &mut Collector<'_, O>,
-    ) -> Result<()> {
+    fn process(&mut self, batch: EitherBatch<'_, L, R>, out: &mut Collector<'_, O>) -> Result<()> {
         match batch {
-            TwoInputBatch::First(batch) => batch.drain().try_for_each(|l| {
+            EitherBatch::First(batch) => batch.drain().try_for_each(|l| {
                 let join = |f: &mut F, l: &L, r: &R, out: &mut Collector<'_, O>| f(l, r, out);
                 let key_of = |op: &Self, l: &L| (op.left_key)(l);
                 self.on_record(l, Side::Left, key_of, Buffers::seen_from_left, join, out)
             }),
-            TwoInputBatch::Second(batch) => batch.drain().try_for_each(|r| {
+            EitherBatch::Second(batch) => batch.drain().try_for_each(|r| {
                 let join = |f: &mut F, r: &R, l: &L, out: &mut Collector<'_, O>| f(l, r, out);
                 let key_of = |op: &Self, r: &R| (op.right_key)(r);
                 self.on_record(r, Side::Right, key_of, Buffers::seen_from_right, join, out)
@@ -365,13 +361,13 @@ mod tests {
         for i in 0..200_000i64 {
             let mut out = Collector::new(&mut buf, &mut stamps, &mut sink, 1024);
             let rec = ((i % 1_000) as u32, i);
-            join.process_batch(
-                TwoInputBatch::First(Batch::with_timestamps(&mut vec![rec], &mut vec![i])),
+            join.process(
+                EitherBatch::First(Batch::with_timestamps(&mut vec![rec], &mut vec![i])),
                 &mut out,
             )
             .unwrap();
-            join.process_batch(
-                TwoInputBatch::Second(Batch::with_timestamps(&mut vec![rec], &mut vec![i])),
+            join.process(
+                EitherBatch::Second(Batch::with_timestamps(&mut vec![rec], &mut vec![i])),
                 &mut out,
             )
             .unwrap();
@@ -432,11 +428,11 @@ mod tests {
             let (mut records, mut times) = (vec![rec], vec![rec.1]);
             let batch = Batch::with_timestamps(&mut records, &mut times);
             let batch = if left {
-                TwoInputBatch::First(batch)
+                EitherBatch::First(batch)
             } else {
-                TwoInputBatch::Second(batch)
+                EitherBatch::Second(batch)
             };
-            join.process_batch(batch, &mut out).unwrap();
+            join.process(batch, &mut out).unwrap();
             out.done().unwrap();
         }
         for w in [9, 60, i64::MAX] {

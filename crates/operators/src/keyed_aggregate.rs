@@ -22,7 +22,7 @@ use crate::error::Result;
 use crate::state::declared::DeclaredState;
 use crate::state::keyed_table::{KeyedTable, ScratchTable};
 use crate::types::RuntimeMode;
-use crate::types::{Data, Key};
+use crate::types::{Data, Key, KeySelector};
 use crate::{Batch, Collector, Operator};
 
 /// A combiner flushes its partial results when it holds more distinct keys than this, which
@@ -269,21 +269,13 @@ impl<T, K: Key, KS, A: Aggregation<T, K>> KeyedAggregate<T, K, KS, A> {
     }
 }
 
-impl<T, K, KS, A> Operator for KeyedAggregate<T, K, KS, A>
-where
-    T: Send + 'static,
-    K: Key,
-    KS: Fn(&T) -> K + Send + 'static,
-    A: Aggregation<T, K>,
+impl<T: Send + 'static, K: Key, KS: KeySelector<T, K>, A: Aggregation<T, K>> Operator
+    for KeyedAggregate<T, K, KS, A>
 {
     type In = (T,);
     type Out = A::Out;
 
-    fn process_batch(
-        &mut self,
-        batch: Batch<'_, T>,
-        out: &mut Collector<'_, A::Out>,
-    ) -> Result<()> {
+    fn process(&mut self, batch: Batch<'_, T>, out: &mut Collector<'_, A::Out>) -> Result<()> {
         batch.by_timestamp(out, |records, out| {
             self.acc.fold_batch(
                 records,
@@ -331,22 +323,14 @@ impl<T, K: Hash + Eq, KS, A: Aggregation<T, K>> PartialAggregate<T, K, KS, A> {
     }
 }
 
-impl<T, K, KS, A> Operator for PartialAggregate<T, K, KS, A>
-where
-    T: Send + 'static,
-    K: Key,
-    KS: Fn(&T) -> K + Send + 'static,
-    A: Aggregation<T, K>,
+impl<T: Send + 'static, K: Key, KS: KeySelector<T, K>, A: Aggregation<T, K>> Operator
+    for PartialAggregate<T, K, KS, A>
 {
     type In = (T,);
     type Out = (K, A::Acc);
 
     #[inline]
-    fn process_batch(
-        &mut self,
-        batch: Batch<'_, T>,
-        out: &mut Collector<'_, (K, A::Acc)>,
-    ) -> Result<()> {
+    fn process(&mut self, batch: Batch<'_, T>, out: &mut Collector<'_, (K, A::Acc)>) -> Result<()> {
         batch.by_timestamp(out, |records, out| {
             let agg = &self.agg;
             self.state
@@ -384,16 +368,11 @@ impl<T, K: Key, A: Aggregation<T, K>> MergeAggregate<T, K, A> {
     }
 }
 
-impl<T, K, A> Operator for MergeAggregate<T, K, A>
-where
-    T: 'static,
-    K: Key,
-    A: Aggregation<T, K>,
-{
+impl<T: 'static, K: Key, A: Aggregation<T, K>> Operator for MergeAggregate<T, K, A> {
     type In = ((K, A::Acc),);
     type Out = A::Out;
 
-    fn process_batch(
+    fn process(
         &mut self,
         batch: Batch<'_, (K, A::Acc)>,
         out: &mut Collector<'_, A::Out>,
@@ -434,7 +413,7 @@ mod tests {
         let mut stamps = Vec::new();
         let mut c = Collector::new(&mut buf, &mut stamps, out, 1024);
         let mut batch = records.to_vec();
-        op.process_batch((&mut batch).into(), &mut c).unwrap();
+        op.process((&mut batch).into(), &mut c).unwrap();
         c.done().unwrap();
     }
 

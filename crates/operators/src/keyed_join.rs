@@ -6,8 +6,8 @@ use std::marker::PhantomData;
 use crate::error::Result;
 use crate::state::declared::DeclaredState;
 use crate::state::keyed_table::KeyedTable;
-use crate::types::Key;
-use crate::{Collector, Operator, TwoInputBatch};
+use crate::types::{Key, KeySelector};
+use crate::{Collector, EitherBatch, Operator};
 
 /// One side's records per key, checkpointed incrementally (see [`KeyedTable`]).
 type Table<K, V> = KeyedTable<K, Vec<V>>;
@@ -58,20 +58,16 @@ where
     R: crate::types::Data,
     K: Key,
     O: 'static,
-    KL: Fn(&L) -> K + Send + 'static,
-    KR: Fn(&R) -> K + Send + 'static,
+    KL: KeySelector<L, K>,
+    KR: KeySelector<R, K>,
     F: FnMut(&K, &L, &R) -> O + Send + 'static,
 {
     type In = (L, R);
     type Out = O;
 
-    fn process_batch(
-        &mut self,
-        batch: TwoInputBatch<'_, L, R>,
-        out: &mut Collector<'_, O>,
-    ) -> Result<()> {
+    fn process(&mut self, batch: EitherBatch<'_, L, R>, out: &mut Collector<'_, O>) -> Result<()> {
         match batch {
-            TwoInputBatch::First(batch) => batch.for_each(out, |l, out| {
+            EitherBatch::First(batch) => batch.for_each(out, |l, out| {
                 let key = (self.left_key)(&l);
                 if let Some(matches) = self.right.get(&key) {
                     for r in matches {
@@ -84,7 +80,7 @@ where
                 self.left.upsert(key, Vec::new).push(l);
                 Ok(())
             }),
-            TwoInputBatch::Second(batch) => batch.for_each(out, |r, out| {
+            EitherBatch::Second(batch) => batch.for_each(out, |r, out| {
                 let key = (self.right_key)(&r);
                 let waiting = if self.unique_right {
                     self.left.remove(&key)
@@ -138,16 +134,13 @@ mod tests {
         let mut stamps = Vec::new();
         let mut c = Collector::new(&mut buf, &mut stamps, &mut out, 64);
         before
-            .process_batch(
-                TwoInputBatch::First(Batch::new(&mut vec![(1, 10), (2, 20)])),
+            .process(
+                EitherBatch::First(Batch::new(&mut vec![(1, 10), (2, 20)])),
                 &mut c,
             )
             .unwrap();
         before
-            .process_batch(
-                TwoInputBatch::Second(Batch::new(&mut vec![(3, 300)])),
-                &mut c,
-            )
+            .process(EitherBatch::Second(Batch::new(&mut vec![(3, 300)])), &mut c)
             .unwrap();
         c.done().unwrap();
         let snapshot = before.snapshot_state(1, 128).unwrap().unwrap();
@@ -159,13 +152,10 @@ mod tests {
         let mut stamps = Vec::new();
         let mut c = Collector::new(&mut buf, &mut stamps, &mut out, 64);
         after
-            .process_batch(
-                TwoInputBatch::Second(Batch::new(&mut vec![(1, 100)])),
-                &mut c,
-            )
+            .process(EitherBatch::Second(Batch::new(&mut vec![(1, 100)])), &mut c)
             .unwrap();
         after
-            .process_batch(TwoInputBatch::First(Batch::new(&mut vec![(3, 30)])), &mut c)
+            .process(EitherBatch::First(Batch::new(&mut vec![(3, 30)])), &mut c)
             .unwrap();
         c.done().unwrap();
         let mut got = out.0;
@@ -208,11 +198,11 @@ mod tests {
             for (i, (records, complete)) in steps.iter().enumerate() {
                 for (left, key, v) in records {
                     if *left {
-                        op.process_batch(TwoInputBatch::First(Batch::new(&mut vec![(*key, *v)])), &mut c).unwrap();
+                        op.process(EitherBatch::First(Batch::new(&mut vec![(*key, *v)])), &mut c).unwrap();
                     } else if next_right < 300 {
                         // Right keys are unique: 0, 1, 2, ... each once. Left records with a
                         // higher key wait, and leave the state when their right comes.
-                        op.process_batch(TwoInputBatch::Second(Batch::new(&mut vec![(next_right, *v)])), &mut c).unwrap();
+                        op.process(EitherBatch::Second(Batch::new(&mut vec![(next_right, *v)])), &mut c).unwrap();
                         next_right += 1;
                     }
                 }
@@ -256,13 +246,13 @@ mod tests {
                 let (mut l, mut r) = (lefts.iter(), rights.iter());
                 for left_first in order.iter().chain(std::iter::repeat_n(&true, 130)) {
                     match if *left_first { l.next().map(Ok) } else { r.next().map(Err) } {
-                        Some(Ok(x)) => op.process_batch(TwoInputBatch::First(Batch::new(&mut vec![*x])), &mut c).unwrap(),
-                        Some(Err(x)) => op.process_batch(TwoInputBatch::Second(Batch::new(&mut vec![*x])), &mut c).unwrap(),
+                        Some(Ok(x)) => op.process(EitherBatch::First(Batch::new(&mut vec![*x])), &mut c).unwrap(),
+                        Some(Err(x)) => op.process(EitherBatch::Second(Batch::new(&mut vec![*x])), &mut c).unwrap(),
                         None => {}
                     }
                 }
                 for x in r {
-                    op.process_batch(TwoInputBatch::Second(Batch::new(&mut vec![*x])), &mut c).unwrap();
+                    op.process(EitherBatch::Second(Batch::new(&mut vec![*x])), &mut c).unwrap();
                 }
                 c.done().unwrap();
                 got[j] = out.0;

@@ -6,7 +6,7 @@ use crate::error::Result;
 use crate::state::ValueState;
 use crate::state::declared::DeclaredState;
 use crate::state::keyed_table::KeyedTable;
-use crate::types::Key;
+use crate::types::{Key, KeySelector};
 use crate::{Batch, Collector, Operator};
 
 /// Calls the user function for every record with the state of the record's key.
@@ -38,13 +38,13 @@ where
     K: Key,
     S: crate::types::Data,
     O: 'static,
-    KS: Fn(&T) -> K + Send + 'static,
+    KS: KeySelector<T, K>,
     F: FnMut(&K, T, &mut ValueState<'_, S>, &mut Collector<'_, O>) + Send + 'static,
 {
     type In = (T,);
     type Out = O;
 
-    fn process_batch(&mut self, batch: Batch<'_, T>, out: &mut Collector<'_, O>) -> Result<()> {
+    fn process(&mut self, batch: Batch<'_, T>, out: &mut Collector<'_, O>) -> Result<()> {
         batch.for_each(out, |record, out| {
             let key = (self.key_of)(&record);
             let f = &mut self.f;

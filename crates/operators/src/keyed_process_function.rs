@@ -16,7 +16,7 @@ use crate::state::ValueState;
 use crate::state::declared::DeclaredState;
 use crate::state::keyed_table::KeyedTable;
 use crate::state::snapshot::OperatorWatermark;
-use crate::types::{Data, Key, NO_TIMESTAMP, Timestamp};
+use crate::types::{Data, Key, KeySelector, NO_TIMESTAMP, Timestamp};
 use crate::{Batch, Collector, Operator, OperatorContext};
 
 /// A function over a keyed stream with a value per key and timers (Flink's
@@ -271,7 +271,7 @@ pub struct KeyedProcessOperator<T, K, KS, F: KeyedProcessFunction<K, T>> {
     _types: std::marker::PhantomData<fn(T)>,
 }
 
-impl<T: 'static, K: Key, KS: Fn(&T) -> K + Send + 'static, F: KeyedProcessFunction<K, T>>
+impl<T: 'static, K: Key, KS: KeySelector<T, K>, F: KeyedProcessFunction<K, T>>
     KeyedProcessOperator<T, K, KS, F>
 {
     /// The operator of the subtask `ctx` describes.
@@ -402,21 +402,13 @@ impl<T: 'static, K: Key, KS: Fn(&T) -> K + Send + 'static, F: KeyedProcessFuncti
     }
 }
 
-impl<T, K, KS, F> Operator for KeyedProcessOperator<T, K, KS, F>
-where
-    T: 'static,
-    K: Key,
-    KS: Fn(&T) -> K + Send + 'static,
-    F: KeyedProcessFunction<K, T>,
+impl<T: 'static, K: Key, KS: KeySelector<T, K>, F: KeyedProcessFunction<K, T>> Operator
+    for KeyedProcessOperator<T, K, KS, F>
 {
     type In = (T,);
     type Out = F::Out;
 
-    fn process_batch(
-        &mut self,
-        batch: Batch<'_, T>,
-        out: &mut Collector<'_, F::Out>,
-    ) -> Result<()> {
+    fn process(&mut self, batch: Batch<'_, T>, out: &mut Collector<'_, F::Out>) -> Result<()> {
         for (record, t) in batch.drain() {
             self.process_record(record, t, out);
         }
@@ -497,7 +489,7 @@ mod tests {
         let mut out = Collector::new(&mut buf, &mut stamps, &mut sink, 1024);
         let mut b = batch.to_vec();
         let mut ts: Vec<i64> = b.iter().map(|r| r.1).collect();
-        op.process_batch(Batch::with_timestamps(&mut b, &mut ts), &mut out)
+        op.process(Batch::with_timestamps(&mut b, &mut ts), &mut out)
             .expect("processed");
         op.on_watermark(watermark, &mut out).expect("timers fired");
         out.done().expect("flushed");

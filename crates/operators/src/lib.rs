@@ -1,6 +1,6 @@
 //! Operators: the contract every operator implements, and the operators themselves.
 //!
-//! An operator transforms batches: [`Operator::process_batch`] receives a [`Batch`] of input
+//! An operator transforms batches: [`Operator::process`] receives a [`Batch`] of input
 //! records and emits output records into a [`Collector`], which hands them to the operator's
 //! [`Output`]; the other hooks of the same trait (watermarks, timers, end of input,
 //! checkpoints) have defaults. How operators are fused into chains and called (guarded, so that a
@@ -44,7 +44,7 @@ pub mod window;
 pub use collector::Collector;
 pub use context::OperatorContext;
 pub use keyed_timers::TimeDomain;
-pub use operator::{Batch, Checkpointed, Drain, Inputs, Operator, TwoInputBatch};
+pub use operator::{Batch, Checkpointed, Drain, EitherBatch, Inputs, Operator};
 pub use output::{Control, Discard, Output, VecOutput};
 pub use watermark_strategy::{WatermarkGenerator, WatermarkOutput, WatermarkStrategy};
 

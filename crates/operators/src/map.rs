@@ -29,7 +29,7 @@ where
     type Out = O;
 
     #[inline]
-    fn process_batch(&mut self, batch: Batch<'_, I>, out: &mut Collector<'_, O>) -> Result<()> {
+    fn process(&mut self, batch: Batch<'_, I>, out: &mut Collector<'_, O>) -> Result<()> {
         batch.for_each(out, |record, out| {
             out.collect((self.f)(record));
             Ok(())

@@ -1,8 +1,8 @@
 //! The operator contract: one trait, [`Operator`], whatever the operator's inputs: one
 //! process method that takes a [`Batch`] (records with their event timestamps, if they have
-//! any; for two inputs a [`TwoInputBatch`] saying which input it came from), and a lifecycle
+//! any; for two inputs a [`EitherBatch`] saying which input it came from), and a lifecycle
 //! whose every hook has a default, so an operator writes only what it does: a map writes
-//! `process_batch`, a window operator adds watermarks, timers and its state. The
+//! `process`, a window operator adds watermarks, timers and its state. The
 //! runtime (`hummer-runtime`'s chain) calls the hooks synchronously on the task's thread, one
 //! call at a time; what an operator needs to know about where it runs (its name, subtask,
 //! parallelism, clock) it gets at construction, in its [`crate::OperatorContext`].
@@ -163,7 +163,7 @@ impl<T> Iterator for Drain<'_, T> {
 }
 
 /// What an operator reads: `(T,)` for one input of `T`, `(L, R)` for two inputs; it fixes the
-/// batch type of [`Operator::process_batch`].
+/// batch type of [`Operator::process`].
 pub trait Inputs {
     /// The batch an operator's process method takes.
     type Batch<'a>;
@@ -174,11 +174,11 @@ impl<T: 'static> Inputs for (T,) {
 }
 
 impl<L: 'static, R: 'static> Inputs for (L, R) {
-    type Batch<'a> = TwoInputBatch<'a, L, R>;
+    type Batch<'a> = EitherBatch<'a, L, R>;
 }
 
 /// A batch of one of a two-input operator's inputs.
-pub enum TwoInputBatch<'a, L, R> {
+pub enum EitherBatch<'a, L, R> {
     /// From the first input (the stream `connect` or `join` was called on).
     First(Batch<'a, L>),
     /// From the second input.
@@ -186,7 +186,7 @@ pub enum TwoInputBatch<'a, L, R> {
 }
 
 /// The operator contract: what it reads and emits, the one method that processes a batch of
-/// its input, and its lifecycle. Every hook but [`Operator::process_batch`] has a default
+/// its input, and its lifecycle. Every hook but [`Operator::process`] has a default
 /// that does nothing.
 ///
 /// The runtime calls the hooks on the task's thread, one call at a time, and guards every
@@ -198,9 +198,9 @@ pub trait Operator: Send + 'static {
     type Out;
 
     /// Processes a batch of its input (one input: a [`Batch`]; two inputs: a
-    /// [`TwoInputBatch`] saying which input it came from). See [`Batch`] for the ways to
+    /// [`EitherBatch`] saying which input it came from). See [`Batch`] for the ways to
     /// consume it.
-    fn process_batch(
+    fn process(
         &mut self,
         batch: <Self::In as Inputs>::Batch<'_>,
         out: &mut Collector<'_, Self::Out>,

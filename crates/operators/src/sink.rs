@@ -33,8 +33,10 @@ pub trait SinkWriter<T>: Send {
     /// Writes and drains a batch.
     fn write_batch(&mut self, batch: &mut Vec<T>) -> Result<()>;
     /// Called once at end of input: make everything written durable and visible (with
-    /// checkpoints, the last checkpoint's commit does that instead).
-    fn finish(&mut self) -> Result<()>;
+    /// checkpoints, the last checkpoint's commit does that instead). By default: nothing to do.
+    fn finish(&mut self) -> Result<()> {
+        Ok(())
+    }
     /// Barrier of checkpoint `checkpoint`: pre-commit what was written since the last one;
     /// returns the writer's state for the checkpoint.
     fn pre_commit(&mut self, checkpoint: CheckpointId) -> Result<Option<Vec<u8>>> {
@@ -50,6 +52,27 @@ pub trait SinkWriter<T>: Send {
     /// old subtask, before any record).
     fn restore(&mut self, state: &[u8]) -> Result<()> {
         let _ = state;
+        Ok(())
+    }
+}
+
+/// A sink that takes every record and keeps none (Flink's `DiscardingSink`, SQL's
+/// `blackhole` connector).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DiscardingSink;
+
+impl<T: 'static> Sink<T> for DiscardingSink {
+    fn name(&self) -> String {
+        "Discarding sink".into()
+    }
+    fn create_writer(&self, _: &OperatorContext) -> Result<Box<dyn SinkWriter<T>>> {
+        Ok(Box::new(DiscardingSink))
+    }
+}
+
+impl<T> SinkWriter<T> for DiscardingSink {
+    fn write_batch(&mut self, batch: &mut Vec<T>) -> Result<()> {
+        batch.clear();
         Ok(())
     }
 }
@@ -74,7 +97,7 @@ impl<T: 'static> Operator for SinkOperator<T> {
     type In = (T,);
     type Out = ();
 
-    fn process_batch(&mut self, batch: Batch<'_, T>, _out: &mut Collector<'_, ()>) -> Result<()> {
+    fn process(&mut self, batch: Batch<'_, T>, _out: &mut Collector<'_, ()>) -> Result<()> {
         self.writer.write_batch(batch.into_records())
     }
 

@@ -61,7 +61,7 @@ impl<T: 'static> Operator for TimestampsAndWatermarks<T> {
     type In = (T,);
     type Out = T;
 
-    fn process_batch(&mut self, batch: Batch<'_, T>, out: &mut Collector<'_, T>) -> Result<()> {
+    fn process(&mut self, batch: Batch<'_, T>, out: &mut Collector<'_, T>) -> Result<()> {
         for (record, previous) in batch.drain() {
             self.stamp(record, previous, out);
         }

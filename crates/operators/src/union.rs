@@ -24,7 +24,7 @@ impl<T: 'static> Operator for Union<T> {
     type Out = T;
 
     #[inline]
-    fn process_batch(&mut self, batch: Batch<'_, T>, out: &mut Collector<'_, T>) -> Result<()> {
+    fn process(&mut self, batch: Batch<'_, T>, out: &mut Collector<'_, T>) -> Result<()> {
         batch.for_each(out, |record, out| {
             out.collect(record);
             Ok(())

@@ -14,7 +14,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use crate::error::{HummerError, Result, panic_message};
 use crate::operators::{
-    Batch, Checkpointed, Collector, Control, Operator, OperatorContext, Output, TwoInputBatch,
+    Batch, Checkpointed, Collector, Control, EitherBatch, Operator, OperatorContext, Output,
 };
 use crate::state::snapshot::SnapshotBuffer;
 use crate::state::task_state::TaskSnapshot;
@@ -203,9 +203,7 @@ where
 {
     #[inline]
     fn push(&mut self, records: &mut Vec<T>, timestamps: &mut Vec<Timestamp>) -> Result<()> {
-        self.process(records, timestamps, |op, batch, out| {
-            op.process_batch(batch, out)
-        })
+        self.process(records, timestamps, |op, batch, out| op.process(batch, out))
     }
 
     fn control(&mut self, event: Control<'_>) -> Result<()> {
@@ -217,14 +215,14 @@ impl<L: 'static, R: 'static, Op: Operator<In = (L, R)>> Link<Op> {
     /// Processes a batch of the first input (`timestamps` as for [`Output::push`]).
     pub fn push1(&mut self, records: &mut Vec<L>, timestamps: &mut Vec<Timestamp>) -> Result<()> {
         self.process(records, timestamps, |op, batch, out| {
-            op.process_batch(TwoInputBatch::First(batch), out)
+            op.process(EitherBatch::First(batch), out)
         })
     }
 
     /// Processes a batch of the second input (`timestamps` as for [`Output::push`]).
     pub fn push2(&mut self, records: &mut Vec<R>, timestamps: &mut Vec<Timestamp>) -> Result<()> {
         self.process(records, timestamps, |op, batch, out| {
-            op.process_batch(TwoInputBatch::Second(batch), out)
+            op.process(EitherBatch::Second(batch), out)
         })
     }
 }
@@ -276,18 +274,18 @@ mod tests {
         type In = (u32, u32);
         type Out = u32;
 
-        fn process_batch(
+        fn process(
             &mut self,
-            batch: TwoInputBatch<'_, u32, u32>,
+            batch: EitherBatch<'_, u32, u32>,
             out: &mut Collector<'_, u32>,
         ) -> Result<()> {
             match batch {
-                TwoInputBatch::First(batch) => batch.for_each(out, |x, out| {
+                EitherBatch::First(batch) => batch.for_each(out, |x, out| {
                     self.pending.push(x);
                     out.collect(x);
                     Ok(())
                 }),
-                TwoInputBatch::Second(batch) => batch.for_each(out, |x, out| {
+                EitherBatch::Second(batch) => batch.for_each(out, |x, out| {
                     self.pending.push(x + 1000);
                     out.collect(x);
                     Ok(())
@@ -420,11 +418,7 @@ mod tests {
         type In = (u32,);
         type Out = u32;
 
-        fn process_batch(
-            &mut self,
-            batch: Batch<'_, u32>,
-            _: &mut Collector<'_, u32>,
-        ) -> Result<()> {
+        fn process(&mut self, batch: Batch<'_, u32>, _: &mut Collector<'_, u32>) -> Result<()> {
             let sum = batch.into_records().drain(..).sum::<u32>();
             self.sums.items_mut().push(sum);
             Ok(())

@@ -17,3 +17,9 @@ impl<T: Clone + Send + Serialize + DeserializeOwned + 'static> Data for T {}
 pub trait Key: Data + std::hash::Hash + Eq {}
 
 impl<T: Data + std::hash::Hash + Eq> Key for T {}
+
+/// What picks a record's key (Flink's `KeySelector`): a function of the record that moves to
+/// the thread of the operator that calls it.
+pub trait KeySelector<T, K>: Fn(&T) -> K + Send + 'static {}
+
+impl<T, K, F: Fn(&T) -> K + Send + 'static> KeySelector<T, K> for F {}

@@ -33,7 +33,7 @@ mod watermark_alignment;
 
 pub use cancel::CancelToken;
 pub use clock::{Clock, ManualClock, ProcessingTimeService, SystemClock, epoch_ms};
-pub use data::{Data, Key};
+pub use data::{Data, Key, KeySelector};
 pub use event::StreamEvent;
 pub use ids::{CheckpointId, NodeId};
 pub use mode::RuntimeMode;

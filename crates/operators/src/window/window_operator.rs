@@ -26,7 +26,7 @@ use crate::state::keyed_table::{Epoch, KeyedTable};
 use crate::state::snapshot::OperatorWatermark;
 use crate::state::snapshot::incremental::ChangeSummary;
 use crate::types::metrics::SubtaskMetrics;
-use crate::types::{CheckpointId, Key, NO_TIMESTAMP, Timestamp};
+use crate::types::{CheckpointId, Key, KeySelector, NO_TIMESTAMP, Timestamp};
 use crate::window::functions::{WindowFunction, WindowOutput};
 use crate::window::triggers::{Trigger, TriggerContext, TriggerResult};
 use crate::window::{TimeWindow, WindowAssigner};
@@ -172,7 +172,7 @@ impl<T, K, KS, A, F> WindowOperator<T, K, KS, A, F>
 where
     T: Clone + 'static,
     K: Key,
-    KS: Fn(&T) -> K + Send + 'static,
+    KS: KeySelector<T, K>,
     A: WindowAssigner,
     F: WindowFunction<K, T>,
 {
@@ -580,22 +580,18 @@ where
     }
 }
 
-impl<T, K, KS, A, F> Operator for WindowOperator<T, K, KS, A, F>
-where
+impl<
     T: Clone + Send + 'static,
     K: Key,
-    KS: Fn(&T) -> K + Send + 'static,
+    KS: KeySelector<T, K>,
     A: WindowAssigner,
     F: WindowFunction<K, T>,
+> Operator for WindowOperator<T, K, KS, A, F>
 {
     type In = (T,);
     type Out = WindowOutput<F::Out, T>;
 
-    fn process_batch(
-        &mut self,
-        batch: Batch<'_, T>,
-        out: &mut Collector<'_, Self::Out>,
-    ) -> Result<()> {
+    fn process(&mut self, batch: Batch<'_, T>, out: &mut Collector<'_, Self::Out>) -> Result<()> {
         let now = self.core.timers.now();
         batch
             .drain()
@@ -934,7 +930,7 @@ mod tests {
         let mut out = Collector::new(&mut buf, &mut stamps, &mut sink, 1024);
         let mut b = batch.to_vec();
         let mut ts: Vec<i64> = b.iter().map(|r| r.1).collect();
-        op.process_batch(Batch::with_timestamps(&mut b, &mut ts), &mut out)
+        op.process(Batch::with_timestamps(&mut b, &mut ts), &mut out)
             .unwrap();
         op.on_watermark(watermark, &mut out).unwrap();
         out.done().unwrap();
@@ -1154,7 +1150,7 @@ mod tests {
                 .map(|i| (((chunk * 200 + i) % 10_000) as u32, chunk * 10 + i % 10))
                 .collect();
             let mut ts: Vec<i64> = batch.iter().map(|r| r.1).collect();
-            op.process_batch(Batch::with_timestamps(&mut batch, &mut ts), &mut out)
+            op.process(Batch::with_timestamps(&mut batch, &mut ts), &mut out)
                 .unwrap();
             op.on_watermark(chunk * 10 - 1, &mut out).unwrap();
             out.done().unwrap();

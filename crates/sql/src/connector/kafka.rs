@@ -46,25 +46,56 @@ fn invalid(table: &TableDefinition, e: impl std::fmt::Display) -> SqlError {
     }
 }
 
-/// An option that is one of `allowed` (`None` if not given).
-fn choice<'a>(table: &'a TableDefinition, key: &str, allowed: &[&str]) -> Result<Option<&'a str>> {
+/// An option that is one of `allowed`, in any case, spelled as in `allowed` (`None` if not
+/// given).
+fn choice(
+    table: &TableDefinition,
+    key: &str,
+    allowed: &[&'static str],
+) -> Result<Option<&'static str>> {
     match table.options.get(key) {
         None => Ok(None),
-        Some(v) if allowed.iter().any(|a| a.eq_ignore_ascii_case(v)) => Ok(Some(v.as_str())),
-        Some(v) => Err(SqlError::Invalid {
-            at: table.at,
-            message: format!(
-                "'{key}' of table '{}' is '{v}': it takes {}",
-                table.name,
-                allowed
-                    .iter()
-                    .map(|a| format!("'{a}'"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        }),
+        Some(v) => match allowed.iter().find(|a| a.eq_ignore_ascii_case(v)) {
+            Some(a) => Ok(Some(*a)),
+            None => Err(SqlError::Invalid {
+                at: table.at,
+                message: format!(
+                    "'{key}' of table '{}' is '{v}': it takes {}",
+                    table.name,
+                    allowed
+                        .iter()
+                        .map(|a| format!("'{a}'"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            }),
+        },
     }
 }
+
+/// An option that names one of `values` (the first if not given).
+fn choose<T: Copy>(table: &TableDefinition, key: &str, values: &[(&'static str, T)]) -> Result<T> {
+    let names: Vec<&'static str> = values.iter().map(|(name, _)| *name).collect();
+    let chosen = choice(table, key, &names)?.unwrap_or(names[0]);
+    Ok(values
+        .iter()
+        .find(|(name, _)| *name == chosen)
+        .map_or(values[0].1, |(_, value)| *value))
+}
+
+/// `sink.delivery-guarantee`, the default first.
+const DELIVERY_GUARANTEES: [(&str, DeliveryGuarantee); 3] = [
+    ("at-least-once", DeliveryGuarantee::AtLeastOnce),
+    ("none", DeliveryGuarantee::None),
+    ("exactly-once", DeliveryGuarantee::ExactlyOnce),
+];
+
+/// `sink.partitioner`, the default first.
+const PARTITIONERS: [(&str, Partitioner); 3] = [
+    ("default", Partitioner::KeyHash),
+    ("fixed", Partitioner::Fixed),
+    ("round-robin", Partitioner::RoundRobin),
+];
 
 /// The client properties: every `properties.*` option but the bootstrap servers.
 fn properties(table: &TableDefinition) -> impl Iterator<Item = (&str, &str)> {
@@ -129,8 +160,8 @@ impl Layout {
         } else {
             Some(Format::of(table, "key.format")?)
         };
-        let except_key = choice(table, "value.fields-include", &["ALL", "EXCEPT_KEY"])?
-            .is_some_and(|v| v.eq_ignore_ascii_case("EXCEPT_KEY"));
+        let except_key =
+            choice(table, "value.fields-include", &["ALL", "EXCEPT_KEY"])? == Some("EXCEPT_KEY");
         let value: Vec<usize> = (0..physical.columns.len())
             .filter(|i| !(except_key && key.contains(i)))
             .collect();
@@ -331,24 +362,8 @@ pub fn sink(table: &TableDefinition, target: &Schema, upsert: bool) -> Result<Ka
         });
         ProducerRecord { key, value }
     };
-    let guarantee = match choice(
-        table,
-        "sink.delivery-guarantee",
-        &["none", "at-least-once", "exactly-once"],
-    )? {
-        Some("none") => DeliveryGuarantee::None,
-        Some("exactly-once") => DeliveryGuarantee::ExactlyOnce,
-        _ => DeliveryGuarantee::AtLeastOnce,
-    };
-    let partitioner = match choice(
-        table,
-        "sink.partitioner",
-        &["default", "fixed", "round-robin"],
-    )? {
-        Some("fixed") => Partitioner::Fixed,
-        Some("round-robin") => Partitioner::RoundRobin,
-        _ => Partitioner::KeyHash,
-    };
+    let guarantee = choose(table, "sink.delivery-guarantee", &DELIVERY_GUARANTEES)?;
+    let partitioner = choose(table, "sink.partitioner", &PARTITIONERS)?;
     let mut builder = KafkaSink::builder()
         .bootstrap_servers(required(table, "properties.bootstrap.servers")?)
         .topic(required(table, "topic")?)
@@ -369,4 +384,44 @@ pub fn sink(table: &TableDefinition, target: &Schema, upsert: bool) -> Result<Ka
 /// Whether a `kafka` table written in its format takes an updating result.
 pub fn takes_updates(table: &TableDefinition) -> Result<bool> {
     Ok(value_format(table)?.takes_updates())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table(options: &[(&str, &str)]) -> TableDefinition {
+        TableDefinition {
+            name: "t".into(),
+            columns: Vec::new(),
+            watermark: None,
+            primary_key: Vec::new(),
+            options: options
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            if_not_exists: false,
+            at: crate::error::Position::default(),
+        }
+    }
+
+    #[test]
+    fn an_option_is_chosen_in_any_case_and_defaults_when_absent() {
+        let key = "sink.delivery-guarantee";
+        let chosen = |t: &TableDefinition| choose(t, key, &DELIVERY_GUARANTEES);
+        let upper = table(&[(key, "EXACTLY-ONCE")]);
+        assert_eq!(chosen(&upper).ok(), Some(DeliveryGuarantee::ExactlyOnce));
+        assert_eq!(
+            chosen(&table(&[])).ok(),
+            Some(DeliveryGuarantee::AtLeastOnce)
+        );
+        let message = chosen(&table(&[(key, "twice")]))
+            .err()
+            .map(|e| e.to_string());
+        let message = message.unwrap_or_default();
+        assert!(
+            message.contains("'twice'") && message.contains("'exactly-once'"),
+            "{message}"
+        );
+    }
 }

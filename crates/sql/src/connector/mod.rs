@@ -25,7 +25,7 @@ pub use watermark::EventTime;
 use hummer_api::{DataStream, StreamExecutionEnvironment};
 use hummer_connectors::text_file_sink::TextFileSink;
 use hummer_operators::OperatorContext;
-use hummer_operators::sink::{Sink, SinkWriter};
+use hummer_operators::sink::{DiscardingSink, Sink, SinkWriter};
 
 use crate::changelog::Change;
 use crate::error::{Result, SqlError};
@@ -340,7 +340,7 @@ pub fn write(planned: &Planned, table: &TableDefinition) -> Result<()> {
                 .print();
         }
         "blackhole" => {
-            rows.add_sink(Blackhole);
+            rows.add_sink(DiscardingSink);
         }
         "kafka" => {
             if !kafka::takes_updates(table)? {
@@ -372,9 +372,6 @@ impl fmt::Debug for Printed {
     }
 }
 
-/// The `blackhole` connector: takes every row and keeps none.
-struct Blackhole;
-
 /// A sink that appends the changes to a shared buffer, for a reader beside the job (the
 /// interactive client's live results).
 #[derive(Clone)]
@@ -398,31 +395,6 @@ impl SinkWriter<Change> for Shared {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .append(batch);
-        Ok(())
-    }
-    fn finish(&mut self) -> hummer_types::error::Result<()> {
-        Ok(())
-    }
-}
-
-impl Sink<Change> for Blackhole {
-    fn name(&self) -> String {
-        "Blackhole".into()
-    }
-    fn create_writer(
-        &self,
-        _: &OperatorContext,
-    ) -> hummer_types::error::Result<Box<dyn SinkWriter<Change>>> {
-        Ok(Box::new(Blackhole))
-    }
-}
-
-impl SinkWriter<Change> for Blackhole {
-    fn write_batch(&mut self, batch: &mut Vec<Change>) -> hummer_types::error::Result<()> {
-        batch.clear();
-        Ok(())
-    }
-    fn finish(&mut self) -> hummer_types::error::Result<()> {
         Ok(())
     }
 }

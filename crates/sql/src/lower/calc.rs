@@ -307,11 +307,7 @@ impl Operator for Calc {
     type Out = Change;
 
     #[inline]
-    fn process_batch(
-        &mut self,
-        batch: Batch<'_, Change>,
-        out: &mut Collector<'_, Change>,
-    ) -> Result<()> {
+    fn process(&mut self, batch: Batch<'_, Change>, out: &mut Collector<'_, Change>) -> Result<()> {
         batch.for_each(out, |change, out| {
             if let Some(row) = self.apply_owned(change.row)? {
                 out.collect(Change {

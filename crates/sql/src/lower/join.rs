@@ -19,7 +19,7 @@
 //! joined row, and each row's padding follows its own matches (Flink's outer join with a
 //! non-equi condition).
 
-use hummer_operators::{Collector, Operator, TwoInputBatch};
+use hummer_operators::{Collector, EitherBatch, Operator};
 use hummer_state::declared::DeclaredState;
 use hummer_state::keyed_table::KeyedTable;
 use hummer_types::error::Result;
@@ -338,14 +338,14 @@ impl<J: ApplyChange> Operator for ChangeJoin<J> {
     type In = (Change, Change);
     type Out = Change;
 
-    fn process_batch(
+    fn process(
         &mut self,
-        batch: TwoInputBatch<'_, Change, Change>,
+        batch: EitherBatch<'_, Change, Change>,
         out: &mut Collector<'_, Change>,
     ) -> Result<()> {
         let (batch, from_left) = match batch {
-            TwoInputBatch::First(batch) => (batch, true),
-            TwoInputBatch::Second(batch) => (batch, false),
+            EitherBatch::First(batch) => (batch, true),
+            EitherBatch::Second(batch) => (batch, false),
         };
         batch.for_each(out, |c, out| {
             self.0.apply(c, from_left, out);

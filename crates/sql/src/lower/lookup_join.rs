@@ -86,11 +86,7 @@ impl Operator for LookupJoin {
     type In = (Change,);
     type Out = Change;
 
-    fn process_batch(
-        &mut self,
-        batch: Batch<'_, Change>,
-        out: &mut Collector<'_, Change>,
-    ) -> Result<()> {
+    fn process(&mut self, batch: Batch<'_, Change>, out: &mut Collector<'_, Change>) -> Result<()> {
         batch.for_each(out, |change, out| self.join(change, out))
     }
 }

@@ -219,11 +219,7 @@ impl<S: KeyedChanges> Operator for PerKey<S> {
     type In = (Change,);
     type Out = Change;
 
-    fn process_batch(
-        &mut self,
-        batch: Batch<'_, Change>,
-        out: &mut Collector<'_, Change>,
-    ) -> Result<()> {
+    fn process(&mut self, batch: Batch<'_, Change>, out: &mut Collector<'_, Change>) -> Result<()> {
         if self.held.is_none() {
             return batch.for_each(out, |change, out| {
                 let PerKey {

@@ -26,11 +26,7 @@ impl Operator for Rowtime {
     type In = (Change,);
     type Out = Change;
 
-    fn process_batch(
-        &mut self,
-        batch: Batch<'_, Change>,
-        out: &mut Collector<'_, Change>,
-    ) -> Result<()> {
+    fn process(&mut self, batch: Batch<'_, Change>, out: &mut Collector<'_, Change>) -> Result<()> {
         for (change, _) in batch.drain() {
             match change.row[self.column].time_millis() {
                 Some(t) => out.set_timestamp(t),

@@ -756,15 +756,11 @@ pub fn plan(
         Ok(post.clone())
     });
     Ok(Planned {
-        input: rows,
-        pending: None,
-        scan: None,
-        schema: Schema::new(columns),
         updated_by,
         rowtime,
         proctime,
-        window: None,
         window_bounds,
+        ..Planned::new(rows, Schema::new(columns))
     })
 }
 

@@ -300,10 +300,7 @@ pub fn plan(
         rows = rows.transform("Calc: ON", move |_| Ok(filter.clone()));
     }
     Ok(Planned {
-        input: rows,
-        pending: None,
         scan: Some(output),
-        schema,
         // An outer join retracts the padded rows it emitted when their match comes.
         // (An outer interval or window join pads a row only once no match can come:
         // append-only.)
@@ -317,8 +314,6 @@ pub fn plan(
         rowtime: interval
             .filter(|_| matches!(kind, JoinKind::Inner | JoinKind::Left))
             .and(left.rowtime),
-        proctime: None,
-        window: None,
         // A window join's result keeps the window of a side that is never padded.
         window_bounds: match (window_end, kind) {
             (Some(_), JoinKind::Inner | JoinKind::Left) => left.window_bounds,
@@ -327,6 +322,7 @@ pub fn plan(
                 .map(|(s, e)| (left_width + s, left_width + e)),
             _ => None,
         },
+        ..Planned::new(rows, schema)
     })
 }
 

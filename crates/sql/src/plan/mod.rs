@@ -67,6 +67,23 @@ pub struct Planned {
 }
 
 impl Planned {
+    /// `input`'s rows with the columns of `schema`: nothing pending, not a table's scan,
+    /// append-only, without time attributes or windows. Set what differs with struct update
+    /// syntax (`Planned { rowtime, ..Planned::new(rows, schema) }`).
+    pub fn new(input: DataStream<Change>, schema: Schema) -> Planned {
+        Planned {
+            input,
+            pending: None,
+            scan: None,
+            schema,
+            updated_by: None,
+            rowtime: None,
+            window: None,
+            proctime: None,
+            window_bounds: None,
+        }
+    }
+
     /// The result's rows: `input` with the pending `Calc` applied. Call it once per use of
     /// the rows (each call adds the pending `Calc` to the job).
     pub fn rows(&self) -> DataStream<Change> {
@@ -209,15 +226,11 @@ fn relation(
         None => None,
     };
     Ok(Planned {
-        input: changes,
-        pending: None,
         scan: column_use,
-        schema,
         updated_by,
         rowtime,
         proctime,
-        window: None,
-        window_bounds: None,
+        ..Planned::new(changes, schema)
     })
 }
 
@@ -330,15 +343,10 @@ fn union_all(left: Planned, right: Planned, at: Position) -> Result<Planned> {
     let schema = set_schema(&left.schema, &right.schema, "UNION", at)?;
     let (left_rows, right_rows) = (cast_to(&left, &schema), cast_to(&right, &schema));
     Ok(Planned {
-        input: left_rows.union(&[right_rows]),
-        pending: None,
-        scan: None,
-        schema,
         updated_by: left.updated_by.or(right.updated_by),
         rowtime: left.rowtime.filter(|r| Some(*r) == right.rowtime),
         proctime: left.proctime.filter(|p| Some(*p) == right.proctime),
-        window: None,
-        window_bounds: None,
+        ..Planned::new(left_rows.union(&[right_rows]), schema)
     })
 }
 
@@ -416,20 +424,13 @@ fn intersect_or_except(
             ))
         });
     let joined = Planned {
-        input: rows,
-        pending: None,
-        scan: None,
-        schema,
         // An anti join retracts a row when its first match comes.
         updated_by: if except {
             Some(description)
         } else {
             left.updated_by.or(right.updated_by)
         },
-        rowtime: None,
-        proctime: None,
-        window: None,
-        window_bounds: None,
+        ..Planned::new(rows, schema)
     };
     distinct::distinct(joined, op, catalog.mini_batch(at)?, at)
 }

@@ -309,15 +309,9 @@ fn top_n(
     });
     let calc = Calc::new(condition, Named::columns(&schema));
     Ok(Planned {
-        input: rows,
         pending: Some((calc, "Calc: the sorted rows".into())),
-        scan: None,
-        schema,
         updated_by: Some(description),
-        rowtime: None,
-        proctime: None,
-        window: None,
-        window_bounds: None,
+        ..Planned::new(rows, schema)
     })
 }
 
@@ -412,14 +406,9 @@ fn temporal_sort(
         )
     });
     Ok(Planned {
-        input: rows,
         pending,
-        scan: None,
-        schema,
-        updated_by: None,
         rowtime,
         proctime,
-        window: None,
-        window_bounds: None,
+        ..Planned::new(rows, schema)
     })
 }

@@ -465,14 +465,9 @@ pub fn plan(
         ));
     }
     Ok(Planned {
-        input: rows,
-        pending: None,
-        scan: None,
-        schema: Schema::new(columns),
-        updated_by: None,
         rowtime,
         proctime,
-        window: None,
         window_bounds,
+        ..Planned::new(rows, Schema::new(columns))
     })
 }

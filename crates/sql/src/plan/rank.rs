@@ -167,15 +167,9 @@ pub fn plan(
     // An append-only result of `rows`, with its time attribute and window bounds.
     let append_only = |rows, rowtime, window_bounds| {
         Ok(Some(Planned {
-            input: rows,
-            pending: None,
-            scan: None,
-            schema: Schema::new(columns.clone()),
-            updated_by: None,
             rowtime,
-            proctime: None,
-            window: None,
             window_bounds,
+            ..Planned::new(rows, Schema::new(columns.clone()))
         }))
     };
     // The first row per key in processing time, of an append-only input: each key's first
@@ -231,14 +225,7 @@ pub fn plan(
     }
     let rows = keyed.transform(&description, move |_| Ok(PerKey::new(spec.clone())));
     Ok(Some(Planned {
-        input: rows,
-        pending: None,
-        scan: None,
-        schema: Schema::new(columns),
         updated_by: Some(description),
-        rowtime: None,
-        proctime: None,
-        window: None,
-        window_bounds: None,
+        ..Planned::new(rows, Schema::new(columns))
     }))
 }

@@ -130,15 +130,11 @@ pub(crate) fn with_values(
         column.name = format!("$s{k}");
         column.ty.nullable = true;
         planned = Planned {
-            input: rows,
-            pending: None,
-            scan: None,
-            schema: Schema::join(&planned.schema, &Schema::new(vec![column])),
             updated_by: Some(description),
-            rowtime: None,
-            proctime: None,
-            window: None,
-            window_bounds: None,
+            ..Planned::new(
+                rows,
+                Schema::join(&planned.schema, &Schema::new(vec![column])),
+            )
         };
     }
     Ok(planned)

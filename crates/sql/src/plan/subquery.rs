@@ -291,14 +291,7 @@ pub(crate) fn apply(
         outer.updated_by.clone().or(right.updated_by.clone())
     };
     Ok(Planned {
-        input: rows,
-        pending: None,
-        scan: None,
-        schema: outer.schema,
         updated_by,
-        rowtime: None,
-        proctime: None,
-        window: None,
-        window_bounds: None,
+        ..Planned::new(rows, outer.schema)
     })
 }

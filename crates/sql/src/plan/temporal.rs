@@ -185,15 +185,10 @@ fn lookup(
             })
         });
     Ok(Planned {
-        input: rows,
-        pending: None,
-        scan: None,
-        schema,
         updated_by: left.updated_by,
         rowtime: left.rowtime,
         proctime: left.proctime,
-        window: None,
-        window_bounds: None,
+        ..Planned::new(rows, schema)
     })
 }
 
@@ -313,14 +308,7 @@ fn event_time(
             })
         });
     Ok(Planned {
-        input: rows,
-        pending: None,
-        scan: None,
-        schema,
-        updated_by: None,
         rowtime: Some(left_time),
-        proctime: None,
-        window: None,
-        window_bounds: None,
+        ..Planned::new(rows, schema)
     })
 }

@@ -107,15 +107,5 @@ fn rows_of(
     schema: Schema,
     name: &str,
 ) -> Planned {
-    Planned {
-        input: env.from_collection(rows).name(name),
-        pending: None,
-        scan: None,
-        schema,
-        updated_by: None,
-        rowtime: None,
-        proctime: None,
-        window: None,
-        window_bounds: None,
-    }
+    Planned::new(env.from_collection(rows).name(name), schema)
 }

@@ -9,7 +9,7 @@ use crate::error::Result;
 use crate::operators::{Batch, Collector, Operator};
 use crate::state::declared::DeclaredState;
 use crate::state::keyed_table::KeyedTable;
-use crate::types::{Data, Key, MAX_WATERMARK, Timestamp};
+use crate::types::{Data, Key, KeySelector, MAX_WATERMARK, Timestamp};
 
 /// Keeps, per key, the row that `better(new, kept)` prefers, as `keep` stores it (`S`: a
 /// form that costs less memory, or the row itself).
@@ -40,14 +40,14 @@ where
     T: Data,
     S: Data,
     K: Key,
-    KS: Fn(&T) -> K + Send + 'static,
+    KS: KeySelector<T, K>,
     C: Fn(T) -> S + Send + 'static,
     B: Fn(&T, &S) -> bool + Send + 'static,
 {
     type In = (T,);
     type Out = S;
 
-    fn process_batch(&mut self, batch: Batch<'_, T>, _out: &mut Collector<'_, S>) -> Result<()> {
+    fn process(&mut self, batch: Batch<'_, T>, _out: &mut Collector<'_, S>) -> Result<()> {
         let (better, keep) = (&self.better, &self.keep);
         self.table.fold_batch(
             batch.into_records(),
