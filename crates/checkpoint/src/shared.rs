@@ -105,6 +105,7 @@ impl StateUploader {
         if ack.state_in_files {
             return Ok(0);
         }
+        ack.snapshot.write_cold_parts()?;
         let checkpoint = ack.snapshot.checkpoint;
         let mut written = 0;
         for (node, bytes) in &mut ack.snapshot.operators {

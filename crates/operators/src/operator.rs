@@ -9,7 +9,7 @@
 
 use crate::Collector;
 use crate::error::Result;
-use crate::state::declared::DeclaredState;
+use crate::state::declared::{DeclaredState, OperatorSnapshot};
 use crate::state::snapshot::SnapshotBuffer;
 use crate::types::{CheckpointId, NO_TIMESTAMP, Timestamp};
 
@@ -284,23 +284,26 @@ pub trait Operator: Send + 'static {
 /// chain calls it with the buffer it keeps per operator; tests and tools call it directly).
 pub trait Checkpointed: Operator {
     /// The operator's snapshot for `checkpoint` (`None`: it declares no state), written into
-    /// a buffer sized by `buffer`.
+    /// a buffer sized by `buffer`, the parts of its tables on disk left to be written after
+    /// the barrier.
     fn snapshot_into(
         &mut self,
         checkpoint: CheckpointId,
         max_parallelism: usize,
         buffer: &mut SnapshotBuffer,
-    ) -> Result<Option<Vec<u8>>> {
-        self.state().snapshot(checkpoint, max_parallelism, buffer)
+    ) -> Result<Option<OperatorSnapshot>> {
+        (self.state()).snapshot_deferring(checkpoint, max_parallelism, buffer)
     }
 
-    /// [`Checkpointed::snapshot_into`] a fresh buffer.
+    /// The operator's whole snapshot for `checkpoint`, written into a fresh buffer.
     fn snapshot_state(
         &mut self,
         checkpoint: CheckpointId,
         max_parallelism: usize,
     ) -> Result<Option<Vec<u8>>> {
-        self.snapshot_into(checkpoint, max_parallelism, &mut SnapshotBuffer::default())
+        self.snapshot_into(checkpoint, max_parallelism, &mut SnapshotBuffer::default())?
+            .map(OperatorSnapshot::into_bytes)
+            .transpose()
     }
 
     /// Loads the snapshots of every old subtask (the key groups in `key_groups` of each),

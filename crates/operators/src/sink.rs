@@ -8,6 +8,7 @@ use serde_bytes::ByteBuf;
 use crate::error::Result;
 use crate::state::UnionList;
 use crate::state::declared::{DeclaredState, Redistribution, SnapshotAt, StateTable, TablePiece};
+use crate::state::disk_tier::ColdPart;
 use crate::state::snapshot::incremental::ChangeSummary;
 use crate::types::CheckpointId;
 use crate::{Batch, Collector, Operator, OperatorContext};
@@ -131,7 +132,7 @@ impl<T> StateTable for Transactions<'_, T> {
         None
     }
 
-    fn append_snapshot(&mut self, out: &mut Vec<u8>, at: &SnapshotAt) -> Result<()> {
+    fn append_snapshot(&mut self, out: &mut Vec<u8>, at: &SnapshotAt) -> Result<Option<ColdPart>> {
         let pending = self.0.pre_commit(at.checkpoint)?.map(ByteBuf::from);
         UnionList::from(Vec::from_iter(pending)).append_snapshot(out, at)
     }

@@ -16,6 +16,7 @@ use crate::error::{HummerError, Result, panic_message};
 use crate::operators::{
     Batch, Checkpointed, Collector, Control, EitherBatch, Operator, OperatorContext, Output,
 };
+use crate::state::declared::OperatorSnapshot;
 use crate::state::snapshot::SnapshotBuffer;
 use crate::state::task_state::TaskSnapshot;
 use crate::types::{CheckpointId, Timestamp};
@@ -35,16 +36,18 @@ pub fn guarded<R>(ctx: &OperatorContext, f: impl FnOnce() -> Result<R>) -> Resul
     }
 }
 
-/// Adds the state `take` returns (if any) to a task's snapshot under the operator's node id;
-/// guarded like every call into an operator.
+/// Adds the state `take` returns (if any) to a task's snapshot under the operator's node id,
+/// its parts on disk to be written later; guarded like every call into an operator.
 pub fn snapshot_guarded(
     ctx: &OperatorContext,
     snapshot: &mut TaskSnapshot,
-    take: impl FnOnce(CheckpointId, usize) -> Result<Option<Vec<u8>>>,
+    take: impl FnOnce(CheckpointId, usize) -> Result<Option<OperatorSnapshot>>,
 ) -> Result<()> {
     let (id, max) = (snapshot.checkpoint, snapshot.max_parallelism);
     if let Some(state) = guarded(ctx, || take(id, max))? {
-        snapshot.operators.push((ctx.node, state));
+        snapshot.operators.push((ctx.node, state.bytes));
+        let operator = snapshot.operators.len() - 1;
+        snapshot.cold_parts.add(operator, state.cold_parts);
     }
     Ok(())
 }

@@ -21,7 +21,7 @@
 //! the runtime hands the tier to every declared table ([`DeclaredState::use_disk_tier`]) and a
 //! keyed table moves its cold entries there; no operator changes.
 
-use crate::disk_tier::TierUse;
+use crate::disk_tier::{ColdPart, TierUse};
 use std::ops::Range;
 
 use crate::error::{HummerError, Result};
@@ -75,10 +75,20 @@ pub trait StateTable {
     fn estimated_snapshot_bytes(&self) -> usize {
         0
     }
-    /// Appends the table (one snapshot table of the format of [`crate::snapshot`]) to `out`.
-    fn append_snapshot(&mut self, out: &mut Vec<u8>, at: &SnapshotAt) -> Result<()>;
+    /// Appends the table (one snapshot table of the format of [`crate::snapshot`]) to `out`;
+    /// returns the part of it that is on disk, if any, to be written after the barrier.
+    fn append_snapshot(&mut self, out: &mut Vec<u8>, at: &SnapshotAt) -> Result<Option<ColdPart>>;
     /// Loads the entries of the piece's key groups from one old subtask's piece.
     fn restore(&mut self, piece: &TablePiece<'_>) -> Result<()>;
+    /// Loads the entries of the piece's key groups from the part of one old subtask's
+    /// snapshot that was on disk (after [`StateTable::restore`] of the same snapshot). A
+    /// table that never moves entries to disk has none.
+    fn restore_cold(&mut self, piece: &TablePiece<'_>) -> Result<()> {
+        Err(HummerError::BadInput {
+            input: piece.what.clone(),
+            reason: "entries from disk for a table that keeps none there".into(),
+        })
+    }
     /// Checkpoint `id` completed everywhere: a later delta may build on it.
     fn checkpoint_complete(&mut self, id: CheckpointId) {
         let _ = id;
@@ -101,11 +111,14 @@ impl<T: StateTable + ?Sized> StateTable for &mut T {
     fn estimated_snapshot_bytes(&self) -> usize {
         (**self).estimated_snapshot_bytes()
     }
-    fn append_snapshot(&mut self, out: &mut Vec<u8>, at: &SnapshotAt) -> Result<()> {
+    fn append_snapshot(&mut self, out: &mut Vec<u8>, at: &SnapshotAt) -> Result<Option<ColdPart>> {
         (**self).append_snapshot(out, at)
     }
     fn restore(&mut self, piece: &TablePiece<'_>) -> Result<()> {
         (**self).restore(piece)
+    }
+    fn restore_cold(&mut self, piece: &TablePiece<'_>) -> Result<()> {
+        (**self).restore_cold(piece)
     }
     fn checkpoint_complete(&mut self, id: CheckpointId) {
         (**self).checkpoint_complete(id)
@@ -115,6 +128,33 @@ impl<T: StateTable + ?Sized> StateTable for &mut T {
     }
     fn use_disk_tier(&mut self, tier: &TierUse) {
         (**self).use_disk_tier(tier)
+    }
+}
+
+/// An operator's snapshot as taken at the barrier: its bytes, and the parts of its tables
+/// that were on disk, still to be written after them.
+#[derive(Debug)]
+pub struct OperatorSnapshot {
+    /// The snapshot of what was in memory.
+    pub bytes: Vec<u8>,
+    /// The parts on disk (see [`ColdPart`]).
+    pub cold_parts: Vec<ColdPart>,
+}
+
+impl OperatorSnapshot {
+    /// Appends the parts on disk to `bytes`: the whole snapshot.
+    pub fn write_cold_parts(bytes: &mut Vec<u8>, parts: Vec<ColdPart>) -> Result<()> {
+        parts.into_iter().try_for_each(|part| part.write(bytes))
+    }
+
+    /// The whole snapshot, its parts on disk written now.
+    pub fn into_bytes(self) -> Result<Vec<u8>> {
+        let OperatorSnapshot {
+            mut bytes,
+            cold_parts,
+        } = self;
+        OperatorSnapshot::write_cold_parts(&mut bytes, cold_parts)?;
+        Ok(bytes)
     }
 }
 
@@ -180,11 +220,25 @@ impl<'a> DeclaredState<'a> {
     /// The snapshot of the declared state for `checkpoint` (`None` if nothing is declared),
     /// written into a buffer sized by `buffer`: a delta of every table, or every table whole.
     pub fn snapshot(
-        mut self,
+        self,
         checkpoint: CheckpointId,
         max_parallelism: usize,
         buffer: &mut SnapshotBuffer,
     ) -> Result<Option<Vec<u8>>> {
+        self.snapshot_deferring(checkpoint, max_parallelism, buffer)?
+            .map(OperatorSnapshot::into_bytes)
+            .transpose()
+    }
+
+    /// [`DeclaredState::snapshot`] with the parts of the tables that are on disk left to be
+    /// written later ([`OperatorSnapshot::write_cold_parts`]), after the barrier: the task
+    /// goes on meanwhile.
+    pub fn snapshot_deferring(
+        mut self,
+        checkpoint: CheckpointId,
+        max_parallelism: usize,
+        buffer: &mut SnapshotBuffer,
+    ) -> Result<Option<OperatorSnapshot>> {
         if self.is_empty() {
             return Ok(None);
         }
@@ -204,22 +258,26 @@ impl<'a> DeclaredState<'a> {
                 .map(|(_, t)| t.estimated_snapshot_bytes())
                 .sum()
         });
-        buffer
-            .write_for(at.delta, estimate, |out| {
-                if tables.is_empty() {
-                    // A watermark alone: an empty table carries it.
-                    return crate::snapshot::append_snapshot(
-                        out,
-                        std::iter::empty::<(&(), &())>(),
-                        max_parallelism,
-                        at.watermark,
-                    );
+        let mut cold_parts = Vec::new();
+        let bytes = buffer.write_for(at.delta, estimate, |out| {
+            if tables.is_empty() {
+                // A watermark alone: an empty table carries it.
+                return crate::snapshot::append_snapshot(
+                    out,
+                    std::iter::empty::<(&(), &())>(),
+                    max_parallelism,
+                    at.watermark,
+                );
+            }
+            for (i, (_, t)) in tables.iter_mut().enumerate() {
+                if let Some(mut part) = t.append_snapshot(out, &at)? {
+                    part.table = i as u32;
+                    cold_parts.push(part);
                 }
-                tables
-                    .iter_mut()
-                    .try_for_each(|(_, t)| t.append_snapshot(out, &at))
-            })
-            .map(Some)
+            }
+            Ok(())
+        })?;
+        Ok(Some(OperatorSnapshot { bytes, cold_parts }))
     }
 
     /// Loads one old subtask's snapshot: each table its piece (the entries of `key_groups`,
@@ -231,26 +289,44 @@ impl<'a> DeclaredState<'a> {
         if !is_snapshot(snapshot) {
             return self.restore_tuple(snapshot, key_groups, what);
         }
-        let pieces = crate::snapshot::read_snapshots(snapshot, what)?;
+        let (cold, pieces): (Vec<_>, Vec<_>) = crate::snapshot::read_snapshots(snapshot, what)?
+            .into_iter()
+            .partition(|p| p.cold_part_of().is_some());
         let declared = self.tables.len().max(1);
-        if pieces.len() != declared {
+        let misplaced = cold
+            .iter()
+            .find(|p| p.cold_part_of() >= Some(self.tables.len()));
+        if pieces.len() != declared || misplaced.is_some() {
             return Err(HummerError::BadInput {
                 input: what.to_string(),
                 reason: format!(
-                    "it holds {} tables where the operator declares {declared}",
-                    pieces.len()
+                    "it holds {} tables where the operator declares {declared} (and {} parts \
+                     on disk, of tables {:?})",
+                    pieces.len(),
+                    cold.len(),
+                    cold.iter()
+                        .filter_map(|p| p.cold_part_of())
+                        .collect::<Vec<_>>()
                 ),
             });
         }
+        let key_groups_of = |table: &dyn StateTable| match table.redistribution() {
+            Redistribution::ByKeyGroup => key_groups.clone(),
+            Redistribution::Union => 0..usize::MAX,
+        };
+        let piece_of = |table: &dyn StateTable, piece, name: &str| TablePiece {
+            table: piece,
+            key_groups: key_groups_of(table),
+            what: format!("{what}, table '{name}'"),
+        };
         for ((name, table), piece) in self.tables.iter_mut().zip(&pieces) {
-            table.restore(&TablePiece {
-                table: *piece,
-                key_groups: match table.redistribution() {
-                    Redistribution::ByKeyGroup => key_groups.clone(),
-                    Redistribution::Union => 0..usize::MAX,
-                },
-                what: format!("{what}, table '{name}'"),
-            })?;
+            table.restore(&piece_of(&**table, *piece, name))?;
+        }
+        // After the tables: a key on disk at the barrier was not in memory, so its entry
+        // here replaces what the tables' chain held for it.
+        for piece in cold {
+            let (name, table) = &mut self.tables[piece.cold_part_of().unwrap_or_default()];
+            table.restore_cold(&piece_of(&**table, piece, name))?;
         }
         if let Some(w) = self.watermark.as_mut() {
             w.restore_piece(pieces[0].watermark, pieces[0].is_delta());

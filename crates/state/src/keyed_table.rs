@@ -330,8 +330,7 @@ impl<K: Hash + Eq, V> KeyedTable<K, V> {
         let victims: Vec<(K, V, Epoch)> = table
             .extract_if(|(k, _, e)| victims.pick(hasher.hash_one(&*k), e))
             .collect();
-        let base = self.changes.base.map(|b| b.epoch);
-        or_fail(cold.spill(victims, self.changes.tracking(), base));
+        or_fail(cold.spill(victims));
         cold.report_hot(self.slots.table.len());
     }
 
@@ -635,8 +634,7 @@ impl<K: Hash + Eq, V> KeyedTable<K, V> {
             return Err(error);
         }
         if let Some(cold) = cold {
-            let (epoch, tracking) = (changes.epoch, changes.tracking());
-            cold.rewrite_each(epoch, tracking, &mut |k, v| {
+            cold.rewrite_each(changes.epoch, &mut |k, v| {
                 let keep = f(k, v)?;
                 if keep {
                     changes.touched += 1;
@@ -671,9 +669,6 @@ impl<K: Hash + Eq, V> KeyedTable<K, V> {
         // Removals before the base are in it already.
         if let Some(base) = self.changes.base {
             self.tombstones.retain(|(_, e)| *e > base.epoch);
-            if let Some(cold) = &mut self.cold {
-                cold.covered_up_to(base.epoch);
-            }
         }
     }
 }

@@ -5,7 +5,9 @@
 //! operator adds its state, keyed by its stream node id (the operator's identity across
 //! restarts and savepoints). A source task adds the positions of its [`SourceSplit`]s. The
 //! snapshot is a *copy*: once it is taken the task goes on processing, and the coordinator
-//! writes the bytes to the checkpoint store on its own thread.
+//! writes the bytes to the checkpoint store on its own thread. The part of keyed state that
+//! is on disk is not even copied at the barrier: the snapshot holds copies of the disk tier's
+//! files ([`ColdParts`]), read when the snapshot is written.
 //!
 //! On a restart, [`RestoredState`] holds, per node, the snapshots of every subtask of the
 //! checkpointed run. Keyed operators load all of them and keep the key groups they own now,
@@ -18,6 +20,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::disk_tier::ColdPart;
 use crate::error::{HummerError, Result};
 use crate::types::CheckpointId;
 
@@ -36,6 +39,68 @@ pub struct TaskSnapshot {
     /// end before their snapshot (see `Operator::end_of_input`). Not written.
     #[serde(skip)]
     pub is_final: bool,
+    /// The parts of `operators` still on disk. Not sent: the process that took the snapshot
+    /// writes them before its state leaves it ([`TaskSnapshot::write_cold_parts`]).
+    #[serde(skip)]
+    pub cold_parts: ColdParts,
+}
+
+/// The parts of a task's operator snapshots that are on disk, each with the index of its
+/// operator in [`TaskSnapshot::operators`], to be appended to that operator's bytes.
+#[derive(Clone, Default)]
+pub struct ColdParts(Arc<std::sync::Mutex<Vec<(usize, ColdPart)>>>);
+
+impl ColdParts {
+    /// Adds the parts of the snapshot of operator `operator`.
+    pub fn add(&self, operator: usize, parts: Vec<ColdPart>) {
+        let mut all = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        all.extend(parts.into_iter().map(|part| (operator, part)));
+    }
+
+    fn take(&self) -> Vec<(usize, ColdPart)> {
+        std::mem::take(
+            &mut *self
+                .0
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
+    }
+
+    fn len(&self) -> usize {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .len()
+    }
+}
+
+impl std::fmt::Debug for ColdParts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ColdParts({})", self.len())
+    }
+}
+
+/// Parts still to be written are not state yet: two snapshots compare by what they hold.
+impl PartialEq for ColdParts {
+    fn eq(&self, other: &Self) -> bool {
+        self.len() == other.len()
+    }
+}
+
+impl TaskSnapshot {
+    /// Writes the parts of its operators' snapshots that were on disk (see [`ColdParts`]):
+    /// each operator's bytes are then its whole snapshot.
+    pub fn write_cold_parts(&mut self) -> Result<()> {
+        for (operator, part) in self.cold_parts.take() {
+            let (_, bytes) = (self.operators.get_mut(operator))
+                .ok_or_else(|| crate::error::internal!("a cold part of no operator"))?;
+            part.write(bytes)?;
+        }
+        Ok(())
+    }
 }
 
 impl TaskSnapshot {

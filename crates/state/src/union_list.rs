@@ -6,6 +6,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::declared::{Redistribution, SnapshotAt, StateTable, TablePiece};
+use crate::disk_tier::ColdPart;
 use crate::error::Result;
 use crate::snapshot::append_snapshot;
 use crate::snapshot::incremental::ChangeSummary;
@@ -66,9 +67,10 @@ impl<T: Serialize + DeserializeOwned> StateTable for UnionList<T> {
         None
     }
 
-    fn append_snapshot(&mut self, out: &mut Vec<u8>, at: &SnapshotAt) -> Result<()> {
+    fn append_snapshot(&mut self, out: &mut Vec<u8>, at: &SnapshotAt) -> Result<Option<ColdPart>> {
         let entries = self.items.iter().map(|item| (&(), item));
-        append_snapshot(out, entries, at.max_parallelism, at.watermark)
+        append_snapshot(out, entries, at.max_parallelism, at.watermark)?;
+        Ok(None)
     }
 
     fn restore(&mut self, piece: &TablePiece<'_>) -> Result<()> {

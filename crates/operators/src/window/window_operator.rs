@@ -21,7 +21,7 @@ use crate::keyed_process_function::TimerService;
 use crate::keyed_timers::{KeyedTimers, TimeDomain, TimerChange, TimerList};
 use crate::state::SnapshotEpochs;
 use crate::state::declared::{DeclaredState, SnapshotAt, StateTable, TablePiece};
-use crate::state::disk_tier::TierUse;
+use crate::state::disk_tier::{ColdPart, TierUse};
 use crate::state::keyed_table::{Epoch, KeyedTable};
 use crate::state::snapshot::OperatorWatermark;
 use crate::state::snapshot::incremental::ChangeSummary;
@@ -675,10 +675,10 @@ where
         self.windows.estimated_snapshot_bytes()
     }
 
-    fn append_snapshot(&mut self, out: &mut Vec<u8>, at: &SnapshotAt) -> Result<()> {
+    fn append_snapshot(&mut self, out: &mut Vec<u8>, at: &SnapshotAt) -> Result<Option<ColdPart>> {
         let function = self.function;
         let (mut scratch, mut patch_scratch) = (Vec::new(), Vec::new());
-        self.windows.append_patched(
+        let cold = self.windows.append_patched(
             out,
             at.checkpoint,
             at.max_parallelism,
@@ -696,7 +696,7 @@ where
             |entries, epochs, out| write_patch(function, entries, epochs, &mut patch_scratch, out),
         )?;
         *self.epoch = self.windows.changes.epoch;
-        Ok(())
+        Ok(cold)
     }
 
     fn restore(&mut self, piece: &TablePiece<'_>) -> Result<()> {
@@ -710,6 +710,13 @@ where
         } else {
             self.windows.restore_table(table, groups, what)?;
         }
+        *self.epoch = self.windows.changes.epoch;
+        Ok(())
+    }
+
+    fn restore_cold(&mut self, piece: &TablePiece<'_>) -> Result<()> {
+        let (table, groups) = (&piece.table, piece.key_groups.clone());
+        self.windows.restore_cold(table, groups, &piece.what)?;
         *self.epoch = self.windows.changes.epoch;
         Ok(())
     }

@@ -86,6 +86,8 @@ pub struct RunFile {
     filter: Filter,
     /// One bit per entry: taken out of the file since it was written.
     removed: Vec<u64>,
+    /// The greatest stamp of its entries (see [`RunFile::newest`]).
+    newest: u32,
     entries: u64,
     live: u64,
     bytes: u64,
@@ -118,8 +120,10 @@ impl RunFile {
         let mut filter = Filter::new(count);
         let mut blocks: Vec<Block> = Vec::new();
         let (mut offset, mut block_start, mut ordinal) = (0u64, 0u64, 0u64);
+        let mut newest = 0;
         for entry in entries {
             let (key, value) = entry?;
+            newest = newest.max(stamp(&value));
             if blocks.is_empty() || offset - block_start >= BLOCK_BYTES as u64 {
                 if let Some(last) = blocks.last_mut() {
                     last.len = (offset - block_start) as u32;
@@ -150,10 +154,18 @@ impl RunFile {
             blocks,
             filter,
             removed: vec![0; (ordinal as usize).div_ceil(64)],
+            newest,
             entries: ordinal,
             live: ordinal,
             bytes: offset,
         })
+    }
+
+    /// The greatest stamp of the file's entries: a value starts with a little-endian `u32`
+    /// stamp (the disk tier's epoch of the entry's last change), so that a reader looking for
+    /// entries stamped after some point may pass over a file with none.
+    pub fn newest(&self) -> u32 {
+        self.newest
     }
 
     /// Entries not taken out.
@@ -175,6 +187,7 @@ impl RunFile {
             blocks: self.blocks.clone(),
             filter: self.filter.clone(),
             removed: self.removed.clone(),
+            newest: self.newest,
             entries: self.entries,
             live: self.live,
             bytes: self.bytes,
@@ -241,6 +254,23 @@ impl RunFile {
             .flat_map(|block| self.block_entries(block))
     }
 
+    /// Shows every live entry's key and value to `f`, in key order, a block at a time and
+    /// without a copy of each; the first error (of a read or of `f`) ends it.
+    pub fn for_each_live(
+        &self,
+        mut f: impl FnMut(&[u8], &[u8]) -> std::io::Result<()>,
+    ) -> std::io::Result<()> {
+        for block in &self.blocks {
+            let bytes = self.read_block(block)?;
+            for e in Entries::new(&bytes, block.first_entry) {
+                if !self.is_removed(e.ordinal) {
+                    f(e.key, e.value)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// [`RunFile::entries`] of a run given up: its file may be deleted already (an open file
     /// stays readable), and no more than a block of it is in memory at a time.
     pub fn into_entries(self) -> impl Iterator<Item = std::io::Result<Entry>> {
@@ -268,6 +298,14 @@ impl RunFile {
     pub fn unlink(&self) {
         let _ = std::fs::remove_file(&self.path);
     }
+}
+
+/// The stamp a value starts with (see [`RunFile::newest`]); 0 for a value too short to have
+/// one.
+pub fn stamp(value: &[u8]) -> u32 {
+    value
+        .first_chunk::<4>()
+        .map_or(0, |s| u32::from_le_bytes(*s))
 }
 
 /// Writes the live entries of `runs` (each sorted, no key live in two) as one run at

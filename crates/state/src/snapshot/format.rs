@@ -22,6 +22,12 @@ pub(super) const HEADER: usize = 4 + 2 + 4 + 8 + 8 + 8;
 /// watermark, and a body of the entries changed since the base (each replaces the key's entry).
 pub(super) const DELTA_VERSION: u16 = 3;
 pub(super) const HEADER_V3: usize = HEADER + 8;
+/// The part of a table on disk (see [`crate::disk_tier::ColdPart`]): version 3's header with
+/// the index of the operator's table it belongs to in place of the base, and a body of
+/// entries as the disk tier writes them: `[key length u32][value length u32][key][value]`
+/// (little-endian lengths), the key with its key group first (`u32`, big-endian), the value
+/// with the epoch of its last change first.
+pub(super) const COLD_VERSION: u16 = 4;
 
 /// Where a version-2 or -3 table's body length sits in its header, and the header's length
 /// (a delta's header has its base's checkpoint id before the body length). `None`: another
@@ -29,7 +35,7 @@ pub(super) const HEADER_V3: usize = HEADER + 8;
 pub(super) fn layout(version: u16) -> Option<(usize, usize)> {
     match version {
         FORMAT_VERSION => Some((18, HEADER)),
-        DELTA_VERSION => Some((26, HEADER_V3)),
+        DELTA_VERSION | COLD_VERSION => Some((26, HEADER_V3)),
         _ => None,
     }
 }
@@ -114,7 +120,7 @@ pub(super) fn append_entry(out: &mut Vec<u8>, entry: &impl Serialize) -> Result<
 }
 
 /// Where a table being written starts, where its body length goes, and its header's length.
-pub(super) struct OpenTable {
+pub(crate) struct OpenTable {
     start: usize,
     len_at: usize,
     header: usize,
@@ -127,18 +133,48 @@ pub(super) fn open_table(
     watermark: Timestamp,
     base: Option<CheckpointId>,
 ) -> OpenTable {
+    match base {
+        Some(base) => open_versioned(out, DELTA_VERSION, max_parallelism, watermark, Some(base)),
+        None => open_versioned(out, FORMAT_VERSION, max_parallelism, watermark, None),
+    }
+}
+
+/// Writes the header of the cold part of the operator's table `table` (see
+/// [`COLD_VERSION`]), its body length and checksum left to [`close_table`].
+pub(crate) fn open_cold_table(
+    out: &mut Vec<u8>,
+    max_parallelism: usize,
+    watermark: Timestamp,
+    table: u32,
+) -> OpenTable {
+    let table = Some(u64::from(table));
+    open_versioned(out, COLD_VERSION, max_parallelism, watermark, table)
+}
+
+/// Appends one entry of a cold part, as the disk tier holds it.
+pub(crate) fn append_raw(out: &mut Vec<u8>, key: &[u8], value: &[u8]) {
+    out.extend_from_slice(&(key.len() as u32).to_le_bytes());
+    out.extend_from_slice(&(value.len() as u32).to_le_bytes());
+    out.extend_from_slice(key);
+    out.extend_from_slice(value);
+}
+
+/// A header of `version`, with `extra` (a delta's base, a cold part's table) after the
+/// watermark.
+fn open_versioned(
+    out: &mut Vec<u8>,
+    version: u16,
+    max_parallelism: usize,
+    watermark: Timestamp,
+    extra: Option<u64>,
+) -> OpenTable {
     let start = out.len();
     out.extend_from_slice(MAGIC);
-    let version = if base.is_some() {
-        DELTA_VERSION
-    } else {
-        FORMAT_VERSION
-    };
     out.extend_from_slice(&version.to_be_bytes());
     out.extend_from_slice(&(max_parallelism as u32).to_be_bytes());
     out.extend_from_slice(&watermark.to_be_bytes());
-    if let Some(base) = base {
-        out.extend_from_slice(&base.to_be_bytes());
+    if let Some(extra) = extra {
+        out.extend_from_slice(&extra.to_be_bytes());
     }
     let len_at = out.len() - start;
     out.extend_from_slice(&[0; 16]); // body length and checksum, once known
@@ -150,7 +186,7 @@ pub(super) fn open_table(
 }
 
 /// Fills in the body length and checksum of the table written since `open`.
-pub(super) fn close_table(out: &mut [u8], open: OpenTable) {
+pub(crate) fn close_table(out: &mut [u8], open: OpenTable) {
     let OpenTable {
         start,
         len_at,
@@ -204,6 +240,8 @@ pub struct TableSnapshot<'a> {
     version: u16,
     /// The watermark written with it (`MIN_WATERMARK` when none was).
     pub watermark: Timestamp,
+    /// A delta's base checkpoint; a cold part's table.
+    extra: u64,
     body: &'a [u8],
 }
 
@@ -235,6 +273,46 @@ impl TableSnapshot<'_> {
         self.version == DELTA_VERSION
     }
 
+    /// For the part of a table that was on disk ([`crate::disk_tier::ColdPart`]): the index
+    /// of the operator's table it belongs to.
+    pub fn cold_part_of(&self) -> Option<usize> {
+        (self.version == COLD_VERSION).then_some(self.extra as usize)
+    }
+
+    /// The entries of a cold part whose key group is in `key_groups`, as the disk tier
+    /// holds them (key, value), to `f`; `what` names the snapshot in errors.
+    pub fn cold_entries(
+        &self,
+        key_groups: &Range<usize>,
+        what: &str,
+        mut f: impl FnMut(&[u8], &[u8]) -> Result<()>,
+    ) -> Result<()> {
+        if self.version != COLD_VERSION {
+            return Err(corrupt(
+                what,
+                "entries where a cold part was expected".into(),
+            ));
+        }
+        let mut rest = self.body;
+        while !rest.is_empty() {
+            let bad = || corrupt(what, "a truncated entry of a cold part".into());
+            let (lens, tail) = rest.split_first_chunk::<8>().ok_or_else(bad)?;
+            let key_len = u32::from_le_bytes([lens[0], lens[1], lens[2], lens[3]]) as usize;
+            let value_len = u32::from_le_bytes([lens[4], lens[5], lens[6], lens[7]]) as usize;
+            if tail.len() < key_len.saturating_add(value_len) {
+                return Err(bad());
+            }
+            let (key, tail) = tail.split_at(key_len);
+            let (value, tail) = tail.split_at(value_len);
+            let group = key.first_chunk::<4>().map(|g| u32::from_be_bytes(*g));
+            if key_groups.contains(&(group.ok_or_else(bad)? as usize)) {
+                f(key, value)?;
+            }
+            rest = tail;
+        }
+        Ok(())
+    }
+
     /// Hands every entry whose key group is in `key_groups` to `apply`: `(key, Some(value))`
     /// for a key's state, and in a delta `(key, None)` for a key removed since its base
     /// (removals come first); `what` names the snapshot in errors.
@@ -245,6 +323,10 @@ impl TableSnapshot<'_> {
         mut apply: impl FnMut(K, Option<V>),
     ) -> Result<()> {
         match self.version {
+            COLD_VERSION => Err(corrupt(
+                what,
+                "a cold part where the entries of a table were expected".into(),
+            )),
             VERSION_1 => self.grouped_entries(key_groups, what, |k, v| apply(k, Some(v))),
             DELTA_VERSION => {
                 self.each_entry(key_groups, what, |(k, v): (K, Option<V>)| apply(k, v))
@@ -354,7 +436,7 @@ pub(super) fn read_one<'a>(bytes: &'a [u8], what: &str) -> Result<(TableSnapshot
             return Err(corrupt(
                 what,
                 format!(
-                    "format version {other}; this build reads versions {VERSION_1} to {DELTA_VERSION}"
+                    "format version {other}; this build reads versions {VERSION_1} to {COLD_VERSION}"
                 ),
             ));
         }
@@ -366,9 +448,11 @@ pub(super) fn read_one<'a>(bytes: &'a [u8], what: &str) -> Result<(TableSnapshot
             "checksum mismatch: the snapshot is damaged".into(),
         ));
     }
+    let extra = if header == HEADER_V3 { be_u64(18) } else { 0 };
     let table = TableSnapshot {
         version,
         watermark,
+        extra,
         body,
     };
     Ok((table, &bytes[end..]))

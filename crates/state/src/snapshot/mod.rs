@@ -19,6 +19,13 @@
 //!   state, such as a window's counts and timers without its unchanged accumulator). A restore
 //!   reads a chain of deltas oldest first, each applied on what the ones before restored.
 //!
+//! * **Version 4**, the part of a table that was on disk when the snapshot was taken (see
+//!   [`crate::disk_tier::ColdPart`]): written after the barrier, after all of the operator's
+//!   tables, with the index of the table it belongs to where a delta has its base; its body
+//!   holds the entries as the disk tier does (see `format::COLD_VERSION`). A restore loads it
+//!   after the tables, so that it overrides what their chain holds for its keys (each key
+//!   was in memory or on disk at the barrier, not both).
+//!
 //! All integers of the header are big-endian. A snapshot knows its length, so an operator
 //! with several tables (a join's two sides) writes them one after the other into one buffer.
 //! Writing is one pass over the table into a buffer sized from the previous snapshot
@@ -43,6 +50,7 @@ pub use format::{
     FORMAT_VERSION, TableSnapshot, append_snapshot, delta_base, is_snapshot, read_snapshot,
     read_snapshots, read_tables, write_snapshot,
 };
+pub(crate) use format::{append_raw, close_table, open_cold_table};
 pub use watermark::OperatorWatermark;
 
 /// Decodes checkpointed bytes (a source's position, an operator's state) written with

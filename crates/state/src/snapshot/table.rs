@@ -8,7 +8,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::declared::{SnapshotAt, StateTable, TablePiece};
-use crate::disk_tier::{Cold, TierUse};
+use crate::disk_tier::{Cold, ColdPart, TierUse};
 use crate::error::Result;
 use crate::key_groups::{key_group_of_hash, key_hash};
 use crate::keyed_table::{KeyedTable, SnapshotEpochs};
@@ -56,11 +56,13 @@ impl<K: Hash + Eq + Clone + Serialize + DeserializeOwned, V: Serialize + Deseria
     /// Appends the table's snapshot for checkpoint `checkpoint`, with the operator's
     /// `watermark`, to `out`: a delta on its base if `delta` (which
     /// [`super::incremental::delta_possible`] must have allowed for all of the operator's
-    /// tables), else whole; for values that may write their changes themselves: a whole snapshot shows every value to `whole` (so that it can note that this snapshot
-    /// took it) and writes it as it is; a delta (version 3: the keys removed since the base,
-    /// then the entries changed since, so that a key removed and added again ends present)
-    /// writes each changed value as `patch` encodes it, a restore reading it as `Some(P)` for
-    /// the patch type `P` of the operator (`V` itself for a plain table).
+    /// tables), else whole; for values that may write their changes themselves: a whole
+    /// snapshot shows every value to `whole` (so that it can note that this snapshot took it)
+    /// and writes it as it is; a delta (version 3: the keys removed since the base, then the
+    /// entries changed since, so that a key removed and added again ends present) writes
+    /// each changed value as `patch` encodes it, a restore reading it as `Some(P)` for the
+    /// patch type `P` of the operator (`V` itself for a plain table). That is the entries in
+    /// memory; those on disk are returned as a [`ColdPart`] to be written after the barrier.
     #[allow(clippy::too_many_arguments)]
     pub fn append_patched(
         &mut self,
@@ -71,13 +73,14 @@ impl<K: Hash + Eq + Clone + Serialize + DeserializeOwned, V: Serialize + Deseria
         delta: bool,
         mut whole: impl FnMut(&mut V, SnapshotEpochs) -> Result<()>,
         mut patch: impl FnMut(&mut V, SnapshotEpochs, &mut Vec<u8>) -> Result<()>,
-    ) -> Result<()> {
+    ) -> Result<Option<ColdPart>> {
         let base = self.changes.base.filter(|_| delta);
         let epochs = SnapshotEpochs {
             base: base.map(|b| b.epoch),
             at: self.changes.epoch,
         };
         let open = open_table(out, max_parallelism, watermark, base.map(|b| b.checkpoint));
+        let (started, start) = (std::time::Instant::now(), out.len());
         let group = |k: &K| key_group_of_hash(key_hash(k), max_parallelism) as u32;
         match base {
             Some(base) => {
@@ -107,29 +110,27 @@ impl<K: Hash + Eq + Clone + Serialize + DeserializeOwned, V: Serialize + Deseria
                 )?;
             }
         }
-        // The entries on disk: all of them in a whole snapshot, in a delta those moved there
-        // while changed since its base.
-        if let Some(cold) = &mut self.cold {
-            match base {
-                Some(base) => {
-                    for (k, mut v, _) in cold.changed_since(base.epoch)? {
-                        append_entry(out, &(group(&k), &k, Some(())))?;
-                        patch(&mut v, epochs, out)?;
-                    }
-                }
-                None => {
-                    for entry in cold.entries() {
-                        let (k, mut v, _) = entry?;
-                        whole(&mut v, epochs)?;
-                        append_entry(out, &(group(&k), &k, &v))?;
-                    }
-                }
-            }
-        }
+        tracing::debug!(
+            checkpoint,
+            delta = base.is_some(),
+            bytes = out.len() - start,
+            ms = started.elapsed().as_millis() as u64,
+            "table snapshot"
+        );
+        // The entries on disk: all of them in a whole snapshot, in a delta those changed
+        // since its base; read after the barrier, from copies of the runs as they are now.
+        let since = base.map(|b| b.epoch);
+        let cold = match &self.cold {
+            Some(cold) => cold.snapshot_part(since)?.map(|mut part| {
+                part.watermark = watermark;
+                part
+            }),
+            None => None,
+        };
         close_table(out, open);
         self.changes
             .taken(checkpoint, base.map_or(0, |b| b.chain + 1));
-        Ok(())
+        Ok(cold)
     }
 
     /// Loads the entries of the key groups in `key_groups` from a snapshot (whole state, or a
@@ -192,6 +193,27 @@ impl<K: Hash + Eq + Clone + Serialize + DeserializeOwned, V: Serialize + Deseria
     }
 }
 
+impl<K: Hash + Eq + Clone + Serialize + DeserializeOwned, V: Serialize + DeserializeOwned>
+    KeyedTable<K, V>
+{
+    /// Loads the entries of the key groups in `key_groups` from the cold part of a snapshot
+    /// (see [`ColdPart`]), after the table's own piece of the same snapshot: each replaces
+    /// what the key had.
+    pub fn restore_cold(
+        &mut self,
+        table: &TableSnapshot<'_>,
+        key_groups: Range<usize>,
+        what: &str,
+    ) -> Result<()> {
+        table.cold_entries(&key_groups, what, |key, value| {
+            let (k, v, _) = crate::disk_tier::decode::<K, V>(key, value)
+                .map_err(|e| corrupt(what, e.to_string()))?;
+            self.insert(k, v);
+            Ok(())
+        })
+    }
+}
+
 /// A keyed table as the runtime manages it: incremental, by key group.
 impl<K, V> StateTable for KeyedTable<K, V>
 where
@@ -216,7 +238,7 @@ where
         KeyedTable::estimated_snapshot_bytes(self)
     }
 
-    fn append_snapshot(&mut self, out: &mut Vec<u8>, at: &SnapshotAt) -> Result<()> {
+    fn append_snapshot(&mut self, out: &mut Vec<u8>, at: &SnapshotAt) -> Result<Option<ColdPart>> {
         self.append_patched(
             out,
             at.checkpoint,
@@ -230,6 +252,10 @@ where
 
     fn restore(&mut self, piece: &TablePiece<'_>) -> Result<()> {
         self.restore_table(&piece.table, piece.key_groups.clone(), &piece.what)
+    }
+
+    fn restore_cold(&mut self, piece: &TablePiece<'_>) -> Result<()> {
+        KeyedTable::restore_cold(self, &piece.table, piece.key_groups.clone(), &piece.what)
     }
 
     fn checkpoint_complete(&mut self, id: CheckpointId) {
