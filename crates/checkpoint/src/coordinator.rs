@@ -615,9 +615,9 @@ mod tests {
     fn restored(checkpoint: &CompletedCheckpoint) -> HashMap<u32, u64> {
         let (_, state) = load(checkpoint).unwrap();
         let mut table = KeyedTable::<u32, u64>::default();
-        for piece in state.operator(NODE).unwrap() {
-            table.restore(piece, 0..128, "test").unwrap();
-        }
+        (state.pieces(NODE))
+            .for_each(|piece| table.restore(piece, 0..128, "test"))
+            .unwrap();
         table.drain().collect()
     }
 
@@ -786,7 +786,11 @@ mod tests {
         // and the damaged file is named when the state is read.
         let named = find_checkpoint(&dir.join("chk-3")).unwrap();
         let (_, state) = load(&named).unwrap();
-        let err = state.operator(NODE).unwrap_err().to_string();
+        let err = state
+            .pieces(NODE)
+            .for_each(|_| Ok(()))
+            .unwrap_err()
+            .to_string();
         assert!(err.contains(&damaged) && err.contains("checksum"), "{err}");
         // A missing file is named too.
         std::fs::remove_file(&path).unwrap();
@@ -895,9 +899,9 @@ mod tests {
                         model = HashMap::new();
                         if let Some(latest) = latest {
                             let (_, state) = load(&latest).unwrap();
-                            for piece in state.operator(NODE).unwrap() {
-                                table.restore(piece, 0..128, "test").unwrap();
-                            }
+                            (state.pieces(NODE))
+                                .for_each(|piece| table.restore(piece, 0..128, "test"))
+                                .unwrap();
                             model = taken[&from].clone();
                         }
                     }

@@ -28,7 +28,7 @@ use crate::runtime::task::network_task_body;
 use crate::runtime::task::{TaskBody, TaskRuntime};
 use crate::runtime::type_ops::{ErasedOutput, ErasedReceiver, ErasedSender, WriterContext};
 use crate::state::disk_tier::DiskTier;
-use crate::state::task_state::RestoredState;
+use crate::state::task_state::{Pieces, RestoredState};
 use crate::types::CancelToken;
 use crate::types::TaskWaker;
 use crate::types::metrics::{JobProgress, SubtaskMetrics, VertexMetrics};
@@ -466,7 +466,7 @@ impl TaskBuilder<'_> {
             global,
         } = place;
         let restored = checkpoints.and_then(|c| c.restored.as_deref());
-        let restored_of = |node: usize| restored.map_or(Ok(&[][..]), |r| r.operator(node));
+        let restored_of = |node: usize| restored.map_or(Pieces::NONE, |r| r.pieces(node));
         let stream = &job.stream;
         let chain = &job.vertices[vertex].nodes;
         let writer_ctx = WriterContext {
@@ -514,10 +514,10 @@ impl TaskBuilder<'_> {
             let is_head = node_id == chain[0];
             match (&node.factory, is_head) {
                 (NodeFactory::OneInput(f), false) => {
-                    built.insert(node_id, f.create_link(&ctx, out, restored_of(node_id)?)?);
+                    built.insert(node_id, f.create_link(&ctx, out, restored_of(node_id))?);
                 }
                 (NodeFactory::OneInput(f), true) => {
-                    let link = f.create_link(&ctx, out, restored_of(node_id)?)?;
+                    let link = f.create_link(&ctx, out, restored_of(node_id))?;
                     let (_, first_input) = stream
                         .inputs_of(node_id)
                         .next()
@@ -538,7 +538,7 @@ impl TaskBuilder<'_> {
                 (NodeFactory::TwoInput(f), true) => {
                     let rx0 = receivers.remove(&(global, 0)).unwrap_or_default();
                     let rx1 = receivers.remove(&(global, 1)).unwrap_or_default();
-                    return f.create_task(&ctx, out, rx0, rx1, restored_of(node_id)?);
+                    return f.create_task(&ctx, out, rx0, rx1, restored_of(node_id));
                 }
                 (_, false) => {
                     return Err(internal!(

@@ -316,11 +316,22 @@ pub trait Checkpointed: Operator {
     ) -> Result<()> {
         let mut any = false;
         for (i, piece) in pieces.into_iter().enumerate() {
-            let what = format!("state snapshot {i} of the restored checkpoint");
-            self.state().restore(piece, key_groups.clone(), &what)?;
+            self.restore_piece(i, piece, key_groups.clone())?;
             any = true;
         }
         if any { self.restored() } else { Ok(()) }
+    }
+
+    /// Loads old subtask snapshot `i` (the key groups in `key_groups` of it); the caller
+    /// tells the operator it was [`Operator::restored`] after the last one.
+    fn restore_piece(
+        &mut self,
+        i: usize,
+        piece: &[u8],
+        key_groups: std::ops::Range<usize>,
+    ) -> Result<()> {
+        let what = format!("state snapshot {i} of the restored checkpoint");
+        self.state().restore(piece, key_groups, &what)
     }
 
     /// [`Checkpointed::restore_pieces`] of one snapshot.

@@ -18,7 +18,7 @@ use crate::operators::{
 };
 use crate::state::declared::OperatorSnapshot;
 use crate::state::snapshot::SnapshotBuffer;
-use crate::state::task_state::TaskSnapshot;
+use crate::state::task_state::{Pieces, TaskSnapshot};
 use crate::types::{CheckpointId, Timestamp};
 
 /// Runs `f` (a call into an operator), turning a panic or an error into an error that names
@@ -132,16 +132,24 @@ impl<Op: Operator> Link<Op> {
         result
     }
 
-    /// Loads the operator's state from the snapshots of every subtask of the restored run.
-    /// If every one of them had ended, so has this one.
-    pub fn restore(&mut self, snapshots: &[Vec<u8>]) -> Result<()> {
-        if !snapshots.is_empty() && snapshots.iter().all(|s| s == ENDED) {
-            self.ended = true;
-            return Ok(());
-        }
-        let live = snapshots.iter().map(Vec::as_slice).filter(|s| *s != ENDED);
+    /// Loads the operator's state from the snapshots of every subtask of the restored run,
+    /// read one at a time. If every one of them had ended, so has this one.
+    pub fn restore(&mut self, snapshots: Pieces<'_>) -> Result<()> {
         let (op, groups) = (&mut self.op, self.ctx.key_groups());
-        guarded(&self.ctx, || op.restore_pieces(live, groups))
+        let (mut live, mut ended) = (0, 0);
+        guarded(&self.ctx, || {
+            snapshots.for_each(|piece| {
+                if piece == ENDED {
+                    ended += 1;
+                    return Ok(());
+                }
+                live += 1;
+                op.restore_piece(live - 1, piece, groups.clone())
+            })?;
+            if live > 0 { op.restored() } else { Ok(()) }
+        })?;
+        self.ended = live == 0 && ended > 0;
+        Ok(())
     }
 
     /// Calls the operator's end of input, once.
@@ -515,7 +523,8 @@ mod tests {
         let ended = || {
             let down = downstream();
             let mut link = Link::new(SumAtEnd::default(), ctx(), Box::new(down.clone()));
-            link.restore(&[ENDED.to_vec(), ENDED.to_vec()]).unwrap();
+            link.restore(Pieces::Held(&[ENDED.to_vec(), ENDED.to_vec()]))
+                .unwrap();
             link.control(Control::EndOfInput).unwrap();
             (link.op.ends, down.lock().unwrap().records.0.clone())
         };
@@ -526,7 +535,7 @@ mod tests {
         );
         let down = downstream();
         let mut link = Link::new(SumAtEnd::default(), ctx(), Box::new(down.clone()));
-        link.restore(&[ENDED.to_vec(), sums_snapshot(&[2, 4])])
+        link.restore(Pieces::Held(&[ENDED.to_vec(), sums_snapshot(&[2, 4])]))
             .unwrap();
         link.control(Control::EndOfInput).unwrap();
         assert_eq!(

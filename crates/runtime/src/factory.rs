@@ -11,7 +11,7 @@ use crate::connectors::{Source, SourceContext};
 use crate::error::Result;
 use crate::operators::{Operator, OperatorContext};
 use crate::source_splits::SourceSplits;
-use crate::state::task_state::RestoredState;
+use crate::state::task_state::{Pieces, RestoredState};
 use crate::task::{SourceTask, TaskBody, TwoInputTask};
 use crate::type_ops::{ErasedOutput, ErasedReceiver, input_gate};
 
@@ -37,12 +37,12 @@ pub trait SourceNodeFactory: Send + Sync {
 
 /// Makes one fused link (a one-input operator with its downstream).
 pub trait OneInputNodeFactory: Send + Sync {
-    /// `restored`: the node's snapshots from every subtask of a restored run (empty if none).
+    /// `restored`: the node's snapshots from every subtask of a restored run (none if none).
     fn create_link(
         &self,
         ctx: &OperatorContext,
         out: ErasedOutput,
-        restored: &[Vec<u8>],
+        restored: Pieces<'_>,
     ) -> Result<ErasedOutput>;
 }
 
@@ -55,7 +55,7 @@ pub trait TwoInputNodeFactory: Send + Sync {
         out: ErasedOutput,
         input1: Vec<ErasedReceiver>,
         input2: Vec<ErasedReceiver>,
-        restored: &[Vec<u8>],
+        restored: Pieces<'_>,
     ) -> Result<Box<dyn TaskBody>>;
 }
 
@@ -140,7 +140,7 @@ impl<Op: Operator> OperatorFactory<Op> {
         &self,
         ctx: &OperatorContext,
         out: ErasedOutput,
-        restored: &[Vec<u8>],
+        restored: Pieces<'_>,
     ) -> Result<Link<Op>>
     where
         Op::Out: Send + 'static,
@@ -162,7 +162,7 @@ where
         &self,
         ctx: &OperatorContext,
         out: ErasedOutput,
-        restored: &[Vec<u8>],
+        restored: Pieces<'_>,
     ) -> Result<ErasedOutput> {
         let link = self.link(ctx, out, restored)?;
         Ok(ErasedOutput::new::<T>(Box::new(link)))
@@ -182,7 +182,7 @@ where
         out: ErasedOutput,
         input1: Vec<ErasedReceiver>,
         input2: Vec<ErasedReceiver>,
-        restored: &[Vec<u8>],
+        restored: Pieces<'_>,
     ) -> Result<Box<dyn TaskBody>> {
         Ok(Box::new(TwoInputTask {
             input1: input_gate::<L>(input1)?,

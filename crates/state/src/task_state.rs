@@ -15,7 +15,7 @@
 //! over the new source subtasks.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -178,27 +178,45 @@ pub struct PieceReader {
 /// Reads the state a piece refers to.
 pub type ReadPiece = dyn Fn(&[u8]) -> Result<Vec<u8>> + Send + Sync;
 
+/// The snapshots an operator restores from: one per old subtask that had state (or several,
+/// a delta's chain, oldest first).
+#[derive(Clone, Copy)]
+pub enum Pieces<'a> {
+    /// Snapshots in memory.
+    Held(&'a [Vec<u8>]),
+    /// Those of a node of a restored checkpoint, read one at a time.
+    Restored(&'a RestoredState, usize),
+}
+
+impl Pieces<'_> {
+    /// No snapshots: nothing to restore.
+    pub const NONE: Pieces<'static> = Pieces::Held(&[]);
+
+    /// Hands every snapshot to `each`, in order, each read only for the call.
+    pub fn for_each(self, each: impl FnMut(&[u8]) -> Result<()>) -> Result<()> {
+        match self {
+            Pieces::Held(pieces) => pieces.iter().map(Vec::as_slice).try_for_each(each),
+            Pieces::Restored(state, node) => state.for_each_piece(node, each),
+        }
+    }
+}
+
 /// The state a restarted job loads: per stream node, the snapshots of every old subtask.
 ///
-/// Pieces that refer to files are read when their node's state is first asked for, once: a
-/// process reads the state of the operators it runs, not the whole checkpoint's.
+/// Pieces that refer to files are read when a subtask restores from them, one at a time, and
+/// let go once loaded ([`Pieces`]): a process reads the state of the operators it runs, not
+/// the whole checkpoint's, and never holds more than one piece (a checkpoint of state larger
+/// than memory is restored under the same budget as it was taken).
 #[derive(Default, Clone)]
 pub struct RestoredState {
     /// The checkpoint restored.
     pub checkpoint: CheckpointId,
     /// Operator state per node, one entry per old subtask that had state (or several, a
     /// delta's chain, oldest first), as stored.
-    operators: BTreeMap<usize, NodePieces>,
+    operators: BTreeMap<usize, Vec<Vec<u8>>>,
     /// Source splits per node, in old subtask order.
     pub sources: BTreeMap<usize, Vec<SourceSplit>>,
     reader: Option<PieceReader>,
-}
-
-/// The pieces of one node: as stored, and as read (once, when a piece refers to a file).
-#[derive(Default, Clone)]
-struct NodePieces {
-    stored: Vec<Vec<u8>>,
-    read: OnceLock<std::result::Result<Vec<Vec<u8>>, String>>,
 }
 
 impl std::fmt::Debug for RestoredState {
@@ -212,33 +230,30 @@ impl std::fmt::Debug for RestoredState {
 }
 
 impl RestoredState {
-    /// The snapshots of `node` (empty when it had no state); pieces that refer to files are
-    /// read now, the first time, and the error names a file that cannot be read.
-    pub fn operator(&self, node: usize) -> Result<&[Vec<u8>]> {
+    /// The snapshots of `node` (none when it had no state), to be read one at a time.
+    pub fn pieces(&self, node: usize) -> Pieces<'_> {
+        Pieces::Restored(self, node)
+    }
+
+    /// Hands every snapshot of `node` to `each`, in order: one that refers to a file is read
+    /// just before and let go just after (an error names the file).
+    fn for_each_piece(&self, node: usize, mut each: impl FnMut(&[u8]) -> Result<()>) -> Result<()> {
         let Some(pieces) = self.operators.get(&node) else {
-            return Ok(&[]);
+            return Ok(());
         };
-        let Some(reader) = &self.reader else {
-            return Ok(&pieces.stored);
-        };
-        if !pieces.stored.iter().any(|p| (reader.refers)(p)) {
-            return Ok(&pieces.stored);
+        for piece in pieces {
+            match &self.reader {
+                Some(reader) if (reader.refers)(piece) => {
+                    let read = (reader.read)(piece).map_err(|e| HummerError::Checkpoint {
+                        checkpoint: self.checkpoint,
+                        reason: format!("cannot restore the state of operator {node}: {e}"),
+                    })?;
+                    each(&read)?;
+                }
+                _ => each(piece)?,
+            }
         }
-        let read = pieces.read.get_or_init(|| {
-            pieces
-                .stored
-                .iter()
-                .map(|p| match (reader.refers)(p) {
-                    true => (reader.read)(p),
-                    false => Ok(p.clone()),
-                })
-                .collect::<Result<Vec<_>>>()
-                .map_err(|e| e.to_string())
-        });
-        read.as_deref().map_err(|reason| HummerError::Checkpoint {
-            checkpoint: self.checkpoint,
-            reason: format!("cannot restore the state of operator {node}: {reason}"),
-        })
+        Ok(())
     }
 
     /// Nothing restored yet of checkpoint `checkpoint`.
@@ -281,7 +296,7 @@ impl RestoredState {
     /// Adds one acknowledged task snapshot.
     pub fn add(&mut self, snapshot: TaskSnapshot) {
         for (node, bytes) in snapshot.operators {
-            self.operators.entry(node).or_default().stored.push(bytes);
+            self.operators.entry(node).or_default().push(bytes);
         }
         for (node, splits) in snapshot.sources {
             self.sources.entry(node).or_default().extend(splits);
@@ -312,6 +327,45 @@ mod tests {
             prop_assert_eq!(&joined, &postcard::to_stdvec(&snap).unwrap());
             let back: TaskSnapshot = postcard::from_bytes(&joined).unwrap();
             prop_assert_eq!(back, snap);
+        }
+
+        /// A node's pieces reach a restore in order, each piece that refers to a file read
+        /// just before it is handed over (not all of them first), once per restore.
+        #[test]
+        fn pieces_are_read_one_at_a_time_in_order(
+            pieces in proptest::collection::vec((any::<bool>(), 0u8..0xff), 0..8),
+        ) {
+            let mut restored = RestoredState::of(4);
+            for (refers, byte) in &pieces {
+                let mut snap = TaskSnapshot::new(4, 128);
+                // A referring piece starts with 0xff; what it refers to is its byte, doubled.
+                let stored = if *refers { vec![0xff, *byte] } else { vec![*byte] };
+                snap.operators.push((9, stored));
+                restored.add(snap);
+            }
+            let reads = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+            let counted = reads.clone();
+            restored.read_with(PieceReader {
+                refers: |p| p.first() == Some(&0xff),
+                read: Arc::new(move |p: &[u8]| {
+                    counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    Ok(vec![p[1], p[1]])
+                }),
+            });
+            let mut seen = Vec::new();
+            let mut referring_so_far = 0;
+            restored.pieces(9).for_each(|piece| {
+                let i = seen.len();
+                referring_so_far += usize::from(pieces[i].0);
+                assert_eq!(reads.load(std::sync::atomic::Ordering::SeqCst), referring_so_far);
+                seen.push(piece.to_vec());
+                Ok(())
+            }).unwrap();
+            let expected: Vec<Vec<u8>> = pieces.iter()
+                .map(|(refers, b)| if *refers { vec![*b, *b] } else { vec![*b] })
+                .collect();
+            prop_assert_eq!(seen, expected);
+            restored.pieces(10).for_each(|_| panic!("node 10 has no state")).unwrap();
         }
 
         /// Dealt out over any number of new subtasks, every old split is read by exactly one.
