@@ -133,6 +133,7 @@ impl DiskTier {
             path: base.clone(),
             source,
         })?;
+        remove_stale_dirs(&base);
         let baseline = resident_bytes().unwrap_or(0);
         if let Budget::Bytes(bytes) = budget {
             crate::snapshot::limit_recycling(bytes / RECYCLED_SHARE);
@@ -235,6 +236,29 @@ impl DiskTier {
             source,
         })?;
         Ok(dir)
+    }
+}
+
+/// Removes the directories that tiers of processes no longer running left under `base`
+/// (`hummer-state-<pid>-<n>`, the pid gone from `/proc`): a process killed, or one that exits
+/// from a failed task without dropping its tier, leaves its state on disk, and a job that
+/// restarts in a new worker each time would fill the disk with it. A directory whose pid is
+/// running (this process's, or a live one of another job) is left alone.
+fn remove_stale_dirs(base: &Path) {
+    let Ok(entries) = std::fs::read_dir(base) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let pid = (name.to_str())
+            .and_then(|n| n.strip_prefix("hummer-state-"))
+            .and_then(|rest| rest.split_once('-'))
+            .and_then(|(pid, _)| pid.parse::<u32>().ok());
+        let Some(pid) = pid else { continue };
+        let running = pid == std::process::id() || Path::new(&format!("/proc/{pid}")).exists();
+        if !running && std::fs::remove_dir_all(entry.path()).is_ok() {
+            tracing::info!(dir = %entry.path().display(), "removed the state a stopped process left");
+        }
     }
 }
 
@@ -1270,6 +1294,34 @@ mod tests {
             "the entries before the error went, no other"
         );
         assert_eq!(contents(&mut t).len(), 51);
+    }
+
+    /// A tier removes what tiers of stopped processes left in its directory, and nothing
+    /// of running ones or of anything else.
+    #[test]
+    fn a_tier_removes_the_state_stopped_processes_left() {
+        let base = tempfile::tempdir().expect("a directory");
+        let mut child = std::process::Command::new("true")
+            .spawn()
+            .expect("a process");
+        child.wait().expect("it ends");
+        let stale = base.path().join(format!("hummer-state-{}-0", child.id()));
+        std::fs::create_dir_all(stale.join("table-0")).expect("made");
+        std::fs::write(stale.join("table-0").join("run-0"), b"entries").expect("written");
+        let kept = [
+            format!("hummer-state-{}-9", std::process::id()),
+            "hummer-state-1-0".to_string(),
+            "hummer-state-x-0".to_string(),
+            "other".to_string(),
+        ];
+        for name in &kept {
+            std::fs::create_dir_all(base.path().join(name)).expect("made");
+        }
+        let _tier = DiskTier::new(Budget::Entries(2), Some(base.path())).expect("a tier");
+        assert!(!stale.exists(), "the stopped process's state is gone");
+        for name in &kept {
+            assert!(base.path().join(name).exists(), "{name} is kept");
+        }
     }
 
     #[test]
