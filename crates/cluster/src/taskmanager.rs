@@ -449,6 +449,14 @@ async fn deploy(
     if let (Some(pid), Ok(mut p)) = (pid, pids.lock()) {
         p.remove(&pid);
     }
+    // A worker that failed or was killed did not remove its state on disk.
+    if let Some(pid) = pid {
+        let dir = config.state_dir.clone();
+        let _ = tokio::task::spawn_blocking(move || {
+            crate::state::disk_tier::remove_dirs_of_process(dir.as_deref(), pid)
+        })
+        .await;
+    }
     let tail = tail.await.unwrap_or_default();
     match status {
         Ok(s) => report(s.code(), tail),

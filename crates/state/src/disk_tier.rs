@@ -239,27 +239,45 @@ impl DiskTier {
     }
 }
 
-/// Removes the directories that tiers of processes no longer running left under `base`
-/// (`hummer-state-<pid>-<n>`, the pid gone from `/proc`): a process killed, or one that exits
-/// from a failed task without dropping its tier, leaves its state on disk, and a job that
-/// restarts in a new worker each time would fill the disk with it. A directory whose pid is
-/// running (this process's, or a live one of another job) is left alone.
-fn remove_stale_dirs(base: &Path) {
+/// The process a tier's directory under a base directory belongs to
+/// (`hummer-state-<pid>-<n>`, as [`DiskTier::new`] names it).
+fn owner_pid(name: &std::ffi::OsStr) -> Option<u32> {
+    let rest = name.to_str()?.strip_prefix("hummer-state-")?;
+    rest.split_once('-')?.0.parse().ok()
+}
+
+/// Removes the tier directories under `base` of the processes `gone` says have ended.
+fn remove_dirs_of(base: &Path, gone: impl Fn(u32) -> bool) {
     let Ok(entries) = std::fs::read_dir(base) else {
         return;
     };
     for entry in entries.flatten() {
-        let name = entry.file_name();
-        let pid = (name.to_str())
-            .and_then(|n| n.strip_prefix("hummer-state-"))
-            .and_then(|rest| rest.split_once('-'))
-            .and_then(|(pid, _)| pid.parse::<u32>().ok());
-        let Some(pid) = pid else { continue };
-        let running = pid == std::process::id() || Path::new(&format!("/proc/{pid}")).exists();
-        if !running && std::fs::remove_dir_all(entry.path()).is_ok() {
+        if owner_pid(&entry.file_name()).is_some_and(&gone)
+            && std::fs::remove_dir_all(entry.path()).is_ok()
+        {
             tracing::info!(dir = %entry.path().display(), "removed the state a stopped process left");
         }
     }
+}
+
+/// Removes the directories that tiers of processes no longer running left under `base`: a
+/// process killed, or one that exits from a failed task without dropping its tier, leaves
+/// its state on disk, and a job that restarts in a new worker each time would fill the disk
+/// with it. A directory whose pid is running (this process's, or a live one of another job)
+/// is left alone.
+fn remove_stale_dirs(base: &Path) {
+    let own = std::process::id();
+    remove_dirs_of(base, |pid| {
+        pid != own && !Path::new(&format!("/proc/{pid}")).exists()
+    });
+}
+
+/// Removes what the tiers of process `pid`, which has ended, left under `base` (`None`: the
+/// system's temporary directory, the default of `--state-dir`): a TaskManager calls it when
+/// one of its workers exits, however it ended.
+pub fn remove_dirs_of_process(base: Option<&Path>, pid: u32) {
+    let base = base.map_or_else(std::env::temp_dir, Path::to_path_buf);
+    remove_dirs_of(&base, |owner| owner == pid);
 }
 
 impl Drop for DiskTier {
@@ -1320,6 +1338,12 @@ mod tests {
         let _tier = DiskTier::new(Budget::Entries(2), Some(base.path())).expect("a tier");
         assert!(!stale.exists(), "the stopped process's state is gone");
         for name in &kept {
+            assert!(base.path().join(name).exists(), "{name} is kept");
+        }
+        // A TaskManager removes a worker's when it ends, whatever the pid's state.
+        remove_dirs_of_process(Some(base.path()), 1);
+        assert!(!base.path().join("hummer-state-1-0").exists());
+        for name in kept.iter().filter(|n| *n != "hummer-state-1-0") {
             assert!(base.path().join(name).exists(), "{name} is kept");
         }
     }

@@ -104,9 +104,6 @@ impl SinkWriter<String> for CountRows {
         batch.clear();
         Ok(())
     }
-    fn finish(&mut self) -> hummer::Result<()> {
-        Ok(())
-    }
 }
 
 pub fn run(args: Args) -> Result<()> {
@@ -197,9 +194,11 @@ pub fn run(args: Args) -> Result<()> {
         NexmarkInput::Generator { events, .. } => events,
         NexmarkInput::Csv(_) | NexmarkInput::Kafka(_) => result.source_records,
     };
-    let rows = match &args.output {
-        Some(_) => "written".to_string(),
-        None => counter.0.load(Ordering::Relaxed).to_string(),
+    // On a cluster the counting sinks run in the workers: this process saw no row.
+    let rows = match (&args.output, &args.jobmanager) {
+        (Some(_), _) => "written".to_string(),
+        (None, Some(_)) => "counted in the workers, not here (--output keeps them)".to_string(),
+        (None, None) => counter.0.load(Ordering::Relaxed).to_string(),
     };
     println!(
         "{name}: {events} events in {secs:.3} s = {:.0} events/s ({:.0} per core, parallelism {parallelism}); result rows: {rows}",

@@ -715,8 +715,7 @@ where
     }
 
     fn restore_cold(&mut self, piece: &TablePiece<'_>) -> Result<()> {
-        let (table, groups) = (&piece.table, piece.key_groups.clone());
-        self.windows.restore_cold(table, groups, &piece.what)?;
+        self.windows.restore_cold(piece)?;
         *self.epoch = self.windows.changes.epoch;
         Ok(())
     }

@@ -191,26 +191,20 @@ impl<K: Hash + Eq + Clone + Serialize + DeserializeOwned, V: Serialize + Deseria
         })?;
         failed.map_or(Ok(()), |reason| Err(corrupt(what, reason)))
     }
-}
 
-impl<K: Hash + Eq + Clone + Serialize + DeserializeOwned, V: Serialize + DeserializeOwned>
-    KeyedTable<K, V>
-{
-    /// Loads the entries of the key groups in `key_groups` from the cold part of a snapshot
-    /// (see [`ColdPart`]), after the table's own piece of the same snapshot: each replaces
-    /// what the key had.
-    pub fn restore_cold(
-        &mut self,
-        table: &TableSnapshot<'_>,
-        key_groups: Range<usize>,
-        what: &str,
-    ) -> Result<()> {
-        table.cold_entries(&key_groups, what, |key, value| {
-            let (k, v, _) = crate::disk_tier::decode::<K, V>(key, value)
-                .map_err(|e| corrupt(what, e.to_string()))?;
-            self.insert(k, v);
-            Ok(())
-        })
+    /// Loads the entries of the piece's key groups from the part of a snapshot that was on
+    /// disk ([`ColdPart`]), after the table's own piece of the same snapshot: each replaces
+    /// what its key had.
+    pub fn restore_cold(&mut self, piece: &TablePiece<'_>) -> Result<()> {
+        let what = &piece.what;
+        piece
+            .table
+            .cold_entries(&piece.key_groups, what, |key, value| {
+                let (k, v, _) = crate::disk_tier::decode::<K, V>(key, value)
+                    .map_err(|e| corrupt(what, e.to_string()))?;
+                self.insert(k, v);
+                Ok(())
+            })
     }
 }
 
@@ -255,7 +249,7 @@ where
     }
 
     fn restore_cold(&mut self, piece: &TablePiece<'_>) -> Result<()> {
-        KeyedTable::restore_cold(self, &piece.table, piece.key_groups.clone(), &piece.what)
+        KeyedTable::restore_cold(self, piece)
     }
 
     fn checkpoint_complete(&mut self, id: CheckpointId) {
