@@ -100,25 +100,38 @@ impl StateUploader {
 
     /// Writes every operator state the acknowledgement holds as a file of its own and puts a
     /// reference in its place (unless that was done: [`TaskAck::state_in_files`]); returns
-    /// the bytes written. The written buffers are recycled for the next snapshots.
+    /// the bytes written. An operator's parts on disk are read now, each into a buffer of its
+    /// own written after the operator's bytes (not appended to them, which would copy them
+    /// as the buffer grew). The written buffers are recycled for the next snapshots.
     pub fn store(&self, ack: &mut TaskAck) -> Result<u64> {
         if ack.state_in_files {
             return Ok(0);
         }
-        ack.snapshot.write_cold_parts()?;
+        let cold_parts = ack.snapshot.take_cold_parts()?;
         let checkpoint = ack.snapshot.checkpoint;
         let mut written = 0;
-        for (node, bytes) in &mut ack.snapshot.operators {
+        for ((node, bytes), cold) in ack.snapshot.operators.iter_mut().zip(cold_parts) {
             let file = format!(
                 "{checkpoint}-{}-{node}-{:016x}",
                 ack.task,
                 crate::store::new_nonce(checkpoint)
             );
-            self.shared.write(&file, bytes)?;
+            let cold = (cold.into_iter())
+                .map(|part| {
+                    let mut out = Vec::new();
+                    part.write(&mut out).map(|()| out)
+                })
+                .collect::<Result<Vec<_>>>()?;
+            let parts: Vec<&[u8]> = std::iter::once(bytes.as_slice())
+                .chain(cold.iter().map(Vec::as_slice))
+                .collect();
+            self.shared.write_parts(&file, &parts)?;
+            let mut crc32 = crc32fast::Hasher::new();
+            parts.iter().for_each(|p| crc32.update(p));
             let reference = StateRef {
                 file,
-                len: bytes.len() as u64,
-                crc32: crc32fast::hash(bytes),
+                len: parts.iter().map(|p| p.len() as u64).sum(),
+                crc32: crc32.finalize(),
                 base: crate::state::snapshot::delta_base(bytes),
             };
             written += reference.len;
@@ -135,6 +148,73 @@ mod tests {
     use super::*;
     use crate::state::task_state::TaskSnapshot;
     use std::time::Duration;
+
+    /// A snapshot whose table has entries on disk is written whole: its bytes, then the
+    /// part on disk read after the barrier, after the table went on changing; the file
+    /// restores the table as it was at the barrier.
+    #[test]
+    fn an_operator_s_part_on_disk_is_written_after_its_bytes() {
+        use crate::state::declared::DeclaredState;
+        use crate::state::disk_tier::{Budget, DiskTier, TierUse};
+        use crate::state::keyed_table::KeyedTable;
+        use crate::state::snapshot::SnapshotBuffer;
+        use std::sync::Arc;
+
+        let dir = tempfile::tempdir().unwrap();
+        let tier = DiskTier::new(Budget::Entries(4), Some(dir.path())).unwrap();
+        let mut table = KeyedTable::<u32, u64>::default();
+        DeclaredState::new()
+            .table("t", &mut table)
+            .use_disk_tier(&TierUse {
+                tier: tier.clone(),
+                max_parallelism: 128,
+                counters: Arc::default(),
+            });
+        for k in 0..200 {
+            table.insert(k, u64::from(k));
+        }
+        assert!(table.len_in_memory() < 50, "most entries are on disk");
+        let taken = DeclaredState::new()
+            .table("t", &mut table)
+            .snapshot_deferring(1, 128, &mut SnapshotBuffer::default())
+            .unwrap()
+            .unwrap();
+        assert!(!taken.cold_parts.is_empty());
+        // The task goes on: entries read back, changed, removed; more spilled.
+        for k in 0..200 {
+            *table.upsert(k, || 0) += 1000;
+        }
+        table.remove(&7);
+        let mut snapshot = TaskSnapshot::new(1, 128);
+        snapshot.operators.push((5, taken.bytes));
+        snapshot.cold_parts.add(0, taken.cold_parts);
+        let mut ack = TaskAck {
+            task: 0,
+            snapshot,
+            alignment: Duration::ZERO,
+            sync: Duration::ZERO,
+            state_in_files: false,
+        };
+        let uploader = StateUploader::open(&dir.path().join("checkpoints")).unwrap();
+        let written = uploader.store(&mut ack).unwrap();
+        let reference = StateRef::decode(&ack.snapshot.operators[0].1)
+            .unwrap()
+            .unwrap();
+        assert_eq!(written, reference.len);
+        let shared = Storage::open(&dir.path().join("checkpoints").join(SHARED_DIR)).unwrap();
+        let bytes = reference.read(&shared).unwrap();
+        let mut restored = KeyedTable::<u32, u64>::default();
+        DeclaredState::new()
+            .table("t", &mut restored)
+            .restore(&bytes, 0..128, "the file")
+            .unwrap();
+        let mut entries: Vec<(u32, u64)> = restored.drain().collect();
+        entries.sort_unstable();
+        assert_eq!(
+            entries,
+            (0..200).map(|k| (k, u64::from(k))).collect::<Vec<_>>()
+        );
+    }
 
     #[test]
     fn an_uploaded_snapshot_reads_back_and_damage_is_named() {

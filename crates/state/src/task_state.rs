@@ -40,7 +40,7 @@ pub struct TaskSnapshot {
     #[serde(skip)]
     pub is_final: bool,
     /// The parts of `operators` still on disk. Not sent: the process that took the snapshot
-    /// writes them before its state leaves it ([`TaskSnapshot::write_cold_parts`]).
+    /// writes them before its state leaves it ([`TaskSnapshot::take_cold_parts`]).
     #[serde(skip)]
     pub cold_parts: ColdParts,
 }
@@ -91,15 +91,17 @@ impl PartialEq for ColdParts {
 }
 
 impl TaskSnapshot {
-    /// Writes the parts of its operators' snapshots that were on disk (see [`ColdParts`]):
-    /// each operator's bytes are then its whole snapshot.
-    pub fn write_cold_parts(&mut self) -> Result<()> {
+    /// Takes the parts of its operators' snapshots that were on disk (see [`ColdParts`]),
+    /// one list per operator: an operator's whole snapshot is its bytes, then each of its
+    /// parts written ([`ColdPart::write`]).
+    pub fn take_cold_parts(&mut self) -> Result<Vec<Vec<ColdPart>>> {
+        let mut of: Vec<Vec<ColdPart>> = self.operators.iter().map(|_| Vec::new()).collect();
         for (operator, part) in self.cold_parts.take() {
-            let (_, bytes) = (self.operators.get_mut(operator))
-                .ok_or_else(|| crate::error::internal!("a cold part of no operator"))?;
-            part.write(bytes)?;
+            (of.get_mut(operator))
+                .ok_or_else(|| crate::error::internal!("a cold part of no operator"))?
+                .push(part);
         }
-        Ok(())
+        Ok(of)
     }
 }
 
