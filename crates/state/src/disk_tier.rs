@@ -908,6 +908,11 @@ impl ColdPart {
     /// delta's), each key with its key group first and each value with its epoch first.
     pub fn write(self, out: &mut Vec<u8>) -> Result<()> {
         let started = Instant::now();
+        // Room for every entry of the runs (an entry takes as many bytes here as in its
+        // file), so the buffer is never copied as it grows; pages not written to are never
+        // resident.
+        let most: u64 = self.runs.iter().map(RunFile::bytes).sum();
+        out.reserve(usize::try_from(most).unwrap_or(0).saturating_add(64));
         let open =
             crate::snapshot::open_cold_table(out, self.max_parallelism, self.watermark, self.table);
         let start = out.len();

@@ -38,13 +38,15 @@ impl<K: Hash + Eq + Clone + Serialize + DeserializeOwned, V: Serialize + Deseria
     }
 
     /// A guess at the length of a whole snapshot of the table, for a first snapshot's buffer:
-    /// the encoded length of a sample of its entries (the first in table order, which is hash
-    /// order) times their number.
+    /// the encoded length of a sample of its entries (spread over the table in table order:
+    /// the first ones alone may share a run of hashes, and with them a run of keys that are
+    /// alike) times their number.
     pub fn estimated_snapshot_bytes(&self) -> usize {
         const SAMPLE: usize = 64;
         let mut scratch = Vec::new();
         let mut sampled = 0usize;
-        for (k, v) in self.iter().take(SAMPLE) {
+        let step = (self.len_in_memory() / SAMPLE).max(1);
+        for (k, v) in self.iter().step_by(step).take(SAMPLE) {
             if append_entry(&mut scratch, &(0u32, k, v)).is_err() {
                 return 0;
             }
