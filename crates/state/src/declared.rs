@@ -142,18 +142,15 @@ pub struct OperatorSnapshot {
 }
 
 impl OperatorSnapshot {
-    /// Appends the parts on disk to `bytes`: the whole snapshot.
-    pub fn write_cold_parts(bytes: &mut Vec<u8>, parts: Vec<ColdPart>) -> Result<()> {
-        parts.into_iter().try_for_each(|part| part.write(bytes))
-    }
-
-    /// The whole snapshot, its parts on disk written now.
+    /// The whole snapshot, its parts on disk written now, after its bytes.
     pub fn into_bytes(self) -> Result<Vec<u8>> {
         let OperatorSnapshot {
             mut bytes,
             cold_parts,
         } = self;
-        OperatorSnapshot::write_cold_parts(&mut bytes, cold_parts)?;
+        for part in cold_parts {
+            part.write(&mut bytes)?;
+        }
         Ok(bytes)
     }
 }
@@ -231,8 +228,7 @@ impl<'a> DeclaredState<'a> {
     }
 
     /// [`DeclaredState::snapshot`] with the parts of the tables that are on disk left to be
-    /// written later ([`OperatorSnapshot::write_cold_parts`]), after the barrier: the task
-    /// goes on meanwhile.
+    /// written later ([`ColdPart::write`]), after the barrier: the task goes on meanwhile.
     pub fn snapshot_deferring(
         mut self,
         checkpoint: CheckpointId,
@@ -289,14 +285,17 @@ impl<'a> DeclaredState<'a> {
         if !is_snapshot(snapshot) {
             return self.restore_tuple(snapshot, key_groups, what);
         }
-        let (cold, pieces): (Vec<_>, Vec<_>) = crate::snapshot::read_snapshots(snapshot, what)?
-            .into_iter()
-            .partition(|p| p.cold_part_of().is_some());
+        // The tables, then the parts on disk, each with the index of its table.
+        let (mut pieces, mut cold) = (Vec::new(), Vec::new());
+        for piece in crate::snapshot::read_snapshots(snapshot, what)? {
+            match piece.cold_part_of() {
+                Some(table) => cold.push((table, piece)),
+                None => pieces.push(piece),
+            }
+        }
         let declared = self.tables.len().max(1);
-        let misplaced = cold
-            .iter()
-            .find(|p| p.cold_part_of() >= Some(self.tables.len()));
-        if pieces.len() != declared || misplaced.is_some() {
+        let misplaced = cold.iter().any(|(table, _)| *table >= self.tables.len());
+        if pieces.len() != declared || misplaced {
             return Err(HummerError::BadInput {
                 input: what.to_string(),
                 reason: format!(
@@ -304,9 +303,7 @@ impl<'a> DeclaredState<'a> {
                      on disk, of tables {:?})",
                     pieces.len(),
                     cold.len(),
-                    cold.iter()
-                        .filter_map(|p| p.cold_part_of())
-                        .collect::<Vec<_>>()
+                    cold.iter().map(|(table, _)| table).collect::<Vec<_>>()
                 ),
             });
         }
@@ -324,8 +321,8 @@ impl<'a> DeclaredState<'a> {
         }
         // After the tables: a key on disk at the barrier was not in memory, so its entry
         // here replaces what the tables' chain held for it.
-        for piece in cold {
-            let (name, table) = &mut self.tables[piece.cold_part_of().unwrap_or_default()];
+        for (i, piece) in cold {
+            let (name, table) = &mut self.tables[i];
             table.restore_cold(&piece_of(&**table, piece, name))?;
         }
         if let Some(w) = self.watermark.as_mut() {

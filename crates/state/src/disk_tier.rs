@@ -782,11 +782,16 @@ impl<K, V> Cold<K, V> {
         })
     }
 
-    /// The cold part of a snapshot taken now (see [`ColdPart`]): the entries on disk changed
-    /// after epoch `since` (all of them for `None`), read later from copies of the runs as
-    /// they are now. An entry changed after `since` was in memory then, so it is in a run
-    /// written since, stamped with its epoch: the runs with nothing newer are passed over.
-    pub(crate) fn snapshot_part(&self, since: Option<Epoch>) -> Result<Option<ColdPart>> {
+    /// The cold part of a snapshot taken now, with the operator's `watermark` (see
+    /// [`ColdPart`]): the entries on disk changed after epoch `since` (all of them for
+    /// `None`), read later from copies of the runs as they are now. An entry changed after
+    /// `since` was in memory then, so it is in a run written since, stamped with its epoch:
+    /// the runs with nothing newer are passed over.
+    pub(crate) fn snapshot_part(
+        &self,
+        since: Option<Epoch>,
+        watermark: crate::types::Timestamp,
+    ) -> Result<Option<ColdPart>> {
         let runs = (self.runs.iter())
             .filter(|run| since.is_none_or(|s| run.newest() > s))
             .map(RunFile::reader)
@@ -797,7 +802,7 @@ impl<K, V> Cold<K, V> {
             since,
             tier: self.counts.tier.clone(),
             max_parallelism: self.max_parallelism,
-            watermark: crate::types::MIN_WATERMARK,
+            watermark,
             table: 0,
         }))
     }
@@ -836,8 +841,7 @@ impl<K, V> Cold<K, V> {
                     Ok(Some((key, value)))
                 });
                 match step {
-                    Ok(Some((key, value))) => Some(Ok((key, value))),
-                    Ok(None) => None,
+                    Ok(kept) => kept.map(Ok),
                     Err(e) => {
                         failed = Some(e);
                         Some(Ok((entry.key, entry.value)))
@@ -898,7 +902,7 @@ pub struct ColdPart {
     tier: Arc<DiskTier>,
     max_parallelism: usize,
     /// The operator's watermark, as the table's header carries it.
-    pub(crate) watermark: crate::types::Timestamp,
+    watermark: crate::types::Timestamp,
     /// Which of the operator's declared tables it belongs to.
     pub(crate) table: u32,
 }
@@ -919,7 +923,7 @@ impl ColdPart {
         for run in &self.runs {
             run.for_each_live(|key, value| {
                 if self.since.is_none_or(|s| run_file::stamp(value) > s) {
-                    crate::snapshot::append_raw(out, key, value);
+                    run_file::append_entry(out, key, value);
                 }
                 Ok(())
             })

@@ -53,27 +53,21 @@ pub struct ColdParts(Arc<std::sync::Mutex<Vec<(usize, ColdPart)>>>);
 impl ColdParts {
     /// Adds the parts of the snapshot of operator `operator`.
     pub fn add(&self, operator: usize, parts: Vec<ColdPart>) {
-        let mut all = self
-            .0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        all.extend(parts.into_iter().map(|part| (operator, part)));
+        (self.parts()).extend(parts.into_iter().map(|part| (operator, part)));
     }
 
     fn take(&self) -> Vec<(usize, ColdPart)> {
-        std::mem::take(
-            &mut *self
-                .0
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner),
-        )
+        std::mem::take(&mut *self.parts())
     }
 
     fn len(&self) -> usize {
+        self.parts().len()
+    }
+
+    fn parts(&self) -> std::sync::MutexGuard<'_, Vec<(usize, ColdPart)>> {
         self.0
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .len()
     }
 }
 

@@ -53,10 +53,15 @@ fn choice(
     key: &str,
     allowed: &[&'static str],
 ) -> Result<Option<&'static str>> {
+    Ok(choice_index(table, key, allowed)?.map(|i| allowed[i]))
+}
+
+/// Which of `allowed` an option is, in any case (`None` if not given).
+fn choice_index(table: &TableDefinition, key: &str, allowed: &[&str]) -> Result<Option<usize>> {
     match table.options.get(key) {
         None => Ok(None),
-        Some(v) => match allowed.iter().find(|a| a.eq_ignore_ascii_case(v)) {
-            Some(a) => Ok(Some(*a)),
+        Some(v) => match allowed.iter().position(|a| a.eq_ignore_ascii_case(v)) {
+            Some(i) => Ok(Some(i)),
             None => Err(SqlError::Invalid {
                 at: table.at,
                 message: format!(
@@ -74,13 +79,9 @@ fn choice(
 }
 
 /// An option that names one of `values` (the first if not given).
-fn choose<T: Copy>(table: &TableDefinition, key: &str, values: &[(&'static str, T)]) -> Result<T> {
-    let names: Vec<&'static str> = values.iter().map(|(name, _)| *name).collect();
-    let chosen = choice(table, key, &names)?.unwrap_or(names[0]);
-    Ok(values
-        .iter()
-        .find(|(name, _)| *name == chosen)
-        .map_or(values[0].1, |(_, value)| *value))
+fn choose<T: Copy>(table: &TableDefinition, key: &str, values: &[(&str, T)]) -> Result<T> {
+    let names: Vec<&str> = values.iter().map(|(name, _)| *name).collect();
+    Ok(values[choice_index(table, key, &names)?.unwrap_or(0)].1)
 }
 
 /// `sink.delivery-guarantee`, the default first.

@@ -137,11 +137,10 @@ impl RunFile {
                 });
             }
             filter.insert(key_hash(&key));
-            out.write_all(&(key.len() as u32).to_le_bytes())?;
-            out.write_all(&(value.len() as u32).to_le_bytes())?;
+            out.write_all(&entry_header(&key, &value))?;
             out.write_all(&key)?;
             out.write_all(&value)?;
-            offset += 8 + (key.len() + value.len()) as u64;
+            offset += (ENTRY_HEADER + key.len() + value.len()) as u64;
             ordinal += 1;
         }
         if let Some(last) = blocks.last_mut() {
@@ -300,6 +299,38 @@ impl RunFile {
     }
 }
 
+/// The bytes before an entry's key and value: their lengths.
+const ENTRY_HEADER: usize = 8;
+
+/// An entry's header: the lengths of its key and value, little-endian `u32`s.
+fn entry_header(key: &[u8], value: &[u8]) -> [u8; ENTRY_HEADER] {
+    let mut header = [0; ENTRY_HEADER];
+    header[..4].copy_from_slice(&(key.len() as u32).to_le_bytes());
+    header[4..].copy_from_slice(&(value.len() as u32).to_le_bytes());
+    header
+}
+
+/// Appends an entry as a block of a run holds it.
+pub fn append_entry(out: &mut Vec<u8>, key: &[u8], value: &[u8]) {
+    out.extend_from_slice(&entry_header(key, value));
+    out.extend_from_slice(key);
+    out.extend_from_slice(value);
+}
+
+/// The entry at the head of `bytes`, laid out as [`append_entry`] writes it: its key, its
+/// value and the bytes after it (`None`: the bytes end inside it).
+pub fn split_entry(bytes: &[u8]) -> Option<(&[u8], &[u8], &[u8])> {
+    let (k, rest) = bytes.split_first_chunk::<4>()?;
+    let (v, rest) = rest.split_first_chunk::<4>()?;
+    let (k, v) = (
+        u32::from_le_bytes(*k) as usize,
+        u32::from_le_bytes(*v) as usize,
+    );
+    let key = rest.get(..k)?;
+    let value = rest.get(k..k.checked_add(v)?)?;
+    Some((key, value, rest.get(k + v..)?))
+}
+
 /// The stamp a value starts with (see [`RunFile::newest`]); 0 for a value too short to have
 /// one.
 pub fn stamp(value: &[u8]) -> u32 {
@@ -365,15 +396,8 @@ impl<'a> Iterator for Entries<'a> {
     type Item = Borrowed<'a>;
 
     fn next(&mut self) -> Option<Borrowed<'a>> {
-        let (k, rest) = self.bytes.split_first_chunk::<4>()?;
-        let (v, rest) = rest.split_first_chunk::<4>()?;
-        let (k, v) = (
-            u32::from_le_bytes(*k) as usize,
-            u32::from_le_bytes(*v) as usize,
-        );
-        let key = rest.get(..k)?;
-        let value = rest.get(k..k + v)?;
-        self.bytes = rest.get(k + v..)?;
+        let (key, value, rest) = split_entry(self.bytes)?;
+        self.bytes = rest;
         let ordinal = self.ordinal;
         self.ordinal += 1;
         Some(Borrowed {

@@ -7,6 +7,7 @@ use std::ops::Range;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use crate::disk_tier::run_file::split_entry;
 use crate::error::{HummerError, Result, internal};
 use crate::key_groups::{key_group_of_hash, key_hash};
 use crate::types::{CheckpointId, MIN_WATERMARK, Timestamp};
@@ -151,14 +152,6 @@ pub(crate) fn open_cold_table(
     open_versioned(out, COLD_VERSION, max_parallelism, watermark, table)
 }
 
-/// Appends one entry of a cold part, as the disk tier holds it.
-pub(crate) fn append_raw(out: &mut Vec<u8>, key: &[u8], value: &[u8]) {
-    out.extend_from_slice(&(key.len() as u32).to_le_bytes());
-    out.extend_from_slice(&(value.len() as u32).to_le_bytes());
-    out.extend_from_slice(key);
-    out.extend_from_slice(value);
-}
-
 /// A header of `version`, with `extra` (a delta's base, a cold part's table) after the
 /// watermark.
 fn open_versioned(
@@ -296,14 +289,7 @@ impl TableSnapshot<'_> {
         let mut rest = self.body;
         while !rest.is_empty() {
             let bad = || corrupt(what, "a truncated entry of a cold part".into());
-            let (lens, tail) = rest.split_first_chunk::<8>().ok_or_else(bad)?;
-            let key_len = u32::from_le_bytes([lens[0], lens[1], lens[2], lens[3]]) as usize;
-            let value_len = u32::from_le_bytes([lens[4], lens[5], lens[6], lens[7]]) as usize;
-            if tail.len() < key_len.saturating_add(value_len) {
-                return Err(bad());
-            }
-            let (key, tail) = tail.split_at(key_len);
-            let (value, tail) = tail.split_at(value_len);
+            let (key, value, tail) = split_entry(rest).ok_or_else(bad)?;
             let group = key.first_chunk::<4>().map(|g| u32::from_be_bytes(*g));
             if key_groups.contains(&(group.ok_or_else(bad)? as usize)) {
                 f(key, value)?;

@@ -50,7 +50,7 @@ pub use format::{
     FORMAT_VERSION, TableSnapshot, append_snapshot, delta_base, is_snapshot, read_snapshot,
     read_snapshots, read_tables, write_snapshot,
 };
-pub(crate) use format::{append_raw, close_table, open_cold_table};
+pub(crate) use format::{close_table, open_cold_table};
 pub use watermark::OperatorWatermark;
 
 /// Decodes checkpointed bytes (a source's position, an operator's state) written with

@@ -121,12 +121,8 @@ impl<K: Hash + Eq + Clone + Serialize + DeserializeOwned, V: Serialize + Deseria
         );
         // The entries on disk: all of them in a whole snapshot, in a delta those changed
         // since its base; read after the barrier, from copies of the runs as they are now.
-        let since = base.map(|b| b.epoch);
         let cold = match &self.cold {
-            Some(cold) => cold.snapshot_part(since)?.map(|mut part| {
-                part.watermark = watermark;
-                part
-            }),
+            Some(cold) => cold.snapshot_part(base.map(|b| b.epoch), watermark)?,
             None => None,
         };
         close_table(out, open);
