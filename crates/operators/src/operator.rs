@@ -185,6 +185,17 @@ pub enum EitherBatch<'a, L, R> {
     Second(Batch<'a, R>),
 }
 
+impl<'a, T> EitherBatch<'a, T, T> {
+    /// The batch of two inputs of one type, and whether it came from the first: for an
+    /// operator that treats both sides alike but for which side a record is from.
+    pub fn with_side(self) -> (Batch<'a, T>, bool) {
+        match self {
+            EitherBatch::First(batch) => (batch, true),
+            EitherBatch::Second(batch) => (batch, false),
+        }
+    }
+}
+
 /// The operator contract: what it reads and emits, the one method that processes a batch of
 /// its input, and its lifecycle. Every hook but [`Operator::process`] has a default
 /// that does nothing.

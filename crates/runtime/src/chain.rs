@@ -290,18 +290,13 @@ mod tests {
             batch: EitherBatch<'_, u32, u32>,
             out: &mut Collector<'_, u32>,
         ) -> Result<()> {
-            match batch {
-                EitherBatch::First(batch) => batch.for_each(out, |x, out| {
-                    self.pending.push(x);
-                    out.collect(x);
-                    Ok(())
-                }),
-                EitherBatch::Second(batch) => batch.for_each(out, |x, out| {
-                    self.pending.push(x + 1000);
-                    out.collect(x);
-                    Ok(())
-                }),
-            }
+            let (batch, first) = batch.with_side();
+            let offset = if first { 0 } else { 1000 };
+            batch.for_each(out, |x, out| {
+                self.pending.push(x + offset);
+                out.collect(x);
+                Ok(())
+            })
         }
 
         fn notify_checkpoint_complete(&mut self, id: CheckpointId) -> Result<()> {

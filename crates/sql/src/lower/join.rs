@@ -343,10 +343,7 @@ impl<J: ApplyChange> Operator for ChangeJoin<J> {
         batch: EitherBatch<'_, Change, Change>,
         out: &mut Collector<'_, Change>,
     ) -> Result<()> {
-        let (batch, from_left) = match batch {
-            EitherBatch::First(batch) => (batch, true),
-            EitherBatch::Second(batch) => (batch, false),
-        };
+        let (batch, from_left) = batch.with_side();
         batch.for_each(out, |c, out| {
             self.0.apply(c, from_left, out);
             Ok(())
