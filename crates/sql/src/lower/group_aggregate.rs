@@ -112,6 +112,106 @@ pub enum Acc {
     /// COUNT(DISTINCT x): every value with its multiplicity, in a hash table (no order is
     /// needed to count them, and a look-up costs one hash instead of a tree's comparisons).
     Distinct(DistinctValues),
+    /// The COUNT(DISTINCT x) calls over one `x` with different filters, in the first of them:
+    /// see [`SharedDistinct`].
+    SharedDistinct(SharedDistinct),
+    /// A COUNT(DISTINCT x) counted in an earlier call's [`Acc::SharedDistinct`].
+    CountedInShared,
+}
+
+/// The COUNT(DISTINCT x) calls of a `GROUP BY` over one `x` (with different `FILTER`s, as
+/// q15 and q16 count bidders per price range) counted in one table, as Flink's distinct
+/// aggregates share one map per argument: every value once, with one multiplicity per call,
+/// so that a row costs one look-up instead of one per call.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct SharedDistinct {
+    /// Each value with its multiplicity per call (in the order of [`DistinctGroup::calls`]);
+    /// a value whose multiplicities are all 0 is taken out.
+    values: std::collections::HashMap<Value, Box<[i64]>, foldhash::fast::RandomState>,
+    /// Per call, the values whose multiplicity for it is positive: its result.
+    counts: Vec<i64>,
+}
+
+impl SharedDistinct {
+    fn new(calls: usize) -> SharedDistinct {
+        SharedDistinct {
+            values: Default::default(),
+            counts: vec![0; calls],
+        }
+    }
+
+    /// Adds `sign` times `n` to `v`'s multiplicity for the calls whose bit `mask` sets.
+    fn add(&mut self, v: &Value, mask: u64, n: i64) {
+        let calls = self.counts.len();
+        let multiplicities = match self.values.get_mut(v) {
+            Some(m) => m,
+            None => self
+                .values
+                .entry(v.clone())
+                .or_insert_with(|| vec![0; calls].into_boxed_slice()),
+        };
+        for (slot, (m, count)) in multiplicities.iter_mut().zip(&mut self.counts).enumerate() {
+            if mask & (1 << slot) == 0 {
+                continue;
+            }
+            let before = *m;
+            *m += n;
+            match (before > 0, *m > 0) {
+                (false, true) => *count += 1,
+                (true, false) => *count -= 1,
+                _ => {}
+            }
+        }
+        if multiplicities.iter().all(|m| *m == 0) {
+            self.values.remove(v);
+        }
+    }
+
+    /// Adds `other`'s multiplicities to these (session windows that merge).
+    fn absorb(&mut self, other: SharedDistinct) {
+        for (v, multiplicities) in other.values {
+            for (slot, m) in multiplicities.iter().enumerate() {
+                if *m != 0 {
+                    self.add(&v, 1 << slot, *m);
+                }
+            }
+        }
+    }
+}
+
+/// COUNT(DISTINCT x) calls over one argument column that share one [`SharedDistinct`], held
+/// by the first of them.
+#[derive(Clone, Debug)]
+struct DistinctGroup {
+    /// The argument's input column.
+    arg: usize,
+    /// The calls, by index: at least two, at most 64 (one bit each in a mask).
+    calls: Vec<usize>,
+}
+
+/// Groups the COUNT(DISTINCT x) calls of `calls` by `x`; a call alone with its `x` keeps a
+/// table of its own.
+fn distinct_groups(calls: &[AggCall]) -> Vec<DistinctGroup> {
+    let mut groups: Vec<DistinctGroup> = Vec::new();
+    for (i, call) in calls.iter().enumerate() {
+        let (AggKind::Count | AggKind::CountStar, true, Some(arg)) =
+            (call.kind, call.distinct, call.arg)
+        else {
+            continue;
+        };
+        match groups
+            .iter_mut()
+            .find(|g| g.arg == arg && g.calls.len() < 64)
+        {
+            Some(group) => group.calls.push(i),
+            None => groups.push(DistinctGroup {
+                arg,
+                calls: vec![i],
+            }),
+        }
+    }
+    groups.retain(|g| g.calls.len() > 1);
+    groups
 }
 
 /// The values of a COUNT(DISTINCT x) with their multiplicities.
@@ -189,11 +289,15 @@ pub struct GroupState {
 #[derive(Clone, Debug)]
 pub struct GroupAggregate {
     /// How many leading input columns are the group key.
-    pub keys: usize,
+    keys: usize,
     /// The aggregates.
-    pub calls: Vec<AggCall>,
+    calls: Vec<AggCall>,
     /// The input only adds rows (no retraction comes): MIN and MAX keep one value.
-    pub append_only: bool,
+    append_only: bool,
+    /// The COUNT(DISTINCT x) calls that share a table.
+    shared: Vec<DistinctGroup>,
+    /// Per call counted in a shared table: the group's first call and the call's place in it.
+    counted_in: Vec<Option<(usize, usize)>>,
 }
 
 fn failed(call: &AggCall, e: EvalError) -> hummer_types::error::HummerError {
@@ -244,37 +348,69 @@ fn add_to(call: &AggCall, sum: &Value, v: Value) -> Result<Value> {
 }
 
 impl GroupAggregate {
+    /// The aggregation of `calls` over rows whose `keys` leading columns are the group key;
+    /// `append_only` if no retraction comes (MIN and MAX then keep one value).
+    pub fn new(keys: usize, calls: Vec<AggCall>, append_only: bool) -> GroupAggregate {
+        let shared = distinct_groups(&calls);
+        let mut counted_in = vec![None; calls.len()];
+        for group in &shared {
+            for (slot, &call) in group.calls.iter().enumerate() {
+                counted_in[call] = Some((group.calls[0], slot));
+            }
+        }
+        GroupAggregate {
+            keys,
+            calls,
+            append_only,
+            shared,
+            counted_in,
+        }
+    }
+
+    /// The aggregates.
+    pub fn calls(&self) -> &[AggCall] {
+        &self.calls
+    }
+
     /// A group without rows.
     pub fn new_state(&self) -> GroupState {
         GroupState {
             accs: self
                 .calls
                 .iter()
-                .map(|c| match (c.kind, c.distinct) {
-                    (AggKind::FirstValue | AggKind::LastValue, _) if self.append_only => {
+                .zip(&self.counted_in)
+                .map(|(c, counted_in)| match (c.kind, c.distinct, counted_in) {
+                    (_, _, Some((first, 0))) => Acc::SharedDistinct(SharedDistinct::new(
+                        self.shared
+                            .iter()
+                            .find(|g| g.calls[0] == *first)
+                            .map_or(1, |g| g.calls.len()),
+                    )),
+                    (_, _, Some(_)) => Acc::CountedInShared,
+                    (AggKind::FirstValue | AggKind::LastValue, _, _) if self.append_only => {
                         Acc::Kept(Value::Null)
                     }
-                    (AggKind::FirstValue | AggKind::LastValue | AggKind::ListAgg, _) => {
+                    (AggKind::FirstValue | AggKind::LastValue | AggKind::ListAgg, _, _) => {
                         Acc::Ordered(Vec::new())
                     }
-                    (AggKind::Lag(_), _) => Acc::Recent(Default::default()),
-                    (AggKind::Spread(_), _) => Acc::Moments {
+                    (AggKind::Lag(_), _, _) => Acc::Recent(Default::default()),
+                    (AggKind::Spread(_), _, _) => Acc::Moments {
                         n: 0,
                         sum: Value::Null,
                         squares: Value::Null,
                     },
-                    (AggKind::Min | AggKind::Max, false) if self.append_only => {
+                    (AggKind::Min | AggKind::Max, false, _) if self.append_only => {
                         Acc::Extreme(Value::Null)
                     }
-                    (AggKind::Sum | AggKind::Avg, true) => {
+                    (AggKind::Sum | AggKind::Avg, true, _) => {
                         Acc::DistinctSum(BTreeMap::new(), Value::Null)
                     }
-                    (AggKind::Count | AggKind::CountStar, true) => {
+                    (AggKind::Count | AggKind::CountStar, true, _) => {
                         Acc::Distinct(DistinctValues::default())
                     }
-                    (AggKind::Min | AggKind::Max, _) => Acc::Values(BTreeMap::new()),
-                    (AggKind::Sum | AggKind::Avg, false) => Acc::Sum(Value::Null, 0),
-                    (AggKind::CountStar | AggKind::Count, false) => Acc::Count(0),
+                    (AggKind::Min | AggKind::Max, _, _) => Acc::Values(BTreeMap::new()),
+                    (AggKind::Sum | AggKind::Avg, false, _) => Acc::Sum(Value::Null, 0),
+                    (AggKind::CountStar | AggKind::Count, false, _) => Acc::Count(0),
                 })
                 .collect(),
             rows: 0,
@@ -374,6 +510,8 @@ impl GroupAggregate {
                 Acc::Distinct(values) => {
                     values.add(value.unwrap_or(&Value::Null), sign);
                 }
+                // Counted below, once per group of calls.
+                Acc::SharedDistinct(_) | Acc::CountedInShared => {}
                 Acc::DistinctSum(values, sum) => {
                     let v = value.cloned().unwrap_or(Value::Null);
                     let (before, after) = values.add(&v, sign);
@@ -389,6 +527,26 @@ impl GroupAggregate {
                         };
                     }
                 }
+            }
+        }
+        for group in &self.shared {
+            let v = &row[group.arg];
+            if v.is_null() {
+                continue;
+            }
+            let mut mask = 0u64;
+            for (slot, &call) in group.calls.iter().enumerate() {
+                if self.calls[call]
+                    .filter
+                    .is_none_or(|f| matches!(row[f], Value::Boolean(true)))
+                {
+                    mask |= 1 << slot;
+                }
+            }
+            if let (true, Some(Acc::SharedDistinct(shared))) =
+                (mask != 0, state.accs.get_mut(group.calls[0]))
+            {
+                shared.add(v, mask, sign);
             }
         }
         Ok(())
@@ -424,6 +582,7 @@ impl GroupAggregate {
                 }
                 (Acc::Values(v), Acc::Values(w)) => v.absorb(w),
                 (Acc::Distinct(v), Acc::Distinct(w)) => v.absorb(w),
+                (Acc::SharedDistinct(v), Acc::SharedDistinct(w)) => v.absorb(w),
                 (Acc::DistinctSum(v, sum), Acc::DistinctSum(w, _)) => {
                     v.absorb(w);
                     // Summed again once: merges are rare (sessions that meet).
@@ -468,10 +627,20 @@ impl GroupAggregate {
         self.calls
             .iter()
             .zip(&state.accs)
-            .map(|(call, acc)| {
+            .zip(&self.counted_in)
+            .map(|((call, acc), counted_in)| {
                 Ok(match (call.kind, acc) {
                     (_, Acc::Count(n)) => Value::BigInt(*n),
                     (_, Acc::Distinct(v)) => Value::BigInt(v.len() as i64),
+                    (_, Acc::SharedDistinct(_) | Acc::CountedInShared) => {
+                        let (first, slot) = counted_in.unwrap_or_default();
+                        match state.accs.get(first) {
+                            Some(Acc::SharedDistinct(shared)) => {
+                                Value::BigInt(shared.counts.get(slot).copied().unwrap_or(0))
+                            }
+                            _ => Value::BigInt(0),
+                        }
+                    }
                     (_, Acc::Kept(v)) => v.clone(),
                     (kind, Acc::Recent(v)) => {
                         let offset = match kind {
@@ -701,9 +870,9 @@ mod tests {
             parameter: None,
         };
         // Input: key, value, value < 50, value is odd.
-        GroupAggregate {
-            keys: 1,
-            calls: vec![
+        GroupAggregate::new(
+            1,
+            vec![
                 call(AggKind::CountStar, None, false, None),
                 call(AggKind::Sum, Some(1), false, None),
                 call(AggKind::Min, Some(1), false, None),
@@ -715,9 +884,10 @@ mod tests {
                 call(AggKind::Avg, Some(1), true, None),
                 call(AggKind::Count, Some(1), true, Some(2)),
                 call(AggKind::Count, Some(0), true, Some(3)),
+                call(AggKind::Count, Some(1), true, Some(3)),
             ],
-            append_only: false,
-        }
+            false,
+        )
     }
 
     proptest! {
@@ -734,6 +904,7 @@ mod tests {
             bundle in proptest::option::of(1usize..10),
         ) {
             let agg = GroupAggregate { append_only, ..agg() };
+            prop_assert_eq!(agg.shared.len(), 1, "the two filtered counts of column 1 share");
             let mut states: HashMap<i64, Option<GroupState>> = HashMap::new();
             let mut held: HashMap<i64, Vec<i64>> = HashMap::new();
             let mut table: HashMap<Row, i64> = HashMap::new();
@@ -798,6 +969,7 @@ mod tests {
                     Value::BigInt(distinct.iter().sum::<i64>() / distinct.len() as i64),
                     Value::BigInt(distinct.iter().filter(|&&v| v < 50).count() as i64),
                     Value::BigInt(i64::from(values.iter().any(|v| v % 2 == 1))),
+                    Value::BigInt(distinct.iter().filter(|&&v| v % 2 == 1).count() as i64),
                 ];
                 expected.insert(row, 1);
             }

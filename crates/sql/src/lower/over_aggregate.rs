@@ -187,11 +187,11 @@ mod tests {
         };
         OverAggregate {
             width: 2,
-            aggregate: GroupAggregate {
-                keys: 0,
-                calls: vec![call(AggKind::Sum), call(AggKind::Max), call(AggKind::Count)],
-                append_only: false,
-            },
+            aggregate: GroupAggregate::new(
+                0,
+                vec![call(AggKind::Sum), call(AggKind::Max), call(AggKind::Count)],
+                false,
+            ),
             frame,
             time: 0,
             processing_time: false,

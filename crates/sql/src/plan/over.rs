@@ -380,7 +380,8 @@ pub fn plan(
         if parts.distinct {
             return Err(refuse(format!("DISTINCT in '{f}'"), f_at));
         }
-        let arg_column = super::aggregate::argument_column(arg.as_ref(), schema, &mut pre)?;
+        let arg_column =
+            super::aggregate::argument_column(arg.as_ref(), schema, &mut pre, width + partition)?;
         let ty = result_type(kind, arg_column.as_ref().map(|(_, t)| t), f_at)?;
         output.push(Column {
             name: format!("$over{j}"),
@@ -433,11 +434,7 @@ pub fn plan(
     );
     let function = OverAggregate {
         width,
-        aggregate: GroupAggregate {
-            keys: 0,
-            calls,
-            append_only: false,
-        },
+        aggregate: GroupAggregate::new(0, calls, false),
         frame,
         time: time.0,
         processing_time: time.1,
