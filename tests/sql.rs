@@ -111,6 +111,99 @@ fn insert_into_a_csv_table_writes_the_filtered_projection_at_any_parallelism() {
 }
 
 #[test]
+fn an_insert_casts_into_the_sink_columns_as_flink_and_refuses_narrowing() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let input = dir.path().join("in.csv");
+    std::fs::write(&input, "1.25,3,70000\n2.50,7,700\n").expect("write");
+    let output = dir.path().join("out");
+    let tables = format!(
+        "CREATE TABLE src (p DECIMAL(10, 2), i INT, n INT)\n\
+         WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');\n\
+         CREATE TABLE out (v DECIMAL(10, 2), w DECIMAL(10, 1), d DOUBLE, b BIGINT, s SMALLINT,\n\
+           t TINYINT)\n\
+         WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');\n",
+        input.display(),
+        output.display()
+    );
+    // DECIMAL(21, 4) into DECIMAL(10, 2) and (10, 1), rounded half up; INT into DOUBLE and
+    // BIGINT; a narrowing CAST in the query keeps the low bits, as Java's.
+    let insert = "INSERT INTO out SELECT p * p, p, i, i, CAST(n AS SMALLINT),\n\
+                  CAST(n AS TINYINT) * CAST(2 AS TINYINT) FROM src;";
+    let (ok, _, err) = hummer_sql(&["-e", &format!("{tables}{insert}")], "");
+    assert!(ok, "{err}");
+    assert_eq!(
+        sorted_lines(&output),
+        vec!["1.56,1.3,3.0,3,4464,-32", "6.25,2.5,7.0,7,700,120"]
+    );
+    // BIGINT into INT narrows: refused before anything runs, naming the column.
+    let narrowing = format!(
+        "{tables}CREATE TABLE ints (x INT) WITH ('connector' = 'blackhole');\n\
+         INSERT INTO ints SELECT CAST(i AS BIGINT) FROM src;"
+    );
+    let (ok, _, err) = hummer_sql(&["-e", &narrowing], "");
+    assert!(!ok);
+    assert!(
+        err.contains("incompatible types for sink column 'x' at position 0 (BIGINT into INT"),
+        "{err}"
+    );
+}
+
+#[test]
+fn week_floors_start_on_sunday_and_a_top_n_takes_a_between_range() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let input = dir.path().join("t.csv");
+    std::fs::write(
+        &input,
+        "1,k,2024-03-05 07:08:09.123\n2,k,2024-03-03 00:00:00.000\n3,k,2024-03-09 23:59:59.999\n\
+         4,j,2024-03-10 00:00:00.000\n",
+    )
+    .expect("write");
+    let table = format!(
+        "CREATE TABLE t (id INT, k STRING, ts TIMESTAMP(3))\n\
+         WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');\n",
+        input.display()
+    );
+    let (ok, out, err) = hummer_sql(
+        &[
+            "-e",
+            &format!("{table}SELECT id, FLOOR(ts TO WEEK) AS f, CEIL(ts TO WEEK) AS c FROM t"),
+        ],
+        "",
+    );
+    assert!(ok, "{err}");
+    for row in [
+        "|  1 | 2024-03-03 00:00:00.000 | 2024-03-10 00:00:00.000 |",
+        "|  2 | 2024-03-03 00:00:00.000 | 2024-03-03 00:00:00.000 |",
+        "|  3 | 2024-03-03 00:00:00.000 | 2024-03-10 00:00:00.000 |",
+        "|  4 | 2024-03-10 00:00:00.000 | 2024-03-10 00:00:00.000 |",
+    ] {
+        assert!(out.contains(row), "{row} in {out}");
+    }
+    let (ok, out, err) = hummer_sql(
+        &[
+            "-e",
+            &format!(
+                "{table}SELECT id FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY k ORDER BY id) \
+                 AS rn FROM t) WHERE rn BETWEEN 2 AND 3"
+            ),
+        ],
+        "",
+    );
+    assert!(ok, "{err}");
+    let ids: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("| +I"))
+        .map(|l| {
+            l.trim_matches(|c| c == '|' || c == ' ')
+                .rsplit(' ')
+                .next()
+                .unwrap_or("")
+        })
+        .collect();
+    assert_eq!(ids, vec!["2", "3"], "{out}");
+}
+
+#[test]
 fn a_select_prints_its_rows_and_a_bad_line_fails_naming_it() {
     let dir = tempfile::tempdir().expect("temp dir");
     let input = dir.path().join("t.csv");

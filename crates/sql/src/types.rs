@@ -99,6 +99,17 @@ impl DataType {
     }
 }
 
+/// See [`SqlType::into_column`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IntoColumn {
+    /// The value is of the column's type (or one it holds as it is).
+    AsItIs,
+    /// Cast to the column's type.
+    Cast,
+    /// Not implicitly: the query must cast it itself.
+    Refused,
+}
+
 impl SqlType {
     /// `STRING`.
     pub const STRING: SqlType = SqlType::VarChar(STRING_LENGTH);
@@ -120,6 +131,46 @@ impl SqlType {
                 | SqlType::Double
                 | SqlType::Decimal { .. }
         )
+    }
+
+    /// The numeric types in the order they widen: `TINYINT` 1, `SMALLINT`, `INT`, `BIGINT`,
+    /// `DECIMAL`, `FLOAT`, `DOUBLE` 7; `None` for a type that is not a number.
+    pub fn numeric_rank(&self) -> Option<u8> {
+        Some(match self {
+            SqlType::TinyInt => 1,
+            SqlType::SmallInt => 2,
+            SqlType::Int => 3,
+            SqlType::BigInt => 4,
+            SqlType::Decimal { .. } => 5,
+            SqlType::Float => 6,
+            SqlType::Double => 7,
+            _ => return None,
+        })
+    }
+
+    /// How a value of this type goes into a column of type `to` (an `INSERT`'s sink column),
+    /// as Flink's implicit casts allow: as it is, cast, or not at all. A number widens (any
+    /// `DECIMAL` into any other), a string of any length into any string, a time into another
+    /// time; a number does not narrow (`BIGINT` into `INT`, `DOUBLE` into `FLOAT`) and a value
+    /// does not change kind (a number into a string).
+    pub fn into_column(&self, to: &SqlType) -> IntoColumn {
+        let time = |t: &SqlType| t.is_time() || *t == SqlType::Date;
+        match (self, to) {
+            (from, to) if from == to => IntoColumn::AsItIs,
+            (SqlType::Null, _) => IntoColumn::AsItIs,
+            (from, to) if from.is_string() && to.is_string() => IntoColumn::AsItIs,
+            (from, to) => match (from.numeric_rank(), to.numeric_rank()) {
+                (Some(5), Some(5)) => IntoColumn::Cast,
+                (Some(a), Some(b)) if a <= b => IntoColumn::Cast,
+                (Some(_), Some(_)) => IntoColumn::Refused,
+                _ if time(from) && to.is_time() => IntoColumn::Cast,
+                // Nested and collection types are passed on as they are.
+                _ if matches!(from, SqlType::Row(_)) && matches!(to, SqlType::Row(_)) => {
+                    IntoColumn::AsItIs
+                }
+                _ => IntoColumn::Refused,
+            },
+        }
     }
 
     /// True for `CHAR`, `VARCHAR` and `STRING`.

@@ -45,6 +45,57 @@ use column_use::ColumnUse;
 const CONNECTORS: &str = "'filesystem' (formats 'csv', 'json' and 'debezium-json'), 'kafka', \
      'upsert-kafka', 'nexmark' and 'datagen' (read), 'print' and 'blackhole' (written) are";
 
+/// The `Calc` that casts the query's columns to the types of the table's columns where they
+/// differ (`None` where none does), as Flink's `INSERT` casts implicitly; a column whose
+/// type does not go into its column is refused before anything runs, as Flink refuses it.
+fn into_columns(query: &Schema, target: &Schema, table: &TableDefinition) -> Result<Option<Calc>> {
+    use crate::expr::Expr;
+    use crate::types::IntoColumn;
+    let mut casts = false;
+    let mut projection = Vec::with_capacity(target.columns.len());
+    for (i, (from, to)) in query.columns.iter().zip(&target.columns).enumerate() {
+        let expr = match from.ty.ty.into_column(&to.ty.ty) {
+            IntoColumn::AsItIs => Expr::Column(i),
+            IntoColumn::Cast => {
+                casts = true;
+                Expr::Cast {
+                    expr: Box::new(Expr::Column(i)),
+                    to: to.ty.ty.clone(),
+                    try_cast: false,
+                }
+            }
+            IntoColumn::Refused => {
+                let listed = |s: &Schema| {
+                    s.columns
+                        .iter()
+                        .map(|c| format!("{}: {}", c.name, c.ty))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                };
+                return Err(SqlError::Invalid {
+                    at: table.at,
+                    message: format!(
+                        "Column types of query result and sink for '{}' do not match: \
+                         incompatible types for sink column '{}' at position {i} ({} into \
+                         {}; cast it in the query).\nQuery schema: [{}]\nSink schema: [{}]",
+                        table.name,
+                        to.name,
+                        from.ty,
+                        to.ty,
+                        listed(query),
+                        listed(target)
+                    ),
+                });
+            }
+        };
+        projection.push(Named {
+            expr,
+            text: to.name.clone(),
+        });
+    }
+    Ok(casts.then(|| Calc::new(None, projection)))
+}
+
 /// The table's physical columns (what its connector reads or writes).
 pub fn physical_schema(table: &TableDefinition) -> Schema {
     Schema::new(
@@ -296,7 +347,7 @@ pub fn lookup_source(table: &TableDefinition) -> Result<TableFiles> {
 /// Writes the query's rows into `table`: a sink that takes only inserts (`csv`) refuses an
 /// updating query before anything runs, naming the operator that updates, as Flink does.
 pub fn write(planned: &Planned, table: &TableDefinition) -> Result<()> {
-    let (rows, schema) = (planned.rows(), &planned.schema);
+    let schema = &planned.schema;
     let target = physical_schema(table);
     if target.columns.len() != schema.columns.len() {
         return Err(SqlError::Invalid {
@@ -309,6 +360,10 @@ pub fn write(planned: &Planned, table: &TableDefinition) -> Result<()> {
             ),
         });
     }
+    let rows = match into_columns(schema, &target, table)? {
+        Some(calc) => planned.rows_through(calc, &format!("Calc: into {}", table.name)),
+        None => planned.rows(),
+    };
     let inserts_only = |format: &str| match &planned.updated_by {
         Some(node) => Err(SqlError::Invalid {
             at: table.at,

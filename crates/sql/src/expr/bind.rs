@@ -39,18 +39,9 @@ fn typed(expr: Expr, ty: SqlType, nullable: bool) -> Typed {
     }
 }
 
-/// Numeric rank for widening.
+/// Numeric rank for widening: see [`SqlType::numeric_rank`].
 fn rank(ty: &SqlType) -> Option<u8> {
-    Some(match ty {
-        SqlType::TinyInt => 1,
-        SqlType::SmallInt => 2,
-        SqlType::Int => 3,
-        SqlType::BigInt => 4,
-        SqlType::Decimal { .. } => 5,
-        SqlType::Float => 6,
-        SqlType::Double => 7,
-        _ => return None,
-    })
+    ty.numeric_rank()
 }
 
 /// An exact numeric type as a decimal's precision and scale.

@@ -650,7 +650,9 @@ impl TimeField {
             TimeField::Minute => fixed(60_000),
             TimeField::Hour => fixed(3_600_000),
             TimeField::Day => fixed(86_400_000),
-            TimeField::Week => day_ms(days - (days + 3).rem_euclid(7)),
+            // Weeks start on Sunday, as Flink's (Calcite's `julianDateFloor`); 1970-01-01
+            // was a Thursday.
+            TimeField::Week => day_ms(days - (days + 4).rem_euclid(7)),
             TimeField::Month => day_ms(days_from_civil(y, m, 1)),
             TimeField::Quarter => day_ms(days_from_civil(y, (m - 1) / 3 * 3 + 1, 1)),
             TimeField::Year => day_ms(days_from_civil(y, 1, 1)),
@@ -1376,8 +1378,18 @@ mod tests {
         );
         assert_eq!(
             TimeField::Week.floor(leap),
-            Some(1_708_905_600_000),
-            "Monday 2024-02-26"
+            Some(1_708_819_200_000),
+            "Sunday 2024-02-25"
+        );
+        let sunday = 1_709_424_000_000; // 2024-03-03 00:00
+        assert_eq!(TimeField::Week.floor(sunday), Some(sunday));
+        assert_eq!(
+            TimeField::Week.floor(sunday + 2 * 86_400_000 + 1),
+            Some(sunday)
+        );
+        assert_eq!(
+            TimeField::Week.ceil(sunday + 1),
+            Some(sunday + 7 * 86_400_000)
         );
     }
 

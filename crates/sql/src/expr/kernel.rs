@@ -185,8 +185,9 @@ impl Number {
                 op: *op,
                 left: sub(left)?,
                 right: sub(right)?,
+                // TINYINT and SMALLINT wrap at 8 and 16 bits: the general path.
                 int32: match ty {
-                    SqlType::TinyInt | SqlType::SmallInt | SqlType::Int => true,
+                    SqlType::Int => true,
                     SqlType::BigInt => false,
                     _ => return None,
                 },
@@ -211,7 +212,7 @@ impl Number {
                     number: sub(expr)?,
                     int32: false,
                 },
-                SqlType::TinyInt | SqlType::SmallInt | SqlType::Int => Number::ToInteger {
+                SqlType::Int => Number::ToInteger {
                     number: sub(expr)?,
                     int32: true,
                 },

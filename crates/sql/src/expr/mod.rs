@@ -427,6 +427,16 @@ fn negate(v: Value) -> Value {
     }
 }
 
+/// An integer as a value of `ty` (`TINYINT`, `SMALLINT` or `INT`, all held as `i32`): its
+/// low 8, 16 or 32 bits, as Java's narrowing casts and arithmetic wrap.
+pub(crate) fn narrow(n: i64, ty: &SqlType) -> i32 {
+    match ty {
+        SqlType::TinyInt => i32::from(n as i8),
+        SqlType::SmallInt => i32::from(n as i16),
+        _ => n as i32,
+    }
+}
+
 /// `a op b` in the result type `ty` (both operands are numbers of a kind that widens to it).
 pub(crate) fn arith(op: Arith, a: Value, b: Value, ty: &SqlType) -> Result<Value, EvalError> {
     if a.is_null() || b.is_null() {
@@ -434,11 +444,11 @@ pub(crate) fn arith(op: Arith, a: Value, b: Value, ty: &SqlType) -> Result<Value
     }
     Ok(match ty {
         // INT arithmetic wraps at 32 bits as Java's does: the low 32 bits of the 64-bit
-        // wrapping result (for division too: only MIN / -1 overflows, to MIN either way).
+        // wrapping result (for division too: only MIN / -1 overflows, to MIN either way);
+        // TINYINT and SMALLINT at 8 and 16.
         SqlType::TinyInt | SqlType::SmallInt | SqlType::Int => {
-            Value::Int(
-                integer_arith(op, as_i64(&a) as i32 as i64, as_i64(&b) as i32 as i64)? as i32,
-            )
+            let (x, y) = (narrow(as_i64(&a), ty), narrow(as_i64(&b), ty));
+            Value::Int(narrow(integer_arith(op, i64::from(x), i64::from(y))?, ty))
         }
         SqlType::BigInt => Value::BigInt(integer_arith(op, as_i64(&a), as_i64(&b))?),
         SqlType::Decimal { precision, scale } => decimal_arith(op, &a, &b, *precision, *scale)?,
@@ -608,9 +618,17 @@ pub fn cast(v: Value, to: &SqlType) -> Result<Value, EvalError> {
     let bad = |v: &Value| EvalError(format!("cannot cast '{v}' to {to}"));
     Ok(match to {
         SqlType::TinyInt | SqlType::SmallInt | SqlType::Int => match &v {
-            Value::String(s) => Value::Int(s.trim().parse().map_err(|_| bad(&v))?),
+            // As Java's `Byte.parseByte` and `Short.parseShort`: out of range fails.
+            Value::String(s) => Value::Int(
+                s.trim()
+                    .parse::<i64>()
+                    .ok()
+                    .filter(|n| i64::from(narrow(*n, to)) == *n)
+                    .map(|n| narrow(n, to))
+                    .ok_or_else(|| bad(&v))?,
+            ),
             Value::Boolean(b) => Value::Int(i32::from(*b)),
-            n => Value::Int(as_i64(n) as i32),
+            n => Value::Int(narrow(as_i64(n), to)),
         },
         SqlType::BigInt => match &v {
             Value::String(s) => Value::BigInt(s.trim().parse().map_err(|_| bad(&v))?),
@@ -744,6 +762,36 @@ mod tests {
             };
             match expected {
                 Some(v) => prop_assert_eq!(got.unwrap(), Value::Int(v)),
+                None => prop_assert!(got.is_err()),
+            }
+        }
+
+        /// TINYINT and SMALLINT are Java's `byte` and `short`: a cast of a number keeps its
+        /// low 8 or 16 bits, arithmetic wraps there, and a string out of range fails.
+        #[test]
+        fn tinyint_and_smallint_are_javas_byte_and_short(
+            n in any::<i64>(),
+            a in any::<i8>(),
+            b in any::<i8>(),
+            op in ops(),
+        ) {
+            prop_assert_eq!(cast(Value::BigInt(n), &SqlType::TinyInt).unwrap(), Value::Int(i32::from(n as i8)));
+            prop_assert_eq!(cast(Value::BigInt(n), &SqlType::SmallInt).unwrap(), Value::Int(i32::from(n as i16)));
+            let text = Value::String(n.to_string());
+            match i8::try_from(n) {
+                Ok(v) => prop_assert_eq!(cast(text, &SqlType::TinyInt).unwrap(), Value::Int(v.into())),
+                Err(_) => prop_assert!(cast(text, &SqlType::TinyInt).is_err()),
+            }
+            let got = arith(op, Value::Int(a.into()), Value::Int(b.into()), &SqlType::TinyInt);
+            let expected = match op {
+                Arith::Add => Some(a.wrapping_add(b)),
+                Arith::Subtract => Some(a.wrapping_sub(b)),
+                Arith::Multiply => Some(a.wrapping_mul(b)),
+                Arith::Divide => (b != 0).then(|| a.wrapping_div(b)),
+                Arith::Modulo => (b != 0).then(|| a.wrapping_rem(b)),
+            };
+            match expected {
+                Some(v) => prop_assert_eq!(got.unwrap(), Value::Int(v.into())),
                 None => prop_assert!(got.is_err()),
             }
         }

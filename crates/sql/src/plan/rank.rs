@@ -43,23 +43,31 @@ fn row_number(select: &ast::Select) -> Option<(usize, String, &ast::WindowSpec)>
     })
 }
 
-/// The limit a conjunct puts on the column `name`: `name <= N`, `name < N`, `name = N` (N
-/// from 1), or `None`.
+/// The limit a conjunct puts on the column `name`: `name <= N`, `name < N`, `name = N`,
+/// `name BETWEEN M AND N` (N from 1), or `None`. (A lower bound stays in the outer `WHERE`.)
 fn limit_of(conjunct: &ast::Expr, name: &str) -> Option<usize> {
-    let ast::Expr::BinaryOp { left, op, right } = conjunct else {
-        return None;
+    let number = |e: &ast::Expr| -> Option<usize> {
+        let ast::Expr::Value(v) = e else {
+            return None;
+        };
+        let ast::Value::Number(n, _) = &v.value else {
+            return None;
+        };
+        n.parse().ok()
     };
-    let column = super::aggregate::column_name(left)?;
-    if column != name {
+    let (left, op, n) = match conjunct {
+        ast::Expr::BinaryOp { left, op, right } => (left, op, number(right)?),
+        ast::Expr::Between {
+            expr,
+            negated: false,
+            high,
+            ..
+        } => (expr, &BinaryOperator::LtEq, number(high)?),
+        _ => return None,
+    };
+    if super::aggregate::column_name(left)? != name {
         return None;
     }
-    let ast::Expr::Value(v) = right.as_ref() else {
-        return None;
-    };
-    let ast::Value::Number(n, _) = &v.value else {
-        return None;
-    };
-    let n: usize = n.parse().ok()?;
     match op {
         BinaryOperator::LtEq | BinaryOperator::Eq if n >= 1 => Some(n),
         BinaryOperator::Lt if n >= 2 => Some(n - 1),
