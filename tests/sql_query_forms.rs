@@ -671,7 +671,8 @@ fn first_last_value_and_listagg_follow_arrival_order() {
 fn grouping_sets_rollup_and_cube_aggregate_each_set() {
     let dir = tempfile::tempdir().expect("temp dir");
     let d = data(dir.path());
-    // Brute force: per set of (seller, parity) kept, the rows' counts.
+    // Brute force: per set of (seller, parity) kept, the rows' counts, and GROUPING_ID's bits
+    // of the keys left out.
     let count = |seller: bool, parity: bool| -> Vec<String> {
         let mut groups: BTreeMap<(String, String), usize> = BTreeMap::new();
         for (id, s) in &d.auctions {
@@ -687,11 +688,21 @@ fn grouping_sets_rollup_and_cube_aggregate_each_set() {
         }
         groups
             .into_iter()
-            .map(|((s, p), n)| format!("{s},{p},{n}"))
+            .map(|((s, p), n)| {
+                let bits = u8::from(!seller) << 1 | u8::from(!parity);
+                format!("{s},{p},{n},{bits},{}", u8::from(!parity))
+            })
             .collect()
     };
-    let columns = [("seller", "STRING"), ("parity", "BIGINT"), ("n", "BIGINT")];
-    let select = "INSERT INTO q_sink SELECT seller, MOD(id, 2), COUNT(*) FROM auction GROUP BY";
+    let columns = [
+        ("seller", "STRING"),
+        ("parity", "BIGINT"),
+        ("n", "BIGINT"),
+        ("g", "BIGINT"),
+        ("gp", "BIGINT"),
+    ];
+    let select = "INSERT INTO q_sink SELECT seller, MOD(id, 2), COUNT(*), \
+                  GROUPING_ID(seller, MOD(id, 2)), GROUPING(MOD(id, 2)) FROM auction GROUP BY";
     for (name, group_by, sets) in [
         (
             "sets",

@@ -133,12 +133,107 @@ struct OntoOutput<'a> {
     calls: &'a HashMap<String, usize>,
     /// A window aggregation: `TUMBLE_START(..)`, `SESSION_END(..)`, ... are its bounds.
     windowed: bool,
+    /// The grouping sets, for `GROUPING(..)`.
+    sets: GroupingSets<'a>,
     error: Option<SqlError>,
+}
+
+/// The grouping sets of an aggregation, as `GROUPING(..)` reads them.
+#[derive(Clone, Copy)]
+enum GroupingSets<'a> {
+    /// None: every key is grouped by.
+    None,
+    /// The sets (as indices of the GROUP BY expressions); the rows carry the index of theirs
+    /// in the column `$gid`.
+    Indexed(&'a [Vec<usize>]),
+    /// Sets of a window aggregation, whose rows do not carry their set.
+    OfWindows,
+}
+
+impl OntoOutput<'_> {
+    /// `GROUPING(k, ..)` (`GROUPING_ID`): per argument from the left, a bit that is 1 where
+    /// the row's grouping set leaves that key out, as Flink's; 0 without grouping sets. A
+    /// `CASE` over the set's index, or the error for an argument that is not grouped by.
+    fn grouping(&self, f: &ast::Function) -> std::result::Result<ast::Expr, SqlError> {
+        // A BIGINT, as Flink's GROUPING returns.
+        let number = |n: usize| ast::Expr::Cast {
+            kind: ast::CastKind::Cast,
+            expr: Box::new(ast::Expr::Value(
+                ast::Value::Number(n.to_string(), false).into(),
+            )),
+            data_type: ast::DataType::BigInt(None),
+            format: None,
+        };
+        let ast::FunctionArguments::List(list) = &f.args else {
+            return Err(SqlError::Invalid {
+                at: at_span(f.span()),
+                message: format!("'{f}' takes the grouped expressions as its arguments"),
+            });
+        };
+        let mut keys = Vec::with_capacity(list.args.len());
+        for arg in &list.args {
+            let key = match arg {
+                ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => {
+                    self.keys.get(&match_key(e)).copied()
+                }
+                _ => None,
+            };
+            keys.push(key.ok_or_else(|| SqlError::Invalid {
+                at: at_span(f.span()),
+                message: format!("'{arg}' in '{f}' is not an expression the query groups by"),
+            })?);
+        }
+        let sets = match self.sets {
+            GroupingSets::None => return Ok(number(0)),
+            GroupingSets::Indexed(sets) => sets,
+            GroupingSets::OfWindows => {
+                return Err(SqlError::Unsupported {
+                    at: at_span(f.span()),
+                    what: format!("'{f}' over the grouping sets of a window aggregation"),
+                    supported: "GROUPING(..) over the grouping sets of a GROUP BY without \
+                                windows is"
+                        .into(),
+                });
+            }
+        };
+        let bits = |set: &Vec<usize>| {
+            keys.iter()
+                .fold(0, |bits, k| bits << 1 | usize::from(!set.contains(k)))
+        };
+        Ok(ast::Expr::Case {
+            case_token: ast::helpers::attached_token::AttachedToken::empty(),
+            end_token: ast::helpers::attached_token::AttachedToken::empty(),
+            operand: Some(Box::new(ast::Expr::Identifier(ast::Ident::new("$gid")))),
+            conditions: sets
+                .iter()
+                .enumerate()
+                .map(|(i, set)| ast::CaseWhen {
+                    condition: ast::Expr::Value(ast::Value::Number(i.to_string(), false).into()),
+                    result: number(bits(set)),
+                })
+                .collect(),
+            else_result: Some(Box::new(number(0))),
+        })
+    }
 }
 
 impl VisitorMut for OntoOutput<'_> {
     type Break = ();
     fn pre_visit_expr(&mut self, expr: &mut ast::Expr) -> ControlFlow<()> {
+        if let ast::Expr::Function(f) = expr
+            && ["GROUPING", "GROUPING_ID"]
+                .iter()
+                .any(|g| f.name.to_string().eq_ignore_ascii_case(g))
+        {
+            match self.grouping(f) {
+                Ok(e) => *expr = e,
+                Err(e) => {
+                    self.error = Some(e);
+                    return ControlFlow::Break(());
+                }
+            }
+            return ControlFlow::Continue(());
+        }
         if let Some(&i) = self.keys.get(&match_key(expr)) {
             *expr = ast::Expr::Identifier(ast::Ident::new(format!("$g{i}")));
             return ControlFlow::Continue(());
@@ -561,6 +656,22 @@ pub fn plan(
             ty,
         });
     }
+    // With grouping sets (of rows, not windows), the index of the set as the last key, for
+    // GROUPING(..) to read; each set's rows are aggregated apart, so it splits no group.
+    let set_index = match (&sets, &windowing) {
+        (Some(_), None) => {
+            pre.push(Named {
+                expr: crate::expr::Expr::Literal(Value::Int(0)),
+                text: "$gid".into(),
+            });
+            output.push(Column {
+                name: "$gid".into(),
+                ty: DataType::not_null(SqlType::Int),
+            });
+            Some(pre.len() - 1)
+        }
+        _ => None,
+    };
     let key_count = pre.len();
     if windowing.is_some() {
         // The window's start, end and time (its end less 1 ms: `TUMBLE_ROWTIME(..)`).
@@ -621,6 +732,11 @@ pub fn plan(
             keys: &keys,
             calls: &call_index,
             windowed: windowing.is_some(),
+            sets: match (set_index, &sets) {
+                (Some(_), Some(sets)) => GroupingSets::Indexed(sets),
+                (None, Some(_)) => GroupingSets::OfWindows,
+                _ => GroupingSets::None,
+            },
             error: None,
         };
         let _ = e.visit(&mut onto);
@@ -641,8 +757,11 @@ pub fn plan(
         None => vec![Calc::new(where_condition, pre)],
         Some(sets) => {
             let mut pres = Vec::with_capacity(sets.len());
-            for set in sets {
+            for (set_number, set) in sets.iter().enumerate() {
                 let mut keyed = pre.clone();
+                if let Some(g) = set_index {
+                    keyed[g].expr = crate::expr::Expr::Literal(Value::Int(set_number as i32));
+                }
                 for (i, k) in key_of.iter().enumerate() {
                     match k {
                         Some(k) if !set.contains(&i) => {
