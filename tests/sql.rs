@@ -1327,6 +1327,35 @@ fn an_interval_join_gives_the_brute_force_pairs_in_event_time() {
             .map(|(a, p, m, o)| format!("{a},{p},{m},{o}"))
             .collect(),
     );
+    // A LEFT interval join whose ON has a condition besides the key and the times: the
+    // condition decides what matches, the result stays append-only (a csv sink takes it), and
+    // a bid without a matching auction goes out once, padded.
+    let mut padded = Vec::new();
+    for &(auction, price, ms) in &bids {
+        let matched: Vec<i64> = pairs
+            .iter()
+            .filter(|p| (p.0, p.1, p.2) == (auction, price, ms) && price % 2 == 0)
+            .map(|p| p.3)
+            .collect();
+        if matched.is_empty() {
+            padded.push(format!("{auction},{price},{ms},"));
+        }
+        padded.extend(
+            matched
+                .iter()
+                .map(|o| format!("{auction},{price},{ms},{o}")),
+        );
+    }
+    check_csv_query(
+        dir.path(),
+        &tables,
+        "left-pairs",
+        "auction BIGINT, price BIGINT, ms BIGINT, opened BIGINT",
+        "INSERT INTO q_sink SELECT B.auction, B.price, B.ms, A.ms\n\
+         FROM bid B LEFT JOIN auction A ON B.auction = A.id\n\
+           AND B.ts BETWEEN A.ts AND A.ts + INTERVAL '3' SECOND AND MOD(B.price, 2) = 0",
+        padded,
+    );
     let mut windows: std::collections::BTreeMap<(i64, i64), i64> = Default::default();
     for &(auction, _, ms, _) in &pairs {
         *windows.entry((auction, ms / 5_000 * 5_000)).or_default() += 1;

@@ -48,6 +48,10 @@ pub enum Unmatched<'a, L, R> {
 /// What an outer interval join emits for a record without a match.
 type EmitUnmatched<L, R, O> = Box<dyn FnMut(Unmatched<'_, L, R>, &mut Collector<'_, O>) + Send>;
 
+/// What a pair in the interval must meet besides the key to match: see
+/// [`IntervalJoin::with_condition`].
+type Condition<L, R> = Box<dyn FnMut(&L, &R) -> bool + Send>;
+
 /// The buffered records of one key.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 struct Buffers<L, R> {
@@ -101,6 +105,22 @@ impl Side {
     }
 }
 
+/// Joins `l` and `r` with `f` if they meet `condition` (if any); true if they did.
+#[inline]
+fn pair<L, R, O>(
+    f: &mut impl FnMut(&L, &R, &mut Collector<'_, O>),
+    condition: &mut Option<Condition<L, R>>,
+    l: &L,
+    r: &R,
+    out: &mut Collector<'_, O>,
+) -> bool {
+    if condition.as_mut().is_some_and(|c| !c(l, r)) {
+        return false;
+    }
+    f(l, r, out);
+    true
+}
+
 /// Joins two keyed streams on key equality and a bounded time difference.
 pub struct IntervalJoin<L, R, K, O, KL, KR, F> {
     left_key: KL,
@@ -115,6 +135,8 @@ pub struct IntervalJoin<L, R, K, O, KL, KR, F> {
     metrics: Arc<SubtaskMetrics>,
     /// Which sides' records without a match are emitted (left, right), and how.
     unmatched: Option<(bool, bool, EmitUnmatched<L, R, O>)>,
+    /// What a pair must meet besides the key and the interval, if anything.
+    condition: Option<Condition<L, R>>,
     _types: std::marker::PhantomData<fn() -> O>,
 }
 
@@ -141,8 +163,20 @@ impl<L, R, K: Key, O, KL, KR, F> IntervalJoin<L, R, K, O, KL, KR, F> {
             watermark: OperatorWatermark::default(),
             metrics: ctx.metrics.clone(),
             unmatched: None,
+            condition: None,
             _types: std::marker::PhantomData,
         }
+    }
+
+    /// Only the pairs in the interval for which `condition(left, right)` holds join; a record
+    /// that meets no such pair is unmatched (an SQL outer join's `ON` conditions besides the
+    /// key and the times).
+    pub fn with_condition(
+        mut self,
+        condition: impl FnMut(&L, &R) -> bool + Send + 'static,
+    ) -> Self {
+        self.condition = Some(Box::new(condition));
+        self
     }
 
     /// The outer join: each record of the left (`left`) or right (`right`) side that met no
@@ -186,7 +220,13 @@ impl<L, R, K: Key, O, KL, KR, F> IntervalJoin<L, R, K, O, KL, KR, F> {
         side: Side,
         key_of: impl FnOnce(&Self, &T) -> K,
         sides: impl FnOnce(&mut Buffers<L, R>) -> (&mut Times<T>, &mut Times<U>),
-        mut join: impl FnMut(&mut F, &T, &U, &mut Collector<'_, O>),
+        mut join: impl FnMut(
+            &mut F,
+            &mut Option<Condition<L, R>>,
+            &T,
+            &U,
+            &mut Collector<'_, O>,
+        ) -> bool,
         out: &mut Collector<'_, O>,
     ) -> Result<()> {
         self.check(t)?;
@@ -201,9 +241,16 @@ impl<L, R, K: Key, O, KL, KR, F> IntervalJoin<L, R, K, O, KL, KR, F> {
         for (&u, others) in theirs.range_mut(from..=to) {
             out.set_timestamp(t.max(u));
             for other in others {
-                join(&mut self.f, &record, &other.record, out);
-                other.matched = true;
-                matched = true;
+                if join(
+                    &mut self.f,
+                    &mut self.condition,
+                    &record,
+                    &other.record,
+                    out,
+                ) {
+                    other.matched = true;
+                    matched = true;
+                }
             }
         }
         out.clear_timestamp();
@@ -296,12 +343,16 @@ where
     fn process(&mut self, batch: EitherBatch<'_, L, R>, out: &mut Collector<'_, O>) -> Result<()> {
         match batch {
             EitherBatch::First(batch) => batch.drain().try_for_each(|l| {
-                let join = |f: &mut F, l: &L, r: &R, out: &mut Collector<'_, O>| f(l, r, out);
+                let join = |f: &mut F, c: &mut _, l: &L, r: &R, out: &mut Collector<'_, O>| {
+                    pair(f, c, l, r, out)
+                };
                 let key_of = |op: &Self, l: &L| (op.left_key)(l);
                 self.on_record(l, Side::Left, key_of, Buffers::seen_from_left, join, out)
             }),
             EitherBatch::Second(batch) => batch.drain().try_for_each(|r| {
-                let join = |f: &mut F, r: &R, l: &L, out: &mut Collector<'_, O>| f(l, r, out);
+                let join = |f: &mut F, c: &mut _, r: &R, l: &L, out: &mut Collector<'_, O>| {
+                    pair(f, c, l, r, out)
+                };
                 let key_of = |op: &Self, r: &R| (op.right_key)(r);
                 self.on_record(r, Side::Right, key_of, Buffers::seen_from_right, join, out)
             }),
@@ -389,11 +440,23 @@ mod tests {
     }
 
     /// An outer join emits each left and right record without a match once, when the
-    /// watermark passes its last possible match, and never a record that matched.
+    /// watermark passes its last possible match, and never a record that matched; with a
+    /// condition that the one pair in the interval fails, both its records are unmatched.
     #[test]
     fn records_without_a_match_are_emitted_when_the_watermark_passes_them() {
+        for condition in [false, true] {
+            let seen = outer_join(condition);
+            let expected: Vec<Vec<&str>> = match condition {
+                false => vec![vec!["0-5"], vec!["-50"], vec!["100-"]],
+                true => vec![vec!["-5"], vec!["-50", "0-"], vec!["100-"]],
+            };
+            assert_eq!(seen, expected, "condition {condition}");
+        }
+    }
+
+    fn outer_join(condition: bool) -> Vec<Vec<String>> {
         let ctx = test_context("outer join");
-        let mut join = IntervalJoin::new(
+        let join = IntervalJoin::new(
             |l: &(u32, i64)| l.0,
             |r: &(u32, i64)| r.0,
             0,
@@ -413,6 +476,10 @@ mod tests {
                 })
             },
         );
+        let mut join = match condition {
+            true => join.with_condition(|l: &(u32, i64), r: &(u32, i64)| r.1 - l.1 != 5),
+            false => join,
+        };
         let mut sink = VecOutput(Vec::new());
         let (mut buf, mut stamps) = (Vec::new(), Vec::new());
         let mut seen = Vec::new();
@@ -439,15 +506,10 @@ mod tests {
             let mut out = Collector::new(&mut buf, &mut stamps, &mut sink, 1024);
             join.on_watermark(w, &mut out).unwrap();
             out.done().unwrap();
-            seen.push(std::mem::take(&mut sink.0));
+            let mut emitted = std::mem::take(&mut sink.0);
+            emitted.sort();
+            seen.push(emitted);
         }
-        assert_eq!(
-            seen,
-            vec![
-                vec!["0-5".to_string()],
-                vec!["-50".to_string()],
-                vec!["100-".to_string()]
-            ]
-        );
+        seen
     }
 }

@@ -133,10 +133,9 @@ pub fn plan(
     // Equal window bounds on both sides make a join of two windowed, append-only inputs a
     // window join: each window's pairs go out once the watermark passes its end.
     let window_end = window_end_in_key(&left, &right, &left_keys, &right_keys);
-    // Bounds between the two sides' rowtimes make an inner join of append-only inputs an
-    // interval join: its state is bounded by the watermark, its result keeps the times.
-    // An outer one only where the bounds are all its ON says besides the key: a condition
-    // that decides what matches is the regular join's.
+    // Bounds between the two sides' rowtimes make a join of append-only inputs an interval
+    // join: its state is bounded by the watermark, its result keeps the times. An outer
+    // one's other ON conditions decide what matches inside it, as Flink's.
     let interval = match (left.rowtime, right.rowtime) {
         (Some(lt), Some(rt))
             if window_end.is_none() && left.updated_by.is_none() && right.updated_by.is_none() =>
@@ -147,11 +146,11 @@ pub fn plan(
             };
             let mut rest = residual.clone();
             match interval_bounds(&mut rest, &sides)? {
-                Some(bounds) if kind == JoinKind::Inner || rest.is_empty() => {
+                Some(bounds) => {
                     residual = rest;
                     Some(bounds)
                 }
-                _ => None,
+                None => None,
             }
         }
         _ => None,
@@ -248,7 +247,7 @@ pub fn plan(
                 left_rows,
                 right_rows,
                 (left_width, right_width),
-                kind,
+                (kind, outer_condition.as_ref()),
                 (lower, upper),
                 &description,
             );
@@ -349,17 +348,19 @@ fn window_end_in_key(
 }
 
 /// The interval join of `left` and `right` (rows of `widths` columns, then their key) with
-/// `bounds` on the right row's time less the left's; an outer `kind` emits a preserved row
-/// padded with `NULL`s once the watermark passes its last possible match. A row whose key
-/// holds a `NULL` matches nothing: a preserved side's goes out padded past the join.
+/// `bounds` on the right row's time less the left's, its pairs those for which `condition`
+/// (on the joined row) holds if there is one; an outer `kind` emits a preserved row padded
+/// with `NULL`s once the watermark passes its last possible match. A row whose key holds a
+/// `NULL` matches nothing: a preserved side's goes out padded past the join.
 fn interval_join(
     left: DataStream<Change>,
     right: DataStream<Change>,
     (left_width, right_width): (usize, usize),
-    kind: JoinKind,
+    (kind, condition): (JoinKind, Option<&Expr>),
     (lower, upper): (i64, i64),
     description: &str,
 ) -> DataStream<Change> {
+    let condition = condition.map(crate::expr::Compiled::new);
     let (keep_left, keep_right) = (
         kind.preserves_padding_of(false),
         kind.preserves_padding_of(true),
@@ -407,6 +408,18 @@ fn interval_join(
             },
             ctx,
         );
+        let join = match condition.clone() {
+            // Only TRUE matches: NULL or an error does not (as the regular join's condition).
+            Some(condition) => join.with_condition(move |l: &Change, r: &Change| {
+                let row = joined_row(
+                    Some(&l.row[..left_width]),
+                    Some(&r.row[..right_width]),
+                    widths,
+                );
+                matches!(condition.holds(&row), Ok(true))
+            }),
+            None => join,
+        };
         Ok(if keep_left || keep_right {
             join.with_unmatched(
                 keep_left,
