@@ -240,6 +240,44 @@ fn in_and_exists_subqueries_match_brute_force() {
          (SELECT COUNT(*) FROM auction) FROM bid WHERE price > 190",
         high,
     );
+    // Correlated: per auction its bids' highest price (NULL without bids) and the count of
+    // its bids over 100 (0 without), and the bids that are their auction's highest.
+    let bids_of = |a: i64| {
+        d.bids
+            .iter()
+            .filter(move |(b, _)| *b == Some(a))
+            .map(|(_, p)| *p)
+    };
+    check(
+        dir.path(),
+        &d.tables,
+        "correlated_select",
+        &[("id", "BIGINT"), ("best", "BIGINT"), ("n", "BIGINT")],
+        "INSERT INTO q_sink SELECT id, (SELECT MAX(price) FROM bid B WHERE B.auction = A.id), \
+         (SELECT COUNT(*) FROM bid B WHERE A.id = B.auction AND B.price > 100) FROM auction A",
+        d.auctions
+            .iter()
+            .map(|(a, _)| {
+                let best = bids_of(*a).max().map_or(String::new(), |p| p.to_string());
+                format!("{a},{best},{}", bids_of(*a).filter(|p| *p > 100).count())
+            })
+            .collect(),
+    );
+    check(
+        dir.path(),
+        &d.tables,
+        "correlated_where",
+        &[("auction", "BIGINT"), ("price", "BIGINT")],
+        "INSERT INTO q_sink SELECT auction, price FROM bid X \
+         WHERE price = (SELECT MAX(price) FROM bid Y WHERE Y.auction = X.auction)",
+        d.bids
+            .iter()
+            .filter_map(|(a, p)| {
+                let a = (*a)?;
+                (bids_of(a).max() == Some(*p)).then(|| format!("{a},{p}"))
+            })
+            .collect(),
+    );
 }
 
 #[test]
