@@ -227,6 +227,14 @@ fn a_select_prints_its_rows_and_a_bad_line_fails_naming_it() {
     assert!(!ok);
     assert!(err.contains("the line 'x,b' of table 't'"), "{err}");
     assert!(err.contains("column 'id' (INT) cannot hold 'x'"), "{err}");
+    // A failing expression names the row as it reads it: a column it does not read is `_`.
+    std::fs::write(&input, "1,a\n2,b\n").expect("write");
+    let (ok, _, err) = hummer_sql(&["-e", &format!("{table}SELECT id / (id - 1) FROM t")], "");
+    assert!(!ok);
+    assert!(
+        err.contains("the row (1, _) in 'id / (id - 1)'") && err.contains("division by zero"),
+        "{err}"
+    );
     let (ok, _, err) = hummer_sql(&["-e", &format!("{table}SELECT id FROM t ORDER BY id")], "");
     assert!(!ok);
     assert!(

@@ -294,8 +294,24 @@ impl Calc {
     }
 }
 
+/// The error of `expr` failing on `row`: the row as the expression reads it, a column it
+/// does not read shown as `_` (a scan does not decode what no one reads, so its value is not
+/// there to show).
 fn failed(expr: &Named, row: &[crate::value::Value], e: EvalError) -> HummerError {
-    let shown: Vec<String> = row.iter().map(ToString::to_string).collect();
+    let mut read = vec![false; row.len()];
+    expr.expr.columns(&mut |c| {
+        if let Some(r) = read.get_mut(c) {
+            *r = true;
+        }
+    });
+    let shown: Vec<String> = row
+        .iter()
+        .zip(&read)
+        .map(|(v, read)| match read {
+            true => v.to_string(),
+            false => "_".into(),
+        })
+        .collect();
     HummerError::BadInput {
         input: format!("the row ({}) in '{}'", shown.join(", "), expr.text),
         reason: e.to_string(),
