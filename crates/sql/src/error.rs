@@ -145,10 +145,10 @@ impl SqlError {
 }
 
 /// The candidate nearest to `name` by edit distance (case-insensitive), if it is at most a
-/// third of the name's length away (at least 1, at most 3).
+/// third of the name's length away, rounded up (at least 1, at most 3: `amout` finds `amt`).
 pub fn nearest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
     let wanted = name.to_lowercase();
-    let limit = (wanted.chars().count() / 3).clamp(1, 3);
+    let limit = wanted.chars().count().div_ceil(3).clamp(1, 3);
     candidates
         .into_iter()
         .map(|c| (edit_distance(&wanted, &c.to_lowercase()), c))
@@ -199,6 +199,8 @@ mod tests {
         assert_eq!(nearest("prise", columns), Some("price"));
         assert_eq!(nearest("channel", columns), None);
         assert_eq!(nearest("bdi", ["bid", "auction"]), Some("bid"));
+        assert_eq!(nearest("amout", ["amt", "id"]), Some("amt"));
+        assert_eq!(nearest("e.nam", ["e.name", "f.id"]), Some("e.name"));
     }
 
     #[test]

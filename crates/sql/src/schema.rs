@@ -78,7 +78,8 @@ impl Schema {
     /// The index of the column `name` (case-sensitive, as Flink's names); an unknown name is
     /// refused with the nearest one, a name two columns have (a join's) as ambiguous.
     pub fn index_of(&self, name: &str, at: Position) -> Result<usize> {
-        self.find(|i| self.columns[i].name == name, name, at)
+        let names = self.columns.iter().map(|c| c.name.clone()).collect();
+        self.find(|i| self.columns[i].name == name, name, names, at)
     }
 
     /// The index of `table.name`: the column `name` of the table (or alias) `table` where
@@ -87,17 +88,35 @@ impl Schema {
         if self.qualifiers.iter().all(Option::is_none) {
             return self.index_of(name, at);
         }
+        // The nearest of the qualified names (`e.amount` for `e.amout`, `b.price` for
+        // `a.price`).
+        let names = self
+            .columns
+            .iter()
+            .zip(&self.qualifiers)
+            .map(|(c, q)| match q {
+                Some(q) => format!("{q}.{}", c.name),
+                None => c.name.clone(),
+            })
+            .collect();
         self.find(
             |i| {
                 self.columns[i].name == name
                     && self.qualifiers.get(i).and_then(Option::as_deref) == Some(table)
             },
             &format!("{table}.{name}"),
+            names,
             at,
         )
     }
 
-    fn find(&self, matches: impl Fn(usize) -> bool, name: &str, at: Position) -> Result<usize> {
+    fn find(
+        &self,
+        matches: impl Fn(usize) -> bool,
+        name: &str,
+        candidates: Vec<String>,
+        at: Position,
+    ) -> Result<usize> {
         let mut found = (0..self.columns.len()).filter(|&i| matches(i));
         match (found.next(), found.next()) {
             (Some(i), None) => Ok(i),
@@ -109,7 +128,7 @@ impl Schema {
                 at,
                 "column",
                 name,
-                self.columns.iter().map(|c| c.name.as_str()),
+                candidates.iter().map(String::as_str),
             )),
         }
     }
