@@ -166,17 +166,27 @@ fn json_value(value: &Value, out: &mut String) {
 /// `s` as a JSON string.
 fn string(s: &str, out: &mut String) {
     out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
+    // Runs of characters that need no escape are copied whole: a byte below 0x80 is a whole
+    // character in UTF-8, so every escaped byte is a character boundary.
+    let mut run = 0;
+    for (i, b) in s.bytes().enumerate() {
+        let escaped = match b {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            b'\n' => "\\n",
+            b'\r' => "\\r",
+            b'\t' => "\\t",
+            0..=0x1f => "",
+            _ => continue,
+        };
+        out.push_str(&s[run..i]);
+        match escaped {
+            "" => out.push_str(&format!("\\u{b:04x}")),
+            e => out.push_str(e),
         }
+        run = i + 1;
     }
+    out.push_str(&s[run..]);
     out.push('"');
 }
 
@@ -215,7 +225,7 @@ mod tests {
         #[test]
         fn rows_round_trip(
             a in any::<i64>(),
-            s in "[a-z,\"'\\\\\n ]{0,10}",
+            s in prop_oneof!["[a-z,\"'\\\\\n\t\r\u{1}\u{1f}é漢 ]{0,10}", any::<String>()],
             d in -1e9f64..1e9,
             b in any::<bool>(),
             t in 0i64..4_000_000_000_000,
