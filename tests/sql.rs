@@ -46,6 +46,26 @@ fn an_error_names_the_script_line_and_column_and_fails_the_command() {
 }
 
 #[test]
+fn a_hop_whose_size_is_not_a_multiple_of_its_slide_is_refused_as_flink_does() {
+    let (ok, _, err) = hummer_sql(
+        &[
+            "-e",
+            &format!(
+                "{DDL}SELECT window_start, COUNT(*) FROM TABLE(HOP(TABLE bid, \
+                 DESCRIPTOR(`dateTime`), INTERVAL '20' SECOND, INTERVAL '30' SECOND))\n\
+                 GROUP BY window_start, window_end"
+            ),
+        ],
+        "",
+    );
+    assert!(!ok);
+    assert!(
+        err.contains("requires size must be an integral multiple of slide, but got size 30000 ms and slide 20000 ms"),
+        "{err}"
+    );
+}
+
+#[test]
 fn piped_statements_run_one_by_one_and_an_error_does_not_end_the_session() {
     let input = format!("{DDL}DESCRIBE nothing;\nSHOW\n  TABLES;\nQUIT;\nSHOW TABLES;\n");
     let (ok, out, err) = hummer_sql(&[], &input);

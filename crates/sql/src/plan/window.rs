@@ -355,6 +355,19 @@ pub fn table_function(
         });
     }
     let spec = WindowSpec::of(&name, rest, at)?;
+    // As Flink's window table function (its windows are slices of the slide); a legacy
+    // GROUP BY HOP(..) takes any size.
+    if let WindowSpec::Hop { slide, size, .. } = spec
+        && size % slide != 0
+    {
+        return Err(SqlError::Invalid {
+            at,
+            message: format!(
+                "HOP table function based aggregate requires size must be an integral multiple \
+                 of slide, but got size {size} ms and slide {slide} ms"
+            ),
+        });
+    }
     let partition_columns = table_partition(table);
     if !partition_columns.is_empty() && name != "SESSION" {
         return Err(refuse(format!("PARTITION BY in {name}"), at));
