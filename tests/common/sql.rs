@@ -28,6 +28,17 @@ pub fn hummer_sql(args: &[&str], stdin: &str) -> (bool, String, String) {
     )
 }
 
+/// Runs `hummer sql -e script`, which must fail with an error holding each of `expected`;
+/// its stderr.
+pub fn refused(script: &str, expected: &[&str]) -> String {
+    let (ok, out, err) = hummer_sql(&["-e", script], "");
+    assert!(!ok, "{script} ran: {out}");
+    for e in expected {
+        assert!(err.contains(e), "'{e}' in {err}");
+    }
+    err
+}
+
 /// Every line of the part files a sink wrote under `dir`, sorted.
 pub fn sorted_lines(dir: &std::path::Path) -> Vec<String> {
     let mut lines: Vec<String> = std::fs::read_dir(dir)
