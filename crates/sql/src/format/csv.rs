@@ -173,7 +173,16 @@ impl Csv {
     }
 
     fn needs_quotes(&self, text: &str) -> bool {
-        text.contains([self.delimiter, '"', '\n', '\r'])
+        let bytes = text.as_bytes();
+        // An ASCII delimiter (all but exotic ones) is one byte to look for: a byte search
+        // instead of decoding every character (it was 15 % of q1).
+        match u8::try_from(self.delimiter) {
+            Ok(d) if d.is_ascii() => {
+                memchr::memchr3(b'"', b'\n', b'\r', bytes).is_some()
+                    || memchr::memchr(d, bytes).is_some()
+            }
+            _ => text.contains([self.delimiter, '"', '\n', '\r']),
+        }
     }
 
     /// Appends `text` as a field, quoted (its quotes doubled) where it must be.
@@ -222,10 +231,15 @@ mod tests {
     proptest! {
         /// A row encoded and decoded is the same row, for strings with delimiters and quotes.
         #[test]
-        fn rows_round_trip(a in any::<i64>(), s in "[a-z,\"' ]{0,10}", d in -1e9f64..1e9) {
+        fn rows_round_trip(
+            a in any::<i64>(),
+            s in "[a-z,;|\t¦\"' é]{0,10}",
+            d in -1e9f64..1e9,
+            delimiter in prop_oneof![Just(','), Just(';'), Just('\t'), Just('¦')],
+        ) {
             let types = [SqlType::BigInt, SqlType::STRING, SqlType::Double];
             let row = vec![Value::BigInt(a), Value::String(s), Value::Double(d)];
-            let csv = Csv::default();
+            let csv = Csv { delimiter, ..Csv::default() };
             let mut line = String::new();
             csv.encode(&row, &types, &mut line);
             prop_assert_eq!(csv.decode(&line, &schema(&types)).unwrap(), row);
