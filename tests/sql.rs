@@ -160,6 +160,28 @@ fn an_insert_casts_into_the_sink_columns_as_flink_and_refuses_narrowing() {
 }
 
 #[test]
+fn insert_into_a_filesystem_table_adds_to_what_it_holds() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let table = format!(
+        "SET 'parallelism.default' = '2';\n\
+         CREATE TABLE o (id INT, s STRING)\n\
+         WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');\n",
+        dir.path().join("o").display()
+    );
+    let script = format!(
+        "{table}INSERT INTO o VALUES (1, 'a'), (2, 'b');\n\
+         INSERT INTO o VALUES (3, 'c');\n\
+         INSERT INTO o SELECT id + 10, s FROM o;"
+    );
+    let (ok, _, err) = hummer_sql(&["-e", &script], "");
+    assert!(ok, "{err}");
+    assert_eq!(
+        sorted_lines(&dir.path().join("o")),
+        vec!["1,a", "11,a", "12,b", "13,c", "2,b", "3,c"]
+    );
+}
+
+#[test]
 fn week_floors_start_on_sunday_and_a_top_n_takes_a_between_range() {
     let dir = tempfile::tempdir().expect("temp dir");
     let input = dir.path().join("t.csv");

@@ -18,6 +18,11 @@
 //! was damaged, or the job restarts from an older savepoint), committed files of checkpoints
 //! after it are removed as well, since the replay writes their records again. A record
 //! therefore never appears twice in the visible `part-*` files.
+//!
+//! An appending sink ([`TextFileSink::appending`], SQL's `INSERT INTO` a filesystem table, as
+//! Flink's) leaves the files already in the directory alone: each writer names its files with
+//! a run id of its own (`part-<run>-i`, `part-<run>-i-c`), kept in its checkpointed state so
+//! that a restored writer recovers the files of the run it continues.
 
 use std::fmt::Display;
 use std::fs::File;
@@ -39,6 +44,7 @@ pub type LineEncoder<T> = Arc<dyn Fn(&T, &mut String) + Send + Sync>;
 pub struct TextFileSink<T> {
     dir: PathBuf,
     encode: LineEncoder<T>,
+    appending: bool,
 }
 
 impl<T: Display> TextFileSink<T> {
@@ -62,8 +68,34 @@ impl<T> TextFileSink<T> {
         TextFileSink {
             dir: dir.into(),
             encode: Arc::new(encode),
+            appending: false,
         }
     }
+
+    /// The sink that adds its part files to those in the directory instead of replacing
+    /// them (see the module documentation).
+    pub fn appending(mut self) -> Self {
+        self.appending = true;
+        self
+    }
+}
+
+/// A run id for the files of one writer: unique across writers, runs and processes, without
+/// a `-` (file names are split at them), and starting with a letter (never a subtask's
+/// number).
+fn new_run(subtask: usize) -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    format!("r{nanos:x}{:x}{n:x}{subtask:x}", std::process::id())
+}
+
+/// `run-` for a run's files, nothing for a replacing sink's.
+fn run_prefix(run: Option<&str>) -> String {
+    run.map(|r| format!("{r}-")).unwrap_or_default()
 }
 
 /// The committed name of subtask `subtask`'s part file.
@@ -130,18 +162,24 @@ impl<T: Send + 'static> Sink<T> for TextFileSink<T> {
     fn create_writer(&self, ctx: &OperatorContext) -> Result<Box<dyn SinkWriter<T>>> {
         std::fs::create_dir_all(&self.dir)
             .map_err(|e| HummerError::io("cannot create output directory", &self.dir, e))?;
+        let run = self.appending.then(|| new_run(ctx.subtask));
         if ctx.checkpointing {
-            return Ok(Box::new(TransactionalWriter::<T>::new(
+            let mut writer = TransactionalWriter::<T>::new(
                 &self.dir,
                 ctx.subtask,
                 ctx.parallelism,
                 self.encode.clone(),
-            )));
+            );
+            writer.run = run;
+            return Ok(Box::new(writer));
         }
-        if ctx.subtask == 0 {
+        if ctx.subtask == 0 && !self.appending {
             remove_stale_parts(&self.dir, ctx.parallelism)?;
         }
-        let in_progress = self.dir.join(format!(".part-{}.inprogress", ctx.subtask));
+        let prefix = run_prefix(run.as_deref());
+        let in_progress = self
+            .dir
+            .join(format!(".part-{prefix}{}.inprogress", ctx.subtask));
         let file = File::create(&in_progress)
             .map_err(|e| HummerError::io("cannot create output file", &in_progress, e))?;
         Ok(Box::new(TextFileWriter {
@@ -149,7 +187,7 @@ impl<T: Send + 'static> Sink<T> for TextFileSink<T> {
             encode: self.encode.clone(),
             scratch: String::new(),
             in_progress,
-            committed: part_file(&self.dir, ctx.subtask),
+            committed: self.dir.join(format!("part-{prefix}{}", ctx.subtask)),
         }))
     }
 }
@@ -178,6 +216,8 @@ struct PendingFiles {
     subtask: usize,
     /// `(checkpoint, committed file name)` of every pending file.
     pending: Vec<(CheckpointId, String)>,
+    /// The writer's run id, for an appending sink.
+    run: Option<String>,
 }
 
 /// The exactly-once writer of one subtask (see the module documentation).
@@ -197,33 +237,57 @@ struct TransactionalWriter<T> {
     restored: Vec<PendingFiles>,
     recovered: bool,
     encode: LineEncoder<T>,
+    /// The run id its file names carry, for an appending sink.
+    run: Option<String>,
 }
 
 fn pending_name(committed: &str) -> String {
     format!(".{committed}.pending")
 }
 
-/// `(subtask, checkpoint)` of a committed file `part-i-c`.
-fn committed_file(name: &str) -> Option<(usize, CheckpointId)> {
-    let (subtask, checkpoint) = name.strip_prefix("part-")?.split_once('-')?;
-    Some((subtask.parse().ok()?, checkpoint.parse().ok()?))
+/// A file's run id (none for a replacing sink's) and subtask, from the part of its name
+/// after `part-`: `[run-]i` followed by `rest` (`-c` or nothing).
+fn run_and_subtask(name: &str) -> Option<(Option<&str>, usize, Option<&str>)> {
+    let mut parts = name.split('-');
+    let first = parts.next()?;
+    let (second, third) = (parts.next(), parts.next());
+    if parts.next().is_some() {
+        return None;
+    }
+    // `i`, `i-c` or `run-i-c` (an appending writer's `run-i` is read by `uncommitted` or
+    // not at all: its run is not a number).
+    match (second, third) {
+        (None, _) => Some((None, first.parse().ok()?, None)),
+        (Some(b), None) => Some((None, first.parse().ok()?, Some(b))),
+        (Some(b), Some(c)) => Some((Some(first), b.parse().ok()?, Some(c))),
+    }
 }
 
-/// The subtask index in the name of an in-progress (`.part-i.inprogress`) or pending
-/// (`.part-i-c.pending`) file.
-fn uncommitted_subtask(name: &str) -> Option<usize> {
-    if let Some(i) = name
+/// `(run, subtask, checkpoint)` of a committed file `part-[run-]i-c`.
+fn committed_file(name: &str) -> Option<(Option<&str>, usize, CheckpointId)> {
+    let (run, subtask, checkpoint) = run_and_subtask(name.strip_prefix("part-")?)?;
+    Some((run, subtask, checkpoint?.parse().ok()?))
+}
+
+/// The run and subtask in the name of an in-progress (`.part-[run-]i.inprogress`) or pending
+/// (`.part-[run-]i-c.pending`) file.
+fn uncommitted(name: &str) -> Option<(Option<&str>, usize)> {
+    if let Some(rest) = name
         .strip_prefix(".part-")
         .and_then(|n| n.strip_suffix(".inprogress"))
     {
-        return i.parse().ok();
+        // `i` or `run-i`.
+        return match rest.split_once('-') {
+            None => Some((None, rest.parse().ok()?)),
+            Some((run, i)) => Some((Some(run), i.parse().ok()?)),
+        };
     }
     let rest = name
         .strip_prefix(".part-")
         .and_then(|n| n.strip_suffix(".pending"))?;
-    let (subtask, checkpoint) = rest.split_once('-')?;
-    checkpoint.parse::<u64>().ok()?;
-    subtask.parse().ok()
+    let (run, subtask, checkpoint) = run_and_subtask(rest)?;
+    checkpoint?.parse::<u64>().ok()?;
+    Some((run, subtask))
 }
 
 impl<T> TransactionalWriter<T> {
@@ -239,11 +303,16 @@ impl<T> TransactionalWriter<T> {
             restored: Vec::new(),
             recovered: false,
             encode,
+            run: None,
         }
     }
 
     fn in_progress(&self) -> PathBuf {
-        self.dir.join(format!(".part-{}.inprogress", self.subtask))
+        self.dir.join(format!(
+            ".part-{}{}.inprogress",
+            run_prefix(self.run.as_deref()),
+            self.subtask
+        ))
     }
 
     /// Makes a pending file visible; one already visible is left alone.
@@ -273,21 +342,37 @@ impl<T> TransactionalWriter<T> {
         self.recovered = true;
         let p = self.parallelism.max(1);
         let restored_checkpoint = self.restored.iter().map(|s| s.checkpoint).max();
+        // The (run, subtask) pairs whose files this writer answers for: the old subtasks it
+        // takes over (any of a replacing sink's runs) and its own.
+        let mut mine: Vec<(Option<String>, usize)> = vec![(self.run.clone(), self.subtask)];
         for state in std::mem::take(&mut self.restored) {
             if state.subtask % p == self.subtask {
                 for (_, committed) in &state.pending {
                     self.commit_file(committed)?;
                 }
+                // Continue the run of the subtask it was, so that a failure before its
+                // next checkpoint leaves nothing the next restore does not clean up.
+                if state.subtask == self.subtask && state.run.is_some() {
+                    self.run = state.run.clone();
+                    mine[0].0 = state.run.clone();
+                }
+                mine.push((state.run, state.subtask));
             }
         }
+        let answers_for = |run: Option<&str>, j: usize| match run {
+            None => self.run.is_none() && j % p == self.subtask,
+            Some(run) => mine
+                .iter()
+                .any(|(r, s)| r.as_deref() == Some(run) && *s == j),
+        };
         let entries = std::fs::read_dir(&self.dir)
             .map_err(|e| HummerError::io("cannot list output directory", &self.dir, e))?;
         for entry in entries.flatten() {
             let name = entry.file_name();
             let name = name.to_string_lossy();
-            let uncommitted = uncommitted_subtask(&name).is_some_and(|j| j % p == self.subtask);
+            let uncommitted = uncommitted(&name).is_some_and(|(run, j)| answers_for(run, j));
             let rolled_back = restored_checkpoint.is_some_and(|restored| {
-                committed_file(&name).is_some_and(|(j, c)| j % p == self.subtask && c > restored)
+                committed_file(&name).is_some_and(|(run, j, c)| answers_for(run, j) && c > restored)
             });
             if uncommitted || rolled_back {
                 std::fs::remove_file(entry.path()).map_err(|e| {
@@ -323,7 +408,11 @@ impl<T: Send> SinkWriter<T> for TransactionalWriter<T> {
             let file = out
                 .into_inner()
                 .map_err(|e| HummerError::io("cannot write output file", &path, e.into_error()))?;
-            let committed = format!("part-{}-{checkpoint}", self.subtask);
+            let committed = format!(
+                "part-{}{}-{checkpoint}",
+                run_prefix(self.run.as_deref()),
+                self.subtask
+            );
             let pending = self.dir.join(pending_name(&committed));
             std::fs::rename(&path, &pending)
                 .map_err(|e| HummerError::io("cannot pre-commit output file", &pending, e))?;
@@ -339,6 +428,7 @@ impl<T: Send> SinkWriter<T> for TransactionalWriter<T> {
             checkpoint,
             subtask: self.subtask,
             pending: self.pending.clone(),
+            run: self.run.clone(),
         };
         postcard::to_stdvec(&state)
             .map(Some)
@@ -395,18 +485,42 @@ mod tests {
 
     #[test]
     fn uncommitted_file_names_are_recognised() {
-        assert_eq!(uncommitted_subtask(".part-3.inprogress"), Some(3));
-        assert_eq!(uncommitted_subtask(".part-12-40.pending"), Some(12));
-        assert_eq!(uncommitted_subtask("part-3-40"), None);
-        assert_eq!(uncommitted_subtask(".part-x.inprogress"), None);
-        assert_eq!(uncommitted_subtask(".part-1-x.pending"), None);
-        assert_eq!(committed_file("part-3-40"), Some((3, 40)));
+        assert_eq!(uncommitted(".part-3.inprogress"), Some((None, 3)));
+        assert_eq!(uncommitted(".part-12-40.pending"), Some((None, 12)));
+        assert_eq!(uncommitted("part-3-40"), None);
+        assert_eq!(uncommitted(".part-x.inprogress"), None);
+        assert_eq!(uncommitted(".part-1-x.pending"), None);
+        assert_eq!(committed_file("part-3-40"), Some((None, 3, 40)));
         assert_eq!(committed_file("part-3"), None);
+        let run = new_run(7);
+        assert!(!run.contains('-') && run.parse::<usize>().is_err());
+        assert_eq!(
+            uncommitted(&format!(".part-{run}-3.inprogress")),
+            Some((Some(run.as_str()), 3))
+        );
+        assert_eq!(
+            uncommitted(&format!(".part-{run}-3-40.pending")),
+            Some((Some(run.as_str()), 3))
+        );
+        assert_eq!(
+            committed_file(&format!("part-{run}-3-40")),
+            Some((Some(run.as_str()), 3, 40))
+        );
+        assert_eq!(committed_file(&format!("part-{run}-3")), None);
+        assert_ne!(new_run(7), run, "a new run every time");
     }
 
-    fn writer(dir: &Path, subtask: usize, parallelism: usize) -> TransactionalWriter<u32> {
+    /// A writer of a replacing sink, or with `appending` one of a new run.
+    fn writer(
+        dir: &Path,
+        subtask: usize,
+        parallelism: usize,
+        appending: bool,
+    ) -> TransactionalWriter<u32> {
         let sink = TextFileSink::<u32>::new(dir);
-        TransactionalWriter::new(dir, subtask, parallelism, sink.encode)
+        let mut w = TransactionalWriter::new(dir, subtask, parallelism, sink.encode);
+        w.run = appending.then(|| new_run(subtask));
+        w
     }
 
     fn visible(dir: &Path) -> Vec<String> {
@@ -428,27 +542,45 @@ mod tests {
 
     #[test]
     fn output_is_visible_only_after_commit_and_a_restore_drops_uncommitted_output() {
+        for appending in [false, true] {
+            visible_after_commit(appending);
+        }
+    }
+
+    fn visible_after_commit(appending: bool) {
         let dir = tempfile::tempdir().unwrap();
-        let mut w = writer(dir.path(), 0, 1);
+        // An appending sink leaves other runs' files alone.
+        std::fs::write(dir.path().join("part-0"), "0\n").unwrap();
+        let before: Vec<String> = if appending {
+            vec!["0".into()]
+        } else {
+            Vec::new()
+        };
+        let mut w = writer(dir.path(), 0, 1, appending);
         w.write_batch(&mut vec![1, 2]).unwrap();
         let state1 = w.pre_commit(1).unwrap().unwrap();
-        assert!(
-            visible(dir.path()).is_empty(),
-            "pre-committed is not visible"
-        );
+        if !appending {
+            std::fs::remove_file(dir.path().join("part-0")).unwrap();
+        }
+        assert_eq!(visible(dir.path()), before, "pre-committed is not visible");
         w.write_batch(&mut vec![3]).unwrap();
         let _state2 = w.pre_commit(2).unwrap().unwrap();
         w.write_batch(&mut vec![4]).unwrap();
         // Crash: checkpoint 1 completed, but its commit never reached the writer; checkpoint
         // 2 did not complete. The restored writer commits 1 and drops 2 and the rest.
         drop(w);
-        let mut r = writer(dir.path(), 0, 1);
+        let mut r = writer(dir.path(), 0, 1, appending);
         r.restore(&state1).unwrap();
         r.write_batch(&mut vec![3]).unwrap();
-        assert_eq!(visible(dir.path()), vec!["1", "2"]);
+        let with = |more: &[&str]| {
+            let mut all = before.clone();
+            all.extend(more.iter().map(|s| s.to_string()));
+            all
+        };
+        assert_eq!(visible(dir.path()), with(&["1", "2"]));
         r.pre_commit(2).unwrap();
         r.commit(2).unwrap();
-        assert_eq!(visible(dir.path()), vec!["1", "2", "3"]);
+        assert_eq!(visible(dir.path()), with(&["1", "2", "3"]));
         let leftovers: Vec<_> = std::fs::read_dir(dir.path())
             .unwrap()
             .flatten()
@@ -459,8 +591,14 @@ mod tests {
 
     #[test]
     fn restoring_an_older_checkpoint_removes_what_later_ones_committed() {
+        for appending in [false, true] {
+            older_checkpoint_restored(appending);
+        }
+    }
+
+    fn older_checkpoint_restored(appending: bool) {
         let dir = tempfile::tempdir().unwrap();
-        let mut w = writer(dir.path(), 0, 1);
+        let mut w = writer(dir.path(), 0, 1, appending);
         w.write_batch(&mut vec![1]).unwrap();
         let state1 = w.pre_commit(1).unwrap().unwrap();
         w.commit(1).unwrap();
@@ -469,24 +607,30 @@ mod tests {
         w.commit(2).unwrap();
         assert_eq!(visible(dir.path()), vec!["1", "2"]);
         // Checkpoint 2 is lost: the job goes back to 1 and will write 2 again.
-        let mut r = writer(dir.path(), 0, 1);
+        let mut r = writer(dir.path(), 0, 1, appending);
         r.restore(&state1).unwrap();
         r.recover().unwrap();
-        assert_eq!(visible(dir.path()), vec!["1"]);
+        assert_eq!(visible(dir.path()), vec!["1"], "appending {appending}");
     }
 
     #[test]
     fn a_lower_parallelism_takes_over_the_old_subtasks_files() {
+        for appending in [false, true] {
+            lower_parallelism(appending);
+        }
+    }
+
+    fn lower_parallelism(appending: bool) {
         let dir = tempfile::tempdir().unwrap();
         let mut states = Vec::new();
         for s in 0..3 {
-            let mut w = writer(dir.path(), s, 3);
+            let mut w = writer(dir.path(), s, 3, appending);
             w.write_batch(&mut vec![s as u32]).unwrap();
             states.push(w.pre_commit(5).unwrap().unwrap());
             w.write_batch(&mut vec![100 + s as u32]).unwrap();
         }
         for s in 0..2 {
-            let mut r = writer(dir.path(), s, 2);
+            let mut r = writer(dir.path(), s, 2, appending);
             for st in &states {
                 r.restore(st).unwrap();
             }

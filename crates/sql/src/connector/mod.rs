@@ -385,9 +385,11 @@ pub fn write(planned: &Planned, table: &TableDefinition) -> Result<()> {
             }
             let encoder = Encoder::new(format, &target);
             // Rows are encoded straight into the part file's buffer: no string per row.
-            rows.add_sink(TextFileSink::with_encoder(path, move |c: &Change, line| {
-                encoder.encode(c, line)
-            }));
+            // INSERT INTO adds to the table's files, as Flink's (no INSERT OVERWRITE).
+            rows.add_sink(
+                TextFileSink::with_encoder(path, move |c: &Change, line| encoder.encode(c, line))
+                    .appending(),
+            );
         }
         "print" => {
             rows.map(|c: Change| Printed(c.printed()))
