@@ -182,6 +182,74 @@ fn insert_into_a_filesystem_table_adds_to_what_it_holds() {
 }
 
 #[test]
+fn table_options_are_checked_and_applied_as_flinks() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let input = dir.path().join("in.csv");
+    std::fs::write(&input, "# a comment\n1;a\n2;b\n").expect("write");
+    let table = |options: &str| {
+        format!(
+            "CREATE TABLE t (id INT, s STRING) WITH ('connector' = 'filesystem', 'path' = '{}', \
+             'format' = 'csv', 'csv.field-delimiter' = ';'{options});\n",
+            input.display()
+        )
+    };
+    // A typo is refused with the option meant; a value Hummer does not implement too.
+    refused(
+        &format!("{}SELECT * FROM t", table(", 'csv.allow-coments' = 'true'")),
+        &[
+            "Unsupported options found for 'filesystem' in table 't': 'csv.allow-coments' \
+             (did you mean 'csv.allow-comments'?)",
+        ],
+    );
+    refused(
+        &format!("{}SELECT * FROM t", table(", 'csv.quote-character' = '*'")),
+        &["'csv.quote-character' = '*' in table 't' is not supported"],
+    );
+    // Comments are skipped where allowed; the print sink prefixes its identifier.
+    let (ok, out, err) = hummer_sql(
+        &[
+            "-e",
+            &format!(
+                "SET 'parallelism.default' = '1';\n{}CREATE TABLE p (id INT, s STRING) \
+                 WITH ('connector' = 'print', 'print-identifier' = 'out');\n\
+                 INSERT INTO p SELECT * FROM t;",
+                table(", 'csv.allow-comments' = 'true'")
+            ),
+        ],
+        "",
+    );
+    assert!(ok, "{err}");
+    assert!(
+        out.contains("out> +I[1, a]") && out.contains("out> +I[2, b]"),
+        "{out}"
+    );
+    refused(
+        &format!("{}SELECT * FROM t", table("")),
+        &["cannot hold '# a comment'"],
+    );
+    // A blank line of a JSON file holds no row; files in subdirectories are read, hidden
+    // ones are not.
+    let json = dir.path().join("json");
+    std::fs::create_dir_all(json.join("sub")).expect("mkdir");
+    std::fs::write(json.join("a"), "{\"id\": 1}\n   \n").expect("write");
+    std::fs::write(json.join("sub").join("b"), "{\"id\": 2}\n").expect("write");
+    std::fs::write(json.join(".hidden"), "{\"id\": 100}\n").expect("write");
+    let (ok, out, err) = hummer_sql(
+        &[
+            "-e",
+            &format!(
+                "CREATE TABLE j (id INT) WITH ('connector' = 'filesystem', 'path' = '{}', \
+                 'format' = 'json');\nSELECT SUM(id) AS s FROM j;",
+                json.display()
+            ),
+        ],
+        "",
+    );
+    assert!(ok, "{err}");
+    assert!(out.contains("| +U | 3 |"), "{out}");
+}
+
+#[test]
 fn week_floors_start_on_sunday_and_a_top_n_takes_a_between_range() {
     let dir = tempfile::tempdir().expect("temp dir");
     let input = dir.path().join("t.csv");

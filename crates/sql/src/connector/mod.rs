@@ -13,6 +13,7 @@ pub mod column_use;
 mod datagen;
 mod kafka;
 mod nexmark;
+mod options;
 mod subtask_rows;
 mod table_files;
 mod watermark;
@@ -176,8 +177,11 @@ fn local_path(table: &TableDefinition) -> Result<std::path::PathBuf> {
     }
 }
 
+/// The connector of `table`, its options checked (every read and write goes through here).
 fn connector(table: &TableDefinition) -> Result<&str> {
-    required(table, "connector")
+    let connector = required(table, "connector")?;
+    options::check(table, connector)?;
+    Ok(connector)
 }
 
 /// A table read: its changes (inserts, unless the table is a changelog), its columns, what
@@ -392,9 +396,20 @@ pub fn write(planned: &Planned, table: &TableDefinition) -> Result<()> {
             );
         }
         "print" => {
+            let mut sink = hummer_connectors::print::PrintSink::default();
+            if let Some(id) = table.options.get("print-identifier") {
+                sink = sink.with_identifier(id.clone());
+            }
+            if table
+                .options
+                .get("standard-error")
+                .is_some_and(|v| v.eq_ignore_ascii_case("true"))
+            {
+                sink = sink.to_stderr();
+            }
             rows.map(|c: Change| Printed(c.printed()))
                 .name(&format!("Print: {}", table.name))
-                .print();
+                .add_sink(sink);
         }
         "blackhole" => {
             rows.add_sink(DiscardingSink);

@@ -78,10 +78,10 @@ impl TableFiles {
         source
     }
 
-    /// The row of `line` (of `file`), `None` for a blank line or one skipped as unparsable;
-    /// in a changelog format, the change it holds as [`carry`] makes a row of it.
+    /// The row of `line` (of `file`), `None` for a line that holds none or one skipped as
+    /// unparsable; in a changelog format, the change it holds as [`carry`] makes a row of it.
     fn row(&self, line: &str, file: &Path) -> Result<Option<Row>> {
-        if line.is_empty() {
+        if self.format.skips(line) {
             return Ok(None);
         }
         if self.format.takes_updates() {
@@ -161,23 +161,32 @@ impl TableFiles {
     }
 }
 
-/// The regular, non-hidden files at `path` (itself, if it is a file), sorted.
+/// The files of a table's `path`: the file itself, or every file below the directory, its
+/// subdirectories too (as Flink's file source enumerates them), but hidden ones (`.` or `_`
+/// first, an in-progress part file's), in path order.
 pub fn list_files(path: &Path) -> Result<Vec<PathBuf>> {
     let meta = std::fs::metadata(path).map_err(|e| HummerError::io("cannot read", path, e))?;
     if meta.is_file() {
         return Ok(vec![path.to_path_buf()]);
     }
     let mut files = Vec::new();
-    let entries = std::fs::read_dir(path).map_err(|e| HummerError::io("cannot list", path, e))?;
-    for entry in entries {
-        let entry = entry.map_err(|e| HummerError::io("cannot list", path, e))?;
-        let hidden = entry.file_name().to_string_lossy().starts_with(['.', '_']);
-        let is_file = entry
-            .file_type()
-            .map_err(|e| HummerError::io("cannot read", entry.path(), e))?
-            .is_file();
-        if is_file && !hidden {
-            files.push(entry.path());
+    let mut dirs = vec![path.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        let entries =
+            std::fs::read_dir(&dir).map_err(|e| HummerError::io("cannot list", &dir, e))?;
+        for entry in entries {
+            let entry = entry.map_err(|e| HummerError::io("cannot list", &dir, e))?;
+            if entry.file_name().to_string_lossy().starts_with(['.', '_']) {
+                continue;
+            }
+            let kind = entry
+                .file_type()
+                .map_err(|e| HummerError::io("cannot read", entry.path(), e))?;
+            if kind.is_file() {
+                files.push(entry.path());
+            } else if kind.is_dir() {
+                dirs.push(entry.path());
+            }
         }
     }
     files.sort();

@@ -20,6 +20,8 @@ pub struct Csv {
     pub null_literal: Option<String>,
     /// `csv.ignore-parse-errors`: a bad line is skipped instead of failing the job.
     pub ignore_parse_errors: bool,
+    /// `csv.allow-comments`: a line starting with `#` is skipped.
+    pub allow_comments: bool,
 }
 
 impl Default for Csv {
@@ -28,6 +30,7 @@ impl Default for Csv {
             delimiter: ',',
             null_literal: None,
             ignore_parse_errors: false,
+            allow_comments: false,
         }
     }
 }

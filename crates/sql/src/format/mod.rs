@@ -74,6 +74,7 @@ impl Format {
                 }
                 csv.null_literal = table.options.get(&option("null-literal")).cloned();
                 csv.ignore_parse_errors = flag(table, &option("ignore-parse-errors"));
+                csv.allow_comments = flag(table, &option("allow-comments"));
                 Ok(Format::Csv(csv))
             }
             "json" => Ok(Format::Json {
@@ -128,6 +129,16 @@ impl Format {
         }
     }
 
+    /// Whether a line holds no row: an empty one, a blank one of JSON, a comment of a csv
+    /// table that allows them.
+    pub fn skips(&self, line: &str) -> bool {
+        match self {
+            _ if line.is_empty() => true,
+            Format::Csv(csv) => csv.allow_comments && line.starts_with('#'),
+            Format::Json { .. } | Format::DebeziumJson => line.trim().is_empty(),
+        }
+    }
+
     /// The change of `text` for `schema`'s columns: an insert of its row in `csv` and
     /// `json`; in `debezium-json` the change it holds, with the old row of an update.
     pub fn decode_change(
@@ -165,8 +176,8 @@ impl Encoder {
     pub fn encode(&self, change: &Change, out: &mut String) {
         match &self.format {
             Format::Csv(csv) => csv.encode(&change.row, &self.types, out),
-            Format::Json { .. } => json::encode(&change.row, &self.names, out),
-            Format::DebeziumJson => json::encode_debezium(change, &self.names, out),
+            Format::Json { .. } => json::encode(&change.row, &self.names, &self.types, out),
+            Format::DebeziumJson => json::encode_debezium(change, &self.names, &self.types, out),
         }
     }
 
@@ -174,7 +185,9 @@ impl Encoder {
     pub fn encode_row(&self, row: &[crate::value::Value], out: &mut String) {
         match &self.format {
             Format::Csv(csv) => csv.encode(row, &self.types, out),
-            Format::Json { .. } | Format::DebeziumJson => json::encode(row, &self.names, out),
+            Format::Json { .. } | Format::DebeziumJson => {
+                json::encode(row, &self.names, &self.types, out)
+            }
         }
     }
 }
