@@ -121,7 +121,7 @@ fn value(json: &Json, ty: &DataType) -> Result<Value, String> {
 }
 
 /// Appends `row` as a JSON object with `names` as its keys.
-pub fn encode(row: &[Value], names: &[String], out: &mut String) {
+pub fn encode(row: &[Value], names: &[String], types: &[SqlType], out: &mut String) {
     out.push('{');
     for (i, (name, value)) in names.iter().zip(row).enumerate() {
         if i > 0 {
@@ -129,7 +129,7 @@ pub fn encode(row: &[Value], names: &[String], out: &mut String) {
         }
         string(name, out);
         out.push(':');
-        json_value(value, out);
+        json_value(value, types.get(i), out);
     }
     out.push('}');
 }
@@ -137,9 +137,9 @@ pub fn encode(row: &[Value], names: &[String], out: &mut String) {
 /// Appends `change` as Flink's `debezium-json` writes it: an insert or the new row of an
 /// update as `{"before":null,"after":{..},"op":"c"}`, a delete or the old row of an update
 /// as `{"before":{..},"after":null,"op":"d"}`.
-pub fn encode_debezium(change: &Change, names: &[String], out: &mut String) {
+pub fn encode_debezium(change: &Change, names: &[String], types: &[SqlType], out: &mut String) {
     let mut object = String::new();
-    encode(&change.row, names, &mut object);
+    encode(&change.row, names, types, &mut object);
     if change.kind.retracts() {
         out.push_str(&format!(
             "{{\"before\":{object},\"after\":null,\"op\":\"d\"}}"
@@ -151,11 +151,32 @@ pub fn encode_debezium(change: &Change, names: &[String], out: &mut String) {
     }
 }
 
-/// A value in JSON: numbers and booleans bare, `NULL` as `null`, everything else as the
-/// string `CAST(v AS STRING)` gives.
-fn json_value(value: &Value, out: &mut String) {
+/// A value of type `ty` in JSON: numbers and booleans bare, `NULL` as `null`, a `ROW` as an
+/// object of its fields (as Flink's json format nests it), everything else as the string
+/// `CAST(v AS STRING)` gives.
+fn json_value(value: &Value, ty: Option<&SqlType>, out: &mut String) {
     match value {
         Value::Null => out.push_str("null"),
+        Value::Row(values) => {
+            let fields = match ty {
+                Some(SqlType::Row(fields)) => fields.as_slice(),
+                _ => &[],
+            };
+            out.push('{');
+            for (i, value) in values.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                let field = fields.get(i);
+                match field {
+                    Some(f) => string(&f.name, out),
+                    None => string(&format!("f{i}"), out),
+                }
+                out.push(':');
+                json_value(value, field.map(|f| &f.ty.ty), out);
+            }
+            out.push('}');
+        }
         Value::Boolean(b) => out.push_str(if *b { "true" } else { "false" }),
         Value::Int(_) | Value::BigInt(_) | Value::Decimal(..) => out.push_str(&value.to_string()),
         Value::Double(d) if d.is_finite() => out.push_str(&value.to_string()),
@@ -230,17 +251,23 @@ mod tests {
             b in any::<bool>(),
             t in 0i64..4_000_000_000_000,
         ) {
+            let field = |name: &str, ty| crate::types::Field {
+                name: name.into(),
+                ty: DataType::nullable(ty),
+            };
+            let nested = SqlType::Row(vec![field("f", SqlType::BigInt), field("g", SqlType::STRING)]);
             let types = [
                 SqlType::BigInt, SqlType::STRING, SqlType::Double, SqlType::Boolean,
-                SqlType::Timestamp(3),
+                SqlType::Timestamp(3), nested,
             ];
             let row = vec![
-                Value::BigInt(a), Value::String(s), Value::Double(d), Value::Boolean(b),
-                Value::Timestamp(t),
+                Value::BigInt(a), Value::String(s.clone()), Value::Double(d), Value::Boolean(b),
+                Value::Timestamp(t), Value::Row(vec![Value::BigInt(a), Value::String(s)]),
             ];
             let names: Vec<String> = (0..types.len()).map(|i| format!("c{i}")).collect();
             let mut text = String::new();
-            encode(&row, &names, &mut text);
+            encode(&row, &names, &types, &mut text);
+            prop_assert!(text.contains(&format!("\"c5\":{{\"f\":{a},\"g\":")), "{}", text);
             prop_assert_eq!(decode(&text, &schema(&types)).unwrap(), row);
         }
     }
