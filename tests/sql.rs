@@ -250,6 +250,26 @@ fn table_options_are_checked_and_applied_as_flinks() {
 }
 
 #[test]
+fn types_hummer_holds_no_value_of_are_refused_before_running() {
+    refused(
+        "CREATE TABLE t (id INT, tags ARRAY<STRING>) WITH ('connector' = 'blackhole');",
+        &[
+            "the column 'tags' of type ARRAY<STRING>",
+            "is not supported; the types are BOOLEAN",
+        ],
+    );
+    refused(
+        "CREATE TABLE t (id INT, r ROW<at TIME>) WITH ('connector' = 'blackhole');",
+        &["the column 'r' of type ROW<`at` TIME(0)> (TIME(0))"],
+    );
+    refused(
+        "SELECT CAST('abc' AS BYTES);",
+        &["a cast to the type BYTES"],
+    );
+    refused("SELECT TIME '13:45:07';", &["a literal of the type TIME"]);
+}
+
+#[test]
 fn week_floors_start_on_sunday_and_a_top_n_takes_a_between_range() {
     let dir = tempfile::tempdir().expect("temp dir");
     let input = dir.path().join("t.csv");

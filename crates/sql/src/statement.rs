@@ -548,6 +548,13 @@ fn parse_table(
                         supported: "physical and computed columns are".into(),
                     });
                 }
+                if let Some(without) = ty.ty.without_values() {
+                    return Err(SqlError::Unsupported {
+                        at: item_at,
+                        what: format!("the column '{column}' of type {} ({without})", ty.ty),
+                        supported: crate::types::SUPPORTED_TYPES.into(),
+                    });
+                }
                 ColumnKind::Physical(ty)
             };
             if parser.parse_keyword(Keyword::COMMENT) {

@@ -99,6 +99,11 @@ impl DataType {
     }
 }
 
+/// The types Hummer holds values of, for errors (ends an `Unsupported` error's sentence).
+pub const SUPPORTED_TYPES: &str = "the types are BOOLEAN, TINYINT, SMALLINT, INT, BIGINT, FLOAT, \
+    DOUBLE, DECIMAL(p, s), CHAR(n), VARCHAR(n), STRING, DATE, TIMESTAMP(p), TIMESTAMP_LTZ(p) and \
+    ROW<..> of them (not TIME, BYTES, ARRAY, MAP or MULTISET yet)";
+
 /// See [`SqlType::into_column`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum IntoColumn {
@@ -170,6 +175,17 @@ impl SqlType {
                 }
                 _ => IntoColumn::Refused,
             },
+        }
+    }
+
+    /// The part of this type Hummer holds no value of (`TIME`, `BYTES`, `ARRAY`, `MAP`, also
+    /// inside a `ROW`), if any: a column or a cast of such a type is refused before anything
+    /// runs, not when the first value comes.
+    pub fn without_values(&self) -> Option<&SqlType> {
+        match self {
+            SqlType::Time(_) | SqlType::Bytes | SqlType::Array(_) | SqlType::Map(..) => Some(self),
+            SqlType::Row(fields) => fields.iter().find_map(|f| f.ty.ty.without_values()),
+            _ => None,
         }
     }
 

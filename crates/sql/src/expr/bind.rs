@@ -394,11 +394,13 @@ impl Binder<'_> {
                 ..
             } => {
                 let v = self.bind(value)?;
-                let Some(to) = from_sqlparser(data_type) else {
+                let Some(to) =
+                    from_sqlparser(data_type).filter(|t| t.ty.without_values().is_none())
+                else {
                     return Err(SqlError::Unsupported {
                         at: here,
-                        what: format!("the type {data_type}"),
-                        supported: "Flink's types are".into(),
+                        what: format!("a cast to the type {data_type}"),
+                        supported: crate::types::SUPPORTED_TYPES.into(),
                     });
                 };
                 let try_cast = matches!(kind, CastKind::TryCast | CastKind::SafeCast);
@@ -431,11 +433,13 @@ impl Binder<'_> {
             }
             // `TIMESTAMP '2020-01-01 00:00:00'`: the text cast to the type, once, here.
             E::TypedString(literal) => {
-                let Some(to) = from_sqlparser(&literal.data_type) else {
+                let Some(to) =
+                    from_sqlparser(&literal.data_type).filter(|t| t.ty.without_values().is_none())
+                else {
                     return Err(SqlError::Unsupported {
                         at: here,
                         what: format!("a literal of the type {}", literal.data_type),
-                        supported: "Flink's types are".into(),
+                        supported: crate::types::SUPPORTED_TYPES.into(),
                     });
                 };
                 let text = literal_string(&E::Value(literal.value.clone())).unwrap_or_default();
