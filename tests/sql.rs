@@ -270,6 +270,30 @@ fn types_hummer_holds_no_value_of_are_refused_before_running() {
 }
 
 #[test]
+fn a_csv_field_with_line_breaks_is_written_and_read_back() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let table = format!(
+        "SET 'parallelism.default' = '1';\n\
+         CREATE TABLE o (id INT, s STRING)\n\
+         WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');\n",
+        dir.path().join("o").display()
+    );
+    let (ok, out, err) = hummer_sql(
+        &[
+            "-e",
+            &format!(
+                "{table}INSERT INTO o VALUES (1, CONCAT('a', CHR(10), 'b,\"c\"')), (2, 'd');\n\
+                 SELECT id, CHAR_LENGTH(s) AS n, POSITION(CHR(10) IN s) AS at FROM o;"
+            ),
+        ],
+        "",
+    );
+    assert!(ok, "{err}");
+    assert!(out.contains("| +I |  1 | 7 |  2 |"), "{out}");
+    assert!(out.contains("| +I |  2 | 1 |  0 |"), "{out}");
+}
+
+#[test]
 fn week_floors_start_on_sunday_and_a_top_n_takes_a_between_range() {
     let dir = tempfile::tempdir().expect("temp dir");
     let input = dir.path().join("t.csv");

@@ -149,10 +149,16 @@ impl TableFiles {
             let reader = std::fs::File::open(&file)
                 .map(std::io::BufReader::new)
                 .map_err(|e| HummerError::io("cannot read", &file, e))?;
+            let mut open = None;
+            let mut records = Vec::new();
             for line in reader.lines() {
                 let line = line.map_err(|e| HummerError::io("cannot read", &file, e))?;
-                let line = line.strip_suffix('\r').unwrap_or(&line);
-                if let Some(row) = self.row(line, &file)? {
+                let line = line.strip_suffix('\r').map(str::to_string).unwrap_or(line);
+                records.extend(self.format.record(&mut open, line));
+            }
+            records.extend(open);
+            for record in records {
+                if let Some(row) = self.row(&record, &file)? {
                     rows.push(row);
                 }
             }
@@ -195,7 +201,12 @@ pub fn list_files(path: &Path) -> Result<Vec<PathBuf>> {
 
 impl Source<Row> for TableFiles {
     fn name(&self) -> String {
-        format!("CSV files: {}", self.table)
+        // `CSV files: bid`, `JSON files: events`, `DEBEZIUM-JSON files: changes`.
+        format!(
+            "{} files: {}",
+            self.format.name().to_uppercase(),
+            self.table
+        )
     }
     fn is_bounded(&self) -> bool {
         true
@@ -237,12 +248,26 @@ struct FileSplit {
     finished: bool,
     /// Its timestamps and watermark, once the source has a watermark strategy.
     tracker: Option<WatermarkTracker<Row>>,
+    /// The lines read of a record not ended yet (a csv field with line breaks).
+    open_record: Option<String>,
 }
 
 /// Where each file of a reader stands: what a checkpoint keeps.
 #[derive(Serialize, Deserialize)]
 struct Position {
-    files: Vec<(PathBuf, bool, Option<Vec<u8>>)>,
+    files: Vec<FilePosition>,
+}
+
+/// Where one file's reading stands.
+#[derive(Serialize, Deserialize)]
+struct FilePosition {
+    path: PathBuf,
+    /// Read to the end.
+    finished: bool,
+    /// Its reader's position.
+    reader: Option<Vec<u8>>,
+    /// The lines of a record that goes on after that position.
+    open_record: Option<String>,
 }
 
 /// The reader of one subtask's files.
@@ -269,10 +294,10 @@ impl TableFilesReader {
                 ..self.ctx.clone()
             };
             let mut reader = TextFileSource::new(&path).create_reader(&ctx)?;
-            let mut finished = false;
-            if let Some((_, done, position)) = positions.as_mut().and_then(Iterator::next) {
-                finished = done;
-                if let Some(position) = position {
+            let (mut finished, mut open_record) = (false, None);
+            if let Some(at) = positions.as_mut().and_then(Iterator::next) {
+                (finished, open_record) = (at.finished, at.open_record);
+                if let Some(position) = at.reader {
                     reader.restore_position(&position)?;
                 }
             }
@@ -281,6 +306,7 @@ impl TableFilesReader {
                 reader,
                 finished,
                 tracker: self.strategy.as_ref().map(WatermarkStrategy::tracker),
+                open_record,
             });
         }
         self.next = 0;
@@ -307,8 +333,18 @@ impl TableFilesReader {
         if file.reader.poll_next(&mut self.lines, max)? == SourceStatus::Finished {
             file.finished = true;
         }
-        for line in self.lines.drain(..) {
-            let Some(row) = self.source.row(&line, &file.path)? else {
+        let format = &self.source.format;
+        let mut records: Vec<String> = self
+            .lines
+            .drain(..)
+            .filter_map(|line| format.record(&mut file.open_record, line))
+            .collect();
+        // At the file's end, an open record is what it is (an error, as a bad line).
+        if file.finished {
+            records.extend(file.open_record.take());
+        }
+        for record in records {
+            let Some(row) = self.source.row(&record, &file.path)? else {
                 continue;
             };
             if let Some(stamps) = stamps.as_deref_mut() {
@@ -373,7 +409,12 @@ impl SourceReader<Row> for TableFilesReader {
             files: self
                 .files
                 .iter()
-                .map(|f| (f.path.clone(), f.finished, f.reader.snapshot_position()))
+                .map(|f| FilePosition {
+                    path: f.path.clone(),
+                    finished: f.finished,
+                    reader: f.reader.snapshot_position(),
+                    open_record: f.open_record.clone(),
+                })
                 .collect(),
         };
         postcard::to_stdvec(&position).ok()
@@ -385,7 +426,7 @@ impl SourceReader<Row> for TableFilesReader {
                 input: format!("the checkpointed position of table '{}'", self.source.table),
                 reason: format!("it does not decode: {e}"),
             })?;
-        let files = position.files.iter().map(|(p, _, _)| p.clone()).collect();
+        let files = position.files.iter().map(|f| f.path.clone()).collect();
         self.open(files, Some(position))
     }
 }

@@ -129,6 +129,27 @@ impl Format {
         }
     }
 
+    /// The record `line` ends, joined to the lines of `open` before it, or `None` while a
+    /// csv record goes on (a quoted field with line breaks; kept in `open`, which the
+    /// reader takes as it is at the end of its file).
+    pub fn record(&self, open: &mut Option<String>, line: String) -> Option<String> {
+        let record = match open.take() {
+            Some(mut before) => {
+                before.push('\n');
+                before.push_str(&line);
+                before
+            }
+            None => line,
+        };
+        match self {
+            Format::Csv(csv) if csv.ends_inside_quotes(&record) => {
+                *open = Some(record);
+                None
+            }
+            _ => Some(record),
+        }
+    }
+
     /// Whether a line holds no row: an empty one, a blank one of JSON, a comment of a csv
     /// table that allows them.
     pub fn skips(&self, line: &str) -> bool {
