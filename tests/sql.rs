@@ -267,6 +267,11 @@ fn types_hummer_holds_no_value_of_are_refused_before_running() {
         &["a cast to the type BYTES"],
     );
     refused("SELECT TIME '13:45:07';", &["a literal of the type TIME"]);
+    refused(
+        "CREATE TABLE t (id INT) WITH ('connector' = 'blackhole');\n\
+         CREATE TABLE u (x INT) WITH ('connector' = 'blackhole') LIKE t;",
+        &["CREATE TABLE .. LIKE is not supported"],
+    );
 }
 
 #[test]
@@ -291,6 +296,20 @@ fn a_csv_field_with_line_breaks_is_written_and_read_back() {
     assert!(ok, "{err}");
     assert!(out.contains("| +I |  1 | 7 |  2 |"), "{out}");
     assert!(out.contains("| +I |  2 | 1 |  0 |"), "{out}");
+}
+
+#[test]
+fn a_date_moves_by_the_whole_days_of_an_interval() {
+    let (ok, out, err) = hummer_sql(
+        &[
+            "-e",
+            "SELECT DATE '2024-02-28' + INTERVAL '2' DAY AS a, \
+             DATE '2024-03-01' - INTERVAL '25' HOUR AS b",
+        ],
+        "",
+    );
+    assert!(ok, "{err}");
+    assert!(out.contains("| +I | 2024-03-01 | 2024-02-29 |"), "{out}");
 }
 
 #[test]

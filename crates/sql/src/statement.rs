@@ -163,6 +163,16 @@ pub(crate) fn parse_text(text: &str) -> Result<Statement> {
     let statement = parse_statement(&mut parser)?;
     let _ = parser.consume_token(&Token::SemiColon);
     let rest = parser.peek_token();
+    // `CREATE TABLE t (..) WITH (..) LIKE other`: Flink's table inheritance.
+    if let (Statement::CreateTable(_), Token::Word(w)) = (&statement, &rest.token)
+        && w.keyword == Keyword::LIKE
+    {
+        return Err(SqlError::Unsupported {
+            at: position(&rest),
+            what: "CREATE TABLE .. LIKE".into(),
+            supported: "CREATE TABLE with its columns and options written out is".into(),
+        });
+    }
     if rest.token != Token::EOF {
         return Err(SqlError::Syntax {
             at: position(&rest),

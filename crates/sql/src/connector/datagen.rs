@@ -180,9 +180,22 @@ impl DataGen {
             let kind = match table.options.get(&option("kind")).map(String::as_str) {
                 None | Some("random") => {
                     let (type_min, type_max) = integer_range(&ty).unwrap_or((0.0, f64::MAX));
+                    let min = number(table, &option("min"))?.unwrap_or(type_min);
+                    let max = number(table, &option("max"))?.unwrap_or(type_max);
+                    if min > max {
+                        return Err(SqlError::Invalid {
+                            at: table.at,
+                            message: format!(
+                                "'{}' ({min}) is above '{}' ({max}) in table '{}'",
+                                option("min"),
+                                option("max"),
+                                table.name
+                            ),
+                        });
+                    }
                     Kind::Random {
-                        min: number(table, &option("min"))?.unwrap_or(type_min),
-                        max: number(table, &option("max"))?.unwrap_or(type_max),
+                        min,
+                        max,
                         length: number(table, &option("length"))?.unwrap_or(100),
                         max_past: number(table, &option("max-past"))?.unwrap_or(0),
                     }
@@ -474,6 +487,10 @@ mod tests {
             ("'fields.n.kind' = 'zigzag'", "zigzag"),
             ("'fields.n.mn' = '1'", "fields.n.mn"),
             ("'rows-per-second' = 'fast'", "not a number"),
+            (
+                "'fields.n.min' = '9', 'fields.n.max' = '2'",
+                "'fields.n.min' (9) is above 'fields.n.max' (2)",
+            ),
         ] {
             let (t, physical) = table(&format!(
                 "CREATE TABLE g (n INT) WITH ('connector' = 'datagen', {options})"

@@ -778,7 +778,8 @@ impl Binder<'_> {
 
     fn arithmetic(&self, op: Arith, left: &ast::Expr, right: &ast::Expr) -> Result<Typed> {
         let (l, r) = (self.bind(left)?, self.bind(right)?);
-        if l.ty.ty.is_time() && matches!(op, Arith::Add | Arith::Subtract) {
+        let moves = l.ty.ty.is_time() || l.ty.ty == SqlType::Date;
+        if moves && matches!(op, Arith::Add | Arith::Subtract) {
             if r.ty.ty != SqlType::Interval {
                 return Err(SqlError::Invalid {
                     at: at(right),

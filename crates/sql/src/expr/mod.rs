@@ -321,6 +321,9 @@ impl Expr {
                 match t {
                     Value::Timestamp(t) => Value::Timestamp(t.wrapping_add(d)),
                     Value::TimestampLtz(t) => Value::TimestampLtz(t.wrapping_add(d)),
+                    // A date moves by the interval's whole days, as Flink's.
+                    Value::Date(days) => i32::try_from(i64::from(days) + d / crate::value::DAY_MS)
+                        .map_or(Value::Null, Value::Date),
                     _ => Value::Null,
                 }
             }
