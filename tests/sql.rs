@@ -312,6 +312,45 @@ fn a_date_moves_by_the_whole_days_of_an_interval() {
     assert!(out.contains("| +I | 2024-03-01 | 2024-02-29 |"), "{out}");
 }
 
+/// A script's query on a source that never ends prints its changes as they come (Flink's
+/// tableau), instead of nothing until an end that never comes.
+#[test]
+fn a_scripts_query_that_never_ends_prints_rows_as_they_come() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(common::cli::BIN)
+        .args([
+            "sql",
+            "-e",
+            "CREATE TABLE g (n BIGINT) WITH ('connector' = 'datagen', 'rows-per-second' = '20', \
+             'fields.n.min' = '1', 'fields.n.max' = '9');\n\
+             SELECT n FROM g;",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start hummer sql");
+    let stdout = child.stdout.take().expect("stdout");
+    let (lines_tx, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if lines_tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut rows = 0;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while rows < 3 && std::time::Instant::now() < deadline {
+        if let Ok(line) = lines.recv_timeout(std::time::Duration::from_secs(1)) {
+            rows += usize::from(line.starts_with("| +I |"));
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(rows >= 3, "{rows} rows printed while the query ran");
+}
+
 #[test]
 fn week_floors_start_on_sunday_and_a_top_n_takes_a_between_range() {
     let dir = tempfile::tempdir().expect("temp dir");

@@ -403,6 +403,19 @@ impl StreamExecutionEnvironment {
         Ok((state.graph.clone(), job, exec))
     }
 
+    /// The names of the job's sources that never end (a Kafka topic read on, a generator
+    /// without a count): a client shows such a job's results as they come, not at its end.
+    pub fn unbounded_sources(&self) -> Vec<String> {
+        self.state
+            .borrow()
+            .graph
+            .nodes
+            .iter()
+            .filter(|n| matches!(&n.factory, NodeFactory::Source(s) if !s.is_bounded()))
+            .map(|n| n.name.clone())
+            .collect()
+    }
+
     /// The job graph (the fused chains) the job built so far translates to.
     pub fn job_graph(&self) -> Result<JobGraph> {
         Ok(self.translate()?.1)

@@ -56,6 +56,11 @@ pub trait LiveResult {
     fn stop_requested(&mut self) -> bool;
     /// The query ended after `count` rows (`cancelled`: the user stopped it).
     fn end(&mut self, count: usize, cancelled: bool);
+    /// Whether a query whose sources all end is shown as one table at its end instead
+    /// (a script's query: only one that never ends is shown as it comes).
+    fn bounded_as_table(&self) -> bool {
+        false
+    }
 }
 
 /// An option Hummer applies, and what its value must be: its key and the check of a value.
@@ -198,7 +203,10 @@ impl Session {
             );
             self.current = Some(text.text.clone());
             let outcome = match (parsed, live.as_deref_mut()) {
-                (Statement::Query(query, at), Some(view)) => self.select_live(&query, at, view),
+                // (A query in a statement set is refused there.)
+                (Statement::Query(query, at), Some(view)) if !self.has_open_statement_set() => {
+                    self.select_live(&query, at, view)
+                }
                 (parsed, _) => self.execute(parsed),
             };
             self.current = None;
@@ -604,6 +612,9 @@ impl Session {
     ) -> Result<Outcome> {
         let env = self.environment();
         let planned = plan_query(&self.catalog, &env, query, at)?;
+        if live.bounded_as_table() && env.unbounded_sources().is_empty() {
+            return self.collect_table(&env, &planned);
+        }
         let buffer = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
         planned.rows().add_sink(connector::Shared(buffer.clone()));
         let client = env.execute_async(&self.job_name("collect".into()))?;
@@ -645,6 +656,15 @@ impl Session {
     fn select(&mut self, query: &ast::Query, at: Position) -> Result<Outcome> {
         let env = self.environment();
         let planned = plan_query(&self.catalog, &env, query, at)?;
+        self.collect_table(&env, &planned)
+    }
+
+    /// The rows of the query `planned` on `env`, run to its end, as one table.
+    fn collect_table(
+        &mut self,
+        env: &StreamExecutionEnvironment,
+        planned: &crate::plan::Planned,
+    ) -> Result<Outcome> {
         let out = planned.rows().collect();
         let mut result = env.execute(&self.job_name("collect".into()))?;
         let rows = result.collected(&out)?;

@@ -51,7 +51,11 @@ pub fn run(args: Args) -> Result<()> {
         .file
         .as_ref()
         .map_or_else(|| "-e".to_string(), |p| p.display().to_string());
-    if let Err(e) = session.run_script(&script, show) {
+    // A query that never ends is printed as Flink's tableau, change by change; one that
+    // ends, as one table at its end.
+    let mut streamed = LiveView::new(false, Arc::new(AtomicBool::new(false)));
+    streamed.bounded_as_table = true;
+    if let Err(e) = session.run_script_live(&script, show, Some(&mut streamed)) {
         bail!("{source}: {e}");
     }
     if session.has_open_statement_set() {
@@ -195,6 +199,8 @@ struct LiveView {
     /// Lines drawn by the last redraw, to draw over.
     drawn: usize,
     widths: Vec<usize>,
+    /// See [`LiveResult::bounded_as_table`].
+    bounded_as_table: bool,
 }
 
 /// The most rows the updating table shows (the last ones).
@@ -209,6 +215,7 @@ impl LiveView {
             rows: Vec::new(),
             drawn: 0,
             widths: Vec::new(),
+            bounded_as_table: false,
         }
     }
 
@@ -265,7 +272,15 @@ impl LiveResult for LiveView {
     fn start(&mut self, header: &[String]) {
         self.header = header.to_vec();
         let shown = if self.table { &header[1..] } else { header };
-        self.widths = shown.iter().map(|h| h.chars().count().max(12)).collect();
+        // The change's kind (`op`, tableau only) is two wide, as Flink's.
+        self.widths = shown
+            .iter()
+            .enumerate()
+            .map(|(i, h)| match (self.table, i) {
+                (false, 0) => 2,
+                _ => h.chars().count().max(12),
+            })
+            .collect();
         if self.table {
             self.redraw();
         } else {
@@ -276,9 +291,12 @@ impl LiveResult for LiveView {
 
     fn rows(&mut self, rows: Vec<Vec<String>>) {
         if !self.table {
+            let mut out = std::io::stdout().lock();
             for r in &rows {
-                println!("{}", self.line(r));
+                let _ = writeln!(out, "{}", self.line(r));
             }
+            // Seen as they come, also through a pipe.
+            let _ = out.flush();
             return;
         }
         for mut r in rows {
@@ -296,6 +314,10 @@ impl LiveResult for LiveView {
 
     fn stop_requested(&mut self) -> bool {
         self.stop.load(Ordering::SeqCst)
+    }
+
+    fn bounded_as_table(&self) -> bool {
+        self.bounded_as_table
     }
 
     fn end(&mut self, count: usize, cancelled: bool) {
