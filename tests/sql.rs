@@ -275,6 +275,41 @@ fn types_hummer_holds_no_value_of_are_refused_before_running() {
 }
 
 #[test]
+fn a_failed_insert_leaves_no_part_of_its_output() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let input = dir.path().join("in");
+    std::fs::create_dir(&input).expect("mkdir");
+    // One file ends at once; the other fails the job at its last line.
+    std::fs::write(input.join("a.csv"), "1,1\n").expect("write");
+    let mut long: String = (0..200_000).map(|i| format!("{i},1\n")).collect();
+    long.push_str("1,0\n");
+    std::fs::write(input.join("b.csv"), long).expect("write");
+    let out = dir.path().join("out");
+    std::fs::create_dir(&out).expect("mkdir");
+    std::fs::write(out.join("part-earlier"), "7\n").expect("write");
+    refused(
+        &format!(
+            "SET 'parallelism.default' = '2';\n\
+             CREATE TABLE t (a INT, b INT) WITH ('connector' = 'filesystem', 'path' = '{}', \
+             'format' = 'csv');\n\
+             CREATE TABLE o (q INT) WITH ('connector' = 'filesystem', 'path' = '{}', \
+             'format' = 'csv');\n\
+             INSERT INTO o SELECT a / b FROM t;",
+            input.display(),
+            out.display()
+        ),
+        &["division by zero"],
+    );
+    let mut left: Vec<String> = std::fs::read_dir(&out)
+        .expect("the output directory")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(left, vec!["part-earlier"], "only what was there before");
+}
+
+#[test]
 fn a_csv_field_with_line_breaks_is_written_and_read_back() {
     let dir = tempfile::tempdir().expect("temp dir");
     let table = format!(

@@ -23,6 +23,12 @@
 //! Flink's) leaves the files already in the directory alone: each writer names its files with
 //! a run id of its own (`part-<run>-i`, `part-<run>-i-c`), kept in its checkpointed state so
 //! that a restored writer recovers the files of the run it continues.
+//!
+//! A sink published by its caller ([`TextFileSink::published_by_caller`], SQL's `INSERT`
+//! run in the client's process without checkpoints) leaves each finished part file hidden
+//! (`.part-<run>-i.done`) until the caller, once the whole job has succeeded, makes the job's
+//! files visible with [`publish`] (or removes them with [`discard`] when it failed), as Flink
+//! commits a batch job's files when the job ends: a failed job leaves no part of its output.
 
 use std::fmt::Display;
 use std::fs::File;
@@ -45,6 +51,8 @@ pub struct TextFileSink<T> {
     dir: PathBuf,
     encode: LineEncoder<T>,
     appending: bool,
+    /// The job's token, where the caller publishes the files (see the module documentation).
+    published_by: Option<String>,
 }
 
 impl<T: Display> TextFileSink<T> {
@@ -69,6 +77,7 @@ impl<T> TextFileSink<T> {
             dir: dir.into(),
             encode: Arc::new(encode),
             appending: false,
+            published_by: None,
         }
     }
 
@@ -78,6 +87,66 @@ impl<T> TextFileSink<T> {
         self.appending = true;
         self
     }
+
+    /// The appending sink whose finished files the caller publishes when the job has
+    /// succeeded: `token` ([`job_token`]) names the job's files for [`publish`] and
+    /// [`discard`]. (With checkpoints the files are committed by them, as always.)
+    pub fn published_by_caller(mut self, token: &str) -> Self {
+        self.appending = true;
+        self.published_by = Some(token.to_string());
+        self
+    }
+}
+
+/// A token for the files of one job (see [`TextFileSink::published_by_caller`]).
+pub fn job_token() -> String {
+    new_run(0)
+}
+
+/// The hidden name of a finished file of a published sink, by its visible name.
+fn done_name(committed: &str) -> String {
+    format!(".{committed}.done")
+}
+
+/// The files of the job `token` in `dir` finished but not yet visible, with the names they
+/// get when published.
+fn done_files(dir: &Path, token: &str) -> Result<Vec<(PathBuf, PathBuf)>> {
+    let entries = std::fs::read_dir(dir)
+        .map_err(|e| HummerError::io("cannot list output directory", dir, e))?;
+    let prefix = format!(".part-{token}s");
+    Ok(entries
+        .flatten()
+        .filter_map(|entry| {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let visible = name.strip_prefix('.')?.strip_suffix(".done")?;
+            name.starts_with(&prefix)
+                .then(|| (entry.path(), dir.join(visible)))
+        })
+        .collect())
+}
+
+/// Makes the finished files of the job `token` in `dir` visible: the job has succeeded.
+pub fn publish(dir: &Path, token: &str) -> Result<()> {
+    for (done, visible) in done_files(dir, token)? {
+        std::fs::rename(&done, &visible)
+            .map_err(|e| HummerError::io("cannot commit output file", &visible, e))?;
+    }
+    Ok(())
+}
+
+/// Removes what the job `token` wrote in `dir`, finished or not: the job has failed.
+pub fn discard(dir: &Path, token: &str) -> Result<()> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Ok(());
+    };
+    let prefix = format!(".part-{token}s");
+    for entry in entries.flatten() {
+        if entry.file_name().to_string_lossy().starts_with(&prefix) {
+            std::fs::remove_file(entry.path())
+                .map_err(|e| HummerError::io("cannot remove output file", entry.path(), e))?;
+        }
+    }
+    Ok(())
 }
 
 /// A run id for the files of one writer: unique across writers, runs and processes, without
@@ -162,7 +231,11 @@ impl<T: Send + 'static> Sink<T> for TextFileSink<T> {
     fn create_writer(&self, ctx: &OperatorContext) -> Result<Box<dyn SinkWriter<T>>> {
         std::fs::create_dir_all(&self.dir)
             .map_err(|e| HummerError::io("cannot create output directory", &self.dir, e))?;
-        let run = self.appending.then(|| new_run(ctx.subtask));
+        // A published sink's runs start with the job's token (`<token>s<subtask>`).
+        let run = match &self.published_by {
+            Some(token) => Some(format!("{token}s{:x}", ctx.subtask)),
+            None => self.appending.then(|| new_run(ctx.subtask)),
+        };
         if ctx.checkpointing {
             let mut writer = TransactionalWriter::<T>::new(
                 &self.dir,
@@ -180,6 +253,11 @@ impl<T: Send + 'static> Sink<T> for TextFileSink<T> {
         let in_progress = self
             .dir
             .join(format!(".part-{prefix}{}.inprogress", ctx.subtask));
+        let committed = format!("part-{prefix}{}", ctx.subtask);
+        let committed = match self.published_by {
+            Some(_) => done_name(&committed),
+            None => committed,
+        };
         let file = File::create(&in_progress)
             .map_err(|e| HummerError::io("cannot create output file", &in_progress, e))?;
         Ok(Box::new(TextFileWriter {
@@ -187,7 +265,7 @@ impl<T: Send + 'static> Sink<T> for TextFileSink<T> {
             encode: self.encode.clone(),
             scratch: String::new(),
             in_progress,
-            committed: self.dir.join(format!("part-{prefix}{}", ctx.subtask)),
+            committed: self.dir.join(committed),
         }))
     }
 }

@@ -63,6 +63,10 @@ pub trait LiveResult {
     }
 }
 
+/// A directory whose finished part files a job run here leaves hidden, and the job's token
+/// that names them (see `text_file_sink::publish`).
+type Published = (std::path::PathBuf, String);
+
 /// An option Hummer applies, and what its value must be: its key and the check of a value.
 type KnownOption = (&'static str, fn(&str) -> std::result::Result<(), String>);
 
@@ -450,12 +454,14 @@ impl Session {
                 }
                 self.current = Some(format!("{}END", set.script));
                 let env = self.environment();
-                let mut targets = Vec::new();
+                let (mut targets, mut published) = (Vec::new(), Vec::new());
                 for (insert, at) in &set.inserts {
-                    targets.push(self.plan_insert_onto(&env, insert, *at)?);
+                    let (target, files) = self.plan_insert_onto(&env, insert, *at)?;
+                    targets.push(target);
+                    published.extend(files);
                 }
                 let name = self.job_name(format!("insert-into_{}", targets.join("_")));
-                self.run_insert_job(&env, &name)
+                self.run_insert_job(&env, &name, &published)
             }
             other => Err(SqlError::Unsupported {
                 at: Position::new(1, 1),
@@ -476,20 +482,38 @@ impl Session {
     /// input); on a cluster, submits it and prints its id, or waits for its end with
     /// `table.dml-sync` (as Flink's client).
     fn insert(&mut self, insert: &ast::Statement, at: Position) -> Result<Outcome> {
-        let (env, target) = self.plan_insert(insert, at)?;
+        let (env, target, published) = self.plan_insert(insert, at)?;
         let name = self.job_name(format!("insert-into_{target}"));
-        self.run_insert_job(&env, &name)
+        self.run_insert_job(&env, &name, published.as_slice())
     }
 
     /// Runs the job of `INSERT`s planned onto `env`: to its end locally, else submitted
-    /// (waited for with `table.dml-sync`).
-    fn run_insert_job(&self, env: &StreamExecutionEnvironment, name: &str) -> Result<Outcome> {
+    /// (waited for with `table.dml-sync`). The files the job left in `published` are made
+    /// visible if it succeeded, removed if it failed: a failed job leaves no part of its
+    /// output, as Flink's.
+    fn run_insert_job(
+        &self,
+        env: &StreamExecutionEnvironment,
+        name: &str,
+        published: &[Published],
+    ) -> Result<Outcome> {
+        use hummer_connectors::text_file_sink::{discard, publish};
         let sync = self
             .options
             .get("table.dml-sync")
             .is_some_and(|v| v.eq_ignore_ascii_case("true"));
         if env.runs_in_process() || StreamExecutionEnvironment::is_cluster_worker() || sync {
-            env.execute(name)?;
+            let result = env.execute(name);
+            for (dir, token) in published {
+                match &result {
+                    Ok(_) => publish(dir, token)?,
+                    // The job's error is the one to report.
+                    Err(_) => {
+                        let _ = discard(dir, token);
+                    }
+                }
+            }
+            result?;
             return Ok(info("Complete execution of the SQL update statement."));
         }
         let client = env.execute_async(name)?;
@@ -550,13 +574,15 @@ impl Session {
         Ok(Outcome::Info(text))
     }
 
-    /// The job of an `INSERT INTO`, planned on an environment of its own, and its target.
+    /// The job of an `INSERT INTO`, planned on an environment of its own: its target, and the
+    /// files the job leaves for [`Session::run_insert_job`] to publish when it has succeeded
+    /// (a `filesystem` table's, for a job run here to its end).
     fn plan_insert_onto(
         &mut self,
         env: &StreamExecutionEnvironment,
         insert: &ast::Statement,
         at: Position,
-    ) -> Result<String> {
+    ) -> Result<(String, Option<Published>)> {
         let ast::Statement::Insert(insert) = insert else {
             return Err(SqlError::Unsupported {
                 at,
@@ -588,8 +614,10 @@ impl Session {
             .unwrap_or_default();
         let table = self.catalog.table(&target, at)?.clone();
         let planned = plan_query(&self.catalog, env, source, at)?;
-        connector::write(&planned, &table)?;
-        Ok(target)
+        let runs_here = env.runs_in_process() && !StreamExecutionEnvironment::is_cluster_worker();
+        let token = runs_here.then(hummer_connectors::text_file_sink::job_token);
+        let published = connector::write(&planned, &table, token.as_deref())?;
+        Ok((target, published.zip(token)))
     }
 
     /// Plans `INSERT INTO table query` onto an environment of its own.
@@ -597,10 +625,10 @@ impl Session {
         &mut self,
         insert: &ast::Statement,
         at: Position,
-    ) -> Result<(StreamExecutionEnvironment, String)> {
+    ) -> Result<(StreamExecutionEnvironment, String, Option<Published>)> {
         let env = self.environment();
-        let target = self.plan_insert_onto(&env, insert, at)?;
-        Ok((env, target))
+        let (target, published) = self.plan_insert_onto(&env, insert, at)?;
+        Ok((env, target, published))
     }
 
     /// A bare query run with its rows handed to `live` as they come; the user may stop it.

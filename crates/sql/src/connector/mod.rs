@@ -350,7 +350,14 @@ pub fn lookup_source(table: &TableDefinition) -> Result<TableFiles> {
 
 /// Writes the query's rows into `table`: a sink that takes only inserts (`csv`) refuses an
 /// updating query before anything runs, naming the operator that updates, as Flink does.
-pub fn write(planned: &Planned, table: &TableDefinition) -> Result<()> {
+/// With a `job_token` (a job the caller runs to its end), a `filesystem` table's finished
+/// files stay hidden until the caller publishes them (`text_file_sink::publish`) or discards
+/// them: the directory it returns.
+pub fn write(
+    planned: &Planned,
+    table: &TableDefinition,
+    job_token: Option<&str>,
+) -> Result<Option<std::path::PathBuf>> {
     let schema = &planned.schema;
     let target = physical_schema(table);
     if target.columns.len() != schema.columns.len() {
@@ -390,10 +397,13 @@ pub fn write(planned: &Planned, table: &TableDefinition) -> Result<()> {
             let encoder = Encoder::new(format, &target);
             // Rows are encoded straight into the part file's buffer: no string per row.
             // INSERT INTO adds to the table's files, as Flink's (no INSERT OVERWRITE).
-            rows.add_sink(
-                TextFileSink::with_encoder(path, move |c: &Change, line| encoder.encode(c, line))
-                    .appending(),
-            );
+            let sink =
+                TextFileSink::with_encoder(&path, move |c: &Change, line| encoder.encode(c, line));
+            rows.add_sink(match job_token {
+                Some(token) => sink.published_by_caller(token),
+                None => sink.appending(),
+            });
+            return Ok(job_token.map(|_| path));
         }
         "print" => {
             let mut sink = hummer_connectors::print::PrintSink::default();
@@ -431,7 +441,7 @@ pub fn write(planned: &Planned, table: &TableDefinition) -> Result<()> {
             });
         }
     }
-    Ok(())
+    Ok(None)
 }
 
 /// A row as Flink's `print` connector shows it: `+I[1, abc]`, `-U[..]`.
