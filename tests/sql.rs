@@ -4,8 +4,8 @@
 mod common;
 
 use common::sql::{
-    apply_debezium, check_csv_query, hummer_sql, refused, sorted_lines, timed_csv_table,
-    write_parts,
+    apply_debezium, check_csv_query, csv_table, hummer_sql, ran, refused, sorted_lines,
+    timed_csv_table, write_parts,
 };
 
 const DDL: &str = "-- the Nexmark bids, as the harness declares them\n\
@@ -163,10 +163,8 @@ fn an_insert_casts_into_the_sink_columns_as_flink_and_refuses_narrowing() {
 fn insert_into_a_filesystem_table_adds_to_what_it_holds() {
     let dir = tempfile::tempdir().expect("temp dir");
     let table = format!(
-        "SET 'parallelism.default' = '2';\n\
-         CREATE TABLE o (id INT, s STRING)\n\
-         WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');\n",
-        dir.path().join("o").display()
+        "SET 'parallelism.default' = '2';\n{}",
+        csv_table("o", "id INT, s STRING", &dir.path().join("o"))
     );
     let script = format!(
         "{table}INSERT INTO o VALUES (1, 'a'), (2, 'b');\n\
@@ -206,19 +204,12 @@ fn table_options_are_checked_and_applied_as_flinks() {
         &["'csv.quote-character' = '*' in table 't' is not supported"],
     );
     // Comments are skipped where allowed; the print sink prefixes its identifier.
-    let (ok, out, err) = hummer_sql(
-        &[
-            "-e",
-            &format!(
-                "SET 'parallelism.default' = '1';\n{}CREATE TABLE p (id INT, s STRING) \
-                 WITH ('connector' = 'print', 'print-identifier' = 'out');\n\
-                 INSERT INTO p SELECT * FROM t;",
-                table(", 'csv.allow-comments' = 'true'")
-            ),
-        ],
-        "",
-    );
-    assert!(ok, "{err}");
+    let out = ran(&format!(
+        "SET 'parallelism.default' = '1';\n{}CREATE TABLE p (id INT, s STRING) \
+         WITH ('connector' = 'print', 'print-identifier' = 'out');\n\
+         INSERT INTO p SELECT * FROM t;",
+        table(", 'csv.allow-comments' = 'true'")
+    ));
     assert!(
         out.contains("out> +I[1, a]") && out.contains("out> +I[2, b]"),
         "{out}"
@@ -234,18 +225,11 @@ fn table_options_are_checked_and_applied_as_flinks() {
     std::fs::write(json.join("a"), "{\"id\": 1}\n   \n").expect("write");
     std::fs::write(json.join("sub").join("b"), "{\"id\": 2}\n").expect("write");
     std::fs::write(json.join(".hidden"), "{\"id\": 100}\n").expect("write");
-    let (ok, out, err) = hummer_sql(
-        &[
-            "-e",
-            &format!(
-                "CREATE TABLE j (id INT) WITH ('connector' = 'filesystem', 'path' = '{}', \
-                 'format' = 'json');\nSELECT SUM(id) AS s FROM j;",
-                json.display()
-            ),
-        ],
-        "",
-    );
-    assert!(ok, "{err}");
+    let out = ran(&format!(
+        "CREATE TABLE j (id INT) WITH ('connector' = 'filesystem', 'path' = '{}', \
+         'format' = 'json');\nSELECT SUM(id) AS s FROM j;",
+        json.display()
+    ));
     assert!(out.contains("| +U | 3 |"), "{out}");
 }
 
@@ -313,37 +297,21 @@ fn a_failed_insert_leaves_no_part_of_its_output() {
 fn a_csv_field_with_line_breaks_is_written_and_read_back() {
     let dir = tempfile::tempdir().expect("temp dir");
     let table = format!(
-        "SET 'parallelism.default' = '1';\n\
-         CREATE TABLE o (id INT, s STRING)\n\
-         WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');\n",
-        dir.path().join("o").display()
+        "SET 'parallelism.default' = '1';\n{}",
+        csv_table("o", "id INT, s STRING", &dir.path().join("o"))
     );
-    let (ok, out, err) = hummer_sql(
-        &[
-            "-e",
-            &format!(
-                "{table}INSERT INTO o VALUES (1, CONCAT('a', CHR(10), 'b,\"c\"')), (2, 'd');\n\
-                 SELECT id, CHAR_LENGTH(s) AS n, POSITION(CHR(10) IN s) AS at FROM o;"
-            ),
-        ],
-        "",
-    );
-    assert!(ok, "{err}");
+    let out = ran(&format!(
+        "{table}INSERT INTO o VALUES (1, CONCAT('a', CHR(10), 'b,\"c\"')), (2, 'd');\n\
+         SELECT id, CHAR_LENGTH(s) AS n, POSITION(CHR(10) IN s) AS at FROM o;"
+    ));
     assert!(out.contains("| +I |  1 | 7 |  2 |"), "{out}");
     assert!(out.contains("| +I |  2 | 1 |  0 |"), "{out}");
 }
 
 #[test]
 fn a_date_moves_by_the_whole_days_of_an_interval() {
-    let (ok, out, err) = hummer_sql(
-        &[
-            "-e",
-            "SELECT DATE '2024-02-28' + INTERVAL '2' DAY AS a, \
-             DATE '2024-03-01' - INTERVAL '25' HOUR AS b",
-        ],
-        "",
-    );
-    assert!(ok, "{err}");
+    let out = ran("SELECT DATE '2024-02-28' + INTERVAL '2' DAY AS a, \
+     DATE '2024-03-01' - INTERVAL '25' HOUR AS b");
     assert!(out.contains("| +I | 2024-03-01 | 2024-02-29 |"), "{out}");
 }
 
@@ -401,14 +369,9 @@ fn week_floors_start_on_sunday_and_a_top_n_takes_a_between_range() {
          WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');\n",
         input.display()
     );
-    let (ok, out, err) = hummer_sql(
-        &[
-            "-e",
-            &format!("{table}SELECT id, FLOOR(ts TO WEEK) AS f, CEIL(ts TO WEEK) AS c FROM t"),
-        ],
-        "",
-    );
-    assert!(ok, "{err}");
+    let out = ran(&format!(
+        "{table}SELECT id, FLOOR(ts TO WEEK) AS f, CEIL(ts TO WEEK) AS c FROM t"
+    ));
     for row in [
         "|  1 | 2024-03-03 00:00:00.000 | 2024-03-10 00:00:00.000 |",
         "|  2 | 2024-03-03 00:00:00.000 | 2024-03-03 00:00:00.000 |",
@@ -417,17 +380,10 @@ fn week_floors_start_on_sunday_and_a_top_n_takes_a_between_range() {
     ] {
         assert!(out.contains(row), "{row} in {out}");
     }
-    let (ok, out, err) = hummer_sql(
-        &[
-            "-e",
-            &format!(
-                "{table}SELECT id FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY k ORDER BY id) \
-                 AS rn FROM t) WHERE rn BETWEEN 2 AND 3"
-            ),
-        ],
-        "",
-    );
-    assert!(ok, "{err}");
+    let out = ran(&format!(
+        "{table}SELECT id FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY k ORDER BY id) \
+         AS rn FROM t) WHERE rn BETWEEN 2 AND 3"
+    ));
     let ids: Vec<&str> = out
         .lines()
         .filter(|l| l.starts_with("| +I"))
@@ -450,14 +406,9 @@ fn a_select_prints_its_rows_and_a_bad_line_fails_naming_it() {
         "CREATE TABLE t (id INT, name STRING) WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');\n",
         input.display()
     );
-    let (ok, out, err) = hummer_sql(
-        &[
-            "-e",
-            &format!("{table}SELECT id * 10 AS x, UPPER(name) FROM t WHERE id > 1"),
-        ],
-        "",
-    );
-    assert!(ok, "{err}");
+    let out = ran(&format!(
+        "{table}SELECT id * 10 AS x, UPPER(name) FROM t WHERE id > 1"
+    ));
     assert!(out.contains("| op |  x | EXPR$1 |"), "{out}");
     assert!(out.contains("| +I | 20 |      B |"), "{out}");
     std::fs::write(&input, "1,a\nx,b\n").expect("write");
@@ -504,8 +455,7 @@ fn a_nexmark_shaped_script_runs_through_a_view_with_event_time_columns() {
         input.display(),
         output.display()
     );
-    let (ok, out, err) = hummer_sql(&["-e", &script], "");
-    assert!(ok, "{err}");
+    let out = ran(&script);
     assert!(
         out.contains("|    price |   DECIMAL(23, 3) | TRUE |"),
         "{out}"
@@ -1222,14 +1172,9 @@ fn with_union_all_and_explain() {
     );
     assert!(!ok);
     assert!(err.contains("is BIGINT on the left and STRING"), "{err}");
-    let (ok, out, err) = hummer_sql(
-        &[
-            "-e",
-            &format!("{table}EXPLAIN SELECT name, COUNT(*) AS n FROM t GROUP BY name"),
-        ],
-        "",
-    );
-    assert!(ok, "{err}");
+    let out = ran(&format!(
+        "{table}EXPLAIN SELECT name, COUNT(*) AS n FROM t GROUP BY name"
+    ));
     assert!(out.contains("n BIGINT NOT NULL"), "{out}");
     assert!(
         out.contains("updating (+I/-U/+U/-D), by GroupAggregate(groupBy=[name]"),
@@ -1238,14 +1183,9 @@ fn with_union_all_and_explain() {
     assert!(out.contains("== JobGraph"), "{out}");
     // Streaming by default, as Flink's SQL client; batch when the script says so.
     assert!(out.contains("Streaming mode"), "{out}");
-    let (ok, out, err) = hummer_sql(
-        &[
-            "-e",
-            &format!("SET 'execution.runtime-mode' = 'batch';\n{table}EXPLAIN SELECT id FROM t"),
-        ],
-        "",
-    );
-    assert!(ok, "{err}");
+    let out = ran(&format!(
+        "SET 'execution.runtime-mode' = 'batch';\n{table}EXPLAIN SELECT id FROM t"
+    ));
     assert!(out.contains("Batch mode"), "{out}");
 }
 

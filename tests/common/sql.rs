@@ -28,6 +28,13 @@ pub fn hummer_sql(args: &[&str], stdin: &str) -> (bool, String, String) {
     )
 }
 
+/// Runs `hummer sql -e script`, which must succeed; its stdout.
+pub fn ran(script: &str) -> String {
+    let (ok, out, err) = hummer_sql(&["-e", script], "");
+    assert!(ok, "{script} failed: {err}");
+    out
+}
+
 /// Runs `hummer sql -e script`, which must fail with an error holding each of `expected`;
 /// its stderr.
 pub fn refused(script: &str, expected: &[&str]) -> String {
@@ -127,6 +134,15 @@ pub fn write_parts(dir: &std::path::Path, lines: impl IntoIterator<Item = String
     for (part, text) in texts.into_iter().enumerate() {
         std::fs::write(dir.join(format!("part-{part}.csv")), text).expect("write a part file");
     }
+}
+
+/// `CREATE TABLE name (columns)` over the csv files at `path`.
+pub fn csv_table(name: &str, columns: &str, path: &std::path::Path) -> String {
+    format!(
+        "CREATE TABLE {name} ({columns})\n\
+         WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');\n",
+        path.display()
+    )
 }
 
 /// `CREATE TABLE name (columns, ms BIGINT, ts ..)` over the csv files at `path`: `ts` the
