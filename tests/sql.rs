@@ -309,6 +309,17 @@ fn a_csv_field_with_line_breaks_is_written_and_read_back() {
 }
 
 #[test]
+fn show_functions_lists_the_sessions_and_the_built_in_ones() {
+    let out = ran(
+        "CREATE FUNCTION count_char AS 'com.github.nexmark.flink.udf.CountChar';\n\
+                   SHOW FUNCTIONS;",
+    );
+    for f in ["count_char", "UPPER", "DATE_FORMAT", "REGEXP_EXTRACT"] {
+        assert!(out.contains(&format!(" {f} |")), "{f} in {out}");
+    }
+}
+
+#[test]
 fn a_date_moves_by_the_whole_days_of_an_interval() {
     let out = ran("SELECT DATE '2024-02-28' + INTERVAL '2' DAY AS a, \
      DATE '2024-03-01' - INTERVAL '25' HOUR AS b");

@@ -342,6 +342,10 @@ impl Session {
                     names.extend(self.catalog.names(ObjectKind::View).map(str::to_string));
                     names.sort();
                 }
+                if kind == ObjectKind::Function {
+                    // The session's functions, then the built-in ones, as Flink lists both.
+                    names.extend(crate::expr::bind::FUNCTIONS.iter().map(|f| f.to_string()));
+                }
                 Ok(Outcome::Table(Table::column(header, names)))
             }
             Statement::Describe { name, at } => self.describe(&name, at),

@@ -1531,8 +1531,8 @@ fn comparable(l: Typed, r: Typed) -> (Typed, Typed) {
     }
 }
 
-/// The built-in functions by name, for errors and suggestions.
-const FUNCTIONS: &[&str] = &[
+/// The built-in functions by name, for errors and suggestions (and `SHOW FUNCTIONS`).
+pub(crate) const FUNCTIONS: &[&str] = &[
     "ABS",
     "ACOS",
     "ASCII",
