@@ -910,7 +910,9 @@ fn padded(s: &str, n: usize, pad: &str, left: bool) -> String {
     }
 }
 
-/// Each run of letters and digits with its first character upper case and the others lower.
+/// Each run of letters and digits with its first character upper case and the others lower,
+/// a character at a time as Java's `Character.toTitleCase` (`ß` has no one-character upper
+/// case, so it stays `ß`, where `UPPER` gives `SS`).
 fn initcap(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     let mut in_word = false;
@@ -919,7 +921,11 @@ fn initcap(s: &str) -> String {
             if in_word {
                 out.extend(c.to_lowercase());
             } else {
-                out.extend(c.to_uppercase());
+                let mut upper = c.to_uppercase();
+                match (upper.next(), upper.next()) {
+                    (Some(u), None) => out.push(u),
+                    _ => out.push(c),
+                }
             }
             in_word = true;
         } else {
@@ -1253,6 +1259,10 @@ mod tests {
         assert_eq!(
             call(Function::InitCap, &[s("hELLO wORLD-x1y")]),
             s("Hello World-X1y")
+        );
+        assert_eq!(
+            call(Function::InitCap, &[s("ßtraße éclair")]),
+            s("ßtraße Éclair")
         );
         let replace = Function::RegexpReplace(regex::Regex::new("(o)").unwrap());
         assert_eq!(call(replace, &[s("foo"), s(""), s("[$1]")]), s("f[o][o]"));
