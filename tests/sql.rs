@@ -319,6 +319,19 @@ fn show_functions_lists_the_sessions_and_the_built_in_ones() {
     }
 }
 
+/// As Flink resolves a function name: a temporary system function before the built-in of
+/// its name, a (temporary) catalog function after it.
+#[test]
+fn a_built_in_function_goes_before_a_catalog_function_of_its_name() {
+    let out = ran(
+        "CREATE TEMPORARY FUNCTION upper AS 'com.github.nexmark.flink.udf.CountChar';\n\
+                   CREATE TEMPORARY SYSTEM FUNCTION lower AS \
+                   'com.github.nexmark.flink.udf.CountChar';\n\
+                   SELECT UPPER('ab') AS u, LOWER('aab', 'a') AS n;",
+    );
+    assert!(out.contains("| +I | AB | 2 |"), "{out}");
+}
+
 #[test]
 fn a_date_moves_by_the_whole_days_of_an_interval() {
     let out = ran("SELECT DATE '2024-02-28' + INTERVAL '2' DAY AS a, \

@@ -87,6 +87,7 @@ impl Catalog {
         &mut self,
         name: String,
         class: String,
+        system: bool,
         if_not_exists: bool,
         at: Position,
     ) -> Result<()> {
@@ -100,7 +101,7 @@ impl Catalog {
             };
         }
         self.udfs
-            .create(&name, &class)
+            .create(&name, &class, system)
             .map_err(|message| SqlError::Invalid { at, message })?;
         self.functions.insert(name, class);
         Ok(())

@@ -314,11 +314,12 @@ impl Session {
             Statement::CreateFunction {
                 name,
                 class,
+                system,
                 if_not_exists,
                 at,
             } => {
                 self.catalog
-                    .create_function(name, class, if_not_exists, at)?;
+                    .create_function(name, class, system, if_not_exists, at)?;
                 Ok(info("Execute statement succeeded."))
             }
             Statement::Drop {

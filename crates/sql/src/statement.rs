@@ -46,6 +46,9 @@ pub enum Statement {
         name: String,
         /// The class it names (a Java class in Flink; a registered function here).
         class: String,
+        /// A system function (`TEMPORARY SYSTEM`): it goes before a built-in of its name;
+        /// a catalog function goes after.
+        system: bool,
         /// `IF NOT EXISTS`.
         if_not_exists: bool,
         /// Where the statement starts.
@@ -391,17 +394,18 @@ fn object_kind_plural(parser: &mut Parser<'_>) -> Result<ObjectKind> {
     }
 }
 
-/// After `CREATE` or `DROP` (`verb`): `[TEMPORARY [SYSTEM]] TABLE|VIEW|FUNCTION`.
-fn object_kind(parser: &mut Parser<'_>, verb: &str) -> Result<ObjectKind> {
+/// After `CREATE` or `DROP` (`verb`): `[TEMPORARY [SYSTEM]] TABLE|VIEW|FUNCTION`, and
+/// whether it said `SYSTEM`.
+fn object_kind(parser: &mut Parser<'_>, verb: &str) -> Result<(ObjectKind, bool)> {
     let _ = parser.parse_keyword(Keyword::TEMPORARY);
-    let _ = parser.parse_keyword(Keyword::SYSTEM);
+    let system = parser.parse_keyword(Keyword::SYSTEM);
     let kind_at = position(&parser.peek_token());
     if parser.parse_keyword(Keyword::TABLE) {
-        Ok(ObjectKind::Table)
+        Ok((ObjectKind::Table, system))
     } else if parser.parse_keyword(Keyword::VIEW) {
-        Ok(ObjectKind::View)
+        Ok((ObjectKind::View, system))
     } else if parser.parse_keyword(Keyword::FUNCTION) {
-        Ok(ObjectKind::Function)
+        Ok((ObjectKind::Function, system))
     } else {
         Err(SqlError::Unsupported {
             at: kind_at,
@@ -413,7 +417,7 @@ fn object_kind(parser: &mut Parser<'_>, verb: &str) -> Result<ObjectKind> {
 
 fn parse_create(parser: &mut Parser<'_>, at: Position) -> Result<Statement> {
     parser.next_token();
-    let kind = object_kind(parser, "CREATE")?;
+    let (kind, system) = object_kind(parser, "CREATE")?;
     let if_not_exists = parser.parse_keywords(&[Keyword::IF, Keyword::NOT, Keyword::EXISTS]);
     let name = object_name(parser)?;
     match kind {
@@ -448,6 +452,7 @@ fn parse_create(parser: &mut Parser<'_>, at: Position) -> Result<Statement> {
             Ok(Statement::CreateFunction {
                 name,
                 class,
+                system,
                 if_not_exists,
                 at,
             })
@@ -457,7 +462,7 @@ fn parse_create(parser: &mut Parser<'_>, at: Position) -> Result<Statement> {
 
 fn parse_drop(parser: &mut Parser<'_>, at: Position) -> Result<Statement> {
     parser.next_token();
-    let kind = object_kind(parser, "DROP")?;
+    let (kind, _) = object_kind(parser, "DROP")?;
     let if_exists = parser.parse_keywords(&[Keyword::IF, Keyword::EXISTS]);
     let name = object_name(parser)?;
     Ok(Statement::Drop {

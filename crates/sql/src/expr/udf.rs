@@ -188,8 +188,9 @@ impl fmt::Debug for Udf {
 #[derive(Clone, Default)]
 pub struct Functions {
     registered: BTreeMap<String, Arc<dyn ScalarFunction>>,
-    /// SQL name (lower case) -> the registered name or built-in function it stands for.
-    created: BTreeMap<String, Target>,
+    /// SQL name (lower case) -> the registered name or built-in function it stands for, and
+    /// whether it is a system function.
+    created: BTreeMap<String, (Target, bool)>,
 }
 
 /// What a created function stands for.
@@ -229,7 +230,10 @@ impl Functions {
 
     /// Names `class` as the SQL function `name`: a registered function's name, or
     /// `count_char`'s class; anything else is refused with the names there are.
-    pub fn create(&mut self, name: &str, class: &str) -> Result<(), String> {
+    ///
+    /// As Flink resolves a name: a system function (`system`, and every registered one)
+    /// before a built-in function of its name, a catalog function after it.
+    pub fn create(&mut self, name: &str, class: &str, system: bool) -> Result<(), String> {
         let target = if class == COUNT_CHAR_CLASS {
             Target::BuiltIn("COUNT_CHAR")
         } else if self.registered.contains_key(&class.to_lowercase()) {
@@ -243,7 +247,7 @@ impl Functions {
                 known.join(", ")
             ));
         };
-        self.created.insert(name.to_lowercase(), target);
+        self.created.insert(name.to_lowercase(), (target, system));
         Ok(())
     }
 
@@ -254,9 +258,14 @@ impl Functions {
 
     fn resolve(&self, name: &str) -> Option<Resolved> {
         let name = name.to_lowercase();
+        let built_in = super::bind::FUNCTIONS
+            .iter()
+            .any(|f| f.eq_ignore_ascii_case(&name));
         let registered = match self.created.get(&name) {
-            Some(Target::BuiltIn(builtin)) => return Some(Resolved::BuiltIn(builtin)),
-            Some(Target::Registered(r)) => r,
+            // A catalog function of a built-in's name: the built-in goes first.
+            Some((_, false)) if built_in => return None,
+            Some((Target::BuiltIn(builtin), _)) => return Some(Resolved::BuiltIn(builtin)),
+            Some((Target::Registered(r), _)) => r,
             None => &name,
         };
         self.registered.get(registered).map(|f| {
