@@ -332,6 +332,26 @@ fn a_built_in_function_goes_before_a_catalog_function_of_its_name() {
     assert!(out.contains("| +I | AB | 2 |"), "{out}");
 }
 
+/// A random expression is computed once per row: a row whose `RAND()` makes a division by
+/// zero fails the job, even inside `AND` (a compiled condition that met it handed the row to
+/// the interpreter, which drew another number).
+#[test]
+fn a_failing_random_expression_fails_the_job() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let input = dir.path().join("d.csv");
+    let rows: String = (0..2000).map(|i| format!("{i},{}\n", i % 7)).collect();
+    std::fs::write(&input, rows).expect("write");
+    refused(
+        &format!(
+            "SET 'parallelism.default' = '1';\n{}\
+             SELECT COUNT(*) AS n FROM src WHERE k >= 0 AND v >= 0 AND \
+             1 / CAST(FLOOR(RAND() * 100) AS INT) >= 0;",
+            csv_table("src", "k BIGINT, v BIGINT", &input)
+        ),
+        &["division by zero"],
+    );
+}
+
 #[test]
 fn a_date_moves_by_the_whole_days_of_an_interval() {
     let out = ran("SELECT DATE '2024-02-28' + INTERVAL '2' DAY AS a, \

@@ -33,6 +33,14 @@ enum Kernel {
 impl Compiled {
     /// `expr` with the kernel of its shape (or the interpreter alone).
     pub fn new(expr: &Expr) -> Compiled {
+        // A kernel that meets what it was not compiled for hands the row to the interpreter,
+        // which computes it again: of a random expression, another value.
+        if !expr.is_deterministic() {
+            return Compiled {
+                expr: expr.clone(),
+                kernel: Kernel::Interpret,
+            };
+        }
         let kernel = match Number::compile(expr) {
             Some(n) => Kernel::Number(n),
             None => match Boolean::compile(expr, Position::Returned) {

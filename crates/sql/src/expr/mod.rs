@@ -171,35 +171,61 @@ impl Expr {
 
     /// Calls `f` with every column the expression reads.
     pub fn columns(&self, f: &mut impl FnMut(usize)) {
+        self.visit(&mut |e| {
+            if let Expr::Column(i) = e {
+                f(*i);
+            }
+        });
+    }
+
+    /// Whether the expression gives one value for one row: it calls no random function
+    /// (`RAND()`, `UUID()`), so computing it twice gives the same, and a projection of it may
+    /// be substituted into the expressions that read it.
+    pub fn is_deterministic(&self) -> bool {
+        let mut deterministic = true;
+        self.visit(&mut |e| {
+            if let Expr::Call {
+                function: Function::Random(_),
+                ..
+            } = e
+            {
+                deterministic = false;
+            }
+        });
+        deterministic
+    }
+
+    /// Calls `f` with the expression and every expression inside it.
+    pub fn visit(&self, f: &mut impl FnMut(&Expr)) {
+        f(self);
         match self {
-            Expr::Column(i) => f(*i),
-            Expr::Literal(_) => {}
-            Expr::Not(e) | Expr::Negate(e) | Expr::IsNull(e, _) => e.columns(f),
-            Expr::Field { row: e, .. } | Expr::Cast { expr: e, .. } => e.columns(f),
+            Expr::Column(_) | Expr::Literal(_) => {}
+            Expr::Not(e) | Expr::Negate(e) | Expr::IsNull(e, _) => e.visit(f),
+            Expr::Field { row: e, .. } | Expr::Cast { expr: e, .. } => e.visit(f),
             Expr::Arith { left, right, .. } | Expr::Compare { left, right, .. } => {
-                left.columns(f);
-                right.columns(f);
+                left.visit(f);
+                right.visit(f);
             }
             Expr::ShiftTime { time, by, .. } => {
-                time.columns(f);
-                by.columns(f);
+                time.visit(f);
+                by.visit(f);
             }
             Expr::And(es) | Expr::Or(es) | Expr::Coalesce(es) | Expr::Call { args: es, .. } => {
-                es.iter().for_each(|e| e.columns(f));
+                es.iter().for_each(|e| e.visit(f));
             }
             Expr::InList { expr, list, .. } => {
-                expr.columns(f);
-                list.iter().for_each(|e| e.columns(f));
+                expr.visit(f);
+                list.iter().for_each(|e| e.visit(f));
             }
             Expr::Case {
                 branches,
                 otherwise,
             } => {
                 for (c, r) in branches {
-                    c.columns(f);
-                    r.columns(f);
+                    c.visit(f);
+                    r.visit(f);
                 }
-                otherwise.columns(f);
+                otherwise.visit(f);
             }
         }
     }
