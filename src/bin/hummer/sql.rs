@@ -270,6 +270,9 @@ impl LiveView {
 
 impl LiveResult for LiveView {
     fn start(&mut self, header: &[String]) {
+        // A fresh result: one view may show several queries typed on one line.
+        self.rows.clear();
+        self.drawn = 0;
         self.header = header.to_vec();
         let shown = if self.table { &header[1..] } else { header };
         // The change's kind (`op`, tableau only) is two wide, as Flink's.
