@@ -113,7 +113,7 @@ fn done_name(committed: &str) -> String {
 fn done_files(dir: &Path, token: &str) -> Result<Vec<(PathBuf, PathBuf)>> {
     let entries = std::fs::read_dir(dir)
         .map_err(|e| HummerError::io("cannot list output directory", dir, e))?;
-    let prefix = format!(".part-{token}s");
+    let prefix = format!(".part-{}", job_run(token, ""));
     Ok(entries
         .flatten()
         .filter_map(|entry| {
@@ -139,7 +139,7 @@ pub fn discard(dir: &Path, token: &str) -> Result<()> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Ok(());
     };
-    let prefix = format!(".part-{token}s");
+    let prefix = format!(".part-{}", job_run(token, ""));
     for entry in entries.flatten() {
         if entry.file_name().to_string_lossy().starts_with(&prefix) {
             std::fs::remove_file(entry.path())
@@ -160,6 +160,17 @@ fn new_run(subtask: usize) -> String {
         .map_or(0, |d| d.as_nanos());
     let n = NEXT.fetch_add(1, Ordering::Relaxed);
     format!("r{nanos:x}{:x}{n:x}{subtask:x}", std::process::id())
+}
+
+/// The run of subtask `subtask` (in hex) of the job `token`, whose files [`publish`] and
+/// [`discard`] find by the run's start (`subtask` empty).
+fn job_run(token: &str, subtask: &str) -> String {
+    format!("{token}s{subtask}")
+}
+
+/// The name of the file a writer of `run` (none: a replacing sink) and `subtask` writes into.
+fn in_progress_name(run: Option<&str>, subtask: usize) -> String {
+    format!(".part-{}{subtask}.inprogress", run_prefix(run))
 }
 
 /// `run-` for a run's files, nothing for a replacing sink's.
@@ -233,7 +244,7 @@ impl<T: Send + 'static> Sink<T> for TextFileSink<T> {
             .map_err(|e| HummerError::io("cannot create output directory", &self.dir, e))?;
         // A published sink's runs start with the job's token (`<token>s<subtask>`).
         let run = match &self.published_by {
-            Some(token) => Some(format!("{token}s{:x}", ctx.subtask)),
+            Some(token) => Some(job_run(token, &format!("{:x}", ctx.subtask))),
             None => self.appending.then(|| new_run(ctx.subtask)),
         };
         if ctx.checkpointing {
@@ -249,11 +260,8 @@ impl<T: Send + 'static> Sink<T> for TextFileSink<T> {
         if ctx.subtask == 0 && !self.appending {
             remove_stale_parts(&self.dir, ctx.parallelism)?;
         }
-        let prefix = run_prefix(run.as_deref());
-        let in_progress = self
-            .dir
-            .join(format!(".part-{prefix}{}.inprogress", ctx.subtask));
-        let committed = format!("part-{prefix}{}", ctx.subtask);
+        let in_progress = self.dir.join(in_progress_name(run.as_deref(), ctx.subtask));
+        let committed = format!("part-{}{}", run_prefix(run.as_deref()), ctx.subtask);
         let committed = match self.published_by {
             Some(_) => done_name(&committed),
             None => committed,
@@ -386,11 +394,8 @@ impl<T> TransactionalWriter<T> {
     }
 
     fn in_progress(&self) -> PathBuf {
-        self.dir.join(format!(
-            ".part-{}{}.inprogress",
-            run_prefix(self.run.as_deref()),
-            self.subtask
-        ))
+        self.dir
+            .join(in_progress_name(self.run.as_deref(), self.subtask))
     }
 
     /// Makes a pending file visible; one already visible is left alone.
