@@ -863,3 +863,102 @@ fn lag_reads_the_rows_before_in_event_time() {
         expected,
     );
 }
+
+/// Batch mode (`execution.runtime-mode` = `batch`): a statement's result is its final table,
+/// as Flink's batch queries give it. An aggregation goes into an append-only csv sink (which
+/// refuses its changelog in streaming mode); a bare query prints its rows without the `op`
+/// column, sorted on any column by `ORDER BY` with `LIMIT`/`OFFSET`; a global aggregate over
+/// no rows gives its one row; an outer join's padded rows that a match replaced are gone.
+/// Each checked against a brute-force evaluation, at parallelism 1 and 3.
+#[test]
+fn batch_mode_gives_final_tables() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let input = dir.path().join("s");
+    std::fs::create_dir(&input).expect("mkdir");
+    // (k, v): v NULL every 13th row.
+    let rows: Vec<(String, Option<i64>)> = (0..400i64)
+        .map(|i| {
+            (
+                format!("k{}", (i * 7) % 9),
+                (i % 13 != 0).then_some((i * 31) % 50),
+            )
+        })
+        .collect();
+    let cell = |v: &Option<i64>| v.map_or(String::new(), |v| v.to_string());
+    write_parts(
+        &input,
+        rows.iter().map(|(k, v)| format!("{k},{}", cell(v))),
+        3,
+    );
+    let table = common::sql::csv_table("s", "k STRING, v BIGINT", &input);
+    let mut groups: BTreeMap<String, (i64, Option<i64>)> = BTreeMap::new();
+    for (k, v) in &rows {
+        let g = groups.entry(k.clone()).or_insert((0, None));
+        g.0 += 1;
+        if let Some(v) = v {
+            g.1 = Some(g.1.unwrap_or(0) + v);
+        }
+    }
+    let batch = format!("SET 'execution.runtime-mode' = 'batch';\n{table}");
+    check_csv_query(
+        dir.path(),
+        &batch,
+        "counts",
+        "k STRING, n BIGINT, total BIGINT",
+        "INSERT INTO q_sink SELECT k, COUNT(*), SUM(v) FROM s GROUP BY k",
+        groups
+            .iter()
+            .map(|(k, (n, t))| format!("{k},{n},{}", cell(t)))
+            .collect(),
+    );
+    // Left join of every row with the rows whose v is one more: padded where none is.
+    let mut joined: Vec<String> = Vec::new();
+    for (k, v) in &rows {
+        let matches: Vec<&String> = rows
+            .iter()
+            .filter(|(_, w)| matches!((v, w), (Some(v), Some(w)) if *w == v + 1))
+            .map(|(k2, _)| k2)
+            .collect();
+        if matches.is_empty() {
+            joined.push(format!("{k},"));
+        }
+        joined.extend(matches.iter().map(|k2| format!("{k},{k2}")));
+    }
+    check_csv_query(
+        dir.path(),
+        &batch,
+        "left-join",
+        "k STRING, k2 STRING",
+        "INSERT INTO q_sink SELECT a.k, b.k FROM s a LEFT JOIN s b ON b.v = a.v + 1",
+        joined,
+    );
+    // Sorted by count descending then key, the first skipped, two kept.
+    let mut by_count: Vec<(&String, i64)> = groups.iter().map(|(k, (n, _))| (k, *n)).collect();
+    by_count.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    for parallelism in [1, 3] {
+        let out = common::sql::ran(&format!(
+            "SET 'parallelism.default' = '{parallelism}';\n{batch}\
+             SELECT k, COUNT(*) AS n FROM s GROUP BY k ORDER BY n DESC, k LIMIT 2 OFFSET 1;\n\
+             SELECT COUNT(*) AS none, SUM(v) AS total FROM s WHERE v > 1000;"
+        ));
+        let shown: Vec<Vec<String>> = out
+            .lines()
+            .filter(|l| l.starts_with('|'))
+            .map(|l| {
+                l.split('|')
+                    .map(|c| c.trim().to_string())
+                    .filter(|c| !c.is_empty())
+                    .collect()
+            })
+            .collect();
+        let mut expected: Vec<Vec<String>> = vec![vec!["k".into(), "n".into()]];
+        expected.extend(
+            by_count[1..3]
+                .iter()
+                .map(|(k, n)| vec![k.to_string(), n.to_string()]),
+        );
+        expected.push(vec!["none".into(), "total".into()]);
+        expected.push(vec!["0".into(), "NULL".into()]);
+        assert_eq!(shown, expected, "parallelism {parallelism}: {out}");
+    }
+}

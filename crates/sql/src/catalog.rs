@@ -35,6 +35,18 @@ pub struct Catalog {
     mini_batch: std::result::Result<Option<MiniBatch>, String>,
     /// What a query reuses of what it names twice (the session's `table.optimizer.reuse-*`).
     reuse: Reuse,
+    /// Queries run in batch mode (`execution.runtime-mode` = `batch`): a statement's result
+    /// is its final table, not a changelog (see [`crate::plan::final_table`]).
+    batch: bool,
+}
+
+/// How a query's aggregations send their results.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AggregateSettings {
+    /// The mini-batch their updates go out in, if the session enabled one.
+    pub mini_batch: Option<MiniBatch>,
+    /// Batch mode: a global aggregate over no rows still gives its one row.
+    pub batch: bool,
 }
 
 impl Default for Catalog {
@@ -46,6 +58,7 @@ impl Default for Catalog {
             udfs: Functions::default(),
             mini_batch: Ok(None),
             reuse: Reuse::default(),
+            batch: false,
         }
     }
 }
@@ -127,6 +140,14 @@ impl Catalog {
             .map_err(|message| SqlError::Invalid { at, message })
     }
 
+    /// How aggregations send their results: the mini-batch, and whether in batch mode.
+    pub fn aggregate_settings(&self, at: Position) -> Result<AggregateSettings> {
+        Ok(AggregateSettings {
+            mini_batch: self.mini_batch(at)?,
+            batch: self.batch,
+        })
+    }
+
     /// Sets what a query reuses (the session's `table.optimizer.reuse-*`).
     pub fn set_reuse(&mut self, reuse: Reuse) {
         self.reuse = reuse;
@@ -135,6 +156,16 @@ impl Catalog {
     /// What a query reuses of what it names twice.
     pub fn reuse(&self) -> Reuse {
         self.reuse
+    }
+
+    /// Sets whether queries run in batch mode.
+    pub fn set_batch(&mut self, batch: bool) {
+        self.batch = batch;
+    }
+
+    /// Whether queries run in batch mode: a statement's result is then its final table.
+    pub fn batch(&self) -> bool {
+        self.batch
     }
 
     /// The functions a query can call beyond the built-in ones.

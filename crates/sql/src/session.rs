@@ -18,17 +18,35 @@ use crate::catalog::{Catalog, View};
 use crate::connector;
 use crate::error::{Position, Result, SqlError};
 use crate::lower::per_key::MiniBatch;
-use crate::plan::plan_query;
 use crate::plan::reuse::Reuse;
+use crate::plan::{plan_query, plan_result};
 use crate::script::split;
 use crate::statement::{self, ColumnKind, ObjectKind, SUPPORTED_STATEMENTS, Statement};
 use crate::tableau::Table;
 
-/// A change as the client shows it: its kind, then its cells.
-fn shown(change: &crate::changelog::Change) -> Vec<String> {
-    std::iter::once(change.kind.short().to_string())
-        .chain(change.row.iter().map(ToString::to_string))
-        .collect()
+/// How the client shows a query's result: Flink's `op` column of each change's kind in
+/// streaming mode; only the cells in batch mode, whose result is a final table.
+#[derive(Clone, Copy, Debug)]
+struct Shown {
+    with_op: bool,
+}
+
+impl Shown {
+    /// The header over `schema`'s columns.
+    fn header(self, schema: &crate::schema::Schema) -> Vec<String> {
+        let op = self.with_op.then(|| "op".to_string());
+        op.into_iter()
+            .chain(schema.columns.iter().map(|c| c.name.clone()))
+            .collect()
+    }
+
+    /// A change: its kind, then its cells.
+    fn row(self, change: &crate::changelog::Change) -> Vec<String> {
+        let op = self.with_op.then(|| change.kind.short().to_string());
+        op.into_iter()
+            .chain(change.row.iter().map(ToString::to_string))
+            .collect()
+    }
 }
 
 /// What a statement gives back to show.
@@ -403,6 +421,13 @@ impl Session {
         env
     }
 
+    /// How a query's result is shown in this session's mode.
+    fn shown(&self) -> Shown {
+        Shown {
+            with_op: !self.catalog.batch(),
+        }
+    }
+
     /// `execution.runtime-mode`: streaming by default, as Flink's SQL client.
     fn runtime_mode(&self) -> hummer_api::RuntimeMode {
         use hummer_api::RuntimeMode;
@@ -550,11 +575,11 @@ impl Session {
                 })?;
                 // The query's own plan, for its columns (the job is `env`'s).
                 let scratch = StreamExecutionEnvironment::local();
-                (env, plan_query(&self.catalog, &scratch, source, at)?)
+                (env, plan_result(&self.catalog, &scratch, source, at)?)
             }
             Statement::Query(query, at) => {
                 let env = self.environment();
-                let planned = plan_query(&self.catalog, &env, &query, at)?;
+                let planned = plan_result(&self.catalog, &env, &query, at)?;
                 let _ = planned.rows().collect();
                 (env, planned)
             }
@@ -618,7 +643,7 @@ impl Session {
             .map(|i| i.value.clone())
             .unwrap_or_default();
         let table = self.catalog.table(&target, at)?.clone();
-        let planned = plan_query(&self.catalog, env, source, at)?;
+        let planned = plan_result(&self.catalog, env, source, at)?;
         let runs_here = env.runs_in_process() && !StreamExecutionEnvironment::is_cluster_worker();
         let token = runs_here.then(hummer_connectors::text_file_sink::job_token);
         let published = connector::write(&planned, &table, token.as_deref())?;
@@ -644,16 +669,15 @@ impl Session {
         live: &mut dyn LiveResult,
     ) -> Result<Outcome> {
         let env = self.environment();
-        let planned = plan_query(&self.catalog, &env, query, at)?;
+        let planned = plan_result(&self.catalog, &env, query, at)?;
         if live.bounded_as_table() && env.unbounded_sources().is_empty() {
             return self.collect_table(&env, &planned);
         }
         let buffer = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
         planned.rows().add_sink(connector::Shared(buffer.clone()));
         let client = env.execute_async(&self.job_name("collect".into()))?;
-        let mut header = vec!["op".to_string()];
-        header.extend(planned.schema.columns.iter().map(|c| c.name.clone()));
-        live.start(&header);
+        let shown = self.shown();
+        live.start(&shown.header(&planned.schema));
         let (mut count, mut cancelled) = (0, false);
         loop {
             let finished = client.is_finished().unwrap_or(false);
@@ -664,7 +688,7 @@ impl Session {
             );
             if !changes.is_empty() {
                 count += changes.len();
-                live.rows(changes.iter().map(shown).collect());
+                live.rows(changes.iter().map(|c| shown.row(c)).collect());
             }
             if finished {
                 break;
@@ -688,7 +712,7 @@ impl Session {
     /// A bare query: runs it and shows its rows, with Flink's `op` column.
     fn select(&mut self, query: &ast::Query, at: Position) -> Result<Outcome> {
         let env = self.environment();
-        let planned = plan_query(&self.catalog, &env, query, at)?;
+        let planned = plan_result(&self.catalog, &env, query, at)?;
         self.collect_table(&env, &planned)
     }
 
@@ -701,11 +725,10 @@ impl Session {
         let out = planned.rows().collect();
         let mut result = env.execute(&self.job_name("collect".into()))?;
         let rows = result.collected(&out)?;
-        let mut header = vec!["op".to_string()];
-        header.extend(planned.schema.columns.iter().map(|c| c.name.clone()));
+        let shown = self.shown();
         Ok(Outcome::Table(Table {
-            header,
-            rows: rows.iter().map(shown).collect(),
+            header: shown.header(&planned.schema),
+            rows: rows.iter().map(|c| shown.row(c)).collect(),
         }))
     }
 
@@ -738,6 +761,8 @@ impl Session {
     /// `RESET`).
     fn options_changed(&mut self) {
         self.catalog.set_mini_batch(self.mini_batch());
+        self.catalog
+            .set_batch(self.runtime_mode() == hummer_api::RuntimeMode::Batch);
         let on = |key: &str| {
             self.options
                 .get(key)

@@ -723,6 +723,12 @@ impl GroupAggregate {
             .collect()
     }
 
+    /// The result of a global aggregate (one without keys) over no rows: `COUNT` 0, the
+    /// others NULL.
+    pub fn result_of_no_rows(&self) -> Result<Row> {
+        self.output(&[], &self.new_state())
+    }
+
     /// The group's output row: its key, then its results.
     fn output(&self, key: &[Value], state: &GroupState) -> Result<Row> {
         let mut row = key.to_vec();

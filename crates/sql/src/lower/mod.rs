@@ -4,6 +4,7 @@
 
 pub mod calc;
 pub mod changelog_normalize;
+pub mod final_table;
 pub mod group_aggregate;
 pub mod join;
 pub mod limit;

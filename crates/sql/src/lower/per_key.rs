@@ -18,8 +18,9 @@
 
 use std::time::Duration;
 
-use hummer_operators::{Batch, Collector, Operator};
+use hummer_operators::{Batch, Collector, Operator, OperatorContext};
 use hummer_state::declared::DeclaredState;
+use hummer_state::key_groups::subtask_of_key;
 use hummer_state::keyed_table::KeyedTable;
 use hummer_types::error::Result;
 use hummer_types::{Data, ProcessingTimeService, Timestamp};
@@ -124,6 +125,9 @@ pub struct PerKey<S: KeyedChanges> {
     states: KeyedTable<Row, S::State>,
     changes: Vec<Change>,
     held: Option<HeldBack>,
+    /// The row this subtask sends at the end of the input if the empty key has no state
+    /// (see [`PerKey::showing_when_empty`]).
+    when_empty: Option<Row>,
 }
 
 /// The input a mini-batch holds back (see the module documentation).
@@ -180,7 +184,17 @@ impl<S: KeyedChanges> PerKey<S> {
             states: KeyedTable::default(),
             changes: Vec::new(),
             held: None,
+            when_empty: None,
         }
+    }
+
+    /// Sends `row` at the end of the input if no row came for the empty key: a global
+    /// aggregate's result over no rows in batch mode (`COUNT(*)` 0, `SUM` NULL), where Flink's
+    /// batch aggregate gives one row. Only the subtask that owns the empty key sends it.
+    pub fn showing_when_empty(mut self, row: Option<Row>, ctx: &OperatorContext) -> Self {
+        let owner = subtask_of_key(&Row::new(), ctx.max_parallelism, ctx.parallelism);
+        self.when_empty = row.filter(|_| owner == ctx.subtask);
+        self
     }
 
     /// Applies the held-back bundles, with a mini-batch.
@@ -190,6 +204,7 @@ impl<S: KeyedChanges> PerKey<S> {
             states,
             changes,
             held,
+            ..
         } = self;
         match held {
             Some(held) => release(step, states, held, changes, out),
@@ -258,7 +273,14 @@ impl<S: KeyedChanges> Operator for PerKey<S> {
     }
 
     fn end_of_input(&mut self, out: &mut Collector<'_, Change>) -> Result<()> {
-        self.release(out)
+        self.release(out)?;
+        if let Some(row) = self.when_empty.take()
+            && self.states.get(&Row::new()).is_none()
+        {
+            out.clear_timestamp();
+            out.collect(Change::insert(row));
+        }
+        Ok(())
     }
 
     fn state(&mut self) -> DeclaredState<'_> {

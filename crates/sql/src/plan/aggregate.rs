@@ -18,13 +18,14 @@ use hummer_operators::window::WindowResult;
 use super::reuse::Part;
 use super::window::{WindowSpec, window_values};
 use super::{Planned, at_span, condition, select_list, unsupported};
+use crate::catalog::AggregateSettings;
 use crate::changelog::Change;
 use crate::error::{Position, Result, SqlError};
 use crate::expr::bind::bind;
 use crate::lower::Calc;
 use crate::lower::calc::Named;
 use crate::lower::group_aggregate::{AggCall, AggKind, GroupAggregate, Spread};
-use crate::lower::per_key::{MiniBatch, PerKey};
+use crate::lower::per_key::PerKey;
 use crate::schema::{Column, Schema};
 use crate::types::{DataType, SqlType};
 use crate::value::{Row, Value};
@@ -588,9 +589,10 @@ pub fn plan(
     group_by: &[ast::Expr],
     input: Planned,
     table_name: &str,
-    mini_batch: Option<MiniBatch>,
+    settings: AggregateSettings,
     at: Position,
 ) -> Result<Planned> {
+    let mini_batch = settings.mini_batch;
     let (group_by, sets) = grouping_sets(group_by, at)?;
     let group_by = group_by.as_slice();
     if let Some(item) = select.projection.iter().find(|i| {
@@ -752,6 +754,11 @@ pub fn plan(
     let (projection, columns) = select_list(&select.projection, &output, rewrite, at)?;
 
     let agg = GroupAggregate::new(key_count, calls, input.updated_by.is_none());
+    // In batch mode a global aggregate gives its row over no rows too.
+    let when_empty = match (settings.batch, key_count, &windowing) {
+        (true, 0, None) => Some(agg.result_of_no_rows()?),
+        _ => None,
+    };
     // One input Calc per grouping set (one without them), each key it leaves out NULL.
     let pres: Vec<Calc> = match &sets {
         None => vec![Calc::new(where_condition, pre)],
@@ -832,8 +839,10 @@ pub fn plan(
             Ok::<_, SqlError>(match windowing {
                 None => {
                     let description = describe("GroupAggregate", group_by, found);
+                    let when_empty = when_empty.clone();
                     let rows = keyed.transform(&description, move |ctx| {
-                        Ok(PerKey::batched(agg.clone(), mini_batch, ctx.time.clone()))
+                        Ok(PerKey::batched(agg.clone(), mini_batch, ctx.time.clone())
+                            .showing_when_empty(when_empty.clone(), ctx))
                     });
                     (rows, Some(description))
                 }

@@ -8,16 +8,16 @@ use sqlparser::ast::{self, Ident, SelectItem};
 use sqlparser::parser::Parser;
 
 use super::{Planned, aggregate};
+use crate::catalog::AggregateSettings;
 use crate::dialect::FlinkDialect;
 use crate::error::{Position, Result, SqlError};
-use crate::lower::per_key::MiniBatch;
 use crate::schema::{Column, Schema};
 
 /// The distinct rows of `planned`, under its column names; `what` names the operator.
 pub fn distinct(
     planned: Planned,
     what: &str,
-    mini_batch: Option<MiniBatch>,
+    settings: AggregateSettings,
     at: Position,
 ) -> Result<Planned> {
     // Columns renamed `$d0`, `$d1`, .. so that two columns of one name (`SELECT *` of a
@@ -57,7 +57,7 @@ pub fn distinct(
         schema: renamed,
         ..planned
     };
-    aggregate::plan(&select, &keys, input, what, mini_batch, at)
+    aggregate::plan(&select, &keys, input, what, settings, at)
 }
 
 /// A `SELECT` to fill in (sqlparser's `Select` has many fields; most stay empty).

@@ -35,7 +35,9 @@ use crate::error::{Position, Result, SqlError};
 use crate::expr::bind::bind;
 use crate::lower::Calc;
 use crate::lower::calc::Named;
+use crate::lower::final_table::FinalTable;
 use crate::schema::{Column, Schema};
+use crate::value::Row;
 
 /// A planned query: its rows and their columns.
 pub struct Planned {
@@ -248,6 +250,62 @@ pub fn plan_query(
     })
 }
 
+/// The result of a statement's query (a `SELECT`'s, an `INSERT`'s): in streaming mode the
+/// query's changelog; in batch mode its final table, each row once, as inserts (Flink's batch
+/// result), sorted on any columns where the query says `ORDER BY`.
+pub fn plan_result(
+    catalog: &Catalog,
+    env: &StreamExecutionEnvironment,
+    query: &ast::Query,
+    at: Position,
+) -> Result<Planned> {
+    if !catalog.batch() {
+        return plan_query(catalog, env, query, at);
+    }
+    crate::expr::udf::in_scope(catalog.functions(), || {
+        reuse::in_scope(env, catalog.reuse(), || {
+            if is_ordered(query) {
+                let (unordered, sorted, hidden) = order::unordered(query);
+                let planned = plan_in_scope(catalog, env, &unordered, at)?;
+                return order::final_sorted(planned, &sorted, hidden, at);
+            }
+            let planned = plan_in_scope(catalog, env, query, at)?;
+            if planned.updated_by.is_none() {
+                return Ok(planned);
+            }
+            let description = format!(
+                "FinalTable(of=[{}])",
+                planned.updated_by.as_deref().unwrap_or_default()
+            );
+            let rows = final_rows(
+                planned.rows(),
+                FinalTable::new(0, Vec::new(), 0, None),
+                &description,
+            );
+            Ok(Planned::new(rows, planned.schema))
+        })
+    })
+}
+
+/// The rows of `table` over the changelog `rows`: in one subtask if it sorts or limits, else
+/// keyed by the rows themselves (a row and its retraction meet).
+fn final_rows(
+    rows: DataStream<Change>,
+    table: FinalTable,
+    description: &str,
+) -> DataStream<Change> {
+    let global = table.is_global();
+    let keyed = rows.key_by(move |c: &Change| -> Row {
+        if global { Row::new() } else { c.row.clone() }
+    });
+    keyed.transform(description, move |_| Ok(table.clone()))
+}
+
+/// Whether `query` has an `ORDER BY`, a `LIMIT` or a `FETCH`.
+fn is_ordered(query: &ast::Query) -> bool {
+    query.order_by.is_some() || query.limit_clause.is_some() || query.fetch.is_some()
+}
+
 /// [`plan_query`] with the catalog's functions in scope.
 fn plan_in_scope(
     catalog: &Catalog,
@@ -255,7 +313,7 @@ fn plan_in_scope(
     query: &ast::Query,
     at: Position,
 ) -> Result<Planned> {
-    if query.order_by.is_some() || query.limit_clause.is_some() || query.fetch.is_some() {
+    if is_ordered(query) {
         let (unordered, sorted, hidden) = order::unordered(query);
         let planned = plan_query(catalog, env, &unordered, at)?;
         return order::order_and_limit(planned, &sorted, hidden, at);
@@ -315,7 +373,7 @@ fn plan_body(
             if all {
                 Ok(union)
             } else {
-                distinct::distinct(union, "UNION", catalog.mini_batch(at)?, at)
+                distinct::distinct(union, "UNION", catalog.aggregate_settings(at)?, at)
             }
         }
         SetExpr::SetOperation {
@@ -432,7 +490,7 @@ fn intersect_or_except(
         },
         ..Planned::new(rows, schema)
     };
-    distinct::distinct(joined, op, catalog.mini_batch(at)?, at)
+    distinct::distinct(joined, op, catalog.aggregate_settings(at)?, at)
 }
 
 /// The rows of `planned` with each column cast to `schema`'s type where it is not of it.
@@ -490,7 +548,7 @@ fn plan_select(
             let mut all = select.clone();
             all.distinct = None;
             let planned = plan_select(catalog, env, &all, at)?;
-            return distinct::distinct(planned, "DISTINCT", catalog.mini_batch(at)?, at);
+            return distinct::distinct(planned, "DISTINCT", catalog.aggregate_settings(at)?, at);
         }
         Some(_) => return Err(unsupported("DISTINCT ON", select.span(), at)),
     }
@@ -539,8 +597,8 @@ fn plan_select(
         return over::plan(select, input, &table_name, at);
     }
     if !group_by.is_empty() || select.having.is_some() || aggregate::has_aggregates(select) {
-        let mini_batch = catalog.mini_batch(at)?;
-        return aggregate::plan(select, group_by, input, &table_name, mini_batch, at);
+        let settings = catalog.aggregate_settings(at)?;
+        return aggregate::plan(select, group_by, input, &table_name, settings, at);
     }
     let planned = window::materialize(input, at)?;
     // Scalar subqueries in the SELECT list: their values joined to each row first.

@@ -21,6 +21,7 @@ use crate::expr::Expr;
 use crate::expr::bind::bind;
 use crate::lower::Calc;
 use crate::lower::calc::Named;
+use crate::lower::final_table::FinalTable;
 use crate::lower::limit::Limit;
 use crate::lower::per_key::PerKey;
 use crate::lower::rank::RankSpec;
@@ -172,6 +173,61 @@ pub fn order_and_limit(
     hidden: usize,
     at: Position,
 ) -> Result<Planned> {
+    let (sorts, bounds, order) = sorting(&planned, query, at)?;
+    if sorts.is_empty() {
+        return limit(planned, bounds, at);
+    }
+    let visible = planned.schema.columns.len() - hidden;
+    let Some(fetch) = bounds.fetch else {
+        return temporal_sort(planned, sorts, order, bounds.offset, visible, at);
+    };
+    top_n(planned, sorts, fetch, bounds.offset, visible)
+}
+
+/// In batch mode, `planned` (as for [`order_and_limit`]) as its final table sorted and
+/// limited as `query` says: all its rows in one subtask, sorted at the end of the input on
+/// any columns, as Flink's batch `Sort` and `SortLimit`.
+pub fn final_sorted(
+    planned: Planned,
+    query: &ast::Query,
+    hidden: usize,
+    at: Position,
+) -> Result<Planned> {
+    let (sorts, bounds, _) = sorting(&planned, query, at)?;
+    let width = planned.schema.columns.len();
+    let schema = visible_schema(&planned.schema, width - hidden);
+    let table = FinalTable::new(
+        width,
+        sorts.iter().map(|k| k.descending).collect(),
+        bounds.offset,
+        bounds.fetch,
+    );
+    let description = format!(
+        "Sort(orderBy=[{}], offset=[{}], fetch=[{}])",
+        order_text(&sorts),
+        bounds.offset,
+        bounds.fetch.map_or("unlimited".into(), |f| f.to_string())
+    );
+    let rows = super::final_rows(
+        with_sort_columns(planned, &sorts).rows(),
+        table,
+        &description,
+    );
+    Ok(Planned {
+        pending: Some((
+            Calc::new(None, Named::columns(&schema)),
+            "Calc: the sorted rows".into(),
+        )),
+        ..Planned::new(rows, schema)
+    })
+}
+
+/// `query`'s `ORDER BY` keys over `planned`'s columns, its bounds, and the keys as written.
+fn sorting<'q>(
+    planned: &Planned,
+    query: &'q ast::Query,
+    at: Position,
+) -> Result<(Vec<SortKey>, Bounds, &'q [ast::OrderByExpr])> {
     let bounds = bounds(query, at)?;
     let order: &[ast::OrderByExpr] = match query.order_by.as_ref().map(|o| &o.kind) {
         None => &[],
@@ -211,14 +267,7 @@ pub fn order_and_limit(
             descending,
         });
     }
-    if sorts.is_empty() {
-        return limit(planned, bounds, at);
-    }
-    let visible = planned.schema.columns.len() - hidden;
-    let Some(fetch) = bounds.fetch else {
-        return temporal_sort(planned, sorts, order, bounds.offset, visible, at);
-    };
-    top_n(planned, sorts, fetch, bounds.offset, visible)
+    Ok((sorts, bounds, order))
 }
 
 /// The first `visible` columns of `schema`.
