@@ -2493,3 +2493,33 @@ fn more_built_in_functions_run_as_flinks() {
         vec!["Hello World,**hELLO,wORLD,hE_O wOR_D,11,-1,2023-01-02 03:04:05,baba,".into()],
     );
 }
+
+/// `restart-strategy.type = exponential-delay`: a job that fails on every attempt restarts
+/// after backoffs that grow by the multiplier (100, 200, 400 ms), and fails for good once
+/// the attempts before a reset are used up, naming the limit and the last failure.
+#[test]
+fn exponential_delay_restarts_back_off_and_end() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let input = dir.path().join("bad.csv");
+    std::fs::write(&input, "a,1\nb,x\n").expect("write");
+    let script = format!(
+        "SET 'execution.checkpointing.interval' = '1 s';\n\
+         SET 'restart-strategy.type' = 'exponential-delay';\n\
+         SET 'restart-strategy.exponential-delay.initial-backoff' = '100 ms';\n\
+         SET 'restart-strategy.exponential-delay.backoff-multiplier' = '2';\n\
+         SET 'restart-strategy.exponential-delay.attempts-before-reset-backoff' = '3';\n\
+         {}CREATE TABLE o (k STRING, v INT) WITH ('connector' = 'blackhole');\n\
+         INSERT INTO o SELECT k, CAST(v AS INT) FROM s;",
+        csv_table("s", "k STRING, v STRING", &input)
+    );
+    let (ok, out, err) = hummer_sql(&["-e", &script], "");
+    assert!(!ok, "{out}");
+    let delays: Vec<&str> = err
+        .lines()
+        .filter_map(|l| l.split("restarting in ").nth(1))
+        .map(|rest| rest.split_whitespace().next().unwrap_or_default())
+        .collect();
+    assert_eq!(delays, ["100ms", "200ms", "400ms"], "{err}");
+    assert!(err.contains("3 restart attempts"), "{err}");
+    assert!(err.contains("cannot cast 'x' to INT"), "{err}");
+}

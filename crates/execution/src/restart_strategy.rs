@@ -5,7 +5,11 @@
 //! - `none`: the first failure fails the job;
 //! - `fixed-delay`: up to `attempts` restarts in the job's life, each after `delay`;
 //! - `failure-rate`: restart after `delay` unless more than `max_failures` failures fall
-//!   within a sliding window of length `interval`.
+//!   within a sliding window of length `interval`;
+//! - `exponential-delay`: restart after a backoff that starts at `initial_backoff` and grows
+//!   by `multiplier` with each failure up to `max_backoff`; a run of `reset_threshold`
+//!   without a failure starts it over, and more than `attempts` restarts since then give up
+//!   (Flink's jitter is left out: the delays are exact).
 //!
 //! A strategy is a pure description; [`RestartTracker`] applies it to the failures of one
 //! job. The tracker takes the time of each failure as an argument instead of reading the
@@ -52,6 +56,34 @@ pub enum RestartStrategy {
         /// Wait before each restart.
         delay: Duration,
     },
+    /// Restart after a backoff that grows with each failure (Flink's default with
+    /// checkpoints since Flink 1.19).
+    ExponentialDelay {
+        /// The first backoff, and the backoff after a reset.
+        initial_backoff: Duration,
+        /// The longest backoff.
+        max_backoff: Duration,
+        /// The factor the backoff grows by per failure, in thousandths (1500: 1.5).
+        multiplier_milli: u32,
+        /// A failure this long after the one before starts the backoff over.
+        reset_threshold: Duration,
+        /// Restarts allowed since the backoff last started over (`u32::MAX`: no limit).
+        attempts: u32,
+    },
+}
+
+impl RestartStrategy {
+    /// Flink's `exponential-delay` with its defaults: 1 s growing by 1.5 to 1 min, reset
+    /// after an hour without failure, no limit of attempts.
+    pub fn exponential_delay() -> Self {
+        RestartStrategy::ExponentialDelay {
+            initial_backoff: Duration::from_secs(1),
+            max_backoff: Duration::from_secs(60),
+            multiplier_milli: 1500,
+            reset_threshold: Duration::from_secs(3600),
+            attempts: u32::MAX,
+        }
+    }
 }
 
 impl Default for RestartStrategy {
@@ -83,6 +115,20 @@ impl fmt::Display for RestartStrategy {
                 interval.as_millis(),
                 delay.as_millis()
             ),
+            RestartStrategy::ExponentialDelay {
+                initial_backoff,
+                max_backoff,
+                multiplier_milli,
+                reset_threshold,
+                attempts,
+            } => write!(
+                f,
+                "exponential-delay:{}ms:{}ms:{}:{}ms:{attempts}",
+                initial_backoff.as_millis(),
+                max_backoff.as_millis(),
+                f64::from(*multiplier_milli) / 1000.0,
+                reset_threshold.as_millis()
+            ),
         }
     }
 }
@@ -90,12 +136,13 @@ impl fmt::Display for RestartStrategy {
 impl FromStr for RestartStrategy {
     type Err = HummerError;
 
-    /// Parses `none`, `fixed-delay:ATTEMPTS:DELAY` or `failure-rate:MAX/INTERVAL:DELAY`,
-    /// where durations are written `250ms`, `2s` or `1min`.
+    /// Parses `none`, `fixed-delay:ATTEMPTS:DELAY`, `failure-rate:MAX/INTERVAL:DELAY` or
+    /// `exponential-delay:INITIAL:MAX[:MULTIPLIER[:RESET[:ATTEMPTS]]]`, where durations are
+    /// written `250ms`, `2s` or `1min`.
     fn from_str(text: &str) -> Result<Self> {
         let bad = |reason: String| {
             HummerError::Config(format!(
-                "restart strategy '{text}': {reason}; expected 'none', 'fixed-delay:ATTEMPTS:DELAY' or 'failure-rate:MAX/INTERVAL:DELAY' (durations like 500ms, 2s, 1min)"
+                "restart strategy '{text}': {reason}; expected 'none', 'fixed-delay:ATTEMPTS:DELAY', 'failure-rate:MAX/INTERVAL:DELAY' or 'exponential-delay:INITIAL:MAX[:MULTIPLIER[:RESET[:ATTEMPTS]]]' (durations like 500ms, 2s, 1min)"
             ))
         };
         let mut parts = text.trim().split(':');
@@ -126,11 +173,58 @@ impl FromStr for RestartStrategy {
                     delay: parse_duration(delay).map_err(|e| bad(e.to_string()))?,
                 })
             }
-            ("none" | "fixed-delay" | "failure-rate", _) => {
+            ("exponential-delay", [initial, max, more @ ..]) if more.len() <= 3 => {
+                let duration = |d: &str| parse_duration(d).map_err(|e| bad(e.to_string()));
+                let RestartStrategy::ExponentialDelay {
+                    multiplier_milli,
+                    reset_threshold,
+                    attempts,
+                    ..
+                } = RestartStrategy::exponential_delay()
+                else {
+                    return Err(bad("internal: the default is not exponential".into()));
+                };
+                let multiplier_milli = match more.first() {
+                    Some(m) => multiplier(m).map_err(bad)?,
+                    None => multiplier_milli,
+                };
+                let reset_threshold = match more.get(1) {
+                    Some(r) => duration(r)?,
+                    None => reset_threshold,
+                };
+                let attempts = match more.get(2) {
+                    Some(a) => a
+                        .parse()
+                        .map_err(|_| bad(format!("attempts '{a}' is not a whole number")))?,
+                    None => attempts,
+                };
+                let (initial_backoff, max_backoff) = (duration(initial)?, duration(max)?);
+                if max_backoff < initial_backoff {
+                    return Err(bad("the longest backoff is shorter than the first".into()));
+                }
+                Ok(RestartStrategy::ExponentialDelay {
+                    initial_backoff,
+                    max_backoff,
+                    multiplier_milli,
+                    reset_threshold,
+                    attempts,
+                })
+            }
+            ("none" | "fixed-delay" | "failure-rate" | "exponential-delay", _) => {
                 Err(bad(format!("wrong number of fields for '{kind}'")))
             }
             _ => Err(bad(format!("unknown strategy '{kind}'"))),
         }
+    }
+}
+
+/// A backoff multiplier (at least 1, as Flink requires) in thousandths: `1.5` is 1500.
+pub fn multiplier(text: &str) -> std::result::Result<u32, String> {
+    match text.trim().parse::<f64>() {
+        Ok(m) if (1.0..=1000.0).contains(&m) => Ok((m * 1000.0).round() as u32),
+        _ => Err(format!(
+            "the multiplier '{text}' is not a number from 1 to 1000"
+        )),
     }
 }
 
@@ -196,12 +290,14 @@ pub enum RestartDecision {
 /// Applies a [`RestartStrategy`] to the failures of one job.
 ///
 /// Invariant: `restarts` counts the restarts granted so far; `recent` holds the times of the
-/// failures still inside the failure-rate window, oldest first.
+/// failures still inside the failure-rate window, oldest first; `backoff` is the exponential
+/// delay's last backoff and the restarts since it started over, `None` before any.
 #[derive(Debug, Clone)]
 pub struct RestartTracker {
     strategy: RestartStrategy,
     restarts: u32,
     recent: VecDeque<Instant>,
+    backoff: Option<(Duration, u32)>,
 }
 
 impl RestartTracker {
@@ -211,6 +307,7 @@ impl RestartTracker {
             strategy,
             restarts: 0,
             recent: VecDeque::new(),
+            backoff: None,
         }
     }
 
@@ -266,6 +363,39 @@ impl RestartTracker {
                     RestartDecision::RestartAfter(delay)
                 }
             }
+            RestartStrategy::ExponentialDelay {
+                initial_backoff,
+                max_backoff,
+                multiplier_milli,
+                reset_threshold,
+                attempts,
+            } => {
+                let since_last = self
+                    .recent
+                    .back()
+                    .map(|last| at.saturating_duration_since(*last));
+                self.recent.clear();
+                self.recent.push_back(at);
+                let (backoff, since_reset) = match (self.backoff, since_last) {
+                    (Some((backoff, n)), Some(gap)) if gap < reset_threshold => {
+                        let grown = backoff.mul_f64(f64::from(multiplier_milli) / 1000.0);
+                        (grown.min(max_backoff), n + 1)
+                    }
+                    _ => (initial_backoff, 1),
+                };
+                self.backoff = Some((backoff, since_reset));
+                if since_reset > attempts {
+                    RestartDecision::GiveUp {
+                        reason: format!(
+                            "{attempts} restart attempts since the backoff last started over \
+                             are used up"
+                        ),
+                    }
+                } else {
+                    self.restarts += 1;
+                    RestartDecision::RestartAfter(backoff)
+                }
+            }
         }
     }
 }
@@ -314,6 +444,9 @@ mod tests {
             ("fixed-delay:3:1h", "unknown unit 'h'"),
             ("failure-rate:3:1s", "not MAX/INTERVAL"),
             ("failure-rate:3/0s:1s", "longer than zero"),
+            ("exponential-delay:1s", "wrong number of fields"),
+            ("exponential-delay:2s:1s", "shorter than the first"),
+            ("exponential-delay:1s:1min:0.5", "multiplier '0.5'"),
             ("fixed-delay:1:99999999999999999999min", "whole number"),
         ] {
             let err = text.parse::<RestartStrategy>().unwrap_err().to_string();
@@ -393,6 +526,47 @@ mod tests {
             }
         }
 
+        /// The exponential delay's backoffs follow a brute-force model: the first, and any
+        /// after a gap of at least the reset threshold, is the initial backoff; each other is
+        /// the one before times the multiplier, at most the longest; more restarts since the
+        /// last reset than `attempts` give up.
+        #[test]
+        fn exponential_delay_matches_a_brute_force_model(
+            attempts in 1u32..8,
+            multiplier_milli in 1000u32..3000,
+            gaps in proptest::collection::vec(0u64..3_000, 1..30),
+        ) {
+            let (initial, max, reset) = (100.0, 1_000.0, 2_000u64);
+            let mut t = RestartTracker::new(RestartStrategy::ExponentialDelay {
+                initial_backoff: ms(100),
+                max_backoff: ms(1_000),
+                multiplier_milli,
+                reset_threshold: ms(reset),
+                attempts,
+            });
+            let t0 = Instant::now();
+            let (mut at, mut backoff, mut since_reset) = (0u64, initial, 0u32);
+            for (i, gap) in gaps.into_iter().enumerate() {
+                at += gap;
+                if i == 0 || gap >= reset {
+                    (backoff, since_reset) = (initial, 1);
+                } else {
+                    backoff = (backoff * f64::from(multiplier_milli) / 1000.0).min(max);
+                    since_reset += 1;
+                }
+                match t.on_failure(t0 + ms(at)) {
+                    RestartDecision::RestartAfter(d) => {
+                        prop_assert!(since_reset <= attempts);
+                        prop_assert!((d.as_secs_f64() * 1000.0 - backoff).abs() < 0.01, "{:?} vs {}", d, backoff);
+                    }
+                    RestartDecision::GiveUp { .. } => {
+                        prop_assert!(since_reset > attempts);
+                        break;
+                    }
+                }
+            }
+        }
+
         /// Display and parse agree.
         #[test]
         fn display_round_trips(attempts in 0u32..100, max in 0u32..100, a in 1u64..100_000, b in 0u64..100_000) {
@@ -400,6 +574,13 @@ mod tests {
                 RestartStrategy::None,
                 RestartStrategy::FixedDelay { attempts, delay: ms(b) },
                 RestartStrategy::FailureRate { max_failures: max, interval: ms(a), delay: ms(b) },
+                RestartStrategy::ExponentialDelay {
+                    initial_backoff: ms(b),
+                    max_backoff: ms(b + a),
+                    multiplier_milli: 1000 + max * 37,
+                    reset_threshold: ms(a),
+                    attempts,
+                },
             ] {
                 prop_assert_eq!(s.to_string().parse::<RestartStrategy>().unwrap(), s);
             }

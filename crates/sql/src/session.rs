@@ -117,6 +117,21 @@ const OPTIONS: &[KnownOption] = &[
     ("restart-strategy.exponential-delay.initial-backoff", |v| {
         parse_duration(v).map(|_| ())
     }),
+    ("restart-strategy.exponential-delay.max-backoff", |v| {
+        parse_duration(v).map(|_| ())
+    }),
+    (
+        "restart-strategy.exponential-delay.backoff-multiplier",
+        |v| hummer_execution::restart_strategy::multiplier(v).map(|_| ()),
+    ),
+    (
+        "restart-strategy.exponential-delay.reset-backoff-threshold",
+        |v| parse_duration(v).map(|_| ()),
+    ),
+    (
+        "restart-strategy.exponential-delay.attempts-before-reset-backoff",
+        |v| positive(v).map(|_| ()),
+    ),
     ("pipeline.name", non_empty),
     ("table.dml-sync", |v| boolean(v).map(|_| ())),
     ("table.exec.mini-batch.enabled", |v| boolean(v).map(|_| ())),
@@ -857,8 +872,7 @@ impl Session {
     }
 
     /// The restart strategy `restart-strategy.*` set, with Flink's defaults for what is not
-    /// (`None`: not set, the engine's default). Hummer's restarts do not grow their delay:
-    /// `exponential-delay` restarts without a limit after its initial backoff.
+    /// (`None`: not set, the engine's default).
     pub fn restart_strategy(&self) -> Option<RestartStrategy> {
         let kind = self
             .options
@@ -890,10 +904,30 @@ impl Session {
                 ),
                 delay: duration("restart-strategy.failure-rate.delay", second),
             },
-            "exponential-delay" | "exponentialdelay" => RestartStrategy::FixedDelay {
-                attempts: u32::MAX,
-                delay: duration("restart-strategy.exponential-delay.initial-backoff", second),
-            },
+            "exponential-delay" | "exponentialdelay" => {
+                let key = |name: &str| format!("restart-strategy.exponential-delay.{name}");
+                let RestartStrategy::ExponentialDelay {
+                    initial_backoff,
+                    max_backoff,
+                    multiplier_milli,
+                    reset_threshold,
+                    attempts,
+                } = RestartStrategy::exponential_delay()
+                else {
+                    return Some(RestartStrategy::exponential_delay());
+                };
+                RestartStrategy::ExponentialDelay {
+                    initial_backoff: duration(&key("initial-backoff"), initial_backoff),
+                    max_backoff: duration(&key("max-backoff"), max_backoff),
+                    multiplier_milli: self
+                        .options
+                        .get(&key("backoff-multiplier"))
+                        .and_then(|v| hummer_execution::restart_strategy::multiplier(v).ok())
+                        .unwrap_or(multiplier_milli),
+                    reset_threshold: duration(&key("reset-backoff-threshold"), reset_threshold),
+                    attempts: number(&key("attempts-before-reset-backoff"), attempts),
+                }
+            }
             _ => RestartStrategy::None,
         })
     }

@@ -44,7 +44,8 @@ pub struct Args {
     /// Where checkpoints are kept (a directory per run or job below it).
     #[arg(long, default_value = "hummer-checkpoints")]
     checkpoint_dir: PathBuf,
-    /// Restart strategy: none, fixed-delay:ATTEMPTS:DELAY or failure-rate:MAX/INTERVAL:DELAY.
+    /// Restart strategy: none, fixed-delay:ATTEMPTS:DELAY, failure-rate:MAX/INTERVAL:DELAY or
+    /// exponential-delay:INITIAL:MAX[:MULTIPLIER[:RESET[:ATTEMPTS]]].
     #[arg(long)]
     restart: Option<String>,
     /// Start from this savepoint or checkpoint directory.
