@@ -171,6 +171,27 @@ fn in_and_exists_subqueries_match_brute_force() {
          WHERE id NOT IN (SELECT auction FROM bid WHERE price > 150 AND auction IS NOT NULL)",
         auctions(&|a| !has_bid(a, &|p| p > 150)),
     );
+    // Correlated NOT IN over a nullable value: per auction, the auctions of the bids whose
+    // price has the auction's remainder by 4 (the correlation's key); a NULL among them makes
+    // NOT IN never true.
+    let not_in_correlated = |a: i64| {
+        let values: Vec<Option<i64>> = d
+            .bids
+            .iter()
+            .filter(|(_, p)| p % 4 == a % 4)
+            .map(|(x, _)| *x)
+            .collect();
+        !values.contains(&None) && !values.contains(&Some(a))
+    };
+    check(
+        dir.path(),
+        &d.tables,
+        "not_in_correlated",
+        &columns,
+        "INSERT INTO q_sink SELECT id, seller FROM auction A \
+         WHERE id NOT IN (SELECT auction FROM bid B WHERE MOD(B.price, 4) = MOD(A.id, 4))",
+        auctions(&not_in_correlated),
+    );
     check(
         dir.path(),
         &d.tables,

@@ -223,7 +223,8 @@ pub(crate) fn apply(
         let x = bind(value, &outer.schema)?;
         if test.anti && (x.ty.nullable || *item_nullable) {
             // NOT IN over values that may be NULL: a pair matches where `x = y` or either is
-            // NULL (which makes `x NOT IN (..)` not true), on one key.
+            // NULL (which makes `x NOT IN (..)` not true); it is a condition on each pair of
+            // the correlation's key (one key if uncorrelated), not a key of its own.
             let y = item.substitute(&shifted);
             conditions.push(Expr::Or(vec![
                 Expr::Compare {
@@ -234,8 +235,6 @@ pub(crate) fn apply(
                 Expr::IsNull(Box::new(x.expr), false),
                 Expr::IsNull(Box::new(y), false),
             ]));
-            left_keys.clear();
-            right_keys.clear();
         } else {
             left_keys.push(Named {
                 expr: x.expr,
