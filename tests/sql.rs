@@ -2523,3 +2523,81 @@ fn exponential_delay_restarts_back_off_and_end() {
     assert!(err.contains("3 restart attempts"), "{err}");
     assert!(err.contains("cannot cast 'x' to INT"), "{err}");
 }
+
+/// Keep-last deduplication (`ROW_NUMBER() OVER (PARTITION BY k ORDER BY time DESC)` with
+/// `rn = 1`) keeps, of a key's rows of one time, the later one, as Flink's deduplication does:
+/// by event time, by event time per window, and by processing time (whose rows mostly share
+/// a millisecond). Checked against the last row in file order among each key's latest, in
+/// batch mode (the final table), at parallelism 1 and 3.
+#[test]
+fn keep_last_deduplication_keeps_the_later_of_tied_rows() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let input = dir.path().join("ev.csv");
+    let rows: Vec<(i64, i64, i64)> = (0..60).map(|i| (i % 5, i, (i * 7) % 4)).collect();
+    let text: String = rows
+        .iter()
+        .map(|(k, v, s)| format!("{k},{v},2024-01-01 00:00:0{s}\n"))
+        .collect();
+    std::fs::write(&input, text).expect("write");
+    let latest = |k: i64| {
+        let max = rows.iter().filter(|r| r.0 == k).map(|r| r.2).max();
+        rows.iter()
+            .filter(|r| r.0 == k && Some(r.2) == max)
+            .map(|r| r.1)
+            .next_back()
+    };
+    let last = |k: i64| rows.iter().filter(|r| r.0 == k).map(|r| r.1).next_back();
+    let table = |columns: &str| {
+        format!(
+            "CREATE TABLE ev (k BIGINT, v BIGINT, ts TIMESTAMP(3), {columns}) WITH \
+             ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');\n",
+            input.display()
+        )
+    };
+    let cells = |out: &str| -> Vec<String> {
+        let mut lines: Vec<String> = out
+            .lines()
+            .filter(|l| l.starts_with("| ") && !l.contains(" k "))
+            .map(|l| {
+                l.split('|')
+                    .map(str::trim)
+                    .filter(|c| !c.is_empty())
+                    .take(2)
+                    .collect::<Vec<_>>()
+                    .join(",")
+            })
+            .collect();
+        lines.sort();
+        lines
+    };
+    let expected = |pick: &dyn Fn(i64) -> Option<i64>| -> Vec<String> {
+        let mut e: Vec<String> = (0..5)
+            .filter_map(|k| Some(format!("{k},{}", pick(k)?)))
+            .collect();
+        e.sort();
+        e
+    };
+    for parallelism in [1, 3] {
+        let head = format!(
+            "SET 'execution.runtime-mode' = 'batch';\nSET 'parallelism.default' = '{parallelism}';\n"
+        );
+        let rowtime = table("WATERMARK FOR ts AS ts");
+        let out = ran(&format!(
+            "{head}{rowtime}SELECT k, v FROM (SELECT *, ROW_NUMBER() OVER \
+             (PARTITION BY k ORDER BY ts DESC) AS rn FROM ev) WHERE rn = 1;"
+        ));
+        assert_eq!(cells(&out), expected(&latest), "event time: {out}");
+        let out = ran(&format!(
+            "{head}{rowtime}SELECT k, v FROM (SELECT *, ROW_NUMBER() OVER \
+             (PARTITION BY window_start, window_end, k ORDER BY ts DESC) AS rn \
+             FROM TABLE(TUMBLE(TABLE ev, DESCRIPTOR(ts), INTERVAL '10' SECOND))) WHERE rn = 1;"
+        ));
+        assert_eq!(cells(&out), expected(&latest), "window: {out}");
+        let out = ran(&format!(
+            "{head}{}SELECT k, v FROM (SELECT *, ROW_NUMBER() OVER \
+             (PARTITION BY k ORDER BY pt DESC) AS rn FROM ev) WHERE rn = 1;",
+            table("pt AS PROCTIME()")
+        ));
+        assert_eq!(cells(&out), expected(&last), "processing time: {out}");
+    }
+}

@@ -4,7 +4,8 @@
 //!
 //! Its input rows are the query's columns, then the partition key's values, then the sort
 //! key's (computed by the `Calc` before it). Per partition it keeps the rows in order (ties
-//! keep their arrival order: an earlier row ranks first); with an append-only input only the
+//! keep their arrival order: an earlier row ranks first, but for a keep-last deduplication a
+//! later one); with an append-only input only the
 //! first `limit`, since no row below them can rise. Each change re-ranks the partition and
 //! emits the difference of its first `limit` rows, with their row numbers: `-U`/`+U` for a
 //! rank whose row changed, `+I` for a rank newly filled, `-D` for one emptied; applied in
@@ -34,6 +35,10 @@ pub struct RankSpec {
     pub number_at: usize,
     /// The input retracts rows: every row is kept, not only the first `limit`.
     pub keep_all: bool,
+    /// Of rows whose sort keys tie, the later ranks first (Flink's keep-last deduplication:
+    /// the newest row by a time attribute, `ORDER BY ts DESC` with `rn = 1`); otherwise the
+    /// earlier does.
+    pub later_first: bool,
 }
 
 /// One partition's rows in rank order: each as its sort key and its columns.
@@ -55,6 +60,16 @@ impl RankSpec {
         Ordering::Equal
     }
 
+    /// Where a row with sort key `sort` goes among `rows`: after the rows that rank before it
+    /// and, as ties rank, before or after those it ties with.
+    fn place(&self, rows: &[(Row, Row)], sort: &[Value]) -> usize {
+        rows.partition_point(|(s, _)| match self.compare(s, sort) {
+            Ordering::Less => true,
+            Ordering::Equal => !self.later_first,
+            Ordering::Greater => false,
+        })
+    }
+
     /// The output row of `row` at rank `number` (from 1).
     pub fn numbered(&self, row: &Row, number: usize) -> Row {
         let mut out = row.clone();
@@ -67,9 +82,7 @@ impl RankSpec {
     pub fn keep(&self, ranked: &mut Ranked, mut row: Row) {
         let mut sort = row.split_off(self.width);
         let sort = sort.split_off(self.partition);
-        let at = ranked
-            .rows
-            .partition_point(|(s, _)| self.compare(s, &sort) != Ordering::Greater);
+        let at = self.place(&ranked.rows, &sort);
         if at < self.limit {
             ranked.rows.insert(at, (sort, row));
             ranked.rows.truncate(self.limit);
@@ -94,21 +107,22 @@ impl RankSpec {
         let from;
         let before;
         if kind.retracts() {
-            let Some(i) = ranked
-                .rows
-                .iter()
-                .position(|(s, r)| *s == sort && *r == row)
-            else {
+            // Of equal rows the earliest goes: the first kept, or the last where later rows
+            // rank first.
+            let equal = |(s, r): &(Row, Row)| *s == sort && *r == row;
+            let found = if self.later_first {
+                ranked.rows.iter().rposition(equal)
+            } else {
+                ranked.rows.iter().position(equal)
+            };
+            let Some(i) = found else {
                 // Never kept (below the first `limit` of an append-only input).
                 return;
             };
             (from, before) = (i, visible(&ranked.rows, i));
             ranked.rows.remove(i);
         } else {
-            // After every row that sorts before it or equal to it: ties keep arrival order.
-            let at = ranked
-                .rows
-                .partition_point(|(s, _)| self.compare(s, &sort) != Ordering::Greater);
+            let at = self.place(&ranked.rows, &sort);
             if at >= self.limit && !self.keep_all {
                 return;
             }
@@ -191,6 +205,7 @@ mod tests {
         fn the_changelog_is_the_brute_force_top_n(
             ops in proptest::collection::vec((0i64..6, 0i64..4, any::<bool>()), 0..80),
             append_only in any::<bool>(),
+            later_first in any::<bool>(),
         ) {
             let spec = RankSpec {
                 width: 2,
@@ -199,6 +214,7 @@ mod tests {
                 limit: 3,
                 number_at: 2,
                 keep_all: !append_only,
+                later_first,
             };
             let mut ranked = Ranked::default();
             let mut held: Vec<(i64, i64)> = Vec::new(); // in arrival order
@@ -215,8 +231,10 @@ mod tests {
                     *table.entry(c.row).or_default() += if c.kind.retracts() { -1 } else { 1 };
                 }
                 table.retain(|_, n| *n != 0);
-                let mut sorted = held.clone();
-                sorted.sort_by_key(|h| std::cmp::Reverse(h.0)); // stable: ties by arrival
+                // Ties by arrival, or the latest first.
+                let mut sorted: Vec<(usize, (i64, i64))> = held.iter().copied().enumerate().collect();
+                sorted.sort_by_key(|(i, h)| (std::cmp::Reverse(h.0), if later_first { usize::MAX - i } else { *i }));
+                let sorted: Vec<(i64, i64)> = sorted.into_iter().map(|(_, h)| h).collect();
                 let expected: HashMap<Row, i64> = sorted.iter().take(3).enumerate().map(|(i, (v, p))| {
                     (vec![Value::BigInt(*v), Value::BigInt(*p), Value::BigInt(i as i64 + 1)], 1)
                 }).collect();

@@ -335,6 +335,7 @@ fn top_n(
         limit: fetch.saturating_add(offset),
         number_at: width,
         keep_all: planned.updated_by.is_some(),
+        later_first: false,
     };
     let description = format!(
         "SortLimit(orderBy=[{}], offset=[{offset}], fetch=[{fetch}])",

@@ -21,6 +21,7 @@ use crate::types::{DataType, SqlType};
 use crate::value::Row;
 use hummer_api::StreamExecutionEnvironment;
 use hummer_operators::keyed_process_function::KeyedProcessOperator;
+use hummer_operators::window::TimeDomain;
 
 /// The `ROW_NUMBER() OVER (..)` item of `select`: its index, alias and window.
 fn row_number(select: &ast::Select) -> Option<(usize, String, &ast::WindowSpec)> {
@@ -144,17 +145,46 @@ pub fn plan(
             ty: DataType::not_null(SqlType::BigInt),
         },
     );
+    let descending: Vec<bool> = over
+        .order_by
+        .iter()
+        .map(|o| matches!(o.options.sort, Some(ast::OrderBySort::Desc)))
+        .collect();
+    // The time attribute of the subquery's rows `e` is, if it is one: processing time (or
+    // `PROCTIME()` itself) or event time.
+    let time_of = |e: &ast::Expr| -> Option<TimeDomain> {
+        if matches!(e, ast::Expr::Function(f) if f.name.to_string().eq_ignore_ascii_case("PROCTIME"))
+        {
+            return Some(TimeDomain::ProcessingTime);
+        }
+        let name = super::aggregate::column_name(e)?;
+        let is = |c: Option<usize>| {
+            c.is_some_and(|c| planned.schema.columns[c].name.eq_ignore_ascii_case(&name))
+        };
+        if is(planned.proctime) {
+            Some(TimeDomain::ProcessingTime)
+        } else if is(planned.rowtime) {
+            Some(TimeDomain::EventTime)
+        } else {
+            None
+        }
+    };
+    // Ordered by a time attribute descending to keep one row: Flink's keep-last
+    // deduplication, where of rows of one time the later one is kept.
+    let keep_last = limit == 1
+        && descending == [true]
+        && over
+            .order_by
+            .first()
+            .is_some_and(|o| time_of(&o.expr).is_some());
     let spec = RankSpec {
         width,
         partition,
-        descending: over
-            .order_by
-            .iter()
-            .map(|o| matches!(o.options.sort, Some(ast::OrderBySort::Desc)))
-            .collect(),
+        descending,
         limit,
         number_at,
         keep_all: planned.updated_by.is_some(),
+        later_first: keep_last,
     };
     let description = format!(
         "Rank(rankType=[ROW_NUMBER], rankRange=[rankStart=1, rankEnd={limit}], \
@@ -182,17 +212,11 @@ pub fn plan(
     };
     // The first row per key in processing time, of an append-only input: each key's first
     // row goes out, once (Flink's keep-first deduplication, append-only).
-    let by_proctime = |e: &ast::Expr| {
-        let proctime = planned.proctime.map(|p| &planned.schema.columns[p].name);
-        matches!(e, ast::Expr::Function(f) if f.name.to_string().eq_ignore_ascii_case("PROCTIME"))
-            || super::aggregate::column_name(e)
-                .is_some_and(|c| proctime.is_some_and(|p| c.eq_ignore_ascii_case(p)))
-    };
     if let [order] = over.order_by.as_slice()
         && limit == 1
         && planned.updated_by.is_none()
         && !spec.descending[0]
-        && by_proctime(&order.expr)
+        && time_of(&order.expr) == Some(TimeDomain::ProcessingTime)
     {
         let description = description.replacen("Rank(", "Deduplicate(keep=[FirstRow], ", 1);
         let function = KeepFirst { spec };
@@ -222,6 +246,13 @@ pub fn plan(
     let output_index = |i: usize| (i < width).then(|| if i < number_at { i } else { i + 1 });
     if let Some(end_in_key) = window_end {
         let description = description.replacen("Rank(", "WindowRank(", 1);
+        // A window deduplication keeping the last row orders by the window's time column,
+        // which the window's rows carry as a plain timestamp (their time is `window_time`).
+        let by_time = planned.schema.columns[width + partition].ty.ty.is_time();
+        let spec = RankSpec {
+            later_first: spec.later_first || (limit == 1 && spec.descending == [true] && by_time),
+            ..spec
+        };
         let function = WindowRank { spec, end_in_key };
         let rows = keyed.transform(&description, move |ctx| {
             Ok(KeyedProcessOperator::new(key, function.clone(), ctx))
