@@ -2601,3 +2601,47 @@ fn keep_last_deduplication_keeps_the_later_of_tied_rows() {
         assert_eq!(cells(&out), expected(&last), "processing time: {out}");
     }
 }
+
+/// A rowtime must be a time of millisecond precision at most, checked when the table is
+/// created (with its line); a row whose rowtime is NULL fails the job naming the table and
+/// column, as Flink's watermark assigner does, instead of leaving a window or a join without
+/// it.
+#[test]
+fn rowtimes_are_checked_where_declared_and_never_null() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let input = dir.path().join("ev.csv");
+    std::fs::write(&input, "a,1,\na,2,2024-01-01 00:00:02\n").expect("write");
+    let with = format!(
+        "WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv')",
+        input.display()
+    );
+    for (columns, found) in [
+        (
+            "k STRING, v INT, ts TIMESTAMP(3), WATERMARK FOR v AS ts",
+            "'v' is INT",
+        ),
+        (
+            "k STRING, v INT, ts TIMESTAMP(6), WATERMARK FOR ts AS ts",
+            "'ts' is TIMESTAMP(6)",
+        ),
+    ] {
+        refused(
+            &format!("SET 'parallelism.default' = '1';\nCREATE TABLE ev ({columns}) {with};"),
+            &["line 2", "Invalid data type of time field", found],
+        );
+    }
+    let table = format!(
+        "CREATE TABLE ev (k STRING, v INT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts) {with};\n"
+    );
+    for query in [
+        "SELECT window_start, COUNT(*) FROM TABLE(TUMBLE(TABLE ev, DESCRIPTOR(ts), \
+         INTERVAL '10' SECOND)) GROUP BY window_start, window_end",
+        "SELECT k, COUNT(*) OVER (PARTITION BY k ORDER BY ts ROWS BETWEEN 1 PRECEDING AND \
+         CURRENT ROW) FROM ev",
+    ] {
+        refused(
+            &format!("{table}{query};"),
+            &["table 'ev'", "RowTime field should not be null", "'ts'"],
+        );
+    }
+}

@@ -330,6 +330,9 @@ impl Session {
                 Ok(info(&format!("Session property '{key}' has been reset.")))
             }
             Statement::CreateTable(table) => {
+                crate::expr::udf::in_scope(self.catalog.functions(), || {
+                    connector::check_declaration(&table)
+                })?;
                 self.catalog.create_table(*table)?;
                 Ok(info("Execute statement succeeded."))
             }

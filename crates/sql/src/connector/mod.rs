@@ -21,7 +21,7 @@ mod watermark;
 pub use datagen::DataGen;
 pub use nexmark::NexmarkEvents;
 pub use table_files::{TableFiles, list_files};
-pub use watermark::EventTime;
+pub use watermark::{EventTime, RowtimeNotNull};
 
 use hummer_api::{DataStream, StreamExecutionEnvironment};
 use hummer_connectors::text_file_sink::TextFileSink;
@@ -148,6 +148,16 @@ pub fn table_schema(table: &TableDefinition) -> Result<(Schema, Option<Calc>)> {
     Ok((Schema::new(columns), Some(calc)))
 }
 
+/// Checks what a `CREATE TABLE` declares, as Flink checks it before the table is created:
+/// its computed columns bind, and its watermark is on a time column.
+pub fn check_declaration(table: &TableDefinition) -> Result<()> {
+    let (schema, _) = table_schema(table)?;
+    if let Some(w) = &table.watermark {
+        EventTime::bind(w, &schema)?;
+    }
+    Ok(())
+}
+
 /// The option `key` of `table`, which its connector needs.
 fn required<'a>(table: &'a TableDefinition, key: &str) -> Result<&'a str> {
     table
@@ -216,17 +226,29 @@ pub fn scan(env: &StreamExecutionEnvironment, table: &TableDefinition) -> Result
         used.mark(&time_columns);
     }
     let mut column_use = None;
-    // A source of rows with every column, with the table's event time if it has one.
+    // A source of rows with every column, with the table's event time if it has one (and
+    // no row without it).
     fn from<S: hummer_connectors::Source<Row>>(
         env: &StreamExecutionEnvironment,
         source: S,
-        event_time: Option<EventTime>,
+        event_time: Option<(EventTime, RowtimeNotNull)>,
     ) -> DataStream<Row> {
         match event_time {
-            Some(event_time) => env.from_source(source, event_time.strategy()),
+            Some((event_time, check)) => env
+                .from_source(source, event_time.strategy())
+                .transform("RowtimeNotNull", move |_| Ok(check.clone())),
             None => env.add_source(source),
         }
     }
+    let event_time = event_time.map(|e| {
+        let check = RowtimeNotNull {
+            column: e.rowtime,
+            name: schema.columns[e.rowtime].name.clone(),
+            table: table.name.clone(),
+            used: None,
+        };
+        (e, check)
+    });
     let connector = connector(table)?;
     let (rows, changelog) = match connector {
         "filesystem" => {
@@ -241,6 +263,10 @@ pub fn scan(env: &StreamExecutionEnvironment, table: &TableDefinition) -> Result
                 used: used.clone(),
                 decoded: None,
             };
+            let event_time = event_time.map(|(e, check)| {
+                let used = (!changelog).then(|| used.clone());
+                (e, RowtimeNotNull { used, ..check })
+            });
             if !changelog {
                 column_use = Some(used);
             }

@@ -7,6 +7,8 @@
 
 use hummer_operators::WatermarkStrategy;
 use hummer_operators::watermark_strategy::{WatermarkGenerator, WatermarkOutput};
+use hummer_operators::{Batch, Collector, Operator};
+use hummer_types::error::{HummerError, Result as HummerResult};
 use hummer_types::{NO_TIMESTAMP, Timestamp};
 
 use crate::error::{Result, SqlError};
@@ -14,6 +16,7 @@ use crate::expr::bind::bind;
 use crate::expr::{Compiled, Expr};
 use crate::schema::Schema;
 use crate::statement::WatermarkDefinition;
+use crate::types::SqlType;
 use crate::value::{Row, Value};
 
 /// A table's rowtime column and watermark expression, bound to its columns.
@@ -27,16 +30,18 @@ pub struct EventTime {
 
 impl EventTime {
     /// Binds `definition` to `schema` (every column of the table): the rowtime column must
-    /// exist and be a `TIMESTAMP(3)` or `TIMESTAMP_LTZ(3)`, and so must the expression.
+    /// exist and be a `TIMESTAMP(p)` or `TIMESTAMP_LTZ(p)` with `p` at most 3, and the
+    /// expression a time.
     pub fn bind(definition: &WatermarkDefinition, schema: &Schema) -> Result<Self> {
         let rowtime = schema.index_of(&definition.column, definition.at)?;
         let column_type = &schema.columns[rowtime].ty.ty;
-        if !column_type.is_time() {
+        if !matches!(column_type, SqlType::Timestamp(p) | SqlType::TimestampLtz(p) if *p <= 3) {
             return Err(SqlError::Invalid {
                 at: definition.at,
                 message: format!(
-                    "the rowtime column '{}' is {column_type}, where a TIMESTAMP(3) or \
-                     TIMESTAMP_LTZ(3) is expected",
+                    "Invalid data type of time field for watermark definition: the rowtime \
+                     column '{}' is {column_type}, where a TIMESTAMP(p) or TIMESTAMP_LTZ(p) with \
+                     a precision 'p' from 0 to 3 is expected",
                     definition.column
                 ),
             });
@@ -69,6 +74,53 @@ impl EventTime {
             largest: None,
         })
         .with_timestamp_assigner(move |row: &Row, _| millis(&row[rowtime]))
+    }
+}
+
+/// Fails the job on a row whose rowtime is `NULL`, as Flink's watermark assigner does: such
+/// a row has no event time, so a window, an interval join or an `OVER` would drop it
+/// silently.
+#[derive(Clone, Debug)]
+pub struct RowtimeNotNull {
+    /// The rowtime column.
+    pub column: usize,
+    /// Its name.
+    pub name: String,
+    /// The table's name.
+    pub table: String,
+    /// The columns a scan that skips columns reads (the others are shown as `_`).
+    pub used: Option<super::column_use::ColumnUse>,
+}
+
+impl Operator for RowtimeNotNull {
+    type In = (Row,);
+    type Out = Row;
+
+    fn process(&mut self, batch: Batch<'_, Row>, out: &mut Collector<'_, Row>) -> HummerResult<()> {
+        batch.for_each(out, |row, out| {
+            if row[self.column].is_null() {
+                let used = self.used.as_ref().map(|u| u.used()).unwrap_or_default();
+                let shown: Vec<String> = row
+                    .iter()
+                    .enumerate()
+                    .map(|(i, v)| match used.get(i) {
+                        Some(false) => "_".into(),
+                        _ => v.to_string(),
+                    })
+                    .collect();
+                return Err(HummerError::BadInput {
+                    input: format!("table '{}'", self.table),
+                    reason: format!(
+                        "RowTime field should not be null, please convert it to a non-null \
+                         long value: the rowtime column '{}' is NULL in the row ({})",
+                        self.name,
+                        shown.join(", ")
+                    ),
+                });
+            }
+            out.collect(row);
+            Ok(())
+        })
     }
 }
 
