@@ -12,7 +12,8 @@
 //! A line is decoded into the table's physical columns, then its computed columns are
 //! computed ([`Calc`]); a line that does not decode fails the job naming the file, the line
 //! and what is wrong, unless the table says `'csv.ignore-parse-errors' = 'true'` (or
-//! `'json.ignore-parse-errors'`).
+//! `'json.ignore-parse-errors'`): then a field that does not decode is `NULL`, and only a
+//! line that cannot be read at all (not a JSON object) is skipped.
 
 use std::path::{Path, PathBuf};
 
@@ -124,7 +125,8 @@ impl TableFiles {
                 file.display()
             ),
             reason: format!(
-                "{reason} (the table's '{}.ignore-parse-errors' = 'true' skips such lines)",
+                "{reason} (the table's '{}.ignore-parse-errors' = 'true' reads such fields \
+                 as NULL)",
                 self.format.name()
             ),
         }

@@ -18,7 +18,9 @@ pub struct Csv {
     pub delimiter: char,
     /// `csv.null-literal`: a field that is `NULL` whatever its column's type.
     pub null_literal: Option<String>,
-    /// `csv.ignore-parse-errors`: a bad line is skipped instead of failing the job.
+    /// `csv.ignore-parse-errors`: a field that is not of its column's type is `NULL`, a
+    /// missing one too, and extra fields are ignored, instead of failing the job (Flink's
+    /// "fields are set to null in case of errors").
     pub ignore_parse_errors: bool,
     /// `csv.allow-comments`: a line starting with `#` is skipped.
     pub allow_comments: bool,
@@ -83,12 +85,23 @@ impl Csv {
                 Some(v) => v,
                 None => {
                     let t = &column.ty.ty;
-                    cast(Value::String(field.clone().into_owned()), t).map_err(|_| {
-                        format!("column '{}' ({t}) cannot hold '{field}'", column.name)
-                    })?
+                    match cast(Value::String(field.clone().into_owned()), t) {
+                        Ok(v) => v,
+                        Err(_) if self.ignore_parse_errors => Value::Null,
+                        Err(_) => {
+                            return Err(format!(
+                                "column '{}' ({t}) cannot hold '{field}'",
+                                column.name
+                            ));
+                        }
+                    }
                 }
             };
             row.push(value);
+        }
+        if self.ignore_parse_errors {
+            row.resize(schema.columns.len(), Value::Null);
+            return Ok(row);
         }
         if count != schema.columns.len() {
             return Err(format!(
@@ -232,6 +245,30 @@ mod tests {
 
     fn schema(types: &[SqlType]) -> Schema {
         Schema::of_types(types)
+    }
+
+    /// With `csv.ignore-parse-errors` a field of the wrong type is NULL, a missing one too,
+    /// and an extra one is ignored; the rest of the line is read.
+    #[test]
+    fn ignoring_parse_errors_makes_bad_fields_null() {
+        let s = schema(&[SqlType::STRING, SqlType::Int, SqlType::Timestamp(3)]);
+        let csv = Csv {
+            ignore_parse_errors: true,
+            ..Csv::default()
+        };
+        let b = Value::String("b".into());
+        assert_eq!(
+            csv.decode("b,xx,2024-01-01 00:00:02", &s).unwrap(),
+            vec![b.clone(), Value::Null, Value::Timestamp(1_704_067_202_000)]
+        );
+        assert_eq!(
+            csv.decode("b,3", &s).unwrap(),
+            vec![b.clone(), Value::Int(3), Value::Null]
+        );
+        assert_eq!(
+            csv.decode("b,3,x,extra", &s).unwrap(),
+            vec![b, Value::Int(3), Value::Null]
+        );
     }
 
     #[test]

@@ -16,12 +16,26 @@ use crate::schema::Schema;
 use crate::types::{DataType, SqlType};
 use crate::value::{Row, Value};
 
-/// The row of the JSON object `text` for `schema`'s columns.
-pub fn decode(text: &str, schema: &Schema) -> Result<Row, String> {
+/// The row of the JSON object `text` for `schema`'s columns; `lenient` (the table's
+/// `json.ignore-parse-errors`), a field that is not of its column's type is `NULL`, as
+/// Flink's JSON format sets it.
+pub fn decode(text: &str, schema: &Schema, lenient: bool) -> Result<Row, String> {
     let object: Json = serde_json::from_str(text).map_err(|e| format!("it is not JSON ({e})"))?;
     let Json::Object(fields) = object else {
         return Err("it is not a JSON object".into());
     };
+    if lenient {
+        return Ok(schema
+            .columns
+            .iter()
+            .map(|c| {
+                fields
+                    .get(&c.name)
+                    .and_then(|v| value(v, &c.ty).ok())
+                    .unwrap_or(Value::Null)
+            })
+            .collect());
+    }
     row(&fields, schema)
 }
 
@@ -220,13 +234,29 @@ mod tests {
         Schema::of_types(types)
     }
 
+    /// With `json.ignore-parse-errors` a field of the wrong type is NULL, the others read.
+    #[test]
+    fn ignoring_parse_errors_makes_bad_fields_null() {
+        let s = schema(&[SqlType::STRING, SqlType::Int]);
+        assert_eq!(
+            decode(r#"{"c0": "b", "c1": "xx"}"#, &s, true).unwrap(),
+            vec![Value::String("b".into()), Value::Null]
+        );
+        assert!(decode(r#"{"c0": "b", "c1": "xx"}"#, &s, false).is_err());
+        assert!(
+            decode("[1]", &s, true).is_err(),
+            "not an object: the line is skipped"
+        );
+    }
+
     #[test]
     fn missing_fields_are_null_and_bad_ones_named() {
         let s = schema(&[SqlType::BigInt, SqlType::STRING, SqlType::Timestamp(3)]);
         assert_eq!(
             decode(
                 r#"{"c0": 7, "other": 1, "c2": "2024-01-02 03:04:05.006"}"#,
-                &s
+                &s,
+                false
             )
             .unwrap(),
             vec![
@@ -235,10 +265,14 @@ mod tests {
                 Value::Timestamp(1_704_164_645_006)
             ]
         );
-        let err = decode(r#"{"c0": "x"}"#, &s).unwrap_err();
+        let err = decode(r#"{"c0": "x"}"#, &s, false).unwrap_err();
         assert!(err.contains("'c0'") && err.contains("\"x\""), "{err}");
-        assert!(decode("[1]", &s).unwrap_err().contains("not a JSON object"));
-        assert!(decode("{", &s).unwrap_err().contains("not JSON"));
+        assert!(
+            decode("[1]", &s, false)
+                .unwrap_err()
+                .contains("not a JSON object")
+        );
+        assert!(decode("{", &s, false).unwrap_err().contains("not JSON"));
     }
 
     proptest! {
@@ -268,7 +302,7 @@ mod tests {
             let mut text = String::new();
             encode(&row, &names, &types, &mut text);
             prop_assert!(text.contains(&format!("\"c5\":{{\"f\":{a},\"g\":")), "{}", text);
-            prop_assert_eq!(decode(&text, &schema(&types)).unwrap(), row);
+            prop_assert_eq!(decode(&text, &schema(&types), false).unwrap(), row);
         }
     }
 }

@@ -26,7 +26,8 @@ const FORMATS: &str = "the formats 'csv', 'json' and 'debezium-json' are";
 pub enum Format {
     /// `csv`.
     Csv(Csv),
-    /// `json`; `json.ignore-parse-errors` skips what does not decode.
+    /// `json`; `json.ignore-parse-errors` makes a field that does not decode `NULL`, and
+    /// skips a line that is not a JSON object.
     Json {
         /// `json.ignore-parse-errors`.
         ignore_parse_errors: bool,
@@ -103,7 +104,8 @@ impl Format {
         matches!(self, Format::DebeziumJson)
     }
 
-    /// Whether a row that does not decode is skipped rather than failing the job.
+    /// Whether a line that does not decode is skipped rather than failing the job (its
+    /// fields that do not decode are `NULL` then, the rest of it read).
     pub fn ignores_parse_errors(&self) -> bool {
         match self {
             Format::Csv(csv) => csv.ignore_parse_errors,
@@ -124,7 +126,9 @@ impl Format {
     ) -> std::result::Result<Row, String> {
         match self {
             Format::Csv(csv) => csv.decode_used(text, schema, used),
-            Format::Json { .. } => json::decode(text, schema),
+            Format::Json {
+                ignore_parse_errors,
+            } => json::decode(text, schema, *ignore_parse_errors),
             Format::DebeziumJson => Err("a debezium-json line is a change, not a row".into()),
         }
     }
