@@ -85,7 +85,8 @@ impl Csv {
                 Some(v) => v,
                 None => {
                     let t = &column.ty.ty;
-                    match cast(Value::String(field.clone().into_owned()), t) {
+                    let text = super::field_text(&field, t).to_string();
+                    match cast(Value::String(text), t) {
                         Ok(v) => v,
                         Err(_) if self.ignore_parse_errors => Value::Null,
                         Err(_) => {
@@ -269,6 +270,22 @@ mod tests {
             csv.decode("b,3,x,extra", &s).unwrap(),
             vec![b, Value::Int(3), Value::Null]
         );
+    }
+
+    /// A `TIMESTAMP_LTZ` as Flink's formats write it, with a `Z`, reads as without.
+    #[test]
+    fn a_local_time_zone_timestamp_reads_with_or_without_its_z() {
+        let s = schema(&[SqlType::TimestampLtz(3)]);
+        let csv = Csv::default();
+        for text in ["2024-01-01 00:00:03.000Z", "2024-01-01 00:00:03.000"] {
+            assert_eq!(
+                csv.decode(text, &s).unwrap(),
+                csv.decode("2024-01-01 00:00:03", &s).unwrap(),
+                "{text}"
+            );
+        }
+        let t = schema(&[SqlType::Timestamp(3)]);
+        assert!(csv.decode("2024-01-01 00:00:03Z", &t).is_err());
     }
 
     #[test]

@@ -130,7 +130,10 @@ fn value(json: &Json, ty: &DataType) -> Result<Value, String> {
             cast(parsed, &ty.ty).map_err(|_| bad())
         }
         (Json::String(s), SqlType::Char(_) | SqlType::VarChar(_)) => Ok(Value::String(s.clone())),
-        (Json::String(s), _) => cast(Value::String(s.clone()), &ty.ty).map_err(|_| bad()),
+        (Json::String(s), _) => {
+            let text = super::field_text(s, &ty.ty).to_string();
+            cast(Value::String(text), &ty.ty).map_err(|_| bad())
+        }
     }
 }
 

@@ -216,3 +216,12 @@ impl Encoder {
         }
     }
 }
+
+/// The text of a field of type `ty` as a cast reads it: a `TIMESTAMP_LTZ` written by Flink's
+/// csv and json formats ends with `Z` (`2024-01-01 00:00:03.000Z`), which is read without it.
+pub fn field_text<'a>(text: &'a str, ty: &SqlType) -> &'a str {
+    match ty {
+        SqlType::TimestampLtz(_) => text.strip_suffix('Z').unwrap_or(text),
+        _ => text,
+    }
+}
