@@ -5,8 +5,10 @@
 //! holds the window's bounds, so a key is one window). Per key the rows of both sides wait
 //! until the watermark passes the window's end; then the pairs that meet the condition go out,
 //! and for an outer join each preserved row without a match goes out padded with `NULL`s, and
-//! the key is forgotten. The result is append-only, as Flink's: nothing is retracted. A row of
-//! a window already emitted is late and dropped, as in Flink.
+//! the key is forgotten. A window semi or anti join (`EXISTS`/`NOT EXISTS` correlated on
+//! the windows) sends instead each left row with, or without, a match. The result is
+//! append-only, as Flink's: nothing is retracted. A row of a window already emitted is late
+//! and dropped, as in Flink.
 
 use hummer_operators::keyed_process_function::KeyedProcessFunction;
 
@@ -28,12 +30,25 @@ pub struct WindowSides {
     pub right: Vec<Row>,
 }
 
+/// What a window join sends when a window ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WindowJoined {
+    /// The pairs that match, and the rows without a match that `JoinKind` pads.
+    Pairs(JoinKind),
+    /// The left rows with a match (a window semi join: `EXISTS`, `IN`), or without one when
+    /// `anti` (a window anti join: `NOT EXISTS`, `NOT IN`), each once.
+    LeftRows {
+        /// Without a match.
+        anti: bool,
+    },
+}
+
 /// The join: rows are `left_width` (or `right_width`) columns, then the key, then a
 /// `BOOLEAN` that is `TRUE` for the left input.
 #[derive(Clone, Debug)]
 pub struct WindowJoin {
-    /// Which rows without a match go out padded.
-    pub kind: JoinKind,
+    /// What goes out.
+    pub joined: WindowJoined,
     /// The left rows' columns before the key.
     pub left_width: usize,
     /// The right rows' columns before the key.
@@ -95,27 +110,39 @@ impl KeyedProcessFunction<Row, Change> for WindowJoin {
         };
         // A key with a NULL in it matches nothing.
         let keyed = !matches_nothing(ctx.key());
+        let holds = |l: &Row, r: &Row| {
+            keyed
+                && self
+                    .condition
+                    .as_ref()
+                    .is_none_or(|c| matches!(c.holds(&self.joined(Some(l), Some(r))), Ok(true)))
+        };
+        let kind = match self.joined {
+            WindowJoined::Pairs(kind) => kind,
+            WindowJoined::LeftRows { anti } => {
+                for l in sides.left {
+                    if sides.right.iter().any(|r| holds(&l, r)) != anti {
+                        ctx.collect(Change::insert(l));
+                    }
+                }
+                return;
+            }
+        };
         let mut right_matched = vec![false; sides.right.len()];
         for l in &sides.left {
             let mut matched = false;
             for (r, seen) in sides.right.iter().zip(&mut right_matched) {
-                let row = self.joined(Some(l), Some(r));
-                let holds = keyed
-                    && self
-                        .condition
-                        .as_ref()
-                        .is_none_or(|c| matches!(c.holds(&row), Ok(true)));
-                if holds {
+                if holds(l, r) {
                     matched = true;
                     *seen = true;
-                    ctx.collect(Change::insert(row));
+                    ctx.collect(Change::insert(self.joined(Some(l), Some(r))));
                 }
             }
-            if !matched && self.kind.preserves_padding_of(false) {
+            if !matched && kind.preserves_padding_of(false) {
                 ctx.collect(Change::insert(self.joined(Some(l), None)));
             }
         }
-        if self.kind.preserves_padding_of(true) {
+        if kind.preserves_padding_of(true) {
             for (r, seen) in sides.right.iter().zip(right_matched) {
                 if !seen {
                     ctx.collect(Change::insert(self.joined(None, Some(r))));

@@ -30,7 +30,7 @@ use crate::lower::Calc;
 use crate::lower::calc::Named;
 use crate::lower::join::{ChangeJoin, JoinKind, RegularJoin, joined_row, matches_nothing};
 use crate::lower::rowtime::Rowtime;
-use crate::lower::window_join::WindowJoin;
+use crate::lower::window_join::{WindowJoin, WindowJoined};
 use crate::schema::Schema;
 use crate::value::Row;
 
@@ -223,7 +223,7 @@ pub fn plan(
             };
             let key = WindowJoin::key(left_width, right_width);
             let function = WindowJoin {
-                kind,
+                joined: WindowJoined::Pairs(kind),
                 left_width,
                 right_width,
                 end_in_key,
@@ -327,7 +327,7 @@ pub fn plan(
 
 /// Where the window's end is among the join keys, if the keys equate both sides' window
 /// bounds (start with start, end with end) and both inputs are windowed and append-only.
-fn window_end_in_key(
+pub(super) fn window_end_in_key(
     left: &Planned,
     right: &Planned,
     left_keys: &[Named],

@@ -747,10 +747,16 @@ fn from_item(
         }
         TableFactor::TableFunction {
             expr: ast::Expr::Function(f),
-            ..
+            alias,
         } => {
             let planned = window::table_function(f, |name, at| relation(catalog, env, name, at))?;
-            Ok((planned, f.name.to_string()))
+            match alias {
+                Some(a) => {
+                    let schema = planned.schema.clone().qualified(&a.name.value);
+                    Ok((Planned { schema, ..planned }, a.name.value.clone()))
+                }
+                None => Ok((planned, f.name.to_string())),
+            }
         }
         TableFactor::Derived {
             lateral: false,

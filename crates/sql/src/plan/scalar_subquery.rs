@@ -166,42 +166,7 @@ fn correlated(query: &ast::Query, outer: &Schema, at: Position) -> Result<Option
     let ast::SetExpr::Select(select) = query.body.as_ref() else {
         return Ok(None);
     };
-    // The qualifiers of the subquery's own tables: a column under another is the outer's.
-    let mut own: Vec<String> = Vec::new();
-    for table in &select.from {
-        for relation in
-            std::iter::once(&table.relation).chain(table.joins.iter().map(|j| &j.relation))
-        {
-            match relation {
-                ast::TableFactor::Table { name, alias, .. } => {
-                    own.extend(alias.as_ref().map(|a| a.name.value.to_lowercase()));
-                    own.extend(
-                        name.0
-                            .last()
-                            .and_then(|p| p.as_ident())
-                            .map(|i| i.value.to_lowercase()),
-                    );
-                }
-                ast::TableFactor::Derived { alias, .. } => {
-                    own.extend(alias.as_ref().map(|a| a.name.value.to_lowercase()));
-                }
-                _ => {}
-            }
-        }
-    }
-    let names_outer = |e: &ast::Expr| {
-        let mut found = false;
-        let _ = ast::visit_expressions(e, |e| {
-            if let ast::Expr::CompoundIdentifier(parts) = e
-                && let Some(q) = parts.first()
-                && !own.contains(&q.value.to_lowercase())
-            {
-                found = true;
-            }
-            ControlFlow::<()>::Continue(())
-        });
-        found
-    };
+    let names_outer = super::subquery::names_outer(select);
     let conjuncts_of = select.selection.as_ref().map(conjuncts).unwrap_or_default();
     if !conjuncts_of.iter().any(|c| names_outer(c)) {
         return Ok(None);

@@ -24,8 +24,10 @@ use crate::lower::Calc;
 use crate::lower::calc::Named;
 use crate::lower::join::ChangeJoin;
 use crate::lower::semi_join::SemiJoin;
+use crate::lower::window_join::{WindowJoin, WindowJoined};
 use crate::schema::Schema;
 use crate::value::Row;
+use hummer_operators::keyed_process_function::KeyedProcessOperator;
 
 /// One subquery test of `WHERE`.
 pub(crate) struct Test<'a> {
@@ -103,6 +105,49 @@ struct Inner {
     item: Option<(Expr, bool)>,
 }
 
+/// Whether an expression of `select` names a column of an outer query: a column under a
+/// qualifier that is none of `select`'s own tables' (names or aliases). It is known from the
+/// text, so that a column of the outer query is not taken for one of the subquery's of the
+/// same name (`L.k = R.k` where both have a `k`).
+pub(crate) fn names_outer(select: &ast::Select) -> impl Fn(&ast::Expr) -> bool {
+    let mut own: Vec<String> = Vec::new();
+    for table in &select.from {
+        for relation in
+            std::iter::once(&table.relation).chain(table.joins.iter().map(|j| &j.relation))
+        {
+            match relation {
+                ast::TableFactor::Table { name, alias, .. } => {
+                    own.extend(alias.as_ref().map(|a| a.name.value.to_lowercase()));
+                    own.extend(
+                        name.0
+                            .last()
+                            .and_then(|p| p.as_ident())
+                            .map(|i| i.value.to_lowercase()),
+                    );
+                }
+                ast::TableFactor::Derived { alias, .. }
+                | ast::TableFactor::TableFunction { alias, .. } => {
+                    own.extend(alias.as_ref().map(|a| a.name.value.to_lowercase()));
+                }
+                _ => {}
+            }
+        }
+    }
+    move |e: &ast::Expr| {
+        let mut found = false;
+        let _ = ast::visit_expressions(e, |e| {
+            if let ast::Expr::CompoundIdentifier(parts) = e
+                && let Some(q) = parts.first()
+                && !own.contains(&q.value.to_lowercase())
+            {
+                found = true;
+            }
+            std::ops::ControlFlow::<()>::Continue(())
+        });
+        found
+    }
+}
+
 /// A `SELECT` simple enough to be correlated: no grouping, aggregates, `DISTINCT`, over
 /// windows, `WITH`, `ORDER BY` or `LIMIT`.
 fn plain_select(query: &ast::Query) -> Option<&ast::Select> {
@@ -162,8 +207,9 @@ fn inner_side(
     }
     let planned = super::window::materialize(planned, sub_at)?;
     let (mut filter, mut correlated) = (Vec::new(), Vec::new());
+    let outer = names_outer(select);
     for c in rest.as_ref().map(conjuncts).unwrap_or_default() {
-        if bind(c, &planned.schema).is_ok() {
+        if !outer(c) && bind(c, &planned.schema).is_ok() {
             filter.push(c.clone());
         } else {
             correlated.push(c.clone());
@@ -262,18 +308,50 @@ pub(crate) fn apply(
     );
     let filter = residual_filter(&inner.filter.iter().collect::<Vec<_>>(), &right.schema)?
         .and_then(|f| f.into_parts().0);
+    // Correlated on both windows' bounds, of windowed append-only inputs: a window semi or
+    // anti join, append-only, each window's rows sent when it ends (as Flink plans it).
+    let window_end = super::join::window_end_in_key(&outer, right, &left_keys, &right_keys);
     let mut right_projection = Named::columns(&right.schema);
     right_projection.extend(right_keys);
-    let right_rows = right
-        .rows_through(
-            Calc::new(filter, right_projection),
-            "Calc: subquery and join key",
-        )
-        .key_by(move |c: &Change| -> Row { c.row[right_width..].to_vec() });
-    let left_rows = outer
-        .rows_through(with_keys(&outer.schema, left_keys), "Calc: join key")
-        .key_by(move |c: &Change| -> Row { c.row[left_width..].to_vec() });
+    let right_rows = right.rows_through(
+        Calc::new(filter, right_projection),
+        "Calc: subquery and join key",
+    );
+    let left_rows = outer.rows_through(with_keys(&outer.schema, left_keys), "Calc: join key");
     let anti = test.anti;
+    if let Some(end_in_key) = window_end {
+        let tag = |left: bool| {
+            move |mut c: Change| {
+                c.row.push(crate::value::Value::Boolean(left));
+                c
+            }
+        };
+        let key = WindowJoin::key(left_width, right_width);
+        let function = WindowJoin {
+            joined: WindowJoined::LeftRows { anti },
+            left_width,
+            right_width,
+            end_in_key,
+            condition: condition.as_ref().map(crate::expr::Compiled::new),
+        };
+        let rows = left_rows
+            .map(tag(true))
+            .union(&[right_rows.map(tag(false))])
+            .key_by(key.clone())
+            .transform(&format!("Window{description}"), move |ctx| {
+                Ok(KeyedProcessOperator::new(
+                    key.clone(),
+                    function.clone(),
+                    ctx,
+                ))
+            });
+        return Ok(Planned {
+            window_bounds: outer.window_bounds,
+            ..Planned::new(rows, outer.schema)
+        });
+    }
+    let right_rows = right_rows.key_by(move |c: &Change| -> Row { c.row[right_width..].to_vec() });
+    let left_rows = left_rows.key_by(move |c: &Change| -> Row { c.row[left_width..].to_vec() });
     let rows = left_rows
         .connect(&right_rows)
         .transform(&description, move |_| {
