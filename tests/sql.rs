@@ -1673,16 +1673,26 @@ fn a_lookup_join_reads_the_side_table_whole_and_joins_by_key() {
 /// An event-time temporal join with a versioned table (the auctions, keyed by a primary key,
 /// each row a new version of its id): every bid joined with the version of its auction that
 /// held at the bid's time, the latest at or before it, at parallelism 1 and 3; a LEFT JOIN
-/// pads the bids that came before any version.
+/// pads the bids that came before any version. A versioned view (Flink's deduplication of the
+/// auctions keeping each id's last row by event time) gives the same.
 #[test]
 fn an_event_time_temporal_join_picks_the_version_at_each_rows_time() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let (bids, auctions, tables) = timed_bids_and_auctions(dir.path());
-    let tables = tables.replace(
+    let (bids, auctions, plain) = timed_bids_and_auctions(dir.path());
+    let tables = plain.replace(
         "CREATE TABLE auction (id BIGINT, ms BIGINT,",
         "CREATE TABLE auction (id BIGINT, ms BIGINT, PRIMARY KEY (id) NOT ENFORCED,",
     );
-    for (join, keep_unmatched) in [("JOIN", false), ("LEFT JOIN", true)] {
+    let view = format!(
+        "{}CREATE VIEW versions AS SELECT id, ms, ts FROM (SELECT *, ROW_NUMBER() OVER \
+         (PARTITION BY id ORDER BY ts DESC) AS rn FROM auction0) WHERE rn = 1;\n",
+        plain.replace("CREATE TABLE auction ", "CREATE TABLE auction0 ")
+    );
+    for (join, keep_unmatched, tables, versioned) in [
+        ("JOIN", false, &tables, "auction"),
+        ("LEFT JOIN", true, &tables, "auction"),
+        ("LEFT JOIN", true, &view, "versions"),
+    ] {
         let mut expected = Vec::new();
         for &(auction, price, ms) in &bids {
             // The last row of the file among those of the id with the latest time <= ms.
@@ -1699,12 +1709,12 @@ fn an_event_time_temporal_join_picks_the_version_at_each_rows_time() {
         }
         check_csv_query(
             dir.path(),
-            &tables,
-            &format!("temporal-{keep_unmatched}"),
+            tables,
+            &format!("temporal-{keep_unmatched}-{versioned}"),
             "auction BIGINT, price BIGINT, ms BIGINT, opened BIGINT",
             &format!(
                 "INSERT INTO q_sink SELECT B.auction, B.price, B.ms, A.ms\n\
-                 FROM bid AS B {join} auction FOR SYSTEM_TIME AS OF B.ts AS A\n\
+                 FROM bid AS B {join} {versioned} FOR SYSTEM_TIME AS OF B.ts AS A\n\
                  ON B.auction = A.id"
             ),
             expected,
@@ -1722,6 +1732,16 @@ fn an_event_time_temporal_join_picks_the_version_at_each_rows_time() {
         "",
     );
     assert!(!ok && err.contains("primary key"), "{err}");
+    refused(
+        &format!(
+            "{plain}CREATE VIEW v AS SELECT * FROM auction;\n\
+             SELECT * FROM bid AS B JOIN v FOR SYSTEM_TIME AS OF B.ts AS A ON B.auction = A.id;"
+        ),
+        &[
+            "the view 'v' as a versioned table",
+            "last row by event time",
+        ],
+    );
 }
 
 /// A `datagen` table with a sequence column is bounded: its rows, numbered once each over

@@ -24,7 +24,7 @@ use hummer_operators::keyed_process_function::KeyedProcessOperator;
 use hummer_operators::window::TimeDomain;
 
 /// The `ROW_NUMBER() OVER (..)` item of `select`: its index, alias and window.
-fn row_number(select: &ast::Select) -> Option<(usize, String, &ast::WindowSpec)> {
+pub(super) fn row_number(select: &ast::Select) -> Option<(usize, String, &ast::WindowSpec)> {
     select.projection.iter().enumerate().find_map(|(i, item)| {
         let ast::SelectItem::ExprWithAlias {
             expr: ast::Expr::Function(f),
@@ -46,7 +46,7 @@ fn row_number(select: &ast::Select) -> Option<(usize, String, &ast::WindowSpec)>
 
 /// The limit a conjunct puts on the column `name`: `name <= N`, `name < N`, `name = N`,
 /// `name BETWEEN M AND N` (N from 1), or `None`. (A lower bound stays in the outer `WHERE`.)
-fn limit_of(conjunct: &ast::Expr, name: &str) -> Option<usize> {
+pub(super) fn limit_of(conjunct: &ast::Expr, name: &str) -> Option<usize> {
     let number = |e: &ast::Expr| -> Option<usize> {
         let ast::Expr::Value(v) = e else {
             return None;

@@ -192,6 +192,94 @@ fn lookup(
     })
 }
 
+/// The versions of the versioned table `name` and its primary key's columns: a table's rows
+/// and its `PRIMARY KEY`, or, for a versioned view (Flink's deduplication of an append-only
+/// table keeping each key's last row by event time: `SELECT .. FROM (SELECT *, ROW_NUMBER()
+/// OVER (PARTITION BY k ORDER BY rowtime DESC) AS rn FROM t) WHERE rn = 1`), every row of the
+/// view's query without the deduplication (each a version of its key, held until the next)
+/// and the partition key.
+fn versions(
+    catalog: &Catalog,
+    env: &StreamExecutionEnvironment,
+    name: &str,
+    at: Position,
+) -> Result<(Planned, Vec<String>)> {
+    let Some(view) = catalog.view(name) else {
+        let definition = catalog.table(name, at)?;
+        return Ok((
+            relation(catalog, env, name, at)?,
+            definition.primary_key.clone(),
+        ));
+    };
+    let refuse = || SqlError::Unsupported {
+        at,
+        what: format!("the view '{name}' as a versioned table"),
+        supported: "tables with a PRIMARY KEY and a WATERMARK, and views that keep each key's \
+                    last row by event time (ROW_NUMBER() OVER (PARTITION BY k ORDER BY rowtime \
+                    DESC) = 1), as versioned tables are"
+            .into(),
+    };
+    // The view's query: `SELECT .. FROM (SELECT .., ROW_NUMBER() .. AS rn FROM ..) WHERE rn = 1`.
+    let mut query = view.query.clone();
+    let ast::SetExpr::Select(outer) = query.body.as_mut() else {
+        return Err(refuse());
+    };
+    let [from] = outer.from.as_mut_slice() else {
+        return Err(refuse());
+    };
+    let ast::TableFactor::Derived { subquery, .. } = &mut from.relation else {
+        return Err(refuse());
+    };
+    let ast::SetExpr::Select(inner) = subquery.body.as_mut() else {
+        return Err(refuse());
+    };
+    let Some((number_at, number, over)) = super::rank::row_number(inner) else {
+        return Err(refuse());
+    };
+    let keep_last = matches!(over.order_by.as_slice(), [o]
+        if matches!(o.options.sort, Some(ast::OrderBySort::Desc)));
+    let keys: Option<Vec<String>> = over
+        .partition_by
+        .iter()
+        .map(super::aggregate::column_name)
+        .collect();
+    let order = over.order_by.first().map(|o| o.expr.clone());
+    let conjuncts: Vec<ast::Expr> = outer
+        .selection
+        .as_ref()
+        .map(super::conjuncts)
+        .unwrap_or_default()
+        .into_iter()
+        .cloned()
+        .collect();
+    let (limits, rest): (Vec<_>, Vec<_>) = conjuncts
+        .into_iter()
+        .partition(|c| super::rank::limit_of(c, &number).is_some());
+    let (Some(keys), Some(order), true, [limit]) = (keys, order, keep_last, limits.as_slice())
+    else {
+        return Err(refuse());
+    };
+    if super::rank::limit_of(limit, &number) != Some(1)
+        || !view.columns.is_empty()
+        || !rest.is_empty()
+    {
+        return Err(refuse());
+    }
+    inner.projection.remove(number_at);
+    outer.selection = None;
+    let planned = super::plan_query(catalog, env, &query, at)?;
+    // Ordered by the rows' event time, which the view keeps.
+    let ordered_by_rowtime = super::aggregate::column_name(&order).is_some_and(|o| {
+        planned
+            .rowtime
+            .is_some_and(|r| planned.schema.columns[r].name.eq_ignore_ascii_case(&o))
+    });
+    if !ordered_by_rowtime || planned.updated_by.is_some() {
+        return Err(refuse());
+    }
+    Ok((planned, keys))
+}
+
 /// An event-time temporal join with a versioned table.
 fn event_time(
     catalog: &Catalog,
@@ -212,13 +300,8 @@ fn event_time(
             supported: "event-time temporal joins of append-only inputs are".into(),
         });
     }
-    let definition = catalog.table_not_view(
-        table.name,
-        at,
-        |view| format!("the view '{view}' as a versioned table"),
-        "tables with a PRIMARY KEY and a WATERMARK as versioned tables are",
-    )?;
-    let right = window::materialize(relation(catalog, env, table.name, at)?, at)?;
+    let (right, primary_key) = versions(catalog, env, table.name, at)?;
+    let right = window::materialize(right, at)?;
     let right_schema = right.schema.clone().qualified(table.qualifier);
     let Some(right_time) = right.rowtime else {
         return Err(SqlError::Invalid {
@@ -230,7 +313,7 @@ fn event_time(
             ),
         });
     };
-    if definition.primary_key.is_empty() {
+    if primary_key.is_empty() {
         return Err(SqlError::Invalid {
             at,
             message: format!(
@@ -242,7 +325,7 @@ fn event_time(
     }
     let (left_keys, right_keys, residual) =
         key_of(on, &left.schema, &right_schema, table.name, at)?;
-    for key in &definition.primary_key {
+    for key in &primary_key {
         let column = right.schema.index_of(key, at)?;
         if !right_keys
             .iter()
