@@ -215,13 +215,6 @@ pub fn plan(
     );
     let mut rows = match interval {
         _ if let Some(end_in_key) = window_end => {
-            let tag = |left: bool| {
-                move |mut c: Change| {
-                    c.row.push(crate::value::Value::Boolean(left));
-                    c
-                }
-            };
-            let key = WindowJoin::key(left_width, right_width);
             let function = WindowJoin {
                 joined: WindowJoined::Pairs(kind),
                 left_width,
@@ -229,17 +222,7 @@ pub fn plan(
                 end_in_key,
                 condition: outer_condition.as_ref().map(crate::expr::Compiled::new),
             };
-            left_rows
-                .map(tag(true))
-                .union(&[right_rows.map(tag(false))])
-                .key_by(key.clone())
-                .transform(&format!("Window{description}"), move |ctx| {
-                    Ok(KeyedProcessOperator::new(
-                        key.clone(),
-                        function.clone(),
-                        ctx,
-                    ))
-                })
+            window_joined(left_rows, right_rows, function, &description)
         }
         Some((lower, upper)) => {
             let description = format!("Interval{description}, bounds=[{lower}, {upper}] ms");
@@ -323,6 +306,34 @@ pub fn plan(
         },
         ..Planned::new(rows, schema)
     })
+}
+
+/// The window join `function` of `left` and `right` (each row its side's columns, then the
+/// key): both as one stream, each row tagged with its side, keyed by the key (which holds the
+/// window).
+pub(super) fn window_joined(
+    left: DataStream<Change>,
+    right: DataStream<Change>,
+    function: WindowJoin,
+    description: &str,
+) -> DataStream<Change> {
+    let tag = |left: bool| {
+        move |mut c: Change| {
+            c.row.push(crate::value::Value::Boolean(left));
+            c
+        }
+    };
+    let key = WindowJoin::key(function.left_width, function.right_width);
+    left.map(tag(true))
+        .union(&[right.map(tag(false))])
+        .key_by(key.clone())
+        .transform(&format!("Window{description}"), move |ctx| {
+            Ok(KeyedProcessOperator::new(
+                key.clone(),
+                function.clone(),
+                ctx,
+            ))
+        })
 }
 
 /// Where the window's end is among the join keys, if the keys equate both sides' window

@@ -27,7 +27,6 @@ use crate::lower::semi_join::SemiJoin;
 use crate::lower::window_join::{WindowJoin, WindowJoined};
 use crate::schema::Schema;
 use crate::value::Row;
-use hummer_operators::keyed_process_function::KeyedProcessOperator;
 
 /// One subquery test of `WHERE`.
 pub(crate) struct Test<'a> {
@@ -320,13 +319,6 @@ pub(crate) fn apply(
     let left_rows = outer.rows_through(with_keys(&outer.schema, left_keys), "Calc: join key");
     let anti = test.anti;
     if let Some(end_in_key) = window_end {
-        let tag = |left: bool| {
-            move |mut c: Change| {
-                c.row.push(crate::value::Value::Boolean(left));
-                c
-            }
-        };
-        let key = WindowJoin::key(left_width, right_width);
         let function = WindowJoin {
             joined: WindowJoined::LeftRows { anti },
             left_width,
@@ -334,17 +326,7 @@ pub(crate) fn apply(
             end_in_key,
             condition: condition.as_ref().map(crate::expr::Compiled::new),
         };
-        let rows = left_rows
-            .map(tag(true))
-            .union(&[right_rows.map(tag(false))])
-            .key_by(key.clone())
-            .transform(&format!("Window{description}"), move |ctx| {
-                Ok(KeyedProcessOperator::new(
-                    key.clone(),
-                    function.clone(),
-                    ctx,
-                ))
-            });
+        let rows = super::join::window_joined(left_rows, right_rows, function, &description);
         return Ok(Planned {
             window_bounds: outer.window_bounds,
             ..Planned::new(rows, outer.schema)
