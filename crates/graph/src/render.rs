@@ -8,6 +8,29 @@ use crate::execution_graph::ExecutionGraph;
 use crate::job_graph::JobGraph;
 use crate::stream_graph::StreamGraph;
 
+/// A Rust type's name without its module paths, as people write it:
+/// `alloc::vec::Vec<hummer_sql::value::Value>` is `Vec<Value>`.
+pub fn short_type_name(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    let mut segment = String::new();
+    let mut chars = name.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c.is_alphanumeric() || c == '_' {
+            segment.push(c);
+        } else if c == ':' && chars.peek() == Some(&':') {
+            // `segment` was a module: dropped.
+            chars.next();
+            segment.clear();
+        } else {
+            out.push_str(&segment);
+            segment.clear();
+            out.push(c);
+        }
+    }
+    out.push_str(&segment);
+    out
+}
+
 /// Human-readable plan: the stream graph as written, the fused job graph, the subtasks.
 pub fn to_text(stream: &StreamGraph, job: &JobGraph, exec: &ExecutionGraph) -> String {
     let mut s = String::new();
@@ -22,7 +45,7 @@ pub fn to_text(stream: &StreamGraph, job: &JobGraph, exec: &ExecutionGraph) -> S
             n.id,
             n.name,
             n.kind,
-            n.output_type()
+            short_type_name(n.output_type())
         );
         for (_, e) in stream.inputs_of(n.id) {
             write_input(&mut s, e.source, &e.partitioning, e.input);
@@ -133,4 +156,22 @@ pub fn to_dot(job: &JobGraph) -> String {
     }
     s.push_str("}\n");
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn type_names_lose_their_module_paths() {
+        assert_eq!(
+            short_type_name("alloc::vec::Vec<hummer_sql::value::Value>"),
+            "Vec<Value>"
+        );
+        assert_eq!(
+            short_type_name("(alloc::string::String, u64, core::option::Option<i32>)"),
+            "(String, u64, Option<i32>)"
+        );
+        assert_eq!(short_type_name("()"), "()");
+    }
 }

@@ -77,6 +77,20 @@ impl Calc {
         format!("{:?} {:?}", self.condition, self.projection)
     }
 
+    /// The operator's name for a plan: `name` and what the Calc selects and where, as
+    /// Flink's plans show a Calc (`Calc: .. (select=[a, b + 1], where=[a > 2])`).
+    pub fn described(&self, name: &str) -> String {
+        let select: Vec<&str> = self.projection.iter().map(|n| n.text.as_str()).collect();
+        match &self.condition {
+            Some(c) => format!(
+                "{name} (select=[{}], where=[{}])",
+                select.join(", "),
+                c.text
+            ),
+            None => format!("{name} (select=[{}])", select.join(", ")),
+        }
+    }
+
     /// The condition rows must meet, if any.
     pub fn condition(&self) -> Option<&Named> {
         self.condition.as_ref()

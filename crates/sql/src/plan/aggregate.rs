@@ -895,9 +895,8 @@ pub fn plan(
             .and_then(|(c, _)| post.position_of(c))
     };
     let (rowtime, proctime) = (time(false), time(true));
-    let rows = rows.transform(&format!("Calc: SELECT .. FROM {table_name}"), move |_| {
-        Ok(post.clone())
-    });
+    let name = post.described(&format!("Calc: SELECT .. FROM {table_name}"));
+    let rows = rows.transform(&name, move |_| Ok(post.clone()));
     Ok(Planned {
         updated_by,
         rowtime,

@@ -98,7 +98,8 @@ impl Planned {
         match &self.pending {
             Some((calc, name)) => {
                 let calc = calc.clone();
-                self.input.transform(name, move |_| Ok(calc.clone()))
+                self.input
+                    .transform(&calc.described(name), move |_| Ok(calc.clone()))
             }
             None => self.input.clone(),
         }
@@ -111,7 +112,8 @@ impl Planned {
         if let Some(scan) = &self.scan {
             scan.mark(&calc.used(scan.used().len()));
         }
-        self.input.transform(&name, move |_| Ok(calc.clone()))
+        self.input
+            .transform(&calc.described(&name), move |_| Ok(calc.clone()))
     }
 
     /// The rows projected by `calc` (named `name`, fused with the pending `Calc`) into the
@@ -131,7 +133,7 @@ impl Planned {
             scan.link(calc.clone(), output, offset, width);
         }
         let output = output.clone();
-        self.input.transform(&name, move |_| {
+        self.input.transform(&calc.described(&name), move |_| {
             // The whole query is planned by the time the job's operators are made.
             let read = output.used();
             Ok(calc.pruned(|k| k >= width || read.get(offset + k).copied().unwrap_or(true)))
