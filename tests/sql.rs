@@ -2665,3 +2665,68 @@ fn rowtimes_are_checked_where_declared_and_never_null() {
         );
     }
 }
+
+/// `table.local-time-zone`: a `TIMESTAMP_LTZ` is shown, cast and formatted in the session's
+/// zone, a wall-clock `TIMESTAMP` cast to it is read there, and a day window over an LTZ
+/// rowtime starts at local midnight (two events 15:30 and 16:30 UTC fall on two Shanghai days,
+/// one UTC day), while a csv sink keeps the instant in UTC; an unknown zone is refused by name.
+#[test]
+fn the_local_time_zone_shows_casts_and_windows_instants() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let input = dir.path().join("e.csv");
+    // 2024-01-01 15:30 and 16:30 UTC.
+    std::fs::write(&input, "a,1704123000000\nb,1704126600000\n").expect("write");
+    let table = format!(
+        "CREATE TABLE e (k STRING, ms BIGINT, ts AS TO_TIMESTAMP_LTZ(ms, 3), \
+         WATERMARK FOR ts AS ts) WITH ('connector' = 'filesystem', 'path' = '{}', \
+         'format' = 'csv');\n",
+        input.display()
+    );
+    let cells = |out: &str| -> Vec<String> {
+        out.lines()
+            .filter(|l| l.starts_with("| +I"))
+            .map(|l| {
+                l.split('|')
+                    .map(str::trim)
+                    .filter(|c| !c.is_empty())
+                    .skip(1)
+                    .collect::<Vec<_>>()
+                    .join(",")
+            })
+            .collect()
+    };
+    let windows = "SELECT window_start, COUNT(*) AS n FROM TABLE(TUMBLE(TABLE e, \
+                   DESCRIPTOR(ts), INTERVAL '1' DAY)) GROUP BY window_start, window_end;";
+    let out = ran(&format!(
+        "SET 'table.local-time-zone' = 'Asia/Shanghai';\n{table}\
+         SELECT k, ts, CAST(ts AS TIMESTAMP(3)) AS wall, DATE_FORMAT(ts, 'HH:mm') AS hm, \
+         CAST(CAST(ts AS TIMESTAMP(3)) AS TIMESTAMP_LTZ(3)) = ts AS back FROM e;\n{windows}"
+    ));
+    assert_eq!(
+        cells(&out),
+        [
+            "a,2024-01-01 23:30:00.000,2024-01-01 23:30:00.000,23:30,TRUE",
+            "b,2024-01-02 00:30:00.000,2024-01-02 00:30:00.000,00:30,TRUE",
+            "2024-01-01 00:00:00.000,1",
+            "2024-01-02 00:00:00.000,1",
+        ],
+        "{out}"
+    );
+    let out = ran(&format!("{table}{windows}"));
+    assert_eq!(cells(&out), ["2024-01-01 00:00:00.000,2"], "UTC: {out}");
+    let sink = dir.path().join("out");
+    ran(&format!(
+        "SET 'table.local-time-zone' = '+08:00';\n{table}\
+         CREATE TABLE o (k STRING, ts TIMESTAMP_LTZ(3)) WITH ('connector' = 'filesystem', \
+         'path' = '{}', 'format' = 'csv');\nINSERT INTO o SELECT k, ts FROM e;",
+        sink.display()
+    ));
+    assert_eq!(
+        sorted_lines(&sink),
+        ["a,2024-01-01 15:30:00.000", "b,2024-01-01 16:30:00.000"]
+    );
+    refused(
+        "SET 'table.local-time-zone' = 'Mars/Olympus';",
+        &["'Mars/Olympus' is not a time zone"],
+    );
+}

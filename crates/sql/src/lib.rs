@@ -29,6 +29,7 @@ pub mod statement;
 pub mod tableau;
 pub mod types;
 pub mod value;
+pub mod zone;
 
 pub use error::{Position, Result, SqlError};
 pub use session::{LiveResult, Outcome, Session};

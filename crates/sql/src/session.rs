@@ -91,7 +91,9 @@ type KnownOption = (&'static str, fn(&str) -> std::result::Result<(), String>);
 /// The options a script may set that Hummer applies.
 const OPTIONS: &[KnownOption] = &[
     ("parallelism.default", |v| positive(v).map(|_| ())),
-    ("table.local-time-zone", utc),
+    ("table.local-time-zone", |v| {
+        crate::zone::parse(v).map(|_| ())
+    }),
     ("execution.checkpointing.interval", |v| {
         parse_duration(v).map(|_| ())
     }),
@@ -779,6 +781,12 @@ impl Session {
     /// `RESET`).
     fn options_changed(&mut self) {
         self.catalog.set_mini_batch(self.mini_batch());
+        crate::zone::set(
+            self.options
+                .get("table.local-time-zone")
+                .and_then(|z| crate::zone::parse(z).ok())
+                .unwrap_or(jiff::tz::TimeZone::UTC),
+        );
         self.catalog
             .set_batch(self.runtime_mode() == hummer_api::RuntimeMode::Batch);
         let on = |key: &str| {
@@ -978,19 +986,6 @@ fn boolean(v: &str) -> std::result::Result<bool, String> {
         "true" => Ok(true),
         "false" => Ok(false),
         _ => Err("it is 'true' or 'false'".into()),
-    }
-}
-
-/// Hummer computes `TIMESTAMP_LTZ` values in UTC: a session in another zone is refused
-/// rather than given UTC wall times where it expects its own.
-fn utc(v: &str) -> std::result::Result<(), String> {
-    const UTC: &[&str] = &[
-        "UTC", "GMT", "Z", "+00:00", "-00:00", "UTC+0", "GMT+0", "Etc/UTC",
-    ];
-    if UTC.iter().any(|z| z.eq_ignore_ascii_case(v.trim())) {
-        Ok(())
-    } else {
-        Err("Hummer shows and computes TIMESTAMP_LTZ values in 'UTC' only, so far".into())
     }
 }
 

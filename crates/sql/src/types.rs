@@ -2,8 +2,9 @@
 //!
 //! `STRING` is `VARCHAR(2147483647)`; `TIMESTAMP(p)` is a time without a zone and
 //! `TIMESTAMP_LTZ(p)` (`TIMESTAMP(p) WITH LOCAL TIME ZONE`) an instant, shown in the
-//! session's `table.local-time-zone` (UTC: the only zone taken so far); `ROW<..>` nests named fields. The defaults of omitted
-//! precisions are Flink's: `DECIMAL` is `DECIMAL(10, 0)`, `TIMESTAMP` is `TIMESTAMP(6)`.
+//! session's `table.local-time-zone` (see [`crate::zone`]); `ROW<..>` nests named fields.
+//! The defaults of omitted precisions are Flink's: `DECIMAL` is `DECIMAL(10, 0)`, `TIMESTAMP`
+//! is `TIMESTAMP(6)`.
 
 use std::fmt;
 

@@ -59,6 +59,15 @@ impl Value {
         }
     }
 
+    /// A time's wall clock as milliseconds: a `TIMESTAMP`'s and a `DATE`'s own, a
+    /// `TIMESTAMP_LTZ`'s in the session's zone (what its calendar fields are read from).
+    pub fn wall_millis(&self) -> Option<i64> {
+        match *self {
+            Value::TimestampLtz(t) => Some(crate::zone::to_local(t)),
+            _ => self.time_millis(),
+        }
+    }
+
     /// The value as a number of its kind, for comparisons across numeric kinds.
     fn numeric(&self) -> Option<Numeric> {
         match *self {
@@ -220,7 +229,8 @@ impl fmt::Display for Value {
             Value::Double(d) => write_double(f, *d),
             Value::Decimal(d, s) => write_decimal(f, *d, *s),
             Value::String(s) => f.write_str(s),
-            Value::Timestamp(ms) | Value::TimestampLtz(ms) => write_timestamp(f, *ms, 3),
+            Value::Timestamp(ms) => write_timestamp(f, *ms, 3),
+            Value::TimestampLtz(ms) => write_timestamp(f, crate::zone::to_local(*ms), 3),
             Value::Date(days) => write_date(f, *days),
             Value::Row(values) => {
                 f.write_str("(")?;

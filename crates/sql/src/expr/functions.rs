@@ -247,11 +247,11 @@ impl Function {
                 Value::Int(at as i32)
             }
             Function::Like(pattern) => Value::Boolean(pattern.matches(text(0)?)),
-            Function::DateFormat(pattern) => match args[0].time_millis() {
+            Function::DateFormat(pattern) => match args[0].wall_millis() {
                 Some(t) => Value::String(format_time(t, pattern)),
                 None => Value::Null,
             },
-            Function::TimeField(field) => match args[0].time_millis() {
+            Function::TimeField(field) => match args[0].wall_millis() {
                 Some(t) => Value::BigInt(field.of(t)),
                 None => Value::Null,
             },
@@ -282,10 +282,12 @@ impl Function {
             }
             Function::UnixTimestamp(None) => Value::BigInt(now_millis() / 1000),
             Function::UnixTimestamp(Some(pattern)) => super::calendar::parse(text(0)?, pattern)
-                .map_or(Value::Null, |ms| Value::BigInt(ms.div_euclid(1000))),
+                .map_or(Value::Null, |ms| {
+                    Value::BigInt(crate::zone::from_local(ms).div_euclid(1000))
+                }),
             Function::Now { local: false } => Value::TimestampLtz(now_millis()),
-            Function::Now { local: true } => Value::Timestamp(now_millis()),
-            Function::Today => date_of(now_millis()),
+            Function::Now { local: true } => Value::Timestamp(crate::zone::to_local(now_millis())),
+            Function::Today => date_of(crate::zone::to_local(now_millis())),
             Function::TimestampAdd(unit) => {
                 let n = int(0)?;
                 let moved = |t: i64| {
@@ -294,7 +296,9 @@ impl Function {
                 };
                 match &args[1] {
                     Value::Timestamp(t) => Value::Timestamp(moved(*t)?),
-                    Value::TimestampLtz(t) => Value::TimestampLtz(moved(*t)?),
+                    Value::TimestampLtz(t) => Value::TimestampLtz(crate::zone::from_local(moved(
+                        crate::zone::to_local(*t),
+                    )?)),
                     Value::Date(_) => date_of(moved(args[1].time_millis().unwrap_or_default())?),
                     other => {
                         return Err(EvalError(format!(
@@ -303,7 +307,7 @@ impl Function {
                     }
                 }
             }
-            Function::TimestampDiff(unit) => match (args[0].time_millis(), args[1].time_millis()) {
+            Function::TimestampDiff(unit) => match (args[0].wall_millis(), args[1].wall_millis()) {
                 (Some(from), Some(to)) => {
                     let units = super::calendar::diff(from, to, *unit);
                     Value::Int(i32::try_from(units).map_err(|_| {
@@ -411,7 +415,10 @@ impl Function {
                 };
                 match &args[0] {
                     Value::Timestamp(t) => round(*t).map_or(Value::Null, Value::Timestamp),
-                    Value::TimestampLtz(t) => round(*t).map_or(Value::Null, Value::TimestampLtz),
+                    Value::TimestampLtz(t) => round(crate::zone::to_local(*t))
+                        .map_or(Value::Null, |w| {
+                            Value::TimestampLtz(crate::zone::from_local(w))
+                        }),
                     Value::Date(_) => args[0]
                         .time_millis()
                         .and_then(round)
@@ -514,7 +521,8 @@ impl Function {
             }
             Function::FromUnixtime(pattern) => {
                 let seconds = int(0)?;
-                Value::String(format_time(seconds.saturating_mul(1000), pattern))
+                let instant = seconds.saturating_mul(1000);
+                Value::String(format_time(crate::zone::to_local(instant), pattern))
             }
             Function::Sqrt => Value::Double(as_f64(&args[0]).sqrt()),
             Function::Ln => Value::Double(as_f64(&args[0]).ln()),

@@ -280,13 +280,21 @@ impl Number {
             Number::ToTime { time, ltz } => match time.eval(row)? {
                 None => Ok(None),
                 Some(t) if t.kind.is_integer() => Err(Slow),
-                Some(t) => Ok(Some(Num {
-                    kind: if *ltz {
-                        Kind::TimestampLtz
-                    } else {
-                        Kind::Timestamp
+                // Between an instant and a wall clock, in the session's zone.
+                Some(t) => Ok(Some(match (t.kind, *ltz) {
+                    (Kind::TimestampLtz, false) => Num {
+                        kind: Kind::Timestamp,
+                        v: crate::zone::to_local(t.v),
                     },
-                    v: t.v,
+                    (Kind::TimestampLtz, true) => t,
+                    (_, true) => Num {
+                        kind: Kind::TimestampLtz,
+                        v: crate::zone::from_local(t.v),
+                    },
+                    (_, false) => Num {
+                        kind: Kind::Timestamp,
+                        v: t.v,
+                    },
                 })),
             },
             Number::ToInteger { number, int32 } => match number.eval(row)? {

@@ -705,22 +705,33 @@ pub fn cast(v: Value, to: &SqlType) -> Result<Value, EvalError> {
         SqlType::Date => match &v {
             Value::String(s) => Value::Date(crate::value::parse_date(s).ok_or_else(|| bad(&v))?),
             Value::Date(d) => Value::Date(*d),
-            Value::Timestamp(ms) | Value::TimestampLtz(ms) => Value::Date(
-                i32::try_from(ms.div_euclid(crate::value::DAY_MS)).map_err(|_| bad(&v))?,
+            Value::Timestamp(_) | Value::TimestampLtz(_) => Value::Date(
+                i32::try_from(
+                    v.wall_millis()
+                        .unwrap_or_default()
+                        .div_euclid(crate::value::DAY_MS),
+                )
+                .map_err(|_| bad(&v))?,
             ),
             _ => return Err(bad(&v)),
         },
         SqlType::Timestamp(_) | SqlType::TimestampLtz(_) => {
-            let ms = match &v {
+            // An instant stays itself as an instant; everything else is a wall clock, read
+            // in (or, for an instant made a wall clock, shown in) the session's zone.
+            let wall = match &v {
                 Value::String(s) => crate::value::parse_timestamp(s).ok_or_else(|| bad(&v))?,
-                Value::Timestamp(ms) | Value::TimestampLtz(ms) => *ms,
-                Value::Date(_) => v.time_millis().unwrap_or_default(),
+                Value::TimestampLtz(ms) if matches!(to, SqlType::TimestampLtz(_)) => {
+                    return Ok(Value::TimestampLtz(*ms));
+                }
+                Value::Timestamp(_) | Value::TimestampLtz(_) | Value::Date(_) => {
+                    v.wall_millis().unwrap_or_default()
+                }
                 _ => return Err(bad(&v)),
             };
             if matches!(to, SqlType::Timestamp(_)) {
-                Value::Timestamp(ms)
+                Value::Timestamp(wall)
             } else {
-                Value::TimestampLtz(ms)
+                Value::TimestampLtz(crate::zone::from_local(wall))
             }
         }
         _ => return Err(bad(&v)),

@@ -197,6 +197,12 @@ fn json_value(value: &Value, ty: Option<&SqlType>, out: &mut String) {
         Value::Boolean(b) => out.push_str(if *b { "true" } else { "false" }),
         Value::Int(_) | Value::BigInt(_) | Value::Decimal(..) => out.push_str(&value.to_string()),
         Value::Double(d) if d.is_finite() => out.push_str(&value.to_string()),
+        // An instant as it is in UTC, whatever the session's zone (as csv writes it).
+        Value::TimestampLtz(ms) => {
+            let mut text = String::new();
+            let _ = crate::value::write_timestamp(&mut text, *ms, 3);
+            string(&text, out)
+        }
         other => string(&other.to_string(), out),
     }
 }

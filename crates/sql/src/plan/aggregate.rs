@@ -16,7 +16,7 @@ use sqlparser::ast::{self, Spanned, VisitMut, VisitorMut};
 use hummer_operators::window::WindowResult;
 
 use super::reuse::Part;
-use super::window::{WindowSpec, window_values};
+use super::window::{WindowClock, WindowSpec, is_instant, window_column_type, window_values};
 use super::{Planned, at_span, condition, select_list, unsupported};
 use crate::catalog::AggregateSettings;
 use crate::changelog::Change;
@@ -475,7 +475,7 @@ pub fn column_name(e: &ast::Expr) -> Option<String> {
 fn windowing(
     group_by: &[ast::Expr],
     input: &Planned,
-) -> Result<Option<(WindowSpec, Vec<Role>, bool)>> {
+) -> Result<Option<(WindowSpec, Vec<Role>, WindowClock)>> {
     let mut roles = vec![Role::Key; group_by.len()];
     if let Some((start, end)) = input.window_bounds {
         let columns: Vec<Option<usize>> = group_by
@@ -489,7 +489,7 @@ fn windowing(
             return Ok(Some((
                 WindowSpec::Tumble { size: 1, offset: 0 },
                 roles,
-                false,
+                WindowClock::default(),
             )));
         }
     }
@@ -548,11 +548,15 @@ fn windowing(
                 message: "a GROUP BY has at most one group window".into(),
             });
         }
-        legacy = Some((WindowSpec::of(&name, sizes, at)?, processing_time));
+        let clock = WindowClock {
+            processing_time,
+            wall_clock: column.is_some_and(|c| is_instant(&input.schema, c)),
+        };
+        legacy = Some((WindowSpec::of(&name, sizes, at)?, clock));
         *role = Role::LegacyWindow;
     }
-    if let Some((spec, processing_time)) = legacy {
-        return Ok(Some((spec, roles, processing_time)));
+    if let Some((spec, clock)) = legacy {
+        return Ok(Some((spec, roles, clock)));
     }
     match &input.window {
         Some(pending) if roles.contains(&Role::WindowStart) && roles.contains(&Role::WindowEnd) => {
@@ -577,7 +581,11 @@ fn windowing(
                     supported: "grouping by every PARTITION BY column of SESSION is".into(),
                 });
             }
-            Ok(Some((pending.spec, roles, pending.processing_time)))
+            let clock = WindowClock {
+                processing_time: pending.processing_time,
+                wall_clock: is_instant(&input.schema, pending.rowtime),
+            };
+            Ok(Some((pending.spec, roles, clock)))
         }
         _ => Ok(None),
     }
@@ -651,7 +659,8 @@ pub fn plan(
             }
         } else {
             key_of.push(None);
-            DataType::not_null(SqlType::Timestamp(3))
+            let wall_clock = windowing.as_ref().is_some_and(|(_, _, c)| c.wall_clock);
+            DataType::not_null(window_column_type(*role == Role::WindowTime, wall_clock))
         };
         output.push(Column {
             name: format!("$g{i}"),
@@ -675,12 +684,12 @@ pub fn plan(
         _ => None,
     };
     let key_count = pre.len();
-    if windowing.is_some() {
+    if let Some((_, _, clock)) = &windowing {
         // The window's start, end and time (its end less 1 ms: `TUMBLE_ROWTIME(..)`).
-        for c in ["$ws", "$we", "$wt"] {
+        for (c, time) in [("$ws", false), ("$we", false), ("$wt", true)] {
             output.push(Column {
                 name: c.into(),
-                ty: DataType::not_null(SqlType::Timestamp(3)),
+                ty: DataType::not_null(window_column_type(time, clock.wall_clock)),
             });
         }
     }
@@ -812,12 +821,12 @@ pub fn plan(
     });
     // The window's time (`window_time`, `TUMBLE_ROWTIME(..)`) stays a time attribute where it
     // is selected as it is: a window of an event-time window's results is on it.
-    let window_time = windowing.as_ref().map(|(_, roles, processing_time)| {
+    let window_time = windowing.as_ref().map(|(_, roles, clock)| {
         let column = roles
             .iter()
             .position(|r| *r == Role::WindowTime)
             .unwrap_or(group_by.len() + 2);
-        (column, *processing_time)
+        (column, clock.processing_time)
     });
     // The same aggregation of the same rows twice in a query (q5's counts per auction and
     // window) is computed once.
@@ -846,12 +855,12 @@ pub fn plan(
                     });
                     (rows, Some(description))
                 }
-                Some((spec, roles, processing_time)) => {
+                Some((spec, roles, clock)) => {
                     let description = describe("WindowAggregate", group_by, found);
                     let rows = spec
-                        .aggregate(&keyed, agg, processing_time, at)?
+                        .aggregate(&keyed, agg, clock, at)?
                         .map(move |r: WindowResult<Row, Row>| {
-                            let [start, end, time] = window_values(&r.window);
+                            let [start, end, time] = window_values(&r.window, clock.wall_clock);
                             let mut key = r.key.into_iter();
                             let mut row: Row = roles
                                 .iter()

@@ -187,70 +187,85 @@ impl WindowSpec {
     }
 
     /// The aggregates of `keyed` rows per window, as results of Hummer's window operator,
-    /// in event time or (`processing_time`) processing time.
+    /// in event time or processing time, on the wall clock or not, as `clock` says.
     pub fn aggregate<KS>(
         &self,
         keyed: &KeyedStream<Change, Row, KS>,
         agg: GroupAggregate,
-        processing_time: bool,
+        clock: WindowClock,
         at: Position,
     ) -> Result<DataStream<WindowResult<Row, Row>>>
     where
         KS: Fn(&Change) -> Row + Clone + Send + Sync + 'static,
     {
-        fn run<A: WindowAssigner, KS>(
+        fn aggregated<A: WindowAssigner, KS>(
             keyed: &KeyedStream<Change, Row, KS>,
             assigner: A,
             agg: GroupAggregate,
+            wall_clock: bool,
         ) -> DataStream<WindowResult<Row, Row>>
         where
             KS: Fn(&Change) -> Row + Clone + Send + Sync + 'static,
         {
-            keyed.window(assigner).aggregate(WindowAggregate(agg))
+            if wall_clock {
+                keyed
+                    .window(OnWallClock(assigner))
+                    .aggregate(WindowAggregate(agg))
+            } else {
+                keyed.window(assigner).aggregate(WindowAggregate(agg))
+            }
         }
-        let p = processing_time;
+        let (p, w) = (clock.processing_time, clock.wall_clock);
         Ok(match *self {
-            WindowSpec::Tumble { size, offset } if p => run(
+            WindowSpec::Tumble { size, offset } if p => aggregated(
                 keyed,
                 TumblingProcessingTimeWindows::of(ms(size)).with_offset(ms(offset)),
                 agg,
+                w,
             ),
-            WindowSpec::Tumble { size, offset } => run(
+            WindowSpec::Tumble { size, offset } => aggregated(
                 keyed,
                 TumblingEventTimeWindows::of(ms(size)).with_offset(ms(offset)),
                 agg,
+                w,
             ),
             WindowSpec::Hop {
                 slide,
                 size,
                 offset,
-            } if p => run(
+            } if p => aggregated(
                 keyed,
                 SlidingProcessingTimeWindows::of(ms(size), ms(slide)).with_offset(ms(offset)),
                 agg,
+                w,
             ),
             WindowSpec::Hop {
                 slide,
                 size,
                 offset,
-            } => run(
+            } => aggregated(
                 keyed,
                 SlidingEventTimeWindows::of(ms(size), ms(slide)).with_offset(ms(offset)),
                 agg,
+                w,
             ),
             WindowSpec::Cumulate { .. } if p => {
                 return Err(refuse("CUMULATE in processing time".into(), at));
             }
-            WindowSpec::Cumulate { step, size, offset } => run(
+            WindowSpec::Cumulate { step, size, offset } => aggregated(
                 keyed,
                 CumulativeEventTimeWindows::of(ms(step), ms(size)).with_offset(ms(offset)),
                 agg,
+                w,
             ),
-            WindowSpec::Session { gap } if p => {
-                run(keyed, ProcessingTimeSessionWindows::with_gap(ms(gap)), agg)
-            }
+            WindowSpec::Session { gap } if p => aggregated(
+                keyed,
+                ProcessingTimeSessionWindows::with_gap(ms(gap)),
+                agg,
+                w,
+            ),
             WindowSpec::Session { gap } => {
-                run(keyed, EventTimeSessionWindows::with_gap(ms(gap)), agg)
+                aggregated(keyed, EventTimeSessionWindows::with_gap(ms(gap)), agg, w)
             }
         })
     }
@@ -378,10 +393,11 @@ pub fn table_function(
         .collect::<Result<Vec<_>>>()?;
     let first_column = planned.schema.columns.len();
     let mut columns = planned.schema.columns.clone();
+    let wall_clock = is_instant(&planned.schema, column);
     for c in WINDOW_COLUMNS {
         columns.push(Column {
             name: c.into(),
-            ty: DataType::not_null(SqlType::Timestamp(3)),
+            ty: DataType::not_null(window_column_type(c == "window_time", wall_clock)),
         });
     }
     Ok(Planned {
@@ -470,6 +486,7 @@ pub fn materialize(planned: Planned, at: Position) -> Result<Planned> {
             at,
         ));
     }
+    let wall_clock = is_instant(&planned.schema, window.rowtime);
     let rows = planned
         .rows()
         .flat_map(move |c: Change| {
@@ -477,12 +494,17 @@ pub fn materialize(planned: Planned, at: Position) -> Result<Planned> {
                 return Vec::new();
             };
             let mut windows = Vec::new();
-            window.spec.assign(t, &mut windows);
+            if wall_clock {
+                window.spec.assign(crate::zone::to_local(t), &mut windows);
+                wall_clock_to_instants(&mut windows);
+            } else {
+                window.spec.assign(t, &mut windows);
+            }
             windows
                 .into_iter()
                 .map(|w| {
                     let mut row = c.row.clone();
-                    row.extend(window_values(&w));
+                    row.extend(window_values(&w, wall_clock));
                     Change { kind: c.kind, row }
                 })
                 .collect::<Vec<_>>()
@@ -521,11 +543,78 @@ pub fn materialize(planned: Planned, at: Position) -> Result<Planned> {
     })
 }
 
-/// A window's `window_start`, `window_end` and `window_time` (its last millisecond).
-pub fn window_values(w: &TimeWindow) -> [Value; 3] {
+/// A window's `window_start`, `window_end` and `window_time` (its last millisecond); on the
+/// wall clock (a window over a `TIMESTAMP_LTZ`), the bounds as wall-clock times in the
+/// session's zone and the time an instant, as Flink gives them.
+pub fn window_values(w: &TimeWindow, wall_clock: bool) -> [Value; 3] {
+    if wall_clock {
+        return [
+            Value::Timestamp(crate::zone::to_local(w.start)),
+            Value::Timestamp(crate::zone::to_local(w.end)),
+            Value::TimestampLtz(w.end - 1),
+        ];
+    }
     [
         Value::Timestamp(w.start),
         Value::Timestamp(w.end),
         Value::Timestamp(w.end - 1),
     ]
+}
+
+/// The type of a window's `window_start`/`window_end` (`time` false) or `window_time`:
+/// `TIMESTAMP(3)`, but the time of a window over instants is a `TIMESTAMP_LTZ(3)`.
+pub fn window_column_type(time: bool, wall_clock: bool) -> SqlType {
+    if time && wall_clock {
+        SqlType::TimestampLtz(3)
+    } else {
+        SqlType::Timestamp(3)
+    }
+}
+
+/// Whether column `column` of `schema` holds instants (`TIMESTAMP_LTZ`, `PROCTIME()`): the
+/// windows over it are laid on the session's wall clock.
+pub fn is_instant(schema: &Schema, column: usize) -> bool {
+    matches!(schema.columns[column].ty.ty, SqlType::TimestampLtz(_))
+}
+
+/// What a window's time is: processing or event time, and instants whose windows are laid on
+/// the session's wall clock (a day from local midnight) or wall-clock times.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WindowClock {
+    /// Processing time (`PROCTIME()`), not event time.
+    pub processing_time: bool,
+    /// The time is an instant (`TIMESTAMP_LTZ`).
+    pub wall_clock: bool,
+}
+
+/// Windows of wall-clock times made windows of the instants they are in the session's zone.
+fn wall_clock_to_instants(windows: &mut [TimeWindow]) {
+    for w in windows {
+        *w = TimeWindow::new(
+            crate::zone::from_local(w.start),
+            crate::zone::from_local(w.end),
+        );
+    }
+}
+
+/// `A`'s windows laid on the session's wall clock: a time is assigned as its wall-clock time,
+/// and each window's bounds are the instants its wall-clock bounds are.
+#[derive(Clone, Debug)]
+struct OnWallClock<A>(A);
+
+impl<A: WindowAssigner> WindowAssigner for OnWallClock<A> {
+    fn assign(&self, timestamp: hummer_types::Timestamp, out: &mut Vec<TimeWindow>) {
+        let from = out.len();
+        self.0.assign(crate::zone::to_local(timestamp), out);
+        wall_clock_to_instants(&mut out[from..]);
+    }
+    fn is_event_time(&self) -> bool {
+        self.0.is_event_time()
+    }
+    fn is_merging(&self) -> bool {
+        self.0.is_merging()
+    }
+    fn describe(&self) -> String {
+        format!("{} on the session's wall clock", self.0.describe())
+    }
 }
