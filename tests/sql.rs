@@ -2730,3 +2730,71 @@ fn the_local_time_zone_shows_casts_and_windows_instants() {
         &["'Mars/Olympus' is not a time zone"],
     );
 }
+
+/// Function details as Flink computes them: `CHR` of the code's low byte, `ROUND` of a
+/// `DOUBLE` on the decimal it prints as, a `DOUBLE` cast to `INT` saturating, `UNIX_TIMESTAMP`
+/// reading the start of its text (`Long.MIN_VALUE` for none), `S` as a fraction of the second,
+/// `ORDER BY` an ordinal.
+#[test]
+fn functions_follow_flinks_edge_cases() {
+    let out = ran("SET 'execution.runtime-mode' = 'batch';\n\
+         SELECT CHR(353), CHR(-1) = '', ROUND(CAST(1.005 AS DOUBLE), 2), \
+         CAST(CAST(3000000000 AS DOUBLE) AS INT), UNIX_TIMESTAMP('garbage'), \
+         UNIX_TIMESTAMP('1970-01-01 08:00:01.001 +0800', 'yyyy-MM-dd HH:mm:ss.SSS'), \
+         TO_TIMESTAMP('2024-03-05 14:07:09.12', 'yyyy-MM-dd HH:mm:ss.SS'), \
+         TO_TIMESTAMP('2024-03-05 14:07:09.123456'), \
+         DATE_FORMAT(TIMESTAMP '2024-03-05 14:07:09.123', 'ss.SS');\n\
+         SELECT x, y FROM (VALUES (1, 'c'), (3, 'a'), (2, 'b')) AS t(x, y) ORDER BY 2 DESC;");
+    let rows: Vec<Vec<&str>> = out
+        .lines()
+        .filter(|l| l.starts_with("| ") && !l.contains("EXPR$") && !l.contains(" x "))
+        .map(|l| {
+            l.split('|')
+                .map(str::trim)
+                .filter(|c| !c.is_empty())
+                .collect()
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            vec![
+                "a",
+                "TRUE",
+                "1.01",
+                "2147483647",
+                "-9223372036854775808",
+                "28801",
+                "2024-03-05 14:07:09.120",
+                "2024-03-05 14:07:09.123",
+                "09.12"
+            ],
+            vec!["1", "c"],
+            vec!["2", "b"],
+            vec!["3", "a"],
+        ],
+        "{out}"
+    );
+}
+
+/// `INSERT OVERWRITE` replaces a filesystem table's files once its job has succeeded, in
+/// batch mode; streaming mode refuses it, as Flink's filesystem sink does.
+#[test]
+fn insert_overwrite_replaces_a_tables_files_in_batch_mode() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let table = format!(
+        "CREATE TABLE t (x INT) WITH ('connector' = 'filesystem', 'path' = '{}', \
+         'format' = 'csv');\n",
+        dir.path().join("t").display()
+    );
+    ran(&format!(
+        "SET 'execution.runtime-mode' = 'batch';\n{table}INSERT INTO t VALUES (1), (2);\n\
+         INSERT OVERWRITE t VALUES (3), (4);\nINSERT INTO t VALUES (5);"
+    ));
+    assert_eq!(sorted_lines(&dir.path().join("t")), ["3", "4", "5"]);
+    refused(
+        &format!("{table}INSERT OVERWRITE t VALUES (6);"),
+        &["INSERT OVERWRITE of 't'", "batch mode"],
+    );
+    assert_eq!(sorted_lines(&dir.path().join("t")), ["3", "4", "5"]);
+}

@@ -134,6 +134,24 @@ pub fn publish(dir: &Path, token: &str) -> Result<()> {
     Ok(())
 }
 
+/// Makes the finished files of the job `token` in `dir` the directory's only visible files:
+/// the job, an `INSERT OVERWRITE`, has succeeded. Every other visible file is removed
+/// (hidden ones, `.name` and `_name`, and subdirectories are left alone).
+pub fn publish_replacing(dir: &Path, token: &str) -> Result<()> {
+    let entries = std::fs::read_dir(dir)
+        .map_err(|e| HummerError::io("cannot list output directory", dir, e))?;
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let visible_file =
+            !name.starts_with(['.', '_']) && entry.file_type().is_ok_and(|t| t.is_file());
+        if visible_file {
+            std::fs::remove_file(entry.path())
+                .map_err(|e| HummerError::io("cannot remove replaced file", entry.path(), e))?;
+        }
+    }
+    publish(dir, token)
+}
+
 /// Removes what the job `token` wrote in `dir`, finished or not: the job has failed.
 pub fn discard(dir: &Path, token: &str) -> Result<()> {
     let Ok(entries) = std::fs::read_dir(dir) else {

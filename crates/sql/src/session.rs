@@ -83,7 +83,9 @@ pub trait LiveResult {
 
 /// A directory whose finished part files a job run here leaves hidden, and the job's token
 /// that names them (see `text_file_sink::publish`).
-type Published = (std::path::PathBuf, String);
+/// The files an `INSERT` run here leaves for the session to publish: the table's directory,
+/// the job's token, and whether they replace the table's files (`INSERT OVERWRITE`).
+type Published = (std::path::PathBuf, String, bool);
 
 /// An option Hummer applies, and what its value must be: its key and the check of a value.
 type KnownOption = (&'static str, fn(&str) -> std::result::Result<(), String>);
@@ -547,15 +549,16 @@ impl Session {
         name: &str,
         published: &[Published],
     ) -> Result<Outcome> {
-        use hummer_connectors::text_file_sink::{discard, publish};
+        use hummer_connectors::text_file_sink::{discard, publish, publish_replacing};
         let sync = self
             .options
             .get("table.dml-sync")
             .is_some_and(|v| v.eq_ignore_ascii_case("true"));
         if env.runs_in_process() || StreamExecutionEnvironment::is_cluster_worker() || sync {
             let result = env.execute(name);
-            for (dir, token) in published {
+            for (dir, token, overwrite) in published {
                 match &result {
+                    Ok(_) if *overwrite => publish_replacing(dir, token)?,
                     Ok(_) => publish(dir, token)?,
                     // The job's error is the one to report.
                     Err(_) => {
@@ -667,7 +670,24 @@ impl Session {
         let runs_here = env.runs_in_process() && !StreamExecutionEnvironment::is_cluster_worker();
         let token = runs_here.then(hummer_connectors::text_file_sink::job_token);
         let published = connector::write(&planned, &table, token.as_deref())?;
-        Ok((target, published.zip(token)))
+        // INSERT OVERWRITE replaces a filesystem table's files once the job has succeeded, in
+        // batch mode only, as Flink's filesystem sink.
+        if insert.overwrite && (!self.catalog.batch() || published.is_none()) {
+            return Err(SqlError::Unsupported {
+                at,
+                what: format!("INSERT OVERWRITE of '{target}' here"),
+                supported: "INSERT OVERWRITE of a 'filesystem' table in batch mode \
+                            ('execution.runtime-mode' = 'batch'), run by this client, is \
+                            (Flink's streaming mode does not support overwrite)"
+                    .into(),
+            });
+        }
+        Ok((
+            target,
+            published
+                .zip(token)
+                .map(|(dir, token)| (dir, token, insert.overwrite)),
+        ))
     }
 
     /// Plans `INSERT INTO table query` onto an environment of its own.

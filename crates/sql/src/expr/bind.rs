@@ -1077,7 +1077,8 @@ impl Binder<'_> {
                 let pieces = match args.get(1) {
                     Some(a) => self.literal_date_pattern(a, name)?,
                     None if date => date_pattern("yyyy-MM-dd").unwrap_or_default(),
-                    None => date_pattern("yyyy-MM-dd HH:mm:ss").unwrap_or_default(),
+                    // No pattern: Flink's default, with any fraction of a second.
+                    None => Vec::new(),
                 };
                 // NULL where the text does not follow the pattern.
                 nullable = true;

@@ -93,6 +93,16 @@ pub fn diff(from: i64, to: i64, unit: TimeField) -> i64 {
 /// fields missing from the pattern are the start of their unit (1970-01-01 00:00:00.000).
 /// `None` if the text does not follow the pattern.
 pub fn parse(text: &str, pattern: &[DatePiece]) -> Option<i64> {
+    parse_start(text, pattern, true)
+}
+
+/// [`parse`] of the start of `text` only, what follows the pattern ignored (Java's
+/// `SimpleDateFormat.parse`, which `UNIX_TIMESTAMP` uses).
+pub fn parse_prefix(text: &str, pattern: &[DatePiece]) -> Option<i64> {
+    parse_start(text, pattern, false)
+}
+
+fn parse_start(text: &str, pattern: &[DatePiece], whole: bool) -> Option<i64> {
     let text = text.as_bytes();
     let (mut y, mut mo, mut d, mut h, mut mi, mut s, mut ms) = (1970i64, 1i64, 1i64, 0, 0, 0, 0);
     let mut at = 0;
@@ -135,12 +145,20 @@ pub fn parse(text: &str, pattern: &[DatePiece]) -> Option<i64> {
             DatePiece::Hour(_) => h = value,
             DatePiece::Minute(_) => mi = value,
             DatePiece::Second(_) => s = value,
-            DatePiece::Millis(_) => ms = value,
+            // A fraction of the second, as java.time reads `S`: `.12` is 120 ms (digits past
+            // the millisecond are dropped).
+            DatePiece::Millis(_) => {
+                ms = if n <= 3 {
+                    value * 10i64.pow(3 - n as u32)
+                } else {
+                    value / 10i64.pow((n - 3).min(18) as u32)
+                }
+            }
             DatePiece::Hour12(_) => h = value % 12,
             _ => {}
         }
     }
-    if at != text.len()
+    if (whole && at != text.len())
         || !(1..=12).contains(&mo)
         || !(1..=i64::from(days_in_month(y, mo as u32))).contains(&d)
         || h > 23

@@ -119,8 +119,9 @@ pub enum Function {
     FromUnixtime(Vec<DatePiece>),
     /// A function written in Rust and registered on the session (it sees `NULL`s itself).
     Udf(super::udf::Udf),
-    /// `TO_TIMESTAMP(s [, pattern])`: the text read by a Java date pattern (`yyyy-MM-dd
-    /// HH:mm:ss` by default) as a `TIMESTAMP(3)`, `NULL` where it does not follow it.
+    /// `TO_TIMESTAMP(s [, pattern])`: the text read by a Java date pattern as a
+    /// `TIMESTAMP(3)`, `NULL` where it does not follow it; no pattern (empty): Flink's default,
+    /// `yyyy-MM-dd HH:mm:ss` with any fraction of a second.
     ToTimestamp(Vec<DatePiece>),
     /// `TO_DATE(s [, pattern])`: the text read by a Java date pattern (`yyyy-MM-dd` by
     /// default) as a `DATE`, `NULL` where it does not follow it.
@@ -274,6 +275,10 @@ impl Function {
                 part.map_or(Value::Null, |p| Value::String(p.to_string()))
             }
             Function::Udf(udf) => udf.call(args)?,
+            // Without a pattern, Flink's default: `yyyy-MM-dd HH:mm:ss` with any fraction.
+            Function::ToTimestamp(pattern) if pattern.is_empty() => {
+                crate::value::parse_timestamp(text(0)?).map_or(Value::Null, Value::Timestamp)
+            }
             Function::ToTimestamp(pattern) => {
                 super::calendar::parse(text(0)?, pattern).map_or(Value::Null, Value::Timestamp)
             }
@@ -281,10 +286,11 @@ impl Function {
                 super::calendar::parse(text(0)?, pattern).map_or(Value::Null, date_of)
             }
             Function::UnixTimestamp(None) => Value::BigInt(now_millis() / 1000),
-            Function::UnixTimestamp(Some(pattern)) => super::calendar::parse(text(0)?, pattern)
-                .map_or(Value::Null, |ms| {
-                    Value::BigInt(crate::zone::from_local(ms).div_euclid(1000))
-                }),
+            // As Flink's: the start of the text parsed, `Long.MIN_VALUE` where it does not.
+            Function::UnixTimestamp(Some(pattern)) => Value::BigInt(
+                super::calendar::parse_prefix(text(0)?, pattern)
+                    .map_or(i64::MIN, |ms| crate::zone::from_local(ms).div_euclid(1000)),
+            ),
             Function::Now { local: false } => Value::TimestampLtz(now_millis()),
             Function::Now { local: true } => Value::Timestamp(crate::zone::to_local(now_millis())),
             Function::Today => date_of(crate::zone::to_local(now_millis())),
@@ -374,14 +380,11 @@ impl Function {
                 Value::Int(found.unwrap_or(0) as i32)
             }
             Function::Ascii => Value::Int(text(0)?.chars().next().map_or(0, |c| c as i32)),
-            Function::Chr => {
-                let n = int(0)?;
-                let n = if n > 255 { n % 255 } else { n };
-                match u32::try_from(n).ok().and_then(char::from_u32) {
-                    Some(c) => Value::String(c.to_string()),
-                    None => Value::Null,
-                }
-            }
+            // Flink's: the character of the code's low byte, nothing for a negative code.
+            Function::Chr => match int(0)? {
+                n if n < 0 => Value::String(String::new()),
+                n => Value::String(char::from((n & 0xFF) as u8).to_string()),
+            },
             Function::Json(function, path) => {
                 match super::json_path::apply(*function, path, text(0)?) {
                     None => Value::Null,
@@ -550,14 +553,36 @@ impl Function {
                     (Value::BigInt(n), _) => {
                         Value::BigInt(round_to_tens(i128::from(*n), digits) as i64)
                     }
-                    (v, _) => {
-                        let factor = 10f64.powi(digits as i32);
-                        Value::Double((as_f64(v) * factor).round() / factor)
-                    }
+                    (v, _) => Value::Double(round_double(as_f64(v), digits)),
                 }
             }
         })
     }
+}
+
+/// `x` rounded half away from zero to `digits` decimals (tens for negative ones) as the
+/// decimal it prints as, as Flink's `ROUND` of a `DOUBLE` (`BigDecimal.valueOf(x)`, `HALF_UP`):
+/// `ROUND(1.005, 2)` is 1.01, though the double nearest 1.005 is below it.
+fn round_double(x: f64, digits: i64) -> f64 {
+    let text = format!("{}", x.abs());
+    let (whole, fraction) = text.split_once('.').unwrap_or((&text, ""));
+    let scale = fraction.len() as i64;
+    let mantissa: Option<i128> = format!("{whole}{fraction}").parse().ok();
+    let shift = scale - digits;
+    let (Some(mantissa), true) = (mantissa, x.is_finite() && (1..=36).contains(&shift)) else {
+        if !x.is_finite() || shift <= 0 {
+            return x; // already at most `digits` decimals
+        }
+        let factor = 10f64.powi(digits.clamp(-300, 300) as i32);
+        return (x * factor).round() / factor;
+    };
+    let divisor = 10i128.pow(shift as u32);
+    let mut kept = mantissa / divisor;
+    if (mantissa % divisor) * 2 >= divisor {
+        kept += 1;
+    }
+    let rounded: f64 = format!("{kept}e{}", -digits).parse().unwrap_or(x);
+    if x < 0.0 { -rounded } else { rounded }
 }
 
 /// `n` (a whole number) rounded half away from zero to `-digits` tens where `digits` is
@@ -845,7 +870,14 @@ pub fn format_time(ms: i64, pattern: &[DatePiece]) -> String {
             DatePiece::Hour(w) => (ms_of_day / 3_600_000, *w),
             DatePiece::Minute(w) => (ms_of_day / 60_000 % 60, *w),
             DatePiece::Second(w) => (ms_of_day / 1_000 % 60, *w),
-            DatePiece::Millis(w) => (ms_of_day % 1_000, *w),
+            // `S` is a fraction of the second, as java.time's: `SS` its first two digits,
+            // `SSSSSS` the milliseconds then zeros.
+            DatePiece::Millis(w) if *w > 3 => {
+                push_padded(&mut out, ms_of_day % 1_000, 3);
+                out.extend(std::iter::repeat_n('0', *w - 3));
+                continue;
+            }
+            DatePiece::Millis(w) => (ms_of_day % 1_000 / 10i64.pow(3 - *w as u32), *w),
             DatePiece::Text(t) => {
                 out.push_str(t);
                 continue;
@@ -1023,6 +1055,26 @@ impl LikePattern {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `ROUND` of a `DOUBLE` rounds the decimal it prints as, half away from zero, as
+    /// Flink's (`BigDecimal.valueOf(x)`, `HALF_UP`).
+    #[test]
+    fn a_double_rounds_as_the_decimal_it_prints_as() {
+        for (x, digits, expected) in [
+            (1.005, 2, 1.01),
+            (0.285, 2, 0.29),
+            (1.015, 2, 1.02),
+            (-1.005, 2, -1.01),
+            (2.5, 0, 3.0),
+            (1234.5, -2, 1200.0),
+            (1250.0, -2, 1300.0),
+            (0.1234, 6, 0.1234),
+            (1e300, 2, 1e300),
+        ] {
+            assert_eq!(round_double(x, digits), expected, "ROUND({x}, {digits})");
+        }
+        assert!(round_double(f64::NAN, 2).is_nan());
+    }
     use proptest::prelude::*;
 
     fn s(text: &str) -> Value {

@@ -657,6 +657,8 @@ pub fn cast(v: Value, to: &SqlType) -> Result<Value, EvalError> {
                     .ok_or_else(|| bad(&v))?,
             ),
             Value::Boolean(b) => Value::Int(i32::from(*b)),
+            // As Java's `(int) d`: a DOUBLE out of range is the nearest INT (then narrowed).
+            Value::Double(d) => Value::Int(narrow(i64::from(*d as i32), to)),
             n => Value::Int(narrow(as_i64(n), to)),
         },
         SqlType::BigInt => match &v {

@@ -149,6 +149,26 @@ pub fn unordered(query: &ast::Query) -> (ast::Query, ast::Query, usize) {
     let grouped = !matches!(&select.group_by, ast::GroupByExpr::Expressions(g, _) if g.is_empty())
         || select.distinct.is_some();
     for o in order.iter_mut() {
+        // `ORDER BY 2`: the second item of the SELECT list (Flink sorts by ordinal).
+        if let ast::Expr::Value(v) = &o.expr
+            && let ast::Value::Number(n, _) = &v.value
+            && let Some(i) = n.parse::<usize>().ok().and_then(|n| n.checked_sub(1))
+            && let Some(item) = select.projection.get(i)
+        {
+            match item {
+                ast::SelectItem::UnnamedExpr(e) if super::aggregate::column_name(e).is_some() => {
+                    o.expr = e.clone();
+                }
+                // An unnamed expression's column is `EXPR$i`.
+                ast::SelectItem::UnnamedExpr(_) => {
+                    o.expr = ast::Expr::Identifier(ast::Ident::new(format!("EXPR${i}")));
+                }
+                ast::SelectItem::ExprWithAlias { alias, .. } => {
+                    o.expr = ast::Expr::Identifier(alias.clone());
+                }
+                _ => {}
+            }
+        }
         let output = super::aggregate::column_name(&o.expr)
             .is_some_and(|n| wildcard || outputs.iter().any(|c| c.eq_ignore_ascii_case(&n)));
         if output || grouped {
