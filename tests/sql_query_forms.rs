@@ -1085,3 +1085,75 @@ fn window_semi_and_anti_joins_match_brute_force() {
         rows(&|k, _| k.is_some() && right_keys.contains(k)),
     );
 }
+
+/// Joins without an equality between their sides (cross and theta joins: `CROSS JOIN`, a
+/// comma with a `WHERE` comparison, `ON a.v > b.w`, a `LEFT JOIN` on one) run in one subtask
+/// and give every pair the condition keeps, as Flink's; checked against brute force in batch
+/// mode at parallelism 1 and 3.
+#[test]
+fn cross_and_theta_joins_match_brute_force() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (a_dir, b_dir) = (dir.path().join("a"), dir.path().join("b"));
+    std::fs::create_dir(&a_dir).expect("mkdir");
+    std::fs::create_dir(&b_dir).expect("mkdir");
+    let a: Vec<(i64, i64)> = (0..30).map(|i| (i, (i * 37) % 50)).collect();
+    let b: Vec<i64> = (0..12).map(|i| (i * 11) % 45).collect();
+    write_parts(&a_dir, a.iter().map(|(k, v)| format!("{k},{v}")), 2);
+    write_parts(&b_dir, b.iter().map(|w| w.to_string()), 2);
+    let tables = format!(
+        "SET 'execution.runtime-mode' = 'batch';\n{}{}",
+        common::sql::csv_table("a", "k BIGINT, v BIGINT", &a_dir),
+        common::sql::csv_table("b", "w BIGINT", &b_dir)
+    );
+    let pairs = |keep: &dyn Fn(i64, i64) -> bool| -> Vec<String> {
+        a.iter()
+            .flat_map(|&(k, v)| {
+                b.iter()
+                    .filter(move |&&w| keep(v, w))
+                    .map(move |w| format!("{k},{w}"))
+            })
+            .collect()
+    };
+    let columns = "k BIGINT, w BIGINT";
+    check_csv_query(
+        dir.path(),
+        &tables,
+        "cross",
+        columns,
+        "INSERT INTO q_sink SELECT k, w FROM a CROSS JOIN b",
+        pairs(&|_, _| true),
+    );
+    check_csv_query(
+        dir.path(),
+        &tables,
+        "comma",
+        columns,
+        "INSERT INTO q_sink SELECT k, w FROM a, b WHERE a.v < b.w AND a.k > 3",
+        pairs(&|v, w| v < w)
+            .into_iter()
+            .filter(|p| p.split(',').next().and_then(|k| k.parse::<i64>().ok()) > Some(3))
+            .collect(),
+    );
+    check_csv_query(
+        dir.path(),
+        &tables,
+        "theta",
+        columns,
+        "INSERT INTO q_sink SELECT k, w FROM a JOIN b ON a.v > b.w + 5",
+        pairs(&|v, w| v > w + 5),
+    );
+    let mut left = pairs(&|v, w| v > 2 * w);
+    for (k, v) in &a {
+        if !b.iter().any(|w| *v > 2 * w) {
+            left.push(format!("{k},"));
+        }
+    }
+    check_csv_query(
+        dir.path(),
+        &tables,
+        "left-theta",
+        columns,
+        "INSERT INTO q_sink SELECT k, w FROM a LEFT JOIN b ON a.v > 2 * b.w",
+        left,
+    );
+}

@@ -5,7 +5,8 @@
 //! are the join key: a `Calc` on each side appends the key's values to its rows, both sides
 //! are partitioned by them and joined per key. An `ON`'s other conjuncts filter the joined
 //! rows right after the join; a comma join's `WHERE` is applied whole by the query after it.
-//! A join without any such equality (a cross join) is refused.
+//! A join without any such equality (a cross or theta join) keys both sides by an empty key:
+//! it runs in one subtask, the conditions over its two sides deciding the pairs inside it.
 //!
 //! A join of two append-only inputs whose conditions bound one side's rowtime by the
 //! other's (`B.ts BETWEEN A.ts AND A.ts + INTERVAL '3' SECOND`, or `>=`/`<=` pairs) is an
@@ -18,12 +19,12 @@ use hummer_api::DataStream;
 use hummer_operators::Collector;
 use hummer_operators::interval_join::{IntervalJoin, Unmatched};
 use hummer_operators::keyed_process_function::KeyedProcessOperator;
-use sqlparser::ast::{self, BinaryOperator, Spanned};
+use sqlparser::ast::{self, BinaryOperator};
 
-use super::{Planned, at_span, condition, conjuncts};
+use super::{Planned, condition, conjuncts};
 use crate::changelog::Change;
 use crate::connector::column_use::ColumnUse;
-use crate::error::{Position, Result, SqlError};
+use crate::error::{Position, Result};
 use crate::expr::Expr;
 use crate::expr::bind::bind;
 use crate::lower::Calc;
@@ -116,20 +117,10 @@ pub fn plan(
     let left = super::window::materialize(left, at)?;
     let right = super::window::materialize(right, at)?;
     let (left_keys, right_keys, mut residual) = equalities(conditions, &left.schema, &right.schema);
-    if left_keys.is_empty() {
-        let span = conditions.map_or_else(sqlparser::tokenizer::Span::empty, |c| c.span());
-        return Err(SqlError::Unsupported {
-            at: if span.start.line == 0 {
-                at
-            } else {
-                at_span(span)
-            },
-            what: "a join without an equality between its two sides' columns (a cross join)".into(),
-            supported: "inner joins on equalities (JOIN .. ON a.x = b.y, or FROM a, b WHERE \
-                        a.x = b.y) are"
-                .into(),
-        });
-    }
+    // Without an equality between the two sides (a cross join, a theta join), every row
+    // meets every other: both sides go to one subtask (an empty key), as Flink runs such a
+    // join, and the conditions that read only the two sides decide the pairs inside it.
+    let cross = left_keys.is_empty();
     // Equal window bounds on both sides make a join of two windowed, append-only inputs a
     // window join: each window's pairs go out once the watermark passes its end.
     let window_end = window_end_in_key(&left, &right, &left_keys, &right_keys);
@@ -162,6 +153,18 @@ pub fn plan(
         let joined = Schema::join(&left.schema, &right.schema);
         let condition = residual_filter(&residual, &joined)?.and_then(|c| c.into_parts().0);
         residual.clear();
+        condition.map(|c| c.expr)
+    } else if cross && kind == JoinKind::Inner && !residual.is_empty() {
+        // A WHERE's conjuncts may read tables joined later: only those over these two sides
+        // go into the join (the WHERE is applied after it whole).
+        let joined = Schema::join(&left.schema, &right.schema);
+        let (inside, rest): (Vec<&ast::Expr>, Vec<&ast::Expr>) = residual
+            .iter()
+            .partition(|c| residual_filter(&[*c], &joined).is_ok());
+        let condition = residual_filter(&inside, &joined)?.and_then(|c| c.into_parts().0);
+        if on {
+            residual = rest;
+        }
         condition.map(|c| c.expr)
     } else {
         None

@@ -672,6 +672,10 @@ fn from_clause(
                     items.push((&j.relation, JoinKind::Right, Some(on)));
                 }
                 J::FullOuter(On(on)) => items.push((&j.relation, JoinKind::Full, Some(on))),
+                // A cross join: every pair, or those the WHERE keeps.
+                J::CrossJoin(ast::JoinConstraint::None) => {
+                    items.push((&j.relation, JoinKind::Inner, None));
+                }
                 _ => {
                     return Err(unsupported("this kind of JOIN", j.relation.span(), at));
                 }
