@@ -105,6 +105,95 @@ pub(super) fn residual_filter(conditions: &[&ast::Expr], schema: &Schema) -> Res
     )))
 }
 
+/// Joins `left` and `right` on the columns `columns` of both (`USING (..)`, `NATURAL`), each
+/// shown once, first, as Flink (Calcite) shows them: the left side's value (the right's for a
+/// right join, the one that is not `NULL` for a full join), then the other columns of each
+/// side.
+pub fn plan_using(
+    left: Planned,
+    right: Planned,
+    kind: JoinKind,
+    columns: &[String],
+    at: Position,
+) -> Result<Planned> {
+    let left_width = left.schema.columns.len();
+    let mut pairs = Vec::with_capacity(columns.len());
+    for c in columns {
+        pairs.push((left.schema.index_of(c, at)?, right.schema.index_of(c, at)?));
+    }
+    let on = columns
+        .iter()
+        .map(|c| ast::Expr::BinaryOp {
+            left: Box::new(qualified_by_position(&left.schema, c)),
+            op: BinaryOperator::Eq,
+            right: Box::new(qualified_by_position(&right.schema, c)),
+        })
+        .reduce(|a, b| ast::Expr::BinaryOp {
+            left: Box::new(a),
+            op: BinaryOperator::And,
+            right: Box::new(b),
+        });
+    let joined = plan(left, right, kind, on.as_ref(), true, at)?;
+    // The USING columns once, then each side's others.
+    let schema = &joined.schema;
+    let mut projection = Vec::with_capacity(schema.columns.len() - pairs.len());
+    let (mut names, mut qualifiers) = (Vec::new(), Vec::new());
+    let mut push = |expr: Expr, column: usize, projection: &mut Vec<Named>| {
+        projection.push(Named {
+            expr,
+            text: schema.columns[column].name.clone(),
+        });
+        names.push(schema.columns[column].clone());
+        qualifiers.push(schema.qualifiers.get(column).cloned().flatten());
+    };
+    for &(l, r) in &pairs {
+        let r = left_width + r;
+        let expr = match kind {
+            JoinKind::Inner | JoinKind::Left => Expr::Column(l),
+            JoinKind::Right => Expr::Column(r),
+            JoinKind::Full => Expr::Coalesce(vec![Expr::Column(l), Expr::Column(r)]),
+        };
+        push(
+            expr,
+            if kind == JoinKind::Right { r } else { l },
+            &mut projection,
+        );
+    }
+    for column in 0..schema.columns.len() {
+        let used = pairs
+            .iter()
+            .any(|&(l, r)| column == l || column == left_width + r);
+        if !used {
+            push(Expr::Column(column), column, &mut projection);
+        }
+    }
+    let calc = Calc::new(None, projection);
+    let schema = Schema {
+        columns: names,
+        qualifiers,
+    };
+    Ok(Planned {
+        schema,
+        rowtime: None,
+        window_bounds: None,
+        ..joined.calc(calc, "Calc: USING columns")
+    })
+}
+
+/// Column `name` of `schema` as an expression that names it alone: qualified by its table
+/// where the schema knows it.
+fn qualified_by_position(schema: &Schema, name: &str) -> ast::Expr {
+    let qualifier = schema
+        .columns
+        .iter()
+        .position(|c| c.name == name)
+        .and_then(|i| schema.qualifiers.get(i).cloned().flatten());
+    match qualifier {
+        Some(q) => ast::Expr::CompoundIdentifier(vec![ast::Ident::new(q), ast::Ident::new(name)]),
+        None => ast::Expr::Identifier(ast::Ident::new(name)),
+    }
+}
+
 /// Joins `left` and `right` on `conditions` (an `ON`, when `on`; else the query's `WHERE`).
 pub fn plan(
     left: Planned,

@@ -655,31 +655,29 @@ fn from_clause(
     at: Position,
 ) -> Result<(Planned, String)> {
     use crate::lower::join::JoinKind;
-    let mut items: Vec<(&TableFactor, JoinKind, Option<&ast::Expr>)> = Vec::new();
+    use ast::JoinConstraint as C;
+    let mut items: Vec<(&TableFactor, JoinKind, Option<&C>)> = Vec::new();
     for item in from {
         items.push((&item.relation, JoinKind::Inner, None));
         for j in &item.joins {
-            use ast::JoinConstraint::On;
             use ast::JoinOperator as J;
-            match &j.join_operator {
-                J::Inner(On(on)) | J::Join(On(on)) => {
-                    items.push((&j.relation, JoinKind::Inner, Some(on)));
-                }
-                J::Left(On(on)) | J::LeftOuter(On(on)) => {
-                    items.push((&j.relation, JoinKind::Left, Some(on)));
-                }
-                J::Right(On(on)) | J::RightOuter(On(on)) => {
-                    items.push((&j.relation, JoinKind::Right, Some(on)));
-                }
-                J::FullOuter(On(on)) => items.push((&j.relation, JoinKind::Full, Some(on))),
+            let (kind, constraint) = match &j.join_operator {
+                J::Inner(c) | J::Join(c) => (JoinKind::Inner, c),
+                J::Left(c) | J::LeftOuter(c) => (JoinKind::Left, c),
+                J::Right(c) | J::RightOuter(c) => (JoinKind::Right, c),
+                J::FullOuter(c) => (JoinKind::Full, c),
                 // A cross join: every pair, or those the WHERE keeps.
-                J::CrossJoin(ast::JoinConstraint::None) => {
-                    items.push((&j.relation, JoinKind::Inner, None));
-                }
+                J::CrossJoin(C::None) => (JoinKind::Inner, &C::None),
                 _ => {
                     return Err(unsupported("this kind of JOIN", j.relation.span(), at));
                 }
+            };
+            if !matches!(constraint, C::On(_) | C::Using(_) | C::Natural | C::None)
+                || (matches!(constraint, C::None) && !matches!(j.join_operator, J::CrossJoin(_)))
+            {
+                return Err(unsupported("this kind of JOIN", j.relation.span(), at));
             }
+            items.push((&j.relation, kind, Some(constraint)));
         }
     }
     let Some(((first, _, _), rest)) = items.split_first() else {
@@ -689,7 +687,11 @@ fn from_clause(
     // A lone subquery may rank its rows for this query's WHERE to limit (Top-N).
     let outer_where = if rest.is_empty() { selection } else { None };
     let (mut planned, mut name) = from_item(catalog, env, first, outer_where, at)?;
-    for (factor, kind, on) in rest {
+    for (factor, kind, constraint) in rest {
+        let on = match constraint {
+            Some(C::On(on)) => Some(on),
+            _ => None,
+        };
         if let TableFactor::Table {
             name: table,
             alias,
@@ -707,13 +709,32 @@ fn from_clause(
                 qualifier: alias.as_ref().map_or(&table_name, |a| &a.name.value),
                 time,
             };
-            planned = temporal::plan(catalog, env, planned, &versioned, *kind, *on, at)?;
+            planned = temporal::plan(catalog, env, planned, &versioned, *kind, on, at)?;
             name = format!("{name} JOIN {table_name}");
             continue;
         }
         let (right, right_name) = from_item(catalog, env, factor, None, at)?;
-        let conditions = on.or(selection);
-        planned = join::plan(planned, right, *kind, conditions, on.is_some(), at)?;
+        planned = match constraint {
+            // `USING (k)` and `NATURAL`: equal columns of one name, shown once.
+            Some(C::Using(columns)) => {
+                let columns: Vec<String> = columns.iter().map(last_name).collect();
+                join::plan_using(planned, right, *kind, &columns, at)?
+            }
+            Some(C::Natural) => {
+                let columns: Vec<String> = planned
+                    .schema
+                    .columns
+                    .iter()
+                    .map(|c| c.name.clone())
+                    .filter(|n| right.schema.columns.iter().any(|r| r.name == *n))
+                    .collect();
+                join::plan_using(planned, right, *kind, &columns, at)?
+            }
+            _ => {
+                let conditions = on.or(selection);
+                join::plan(planned, right, *kind, conditions, on.is_some(), at)?
+            }
+        };
         name = format!("{name} JOIN {right_name}");
     }
     Ok((planned, name))
