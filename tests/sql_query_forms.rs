@@ -1218,3 +1218,87 @@ fn using_and_natural_joins_show_their_columns_once() {
         );
     }
 }
+
+/// `INTERSECT ALL` and `EXCEPT ALL` keep duplicates as bags do (`min(l, r)` and
+/// `max(l - r, 0)` of each row), NULL equal to NULL; and in batch mode a window table
+/// function takes a `TIMESTAMP` column without a watermark as its time. Checked against brute
+/// force at parallelism 1 and 3.
+#[test]
+fn bag_operations_and_batch_windows_match_brute_force() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (a_dir, b_dir) = (dir.path().join("a"), dir.path().join("b"));
+    std::fs::create_dir(&a_dir).expect("mkdir");
+    std::fs::create_dir(&b_dir).expect("mkdir");
+    let a: Vec<Option<i64>> = (0..40)
+        .map(|i| (i % 9 != 0).then_some((i * 7) % 5))
+        .collect();
+    let b: Vec<Option<i64>> = (0..25)
+        .map(|i| (i % 6 != 0).then_some((i * 3) % 4))
+        .collect();
+    let cell = |k: &Option<i64>| k.map_or(String::new(), |k| k.to_string());
+    // A second column, so that a NULL's line is not empty.
+    write_parts(&a_dir, a.iter().map(|x| format!("{},1", cell(x))), 2);
+    write_parts(&b_dir, b.iter().map(|x| format!("{},2", cell(x))), 2);
+    let tables = format!(
+        "SET 'execution.runtime-mode' = 'batch';\n{}{}",
+        common::sql::csv_table("a", "x BIGINT, one INT", &a_dir),
+        common::sql::csv_table("b", "x BIGINT, two INT", &b_dir)
+    );
+    let count = |rows: &[Option<i64>], v: &Option<i64>| rows.iter().filter(|r| *r == v).count();
+    let mut distinct: Vec<Option<i64>> = a.iter().chain(&b).copied().collect();
+    distinct.sort();
+    distinct.dedup();
+    let bag = |times: &dyn Fn(usize, usize) -> usize| -> Vec<String> {
+        distinct
+            .iter()
+            .flat_map(|v| std::iter::repeat_n(cell(v), times(count(&a, v), count(&b, v))))
+            .collect()
+    };
+    check_csv_query(
+        dir.path(),
+        &tables,
+        "intersect-all",
+        "x BIGINT",
+        "INSERT INTO q_sink SELECT x FROM a INTERSECT ALL SELECT x FROM b",
+        bag(&|l, r| l.min(r)),
+    );
+    check_csv_query(
+        dir.path(),
+        &tables,
+        "except-all",
+        "x BIGINT",
+        "INSERT INTO q_sink SELECT x FROM a EXCEPT ALL SELECT x FROM b",
+        bag(&|l, r| l.saturating_sub(r)),
+    );
+    // Batch windows over a plain TIMESTAMP column: events every 700 ms, 2 s windows.
+    let e_dir = dir.path().join("e");
+    std::fs::create_dir(&e_dir).expect("mkdir");
+    let events: Vec<i64> = (0..30).map(|i| i * 700).collect();
+    write_parts(
+        &e_dir,
+        events
+            .iter()
+            .map(|ms| format!("{}", 1_704_067_200_000 + ms)),
+        3,
+    );
+    let tables = format!(
+        "SET 'execution.runtime-mode' = 'batch';\n\
+         CREATE TABLE e (ms BIGINT, ts AS CAST(TO_TIMESTAMP_LTZ(ms, 3) AS TIMESTAMP(3))) WITH \
+         ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');\n",
+        e_dir.display()
+    );
+    let mut per_window: std::collections::BTreeMap<i64, usize> = Default::default();
+    for ms in &events {
+        *per_window.entry(ms / 2000).or_default() += 1;
+    }
+    check_csv_query(
+        dir.path(),
+        &tables,
+        "batch-window",
+        "w BIGINT, n BIGINT",
+        "INSERT INTO q_sink SELECT (UNIX_TIMESTAMP(CAST(window_start AS STRING)) - 1704067200) \
+         / 2, COUNT(*) FROM TABLE(TUMBLE(TABLE e, DESCRIPTOR(ts), INTERVAL '2' SECOND)) \
+         GROUP BY window_start, window_end",
+        per_window.iter().map(|(w, n)| format!("{w},{n}")).collect(),
+    );
+}

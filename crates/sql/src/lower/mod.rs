@@ -15,6 +15,7 @@ pub mod per_key;
 pub mod rank;
 pub mod rowtime;
 pub mod semi_join;
+pub mod set_all;
 pub mod temporal_join;
 pub mod temporal_sort;
 pub mod window_join;

@@ -390,6 +390,17 @@ fn plan_body(
             *op == ast::SetOperator::Except,
             at_span(body.span()),
         ),
+        SetExpr::SetOperation {
+            op: op @ (ast::SetOperator::Intersect | ast::SetOperator::Except),
+            set_quantifier: ast::SetQuantifier::All,
+            left,
+            right,
+        } => bag_operation(
+            plan_body(catalog, env, left, at)?,
+            plan_body(catalog, env, right, at)?,
+            *op == ast::SetOperator::Except,
+            at_span(body.span()),
+        ),
         SetExpr::Values(rows) => values::values(env, rows, at),
         other => Err(unsupported("this query form", other.span(), at)),
     }
@@ -493,6 +504,43 @@ fn intersect_or_except(
         ..Planned::new(rows, schema)
     };
     distinct::distinct(joined, op, catalog.aggregate_settings(at)?, at)
+}
+
+/// `left INTERSECT ALL right` (`except`: `EXCEPT ALL`): each row as many times as both sides
+/// have it (as the left has it more than the right), on a [`SetAll`] keyed by the row.
+fn bag_operation(left: Planned, right: Planned, except: bool, at: Position) -> Result<Planned> {
+    use crate::lower::per_key::PerKey;
+    use crate::lower::set_all::SetAll;
+    let op = if except {
+        "EXCEPT ALL"
+    } else {
+        "INTERSECT ALL"
+    };
+    let left = window::materialize(left, at)?;
+    let right = window::materialize(right, at)?;
+    let schema = set_schema(&left.schema, &right.schema, op, at)?;
+    let width = schema.columns.len();
+    let tagged = |planned: &Planned, from_left: bool| {
+        cast_to(planned, &schema).map(move |mut c: Change| {
+            c.row.push(crate::value::Value::Boolean(from_left));
+            c
+        })
+    };
+    let description = format!("SetOp({op})");
+    let step = SetAll { width, except };
+    let rows = tagged(&left, true)
+        .union(&[tagged(&right, false)])
+        .key_by(move |c: &Change| -> Row { c.row[..width].to_vec() })
+        .transform(&description, move |_| Ok(PerKey::new(step.clone())));
+    Ok(Planned {
+        // EXCEPT ALL takes a row back when the right side gets one.
+        updated_by: if except {
+            Some(description)
+        } else {
+            left.updated_by.or(right.updated_by)
+        },
+        ..Planned::new(rows, schema)
+    })
 }
 
 /// The rows of `planned` with each column cast to `schema`'s type where it is not of it.
@@ -776,7 +824,9 @@ fn from_item(
             expr: ast::Expr::Function(f),
             alias,
         } => {
-            let planned = window::table_function(f, |name, at| relation(catalog, env, name, at))?;
+            let planned = window::table_function(f, catalog.batch(), |name, at| {
+                relation(catalog, env, name, at)
+            })?;
             match alias {
                 Some(a) => {
                     let schema = planned.schema.clone().qualified(&a.name.value);

@@ -304,6 +304,7 @@ impl AggregateFunction<Change> for WindowAggregate {
 /// the result has its columns and the three window columns, the window pending.
 pub fn table_function(
     f: &ast::Function,
+    batch: bool,
     input: impl FnOnce(&str, Position) -> Result<Planned>,
 ) -> Result<Planned> {
     let at = at_span(f.span());
@@ -354,6 +355,28 @@ pub fn table_function(
     let column = planned
         .schema
         .index_of(&time_column, at_span(descriptor.span()))?;
+    // In batch mode any time column is a window's time, as in Flink's batch SQL: the rows
+    // are stamped with it, and the end of the input's final watermark closes every window.
+    let planned = if batch
+        && planned.rowtime != Some(column)
+        && planned.proctime != Some(column)
+        && planned.schema.columns[column].ty.ty.is_time()
+    {
+        let rows = planned
+            .rows()
+            .transform("Rowtime: batch window time", move |_| {
+                Ok(Rowtime { column, delay: 0 })
+            });
+        Planned {
+            input: rows,
+            pending: None,
+            scan: None,
+            rowtime: Some(column),
+            ..planned
+        }
+    } else {
+        planned
+    };
     let processing_time = planned.proctime == Some(column);
     if planned.rowtime != Some(column) && !processing_time {
         return Err(SqlError::Invalid {
