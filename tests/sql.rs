@@ -2789,3 +2789,33 @@ fn insert_overwrite_replaces_a_tables_files_in_batch_mode() {
     );
     assert_eq!(sorted_lines(&dir.path().join("t")), ["3", "4", "5"]);
 }
+
+/// `NULLS FIRST` / `NULLS LAST` put NULLs where they say whatever the direction, in a batch
+/// sort, a Top-N and a ROW_NUMBER; by default NULLs are first ascending, last descending.
+#[test]
+fn nulls_first_and_last_order_as_written() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let input = dir.path().join("n.csv");
+    std::fs::write(&input, "1,5\n2,\n3,7\n4,\n5,6\n").expect("write");
+    let table = csv_table("n", "k INT, v INT", &input);
+    let out = ran(&format!(
+        "SET 'execution.runtime-mode' = 'batch';\n{table}\
+         SELECT k FROM n ORDER BY v NULLS LAST, k;\n\
+         SELECT k FROM n ORDER BY v DESC NULLS FIRST, k DESC LIMIT 3;\n\
+         SELECT k FROM n ORDER BY v, k;\n\
+         SELECT k FROM (SELECT *, ROW_NUMBER() OVER (ORDER BY v ASC NULLS LAST) AS rn FROM n) \
+         WHERE rn <= 2 ORDER BY k;"
+    ));
+    let keys: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("| ") && !l.contains(" k "))
+        .map(|l| l.trim_matches(|c| c == '|' || c == ' '))
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "1", "5", "3", "2", "4", "4", "2", "3", "2", "4", "1", "5", "3", "1", "5"
+        ],
+        "{out}"
+    );
+}

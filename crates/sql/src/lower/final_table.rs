@@ -18,6 +18,7 @@ use std::collections::HashMap;
 use hummer_operators::{Batch, Collector, Operator};
 use hummer_types::error::Result;
 
+use super::sort_order::{SortOrder, compare_keys};
 use crate::changelog::Change;
 use crate::value::{Row, Value};
 
@@ -26,8 +27,8 @@ use crate::value::{Row, Value};
 pub struct FinalTable {
     /// The first column to sort by: the columns from it on are the sort key (none: unsorted).
     pub sort_from: usize,
-    /// Per sort column: descending or not (`NULL`s first ascending, last descending).
-    pub descending: Vec<bool>,
+    /// Per sort column: its order.
+    pub orders: Vec<SortOrder>,
     /// Rows skipped at the start (`OFFSET`).
     pub offset: usize,
     /// Rows kept at most (`LIMIT`; `None`: all).
@@ -37,17 +38,17 @@ pub struct FinalTable {
 }
 
 impl FinalTable {
-    /// The final table of a changelog, sorted by the columns from `sort_from` on (`descending`
+    /// The final table of a changelog, sorted by the columns from `sort_from` on (in `orders`
     /// per column, none: unsorted), then `offset` rows skipped and `fetch` kept.
     pub fn new(
         sort_from: usize,
-        descending: Vec<bool>,
+        orders: Vec<SortOrder>,
         offset: usize,
         fetch: Option<usize>,
     ) -> Self {
         FinalTable {
             sort_from,
-            descending,
+            orders,
             offset,
             fetch,
             rows: HashMap::new(),
@@ -56,18 +57,11 @@ impl FinalTable {
 
     /// Whether it must see the whole result in one place: sorted or limited.
     pub fn is_global(&self) -> bool {
-        !self.descending.is_empty() || self.offset > 0 || self.fetch.is_some()
+        !self.orders.is_empty() || self.offset > 0 || self.fetch.is_some()
     }
 
     fn compare(&self, a: &[Value], b: &[Value]) -> Ordering {
-        let (a, b) = (&a[self.sort_from..], &b[self.sort_from..]);
-        for ((x, y), desc) in a.iter().zip(b).zip(&self.descending) {
-            let o = if *desc { y.cmp(x) } else { x.cmp(y) };
-            if o != Ordering::Equal {
-                return o;
-            }
-        }
-        Ordering::Equal
+        compare_keys(&a[self.sort_from..], &b[self.sort_from..], &self.orders)
     }
 
     /// Applies one change to the table.
@@ -101,7 +95,7 @@ impl FinalTable {
                 rows.push(row);
             }
         }
-        if !self.descending.is_empty() {
+        if !self.orders.is_empty() {
             rows.sort_by(|a, b| self.compare(a, b));
         }
         let fetch = self.fetch.unwrap_or(usize::MAX);
@@ -169,7 +163,7 @@ mod tests {
                 }
             }
             let mut op = if sorted {
-                FinalTable::new(1, vec![descending], offset, fetch)
+                FinalTable::new(1, vec![SortOrder::new(descending, None)], offset, fetch)
             } else {
                 FinalTable::new(0, vec![], 0, None)
             };

@@ -16,6 +16,7 @@ pub mod rank;
 pub mod rowtime;
 pub mod semi_join;
 pub mod set_all;
+pub mod sort_order;
 pub mod temporal_join;
 pub mod temporal_sort;
 pub mod window_join;

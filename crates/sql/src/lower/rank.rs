@@ -17,6 +17,7 @@ use std::cmp::Ordering;
 use serde::{Deserialize, Serialize};
 
 use super::per_key::KeyedChanges;
+use super::sort_order::{SortOrder, compare_keys};
 use crate::changelog::{Change, RowKind};
 use crate::value::{Row, Value};
 
@@ -27,8 +28,8 @@ pub struct RankSpec {
     pub width: usize,
     /// How many columns after them are the partition key.
     pub partition: usize,
-    /// Per sort column (after the partition key): descending or not.
-    pub descending: Vec<bool>,
+    /// Per sort column (after the partition key): its order.
+    pub orders: Vec<SortOrder>,
     /// The first rows kept per partition.
     pub limit: usize,
     /// Where the row number goes among the output columns.
@@ -50,14 +51,7 @@ pub struct Ranked {
 
 impl RankSpec {
     fn compare(&self, a: &[Value], b: &[Value]) -> Ordering {
-        for ((x, y), desc) in a.iter().zip(b).zip(&self.descending) {
-            let o = x.cmp(y);
-            let o = if *desc { o.reverse() } else { o };
-            if o != Ordering::Equal {
-                return o;
-            }
-        }
-        Ordering::Equal
+        compare_keys(a, b, &self.orders)
     }
 
     /// Where a row with sort key `sort` goes among `rows`: after the rows that rank before it
@@ -210,7 +204,7 @@ mod tests {
             let spec = RankSpec {
                 width: 2,
                 partition: 0,
-                descending: vec![true],
+                orders: vec![SortOrder::new(true, None)],
                 limit: 3,
                 number_at: 2,
                 keep_all: !append_only,

@@ -12,17 +12,17 @@ use hummer_operators::keyed_process_function::KeyedProcessFunction;
 use super::RowContext;
 use hummer_types::Timestamp;
 
+use super::sort_order::SortOrder;
 use crate::changelog::Change;
 use crate::value::Row;
 
-/// Sorts rows by the time in column `time`, then by the columns `then` (descending where
-/// the flag says).
+/// Sorts rows by the time in column `time`, then by the columns `then` in their orders.
 #[derive(Clone, Debug)]
 pub struct TemporalSort {
     /// The rowtime column.
     pub time: usize,
-    /// The further sort columns, each with whether it is descending.
-    pub then: Vec<(usize, bool)>,
+    /// The further sort columns, each with its order.
+    pub then: Vec<(usize, SortOrder)>,
 }
 
 /// The rows waiting for the watermark, by time.
@@ -30,14 +30,11 @@ pub type Pending = BTreeMap<Timestamp, Vec<Row>>;
 
 impl TemporalSort {
     fn compare(&self, a: &Row, b: &Row) -> Ordering {
-        for &(c, descending) in &self.then {
-            let o = a[c].cmp(&b[c]);
-            let o = if descending { o.reverse() } else { o };
-            if o != Ordering::Equal {
-                return o;
-            }
-        }
-        Ordering::Equal
+        self.then
+            .iter()
+            .map(|(c, order)| order.compare(&a[*c], &b[*c]))
+            .find(|o| o.is_ne())
+            .unwrap_or(Ordering::Equal)
     }
 }
 

@@ -10,7 +10,8 @@
 //!   sorted on a column that is not its time.
 //!
 //! Each runs in one subtask (its rows keyed by an empty key), as Flink's global sort and
-//! limit do. `NULL`s sort first ascending and last descending (Flink's default).
+//! limit do. `NULL`s sort first ascending and last descending (Flink's default), or as
+//! `NULLS FIRST`/`NULLS LAST` says.
 
 use sqlparser::ast::{self, Spanned};
 
@@ -25,23 +26,31 @@ use crate::lower::final_table::FinalTable;
 use crate::lower::limit::Limit;
 use crate::lower::per_key::PerKey;
 use crate::lower::rank::RankSpec;
+use crate::lower::sort_order::SortOrder;
 use crate::lower::temporal_sort::TemporalSort;
 use crate::value::{Row, Value};
 use hummer_operators::keyed_process_function::KeyedProcessOperator;
 
-/// One `ORDER BY` key: its expression over the planned columns, as written, and its
-/// direction.
+/// One `ORDER BY` key: its expression over the planned columns, as written, and its order.
 struct SortKey {
     expr: Expr,
     text: String,
-    descending: bool,
+    order: SortOrder,
 }
 
-/// The keys as plans show them: `a DESC, b ASC`.
+/// The keys as plans show them: `a DESC, b ASC NULLS LAST`.
 fn order_text(sorts: &[SortKey]) -> String {
     sorts
         .iter()
-        .map(|k| format!("{} {}", k.text, if k.descending { "DESC" } else { "ASC" }))
+        .map(|k| {
+            let nulls = match (k.order.descending, k.order.nulls_first) {
+                (false, false) => " NULLS LAST",
+                (true, true) => " NULLS FIRST",
+                _ => "",
+            };
+            let direction = if k.order.descending { "DESC" } else { "ASC" };
+            format!("{} {direction}{nulls}", k.text)
+        })
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -218,7 +227,7 @@ pub fn final_sorted(
     let schema = visible_schema(&planned.schema, width - hidden);
     let table = FinalTable::new(
         width,
-        sorts.iter().map(|k| k.descending).collect(),
+        sorts.iter().map(|k| k.order).collect(),
         bounds.offset,
         bounds.fetch,
     );
@@ -260,7 +269,6 @@ fn sorting<'q>(
             ));
         }
     };
-    let order_at = |o: &ast::OrderByExpr| at_span(o.expr.span());
     let mut sorts = Vec::with_capacity(order.len());
     for o in order {
         let descending = match &o.options.sort {
@@ -270,21 +278,10 @@ fn sorting<'q>(
                 return Err(super::unsupported("ORDER BY .. USING", o.span(), at));
             }
         };
-        if o.options
-            .nulls_first
-            .is_some_and(|first| first == descending)
-        {
-            return Err(SqlError::Unsupported {
-                at: order_at(o),
-                what: format!("'{o}'"),
-                supported: "NULLS FIRST ascending and NULLS LAST descending (the default) are"
-                    .into(),
-            });
-        }
         sorts.push(SortKey {
             expr: bind(&o.expr, &planned.schema)?.expr,
             text: o.expr.to_string(),
-            descending,
+            order: SortOrder::new(descending, o.options.nulls_first),
         });
     }
     Ok((sorts, bounds, order))
@@ -351,7 +348,7 @@ fn top_n(
     let spec = RankSpec {
         width,
         partition: 0,
-        descending: sorts.iter().map(|k| k.descending).collect(),
+        orders: sorts.iter().map(|k| k.order).collect(),
         limit: fetch.saturating_add(offset),
         number_at: width,
         keep_all: planned.updated_by.is_some(),
@@ -406,7 +403,9 @@ fn temporal_sort(
         (
             SortKey {
                 expr: Expr::Column(c),
-                descending: false,
+                order: SortOrder {
+                    descending: false, ..
+                },
                 ..
             },
             Some(rowtime),
@@ -434,13 +433,13 @@ fn temporal_sort(
     let then = sorts[1..]
         .iter()
         .map(|k| match k.expr {
-            Expr::Column(c) => (c, k.descending),
+            Expr::Column(c) => (c, k.order),
             _ => {
                 computed.push(Named {
                     expr: k.expr.clone(),
                     text: k.text.clone(),
                 });
-                (width + computed.len() - 1, k.descending)
+                (width + computed.len() - 1, k.order)
             }
         })
         .collect();

@@ -15,6 +15,7 @@ use crate::changelog::Change;
 use crate::error::{Position, Result, SqlError};
 use crate::lower::per_key::PerKey;
 use crate::lower::rank::{KeepFirst, RankSpec};
+use crate::lower::sort_order::SortOrder;
 use crate::lower::window_rank::WindowRank;
 use crate::schema::{Column, Schema};
 use crate::types::{DataType, SqlType};
@@ -145,11 +146,15 @@ pub fn plan(
             ty: DataType::not_null(SqlType::BigInt),
         },
     );
-    let descending: Vec<bool> = over
+    let orders: Vec<SortOrder> = over
         .order_by
         .iter()
-        .map(|o| matches!(o.options.sort, Some(ast::OrderBySort::Desc)))
+        .map(|o| {
+            let descending = matches!(o.options.sort, Some(ast::OrderBySort::Desc));
+            SortOrder::new(descending, o.options.nulls_first)
+        })
         .collect();
+    let descending: Vec<bool> = orders.iter().map(|o| o.descending).collect();
     // The time attribute of the subquery's rows `e` is, if it is one: processing time (or
     // `PROCTIME()` itself) or event time.
     let time_of = |e: &ast::Expr| -> Option<TimeDomain> {
@@ -180,7 +185,7 @@ pub fn plan(
     let spec = RankSpec {
         width,
         partition,
-        descending,
+        orders,
         limit,
         number_at,
         keep_all: planned.updated_by.is_some(),
@@ -215,7 +220,7 @@ pub fn plan(
     if let [order] = over.order_by.as_slice()
         && limit == 1
         && planned.updated_by.is_none()
-        && !spec.descending[0]
+        && !spec.orders[0].descending
         && time_of(&order.expr) == Some(TimeDomain::ProcessingTime)
     {
         let description = description.replacen("Rank(", "Deduplicate(keep=[FirstRow], ", 1);
@@ -250,7 +255,7 @@ pub fn plan(
         // which the window's rows carry as a plain timestamp (their time is `window_time`).
         let by_time = planned.schema.columns[width + partition].ty.ty.is_time();
         let spec = RankSpec {
-            later_first: spec.later_first || (limit == 1 && spec.descending == [true] && by_time),
+            later_first: spec.later_first || (limit == 1 && descending == [true] && by_time),
             ..spec
         };
         let function = WindowRank { spec, end_in_key };
