@@ -605,7 +605,34 @@ impl Binder<'_> {
                 if name == "TIMESTAMPADD" || name == "TIMESTAMPDIFF" {
                     return self.timestamp_arithmetic(expr, &name, &args);
                 }
-                self.call(expr, &name, &args)
+                let called = self.call(expr, &name, &args)?;
+                // `JSON_VALUE(.. RETURNING INT)`: the value as that type, NULL where it is
+                // not one (Flink's default `NULL ON ERROR`).
+                let returning = list.clauses.iter().find_map(|c| match c {
+                    ast::FunctionArgumentClause::JsonReturningClause(r) => Some(&r.data_type),
+                    _ => None,
+                });
+                match returning {
+                    None => Ok(called),
+                    Some(data_type) if name == "JSON_VALUE" => {
+                        let Some(to) =
+                            from_sqlparser(data_type).filter(|t| t.ty.without_values().is_none())
+                        else {
+                            return Err(SqlError::Unsupported {
+                                at: here,
+                                what: format!("JSON_VALUE .. RETURNING {data_type}"),
+                                supported: crate::types::SUPPORTED_TYPES.into(),
+                            });
+                        };
+                        let expr = Expr::Cast {
+                            expr: Box::new(called.expr),
+                            to: to.ty.clone(),
+                            try_cast: true,
+                        };
+                        Ok(typed(expr, to.ty, true))
+                    }
+                    Some(_) => Err(self.unsupported(expr, &format!("RETURNING in {name}"))),
+                }
             }
             E::In {
                 target: ast::InTarget::Subquery(_),
@@ -1929,6 +1956,15 @@ mod tests {
             Value::Timestamp(1_672_531_201_000)
         );
         assert_eq!(eval("TRY_CAST('x' AS INT)"), Value::Null);
+        // JSON_VALUE .. RETURNING: the value as the type, NULL where it is not one.
+        assert_eq!(
+            eval(r#"JSON_VALUE('{"a": 12}', '$.a' RETURNING INT) + 1"#),
+            Value::Int(13)
+        );
+        assert_eq!(
+            eval(r#"JSON_VALUE('{"a": "x"}', '$.a' RETURNING INT)"#),
+            Value::Null
+        );
         assert_eq!(eval("TO_TIMESTAMP_LTZ(b, 3)"), Value::TimestampLtz(10));
         assert_eq!(eval("TO_TIMESTAMP_LTZ(i, 0)"), Value::TimestampLtz(7000));
         assert_eq!(
