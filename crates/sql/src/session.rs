@@ -40,11 +40,21 @@ impl Shown {
             .collect()
     }
 
-    /// A change: its kind, then its cells.
-    fn row(self, change: &crate::changelog::Change) -> Vec<String> {
+    /// A change of rows of `schema`: its kind, then its cells (an interval as Flink shows
+    /// one).
+    fn row(self, schema: &crate::schema::Schema, change: &crate::changelog::Change) -> Vec<String> {
         let op = self.with_op.then(|| change.kind.short().to_string());
+        let cell = |(value, column): (&crate::value::Value, &crate::schema::Column)| match (
+            value,
+            &column.ty.ty,
+        ) {
+            (crate::value::Value::BigInt(ms), crate::types::SqlType::Interval) => {
+                crate::value::interval_text(*ms)
+            }
+            _ => value.to_string(),
+        };
         op.into_iter()
-            .chain(change.row.iter().map(ToString::to_string))
+            .chain(change.row.iter().zip(&schema.columns).map(cell))
             .collect()
     }
 }
@@ -728,7 +738,12 @@ impl Session {
             );
             if !changes.is_empty() {
                 count += changes.len();
-                live.rows(changes.iter().map(|c| shown.row(c)).collect());
+                live.rows(
+                    changes
+                        .iter()
+                        .map(|c| shown.row(&planned.schema, c))
+                        .collect(),
+                );
             }
             if finished {
                 break;
@@ -768,7 +783,7 @@ impl Session {
         let shown = self.shown();
         Ok(Outcome::Table(Table {
             header: shown.header(&planned.schema),
-            rows: rows.iter().map(|c| shown.row(c)).collect(),
+            rows: rows.iter().map(|c| shown.row(&planned.schema, c)).collect(),
         }))
     }
 

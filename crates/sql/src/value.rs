@@ -309,6 +309,21 @@ pub fn write_timestamp(f: &mut impl fmt::Write, millis: i64, precision: u8) -> f
 /// The milliseconds of a day.
 pub const DAY_MS: i64 = 86_400_000;
 
+/// A day-time interval of `millis` as Flink shows one: `+3 00:00:00.000`, `-0 01:30:00.000`.
+pub fn interval_text(millis: i64) -> String {
+    let sign = if millis < 0 { '-' } else { '+' };
+    let ms = millis.unsigned_abs();
+    let day = DAY_MS as u64;
+    format!(
+        "{sign}{} {:02}:{:02}:{:02}.{:03}",
+        ms / day,
+        ms % day / 3_600_000,
+        ms / 60_000 % 60,
+        ms / 1000 % 60,
+        ms % 1000
+    )
+}
+
 /// A day number as `yyyy-MM-dd`.
 pub fn write_date(f: &mut impl fmt::Write, days: i32) -> fmt::Result {
     let (y, m, d) = civil_from_days(i64::from(days));
@@ -402,6 +417,14 @@ pub fn days_in_month(y: i64, m: u32) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Day-time intervals show as Flink's `+d hh:mm:ss.SSS`.
+    #[test]
+    fn intervals_show_as_flinks() {
+        assert_eq!(interval_text(3 * DAY_MS), "+3 00:00:00.000");
+        assert_eq!(interval_text(90 * 60_000), "+0 01:30:00.000");
+        assert_eq!(interval_text(-(DAY_MS + 7_200_001)), "-1 02:00:00.001");
+    }
     use proptest::prelude::*;
     use std::collections::hash_map::DefaultHasher;
 

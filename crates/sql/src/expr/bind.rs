@@ -407,6 +407,11 @@ impl Binder<'_> {
                 let whole_seconds =
                     |t: &SqlType| matches!(t, SqlType::Timestamp(0) | SqlType::TimestampLtz(0));
                 let expr = match (&v.ty.ty, &to.ty) {
+                    // An interval prints as Flink shows it.
+                    (SqlType::Interval, to) if to.is_string() => Expr::Call {
+                        function: Function::IntervalText,
+                        args: vec![v.expr],
+                    },
                     // A TIMESTAMP(0) prints without a fraction, as Flink's.
                     (from, to) if whole_seconds(from) && to.is_string() => Expr::Call {
                         function: Function::DateFormat(

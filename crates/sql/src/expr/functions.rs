@@ -77,6 +77,8 @@ pub enum Function {
     /// `PROCTIME()`: the processing time, a `TIMESTAMP_LTZ(3)` (the column it computes is a
     /// processing-time attribute).
     ProcTime,
+    /// A day-time interval as text (`CAST(INTERVAL .. AS STRING)`): `+3 00:00:00.000`.
+    IntervalText,
     /// `LTRIM(s)`, `RTRIM(s)`: `s` without its leading (trailing) spaces.
     TrimSpaces {
         /// Leading spaces go.
@@ -325,6 +327,10 @@ impl Function {
                 _ => Value::Null,
             },
             Function::ProcTime => Value::TimestampLtz(now_millis()),
+            Function::IntervalText => match args[0] {
+                Value::BigInt(ms) => Value::String(crate::value::interval_text(ms)),
+                _ => Value::Null,
+            },
             Function::Truncate(scale) => {
                 let digits = if args.len() > 1 { int(1)? } else { 0 };
                 match (&args[0], scale) {
