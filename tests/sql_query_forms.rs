@@ -981,6 +981,16 @@ fn batch_mode_gives_final_tables() {
         expected.push(vec!["none".into(), "total".into()]);
         expected.push(vec!["0".into(), "NULL".into()]);
         assert_eq!(shown, expected, "parallelism {parallelism}: {out}");
+        // An empty grouping set gives its row over no rows too.
+        let out = common::sql::ran(&format!(
+            "SET 'parallelism.default' = '{parallelism}';\n{batch}\
+             SELECT k, COUNT(*) AS n FROM s WHERE v > 1000 GROUP BY GROUPING SETS ((k), ());"
+        ));
+        assert!(
+            out.contains("| NULL | 0 |"),
+            "parallelism {parallelism}: {out}"
+        );
+        assert_eq!(out.matches("| NULL |").count(), 1, "{out}");
     }
 }
 

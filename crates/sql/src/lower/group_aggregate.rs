@@ -723,10 +723,10 @@ impl GroupAggregate {
             .collect()
     }
 
-    /// The result of a global aggregate (one without keys) over no rows: `COUNT` 0, the
-    /// others NULL.
-    pub fn result_of_no_rows(&self) -> Result<Row> {
-        self.output(&[], &self.new_state())
+    /// The result row of the group `key` over no rows: `COUNT` 0, the others NULL (a global
+    /// aggregate's, or an empty grouping set's, in batch mode).
+    pub fn result_of_no_rows(&self, key: &[Value]) -> Result<Row> {
+        self.output(key, &self.new_state())
     }
 
     /// The group's output row: its key, then its results.

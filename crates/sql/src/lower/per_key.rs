@@ -125,9 +125,9 @@ pub struct PerKey<S: KeyedChanges> {
     states: KeyedTable<Row, S::State>,
     changes: Vec<Change>,
     held: Option<HeldBack>,
-    /// The row this subtask sends at the end of the input if the empty key has no state
+    /// The key and row this subtask sends at the end of the input if the key has no state
     /// (see [`PerKey::showing_when_empty`]).
-    when_empty: Option<Row>,
+    when_empty: Option<(Row, Row)>,
 }
 
 /// The input a mini-batch holds back (see the module documentation).
@@ -188,12 +188,14 @@ impl<S: KeyedChanges> PerKey<S> {
         }
     }
 
-    /// Sends `row` at the end of the input if no row came for the empty key: a global
-    /// aggregate's result over no rows in batch mode (`COUNT(*)` 0, `SUM` NULL), where Flink's
-    /// batch aggregate gives one row. Only the subtask that owns the empty key sends it.
-    pub fn showing_when_empty(mut self, row: Option<Row>, ctx: &OperatorContext) -> Self {
-        let owner = subtask_of_key(&Row::new(), ctx.max_parallelism, ctx.parallelism);
-        self.when_empty = row.filter(|_| owner == ctx.subtask);
+    /// Sends `row` at the end of the input if no row came for `key`: a global aggregate's
+    /// result over no rows in batch mode (`COUNT(*)` 0, `SUM` NULL), or an empty grouping
+    /// set's, where Flink's batch aggregate gives one row. Only the subtask that owns the key
+    /// sends it.
+    pub fn showing_when_empty(mut self, empty: Option<(Row, Row)>, ctx: &OperatorContext) -> Self {
+        self.when_empty = empty.filter(|(key, _)| {
+            subtask_of_key(key, ctx.max_parallelism, ctx.parallelism) == ctx.subtask
+        });
         self
     }
 
@@ -274,8 +276,8 @@ impl<S: KeyedChanges> Operator for PerKey<S> {
 
     fn end_of_input(&mut self, out: &mut Collector<'_, Change>) -> Result<()> {
         self.release(out)?;
-        if let Some(row) = self.when_empty.take()
-            && self.states.get(&Row::new()).is_none()
+        if let Some((key, row)) = self.when_empty.take()
+            && self.states.get(&key).is_none()
         {
             out.clear_timestamp();
             out.collect(Change::insert(row));

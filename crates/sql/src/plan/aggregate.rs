@@ -764,10 +764,25 @@ pub fn plan(
 
     let agg = GroupAggregate::new(key_count, calls, input.updated_by.is_none());
     // In batch mode a global aggregate gives its row over no rows too.
-    let when_empty = match (settings.batch, key_count, &windowing) {
-        (true, 0, None) => Some(agg.result_of_no_rows()?),
-        _ => None,
-    };
+    // In batch mode a global aggregate, and an empty grouping set (`()`, a ROLLUP's last),
+    // give their row over no rows too: per input Calc, the key of that row.
+    let set_count = sets.as_ref().map_or(1, Vec::len);
+    let mut when_empty: Vec<Option<(Row, Row)>> = Vec::with_capacity(set_count);
+    for set_number in 0..set_count {
+        let empty_set = match &sets {
+            None => key_count == 0,
+            Some(sets) => sets[set_number].is_empty(),
+        };
+        when_empty.push(if settings.batch && windowing.is_none() && empty_set {
+            let mut key = vec![Value::Null; key_count];
+            if let Some(g) = set_index {
+                key[g] = Value::Int(set_number as i32);
+            }
+            Some((key.clone(), agg.result_of_no_rows(&key)?))
+        } else {
+            None
+        });
+    }
     // One input Calc per grouping set (one without them), each key it leaves out NULL.
     let pres: Vec<Calc> = match &sets {
         None => vec![Calc::new(where_condition, pre)],
@@ -831,7 +846,7 @@ pub fn plan(
     // The same aggregation of the same rows twice in a query (q5's counts per auction and
     // window) is computed once.
     let mut results = Vec::with_capacity(pres.len());
-    for pre in pres {
+    for (pre, when_empty) in pres.into_iter().zip(when_empty) {
         let reuse_key = format!(
             "aggregate of node {} through {} by {:?} as {:?}, {:?}",
             input.input.node_id(),
