@@ -394,15 +394,9 @@ impl Binder<'_> {
                 ..
             } => {
                 let v = self.bind(value)?;
-                let Some(to) =
-                    from_sqlparser(data_type).filter(|t| t.ty.without_values().is_none())
-                else {
-                    return Err(SqlError::Unsupported {
-                        at: here,
-                        what: format!("a cast to the type {data_type}"),
-                        supported: crate::types::SUPPORTED_TYPES.into(),
-                    });
-                };
+                let to = value_type(data_type, here, || {
+                    format!("a cast to the type {data_type}")
+                })?;
                 let try_cast = matches!(kind, CastKind::TryCast | CastKind::SafeCast);
                 let whole_seconds =
                     |t: &SqlType| matches!(t, SqlType::Timestamp(0) | SqlType::TimestampLtz(0));
@@ -438,15 +432,9 @@ impl Binder<'_> {
             }
             // `TIMESTAMP '2020-01-01 00:00:00'`: the text cast to the type, once, here.
             E::TypedString(literal) => {
-                let Some(to) =
-                    from_sqlparser(&literal.data_type).filter(|t| t.ty.without_values().is_none())
-                else {
-                    return Err(SqlError::Unsupported {
-                        at: here,
-                        what: format!("a literal of the type {}", literal.data_type),
-                        supported: crate::types::SUPPORTED_TYPES.into(),
-                    });
-                };
+                let to = value_type(&literal.data_type, here, || {
+                    format!("a literal of the type {}", literal.data_type)
+                })?;
                 let text = literal_string(&E::Value(literal.value.clone())).unwrap_or_default();
                 let value = super::cast(Value::String(text.clone()), &to.ty)
                     .ok()
@@ -620,15 +608,9 @@ impl Binder<'_> {
                 match returning {
                     None => Ok(called),
                     Some(data_type) if name == "JSON_VALUE" => {
-                        let Some(to) =
-                            from_sqlparser(data_type).filter(|t| t.ty.without_values().is_none())
-                        else {
-                            return Err(SqlError::Unsupported {
-                                at: here,
-                                what: format!("JSON_VALUE .. RETURNING {data_type}"),
-                                supported: crate::types::SUPPORTED_TYPES.into(),
-                            });
-                        };
+                        let to = value_type(data_type, here, || {
+                            format!("JSON_VALUE .. RETURNING {data_type}")
+                        })?;
                         let expr = Expr::Cast {
                             expr: Box::new(called.expr),
                             to: to.ty.clone(),
@@ -1814,6 +1796,22 @@ fn bad_number(text: &str, here: Position) -> SqlError {
         at: here,
         message: format!("the number {text} does not fit Flink's numeric types"),
     }
+}
+
+/// The type `data_type` names, for a value of it (a cast, a literal, a `RETURNING`): refused
+/// at `at` as `what` where Hummer has no values of it.
+fn value_type(
+    data_type: &ast::DataType,
+    at: Position,
+    what: impl FnOnce() -> String,
+) -> Result<DataType> {
+    from_sqlparser(data_type)
+        .filter(|t| t.ty.without_values().is_none())
+        .ok_or_else(|| SqlError::Unsupported {
+            at,
+            what: what(),
+            supported: crate::types::SUPPORTED_TYPES.into(),
+        })
 }
 
 #[cfg(test)]
