@@ -323,18 +323,24 @@ impl RestartTracker {
 
     /// Records a failure that happened at `at` and decides what to do about it.
     pub fn on_failure(&mut self, at: Instant) -> RestartDecision {
+        match self.next_delay(at) {
+            Ok(delay) => {
+                self.restarts += 1;
+                RestartDecision::RestartAfter(delay)
+            }
+            Err(reason) => RestartDecision::GiveUp { reason },
+        }
+    }
+
+    /// The wait before the restart after a failure at `at`, or why there is none.
+    fn next_delay(&mut self, at: Instant) -> std::result::Result<Duration, String> {
         match self.strategy {
-            RestartStrategy::None => RestartDecision::GiveUp {
-                reason: "the restart strategy is 'none'".into(),
-            },
+            RestartStrategy::None => Err("the restart strategy is 'none'".into()),
             RestartStrategy::FixedDelay { attempts, delay } => {
                 if self.restarts >= attempts {
-                    RestartDecision::GiveUp {
-                        reason: format!("all {attempts} restart attempts are used up"),
-                    }
+                    Err(format!("all {attempts} restart attempts are used up"))
                 } else {
-                    self.restarts += 1;
-                    RestartDecision::RestartAfter(delay)
+                    Ok(delay)
                 }
             }
             RestartStrategy::FailureRate {
@@ -351,16 +357,13 @@ impl RestartTracker {
                 }
                 self.recent.push_back(at);
                 if self.recent.len() > max_failures as usize {
-                    RestartDecision::GiveUp {
-                        reason: format!(
-                            "{} failures within {} ms exceed the limit of {max_failures}",
-                            self.recent.len(),
-                            interval.as_millis()
-                        ),
-                    }
+                    Err(format!(
+                        "{} failures within {} ms exceed the limit of {max_failures}",
+                        self.recent.len(),
+                        interval.as_millis()
+                    ))
                 } else {
-                    self.restarts += 1;
-                    RestartDecision::RestartAfter(delay)
+                    Ok(delay)
                 }
             }
             RestartStrategy::ExponentialDelay {
@@ -385,15 +388,12 @@ impl RestartTracker {
                 };
                 self.backoff = Some((backoff, since_reset));
                 if since_reset > attempts {
-                    RestartDecision::GiveUp {
-                        reason: format!(
-                            "{attempts} restart attempts since the backoff last started over \
-                             are used up"
-                        ),
-                    }
+                    Err(format!(
+                        "{attempts} restart attempts since the backoff last started over are \
+                         used up"
+                    ))
                 } else {
-                    self.restarts += 1;
-                    RestartDecision::RestartAfter(backoff)
+                    Ok(backoff)
                 }
             }
         }

@@ -244,15 +244,11 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    fn schema(types: &[SqlType]) -> Schema {
-        Schema::of_types(types)
-    }
-
     /// With `csv.ignore-parse-errors` a field of the wrong type is NULL, a missing one too,
     /// and an extra one is ignored; the rest of the line is read.
     #[test]
     fn ignoring_parse_errors_makes_bad_fields_null() {
-        let s = schema(&[SqlType::STRING, SqlType::Int, SqlType::Timestamp(3)]);
+        let s = Schema::of_types(&[SqlType::STRING, SqlType::Int, SqlType::Timestamp(3)]);
         let csv = Csv {
             ignore_parse_errors: true,
             ..Csv::default()
@@ -275,7 +271,7 @@ mod tests {
     /// A `TIMESTAMP_LTZ` as Flink's formats write it, with a `Z`, reads as without.
     #[test]
     fn a_local_time_zone_timestamp_reads_with_or_without_its_z() {
-        let s = schema(&[SqlType::TimestampLtz(3)]);
+        let s = Schema::of_types(&[SqlType::TimestampLtz(3)]);
         let csv = Csv::default();
         for text in ["2024-01-01 00:00:03.000Z", "2024-01-01 00:00:03.000"] {
             assert_eq!(
@@ -284,13 +280,13 @@ mod tests {
                 "{text}"
             );
         }
-        let t = schema(&[SqlType::Timestamp(3)]);
+        let t = Schema::of_types(&[SqlType::Timestamp(3)]);
         assert!(csv.decode("2024-01-01 00:00:03Z", &t).is_err());
     }
 
     #[test]
     fn fields_are_typed_and_bad_ones_named() {
-        let s = schema(&[SqlType::BigInt, SqlType::STRING, SqlType::Double]);
+        let s = Schema::of_types(&[SqlType::BigInt, SqlType::STRING, SqlType::Double]);
         let csv = Csv::default();
         assert_eq!(
             csv.decode("7,\"a, \"\"b\"\"\",", &s).unwrap(),
@@ -333,7 +329,7 @@ mod tests {
                 if csv.ends_inside_quotes(&joined) {
                     record = Some(joined);
                 } else {
-                    rows.push(csv.decode(&joined, &schema(&types)).unwrap());
+                    rows.push(csv.decode(&joined, &Schema::of_types(&types)).unwrap());
                 }
             }
             prop_assert!(record.is_none());
@@ -352,7 +348,7 @@ mod tests {
             let csv = Csv { delimiter, ..Csv::default() };
             let mut line = String::new();
             csv.encode(&row, &types, &mut line);
-            prop_assert_eq!(csv.decode(&line, &schema(&types)).unwrap(), row);
+            prop_assert_eq!(csv.decode(&line, &Schema::of_types(&types)).unwrap(), row);
         }
     }
 }

@@ -239,14 +239,10 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    fn schema(types: &[SqlType]) -> Schema {
-        Schema::of_types(types)
-    }
-
-    /// With `json.ignore-parse-errors` a field of the wrong type is NULL, the others read.
+    /// `json.ignore-parse-errors`: the others read, a field of the wrong type is NULL.
     #[test]
-    fn ignoring_parse_errors_makes_bad_fields_null() {
-        let s = schema(&[SqlType::STRING, SqlType::Int]);
+    fn a_field_that_does_not_decode_is_null_when_errors_are_ignored() {
+        let s = Schema::of_types(&[SqlType::STRING, SqlType::Int]);
         assert_eq!(
             decode(r#"{"c0": "b", "c1": "xx"}"#, &s, true).unwrap(),
             vec![Value::String("b".into()), Value::Null]
@@ -260,7 +256,7 @@ mod tests {
 
     #[test]
     fn missing_fields_are_null_and_bad_ones_named() {
-        let s = schema(&[SqlType::BigInt, SqlType::STRING, SqlType::Timestamp(3)]);
+        let s = Schema::of_types(&[SqlType::BigInt, SqlType::STRING, SqlType::Timestamp(3)]);
         assert_eq!(
             decode(
                 r#"{"c0": 7, "other": 1, "c2": "2024-01-02 03:04:05.006"}"#,
@@ -311,7 +307,7 @@ mod tests {
             let mut text = String::new();
             encode(&row, &names, &types, &mut text);
             prop_assert!(text.contains(&format!("\"c5\":{{\"f\":{a},\"g\":")), "{}", text);
-            prop_assert_eq!(decode(&text, &schema(&types), false).unwrap(), row);
+            prop_assert_eq!(decode(&text, &Schema::of_types(&types), false).unwrap(), row);
         }
     }
 }
