@@ -2819,3 +2819,55 @@ fn nulls_first_and_last_order_as_written() {
         "{out}"
     );
 }
+
+/// `ORDER BY` an aggregate of a grouped query, selected or not: the top keys by their sums
+/// (batch) and a streaming Top-N by a count that is not selected.
+#[test]
+fn a_grouped_query_orders_by_its_aggregates() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let input = dir.path().join("s.csv");
+    let rows: Vec<(i64, i64)> = (0..60).map(|i| (i % 7, (i * 13) % 10)).collect();
+    let text: String = rows.iter().map(|(k, v)| format!("{k},{v}\n")).collect();
+    std::fs::write(&input, text).expect("write");
+    let table = csv_table("s", "k BIGINT, v BIGINT", &input);
+    let mut sums: Vec<(i64, i64, usize)> = (0..7)
+        .map(|k| {
+            let of_k = rows.iter().filter(|r| r.0 == k);
+            (k, of_k.clone().map(|r| r.1).sum(), of_k.count())
+        })
+        .collect();
+    sums.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    let out = ran(&format!(
+        "SET 'execution.runtime-mode' = 'batch';\n{table}\
+         SELECT k, SUM(v) FROM s GROUP BY k ORDER BY SUM(v) DESC, k LIMIT 3;"
+    ));
+    let shown: Vec<String> = out
+        .lines()
+        .filter(|l| l.starts_with("| ") && !l.contains("EXPR$"))
+        .map(|l| {
+            l.split('|')
+                .map(str::trim)
+                .filter(|c| !c.is_empty())
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+        .collect();
+    let expected: Vec<String> = sums[..3]
+        .iter()
+        .map(|(k, s, _)| format!("{k},{s}"))
+        .collect();
+    assert_eq!(shown, expected, "{out}");
+    // Streaming: the two keys with the most rows, by a count not selected (a Top-N).
+    let mut counts = sums.clone();
+    counts.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(&b.0)));
+    let output = dir.path().join("top");
+    ran(&format!(
+        "{table}CREATE TABLE top (k BIGINT) WITH ('connector' = 'filesystem', \
+         'path' = '{}', 'format' = 'debezium-json');\n\
+         INSERT INTO top SELECT k FROM s GROUP BY k ORDER BY COUNT(*) DESC, k LIMIT 2;",
+        output.display()
+    ));
+    let mut expected: Vec<String> = counts[..2].iter().map(|c| c.0.to_string()).collect();
+    expected.sort();
+    assert_eq!(common::sql::apply_debezium(&output, &["k"]), expected);
+}

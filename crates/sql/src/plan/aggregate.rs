@@ -93,7 +93,7 @@ pub fn has_aggregates(select: &ast::Select) -> bool {
 /// The key of an expression for matching a `SELECT` item's parts with the `GROUP BY`'s: its
 /// text with names unquoted and function names in capitals, a column by its last name
 /// (`B.bidder` is `bidder`).
-fn match_key(e: &ast::Expr) -> String {
+pub(super) fn match_key(e: &ast::Expr) -> String {
     struct Plain;
     impl VisitorMut for Plain {
         type Break = ();

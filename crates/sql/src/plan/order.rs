@@ -155,8 +155,6 @@ pub fn unordered(query: &ast::Query) -> (ast::Query, ast::Query, usize) {
             _ => None,
         })
         .collect();
-    let grouped = !matches!(&select.group_by, ast::GroupByExpr::Expressions(g, _) if g.is_empty())
-        || select.distinct.is_some();
     for o in order.iter_mut() {
         // `ORDER BY 2`: the second item of the SELECT list (Flink sorts by ordinal).
         if let ast::Expr::Value(v) = &o.expr
@@ -178,9 +176,33 @@ pub fn unordered(query: &ast::Query) -> (ast::Query, ast::Query, usize) {
                 _ => {}
             }
         }
+        // An expression the SELECT list computes (`ORDER BY SUM(v)` of `SELECT k, SUM(v)`):
+        // the column it is.
+        let key = super::aggregate::match_key(&o.expr);
+        let computed = select
+            .projection
+            .iter()
+            .enumerate()
+            .find_map(|(i, item)| match item {
+                ast::SelectItem::UnnamedExpr(e) if super::aggregate::match_key(e) == key => {
+                    Some(super::aggregate::column_name(e).unwrap_or_else(|| format!("EXPR${i}")))
+                }
+                ast::SelectItem::ExprWithAlias { expr, alias }
+                    if super::aggregate::match_key(expr) == key =>
+                {
+                    Some(alias.value.clone())
+                }
+                _ => None,
+            });
+        if let Some(column) = computed {
+            o.expr = ast::Expr::Identifier(ast::Ident::new(column));
+            continue;
+        }
         let output = super::aggregate::column_name(&o.expr)
             .is_some_and(|n| wildcard || outputs.iter().any(|c| c.eq_ignore_ascii_case(&n)));
-        if output || grouped {
+        // Another expression is computed as a hidden column (an aggregate too, in a grouped
+        // query), but not under DISTINCT, whose rows it would split.
+        if output || select.distinct.is_some() {
             continue;
         }
         let name = format!("$o{hidden}");
