@@ -194,8 +194,10 @@ pub fn unordered(query: &ast::Query) -> (ast::Query, ast::Query, usize) {
                 }
                 _ => None,
             });
-        if let Some(column) = computed {
-            o.expr = ast::Expr::Identifier(ast::Ident::new(column));
+        if let Some(column) = computed
+            && super::aggregate::column_name(&o.expr).is_none()
+        {
+            o.expr = ast::Expr::Identifier(ast::Ident::with_span(o.expr.span(), column));
             continue;
         }
         let output = super::aggregate::column_name(&o.expr)
