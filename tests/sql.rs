@@ -512,8 +512,8 @@ fn a_nexmark_shaped_script_runs_through_a_view_with_event_time_columns() {
     assert_eq!(
         got,
         [
-            "1000,1001,66406144.160,2023-01-01 00:00:00.000,x",
-            "1004,1001,3624.736,2023-01-01 00:00:00.001,y",
+            "1000,1001,66406144.160,2023-01-01 00:00:00.000Z,x",
+            "1004,1001,3624.736,2023-01-01 00:00:00.001Z,y",
         ]
     );
 }
@@ -2712,10 +2712,31 @@ fn the_local_time_zone_shows_casts_and_windows_instants() {
          'path' = '{}', 'format' = 'csv');\nINSERT INTO o SELECT k, ts FROM e;",
         sink.display()
     ));
+    // Files hold instants in UTC, with Flink's Z, and read back as the same instants.
     assert_eq!(
         sorted_lines(&sink),
-        ["a,2024-01-01 15:30:00.000", "b,2024-01-01 16:30:00.000"]
+        ["a,2024-01-01 15:30:00.000Z", "b,2024-01-01 16:30:00.000Z"]
     );
+    let out = ran(&format!(
+        "SET 'table.local-time-zone' = 'Asia/Shanghai';\n\
+         CREATE TABLE o (k STRING, ts TIMESTAMP_LTZ(3)) WITH ('connector' = 'filesystem', \
+         'path' = '{}', 'format' = 'csv');\nSELECT k, ts FROM o;",
+        sink.display()
+    ));
+    let mut read_back = cells(&out);
+    read_back.sort();
+    assert_eq!(
+        read_back,
+        ["a,2024-01-01 23:30:00.000", "b,2024-01-02 00:30:00.000"],
+        "{out}"
+    );
+    // Day-time units move an instant by their time across a change of the clocks (New York
+    // springs forward on 2021-03-14): 24 hours after 19:00 the day before is 20:00.
+    let out = ran("SET 'table.local-time-zone' = 'America/New_York';\n\
+         SELECT TIMESTAMPADD(DAY, 1, TO_TIMESTAMP_LTZ(1615680000000, 3)), \
+         TIMESTAMPDIFF(HOUR, TO_TIMESTAMP_LTZ(1615680000000, 3), \
+         TO_TIMESTAMP_LTZ(1615680000000, 3) + INTERVAL '24' HOUR);");
+    assert_eq!(cells(&out), ["2021-03-14 20:00:00.000,24"], "{out}");
     refused(
         "SET 'table.local-time-zone' = 'Mars/Olympus';",
         &["'Mars/Olympus' is not a time zone"],

@@ -304,6 +304,11 @@ impl Function {
                 };
                 match &args[1] {
                     Value::Timestamp(t) => Value::Timestamp(moved(*t)?),
+                    // An instant moves by the time a day-time unit is (across a change of
+                    // the clocks too, as Flink's), by months on the wall clock.
+                    Value::TimestampLtz(t) if super::calendar::fixed_millis(*unit).is_some() => {
+                        Value::TimestampLtz(moved(*t)?)
+                    }
                     Value::TimestampLtz(t) => Value::TimestampLtz(crate::zone::from_local(moved(
                         crate::zone::to_local(*t),
                     )?)),
@@ -315,17 +320,24 @@ impl Function {
                     }
                 }
             }
-            Function::TimestampDiff(unit) => match (args[0].wall_millis(), args[1].wall_millis()) {
-                (Some(from), Some(to)) => {
-                    let units = super::calendar::diff(from, to, *unit);
-                    Value::Int(i32::try_from(units).map_err(|_| {
-                        EvalError(format!(
-                            "TIMESTAMPDIFF of {units} {unit:?} overflows an INT"
-                        ))
-                    })?)
+            // Instants differ by the time between them in day-time units, by wall-clock months.
+            Function::TimestampDiff(unit) => {
+                match if super::calendar::fixed_millis(*unit).is_some() {
+                    (args[0].time_millis(), args[1].time_millis())
+                } else {
+                    (args[0].wall_millis(), args[1].wall_millis())
+                } {
+                    (Some(from), Some(to)) => {
+                        let units = super::calendar::diff(from, to, *unit);
+                        Value::Int(i32::try_from(units).map_err(|_| {
+                            EvalError(format!(
+                                "TIMESTAMPDIFF of {units} {unit:?} overflows an INT"
+                            ))
+                        })?)
+                    }
+                    _ => Value::Null,
                 }
-                _ => Value::Null,
-            },
+            }
             Function::ProcTime => Value::TimestampLtz(now_millis()),
             Function::IntervalText => match args[0] {
                 Value::BigInt(ms) => Value::String(crate::value::interval_text(ms)),

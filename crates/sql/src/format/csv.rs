@@ -6,7 +6,6 @@
 //! Flink's CSV format does without `csv.null-literal`); a field that is not of its column's
 //! type is refused with the column named.
 
-use crate::expr::cast;
 use crate::schema::Schema;
 use crate::types::SqlType;
 use crate::value::{Row, Value, write_timestamp};
@@ -85,11 +84,10 @@ impl Csv {
                 Some(v) => v,
                 None => {
                     let t = &column.ty.ty;
-                    let text = super::field_text(&field, t).to_string();
-                    match cast(Value::String(text), t) {
-                        Ok(v) => v,
-                        Err(_) if self.ignore_parse_errors => Value::Null,
-                        Err(_) => {
+                    match super::field_value(&field, t) {
+                        Some(v) => v,
+                        None if self.ignore_parse_errors => Value::Null,
+                        None => {
                             return Err(format!(
                                 "column '{}' ({t}) cannot hold '{field}'",
                                 column.name
@@ -196,10 +194,13 @@ impl Csv {
                     out.push_str(self.null_literal.as_deref().unwrap_or_default());
                     Ok(())
                 }
-                (
-                    Value::Timestamp(ms) | Value::TimestampLtz(ms),
-                    Some(SqlType::Timestamp(p) | SqlType::TimestampLtz(p)),
-                ) => write_timestamp(out, *ms, *p),
+                (Value::Timestamp(ms), Some(SqlType::Timestamp(p))) => {
+                    write_timestamp(out, *ms, *p)
+                }
+                (Value::TimestampLtz(ms), Some(SqlType::TimestampLtz(p))) => {
+                    super::write_instant(out, *ms, *p);
+                    Ok(())
+                }
                 // Flink's csv format writes booleans as Jackson does.
                 (Value::Boolean(b), _) => {
                     out.push_str(if *b { "true" } else { "false" });

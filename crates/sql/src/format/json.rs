@@ -130,10 +130,7 @@ fn value(json: &Json, ty: &DataType) -> Result<Value, String> {
             cast(parsed, &ty.ty).map_err(|_| bad())
         }
         (Json::String(s), SqlType::Char(_) | SqlType::VarChar(_)) => Ok(Value::String(s.clone())),
-        (Json::String(s), _) => {
-            let text = super::field_text(s, &ty.ty).to_string();
-            cast(Value::String(text), &ty.ty).map_err(|_| bad())
-        }
+        (Json::String(s), _) => super::field_value(s, &ty.ty).ok_or_else(bad),
     }
 }
 
@@ -197,10 +194,10 @@ fn json_value(value: &Value, ty: Option<&SqlType>, out: &mut String) {
         Value::Boolean(b) => out.push_str(if *b { "true" } else { "false" }),
         Value::Int(_) | Value::BigInt(_) | Value::Decimal(..) => out.push_str(&value.to_string()),
         Value::Double(d) if d.is_finite() => out.push_str(&value.to_string()),
-        // An instant as it is in UTC, whatever the session's zone (as csv writes it).
+        // An instant as it is in UTC with a `Z`, whatever the session's zone (as Flink's).
         Value::TimestampLtz(ms) => {
             let mut text = String::new();
-            let _ = crate::value::write_timestamp(&mut text, *ms, 3);
+            super::write_instant(&mut text, *ms, 3);
             string(&text, out)
         }
         other => string(&other.to_string(), out),

@@ -16,7 +16,7 @@ use crate::error::{Result, SqlError};
 use crate::schema::Schema;
 use crate::statement::TableDefinition;
 use crate::types::SqlType;
-use crate::value::Row;
+use crate::value::{Row, Value};
 
 /// The formats, for errors.
 const FORMATS: &str = "the formats 'csv', 'json' and 'debezium-json' are";
@@ -217,11 +217,21 @@ impl Encoder {
     }
 }
 
-/// The text of a field of type `ty` as a cast reads it: a `TIMESTAMP_LTZ` written by Flink's
-/// csv and json formats ends with `Z` (`2024-01-01 00:00:03.000Z`), which is read without it.
-pub fn field_text<'a>(text: &'a str, ty: &SqlType) -> &'a str {
+/// The value of a text field of type `ty`, as Flink's csv and json formats read it: a
+/// `TIMESTAMP_LTZ` is an instant written in UTC (`2024-01-01 00:00:03.000Z`, the `Z` optional),
+/// whatever the session's zone; anything else as a cast from the text.
+pub fn field_value(text: &str, ty: &SqlType) -> Option<Value> {
     match ty {
-        SqlType::TimestampLtz(_) => text.strip_suffix('Z').unwrap_or(text),
-        _ => text,
+        SqlType::TimestampLtz(_) => {
+            let utc = text.strip_suffix('Z').unwrap_or(text);
+            crate::value::parse_timestamp(utc).map(Value::TimestampLtz)
+        }
+        _ => crate::expr::cast(Value::String(text.to_string()), ty).ok(),
     }
+}
+
+/// Appends a `TIMESTAMP_LTZ` as Flink's csv and json formats write one: in UTC, with a `Z`.
+pub fn write_instant(out: &mut String, millis: i64, precision: u8) {
+    let _ = crate::value::write_timestamp(out, millis, precision);
+    out.push('Z');
 }
