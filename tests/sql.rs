@@ -2755,7 +2755,8 @@ fn functions_follow_flinks_edge_cases() {
          UNIX_TIMESTAMP('1970-01-01 08:00:01.001 +0800', 'yyyy-MM-dd HH:mm:ss.SSS'), \
          TO_TIMESTAMP('2024-03-05 14:07:09.12', 'yyyy-MM-dd HH:mm:ss.SS'), \
          TO_TIMESTAMP('2024-03-05 14:07:09.123456'), \
-         DATE_FORMAT(TIMESTAMP '2024-03-05 14:07:09.123', 'ss.SS');\n\
+         DATE_FORMAT(TIMESTAMP '2024-03-05 14:07:09.123', 'ss.SS'), \
+         TO_DATE('2017-12-12 09:30:00'), CAST('2017-12-12 09:30:00' AS DATE);\n\
          SELECT x, y FROM (VALUES (1, 'c'), (3, 'a'), (2, 'b')) AS t(x, y) ORDER BY 2 DESC;");
     let rows: Vec<Vec<&str>> = out
         .lines()
@@ -2779,7 +2780,9 @@ fn functions_follow_flinks_edge_cases() {
                 "28801",
                 "2024-03-05 14:07:09.120",
                 "2024-03-05 14:07:09.123",
-                "09.12"
+                "09.12",
+                "2017-12-12",
+                "2017-12-12"
             ],
             vec!["1", "c"],
             vec!["2", "b"],

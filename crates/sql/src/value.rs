@@ -330,12 +330,12 @@ pub fn write_date(f: &mut impl fmt::Write, days: i32) -> fmt::Result {
     write!(f, "{y:04}-{m:02}-{d:02}")
 }
 
-/// Reads `yyyy-MM-dd` as a day number; `None` if it is not a date.
+/// Reads `yyyy-MM-dd` (a time after it dropped) as a day number; `None` if it is not a date.
 pub fn parse_date(text: &str) -> Option<i32> {
+    // A time after the date is allowed and dropped, as Flink's `parseDate` takes
+    // `2017-12-12 09:30:00.0`.
     let ms = parse_timestamp(text.trim())?;
-    (ms.rem_euclid(DAY_MS) == 0 && !text.trim().contains([' ', 'T']))
-        .then(|| i32::try_from(ms.div_euclid(DAY_MS)).ok())
-        .flatten()
+    i32::try_from(ms.div_euclid(DAY_MS)).ok()
 }
 
 /// The civil date of a day number (days since 1970-01-01), proleptic Gregorian.

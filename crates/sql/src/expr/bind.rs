@@ -1090,8 +1090,8 @@ impl Binder<'_> {
                 let date = name == "TO_DATE";
                 let pieces = match args.get(1) {
                     Some(a) => self.literal_date_pattern(a, name)?,
-                    None if date => date_pattern("yyyy-MM-dd").unwrap_or_default(),
-                    // No pattern: Flink's default, with any fraction of a second.
+                    // No pattern: Flink's default (a date's time dropped, a timestamp's
+                    // fraction of a second any).
                     None => Vec::new(),
                 };
                 // NULL where the text does not follow the pattern.

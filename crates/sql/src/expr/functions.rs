@@ -284,6 +284,10 @@ impl Function {
             Function::ToTimestamp(pattern) => {
                 super::calendar::parse(text(0)?, pattern).map_or(Value::Null, Value::Timestamp)
             }
+            // Without a pattern, Flink's default: the date, any time after it dropped.
+            Function::ToDate(pattern) if pattern.is_empty() => {
+                crate::value::parse_date(text(0)?).map_or(Value::Null, Value::Date)
+            }
             Function::ToDate(pattern) => {
                 super::calendar::parse(text(0)?, pattern).map_or(Value::Null, date_of)
             }
