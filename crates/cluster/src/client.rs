@@ -13,6 +13,9 @@ use crate::protocol::{
     Collected, JobId, JobSummary, Message, PROTOCOL_VERSION, Role, SubmitRequest, sync_io,
 };
 
+/// How long connecting to a JobManager and its hello may take.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// A client connection to a JobManager.
 pub struct ClusterClient {
     stream: Stream,
@@ -31,13 +34,27 @@ impl ClusterClient {
         let resolved = crate::ha::resolve(address)?;
         let address = resolved.as_str();
         let peer = || format!("the JobManager at {address}");
-        let stream = TcpStream::connect(address).map_err(|source| HummerError::Connect {
+        let refused = |source| HummerError::Connect {
             peer: peer(),
             source,
             hint: "is it running? `hummer cluster start` starts a local cluster; \
                    --jobmanager or HUMMER_JOBMANAGER give the address of another",
-        })?;
+        };
+        let socket = std::net::ToSocketAddrs::to_socket_addrs(address)
+            .map_err(refused)?
+            .next()
+            .ok_or_else(|| {
+                refused(std::io::Error::new(
+                    std::io::ErrorKind::NotFound,
+                    "the address resolves to nothing",
+                ))
+            })?;
+        let stream = TcpStream::connect_timeout(&socket, HANDSHAKE_TIMEOUT).map_err(refused)?;
         let _ = stream.set_nodelay(true);
+        // A peer that takes the connection and never answers (not a JobManager) is given up
+        // on rather than waited for.
+        let _ = stream.set_read_timeout(Some(HANDSHAKE_TIMEOUT));
+        let _ = stream.set_write_timeout(Some(HANDSHAKE_TIMEOUT));
         let stream = security
             .connect(stream)
             .map_err(|source| HummerError::Connect {
@@ -55,8 +72,24 @@ impl ClusterClient {
             version: PROTOCOL_VERSION,
             role: Role::Client,
         };
-        match client.request(&hello)? {
-            Message::Welcome => Ok(client),
+        let answer = client.request(&hello).map_err(|e| match e {
+            HummerError::Cluster(message) if message.contains("connection:") => {
+                HummerError::Connect {
+                    peer: peer(),
+                    source: std::io::Error::new(std::io::ErrorKind::TimedOut, message),
+                    hint: "no Hummer answer within the handshake's time: is this the address of \
+                           a JobManager's RPC port (`hummer cluster start` prints it)?",
+                }
+            }
+            other => other,
+        })?;
+        match answer {
+            Message::Welcome => {
+                let tcp = client.stream.tcp();
+                let _ = tcp.set_read_timeout(None);
+                let _ = tcp.set_write_timeout(None);
+                Ok(client)
+            }
             other => Err(unexpected(&other)),
         }
     }

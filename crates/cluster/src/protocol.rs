@@ -366,6 +366,12 @@ pub enum FrameError {
     /// The announced length exceeds [`MAX_FRAME`].
     #[error("frame of {0} bytes exceeds the limit of {MAX_FRAME}")]
     TooLarge(usize),
+    /// The peer answered in HTTP: an address of a REST or web port, not of this protocol.
+    #[error(
+        "the peer answers in HTTP, not in Hummer's protocol (the address of a REST port, not \
+         of a JobManager's RPC port?)"
+    )]
+    Http,
     /// The bytes are not a message of this protocol.
     #[error("undecodable frame: {0}")]
     Decode(String),
@@ -389,6 +395,9 @@ pub fn decode(body: &[u8]) -> Result<Message, FrameError> {
 
 /// Checks a frame length prefix.
 pub fn frame_len(prefix: [u8; 4]) -> Result<usize, FrameError> {
+    if &prefix == b"HTTP" {
+        return Err(FrameError::Http);
+    }
     let len = u32::from_be_bytes(prefix) as usize;
     if len > MAX_FRAME {
         return Err(FrameError::TooLarge(len));
@@ -448,6 +457,15 @@ pub mod async_io {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An HTTP answer (a REST port given as the JobManager's address) is named as such, not
+    /// read as a frame of 1.2 GB.
+    #[test]
+    fn an_http_answer_is_named() {
+        let err = sync_io::read(&mut &b"HTTP/1.1 400 Bad Request\r\n\r\n"[..]).unwrap_err();
+        assert!(matches!(err, FrameError::Http), "{err}");
+        assert!(err.to_string().contains("REST port"), "{err}");
+    }
     use proptest::prelude::*;
 
     fn round_trip(m: &Message) -> Message {
