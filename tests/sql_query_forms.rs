@@ -1212,6 +1212,12 @@ fn using_and_natural_joins_show_their_columns_once() {
     }
     full.extend(inner.iter().cloned());
     let columns = "k BIGINT, v BIGINT, w BIGINT";
+    // `SELECT *` of a join names the second `k` `k0`, as Calcite does: a view reads it.
+    let out = common::sql::ran(&format!(
+        "{tables}CREATE VIEW v AS SELECT * FROM a JOIN b ON a.k = b.k;\n\
+         SELECT COUNT(*) AS n FROM v WHERE k0 = k;"
+    ));
+    assert!(out.contains(&format!("| {} |", inner.len())), "{out}");
     for (name, query, expected) in [
         ("using", "SELECT * FROM a JOIN b USING (k)", &inner),
         ("natural", "SELECT * FROM a NATURAL JOIN b", &inner),

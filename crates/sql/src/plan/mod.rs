@@ -946,7 +946,8 @@ pub(crate) fn select_list(
                         expr: crate::expr::Expr::Column(j),
                         text: c.name.clone(),
                     });
-                    columns.push(c.clone());
+                    let name = unique_name(&columns, c.name.clone());
+                    columns.push(Column { name, ..c.clone() });
                 }
                 if projection.len() == before {
                     return Err(SqlError::Invalid {
@@ -965,16 +966,7 @@ pub(crate) fn select_list(
                     }
                     _ => format!("EXPR${i}"),
                 };
-                // A name taken already gets a number, as Flink's (`dateTime0`).
-                let taken = |n: &str| columns.iter().any(|c: &Column| c.name == n);
-                let name = if taken(&name) {
-                    (0..)
-                        .map(|k| format!("{name}{k}"))
-                        .find(|n| !taken(n))
-                        .unwrap_or(name)
-                } else {
-                    name
-                };
+                let name = unique_name(&columns, name);
                 columns.push(Column { name, ty: bound.ty });
                 projection.push(Named {
                     expr: bound.expr,
@@ -985,6 +977,20 @@ pub(crate) fn select_list(
         }
     }
     Ok((projection, columns))
+}
+
+/// `name`, or, where `columns` has a column of that name already, the name with the first
+/// number that makes it new, as Flink (Calcite) names a `SELECT` list's columns
+/// (`dateTime0`; `k0` for the second `k` of `SELECT *` over a join).
+fn unique_name(columns: &[Column], name: String) -> String {
+    let taken = |n: &str| columns.iter().any(|c| c.name == n);
+    if !taken(&name) {
+        return name;
+    }
+    (0..)
+        .map(|k| format!("{name}{k}"))
+        .find(|n| !taken(n))
+        .unwrap_or(name)
 }
 
 /// The conjuncts of `e` (`a AND b AND c`).
