@@ -96,23 +96,22 @@ pub fn set(zone: TimeZone) {
 
 /// The wall-clock time (as milliseconds of a `TIMESTAMP`) of `instant` in the session's zone.
 pub fn to_local(instant: i64) -> i64 {
-    if IS_UTC.load(Ordering::Acquire) {
-        return instant;
-    }
-    match ZONE.read().unwrap_or_else(PoisonError::into_inner).as_ref() {
-        Some(zone) => to_local_in(zone, instant),
-        None => instant,
-    }
+    in_session_zone(instant, to_local_in)
 }
 
 /// The instant of the wall-clock time `local` in the session's zone (see [`from_local_in`]).
 pub fn from_local(local: i64) -> i64 {
+    in_session_zone(local, from_local_in)
+}
+
+/// `convert` of `millis` in the session's zone; `millis` as they are in UTC.
+fn in_session_zone(millis: i64, convert: fn(&TimeZone, i64) -> i64) -> i64 {
     if IS_UTC.load(Ordering::Acquire) {
-        return local;
+        return millis;
     }
     match ZONE.read().unwrap_or_else(PoisonError::into_inner).as_ref() {
-        Some(zone) => from_local_in(zone, local),
-        None => local,
+        Some(zone) => convert(zone, millis),
+        None => millis,
     }
 }
 

@@ -245,10 +245,18 @@ pub fn plan_query(
     query: &ast::Query,
     at: Position,
 ) -> Result<Planned> {
+    in_scope(catalog, env, || plan_in_scope(catalog, env, query, at))
+}
+
+/// `plan` run with the catalog's functions and the session's reuse in scope (what planning
+/// any query needs).
+fn in_scope(
+    catalog: &Catalog,
+    env: &StreamExecutionEnvironment,
+    plan: impl FnOnce() -> Result<Planned>,
+) -> Result<Planned> {
     crate::expr::udf::in_scope(catalog.functions(), || {
-        reuse::in_scope(env, catalog.reuse(), || {
-            plan_in_scope(catalog, env, query, at)
-        })
+        reuse::in_scope(env, catalog.reuse(), plan)
     })
 }
 
@@ -264,28 +272,23 @@ pub fn plan_result(
     if !catalog.batch() {
         return plan_query(catalog, env, query, at);
     }
-    crate::expr::udf::in_scope(catalog.functions(), || {
-        reuse::in_scope(env, catalog.reuse(), || {
-            if is_ordered(query) {
-                let (unordered, sorted, hidden) = order::unordered(query);
-                let planned = plan_in_scope(catalog, env, &unordered, at)?;
-                return order::final_sorted(planned, &sorted, hidden, at);
-            }
-            let planned = plan_in_scope(catalog, env, query, at)?;
-            if planned.updated_by.is_none() {
-                return Ok(planned);
-            }
-            let description = format!(
-                "FinalTable(of=[{}])",
-                planned.updated_by.as_deref().unwrap_or_default()
-            );
-            let rows = final_rows(
-                planned.rows(),
-                FinalTable::new(0, Vec::new(), 0, None),
-                &description,
-            );
-            Ok(Planned::new(rows, planned.schema))
-        })
+    in_scope(catalog, env, || {
+        if is_ordered(query) {
+            let (unordered, sorted, hidden) = order::unordered(query);
+            let planned = plan_in_scope(catalog, env, &unordered, at)?;
+            return order::final_sorted(planned, &sorted, hidden, at);
+        }
+        let planned = plan_in_scope(catalog, env, query, at)?;
+        let Some(updated_by) = &planned.updated_by else {
+            return Ok(planned);
+        };
+        let description = format!("FinalTable(of=[{updated_by}])");
+        let rows = final_rows(
+            planned.rows(),
+            FinalTable::new(0, Vec::new(), 0, None),
+            &description,
+        );
+        Ok(Planned::new(rows, planned.schema))
     })
 }
 
